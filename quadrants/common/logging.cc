@@ -1,0 +1,61 @@
+#include "quadrants/common/logging.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+
+namespace quadrants {
+namespace {
+
+LogLevel ThresholdFromEnvironment() {
+  const char* value = std::getenv("QD_LOG_LEVEL");
+  if (value == nullptr) return LogLevel::kWarning;
+  if (std::strcmp(value, "debug") == 0) return LogLevel::kDebug;
+  if (std::strcmp(value, "info") == 0) return LogLevel::kInfo;
+  if (std::strcmp(value, "error") == 0) return LogLevel::kError;
+  return LogLevel::kWarning;
+}
+
+std::atomic<int>& Threshold() {
+  static std::atomic<int> threshold{static_cast<int>(ThresholdFromEnvironment())};
+  return threshold;
+}
+
+const char* LevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug:
+      return "D";
+    case LogLevel::kInfo:
+      return "I";
+    case LogLevel::kWarning:
+      return "W";
+    case LogLevel::kError:
+      return "E";
+  }
+  return "?";
+}
+
+const char* Basename(const char* path) {
+  const char* slash = std::strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+}  // namespace
+
+LogLevel GetLogThreshold() { return static_cast<LogLevel>(Threshold().load()); }
+
+void SetLogThreshold(LogLevel level) { Threshold().store(static_cast<int>(level)); }
+
+LogMessage::LogMessage(LogLevel level, const char* file, int line)
+    : level_(level), file_(file), line_(line) {}
+
+LogMessage::~LogMessage() {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::cerr << "[quadrants " << LevelName(level_) << " " << Basename(file_)
+            << ":" << line_ << "] " << stream_.str() << std::endl;
+}
+
+}  // namespace quadrants

@@ -1,0 +1,47 @@
+#include "quadrants/runtime/amdgpu/hip_driver.h"
+
+#include "absl/strings/str_cat.h"
+#include "quadrants/common/errors.h"
+#include "quadrants/common/status_macros.h"
+
+namespace quadrants::amdgpu {
+
+absl::StatusOr<std::unique_ptr<HipDriver>> HipDriver::Load() {
+  auto driver = std::make_unique<HipDriver>(Key());
+  absl::Status status = driver->Initialize();
+  if (!status.ok()) {
+    return MakeError(ErrorKind::kUnavailable,
+                     absl::StrCat("AMDGPU not available: ", status.message()));
+  }
+  return driver;
+}
+
+absl::Status HipDriver::Initialize() {
+  QD_ASSIGN_OR_RETURN(library_, DynamicLibrary::Open({"libamdhip64.so.5",
+                                                      "libamdhip64.so"}));
+#define QD_LOAD_MEMBER(member, symbol) \
+  QD_RETURN_IF_ERROR(library_->Load(symbol, &member));
+  QD_HIP_DRIVER_FUNCTIONS(QD_LOAD_MEMBER)
+#undef QD_LOAD_MEMBER
+  QD_RETURN_IF_ERROR(Check(hipInit(0), "hipInit"));
+  int count = 0;
+  QD_RETURN_IF_ERROR(Check(hipGetDeviceCount(&count), "hipGetDeviceCount"));
+  if (count == 0) return absl::UnavailableError("no AMD GPU found");
+  char name[256] = {};
+  QD_RETURN_IF_ERROR(
+      Check(hipDeviceGetName(name, sizeof(name), 0), "hipDeviceGetName"));
+  device_name_ = name;
+  return absl::OkStatus();
+}
+
+absl::Status HipDriver::Check(hipError_t result, const char* what) const {
+  if (result == hipSuccess) return absl::OkStatus();
+  const char* message =
+      hipGetErrorString != nullptr ? hipGetErrorString(result) : nullptr;
+  return MakeError(ErrorKind::kRuntime,
+                   absl::StrCat(what, " failed: ",
+                                message ? message : "unknown error",
+                                " (hipError_t ", static_cast<int>(result), ")"));
+}
+
+}  // namespace quadrants::amdgpu

@@ -1,0 +1,74 @@
+#include "quadrants/runtime/cuda/cuda_driver.h"
+
+#include "absl/strings/str_cat.h"
+#include "quadrants/common/errors.h"
+#include "quadrants/common/status_macros.h"
+
+namespace quadrants::cuda {
+namespace {
+
+absl::Status Unavailable(absl::string_view reason) {
+  return MakeError(ErrorKind::kUnavailable,
+                   absl::StrCat("CUDA not available: ", reason));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load() {
+  auto driver = std::make_unique<CudaDriver>(Key());
+  absl::Status status = driver->Initialize();
+  if (!status.ok()) {
+    return Unavailable(status.message());
+  }
+  return driver;
+}
+
+absl::Status CudaDriver::Initialize() {
+  QD_ASSIGN_OR_RETURN(library_,
+                      DynamicLibrary::Open({"libcuda.so.1", "libcuda.so"}));
+#define QD_LOAD_MEMBER(member, symbol) \
+  QD_RETURN_IF_ERROR(library_->Load(symbol, &member));
+  QD_CUDA_DRIVER_FUNCTIONS(QD_LOAD_MEMBER)
+#undef QD_LOAD_MEMBER
+  QD_RETURN_IF_ERROR(Check(cuInit(0), "cuInit"));
+  QD_RETURN_IF_ERROR(Check(cuDriverGetVersion(&driver_version_),
+                           "cuDriverGetVersion"));
+  int count = 0;
+  QD_RETURN_IF_ERROR(Check(cuDeviceGetCount(&count), "cuDeviceGetCount"));
+  if (count == 0) return absl::UnavailableError("no CUDA device found");
+  QD_RETURN_IF_ERROR(Check(cuDeviceGet(&device_, 0), "cuDeviceGet"));
+  char name[256] = {};
+  QD_RETURN_IF_ERROR(
+      Check(cuDeviceGetName(name, sizeof(name), device_), "cuDeviceGetName"));
+  device_name_ = name;
+  int major = 0, minor = 0;
+  QD_RETURN_IF_ERROR(Check(
+      cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                           device_),
+      "cuDeviceGetAttribute"));
+  QD_RETURN_IF_ERROR(Check(
+      cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                           device_),
+      "cuDeviceGetAttribute"));
+  compute_capability_ = major * 10 + minor;
+  QD_RETURN_IF_ERROR(Check(cuDevicePrimaryCtxRetain(&context_, device_),
+                           "cuDevicePrimaryCtxRetain"));
+  return Check(cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+}
+
+CudaDriver::~CudaDriver() {
+  if (context_ != nullptr) cuDevicePrimaryCtxRelease(device_);
+}
+
+absl::Status CudaDriver::Check(CUresult result, const char* what) const {
+  if (result == CUDA_SUCCESS) return absl::OkStatus();
+  const char* message = nullptr;
+  if (cuGetErrorString == nullptr || cuGetErrorString(result, &message) != CUDA_SUCCESS) {
+    message = "unknown error";
+  }
+  return MakeError(ErrorKind::kRuntime,
+                   absl::StrCat(what, " failed: ", message, " (CUresult ",
+                                static_cast<int>(result), ")"));
+}
+
+}  // namespace quadrants::cuda
