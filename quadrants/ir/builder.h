@@ -1,0 +1,171 @@
+#ifndef QUADRANTS_IR_BUILDER_H_
+#define QUADRANTS_IR_BUILDER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "quadrants/common/source_location.h"
+#include "quadrants/ir/kernel.h"
+#include "quadrants/ir/snode.h"
+#include "quadrants/ir/statements.h"
+
+namespace quadrants::ir {
+
+// Creates statements at an insertion point, stamping each with the current
+// source location. Front ends (the Python AST transformer, C++ tests) build
+// kernels through this class only.
+//
+//   IRBuilder b(&kernel, &snodes);
+//   auto* loop = b.RangeFor(b.ConstI32(0), b.NdarrayShape(0, 0));
+//   {
+//     auto scope = b.EnterBlock(loop->body());
+//     Stmt* i = b.LoopIndex(loop);
+//     ...
+//   }
+class IRBuilder {
+ public:
+  explicit IRBuilder(Kernel* kernel, const SNodeTree* snodes = nullptr);
+
+  Kernel* kernel() const { return kernel_; }
+
+  // Subsequent statements get `loc`.
+  void SetLocation(SourceLocation loc) { loc_ = std::move(loc); }
+  const SourceLocation& location() const { return loc_; }
+
+  // Inserts before position `index` of `block` (default: at its end).
+  void SetInsertPoint(Block* block, size_t index);
+  void SetInsertPointToEnd(Block* block) { SetInsertPoint(block, block->size()); }
+
+  // Restores the previous insertion point when it goes out of scope.
+  class Scope {
+   public:
+    Scope(IRBuilder* builder, Block* saved_block, size_t saved_index)
+        : builder_(builder), block_(saved_block), index_(saved_index) {}
+    Scope(Scope&& other) noexcept
+        : builder_(std::exchange(other.builder_, nullptr)),
+          block_(other.block_),
+          index_(other.index_) {}
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    IRBuilder* builder_;
+    Block* block_;
+    size_t index_;
+  };
+  [[nodiscard]] Scope EnterBlock(Block* block);
+
+  // Takes ownership of `stmt`, inserts it and advances the insertion point.
+  template <typename T>
+  T* Insert(std::unique_ptr<T> stmt) {
+    stmt->set_loc(loc_);
+    T* raw = stmt.get();
+    block_->Insert(index_++, std::move(stmt));
+    return raw;
+  }
+  template <typename T, typename... Args>
+  T* Make(Args&&... args) {
+    return Insert(std::make_unique<T>(std::forward<Args>(args)...));
+  }
+
+  // Values.
+  ConstStmt* Const(Constant value) { return Make<ConstStmt>(value); }
+  ConstStmt* ConstI32(int32_t value);
+  ConstStmt* ConstI64(int64_t value);
+  ConstStmt* ConstF32(float value);
+  ConstStmt* ConstF64(double value);
+  ConstStmt* ConstBool(bool value);
+  ArgLoadStmt* ArgLoad(int arg);
+
+  // Global memory.
+  NdarrayPtrStmt* NdarrayPtr(int arg, std::vector<Stmt*> indices);
+  NdarrayShapeStmt* NdarrayShape(int arg, int axis);
+  // The field's dtype comes from the SNode tree given to the constructor.
+  FieldPtrStmt* FieldPtr(int snode_id, std::vector<Stmt*> indices);
+  FieldPtrStmt* FieldPtr(int snode_id, PrimitiveType dtype,
+                         std::vector<Stmt*> indices);
+  GlobalLoadStmt* GlobalLoad(Stmt* ptr) { return Make<GlobalLoadStmt>(ptr); }
+  GlobalStoreStmt* GlobalStore(Stmt* ptr, Stmt* value) {
+    return Make<GlobalStoreStmt>(ptr, value);
+  }
+
+  // Locals.
+  AllocaStmt* Alloca(PrimitiveType dtype) { return Make<AllocaStmt>(dtype); }
+  LocalLoadStmt* LocalLoad(Stmt* alloca) { return Make<LocalLoadStmt>(alloca); }
+  LocalStoreStmt* LocalStore(Stmt* alloca, Stmt* value) {
+    return Make<LocalStoreStmt>(alloca, value);
+  }
+
+  // Arithmetic.
+  UnaryOpStmt* Unary(UnaryOpKind op, Stmt* x) { return Make<UnaryOpStmt>(op, x); }
+  UnaryOpStmt* Cast(Stmt* x, PrimitiveType to) {
+    return Make<UnaryOpStmt>(UnaryOpKind::kCast, x, to);
+  }
+  BinaryOpStmt* Binary(BinaryOpKind op, Stmt* a, Stmt* b) {
+    return Make<BinaryOpStmt>(op, a, b);
+  }
+  BinaryOpStmt* Add(Stmt* a, Stmt* b) { return Binary(BinaryOpKind::kAdd, a, b); }
+  BinaryOpStmt* Sub(Stmt* a, Stmt* b) { return Binary(BinaryOpKind::kSub, a, b); }
+  BinaryOpStmt* Mul(Stmt* a, Stmt* b) { return Binary(BinaryOpKind::kMul, a, b); }
+  BinaryOpStmt* Div(Stmt* a, Stmt* b) { return Binary(BinaryOpKind::kDiv, a, b); }
+  BinaryOpStmt* Lt(Stmt* a, Stmt* b) { return Binary(BinaryOpKind::kLt, a, b); }
+  TernaryOpStmt* Select(Stmt* cond, Stmt* a, Stmt* b) {
+    return Make<TernaryOpStmt>(cond, a, b);
+  }
+  AtomicOpStmt* Atomic(AtomicOpKind op, Stmt* ptr, Stmt* value) {
+    return Make<AtomicOpStmt>(op, ptr, value);
+  }
+
+  // Control flow: each returns the container; enter its blocks to fill them.
+  RangeForStmt* RangeFor(Stmt* begin, Stmt* end) {
+    return Make<RangeForStmt>(begin, end);
+  }
+  StructForStmt* StructFor(int snode_id) { return Make<StructForStmt>(snode_id); }
+  LoopIndexStmt* LoopIndex(Stmt* loop, int axis = 0) {
+    return Make<LoopIndexStmt>(loop, axis);
+  }
+  WhileStmt* While() { return Make<WhileStmt>(); }
+  BreakStmt* Break() { return Make<BreakStmt>(); }
+  ContinueStmt* Continue() { return Make<ContinueStmt>(); }
+  IfStmt* If(Stmt* cond) { return Make<IfStmt>(cond); }
+  AssertStmt* Assert(Stmt* cond, std::string message,
+                     std::vector<Stmt*> args = {}) {
+    return Make<AssertStmt>(cond, std::move(message), std::move(args));
+  }
+  OffloadedTaskStmt* Task(TaskKind kind, int snode_id = -1) {
+    return Make<OffloadedTaskStmt>(kind, snode_id);
+  }
+
+  // Adstack.
+  AdStackAllocaStmt* AdStackAlloca(PrimitiveType dtype, int64_t max_size) {
+    return Make<AdStackAllocaStmt>(dtype, max_size);
+  }
+  AdStackPushStmt* AdStackPush(Stmt* stack, Stmt* value) {
+    return Make<AdStackPushStmt>(stack, value);
+  }
+  AdStackPopStmt* AdStackPop(Stmt* stack) { return Make<AdStackPopStmt>(stack); }
+  AdStackLoadTopStmt* AdStackLoadTop(Stmt* stack) {
+    return Make<AdStackLoadTopStmt>(stack);
+  }
+  AdStackLoadTopAdjStmt* AdStackLoadTopAdj(Stmt* stack) {
+    return Make<AdStackLoadTopAdjStmt>(stack);
+  }
+  AdStackAccAdjointStmt* AdStackAccAdjoint(Stmt* stack, Stmt* value) {
+    return Make<AdStackAccAdjointStmt>(stack, value);
+  }
+
+ private:
+  Kernel* kernel_;
+  const SNodeTree* snodes_;
+  Block* block_;
+  size_t index_;
+  SourceLocation loc_;
+};
+
+}  // namespace quadrants::ir
+
+#endif  // QUADRANTS_IR_BUILDER_H_

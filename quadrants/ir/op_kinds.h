@@ -1,0 +1,88 @@
+#ifndef QUADRANTS_IR_OP_KINDS_H_
+#define QUADRANTS_IR_OP_KINDS_H_
+
+#include "absl/strings/string_view.h"
+
+namespace quadrants::ir {
+
+#define QD_FOR_EACH_UNARY_OP(X) \
+  X(kNeg, "neg")                \
+  X(kBitNot, "bit_not")         \
+  X(kLogicalNot, "logical_not") \
+  X(kCast, "cast")              \
+  X(kAbs, "abs")                \
+  X(kSqrt, "sqrt")              \
+  X(kRsqrt, "rsqrt")            \
+  X(kSin, "sin")                \
+  X(kCos, "cos")                \
+  X(kTan, "tan")                \
+  X(kTanh, "tanh")              \
+  X(kExp, "exp")                \
+  X(kLog, "log")                \
+  X(kAsin, "asin")              \
+  X(kAcos, "acos")              \
+  X(kFloor, "floor")            \
+  X(kCeil, "ceil")
+
+#define QD_FOR_EACH_BINARY_OP(X)  \
+  X(kAdd, "add")                  \
+  X(kSub, "sub")                  \
+  X(kMul, "mul")                  \
+  X(kDiv, "div")                  \
+  X(kFloorDiv, "floordiv")        \
+  X(kMod, "mod")                  \
+  X(kPow, "pow")                  \
+  X(kMin, "min")                  \
+  X(kMax, "max")                  \
+  X(kAtan2, "atan2")              \
+  X(kBitAnd, "bit_and")           \
+  X(kBitOr, "bit_or")             \
+  X(kBitXor, "bit_xor")           \
+  X(kShl, "shl")                  \
+  X(kShr, "shr")                  \
+  X(kLt, "cmp_lt")                \
+  X(kLe, "cmp_le")                \
+  X(kGt, "cmp_gt")                \
+  X(kGe, "cmp_ge")                \
+  X(kEq, "cmp_eq")                \
+  X(kNe, "cmp_ne")                \
+  X(kLogicalAnd, "logical_and")   \
+  X(kLogicalOr, "logical_or")
+
+#define QD_FOR_EACH_ATOMIC_OP(X) \
+  X(kAdd, "atomic_add")          \
+  X(kSub, "atomic_sub")          \
+  X(kMin, "atomic_min")          \
+  X(kMax, "atomic_max")          \
+  X(kBitAnd, "atomic_and")       \
+  X(kBitOr, "atomic_or")         \
+  X(kBitXor, "atomic_xor")
+
+#define QD_DECLARE_ENUMERATOR(name, text) name,
+
+enum class UnaryOpKind { QD_FOR_EACH_UNARY_OP(QD_DECLARE_ENUMERATOR) };
+enum class BinaryOpKind { QD_FOR_EACH_BINARY_OP(QD_DECLARE_ENUMERATOR) };
+enum class AtomicOpKind { QD_FOR_EACH_ATOMIC_OP(QD_DECLARE_ENUMERATOR) };
+
+#undef QD_DECLARE_ENUMERATOR
+
+absl::string_view OpName(UnaryOpKind op);
+absl::string_view OpName(BinaryOpKind op);
+absl::string_view OpName(AtomicOpKind op);
+
+// Comparisons produce u1 whatever their operand type.
+bool IsComparison(BinaryOpKind op);
+// Ops defined on integers only (bitwise, shifts).
+bool IsIntegerOnly(BinaryOpKind op);
+bool IsLogical(BinaryOpKind op);
+// sqrt, sin, exp, ...: integer operands are converted to the default float.
+bool IsFloatMath(UnaryOpKind op);
+
+// How an offloaded task runs: once (serial), or in parallel over a range of
+// indices or over the cells of a field.
+enum class TaskKind { kSerial, kRangeFor, kStructFor };
+absl::string_view TaskKindName(TaskKind kind);
+
+}  // namespace quadrants::ir
+
+#endif  // QUADRANTS_IR_OP_KINDS_H_

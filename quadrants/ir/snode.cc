@@ -1,0 +1,222 @@
+#include "quadrants/ir/snode.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "quadrants/common/errors.h"
+
+namespace quadrants::ir {
+namespace {
+
+int64_t AlignUp(int64_t value, int64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+int64_t ElementBytes(PrimitiveType type) {
+  return std::max<int64_t>(1, BitWidth(type) / 8);
+}
+
+// Natural alignment: an element's own size; a dense block 8 bytes.
+int64_t Alignment(const SNode& node) {
+  return node.kind == SNode::Kind::kPlace ? ElementBytes(node.dtype) : 8;
+}
+
+absl::Status TreeError(absl::string_view message) {
+  return MakeError(ErrorKind::kCompilation, message);
+}
+
+}  // namespace
+
+SNodeTree::SNodeTree() {
+  SNode root;
+  root.id = 0;
+  root.kind = SNode::Kind::kRoot;
+  nodes_.push_back(root);
+}
+
+absl::Status SNodeTree::CheckAcceptsChild(int parent) const {
+  if (finalized_) return TreeError("the SNode tree is finalized");
+  if (parent < 0 || parent >= size()) {
+    return TreeError(absl::StrCat("no SNode with id ", parent));
+  }
+  if (nodes_[parent].kind == SNode::Kind::kPlace) {
+    return TreeError(absl::StrCat("SNode ", parent,
+                                  " is a place and cannot have children"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<int> SNodeTree::Ancestors(int id) const {
+  std::vector<int> chain;
+  for (int p = nodes_[id].parent; p >= 0; p = nodes_[p].parent) {
+    chain.push_back(p);
+  }
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
+absl::StatusOr<int> SNodeTree::AddDense(int parent, std::vector<int> axes,
+                                        std::vector<int64_t> sizes) {
+  if (absl::Status s = CheckAcceptsChild(parent); !s.ok()) return s;
+  if (axes.empty() || axes.size() != sizes.size()) {
+    return TreeError(absl::StrCat("dense needs one size per axis, got ",
+                                  axes.size(), " axes and ", sizes.size(),
+                                  " sizes"));
+  }
+  std::vector<int> used;
+  for (int a : Ancestors(parent)) {
+    used.insert(used.end(), nodes_[a].axes.begin(), nodes_[a].axes.end());
+  }
+  used.insert(used.end(), nodes_[parent].axes.begin(),
+              nodes_[parent].axes.end());
+  for (size_t k = 0; k < axes.size(); ++k) {
+    if (axes[k] < 0 || axes[k] > 7) {
+      return TreeError(absl::StrCat("axis ", axes[k], " out of range [0, 8)"));
+    }
+    if (sizes[k] <= 0) {
+      return TreeError(absl::StrCat("dense size must be positive, got ",
+                                    sizes[k]));
+    }
+    if (std::count(used.begin(), used.end(), axes[k]) ||
+        std::count(axes.begin(), axes.end(), axes[k]) > 1) {
+      return TreeError(absl::StrCat("axis ", axes[k],
+                                    " is indexed by more than one level"));
+    }
+  }
+  SNode node;
+  node.id = size();
+  node.kind = SNode::Kind::kDense;
+  node.parent = parent;
+  node.axes = std::move(axes);
+  node.sizes = std::move(sizes);
+  nodes_.push_back(node);
+  nodes_[parent].children.push_back(node.id);
+  return node.id;
+}
+
+absl::StatusOr<int> SNodeTree::AddPlace(int parent, PrimitiveType dtype,
+                                        std::string name) {
+  if (absl::Status s = CheckAcceptsChild(parent); !s.ok()) return s;
+  SNode node;
+  node.id = size();
+  node.kind = SNode::Kind::kPlace;
+  node.parent = parent;
+  node.dtype = dtype;
+  node.name = std::move(name);
+  nodes_.push_back(node);
+  nodes_[parent].children.push_back(node.id);
+  return node.id;
+}
+
+absl::Status SNodeTree::LinkGrad(int primal, int grad) {
+  for (int id : {primal, grad}) {
+    if (id < 0 || id >= size() || nodes_[id].kind != SNode::Kind::kPlace) {
+      return TreeError(absl::StrCat("SNode ", id, " is not a place"));
+    }
+  }
+  if (nodes_[primal].dtype != nodes_[grad].dtype) {
+    return TreeError("a gradient field must have its primal's dtype");
+  }
+  nodes_[primal].grad_snode = grad;
+  nodes_[grad].primal_snode = primal;
+  nodes_[grad].is_grad = true;
+  return absl::OkStatus();
+}
+
+absl::Status SNodeTree::Finalize() {
+  if (finalized_) return absl::OkStatus();
+  // Children have larger ids than parents, so a reverse sweep sizes leaves
+  // first. A cell packs its children in order, each at its natural
+  // alignment, and rounds up to the largest one (as a C struct would).
+  for (int id = size() - 1; id >= 0; --id) {
+    SNode& node = nodes_[id];
+    if (node.kind == SNode::Kind::kPlace) {
+      node.cell_bytes = ElementBytes(node.dtype);
+      continue;
+    }
+    int64_t cell = 0;
+    int64_t alignment = 1;
+    for (int child : node.children) {
+      SNode& c = nodes_[child];
+      int64_t child_bytes = c.cell_bytes;
+      if (c.kind == SNode::Kind::kDense) {
+        for (int64_t s : c.sizes) child_bytes *= s;
+      }
+      alignment = std::max(alignment, Alignment(c));
+      cell = AlignUp(cell, Alignment(c));
+      c.offset_in_parent = cell;
+      cell += child_bytes;
+    }
+    if (node.kind == SNode::Kind::kRoot) alignment = 8;
+    node.cell_bytes = AlignUp(std::max<int64_t>(cell, 1), alignment);
+  }
+  finalized_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PlaceLayout> SNodeTree::Layout(int place) const {
+  if (!finalized_) return TreeError("SNode tree layout is not finalized");
+  if (place < 0 || place >= size() ||
+      nodes_[place].kind != SNode::Kind::kPlace) {
+    return TreeError(absl::StrCat("SNode ", place, " is not a place"));
+  }
+  PlaceLayout layout;
+  const int axes = NumAxes(place);
+  layout.shape.assign(axes, 1);
+  layout.axis_stride.assign(axes, 0);
+  std::vector<int> chain = Ancestors(place);
+  chain.push_back(place);
+  // Walk down: entering node c adds its offset inside the parent's cell;
+  // a dense c's own axes index c's cells (row-major within the level).
+  for (size_t k = 1; k < chain.size(); ++k) {
+    const SNode& c = nodes_[chain[k]];
+    layout.offset += c.offset_in_parent;
+    if (c.kind != SNode::Kind::kDense) continue;
+    int64_t stride = c.cell_bytes;
+    for (int a = static_cast<int>(c.axes.size()) - 1; a >= 0; --a) {
+      layout.shape[c.axes[a]] = c.sizes[a];
+      layout.axis_stride[c.axes[a]] = stride;
+      stride *= c.sizes[a];
+    }
+  }
+  return layout;
+}
+
+int SNodeTree::NumAxes(int place) const {
+  int count = 0;
+  for (int a : Ancestors(place)) {
+    for (int axis : nodes_[a].axes) count = std::max(count, axis + 1);
+  }
+  return count;
+}
+
+std::string SNodeTree::ToString() const {
+  std::function<std::string(int)> print = [&](int id) -> std::string {
+    const SNode& n = nodes_[id];
+    std::string children = absl::StrJoin(
+        n.children, ", ",
+        [&](std::string* out, int c) { out->append(print(c)); });
+    switch (n.kind) {
+      case SNode::Kind::kRoot:
+        return absl::StrCat("root{", children, "}");
+      case SNode::Kind::kDense: {
+        std::vector<std::string> dims;
+        for (size_t k = 0; k < n.axes.size(); ++k) {
+          dims.push_back(absl::StrCat(std::string(1, "ijklmnop"[n.axes[k]]), ":",
+                                      n.sizes[k]));
+        }
+        return absl::StrCat("dense[", absl::StrJoin(dims, ","), "]{",
+                            children, "}");
+      }
+      case SNode::Kind::kPlace:
+        return absl::StrCat("place ", n.name, ":", PrimitiveTypeName(n.dtype),
+                            " @", n.offset_in_parent);
+    }
+    return "?";
+  };
+  return print(0);
+}
+
+}  // namespace quadrants::ir

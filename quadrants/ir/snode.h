@@ -1,0 +1,92 @@
+#ifndef QUADRANTS_IR_SNODE_H_
+#define QUADRANTS_IR_SNODE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "quadrants/ir/types.h"
+
+namespace quadrants::ir {
+
+// One node of the structural tree that lays out fields in memory:
+// root -> dense(axes, sizes) -> ... -> place(field). Every backend addresses
+// field elements through the byte layout computed here.
+struct SNode {
+  enum class Kind { kRoot, kDense, kPlace };
+
+  int id = -1;
+  Kind kind = Kind::kRoot;
+  int parent = -1;
+  std::vector<int> children;
+
+  // Dense: the axes this level indexes (0 = i, 1 = j, ...) and their sizes.
+  std::vector<int> axes;
+  std::vector<int64_t> sizes;
+
+  // Place: the field's element type, and its gradient companion if any.
+  PrimitiveType dtype = PrimitiveType::kI32;
+  std::string name;
+  bool is_grad = false;
+  int grad_snode = -1;    // on a primal place: the place of its adjoint
+  int primal_snode = -1;  // on an adjoint place: the primal's place
+
+  // Layout (filled by SNodeTree::Finalize): bytes of one cell of this node
+  // (for dense: one cell holds all children) and this node's byte offset
+  // inside its parent's cell.
+  int64_t cell_bytes = 0;
+  int64_t offset_in_parent = 0;
+};
+
+// Where a place's element [i, j, ...] lives: the byte address is
+//   offset + sum over axes a of index[a] * axis_stride[a]
+// (each axis belongs to exactly one dense level).
+struct PlaceLayout {
+  int64_t offset = 0;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> axis_stride;
+};
+
+class SNodeTree {
+ public:
+  SNodeTree();
+
+  int root() const { return 0; }
+  const SNode& node(int id) const { return nodes_.at(id); }
+  int size() const { return static_cast<int>(nodes_.size()); }
+
+  // Adds a dense level under `parent` indexing `axes` with `sizes`.
+  absl::StatusOr<int> AddDense(int parent, std::vector<int> axes,
+                               std::vector<int64_t> sizes);
+  // Places a field of `dtype` under `parent` (root or dense).
+  absl::StatusOr<int> AddPlace(int parent, PrimitiveType dtype,
+                               std::string name);
+  // Marks `grad` as the adjoint storage of `primal`.
+  absl::Status LinkGrad(int primal, int grad);
+
+  // Computes cell sizes and offsets; call after the last Add*.
+  absl::Status Finalize();
+  bool finalized() const { return finalized_; }
+  // Total bytes of the root buffer.
+  int64_t root_bytes() const { return nodes_[0].cell_bytes; }
+
+  // The address arithmetic of a place (requires Finalize).
+  absl::StatusOr<PlaceLayout> Layout(int place) const;
+  // Number of indices a place takes (its field's dimensionality).
+  int NumAxes(int place) const;
+
+  // e.g. "root{dense[i:4,j:8]{place x:f32 @0, place x.grad:f32 @4}}".
+  std::string ToString() const;
+
+ private:
+  absl::Status CheckAcceptsChild(int parent) const;
+  std::vector<int> Ancestors(int id) const;  // root first, `id` excluded
+
+  std::vector<SNode> nodes_;
+  bool finalized_ = false;
+};
+
+}  // namespace quadrants::ir
+
+#endif  // QUADRANTS_IR_SNODE_H_

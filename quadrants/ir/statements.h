@@ -1,0 +1,448 @@
+#ifndef QUADRANTS_IR_STATEMENTS_H_
+#define QUADRANTS_IR_STATEMENTS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "quadrants/ir/constant.h"
+#include "quadrants/ir/op_kinds.h"
+#include "quadrants/ir/size_expr.h"
+#include "quadrants/ir/stmt.h"
+
+namespace quadrants::ir {
+
+// ---- Values ---------------------------------------------------------------
+
+class ConstStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kConst;
+  explicit ConstStmt(Constant value)
+      : Stmt(kKind, DataType::Scalar(value.type())), value_(value) {}
+  const Constant& value() const { return value_; }
+  bool is_pure() const override { return true; }
+
+ private:
+  Constant value_;
+};
+
+// The value of scalar kernel parameter `arg`.
+class ArgLoadStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kArgLoad;
+  ArgLoadStmt(int arg, PrimitiveType dtype)
+      : Stmt(kKind, DataType::Scalar(dtype)), arg_(arg) {}
+  int arg() const { return arg_; }
+  bool is_pure() const override { return true; }
+
+ private:
+  int arg_;
+};
+
+// ---- Global memory --------------------------------------------------------
+
+// Address of element [indices...] of ndarray parameter `arg`.
+class NdarrayPtrStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kNdarrayPtr;
+  NdarrayPtrStmt(int arg, PrimitiveType dtype, std::vector<Stmt*> indices)
+      : Stmt(kKind, DataType::Pointer(dtype), std::move(indices)), arg_(arg) {}
+  int arg() const { return arg_; }
+  bool is_pure() const override { return true; }
+
+ private:
+  int arg_;
+};
+
+// arr.shape[axis] of ndarray parameter `arg`.
+class NdarrayShapeStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kNdarrayShape;
+  NdarrayShapeStmt(int arg, int axis)
+      : Stmt(kKind, DataType::Scalar(PrimitiveType::kI32)),
+        arg_(arg),
+        axis_(axis) {}
+  int arg() const { return arg_; }
+  int axis() const { return axis_; }
+  bool is_pure() const override { return true; }
+
+ private:
+  int arg_;
+  int axis_;
+};
+
+// Address of element [indices...] of the field placed at SNode `snode_id`.
+class FieldPtrStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kFieldPtr;
+  FieldPtrStmt(int snode_id, PrimitiveType dtype, std::vector<Stmt*> indices)
+      : Stmt(kKind, DataType::Pointer(dtype), std::move(indices)),
+        snode_id_(snode_id) {}
+  int snode_id() const { return snode_id_; }
+  bool is_pure() const override { return true; }
+
+ private:
+  int snode_id_;
+};
+
+class GlobalLoadStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kGlobalLoad;
+  explicit GlobalLoadStmt(Stmt* ptr)
+      : Stmt(kKind, DataType::Scalar(ptr->type().element()), {ptr}) {}
+  Stmt* ptr() const { return operand(0); }
+};
+
+class GlobalStoreStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kGlobalStore;
+  GlobalStoreStmt(Stmt* ptr, Stmt* value)
+      : Stmt(kKind, DataType::Void(), {ptr, value}) {}
+  Stmt* ptr() const { return operand(0); }
+  Stmt* value() const { return operand(1); }
+  bool has_side_effects() const override { return true; }
+};
+
+// ---- Local variables ------------------------------------------------------
+
+// A zero-initialized per-thread variable.
+class AllocaStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kAlloca;
+  explicit AllocaStmt(PrimitiveType dtype)
+      : Stmt(kKind, DataType::Pointer(dtype)) {}
+};
+
+class LocalLoadStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kLocalLoad;
+  explicit LocalLoadStmt(Stmt* alloca)
+      : Stmt(kKind, DataType::Scalar(alloca->type().element()), {alloca}) {}
+  Stmt* alloca() const { return operand(0); }
+};
+
+class LocalStoreStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kLocalStore;
+  LocalStoreStmt(Stmt* alloca, Stmt* value)
+      : Stmt(kKind, DataType::Void(), {alloca, value}) {}
+  Stmt* alloca() const { return operand(0); }
+  Stmt* value() const { return operand(1); }
+  bool has_side_effects() const override { return true; }
+};
+
+// ---- Arithmetic -----------------------------------------------------------
+
+class UnaryOpStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kUnaryOp;
+  // For kCast, `cast_to` is the destination type; other ops ignore it and
+  // get their type from type checking.
+  UnaryOpStmt(UnaryOpKind op, Stmt* operand,
+              PrimitiveType cast_to = PrimitiveType::kI32)
+      : Stmt(kKind,
+             op == UnaryOpKind::kCast ? DataType::Scalar(cast_to)
+                                      : DataType::Unknown(),
+             {operand}),
+        op_(op) {}
+  UnaryOpKind op() const { return op_; }
+  Stmt* input() const { return operand(0); }
+  bool is_cast() const { return op_ == UnaryOpKind::kCast; }
+  bool is_pure() const override { return true; }
+
+ private:
+  UnaryOpKind op_;
+};
+
+class BinaryOpStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kBinaryOp;
+  BinaryOpStmt(BinaryOpKind op, Stmt* lhs, Stmt* rhs)
+      : Stmt(kKind, DataType::Unknown(), {lhs, rhs}), op_(op) {}
+  BinaryOpKind op() const { return op_; }
+  Stmt* lhs() const { return operand(0); }
+  Stmt* rhs() const { return operand(1); }
+  bool is_pure() const override { return true; }
+
+ private:
+  BinaryOpKind op_;
+};
+
+// cond ? if_true : if_false, both sides evaluated.
+class TernaryOpStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kTernaryOp;
+  TernaryOpStmt(Stmt* cond, Stmt* if_true, Stmt* if_false)
+      : Stmt(kKind, DataType::Unknown(), {cond, if_true, if_false}) {}
+  Stmt* cond() const { return operand(0); }
+  Stmt* if_true() const { return operand(1); }
+  Stmt* if_false() const { return operand(2); }
+  bool is_pure() const override { return true; }
+};
+
+// Atomically applies `op` with `value` at `ptr` and yields the old value.
+class AtomicOpStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kAtomicOp;
+  AtomicOpStmt(AtomicOpKind op, Stmt* ptr, Stmt* value)
+      : Stmt(kKind, DataType::Scalar(ptr->type().element()), {ptr, value}),
+        op_(op) {}
+  AtomicOpKind op() const { return op_; }
+  Stmt* ptr() const { return operand(0); }
+  Stmt* value() const { return operand(1); }
+  bool has_side_effects() const override { return true; }
+
+ private:
+  AtomicOpKind op_;
+};
+
+// ---- Control flow ---------------------------------------------------------
+
+// for i in range(begin, end); bounds are evaluated once, before the loop.
+class RangeForStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kRangeFor;
+  RangeForStmt(Stmt* begin, Stmt* end)
+      : Stmt(kKind, DataType::Void(), {begin, end}),
+        body_(std::make_unique<Block>(this)) {}
+  Stmt* begin() const { return operand(0); }
+  Stmt* end() const { return operand(1); }
+  Block* body() const { return body_.get(); }
+  std::vector<Block*> blocks() const override { return {body_.get()}; }
+  bool has_side_effects() const override { return true; }
+
+ private:
+  std::unique_ptr<Block> body_;
+};
+
+// for I in field: visits every cell of the dense SNode `snode_id`.
+class StructForStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kStructFor;
+  explicit StructForStmt(int snode_id)
+      : Stmt(kKind, DataType::Void()),
+        snode_id_(snode_id),
+        body_(std::make_unique<Block>(this)) {}
+  int snode_id() const { return snode_id_; }
+  Block* body() const { return body_.get(); }
+  std::vector<Block*> blocks() const override { return {body_.get()}; }
+  bool has_side_effects() const override { return true; }
+
+ private:
+  int snode_id_;
+  std::unique_ptr<Block> body_;
+};
+
+// The current index (along `axis`) of the enclosing loop given as operand:
+// a range_for, struct_for or offloaded task.
+class LoopIndexStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kLoopIndex;
+  LoopIndexStmt(Stmt* loop, int axis)
+      : Stmt(kKind, DataType::Scalar(PrimitiveType::kI32), {loop}),
+        axis_(axis) {}
+  Stmt* loop() const { return operand(0); }
+  int axis() const { return axis_; }
+  bool is_pure() const override { return true; }
+
+ private:
+  int axis_;
+};
+
+// Repeats its body until a break.
+class WhileStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kWhile;
+  WhileStmt()
+      : Stmt(kKind, DataType::Void()), body_(std::make_unique<Block>(this)) {}
+  Block* body() const { return body_.get(); }
+  std::vector<Block*> blocks() const override { return {body_.get()}; }
+  bool has_side_effects() const override { return true; }
+
+ private:
+  std::unique_ptr<Block> body_;
+};
+
+// Leaves the innermost enclosing loop.
+class BreakStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kBreak;
+  BreakStmt() : Stmt(kKind, DataType::Void()) {}
+  bool has_side_effects() const override { return true; }
+};
+
+// Starts the next iteration of the innermost enclosing loop.
+class ContinueStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kContinue;
+  ContinueStmt() : Stmt(kKind, DataType::Void()) {}
+  bool has_side_effects() const override { return true; }
+};
+
+class IfStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kIf;
+  explicit IfStmt(Stmt* cond)
+      : Stmt(kKind, DataType::Void(), {cond}),
+        true_block_(std::make_unique<Block>(this)),
+        false_block_(std::make_unique<Block>(this)) {}
+  Stmt* cond() const { return operand(0); }
+  Block* true_block() const { return true_block_.get(); }
+  Block* false_block() const { return false_block_.get(); }
+  std::vector<Block*> blocks() const override {
+    return {true_block_.get(), false_block_.get()};
+  }
+  bool has_side_effects() const override { return true; }
+
+ private:
+  std::unique_ptr<Block> true_block_;
+  std::unique_ptr<Block> false_block_;
+};
+
+// Fails the launch with `message` when `cond` is false (checked in debug
+// mode). Extra operands are values formatted into the message.
+class AssertStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kAssert;
+  AssertStmt(Stmt* cond, std::string message, std::vector<Stmt*> args = {})
+      : Stmt(kKind, DataType::Void(), Prepend(cond, std::move(args))),
+        message_(std::move(message)) {}
+  Stmt* cond() const { return operand(0); }
+  const std::string& message() const { return message_; }
+  bool has_side_effects() const override { return true; }
+
+ private:
+  static std::vector<Stmt*> Prepend(Stmt* first, std::vector<Stmt*> rest) {
+    rest.insert(rest.begin(), first);
+    return rest;
+  }
+  std::string message_;
+};
+
+// One unit of launch, produced by the offload pass: a serial task runs its
+// body once; a range_for task runs its body for every index in
+// [begin, end), computed by the prologue right before the launch; a
+// struct_for task runs its body for every cell of SNode `snode_id`.
+class OffloadedTaskStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kOffloadedTask;
+  explicit OffloadedTaskStmt(TaskKind task_kind, int snode_id = -1)
+      : Stmt(kKind, DataType::Void()),
+        task_kind_(task_kind),
+        snode_id_(snode_id),
+        prologue_(std::make_unique<Block>(this)),
+        body_(std::make_unique<Block>(this)) {}
+
+  TaskKind task_kind() const { return task_kind_; }
+  int snode_id() const { return snode_id_; }
+  // Bound computation (range_for only); evaluated serially before dispatch.
+  Block* prologue() const { return prologue_.get(); }
+  Block* body() const { return body_.get(); }
+  // Range-for bounds: statements of the prologue.
+  Stmt* begin() const { return num_operands() > 0 ? operand(0) : nullptr; }
+  Stmt* end() const { return num_operands() > 1 ? operand(1) : nullptr; }
+  void SetBounds(Stmt* begin, Stmt* end);
+  // Both bounds are compile-time constants.
+  bool has_const_bounds() const;
+
+  std::vector<Block*> blocks() const override {
+    return {prologue_.get(), body_.get()};
+  }
+  bool has_side_effects() const override { return true; }
+
+ private:
+  TaskKind task_kind_;
+  int snode_id_;
+  std::unique_ptr<Block> prologue_;
+  std::unique_ptr<Block> body_;
+};
+
+// ---- Adstack (reverse-mode autodiff through dynamic loops) ----------------
+
+// A per-thread stack of `dtype` slots. Float stacks keep a (primal, adjoint)
+// pair per slot. `max_size` is the capacity when known at compile time (0
+// while unknown); `size_expr`, when set, gives it symbolically per launch.
+class AdStackAllocaStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kAdStackAlloca;
+  AdStackAllocaStmt(PrimitiveType dtype, int64_t max_size)
+      : Stmt(kKind, DataType::AdStack(dtype)), max_size_(max_size) {}
+  PrimitiveType dtype() const { return type().element(); }
+  int64_t max_size() const { return max_size_; }
+  void set_max_size(int64_t size) { max_size_ = size; }
+  const SizeExpr::Ptr& size_expr() const { return size_expr_; }
+  void set_size_expr(SizeExpr::Ptr expr) { size_expr_ = std::move(expr); }
+
+ private:
+  int64_t max_size_;
+  SizeExpr::Ptr size_expr_;
+};
+
+class AdStackPushStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kAdStackPush;
+  AdStackPushStmt(Stmt* stack, Stmt* value)
+      : Stmt(kKind, DataType::Void(), {stack, value}) {}
+  Stmt* stack() const { return operand(0); }
+  Stmt* value() const { return operand(1); }
+  bool has_side_effects() const override { return true; }
+};
+
+class AdStackPopStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kAdStackPop;
+  explicit AdStackPopStmt(Stmt* stack)
+      : Stmt(kKind, DataType::Void(), {stack}) {}
+  Stmt* stack() const { return operand(0); }
+  bool has_side_effects() const override { return true; }
+};
+
+// The primal value in the top slot.
+class AdStackLoadTopStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kAdStackLoadTop;
+  explicit AdStackLoadTopStmt(Stmt* stack)
+      : Stmt(kKind, DataType::Scalar(stack->type().element()), {stack}) {}
+  Stmt* stack() const { return operand(0); }
+};
+
+// The adjoint accumulated in the top slot.
+class AdStackLoadTopAdjStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kAdStackLoadTopAdj;
+  explicit AdStackLoadTopAdjStmt(Stmt* stack)
+      : Stmt(kKind, DataType::Scalar(stack->type().element()), {stack}) {}
+  Stmt* stack() const { return operand(0); }
+};
+
+// Adds `value` to the adjoint of the top slot.
+class AdStackAccAdjointStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kAdStackAccAdjoint;
+  AdStackAccAdjointStmt(Stmt* stack, Stmt* value)
+      : Stmt(kKind, DataType::Void(), {stack, value}) {}
+  Stmt* stack() const { return operand(0); }
+  Stmt* value() const { return operand(1); }
+  bool has_side_effects() const override { return true; }
+};
+
+// Loops with an index: what a loop_index may refer to, and what `continue`
+// may target.
+inline bool IsIndexedLoop(const Stmt* stmt) {
+  if (const auto* task = DynCast<OffloadedTaskStmt>(stmt)) {
+    return task->task_kind() != TaskKind::kSerial;
+  }
+  return Isa<RangeForStmt>(stmt) || Isa<StructForStmt>(stmt);
+}
+
+// Loops a `break` may leave: serial loops only, since a parallel loop has no
+// single iteration order to stop.
+inline bool IsBreakableLoop(const Stmt* stmt) {
+  return Isa<RangeForStmt>(stmt) || Isa<StructForStmt>(stmt) ||
+         Isa<WhileStmt>(stmt);
+}
+
+}  // namespace quadrants::ir
+
+#endif  // QUADRANTS_IR_STATEMENTS_H_

@@ -1,0 +1,404 @@
+#include "quadrants/ir/verifier.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "quadrants/common/errors.h"
+#include "quadrants/ir/printer.h"
+#include "quadrants/ir/statements.h"
+
+namespace quadrants::ir {
+namespace {
+
+class Verifier {
+ public:
+  Verifier(const Kernel& kernel, const VerifyOptions& options)
+      : kernel_(kernel), options_(options), numbering_(kernel) {}
+
+  absl::Status Run() {
+    scopes_.emplace_back();
+    VerifyBlock(*kernel_.body(), nullptr);
+    return error_;
+  }
+
+ private:
+  // Records the first failure only; later checks are skipped.
+  void Fail(const Stmt& stmt, const std::string& what) {
+    if (!error_.ok()) return;
+    error_ = MakeError(
+        ErrorKind::kCompilation,
+        absl::StrCat("IR verification failed in kernel '", kernel_.name(),
+                     "' at ", stmt.loc().ToString(), ": `",
+                     PrintStmt(stmt, numbering_), "`: ", what));
+  }
+
+  bool Visible(const Stmt* s) const {
+    for (const auto& scope : scopes_) {
+      if (scope.contains(s)) return true;
+    }
+    return false;
+  }
+
+  void VerifyBlock(const Block& block, const Stmt* owner) {
+    if (block.owner() != owner) {
+      if (!block.empty()) Fail(*block.at(0), "block has the wrong owner");
+      return;
+    }
+    for (const auto& stmt : block) {
+      if (!error_.ok()) return;
+      if (stmt->parent() != &block) {
+        Fail(*stmt, "statement's parent link does not match its block");
+        return;
+      }
+      VerifyStmt(*stmt);
+      scopes_.back().insert(stmt.get());
+    }
+  }
+
+  void VerifyChildBlock(const Block& block, const Stmt& owner) {
+    scopes_.emplace_back();
+    VerifyBlock(block, &owner);
+    scopes_.pop_back();
+  }
+
+  void VerifyStmt(const Stmt& s) {
+    if (Isa<OffloadedTaskStmt>(&s)) {
+      VerifyTask(static_cast<const OffloadedTaskStmt&>(s));
+      return;
+    }
+    for (size_t i = 0; i < s.num_operands(); ++i) {
+      const Stmt* o = s.operand(i);
+      if (o == nullptr) return Fail(s, absl::StrCat("operand ", i, " is null"));
+      if (Isa<LoopIndexStmt>(&s)) continue;  // refers to its enclosing loop
+      if (!Visible(o)) {
+        return Fail(s, absl::StrCat("operand ", i, " (", numbering_.Name(o),
+                                    ") is used before it is defined or "
+                                    "outside its scope"));
+      }
+    }
+    if (s.parent()->owner() == nullptr && HasTasks() &&
+        !Isa<OffloadedTaskStmt>(&s)) {
+      return Fail(s, "an offloaded kernel may hold only offloaded tasks");
+    }
+    VerifyKind(s);
+    for (Block* child : s.blocks()) {
+      if (error_.ok()) VerifyChildBlock(*child, s);
+    }
+  }
+
+  bool HasTasks() const {
+    for (const auto& stmt : *kernel_.body()) {
+      if (Isa<OffloadedTaskStmt>(stmt.get())) return true;
+    }
+    return false;
+  }
+
+  void VerifyTask(const OffloadedTaskStmt& task) {
+    if (task.parent()->owner() != nullptr) {
+      return Fail(task, "offloaded tasks must be at the kernel's top level");
+    }
+    const bool range = task.task_kind() == TaskKind::kRangeFor;
+    if (range != (task.num_operands() == 2)) {
+      return Fail(task, range ? "range_for task needs begin and end bounds"
+                              : "only range_for tasks take bounds");
+    }
+    if (task.task_kind() == TaskKind::kStructFor) CheckDenseSNode(task, task.snode_id());
+    if (!range && !task.prologue()->empty()) {
+      return Fail(task, "only range_for tasks have a prologue");
+    }
+    scopes_.emplace_back();
+    VerifyBlock(*task.prologue(), &task);
+    for (size_t i = 0; i < task.num_operands() && error_.ok(); ++i) {
+      const Stmt* bound = task.operand(i);
+      if (bound == nullptr || bound->parent() != task.prologue()) {
+        return Fail(task, "task bounds must be computed in its prologue");
+      }
+      CheckIntegerScalar(task, bound, "task bound");
+    }
+    scopes_.pop_back();
+    if (error_.ok()) VerifyChildBlock(*task.body(), task);
+  }
+
+  void CheckIntegerScalar(const Stmt& s, const Stmt* value, const char* what) {
+    if (!options_.require_types && value->type().is_unknown()) return;
+    if (!value->type().is_integer_scalar()) {
+      Fail(s, absl::StrCat(what, " must be an integer scalar, found ",
+                           value->type().ToString()));
+    }
+  }
+
+  // Operand `value` must have type `expected` (skipped while untyped).
+  void CheckType(const Stmt& s, const Stmt* value, DataType expected,
+                 const char* what) {
+    if (!options_.require_types &&
+        (value->type().is_unknown() || expected.is_unknown())) {
+      return;
+    }
+    if (value->type() != expected) {
+      Fail(s, absl::StrCat(what, " has type ", value->type().ToString(),
+                           ", expected ", expected.ToString()));
+    }
+  }
+
+  void CheckTyped(const Stmt& s) {
+    if (options_.require_types && s.type().is_unknown()) {
+      Fail(s, "result type is unknown (type checking has not run)");
+    }
+  }
+
+  const KernelParam* Param(const Stmt& s, int arg, KernelParam::Kind kind) {
+    const auto& params = kernel_.params();
+    if (arg < 0 || arg >= static_cast<int>(params.size())) {
+      Fail(s, absl::StrCat("kernel has no parameter ", arg));
+      return nullptr;
+    }
+    if (params[arg].kind != kind) {
+      Fail(s, absl::StrCat("parameter ", arg, " ('", params[arg].name,
+                           "') has the wrong kind for this statement"));
+      return nullptr;
+    }
+    return &params[arg];
+  }
+
+  void CheckIndices(const Stmt& s, size_t expected) {
+    if (s.num_operands() != expected) {
+      return Fail(s, absl::StrCat("takes ", expected, " indices, got ",
+                                  s.num_operands()));
+    }
+    for (size_t i = 0; i < s.num_operands(); ++i) {
+      CheckIntegerScalar(s, s.operand(i), "index");
+    }
+  }
+
+  void CheckDenseSNode(const Stmt& s, int snode_id) {
+    if (options_.snodes == nullptr) return;
+    if (snode_id < 0 || snode_id >= options_.snodes->size() ||
+        options_.snodes->node(snode_id).kind != SNode::Kind::kDense) {
+      Fail(s, absl::StrCat("snode", snode_id, " is not a dense SNode"));
+    }
+  }
+
+  void CheckGlobalPtr(const Stmt& s, const Stmt* ptr) {
+    if (!Isa<NdarrayPtrStmt>(ptr) && !Isa<FieldPtrStmt>(ptr)) {
+      Fail(s, "expects a field or ndarray element pointer");
+    }
+  }
+
+  void CheckStack(const Stmt& s, bool needs_float) {
+    const Stmt* stack = s.operand(0);
+    if (!Isa<AdStackAllocaStmt>(stack)) {
+      return Fail(s, "operand 0 must be an adstack_alloca");
+    }
+    if (needs_float && !IsFloat(stack->type().element())) {
+      Fail(s, "adjoint access needs a float adstack");
+    }
+  }
+
+  void CheckEnclosingLoop(const Stmt& s, bool (*is_loop)(const Stmt*),
+                          const char* what) {
+    for (const Stmt* c = s.enclosing(); c != nullptr; c = c->enclosing()) {
+      if (is_loop(c)) return;
+      if (Isa<OffloadedTaskStmt>(c)) break;
+    }
+    Fail(s, absl::StrCat(what, " outside of a loop it can apply to"));
+  }
+
+  void VerifyKind(const Stmt& s) {
+    switch (s.kind()) {
+      case StmtKind::kArgLoad: {
+        const auto& a = static_cast<const ArgLoadStmt&>(s);
+        if (auto* p = Param(s, a.arg(), KernelParam::Kind::kScalar)) {
+          CheckType(s, &s, DataType::Scalar(p->dtype), "result");
+        }
+        return;
+      }
+      case StmtKind::kNdarrayPtr: {
+        const auto& a = static_cast<const NdarrayPtrStmt&>(s);
+        if (auto* p = Param(s, a.arg(), KernelParam::Kind::kNdarray)) {
+          CheckIndices(s, p->ndim);
+          CheckType(s, &s, DataType::Pointer(p->dtype), "result");
+        }
+        return;
+      }
+      case StmtKind::kNdarrayShape: {
+        const auto& a = static_cast<const NdarrayShapeStmt&>(s);
+        if (auto* p = Param(s, a.arg(), KernelParam::Kind::kNdarray)) {
+          if (a.axis() < 0 || a.axis() >= p->ndim) {
+            Fail(s, absl::StrCat("axis ", a.axis(), " out of range for a ",
+                                 p->ndim, "-D ndarray"));
+          }
+        }
+        return;
+      }
+      case StmtKind::kFieldPtr: {
+        const auto& f = static_cast<const FieldPtrStmt&>(s);
+        const SNodeTree* tree = options_.snodes;
+        if (tree == nullptr) {
+          for (size_t i = 0; i < s.num_operands(); ++i) {
+            CheckIntegerScalar(s, s.operand(i), "index");
+          }
+          return;
+        }
+        if (f.snode_id() < 0 || f.snode_id() >= tree->size() ||
+            tree->node(f.snode_id()).kind != SNode::Kind::kPlace) {
+          return Fail(s, absl::StrCat("snode", f.snode_id(),
+                                      " is not a field (place SNode)"));
+        }
+        CheckIndices(s, tree->NumAxes(f.snode_id()));
+        CheckType(s, &s, DataType::Pointer(tree->node(f.snode_id()).dtype),
+                  "result");
+        return;
+      }
+      case StmtKind::kGlobalLoad:
+        CheckGlobalPtr(s, s.operand(0));
+        CheckType(s, &s, DataType::Scalar(s.operand(0)->type().element()),
+                  "result");
+        return;
+      case StmtKind::kGlobalStore:
+      case StmtKind::kAtomicOp:
+        CheckGlobalPtr(s, s.operand(0));
+        CheckType(s, s.operand(1),
+                  DataType::Scalar(s.operand(0)->type().element()), "value");
+        return;
+      case StmtKind::kLocalLoad:
+      case StmtKind::kLocalStore:
+        if (!Isa<AllocaStmt>(s.operand(0))) {
+          return Fail(s, "operand 0 must be an alloca");
+        }
+        if (s.num_operands() == 2) {
+          CheckType(s, s.operand(1),
+                    DataType::Scalar(s.operand(0)->type().element()), "value");
+        }
+        return;
+      case StmtKind::kUnaryOp: {
+        const auto& u = static_cast<const UnaryOpStmt&>(s);
+        CheckTyped(s);
+        if (u.is_cast() || s.type().is_unknown()) return;
+        CheckType(s, u.input(),
+                  u.op() == UnaryOpKind::kLogicalNot ? u.input()->type()
+                                                     : s.type(),
+                  "operand");
+        return;
+      }
+      case StmtKind::kBinaryOp: {
+        const auto& b = static_cast<const BinaryOpStmt&>(s);
+        CheckTyped(s);
+        CheckType(s, b.rhs(), b.lhs()->type(), "right operand");
+        if (s.type().is_unknown()) return;
+        if (IsComparison(b.op()) || IsLogical(b.op())) {
+          CheckType(s, &s, DataType::Scalar(PrimitiveType::kU1), "result");
+        } else {
+          CheckType(s, b.lhs(), s.type(), "left operand");
+        }
+        return;
+      }
+      case StmtKind::kTernaryOp: {
+        const auto& t = static_cast<const TernaryOpStmt&>(s);
+        CheckTyped(s);
+        CheckIntegerScalar(s, t.cond(), "condition");
+        CheckType(s, t.if_false(), t.if_true()->type(), "false value");
+        if (!s.type().is_unknown()) CheckType(s, t.if_true(), s.type(), "true value");
+        return;
+      }
+      case StmtKind::kRangeFor: {
+        const auto& r = static_cast<const RangeForStmt&>(s);
+        CheckIntegerScalar(s, r.begin(), "loop begin");
+        CheckIntegerScalar(s, r.end(), "loop end");
+        CheckType(s, r.end(), r.begin()->type(), "loop end");
+        return;
+      }
+      case StmtKind::kStructFor:
+        CheckDenseSNode(s, static_cast<const StructForStmt&>(s).snode_id());
+        return;
+      case StmtKind::kLoopIndex:
+        VerifyLoopIndex(static_cast<const LoopIndexStmt&>(s));
+        return;
+      case StmtKind::kBreak:
+        CheckEnclosingLoop(s, IsBreakableLoop, "break");
+        return;
+      case StmtKind::kContinue:
+        CheckEnclosingLoop(
+            s,
+            [](const Stmt* c) { return IsIndexedLoop(c) || Isa<WhileStmt>(c); },
+            "continue");
+        return;
+      case StmtKind::kIf:
+      case StmtKind::kAssert:
+        CheckIntegerScalar(s, s.operand(0), "condition");
+        return;
+      case StmtKind::kAdStackPush:
+      case StmtKind::kAdStackAccAdjoint:
+        CheckStack(s, s.kind() == StmtKind::kAdStackAccAdjoint);
+        if (error_.ok()) {
+          CheckType(s, s.operand(1),
+                    DataType::Scalar(s.operand(0)->type().element()), "value");
+        }
+        return;
+      case StmtKind::kAdStackPop:
+      case StmtKind::kAdStackLoadTop:
+        CheckStack(s, false);
+        return;
+      case StmtKind::kAdStackLoadTopAdj:
+        CheckStack(s, true);
+        return;
+      case StmtKind::kAdStackAlloca: {
+        const auto& a = static_cast<const AdStackAllocaStmt&>(s);
+        if (a.max_size() < 0) Fail(s, "adstack capacity must not be negative");
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  void VerifyLoopIndex(const LoopIndexStmt& index) {
+    const Stmt* loop = index.loop();
+    if (!IsIndexedLoop(loop)) {
+      return Fail(index, "operand must be a range_for, struct_for or "
+                         "parallel offloaded task");
+    }
+    if (!index.IsInside(loop)) {
+      return Fail(index, "loop index used outside of its loop");
+    }
+    const auto* task = DynCast<OffloadedTaskStmt>(loop);
+    if (task != nullptr && index.parent() == task->prologue()) {
+      return Fail(index, "loop index used in its task's prologue");
+    }
+    int axes = 1;
+    int snode = -1;
+    if (const auto* sf = DynCast<StructForStmt>(loop)) snode = sf->snode_id();
+    if (task != nullptr && task->task_kind() == TaskKind::kStructFor) {
+      snode = task->snode_id();
+    }
+    if (snode >= 0 && options_.snodes != nullptr &&
+        snode < options_.snodes->size()) {
+      const SNode& node = options_.snodes->node(snode);
+      axes = 0;
+      for (int a : node.axes) axes = std::max(axes, a + 1);
+      axes = std::max(axes, options_.snodes->NumAxes(snode));
+    } else if (snode >= 0) {
+      axes = 8;  // unknown without the tree
+    }
+    if (index.axis() < 0 || index.axis() >= axes) {
+      Fail(index, absl::StrCat("axis ", index.axis(),
+                               " out of range for a loop with ", axes,
+                               " axes"));
+    }
+  }
+
+  const Kernel& kernel_;
+  const VerifyOptions& options_;
+  StmtNumbering numbering_;
+  std::vector<absl::flat_hash_set<const Stmt*>> scopes_;
+  absl::Status error_;
+};
+
+}  // namespace
+
+absl::Status Verify(const Kernel& kernel, const VerifyOptions& options) {
+  return Verifier(kernel, options).Run();
+}
+
+}  // namespace quadrants::ir
