@@ -1,0 +1,50 @@
+#include "quadrants/transforms/pipeline.h"
+
+#include "absl/strings/str_cat.h"
+#include "quadrants/common/errors.h"
+#include "quadrants/common/status_macros.h"
+#include "quadrants/ir/verifier.h"
+#include "quadrants/transforms/cse.h"
+#include "quadrants/transforms/dce.h"
+#include "quadrants/transforms/offload.h"
+#include "quadrants/transforms/simplify.h"
+
+namespace quadrants::transforms {
+namespace {
+
+absl::Status VerifyAfter(const ir::Kernel& kernel, const PipelineOptions& options,
+                         absl::string_view pass) {
+  if (!options.verify_each_pass) return absl::OkStatus();
+  absl::Status status = ir::Verify(kernel, {.require_types = true,
+                                            .snodes = options.snodes});
+  if (status.ok()) return status;
+  return MakeError(ErrorKind::kCompilation,
+                   absl::StrCat("internal compiler error after pass '", pass,
+                                "': ", status.message()));
+}
+
+void Cleanup(ir::Kernel& kernel) {
+  bool changed = true;
+  while (changed) {
+    changed = Simplify(kernel);
+    changed |= EliminateCommonSubexpressions(kernel);
+    changed |= EliminateDeadCode(kernel);
+  }
+}
+
+}  // namespace
+
+absl::Status LowerToTasks(ir::Kernel& kernel, const PipelineOptions& options) {
+  QD_RETURN_IF_ERROR(ir::Verify(kernel, {.require_types = false,
+                                         .snodes = options.snodes}));
+  QD_RETURN_IF_ERROR(TypeCheck(kernel, options.types));
+  QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "type_check"));
+  Cleanup(kernel);
+  QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "simplify"));
+  QD_RETURN_IF_ERROR(Offload(kernel));
+  QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "offload"));
+  Cleanup(kernel);
+  return VerifyAfter(kernel, options, "cleanup");
+}
+
+}  // namespace quadrants::transforms

@@ -1,0 +1,28 @@
+#ifndef QUADRANTS_TRANSFORMS_PIPELINE_H_
+#define QUADRANTS_TRANSFORMS_PIPELINE_H_
+
+#include "absl/status/status.h"
+#include "quadrants/ir/kernel.h"
+#include "quadrants/ir/snode.h"
+#include "quadrants/transforms/type_check.h"
+
+namespace quadrants::transforms {
+
+struct PipelineOptions {
+  TypeCheckOptions types;
+  // Runs the verifier after every pass; on by default in debug builds.
+#ifdef NDEBUG
+  bool verify_each_pass = false;
+#else
+  bool verify_each_pass = true;
+#endif
+  const ir::SNodeTree* snodes = nullptr;
+};
+
+// The front half of compilation: type check, simplify, CSE, DCE, offload,
+// and a final cleanup, leaving a kernel of offloaded tasks for a backend.
+absl::Status LowerToTasks(ir::Kernel& kernel, const PipelineOptions& options = {});
+
+}  // namespace quadrants::transforms
+
+#endif  // QUADRANTS_TRANSFORMS_PIPELINE_H_

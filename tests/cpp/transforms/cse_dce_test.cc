@@ -1,0 +1,131 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "quadrants/ir/builder.h"
+#include "quadrants/ir/printer.h"
+#include "quadrants/ir/statements.h"
+#include "quadrants/ir/verifier.h"
+#include "quadrants/ir/walk.h"
+#include "quadrants/transforms/cse.h"
+#include "quadrants/transforms/dce.h"
+#include "quadrants/transforms/type_check.h"
+
+namespace quadrants::transforms {
+namespace {
+
+using ir::IRBuilder;
+using ir::Kernel;
+using ir::KernelParam;
+using ir::PrimitiveType;
+using ir::Stmt;
+
+int Count(const Kernel& kernel, ir::StmtKind kind) {
+  int n = 0;
+  ir::WalkKernel(kernel, [&](const Stmt* s) { n += s->kind() == kind; });
+  return n;
+}
+
+class PassTest : public ::testing::Test {
+ protected:
+  PassTest() : kernel_("k"), b_(&kernel_) {
+    kernel_.AddParam(KernelParam::Ndarray("a", PrimitiveType::kF32, 1));
+    kernel_.AddParam(KernelParam::Scalar("x", PrimitiveType::kF32));
+    kernel_.AddParam(KernelParam::Scalar("n", PrimitiveType::kI32));
+  }
+  Stmt* Elem(int i) { return b_.NdarrayPtr(0, {b_.ConstI32(i)}); }
+  void Typed() {
+    ASSERT_TRUE(TypeCheck(kernel_).ok());
+    ASSERT_TRUE(ir::Verify(kernel_).ok());
+  }
+
+  Kernel kernel_;
+  IRBuilder b_;
+};
+
+TEST_F(PassTest, CseMergesEqualPureStatements) {
+  Stmt* x = b_.ArgLoad(1);
+  Stmt* first = b_.Mul(x, x);
+  Stmt* second = b_.Mul(b_.ArgLoad(1), b_.ArgLoad(1));
+  b_.GlobalStore(Elem(0), b_.Add(first, second));
+  Typed();
+  ASSERT_EQ(Count(kernel_, ir::StmtKind::kBinaryOp), 3);
+  EXPECT_TRUE(EliminateCommonSubexpressions(kernel_));
+  EXPECT_TRUE(ir::Verify(kernel_).ok()) << ir::Verify(kernel_);
+  EXPECT_EQ(Count(kernel_, ir::StmtKind::kBinaryOp), 2) << ir::PrintKernel(kernel_);
+  EXPECT_EQ(Count(kernel_, ir::StmtKind::kArgLoad), 1);
+  EXPECT_EQ(Count(kernel_, ir::StmtKind::kNdarrayPtr), 1);
+}
+
+TEST_F(PassTest, CseKeepsLoadsAndDistinctConstants) {
+  Stmt* p = Elem(0);
+  Stmt* before = b_.GlobalLoad(p);
+  b_.GlobalStore(p, b_.ConstF32(2.0f));
+  Stmt* after = b_.GlobalLoad(Elem(0));
+  b_.GlobalStore(Elem(1), b_.Add(before, after));
+  b_.GlobalStore(Elem(2), b_.ConstF32(3.0f));
+  Typed();
+  EliminateCommonSubexpressions(kernel_);
+  EXPECT_EQ(Count(kernel_, ir::StmtKind::kGlobalLoad), 2);
+  // 0, 1, 2 as i32 indices and 2.0, 3.0 as f32 values.
+  EXPECT_EQ(Count(kernel_, ir::StmtKind::kConst), 5) << ir::PrintKernel(kernel_);
+}
+
+TEST_F(PassTest, CseReusesOuterValuesButNotSiblingBranches) {
+  Stmt* outer = b_.Mul(b_.ArgLoad(1), b_.ArgLoad(1));
+  auto* branch = b_.If(b_.ArgLoad(2));
+  Stmt *in_then, *in_else;
+  {
+    auto scope = b_.EnterBlock(branch->true_block());
+    in_then = b_.Mul(b_.ArgLoad(1), b_.ArgLoad(1));
+    b_.GlobalStore(Elem(0), b_.Add(in_then, b_.ConstF32(1)));
+  }
+  {
+    auto scope = b_.EnterBlock(branch->false_block());
+    in_else = b_.Add(b_.ArgLoad(1), b_.ConstF32(1));
+    b_.GlobalStore(Elem(0), in_else);
+  }
+  b_.GlobalStore(Elem(1), outer);
+  Typed();
+  EXPECT_TRUE(EliminateCommonSubexpressions(kernel_));
+  EXPECT_TRUE(ir::Verify(kernel_).ok()) << ir::Verify(kernel_);
+  // The then-branch product is the outer one; the else-branch add stays,
+  // though it equals a then-branch add, since neither dominates the other.
+  EXPECT_EQ(Count(kernel_, ir::StmtKind::kBinaryOp), 3) << ir::PrintKernel(kernel_);
+  EXPECT_EQ(branch->true_block()->back()->operand(1)->operand(0), outer);
+}
+
+TEST_F(PassTest, DceRemovesUnusedValuesTransitivelyAndKeepsEffects) {
+  Stmt* unused = b_.Add(b_.Mul(b_.ArgLoad(1), b_.ConstF32(3)), b_.GlobalLoad(Elem(5)));
+  (void)unused;
+  b_.GlobalStore(Elem(0), b_.ArgLoad(1));
+  auto* empty_loop = b_.RangeFor(b_.ConstI32(0), b_.ArgLoad(2));
+  (void)empty_loop;
+  Typed();
+  EXPECT_TRUE(EliminateDeadCode(kernel_));
+  EXPECT_TRUE(ir::Verify(kernel_).ok()) << ir::Verify(kernel_);
+  EXPECT_EQ(Count(kernel_, ir::StmtKind::kBinaryOp), 0);
+  EXPECT_EQ(Count(kernel_, ir::StmtKind::kGlobalLoad), 0);
+  EXPECT_EQ(Count(kernel_, ir::StmtKind::kRangeFor), 0);
+  EXPECT_EQ(Count(kernel_, ir::StmtKind::kGlobalStore), 1);
+  EXPECT_EQ(Count(kernel_, ir::StmtKind::kConst), 1) << ir::PrintKernel(kernel_);
+  EXPECT_FALSE(EliminateDeadCode(kernel_));
+}
+
+TEST_F(PassTest, DceKeepsLoopsWithWorkAndValuesTheyUse) {
+  auto* loop = b_.RangeFor(b_.ConstI32(0), b_.ArgLoad(2));
+  {
+    auto scope = b_.EnterBlock(loop->body());
+    Stmt* i = b_.LoopIndex(loop);
+    b_.Atomic(ir::AtomicOpKind::kAdd, b_.NdarrayPtr(0, {i}), b_.ArgLoad(1));
+    b_.Mul(b_.ArgLoad(1), b_.ArgLoad(1));  // dead inside the loop
+  }
+  Typed();
+  EXPECT_TRUE(EliminateDeadCode(kernel_));
+  EXPECT_EQ(Count(kernel_, ir::StmtKind::kRangeFor), 1);
+  EXPECT_EQ(Count(kernel_, ir::StmtKind::kBinaryOp), 0);
+  EXPECT_EQ(Count(kernel_, ir::StmtKind::kAtomicOp), 1);
+}
+
+}  // namespace
+}  // namespace quadrants::transforms
