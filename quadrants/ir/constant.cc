@@ -22,27 +22,41 @@ int64_t WrapToWidth(PrimitiveType type, uint64_t bits) {
 double RoundToType(PrimitiveType type, double value) {
   if (type == PrimitiveType::kF32) return static_cast<float>(value);
   if (type == PrimitiveType::kF16) {
-    // Round to 11 significant bits, as IEEE half does for normal numbers.
+    // IEEE half: 11 significant bits for normal numbers, a fixed 2^-24 grid
+    // below 2^-14, and infinity past the largest finite half (65504).
     if (value == 0 || !std::isfinite(value)) return value;
+    const double magnitude = std::fabs(value);
+    if (magnitude < 0x1p-14) {
+      return std::copysign(std::nearbyint(magnitude * 0x1p24) * 0x1p-24, value);
+    }
     int exponent = 0;
     double mantissa = std::frexp(value, &exponent);
-    return std::ldexp(std::nearbyint(std::ldexp(mantissa, 11)), exponent - 11);
+    double rounded = std::ldexp(std::nearbyint(std::ldexp(mantissa, 11)), exponent - 11);
+    return std::fabs(rounded) > 65504.0 ? std::copysign(INFINITY, value) : rounded;
   }
   return value;
 }
 
-// Float to integer with truncation toward zero; out-of-range and NaN values
-// saturate so folding never hits undefined behaviour.
+// Float to integer with truncation toward zero; values outside `type`'s
+// range saturate to its limits and NaN gives 0, as generated code does
+// (llvm.fptosi.sat / fptoui.sat).
 int64_t TruncateToInt(double value, PrimitiveType type) {
   if (std::isnan(value)) return 0;
   value = std::trunc(value);
+  const int width = BitWidth(type);
   if (!IsSigned(type)) {
     if (value <= 0) return 0;
-    if (value >= 18446744073709551615.0) return -1;  // all ones
+    const double limit = std::ldexp(1.0, width);  // exclusive upper bound
+    if (value >= limit) {
+      return width == 64 ? -1 : static_cast<int64_t>((uint64_t{1} << width) - 1);
+    }
     return static_cast<int64_t>(static_cast<uint64_t>(value));
   }
-  if (value <= -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
-  if (value >= 9223372036854775807.0) return std::numeric_limits<int64_t>::max();
+  const double limit = std::ldexp(1.0, width - 1);
+  if (value < -limit) return width == 64 ? std::numeric_limits<int64_t>::min()
+                                         : -(int64_t{1} << (width - 1));
+  if (value >= limit) return width == 64 ? std::numeric_limits<int64_t>::max()
+                                         : (int64_t{1} << (width - 1)) - 1;
   return static_cast<int64_t>(value);
 }
 

@@ -1,5 +1,6 @@
 #include "quadrants/ir/size_expr.h"
 
+#include <algorithm>
 #include <cassert>
 #include <functional>
 
@@ -226,7 +227,10 @@ absl::StatusOr<SizeExpr::Ptr> Unflatten(
                                   " ", why));
   };
   if (nodes.empty()) return bad(0, "missing (empty node list)");
+  constexpr int64_t kMaxExpandedNodes = int64_t{1} << 20;
   std::vector<SizeExpr::Ptr> built;
+  std::vector<int64_t> expanded(nodes.size(), 1);
+  std::vector<bool> referenced(nodes.size(), false);
   built.reserve(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     const FlatSizeExprNode& n = nodes[i];
@@ -246,6 +250,11 @@ absl::StatusOr<SizeExpr::Ptr> Unflatten(
                                    ", which does not precede it"));
       }
       children.push_back(built[child]);
+      referenced[child] = true;
+      expanded[i] = std::min(kMaxExpandedNodes + 1, expanded[i] + expanded[child]);
+    }
+    if (expanded[i] > kMaxExpandedNodes) {
+      return bad(i, "expands to more than 2^20 nodes");
     }
     switch (n.kind) {
       case SizeExprKind::kConst:
@@ -286,6 +295,9 @@ absl::StatusOr<SizeExpr::Ptr> Unflatten(
                                                children[1], children[2]));
         break;
     }
+  }
+  for (size_t i = 0; i + 1 < nodes.size(); ++i) {
+    if (!referenced[i]) return bad(i, "is not reachable from the root");
   }
   return built.back();
 }

@@ -53,7 +53,7 @@ class SizeExpr {
   int axis() const { return axis_; }
   const std::vector<Ptr>& children() const { return children_; }
 
-  // e.g. "max_over_range(v0, 0, shape(arg1, 0), read(arg1, v0)) + 2".
+  // e.g. "(max_over_range(v0 in [0, shape(arg1, 0)), read(arg1)[v0]) + 2)".
   std::string ToString() const;
   bool Equals(const SizeExpr& other) const;
   // Stable across processes: depends on structure only.
@@ -97,7 +97,9 @@ struct FlatSizeExprNode {
 std::vector<FlatSizeExprNode> Flatten(const SizeExpr& expr);
 
 // Rebuilds a tree, rejecting malformed input (forward or out-of-range
-// child indices, wrong child counts, unknown kinds, empty lists).
+// child indices, wrong child counts, unknown kinds, empty lists, nodes the
+// root does not reach, and shared DAGs that expand past 2^20 nodes, which
+// would make tree walks explode).
 absl::StatusOr<SizeExpr::Ptr> Unflatten(
     const std::vector<FlatSizeExprNode>& nodes);
 

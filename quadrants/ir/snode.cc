@@ -48,6 +48,16 @@ absl::Status SNodeTree::CheckAcceptsChild(int parent) const {
   return absl::OkStatus();
 }
 
+std::vector<int64_t> SNodeTree::AxisSizes(int place) const {
+  std::vector<int64_t> sizes(NumAxes(place), 1);
+  for (int a : Ancestors(place)) {
+    for (size_t k = 0; k < nodes_[a].axes.size(); ++k) {
+      sizes[nodes_[a].axes[k]] = nodes_[a].sizes[k];
+    }
+  }
+  return sizes;
+}
+
 std::vector<int> SNodeTree::Ancestors(int id) const {
   std::vector<int> chain;
   for (int p = nodes_[id].parent; p >= 0; p = nodes_[p].parent) {
@@ -116,8 +126,16 @@ absl::Status SNodeTree::LinkGrad(int primal, int grad) {
       return TreeError(absl::StrCat("SNode ", id, " is not a place"));
     }
   }
+  if (primal == grad) {
+    return TreeError("a field cannot be its own gradient");
+  }
   if (nodes_[primal].dtype != nodes_[grad].dtype) {
     return TreeError("a gradient field must have its primal's dtype");
+  }
+  if (AxisSizes(primal) != AxisSizes(grad)) {
+    return TreeError(absl::StrCat("gradient field '", nodes_[grad].name,
+                                  "' must have the shape of its primal '",
+                                  nodes_[primal].name, "'"));
   }
   nodes_[primal].grad_snode = grad;
   nodes_[grad].primal_snode = primal;

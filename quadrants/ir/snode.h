@@ -82,6 +82,7 @@ class SNodeTree {
  private:
   absl::Status CheckAcceptsChild(int parent) const;
   std::vector<int> Ancestors(int id) const;  // root first, `id` excluded
+  std::vector<int64_t> AxisSizes(int place) const;
 
   std::vector<SNode> nodes_;
   bool finalized_ = false;

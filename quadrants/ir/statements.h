@@ -436,8 +436,9 @@ inline bool IsIndexedLoop(const Stmt* stmt) {
   return Isa<RangeForStmt>(stmt) || Isa<StructForStmt>(stmt);
 }
 
-// Loops a `break` may leave: serial loops only, since a parallel loop has no
-// single iteration order to stop.
+// Loops a `break` may leave: range_for, struct_for and while statements,
+// which run serially inside a task. The parallel loop of an offloaded task
+// has no single iteration order to stop, so it is not one of them.
 inline bool IsBreakableLoop(const Stmt* stmt) {
   return Isa<RangeForStmt>(stmt) || Isa<StructForStmt>(stmt) ||
          Isa<WhileStmt>(stmt);

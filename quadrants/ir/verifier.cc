@@ -276,10 +276,11 @@ class Verifier {
         const auto& u = static_cast<const UnaryOpStmt&>(s);
         CheckTyped(s);
         if (u.is_cast() || s.type().is_unknown()) return;
-        CheckType(s, u.input(),
-                  u.op() == UnaryOpKind::kLogicalNot ? u.input()->type()
-                                                     : s.type(),
-                  "operand");
+        if (u.op() == UnaryOpKind::kLogicalNot) {
+          CheckType(s, &s, DataType::Scalar(PrimitiveType::kU1), "result");
+        } else {
+          CheckType(s, u.input(), s.type(), "operand");
+        }
         return;
       }
       case StmtKind::kBinaryOp: {

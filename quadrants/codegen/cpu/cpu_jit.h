@@ -1,0 +1,46 @@
+#ifndef QUADRANTS_CODEGEN_CPU_CPU_JIT_H_
+#define QUADRANTS_CODEGEN_CPU_CPU_JIT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Target/TargetMachine.h"
+
+namespace quadrants::codegen {
+
+// ORC LLJIT for the host. Each compiled kernel gets its own JITDylib, so
+// every kernel's task functions can share names.
+class CpuJit {
+ public:
+  static absl::StatusOr<std::unique_ptr<CpuJit>> Create();
+
+  const std::string& triple() const { return triple_; }
+  const std::string& data_layout() const { return data_layout_; }
+  llvm::TargetMachine& target_machine() { return *machine_; }
+
+  // Adds an optimized module; returns the name of the dylib holding it.
+  absl::StatusOr<std::string> Add(std::unique_ptr<llvm::Module> module,
+                                  std::unique_ptr<llvm::LLVMContext> context);
+  // The address of `symbol` in the dylib returned by Add.
+  absl::StatusOr<void*> Lookup(const std::string& dylib,
+                               const std::string& symbol);
+
+  // Public for std::make_unique only; use Create().
+  CpuJit(std::unique_ptr<llvm::orc::LLJIT> jit,
+         std::unique_ptr<llvm::TargetMachine> machine);
+
+ private:
+  std::unique_ptr<llvm::orc::LLJIT> jit_;
+  std::unique_ptr<llvm::TargetMachine> machine_;
+  std::string triple_;
+  std::string data_layout_;
+  int next_dylib_ = 0;
+};
+
+}  // namespace quadrants::codegen
+
+#endif  // QUADRANTS_CODEGEN_CPU_CPU_JIT_H_

@@ -1,0 +1,784 @@
+#include "quadrants/codegen/llvm/kernel_lowering.h"
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/Support/raw_ostream.h"
+#include "quadrants/common/errors.h"
+#include "quadrants/ir/statements.h"
+
+namespace quadrants::codegen {
+namespace {
+
+using ir::BinaryOpKind;
+using ir::PrimitiveType;
+using ir::Stmt;
+using ir::StmtKind;
+using ir::UnaryOpKind;
+
+// Lowers the statements of one task (or its prologue) into one function.
+class FunctionEmitter {
+ public:
+  FunctionEmitter(llvm::Module& module, const ir::Kernel& kernel,
+                  const ir::SNodeTree& snodes, const LoweringOptions& options,
+                  std::vector<ErrorSite>& sites)
+      : module_(module),
+        context_(module.getContext()),
+        b_(context_),
+        kernel_(kernel),
+        snodes_(snodes),
+        options_(options),
+        sites_(sites) {}
+
+  // void name(ptr ctx, i64 begin, i64 end, i32 thread_id)
+  absl::Status EmitTask(const ir::OffloadedTaskStmt& task, const std::string& name);
+  // void name(ptr ctx, ptr out): evaluates the prologue, stores the bounds.
+  absl::Status EmitBounds(const ir::OffloadedTaskStmt& task,
+                          const std::string& name);
+
+ private:
+  struct LoopTargets {
+    llvm::BasicBlock* continue_to;
+    llvm::BasicBlock* break_to;  // null where break is not allowed
+  };
+
+  // ---- helpers ------------------------------------------------------------
+  llvm::Type* RegisterType(PrimitiveType t);
+  llvm::Type* StorageType(PrimitiveType t);  // u1 is a byte in memory
+  llvm::Value* Get(const Stmt* s) { return values_.at(s); }
+  llvm::Value* Call(const std::string& name, llvm::Type* result,
+                    std::vector<llvm::Value*> args);
+  llvm::Value* AsBool(llvm::Value* v, PrimitiveType t);
+  llvm::Value* ToI64(llvm::Value* v, PrimitiveType t);
+  llvm::Value* Cast(llvm::Value* v, PrimitiveType from, PrimitiveType to);
+  llvm::AllocaInst* EntryAlloca(llvm::Type* type, const char* name);
+  llvm::Function* BeginFunction(const std::string& name,
+                                std::vector<llvm::Type*> params);
+  void StartDeadBlock();
+  int AddSite(std::string description, const SourceLocation& loc);
+  absl::Status Unsupported(const Stmt& s, absl::string_view what);
+
+  // ---- statements ---------------------------------------------------------
+  absl::Status EmitBlock(const ir::Block& block);
+  absl::Status EmitStmt(const Stmt& s);
+  llvm::Value* EmitConst(const ir::ConstStmt& s);
+  llvm::Value* EmitArgLoad(const ir::ArgLoadStmt& s);
+  llvm::Value* EmitNdarrayPtr(const ir::NdarrayPtrStmt& s);
+  absl::StatusOr<llvm::Value*> EmitFieldPtr(const ir::FieldPtrStmt& s);
+  llvm::Value* CheckedIndex(const Stmt& access, int site, int axis,
+                            llvm::Value* index, llvm::Value* extent);
+  absl::StatusOr<llvm::Value*> EmitUnary(const ir::UnaryOpStmt& s);
+  absl::StatusOr<llvm::Value*> EmitBinary(const ir::BinaryOpStmt& s);
+  absl::StatusOr<llvm::Value*> EmitAtomic(const ir::AtomicOpStmt& s);
+  llvm::Value* MathCall(const char* name, std::vector<llvm::Value*> args,
+                        PrimitiveType t);
+  llvm::Value* IntRuntimeCall(const char* name, llvm::Value* a, llvm::Value* b,
+                              PrimitiveType t);
+  absl::Status EmitRangeFor(const ir::RangeForStmt& s);
+  absl::Status EmitStructFor(const ir::StructForStmt& s);
+  absl::Status EmitWhile(const ir::WhileStmt& s);
+  absl::Status EmitIf(const ir::IfStmt& s);
+  void EmitAssert(const ir::AssertStmt& s);
+  // Emits `for i in [begin, end)` over i64 and calls `body(i)` inside.
+  absl::Status EmitCountedLoop(llvm::Value* begin, llvm::Value* end,
+                               const std::function<absl::Status(llvm::Value*)>& body);
+  // Per-axis indices of a linear cell number of dense SNode `snode`.
+  std::vector<llvm::Value*> DecomposeCell(int snode, llvm::Value* linear);
+  std::vector<std::pair<int, int64_t>> CellAxes(int snode) const;
+
+  llvm::Module& module_;
+  llvm::LLVMContext& context_;
+  llvm::IRBuilder<> b_;
+  const ir::Kernel& kernel_;
+  const ir::SNodeTree& snodes_;
+  const LoweringOptions& options_;
+  std::vector<ErrorSite>& sites_;
+
+  llvm::Function* function_ = nullptr;
+  llvm::Value* ctx_ = nullptr;
+  llvm::BasicBlock* entry_ = nullptr;
+  absl::flat_hash_map<const Stmt*, llvm::Value*> values_;
+  // Loop statement -> its current index per axis (valid inside its body).
+  absl::flat_hash_map<const Stmt*, std::vector<llvm::Value*>> loop_indices_;
+  std::vector<LoopTargets> loops_;
+};
+
+llvm::Type* FunctionEmitter::RegisterType(PrimitiveType t) {
+  switch (t) {
+    case PrimitiveType::kU1: return b_.getInt1Ty();
+    case PrimitiveType::kI8:
+    case PrimitiveType::kU8: return b_.getInt8Ty();
+    case PrimitiveType::kI16:
+    case PrimitiveType::kU16: return b_.getInt16Ty();
+    case PrimitiveType::kI32:
+    case PrimitiveType::kU32: return b_.getInt32Ty();
+    case PrimitiveType::kI64:
+    case PrimitiveType::kU64: return b_.getInt64Ty();
+    case PrimitiveType::kF16: return b_.getHalfTy();
+    case PrimitiveType::kF32: return b_.getFloatTy();
+    case PrimitiveType::kF64: return b_.getDoubleTy();
+  }
+  return b_.getInt32Ty();
+}
+
+llvm::Type* FunctionEmitter::StorageType(PrimitiveType t) {
+  return t == PrimitiveType::kU1 ? b_.getInt8Ty() : RegisterType(t);
+}
+
+llvm::Value* FunctionEmitter::Call(const std::string& name, llvm::Type* result,
+                                   std::vector<llvm::Value*> args) {
+  std::vector<llvm::Type*> params;
+  for (llvm::Value* a : args) params.push_back(a->getType());
+  llvm::FunctionCallee callee = module_.getOrInsertFunction(
+      name, llvm::FunctionType::get(result, params, false));
+  return b_.CreateCall(callee, args);
+}
+
+llvm::Value* FunctionEmitter::AsBool(llvm::Value* v, PrimitiveType t) {
+  if (t == PrimitiveType::kU1) return v;
+  if (ir::IsFloat(t)) {
+    return b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0));
+  }
+  return b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+}
+
+llvm::Value* FunctionEmitter::ToI64(llvm::Value* v, PrimitiveType t) {
+  if (ir::IsFloat(t)) return Cast(v, t, PrimitiveType::kI64);
+  return ir::IsSigned(t) ? b_.CreateSExt(v, b_.getInt64Ty())
+                         : b_.CreateZExt(v, b_.getInt64Ty());
+}
+
+llvm::Value* FunctionEmitter::Cast(llvm::Value* v, PrimitiveType from,
+                                   PrimitiveType to) {
+  if (from == to) return v;
+  llvm::Type* target = RegisterType(to);
+  if (to == PrimitiveType::kU1) return AsBool(v, from);
+  const bool from_float = ir::IsFloat(from), to_float = ir::IsFloat(to);
+  if (from_float && to_float) return b_.CreateFPCast(v, target);
+  if (!from_float && to_float) {
+    return ir::IsSigned(from) ? b_.CreateSIToFP(v, target)
+                              : b_.CreateUIToFP(v, target);
+  }
+  if (from_float) {
+    // Saturating conversion: out-of-range values clamp, NaN gives 0, as the
+    // constant folder does.
+    auto id = ir::IsSigned(to) ? llvm::Intrinsic::fptosi_sat
+                               : llvm::Intrinsic::fptoui_sat;
+    return b_.CreateIntrinsic(id, {target, v->getType()}, {v});
+  }
+  return b_.CreateIntCast(v, target, ir::IsSigned(from));
+}
+
+llvm::AllocaInst* FunctionEmitter::EntryAlloca(llvm::Type* type,
+                                               const char* name) {
+  llvm::IRBuilder<> entry(entry_, entry_->begin());
+  return entry.CreateAlloca(type, nullptr, name);
+}
+
+llvm::Function* FunctionEmitter::BeginFunction(const std::string& name,
+                                               std::vector<llvm::Type*> params) {
+  auto* type = llvm::FunctionType::get(b_.getVoidTy(), params, false);
+  function_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage,
+                                     name, module_);
+  ctx_ = function_->getArg(0);
+  entry_ = llvm::BasicBlock::Create(context_, "entry", function_);
+  b_.SetInsertPoint(entry_);
+  values_.clear();
+  loop_indices_.clear();
+  loops_.clear();
+  return function_;
+}
+
+void FunctionEmitter::StartDeadBlock() {
+  b_.SetInsertPoint(llvm::BasicBlock::Create(context_, "unreachable", function_));
+}
+
+int FunctionEmitter::AddSite(std::string description, const SourceLocation& loc) {
+  sites_.push_back(ErrorSite{std::move(description), loc});
+  return static_cast<int>(sites_.size()) - 1;
+}
+
+absl::Status FunctionEmitter::Unsupported(const Stmt& s, absl::string_view what) {
+  return MakeError(ErrorKind::kCompilation, s.loc(),
+                   absl::StrCat("in kernel '", kernel_.name(), "': ", what,
+                                " is not supported by the LLVM backends yet"));
+}
+
+absl::Status FunctionEmitter::EmitTask(const ir::OffloadedTaskStmt& task,
+                                       const std::string& name) {
+  BeginFunction(name, {b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty(),
+                       b_.getInt32Ty()});
+  llvm::Value* begin = function_->getArg(1);
+  llvm::Value* end = function_->getArg(2);
+  absl::Status status;
+  switch (task.task_kind()) {
+    case ir::TaskKind::kSerial:
+      loops_.push_back({nullptr, nullptr});
+      status = EmitBlock(*task.body());
+      break;
+    case ir::TaskKind::kRangeFor: {
+      const PrimitiveType index_type = task.begin()->type().element();
+      status = EmitCountedLoop(begin, end, [&](llvm::Value* i) {
+        loop_indices_[&task] = {b_.CreateIntCast(i, RegisterType(index_type),
+                                                 ir::IsSigned(index_type))};
+        return EmitBlock(*task.body());
+      });
+      break;
+    }
+    case ir::TaskKind::kStructFor:
+      status = EmitCountedLoop(begin, end, [&](llvm::Value* i) {
+        loop_indices_[&task] = DecomposeCell(task.snode_id(), i);
+        return EmitBlock(*task.body());
+      });
+      break;
+  }
+  if (!status.ok()) return status;
+  b_.CreateRetVoid();
+  return absl::OkStatus();
+}
+
+absl::Status FunctionEmitter::EmitBounds(const ir::OffloadedTaskStmt& task,
+                                         const std::string& name) {
+  BeginFunction(name, {b_.getPtrTy(), b_.getPtrTy()});
+  if (absl::Status s = EmitBlock(*task.prologue()); !s.ok()) return s;
+  llvm::Value* out = function_->getArg(1);
+  const PrimitiveType t = task.begin()->type().element();
+  b_.CreateStore(ToI64(Get(task.begin()), t), out);
+  b_.CreateStore(ToI64(Get(task.end()), t),
+                 b_.CreateConstGEP1_64(b_.getInt64Ty(), out, 1));
+  b_.CreateRetVoid();
+  return absl::OkStatus();
+}
+
+absl::Status FunctionEmitter::EmitCountedLoop(
+    llvm::Value* begin, llvm::Value* end,
+    const std::function<absl::Status(llvm::Value*)>& body) {
+  llvm::AllocaInst* counter = EntryAlloca(b_.getInt64Ty(), "i");
+  b_.CreateStore(begin, counter);
+  auto* header = llvm::BasicBlock::Create(context_, "loop.header", function_);
+  auto* body_bb = llvm::BasicBlock::Create(context_, "loop.body", function_);
+  auto* latch = llvm::BasicBlock::Create(context_, "loop.latch", function_);
+  auto* exit = llvm::BasicBlock::Create(context_, "loop.exit", function_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::Value* i = b_.CreateLoad(b_.getInt64Ty(), counter);
+  b_.CreateCondBr(b_.CreateICmpSLT(i, end), body_bb, exit);
+  b_.SetInsertPoint(body_bb);
+  loops_.push_back({latch, exit});
+  absl::Status status = body(i);
+  loops_.pop_back();
+  if (!status.ok()) return status;
+  b_.CreateBr(latch);
+  b_.SetInsertPoint(latch);
+  llvm::Value* current = b_.CreateLoad(b_.getInt64Ty(), counter);
+  b_.CreateStore(b_.CreateAdd(current, b_.getInt64(1)), counter);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(exit);
+  return absl::OkStatus();
+}
+
+std::vector<std::pair<int, int64_t>> FunctionEmitter::CellAxes(int snode) const {
+  // Every (axis, size) indexed by `snode` and its dense ancestors.
+  std::vector<std::pair<int, int64_t>> axes;
+  for (int id = snode; id >= 0; id = snodes_.node(id).parent) {
+    const ir::SNode& node = snodes_.node(id);
+    for (size_t k = 0; k < node.axes.size(); ++k) {
+      axes.emplace_back(node.axes[k], node.sizes[k]);
+    }
+  }
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+std::vector<llvm::Value*> FunctionEmitter::DecomposeCell(int snode,
+                                                         llvm::Value* linear) {
+  auto axes = CellAxes(snode);
+  int num_axes = axes.empty() ? 0 : axes.back().first + 1;
+  std::vector<llvm::Value*> indices(num_axes, b_.getInt32(0));
+  // Row-major over the axes in order: the last axis varies fastest.
+  for (int k = static_cast<int>(axes.size()) - 1; k >= 0; --k) {
+    llvm::Value* size = b_.getInt64(axes[k].second);
+    indices[axes[k].first] = b_.CreateTrunc(b_.CreateSRem(linear, size), b_.getInt32Ty());
+    linear = b_.CreateSDiv(linear, size);
+  }
+  return indices;
+}
+
+absl::Status FunctionEmitter::EmitBlock(const ir::Block& block) {
+  for (const auto& stmt : block) {
+    if (absl::Status s = EmitStmt(*stmt); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+llvm::Value* FunctionEmitter::EmitConst(const ir::ConstStmt& s) {
+  const ir::Constant& c = s.value();
+  llvm::Type* type = RegisterType(c.type());
+  if (c.is_float()) return llvm::ConstantFP::get(type, c.as_float());
+  return llvm::ConstantInt::get(type, c.as_uint(), ir::IsSigned(c.type()));
+}
+
+llvm::Value* FunctionEmitter::EmitArgLoad(const ir::ArgLoadStmt& s) {
+  llvm::Value* slot = Call("qd_arg", b_.getInt64Ty(), {ctx_, b_.getInt32(s.arg())});
+  const PrimitiveType t = s.type().element();
+  switch (t) {
+    case PrimitiveType::kF64:
+      return b_.CreateBitCast(slot, b_.getDoubleTy());
+    case PrimitiveType::kF32:
+      return b_.CreateBitCast(b_.CreateTrunc(slot, b_.getInt32Ty()), b_.getFloatTy());
+    case PrimitiveType::kF16:
+      return b_.CreateBitCast(b_.CreateTrunc(slot, b_.getInt16Ty()), b_.getHalfTy());
+    case PrimitiveType::kU1:
+      return b_.CreateICmpNE(slot, b_.getInt64(0));
+    default:
+      return b_.CreateTrunc(slot, RegisterType(t));
+  }
+}
+
+llvm::Value* FunctionEmitter::CheckedIndex(const Stmt& access, int site, int axis,
+                                           llvm::Value* index,
+                                           llvm::Value* extent) {
+  if (!options_.check_out_of_bound) return index;
+  return Call("qd_check_index", b_.getInt64Ty(),
+              {ctx_, b_.getInt32(site), b_.getInt32(axis), index, extent});
+}
+
+llvm::Value* FunctionEmitter::EmitNdarrayPtr(const ir::NdarrayPtrStmt& s) {
+  const ir::KernelParam& param = kernel_.params()[s.arg()];
+  int site = -1;
+  if (options_.check_out_of_bound) {
+    site = AddSite(absl::StrCat("ndarray '", param.name, "' (argument ", s.arg(), ")"),
+                   s.loc());
+  }
+  llvm::Value* data = Call("qd_ndarray_data", b_.getPtrTy(), {ctx_, b_.getInt32(s.arg())});
+  llvm::Value* linear = b_.getInt64(0);
+  for (size_t axis = 0; axis < s.num_operands(); ++axis) {
+    llvm::Value* extent = Call("qd_ndarray_shape", b_.getInt64Ty(),
+                               {ctx_, b_.getInt32(s.arg()), b_.getInt32(axis)});
+    llvm::Value* index = ToI64(Get(s.operand(axis)), s.operand(axis)->type().element());
+    index = CheckedIndex(s, site, static_cast<int>(axis), index, extent);
+    linear = b_.CreateAdd(b_.CreateMul(linear, extent), index);
+  }
+  return b_.CreateGEP(StorageType(param.dtype), data, linear);
+}
+
+absl::StatusOr<llvm::Value*> FunctionEmitter::EmitFieldPtr(const ir::FieldPtrStmt& s) {
+  absl::StatusOr<ir::PlaceLayout> layout = snodes_.Layout(s.snode_id());
+  if (!layout.ok()) return layout.status();
+  int site = -1;
+  if (options_.check_out_of_bound) {
+    site = AddSite(absl::StrCat("field '", snodes_.node(s.snode_id()).name, "'"),
+                   s.loc());
+  }
+  llvm::Value* offset = b_.getInt64(layout->offset);
+  for (size_t axis = 0; axis < s.num_operands(); ++axis) {
+    llvm::Value* index = ToI64(Get(s.operand(axis)), s.operand(axis)->type().element());
+    index = CheckedIndex(s, site, static_cast<int>(axis), index,
+                         b_.getInt64(layout->shape[axis]));
+    offset = b_.CreateAdd(offset, b_.CreateMul(index, b_.getInt64(layout->axis_stride[axis])));
+  }
+  llvm::Value* root = Call("qd_root", b_.getPtrTy(), {ctx_});
+  return b_.CreateGEP(b_.getInt8Ty(), root, offset);
+}
+
+llvm::Value* FunctionEmitter::MathCall(const char* name, std::vector<llvm::Value*> args,
+                                       PrimitiveType t) {
+  // f16 math runs in f32.
+  const bool half = t == PrimitiveType::kF16;
+  if (half) {
+    for (auto& a : args) a = b_.CreateFPExt(a, b_.getFloatTy());
+  }
+  const bool f64 = t == PrimitiveType::kF64;
+  llvm::Value* r = Call(absl::StrCat("qd_", name, f64 ? "_f64" : "_f32"),
+                        f64 ? b_.getDoubleTy() : b_.getFloatTy(), args);
+  return half ? b_.CreateFPTrunc(r, b_.getHalfTy()) : r;
+}
+
+llvm::Value* FunctionEmitter::IntRuntimeCall(const char* name, llvm::Value* a,
+                                             llvm::Value* b, PrimitiveType t) {
+  // Narrow integers run in 32 bits with their signedness, then truncate.
+  const bool wide = ir::BitWidth(t) == 64;
+  const bool is_signed = ir::IsSigned(t);
+  llvm::Type* work = wide ? b_.getInt64Ty() : b_.getInt32Ty();
+  llvm::Value* x = b_.CreateIntCast(a, work, is_signed);
+  llvm::Value* y = b_.CreateIntCast(b, work, is_signed);
+  const char* suffix = wide ? (is_signed ? "_i64" : "_u64") : (is_signed ? "_i32" : "_u32");
+  llvm::Value* r = Call(absl::StrCat("qd_", name, suffix), work, {x, y});
+  return b_.CreateIntCast(r, RegisterType(t), is_signed);
+}
+
+absl::StatusOr<llvm::Value*> FunctionEmitter::EmitUnary(const ir::UnaryOpStmt& s) {
+  llvm::Value* x = Get(s.input());
+  const PrimitiveType in = s.input()->type().element();
+  const PrimitiveType out = s.type().element();
+  const bool is_float = ir::IsFloat(in);
+  switch (s.op()) {
+    case UnaryOpKind::kCast:
+      return Cast(x, in, out);
+    case UnaryOpKind::kNeg:
+      return is_float ? b_.CreateFNeg(x) : b_.CreateNeg(x);
+    case UnaryOpKind::kBitNot:
+      return b_.CreateNot(x);
+    case UnaryOpKind::kLogicalNot:
+      return b_.CreateNot(AsBool(x, in));
+    case UnaryOpKind::kAbs:
+      if (is_float) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+      if (!ir::IsSigned(in)) return x;
+      return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b_.getFalse());
+    case UnaryOpKind::kFloor:
+      return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x) : x;
+    case UnaryOpKind::kCeil:
+      return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x) : x;
+    case UnaryOpKind::kSqrt:
+      return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+    case UnaryOpKind::kRsqrt:
+      return b_.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0),
+                           b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+    case UnaryOpKind::kSin: return MathCall("sin", {x}, in);
+    case UnaryOpKind::kCos: return MathCall("cos", {x}, in);
+    case UnaryOpKind::kTan: return MathCall("tan", {x}, in);
+    case UnaryOpKind::kTanh: return MathCall("tanh", {x}, in);
+    case UnaryOpKind::kExp: return MathCall("exp", {x}, in);
+    case UnaryOpKind::kLog: return MathCall("log", {x}, in);
+    case UnaryOpKind::kAsin: return MathCall("asin", {x}, in);
+    case UnaryOpKind::kAcos: return MathCall("acos", {x}, in);
+  }
+  return Unsupported(s, "this unary op");
+}
+
+absl::StatusOr<llvm::Value*> FunctionEmitter::EmitBinary(const ir::BinaryOpStmt& s) {
+  llvm::Value* x = Get(s.lhs());
+  llvm::Value* y = Get(s.rhs());
+  const PrimitiveType t = s.lhs()->type().element();
+  const bool f = ir::IsFloat(t);
+  const bool sgn = ir::IsSigned(t);
+  switch (s.op()) {
+    case BinaryOpKind::kAdd: return f ? b_.CreateFAdd(x, y) : b_.CreateAdd(x, y);
+    case BinaryOpKind::kSub: return f ? b_.CreateFSub(x, y) : b_.CreateSub(x, y);
+    case BinaryOpKind::kMul: return f ? b_.CreateFMul(x, y) : b_.CreateMul(x, y);
+    case BinaryOpKind::kDiv: return b_.CreateFDiv(x, y);
+    case BinaryOpKind::kFloorDiv:
+      if (f) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, b_.CreateFDiv(x, y));
+      return IntRuntimeCall("floordiv", x, y, t);
+    case BinaryOpKind::kMod:
+      if (f) {
+        llvm::Value* q = b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, b_.CreateFDiv(x, y));
+        return b_.CreateFSub(x, b_.CreateFMul(y, q));
+      }
+      return IntRuntimeCall("mod", x, y, t);
+    case BinaryOpKind::kPow:
+      if (f) return MathCall("pow", {x, y}, t);
+      return IntRuntimeCall("pow", x, y, t);
+    case BinaryOpKind::kAtan2:
+      return MathCall("atan2", {x, y}, t);
+    case BinaryOpKind::kMin:
+      return b_.CreateBinaryIntrinsic(
+          f ? llvm::Intrinsic::minnum : (sgn ? llvm::Intrinsic::smin : llvm::Intrinsic::umin),
+          x, y);
+    case BinaryOpKind::kMax:
+      return b_.CreateBinaryIntrinsic(
+          f ? llvm::Intrinsic::maxnum : (sgn ? llvm::Intrinsic::smax : llvm::Intrinsic::umax),
+          x, y);
+    case BinaryOpKind::kBitAnd: return b_.CreateAnd(x, y);
+    case BinaryOpKind::kBitOr: return b_.CreateOr(x, y);
+    case BinaryOpKind::kBitXor: return b_.CreateXor(x, y);
+    case BinaryOpKind::kShl:
+    case BinaryOpKind::kShr: {
+      // Shift amounts wrap at the width, as on x86, instead of being poison.
+      const int width = ir::BitWidth(t);
+      llvm::Value* amount = width > 1
+          ? b_.CreateAnd(y, llvm::ConstantInt::get(y->getType(), width - 1))
+          : y;
+      if (s.op() == BinaryOpKind::kShl) return b_.CreateShl(x, amount);
+      return sgn ? b_.CreateAShr(x, amount) : b_.CreateLShr(x, amount);
+    }
+    case BinaryOpKind::kLt:
+      return f ? b_.CreateFCmpOLT(x, y) : (sgn ? b_.CreateICmpSLT(x, y) : b_.CreateICmpULT(x, y));
+    case BinaryOpKind::kLe:
+      return f ? b_.CreateFCmpOLE(x, y) : (sgn ? b_.CreateICmpSLE(x, y) : b_.CreateICmpULE(x, y));
+    case BinaryOpKind::kGt:
+      return f ? b_.CreateFCmpOGT(x, y) : (sgn ? b_.CreateICmpSGT(x, y) : b_.CreateICmpUGT(x, y));
+    case BinaryOpKind::kGe:
+      return f ? b_.CreateFCmpOGE(x, y) : (sgn ? b_.CreateICmpSGE(x, y) : b_.CreateICmpUGE(x, y));
+    case BinaryOpKind::kEq:
+      return f ? b_.CreateFCmpOEQ(x, y) : b_.CreateICmpEQ(x, y);
+    case BinaryOpKind::kNe:
+      return f ? b_.CreateFCmpUNE(x, y) : b_.CreateICmpNE(x, y);
+    case BinaryOpKind::kLogicalAnd:
+      return b_.CreateAnd(AsBool(x, t), AsBool(y, t));
+    case BinaryOpKind::kLogicalOr:
+      return b_.CreateOr(AsBool(x, t), AsBool(y, t));
+  }
+  return Unsupported(s, "this binary op");
+}
+
+absl::StatusOr<llvm::Value*> FunctionEmitter::EmitAtomic(const ir::AtomicOpStmt& s) {
+  const PrimitiveType t = s.type().element();
+  const bool f = ir::IsFloat(t);
+  const bool sgn = ir::IsSigned(t);
+  using Op = llvm::AtomicRMWInst::BinOp;
+  Op op;
+  switch (s.op()) {
+    case ir::AtomicOpKind::kAdd: op = f ? Op::FAdd : Op::Add; break;
+    case ir::AtomicOpKind::kSub: op = f ? Op::FSub : Op::Sub; break;
+    case ir::AtomicOpKind::kMin: op = f ? Op::FMin : (sgn ? Op::Min : Op::UMin); break;
+    case ir::AtomicOpKind::kMax: op = f ? Op::FMax : (sgn ? Op::Max : Op::UMax); break;
+    case ir::AtomicOpKind::kBitAnd: op = Op::And; break;
+    case ir::AtomicOpKind::kBitOr: op = Op::Or; break;
+    case ir::AtomicOpKind::kBitXor: op = Op::Xor; break;
+  }
+  if (f && (op == Op::And || op == Op::Or || op == Op::Xor)) {
+    return MakeError(ErrorKind::kType, s.loc(),
+                     absl::StrCat("in kernel '", kernel_.name(), "': ",
+                                  ir::OpName(s.op()), " needs an integer target"));
+  }
+  llvm::Value* value = Get(s.value());
+  if (t == PrimitiveType::kU1) value = b_.CreateZExt(value, b_.getInt8Ty());
+  llvm::Value* old = b_.CreateAtomicRMW(op, Get(s.ptr()), value, llvm::MaybeAlign(),
+                                        llvm::AtomicOrdering::Monotonic);
+  return t == PrimitiveType::kU1 ? b_.CreateICmpNE(old, b_.getInt8(0)) : old;
+}
+
+absl::Status FunctionEmitter::EmitRangeFor(const ir::RangeForStmt& s) {
+  const PrimitiveType t = s.begin()->type().element();
+  return EmitCountedLoop(ToI64(Get(s.begin()), t), ToI64(Get(s.end()), t),
+                         [&](llvm::Value* i) {
+                           loop_indices_[&s] = {b_.CreateIntCast(i, RegisterType(t),
+                                                                 ir::IsSigned(t))};
+                           return EmitBlock(*s.body());
+                         });
+}
+
+absl::Status FunctionEmitter::EmitStructFor(const ir::StructForStmt& s) {
+  int64_t cells = 1;
+  for (const auto& axis : CellAxes(s.snode_id())) cells *= axis.second;
+  return EmitCountedLoop(b_.getInt64(0), b_.getInt64(cells), [&](llvm::Value* i) {
+    loop_indices_[&s] = DecomposeCell(s.snode_id(), i);
+    return EmitBlock(*s.body());
+  });
+}
+
+absl::Status FunctionEmitter::EmitWhile(const ir::WhileStmt& s) {
+  auto* body = llvm::BasicBlock::Create(context_, "while.body", function_);
+  auto* exit = llvm::BasicBlock::Create(context_, "while.exit", function_);
+  b_.CreateBr(body);
+  b_.SetInsertPoint(body);
+  loops_.push_back({body, exit});
+  absl::Status status = EmitBlock(*s.body());
+  loops_.pop_back();
+  if (!status.ok()) return status;
+  b_.CreateBr(body);
+  b_.SetInsertPoint(exit);
+  return absl::OkStatus();
+}
+
+absl::Status FunctionEmitter::EmitIf(const ir::IfStmt& s) {
+  auto* then_bb = llvm::BasicBlock::Create(context_, "if.then", function_);
+  auto* else_bb = llvm::BasicBlock::Create(context_, "if.else", function_);
+  auto* merge = llvm::BasicBlock::Create(context_, "if.end", function_);
+  b_.CreateCondBr(AsBool(Get(s.cond()), s.cond()->type().element()), then_bb, else_bb);
+  b_.SetInsertPoint(then_bb);
+  if (absl::Status st = EmitBlock(*s.true_block()); !st.ok()) return st;
+  b_.CreateBr(merge);
+  b_.SetInsertPoint(else_bb);
+  if (absl::Status st = EmitBlock(*s.false_block()); !st.ok()) return st;
+  b_.CreateBr(merge);
+  b_.SetInsertPoint(merge);
+  return absl::OkStatus();
+}
+
+void FunctionEmitter::EmitAssert(const ir::AssertStmt& s) {
+  if (!options_.debug) return;
+  int site = AddSite(s.message(), s.loc());
+  llvm::Value* values[3] = {b_.getInt64(0), b_.getInt64(0), b_.getInt64(0)};
+  for (size_t k = 1; k < s.num_operands() && k <= 3; ++k) {
+    const PrimitiveType t = s.operand(k)->type().element();
+    sites_[site].value_types.push_back(t);
+    llvm::Value* v = Get(s.operand(k));
+    // Floats travel as f64 bits; the host formats them by the site's types.
+    values[k - 1] = ir::IsFloat(t)
+                        ? b_.CreateBitCast(Cast(v, t, PrimitiveType::kF64), b_.getInt64Ty())
+                        : ToI64(v, t);
+  }
+  llvm::Value* cond = b_.CreateZExt(AsBool(Get(s.cond()), s.cond()->type().element()),
+                                    b_.getInt32Ty());
+  Call("qd_assert", b_.getVoidTy(),
+       {ctx_, cond, b_.getInt32(site), values[0], values[1], values[2]});
+}
+
+absl::Status FunctionEmitter::EmitStmt(const Stmt& s) {
+  switch (s.kind()) {
+    case StmtKind::kConst:
+      values_[&s] = EmitConst(static_cast<const ir::ConstStmt&>(s));
+      return absl::OkStatus();
+    case StmtKind::kArgLoad:
+      values_[&s] = EmitArgLoad(static_cast<const ir::ArgLoadStmt&>(s));
+      return absl::OkStatus();
+    case StmtKind::kNdarrayShape: {
+      const auto& shape = static_cast<const ir::NdarrayShapeStmt&>(s);
+      values_[&s] = b_.CreateTrunc(
+          Call("qd_ndarray_shape", b_.getInt64Ty(),
+               {ctx_, b_.getInt32(shape.arg()), b_.getInt32(shape.axis())}),
+          b_.getInt32Ty());
+      return absl::OkStatus();
+    }
+    case StmtKind::kNdarrayPtr:
+      values_[&s] = EmitNdarrayPtr(static_cast<const ir::NdarrayPtrStmt&>(s));
+      return absl::OkStatus();
+    case StmtKind::kFieldPtr: {
+      auto ptr = EmitFieldPtr(static_cast<const ir::FieldPtrStmt&>(s));
+      if (!ptr.ok()) return ptr.status();
+      values_[&s] = *ptr;
+      return absl::OkStatus();
+    }
+    case StmtKind::kGlobalLoad:
+    case StmtKind::kLocalLoad: {
+      const PrimitiveType t = s.type().element();
+      const bool global = s.kind() == StmtKind::kGlobalLoad;
+      llvm::Value* v = b_.CreateLoad(global ? StorageType(t) : RegisterType(t),
+                                     Get(s.operand(0)));
+      if (global && t == PrimitiveType::kU1) v = b_.CreateICmpNE(v, b_.getInt8(0));
+      values_[&s] = v;
+      return absl::OkStatus();
+    }
+    case StmtKind::kGlobalStore:
+    case StmtKind::kLocalStore: {
+      llvm::Value* v = Get(s.operand(1));
+      if (s.kind() == StmtKind::kGlobalStore &&
+          s.operand(1)->type().element() == PrimitiveType::kU1) {
+        v = b_.CreateZExt(v, b_.getInt8Ty());
+      }
+      b_.CreateStore(v, Get(s.operand(0)));
+      return absl::OkStatus();
+    }
+    case StmtKind::kAlloca: {
+      llvm::Type* type = RegisterType(s.type().element());
+      llvm::AllocaInst* slot = EntryAlloca(type, "var");
+      b_.CreateStore(llvm::Constant::getNullValue(type), slot);
+      values_[&s] = slot;
+      return absl::OkStatus();
+    }
+    case StmtKind::kUnaryOp: {
+      auto v = EmitUnary(static_cast<const ir::UnaryOpStmt&>(s));
+      if (!v.ok()) return v.status();
+      values_[&s] = *v;
+      return absl::OkStatus();
+    }
+    case StmtKind::kBinaryOp: {
+      auto v = EmitBinary(static_cast<const ir::BinaryOpStmt&>(s));
+      if (!v.ok()) return v.status();
+      values_[&s] = *v;
+      return absl::OkStatus();
+    }
+    case StmtKind::kTernaryOp:
+      values_[&s] = b_.CreateSelect(
+          AsBool(Get(s.operand(0)), s.operand(0)->type().element()),
+          Get(s.operand(1)), Get(s.operand(2)));
+      return absl::OkStatus();
+    case StmtKind::kAtomicOp: {
+      auto v = EmitAtomic(static_cast<const ir::AtomicOpStmt&>(s));
+      if (!v.ok()) return v.status();
+      values_[&s] = *v;
+      return absl::OkStatus();
+    }
+    case StmtKind::kRangeFor:
+      return EmitRangeFor(static_cast<const ir::RangeForStmt&>(s));
+    case StmtKind::kStructFor:
+      return EmitStructFor(static_cast<const ir::StructForStmt&>(s));
+    case StmtKind::kLoopIndex: {
+      const auto& index = static_cast<const ir::LoopIndexStmt&>(s);
+      llvm::Value* v = loop_indices_.at(index.loop())[index.axis()];
+      values_[&s] = b_.CreateIntCast(v, RegisterType(s.type().element()),
+                                     ir::IsSigned(s.type().element()));
+      return absl::OkStatus();
+    }
+    case StmtKind::kWhile:
+      return EmitWhile(static_cast<const ir::WhileStmt&>(s));
+    case StmtKind::kBreak:
+    case StmtKind::kContinue: {
+      const LoopTargets& loop = loops_.back();
+      llvm::BasicBlock* target =
+          s.kind() == StmtKind::kBreak ? loop.break_to : loop.continue_to;
+      if (target == nullptr) {
+        // `continue` at the top of a serial task: leave the task.
+        b_.CreateRetVoid();
+      } else {
+        b_.CreateBr(target);
+      }
+      StartDeadBlock();
+      return absl::OkStatus();
+    }
+    case StmtKind::kIf:
+      return EmitIf(static_cast<const ir::IfStmt&>(s));
+    case StmtKind::kAssert:
+      EmitAssert(static_cast<const ir::AssertStmt&>(s));
+      return absl::OkStatus();
+    case StmtKind::kOffloadedTask:
+      return Unsupported(s, "a nested offloaded task");
+    case StmtKind::kAdStackAlloca:
+    case StmtKind::kAdStackPush:
+    case StmtKind::kAdStackPop:
+    case StmtKind::kAdStackLoadTop:
+    case StmtKind::kAdStackLoadTopAdj:
+    case StmtKind::kAdStackAccAdjoint:
+      return Unsupported(s, "the adstack");
+  }
+  return Unsupported(s, "this statement");
+}
+
+}  // namespace
+
+absl::StatusOr<LoweredKernel> LowerKernel(const ir::Kernel& kernel,
+                                          const ir::SNodeTree& snodes,
+                                          const LoweringOptions& options,
+                                          llvm::LLVMContext& context) {
+  LoweredKernel lowered;
+  lowered.module = std::make_unique<llvm::Module>(kernel.name(), context);
+  lowered.module->setTargetTriple(options.triple);
+  lowered.module->setDataLayout(options.data_layout);
+  FunctionEmitter emitter(*lowered.module, kernel, snodes, options,
+                          lowered.error_sites);
+  for (size_t t = 0; t < kernel.body()->size(); ++t) {
+    const auto* task = ir::DynCast<ir::OffloadedTaskStmt>(kernel.body()->at(t));
+    if (task == nullptr) {
+      return MakeError(ErrorKind::kCompilation,
+                       absl::StrCat("kernel '", kernel.name(),
+                                    "' must be offloaded before code generation"));
+    }
+    LoweredTask out;
+    out.kind = task->task_kind();
+    out.loc = task->loc();
+    out.function = absl::StrCat("qd_task", t, "_", ir::TaskKindName(out.kind));
+    if (absl::Status s = emitter.EmitTask(*task, out.function); !s.ok()) return s;
+    if (out.kind == ir::TaskKind::kRangeFor) {
+      out.bounds_function = out.function + "_bounds";
+      if (absl::Status s = emitter.EmitBounds(*task, out.bounds_function); !s.ok()) {
+        return s;
+      }
+    }
+    if (out.kind == ir::TaskKind::kStructFor) {
+      out.struct_for_cells = 1;
+      for (int id = task->snode_id(); id >= 0; id = snodes.node(id).parent) {
+        for (int64_t size : snodes.node(id).sizes) out.struct_for_cells *= size;
+      }
+    }
+    lowered.tasks.push_back(std::move(out));
+  }
+  std::string problems;
+  llvm::raw_string_ostream stream(problems);
+  if (llvm::verifyModule(*lowered.module, &stream)) {
+    return MakeError(ErrorKind::kCompilation,
+                     absl::StrCat("internal compiler error: invalid LLVM IR for "
+                                  "kernel '", kernel.name(), "': ", stream.str()));
+  }
+  return lowered;
+}
+
+}  // namespace quadrants::codegen

@@ -1,0 +1,31 @@
+#ifndef QUADRANTS_CODEGEN_LLVM_KERNEL_LOWERING_H_
+#define QUADRANTS_CODEGEN_LLVM_KERNEL_LOWERING_H_
+
+#include "absl/status/statusor.h"
+#include "llvm/IR/LLVMContext.h"
+#include "quadrants/codegen/llvm/lowered_kernel.h"
+#include "quadrants/ir/kernel.h"
+#include "quadrants/ir/snode.h"
+
+namespace quadrants::codegen {
+
+struct LoweringOptions {
+  // Emit index checks on every field and ndarray access.
+  bool check_out_of_bound = false;
+  // Emit `assert` statements.
+  bool debug = false;
+  std::string triple;
+  std::string data_layout;
+};
+
+// Lowers a kernel of offloaded tasks (see transforms::LowerToTasks) to LLVM
+// IR in `context`, with calls to the runtime module's qd_* helpers still
+// unresolved (LinkRuntime resolves them).
+absl::StatusOr<LoweredKernel> LowerKernel(const ir::Kernel& kernel,
+                                          const ir::SNodeTree& snodes,
+                                          const LoweringOptions& options,
+                                          llvm::LLVMContext& context);
+
+}  // namespace quadrants::codegen
+
+#endif  // QUADRANTS_CODEGEN_LLVM_KERNEL_LOWERING_H_

@@ -1,0 +1,46 @@
+#ifndef QUADRANTS_CODEGEN_LLVM_LOWERED_KERNEL_H_
+#define QUADRANTS_CODEGEN_LLVM_LOWERED_KERNEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "llvm/IR/Module.h"
+#include "quadrants/common/source_location.h"
+#include "quadrants/ir/op_kinds.h"
+#include "quadrants/ir/types.h"
+
+namespace quadrants::codegen {
+
+// One offloaded task as a pair of LLVM functions:
+//   void <function>(QdLaunchContext* ctx, i64 begin, i64 end, i32 thread_id)
+// runs iterations [begin, end) (a serial task ignores the range), and, for
+// range_for tasks,
+//   void <bounds_function>(QdLaunchContext* ctx, i64* out)
+// writes the iteration range to out[0], out[1] right before dispatch.
+struct LoweredTask {
+  ir::TaskKind kind = ir::TaskKind::kSerial;
+  std::string function;
+  std::string bounds_function;
+  int64_t struct_for_cells = 0;  // struct_for: iterations
+  SourceLocation loc;
+};
+
+// A place that can raise a run-time error, so the host can name it.
+struct ErrorSite {
+  std::string description;  // e.g. "ndarray 'a' (argument 0)"
+  SourceLocation loc;
+  // Types of the values an assertion reports (floats travel as f64 bits).
+  std::vector<ir::PrimitiveType> value_types;
+};
+
+struct LoweredKernel {
+  std::unique_ptr<llvm::Module> module;
+  std::vector<LoweredTask> tasks;
+  std::vector<ErrorSite> error_sites;
+};
+
+}  // namespace quadrants::codegen
+
+#endif  // QUADRANTS_CODEGEN_LLVM_LOWERED_KERNEL_H_

@@ -1,0 +1,14 @@
+#ifndef QUADRANTS_CODEGEN_LLVM_OPTIMIZE_H_
+#define QUADRANTS_CODEGEN_LLVM_OPTIMIZE_H_
+
+#include "llvm/IR/Module.h"
+#include "llvm/Target/TargetMachine.h"
+
+namespace quadrants::codegen {
+
+// Runs the new pass manager's O3 pipeline for `machine`'s target.
+void OptimizeModule(llvm::Module& module, llvm::TargetMachine& machine);
+
+}  // namespace quadrants::codegen
+
+#endif  // QUADRANTS_CODEGEN_LLVM_OPTIMIZE_H_

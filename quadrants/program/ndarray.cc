@@ -1,0 +1,76 @@
+#include "quadrants/program/ndarray.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "quadrants/common/errors.h"
+#include "quadrants/program/scalar_access.h"
+
+namespace quadrants {
+
+absl::StatusOr<std::shared_ptr<Ndarray>> Ndarray::Create(
+    ir::PrimitiveType dtype, std::vector<int64_t> shape) {
+  if (shape.size() > 8) {
+    return MakeError(ErrorKind::kType, absl::StrCat("an ndarray has at most 8 "
+                                                    "dimensions, got ",
+                                                    shape.size()));
+  }
+  int64_t count = 1;
+  for (int64_t extent : shape) {
+    if (extent < 0) {
+      return MakeError(ErrorKind::kType,
+                       absl::StrCat("ndarray shape (", absl::StrJoin(shape, ", "),
+                                    ") has a negative extent"));
+    }
+    count *= extent;
+  }
+  return std::make_shared<Ndarray>(Key(), dtype, std::move(shape), count);
+}
+
+Ndarray::Ndarray(Key, ir::PrimitiveType dtype, std::vector<int64_t> shape,
+                 int64_t num_elements)
+    : dtype_(dtype),
+      shape_(std::move(shape)),
+      num_elements_(num_elements),
+      element_bytes_(std::max(1, ir::BitWidth(dtype) / 8)),
+      // At least one byte so data() is a valid pointer for empty arrays.
+      storage_(std::make_unique<char[]>(
+          std::max<int64_t>(1, num_elements * element_bytes_))) {}
+
+absl::StatusOr<int64_t> Ndarray::Offset(absl::Span<const int64_t> index) const {
+  if (index.size() != shape_.size()) {
+    return MakeError(ErrorKind::kRuntime,
+                     absl::StrCat("ndarray of shape (", absl::StrJoin(shape_, ", "),
+                                  ") needs ", shape_.size(), " indices, got ",
+                                  index.size()));
+  }
+  int64_t linear = 0;
+  for (size_t axis = 0; axis < shape_.size(); ++axis) {
+    if (index[axis] < 0 || index[axis] >= shape_[axis]) {
+      return MakeError(ErrorKind::kRuntime,
+                       absl::StrCat("index [", absl::StrJoin(index, ", "),
+                                    "] is out of bounds for an ndarray of shape (",
+                                    absl::StrJoin(shape_, ", "), ")"));
+    }
+    linear = linear * shape_[axis] + index[axis];
+  }
+  return linear * element_bytes_;
+}
+
+absl::StatusOr<ir::Constant> Ndarray::Read(absl::Span<const int64_t> index) const {
+  absl::StatusOr<int64_t> offset = Offset(index);
+  if (!offset.ok()) return offset.status();
+  return ReadScalar(storage_.get() + *offset, dtype_);
+}
+
+absl::Status Ndarray::Write(absl::Span<const int64_t> index,
+                            const ir::Constant& value) {
+  absl::StatusOr<int64_t> offset = Offset(index);
+  if (!offset.ok()) return offset.status();
+  WriteScalar(storage_.get() + *offset, dtype_, value);
+  BumpDataGeneration();
+  return absl::OkStatus();
+}
+
+}  // namespace quadrants

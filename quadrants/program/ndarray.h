@@ -1,0 +1,57 @@
+#ifndef QUADRANTS_PROGRAM_NDARRAY_H_
+#define QUADRANTS_PROGRAM_NDARRAY_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "quadrants/ir/constant.h"
+#include "quadrants/ir/types.h"
+
+namespace quadrants {
+
+// A dense, row-major, zero-initialized array in host memory.
+class Ndarray {
+ public:
+  static absl::StatusOr<std::shared_ptr<Ndarray>> Create(
+      ir::PrimitiveType dtype, std::vector<int64_t> shape);
+
+  ir::PrimitiveType dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  int ndim() const { return static_cast<int>(shape_.size()); }
+  int64_t num_elements() const { return num_elements_; }
+  int64_t element_bytes() const { return element_bytes_; }
+  void* data() { return storage_.get(); }
+  const void* data() const { return storage_.get(); }
+
+  // Element access with bounds checks (errors name the index and shape).
+  absl::StatusOr<ir::Constant> Read(absl::Span<const int64_t> index) const;
+  absl::Status Write(absl::Span<const int64_t> index, const ir::Constant& value);
+
+  // Bumped by every host write and every kernel launch that may write the
+  // array; caches keyed on the contents revalidate against it.
+  uint64_t data_generation() const { return data_generation_; }
+  void BumpDataGeneration() { ++data_generation_; }
+
+  // Public for std::make_shared only; use Create().
+  struct Key {};
+  Ndarray(Key, ir::PrimitiveType dtype, std::vector<int64_t> shape,
+          int64_t num_elements);
+
+ private:
+  absl::StatusOr<int64_t> Offset(absl::Span<const int64_t> index) const;
+
+  ir::PrimitiveType dtype_;
+  std::vector<int64_t> shape_;
+  int64_t num_elements_;
+  int64_t element_bytes_;
+  std::unique_ptr<char[]> storage_;
+  uint64_t data_generation_ = 0;
+};
+
+}  // namespace quadrants
+
+#endif  // QUADRANTS_PROGRAM_NDARRAY_H_

@@ -1,0 +1,283 @@
+#include "quadrants/program/program.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "quadrants/common/errors.h"
+#include "quadrants/common/status_macros.h"
+#include "quadrants/ir/cloner.h"
+#include "quadrants/ir/hash.h"
+#include "quadrants/ir/printer.h"
+#include "quadrants/program/scalar_access.h"
+#include "quadrants/runtime/cpu/cpu_backend.h"
+#include "quadrants/transforms/pipeline.h"
+
+namespace quadrants {
+namespace {
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const CompileConfig& config) {
+  switch (config.arch) {
+    case Arch::kCpu: {
+      QD_ASSIGN_OR_RETURN(auto backend, cpu::CpuBackend::Create(config));
+      return std::unique_ptr<Backend>(std::move(backend));
+    }
+    default:
+      return MakeError(ErrorKind::kUnavailable,
+                       absl::StrCat("arch '", ArchName(config.arch),
+                                    "' is not available: this build runs kernels "
+                                    "on the cpu arch only"));
+  }
+}
+
+std::string DescribeArgument(const ir::KernelParam& p) {
+  switch (p.kind) {
+    case ir::KernelParam::Kind::kScalar:
+      return absl::StrCat("a scalar of type ", ir::PrimitiveTypeName(p.dtype));
+    case ir::KernelParam::Kind::kNdarray:
+      return absl::StrCat("an ndarray of ", ir::PrimitiveTypeName(p.dtype), " with ",
+                          p.ndim, " dimension", p.ndim == 1 ? "" : "s");
+    case ir::KernelParam::Kind::kField:
+      return "a field";
+  }
+  return "?";
+}
+
+// Where QD_DUMP_IR writes: $QD_DUMP_IR_DIR, else /tmp/quadrants_ir.
+void DumpIr(const ir::Kernel& kernel, uint64_t hash) {
+  const char* dir_env = std::getenv("QD_DUMP_IR_DIR");
+  const std::string dir = dir_env ? dir_env : "/tmp/quadrants_ir";
+  std::string mkdir = absl::StrCat("mkdir -p '", dir, "'");
+  if (std::system(mkdir.c_str()) != 0) return;
+  const std::string path = absl::StrFormat("%s/%s_%016x.ir", dir, kernel.name(), hash);
+  std::ofstream(path) << ir::PrintKernel(kernel, {.locations = true});
+  std::cerr << "[quadrants] QD_DUMP_IR: wrote the IR of kernel '" << kernel.name()
+            << "' to " << path << std::endl;
+}
+
+bool DumpIrRequested() {
+  const char* value = std::getenv("QD_DUMP_IR");
+  return value != nullptr && std::strcmp(value, "0") != 0 && value[0] != '\0';
+}
+
+}  // namespace
+
+Program::Program(const CompileConfig& config, std::unique_ptr<Backend> backend)
+    : config_(config), backend_(std::move(backend)) {}
+
+Program::~Program() = default;
+
+absl::StatusOr<std::unique_ptr<Program>> Program::Create(const CompileConfig& config) {
+  QD_ASSIGN_OR_RETURN(auto backend, CreateBackend(config));
+  return std::make_unique<Program>(config, std::move(backend));
+}
+
+int Program::num_cpu_threads() const { return backend_->num_threads(); }
+
+absl::Status Program::MaterializeFields() {
+  if (materialized_) return absl::OkStatus();
+  QD_RETURN_IF_ERROR(snodes_.Finalize());
+  root_ = std::make_unique<char[]>(snodes_.root_bytes());
+  backend_->SetRoot(root_.get());
+  field_generation_.assign(snodes_.size(), 0);
+  materialized_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<char*> Program::FieldAddress(int place, absl::Span<const int64_t> index) {
+  QD_RETURN_IF_ERROR(MaterializeFields());
+  QD_ASSIGN_OR_RETURN(ir::PlaceLayout layout, snodes_.Layout(place));
+  if (index.size() != layout.shape.size()) {
+    return MakeError(ErrorKind::kRuntime,
+                     absl::StrCat("field '", snodes_.node(place).name, "' needs ",
+                                  layout.shape.size(), " indices, got ", index.size()));
+  }
+  int64_t offset = layout.offset;
+  for (size_t axis = 0; axis < index.size(); ++axis) {
+    if (index[axis] < 0 || index[axis] >= layout.shape[axis]) {
+      return MakeError(ErrorKind::kRuntime,
+                       absl::StrCat("index [", absl::StrJoin(index, ", "),
+                                    "] is out of bounds for field '",
+                                    snodes_.node(place).name, "' of shape (",
+                                    absl::StrJoin(layout.shape, ", "), ")"));
+    }
+    offset += index[axis] * layout.axis_stride[axis];
+  }
+  return root_.get() + offset;
+}
+
+absl::StatusOr<ir::Constant> Program::ReadField(int place,
+                                                absl::Span<const int64_t> index) {
+  QD_ASSIGN_OR_RETURN(char* address, FieldAddress(place, index));
+  return ReadScalar(address, snodes_.node(place).dtype);
+}
+
+absl::Status Program::WriteField(int place, absl::Span<const int64_t> index,
+                                 const ir::Constant& value) {
+  QD_ASSIGN_OR_RETURN(char* address, FieldAddress(place, index));
+  WriteScalar(address, snodes_.node(place).dtype, value);
+  ++field_generation_[place];
+  return absl::OkStatus();
+}
+
+uint64_t Program::field_write_generation(int place) const {
+  return place >= 0 && place < static_cast<int>(field_generation_.size())
+             ? field_generation_[place]
+             : 0;
+}
+
+absl::StatusOr<std::shared_ptr<Ndarray>> Program::CreateNdarray(
+    ir::PrimitiveType dtype, std::vector<int64_t> shape) {
+  return Ndarray::Create(dtype, std::move(shape));
+}
+
+absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::Compile(const ir::Kernel& kernel) {
+  QD_RETURN_IF_ERROR(MaterializeFields());
+  const uint64_t hash = ir::StructuralHash(kernel);
+  const uint64_t key = hash ^ (config_.CodegenHash() * 0x9e3779b97f4a7c15ULL);
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+
+  std::unique_ptr<ir::Kernel> lowered = ir::CloneKernel(kernel);
+  transforms::PipelineOptions options;
+  options.types = {config_.default_fp, config_.default_ip};
+  options.snodes = &snodes_;
+  if (config_.debug) options.verify_each_pass = true;
+  QD_RETURN_IF_ERROR(transforms::LowerToTasks(*lowered, options));
+  if (config_.print_ir) std::cerr << ir::PrintKernel(*lowered);
+  if (DumpIrRequested()) DumpIr(*lowered, hash);
+  QD_ASSIGN_OR_RETURN(std::shared_ptr<CompiledKernel> compiled,
+                      backend_->Compile(*lowered, snodes_));
+  cache_[key] = compiled;
+  return compiled;
+}
+
+absl::Status Program::CheckArguments(const CompiledKernel& kernel,
+                                     absl::Span<const KernelArgument> args) const {
+  const auto& params = kernel.params();
+  if (args.size() != params.size()) {
+    return MakeError(ErrorKind::kType,
+                     absl::StrCat("kernel '", kernel.name(), "' takes ", params.size(),
+                                  " arguments, got ", args.size()));
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ir::KernelParam& p = params[i];
+    const KernelArgument& a = args[i];
+    auto mismatch = [&](const std::string& found) {
+      return MakeError(ErrorKind::kType,
+                       absl::StrCat("kernel '", kernel.name(), "' argument ", i, " ('",
+                                    p.name, "') expects ", DescribeArgument(p),
+                                    ", got ", found));
+    };
+    switch (p.kind) {
+      case ir::KernelParam::Kind::kScalar:
+        if (a.kind != KernelArgument::Kind::kScalar) return mismatch("an array");
+        break;
+      case ir::KernelParam::Kind::kNdarray: {
+        if (a.kind == KernelArgument::Kind::kScalar) return mismatch("a scalar");
+        const bool owned = a.kind == KernelArgument::Kind::kNdarray;
+        if (owned && a.ndarray == nullptr) return mismatch("a null ndarray");
+        const ir::PrimitiveType dtype = owned ? a.ndarray->dtype() : a.dtype;
+        const size_t ndim = owned ? a.ndarray->shape().size() : a.shape.size();
+        if (dtype != p.dtype || static_cast<int>(ndim) != p.ndim) {
+          return mismatch(absl::StrCat("an array of ", ir::PrimitiveTypeName(dtype),
+                                       " with ", ndim, " dimensions"));
+        }
+        break;
+      }
+      case ir::KernelParam::Kind::kField:
+        break;  // fields are addressed through the SNode tree
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Program::Launch(const CompiledKernel& kernel,
+                             absl::Span<const KernelArgument> args) {
+  QD_RETURN_IF_ERROR(CheckArguments(kernel, args));
+  std::vector<ResolvedArgument> resolved(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const KernelArgument& a = args[i];
+    switch (a.kind) {
+      case KernelArgument::Kind::kScalar: {
+        const ir::PrimitiveType want = kernel.params()[i].dtype;
+        resolved[i].slot = ArgumentSlot(ir::Constant::Cast(a.scalar, want));
+        break;
+      }
+      case KernelArgument::Kind::kNdarray:
+        resolved[i].data = a.ndarray->data();
+        resolved[i].shape = a.ndarray->shape();
+        // The kernel may write it.
+        a.ndarray->BumpDataGeneration();
+        break;
+      case KernelArgument::Kind::kExternal:
+        resolved[i].data = a.data;
+        resolved[i].shape = a.shape;
+        break;
+    }
+  }
+  QD_ASSIGN_OR_RETURN(BackendLaunchStats stats, backend_->Launch(kernel, resolved));
+  last_launch_ = {stats.tasks, stats.max_threads_used};
+  for (uint64_t& generation : field_generation_) ++generation;
+  CollectRuntimeError(kernel);
+  return absl::OkStatus();
+}
+
+void Program::CollectRuntimeError(const CompiledKernel& kernel) {
+  absl::optional<RuntimeErrorRecord> record = backend_->TakeError();
+  if (!record || !pending_error_.ok()) return;
+  const auto& sites = kernel.error_sites();
+  if (record->site < 0 || record->site >= static_cast<int>(sites.size())) {
+    pending_error_ = MakeError(ErrorKind::kRuntime,
+                               absl::StrCat("kernel '", kernel.name(),
+                                            "' reported an unknown run-time error"));
+    return;
+  }
+  const RuntimeErrorSite& site = sites[record->site];
+  if (record->code == RuntimeErrorRecord::Code::kOutOfBound) {
+    pending_error_ = MakeError(
+        ErrorKind::kAssertion,
+        absl::StrCat("kernel '", kernel.name(), "': out-of-bound access to ",
+                     site.description, " at ", site.loc.ToString(), ": index ",
+                     record->values[1], " is outside [0, ", record->values[2],
+                     ") on axis ", record->values[0]));
+    return;
+  }
+  std::vector<std::string> values;
+  for (size_t k = 0; k < site.value_types.size() && k < 3; ++k) {
+    if (ir::IsFloat(site.value_types[k])) {
+      double v;
+      std::memcpy(&v, &record->values[k], sizeof(v));
+      values.push_back(absl::StrCat(v));
+    } else {
+      values.push_back(absl::StrCat(record->values[k]));
+    }
+  }
+  std::string message = absl::StrCat("kernel '", kernel.name(), "': assertion failed at ",
+                                     site.loc.ToString(), ": ", site.description);
+  if (!values.empty()) absl::StrAppend(&message, " (values: ", absl::StrJoin(values, ", "), ")");
+  pending_error_ = MakeError(ErrorKind::kAssertion, message);
+}
+
+absl::Status Program::Sync() {
+  QD_RETURN_IF_ERROR(backend_->Synchronize());
+  absl::Status error = pending_error_;
+  pending_error_ = absl::OkStatus();
+  return error;
+}
+
+void Program::Reset() {
+  cache_.clear();
+  pending_error_ = absl::OkStatus();
+  backend_->TakeError();
+  snodes_ = ir::SNodeTree();
+  root_.reset();
+  backend_->SetRoot(nullptr);
+  field_generation_.clear();
+  materialized_ = false;
+}
+
+}  // namespace quadrants

@@ -1,0 +1,95 @@
+#ifndef QUADRANTS_PROGRAM_PROGRAM_H_
+#define QUADRANTS_PROGRAM_PROGRAM_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "quadrants/ir/constant.h"
+#include "quadrants/ir/kernel.h"
+#include "quadrants/ir/snode.h"
+#include "quadrants/runtime/backend.h"
+#include "quadrants/runtime/compile_config.h"
+#include "quadrants/program/kernel_argument.h"
+#include "quadrants/program/ndarray.h"
+
+namespace quadrants {
+
+// What the last launch did (for tests and introspection).
+struct LaunchStats {
+  int tasks = 0;
+  int max_threads_used = 0;  // over the launch's parallel tasks
+};
+
+// Ties the pieces together: configuration, the SNode tree and its root
+// buffer, compiled kernels (cached by IR hash and config), launches, and
+// the deferred run-time errors that sync() reports.
+class Program {
+ public:
+  static absl::StatusOr<std::unique_ptr<Program>> Create(const CompileConfig& config);
+  ~Program();
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  const CompileConfig& config() const { return config_; }
+  int num_cpu_threads() const;
+
+  // Fields: build the tree, then use it. The tree is laid out and its
+  // buffer allocated (zeroed) at the first kernel compile or field access;
+  // adding fields after that is an error.
+  ir::SNodeTree& snodes() { return snodes_; }
+  absl::Status MaterializeFields();
+  absl::StatusOr<ir::Constant> ReadField(int place, absl::Span<const int64_t> index);
+  absl::Status WriteField(int place, absl::Span<const int64_t> index,
+                          const ir::Constant& value);
+  // Bumped whenever a field may have been written (host write or launch).
+  uint64_t field_write_generation(int place) const;
+
+  absl::StatusOr<std::shared_ptr<Ndarray>> CreateNdarray(ir::PrimitiveType dtype,
+                                                         std::vector<int64_t> shape);
+
+  // Compiles `kernel` (which is not modified), or returns the cached result
+  // for a structurally identical kernel under the same config.
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(const ir::Kernel& kernel);
+  int compile_cache_size() const { return static_cast<int>(cache_.size()); }
+
+  // Runs the kernel. Argument errors are reported now; errors inside the
+  // kernel (failed checks, assertions) are reported by the next Sync().
+  absl::Status Launch(const CompiledKernel& kernel,
+                      absl::Span<const KernelArgument> args);
+  const LaunchStats& last_launch() const { return last_launch_; }
+
+  // Waits for launched work and reports the first run-time error since the
+  // last sync (naming the kernel and the source line), clearing it.
+  absl::Status Sync();
+
+  // Drops compiled kernels, fields and pending errors.
+  void Reset();
+
+  // Public for std::make_unique only; use Create().
+  Program(const CompileConfig& config, std::unique_ptr<Backend> backend);
+
+ private:
+  absl::Status CheckArguments(const CompiledKernel& kernel,
+                              absl::Span<const KernelArgument> args) const;
+  void CollectRuntimeError(const CompiledKernel& kernel);
+  absl::StatusOr<char*> FieldAddress(int place, absl::Span<const int64_t> index);
+
+  CompileConfig config_;
+  std::unique_ptr<Backend> backend_;
+  ir::SNodeTree snodes_;
+  std::unique_ptr<char[]> root_;
+  bool materialized_ = false;
+  std::vector<uint64_t> field_generation_;
+  absl::flat_hash_map<uint64_t, std::shared_ptr<CompiledKernel>> cache_;
+  absl::Status pending_error_;
+  LaunchStats last_launch_;
+};
+
+}  // namespace quadrants
+
+#endif  // QUADRANTS_PROGRAM_PROGRAM_H_

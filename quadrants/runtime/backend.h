@@ -1,0 +1,92 @@
+#ifndef QUADRANTS_RUNTIME_BACKEND_H_
+#define QUADRANTS_RUNTIME_BACKEND_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/optional.h"
+#include "absl/types/span.h"
+#include "quadrants/common/source_location.h"
+#include "quadrants/ir/kernel.h"
+#include "quadrants/ir/snode.h"
+#include "quadrants/runtime/compile_config.h"
+
+namespace quadrants {
+
+// A place in a kernel that can raise a run-time error.
+struct RuntimeErrorSite {
+  std::string description;
+  SourceLocation loc;
+  std::vector<ir::PrimitiveType> value_types;
+};
+
+// An error a kernel recorded on the device, to be raised at the next sync.
+struct RuntimeErrorRecord {
+  enum class Code { kOutOfBound = 1, kAssertion = 2 };
+  Code code = Code::kOutOfBound;
+  int site = 0;
+  int64_t values[3] = {0, 0, 0};
+};
+
+// A kernel compiled by a backend, ready to launch.
+class CompiledKernel {
+ public:
+  virtual ~CompiledKernel() = default;
+  const std::string& name() const { return name_; }
+  const std::vector<ir::KernelParam>& params() const { return params_; }
+  const std::vector<RuntimeErrorSite>& error_sites() const { return error_sites_; }
+  int num_tasks() const { return num_tasks_; }
+
+ protected:
+  CompiledKernel(std::string name, std::vector<ir::KernelParam> params,
+                 std::vector<RuntimeErrorSite> sites, int num_tasks)
+      : name_(std::move(name)),
+        params_(std::move(params)),
+        error_sites_(std::move(sites)),
+        num_tasks_(num_tasks) {}
+
+ private:
+  std::string name_;
+  std::vector<ir::KernelParam> params_;
+  std::vector<RuntimeErrorSite> error_sites_;
+  int num_tasks_;
+};
+
+// A launch argument after validation: scalars as their 64-bit slot, arrays
+// as a data pointer and shape.
+struct ResolvedArgument {
+  int64_t slot = 0;
+  void* data = nullptr;
+  std::vector<int64_t> shape;
+};
+
+struct BackendLaunchStats {
+  int tasks = 0;
+  int max_threads_used = 0;
+};
+
+// One code generator + runtime pair (CPU, CUDA, ...).
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // Compiles a kernel already lowered to offloaded tasks.
+  virtual absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(
+      const ir::Kernel& offloaded, const ir::SNodeTree& snodes) = 0;
+  // The SNode root buffer kernels address fields in.
+  virtual void SetRoot(char* root) = 0;
+  virtual absl::StatusOr<BackendLaunchStats> Launch(
+      const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args) = 0;
+  // Waits for outstanding work.
+  virtual absl::Status Synchronize() = 0;
+  // The first error recorded since the last call, clearing it.
+  virtual absl::optional<RuntimeErrorRecord> TakeError() = 0;
+  virtual int num_threads() const = 0;
+};
+
+}  // namespace quadrants
+
+#endif  // QUADRANTS_RUNTIME_BACKEND_H_

@@ -1,0 +1,38 @@
+#ifndef QUADRANTS_RUNTIME_COMPILE_CONFIG_H_
+#define QUADRANTS_RUNTIME_COMPILE_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "quadrants/ir/types.h"
+
+namespace quadrants {
+
+enum class Arch { kCpu, kCuda, kAmdgpu, kVulkan, kMetal };
+
+absl::string_view ArchName(Arch arch);
+absl::StatusOr<Arch> ParseArch(absl::string_view name);
+
+// Options of qd.init() that the C++ core acts on.
+struct CompileConfig {
+  Arch arch = Arch::kCpu;
+  bool debug = false;
+  bool check_out_of_bound = false;
+  ir::PrimitiveType default_fp = ir::PrimitiveType::kF32;
+  ir::PrimitiveType default_ip = ir::PrimitiveType::kI32;
+  int cpu_max_num_threads = 0;  // 0: one per hardware thread
+  bool print_ir = false;
+  bool ad_stack_experimental_enabled = false;
+  int64_t ad_stack_size = 0;  // > 0 forces every adstack to this capacity
+  int64_t default_ad_stack_size = 256;
+
+  // Out-of-bound checks are on when asked for or in debug mode.
+  bool checks_bounds() const { return check_out_of_bound || debug; }
+  // A hash of every option that changes generated code (compile cache key).
+  uint64_t CodegenHash() const;
+};
+
+}  // namespace quadrants
+
+#endif  // QUADRANTS_RUNTIME_COMPILE_CONFIG_H_

@@ -1,0 +1,40 @@
+#ifndef QUADRANTS_RUNTIME_CPU_CPU_BACKEND_H_
+#define QUADRANTS_RUNTIME_CPU_CPU_BACKEND_H_
+
+#include <memory>
+
+#include "quadrants/codegen/cpu/cpu_jit.h"
+#include "quadrants/runtime/backend.h"
+#include "quadrants/runtime/cpu/thread_pool.h"
+#include "quadrants/runtime/llvm/runtime_module/runtime_abi.h"
+
+namespace quadrants::cpu {
+
+// The CPU backend: LLVM x86-64 code through ORC, parallel tasks on a
+// thread pool, launches synchronous with the host.
+class CpuBackend : public Backend {
+ public:
+  static absl::StatusOr<std::unique_ptr<CpuBackend>> Create(const CompileConfig& config);
+
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(
+      const ir::Kernel& offloaded, const ir::SNodeTree& snodes) override;
+  void SetRoot(char* root) override { runtime_.root = root; }
+  absl::StatusOr<BackendLaunchStats> Launch(
+      const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args) override;
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+  absl::optional<RuntimeErrorRecord> TakeError() override;
+  int num_threads() const override { return pool_.num_threads(); }
+
+  // Public for std::make_unique only; use Create().
+  CpuBackend(const CompileConfig& config, std::unique_ptr<codegen::CpuJit> jit);
+
+ private:
+  CompileConfig config_;
+  std::unique_ptr<codegen::CpuJit> jit_;
+  ThreadPool pool_;
+  QdRuntime runtime_{};
+};
+
+}  // namespace quadrants::cpu
+
+#endif  // QUADRANTS_RUNTIME_CPU_CPU_BACKEND_H_

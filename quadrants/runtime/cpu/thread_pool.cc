@@ -1,0 +1,85 @@
+#include "quadrants/runtime/cpu/thread_pool.h"
+
+#include <algorithm>
+#include <bitset>
+
+namespace quadrants::cpu {
+
+ThreadPool::ThreadPool(int num_threads)
+    : num_threads_(num_threads > 0
+                       ? num_threads
+                       : std::max(1u, std::thread::hardware_concurrency())) {
+  for (int id = 1; id < num_threads_; ++id) {
+    workers_.emplace_back([this, id] { WorkerLoop(id); });
+  }
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  work_ready_.notify_all();
+  for (std::thread& worker : workers_) worker.join();
+}
+
+void ThreadPool::RunChunks(int thread_id) {
+  bool ran = false;
+  for (;;) {
+    const int64_t start = next_.fetch_add(chunk_, std::memory_order_relaxed);
+    if (start >= end_) break;
+    (*body_)(start, std::min(start + chunk_, end_), thread_id);
+    ran = true;
+  }
+  if (ran && thread_id < 64) {
+    used_mask_.fetch_or(uint64_t{1} << thread_id, std::memory_order_relaxed);
+  }
+}
+
+void ThreadPool::WorkerLoop(int thread_id) {
+  uint64_t seen = 0;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      work_ready_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      if (stopping_) return;
+      seen = generation_;
+    }
+    RunChunks(thread_id);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--workers_busy_ == 0) work_done_.notify_one();
+    }
+  }
+}
+
+void ThreadPool::ParallelFor(int64_t begin, int64_t end, const ChunkFn& body) {
+  if (end <= begin) {
+    threads_used_last_ = 0;
+    return;
+  }
+  const int64_t total = end - begin;
+  // About eight chunks per thread balances load without much contention.
+  chunk_ = std::max<int64_t>(1, total / (int64_t{num_threads_} * 8));
+  body_ = &body;
+  end_ = end;
+  next_.store(begin);
+  used_mask_.store(0);
+  if (num_threads_ == 1 || total <= chunk_) {
+    RunChunks(0);
+  } else {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      workers_busy_ = static_cast<int>(workers_.size());
+      ++generation_;
+    }
+    work_ready_.notify_all();
+    RunChunks(0);
+    std::unique_lock<std::mutex> lock(mutex_);
+    work_done_.wait(lock, [&] { return workers_busy_ == 0; });
+  }
+  threads_used_last_ = static_cast<int>(std::bitset<64>(used_mask_.load()).count());
+  body_ = nullptr;
+}
+
+}  // namespace quadrants::cpu

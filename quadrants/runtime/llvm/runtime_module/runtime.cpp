@@ -1,0 +1,124 @@
+// The device-side runtime: compiled to LLVM bitcode per target, linked into
+// every kernel module and inlined. Generated code calls only the qd_*
+// functions below, never the structs' fields, so the layout lives in
+// runtime_abi.h alone.
+#include "quadrants/runtime/llvm/runtime_module/runtime_abi.h"
+
+#define QD_EXPORT extern "C" __attribute__((always_inline))
+
+// ---- Launch context and runtime accessors ----------------------------------
+
+QD_EXPORT char* qd_root(QdLaunchContext* ctx) { return ctx->runtime->root; }
+
+QD_EXPORT qd_i64 qd_arg(QdLaunchContext* ctx, qd_i32 i) { return ctx->args[i]; }
+
+QD_EXPORT void* qd_ndarray_data(QdLaunchContext* ctx, qd_i32 i) {
+  return ctx->ndarray_data[i];
+}
+
+QD_EXPORT qd_i64 qd_ndarray_shape(QdLaunchContext* ctx, qd_i32 i, qd_i32 axis) {
+  return ctx->ndarray_shape[i][axis];
+}
+
+// Records an error for the host to raise at the next sync. The first error
+// wins; later ones (from other threads too) are dropped.
+QD_EXPORT void qd_report_error(QdLaunchContext* ctx, qd_i32 code, qd_i32 site,
+                               qd_i64 v0, qd_i64 v1, qd_i64 v2) {
+  QdRuntime* rt = ctx->runtime;
+  qd_i32 expected = QD_ERROR_NONE;
+  if (__atomic_compare_exchange_n(&rt->error_code, &expected, code, false,
+                                  __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+    rt->error_site = site;
+    rt->error_values[0] = v0;
+    rt->error_values[1] = v1;
+    rt->error_values[2] = v2;
+  }
+}
+
+// Checks 0 <= index < extent; on failure records the error and returns 0 so
+// the access stays inside the buffer.
+QD_EXPORT qd_i64 qd_check_index(QdLaunchContext* ctx, qd_i32 site,
+                                qd_i32 axis, qd_i64 index, qd_i64 extent) {
+  if (__builtin_expect(index >= 0 && index < extent, 1)) return index;
+  qd_report_error(ctx, QD_ERROR_OUT_OF_BOUND, site, axis, index, extent);
+  return 0;
+}
+
+QD_EXPORT void qd_assert(QdLaunchContext* ctx, qd_i32 cond, qd_i32 site,
+                         qd_i64 v0, qd_i64 v1, qd_i64 v2) {
+  if (__builtin_expect(cond != 0, 1)) return;
+  qd_report_error(ctx, QD_ERROR_ASSERTION, site, v0, v1, v2);
+}
+
+// ---- Integer arithmetic with the language's semantics ----------------------
+// Division and modulo follow Python (floor toward -inf; remainder has the
+// divisor's sign). Division by zero yields 0 instead of trapping.
+
+#define QD_SIGNED_DIVISION(T, name)                                  \
+  QD_EXPORT T qd_floordiv_##name(T a, T b) {                         \
+    if (b == 0) return 0;                                            \
+    if (b == -1) return (T)(0 - (qd_u64)a);                          \
+    T q = a / b;                                                     \
+    if ((a % b != 0) && ((a < 0) != (b < 0))) --q;                   \
+    return q;                                                        \
+  }                                                                  \
+  QD_EXPORT T qd_mod_##name(T a, T b) {                              \
+    if (b == 0 || b == -1) return 0;                                 \
+    T r = a % b;                                                     \
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;                      \
+    return r;                                                        \
+  }
+
+#define QD_UNSIGNED_DIVISION(T, name)                                \
+  QD_EXPORT T qd_floordiv_##name(T a, T b) { return b == 0 ? 0 : a / b; } \
+  QD_EXPORT T qd_mod_##name(T a, T b) { return b == 0 ? 0 : a % b; }
+
+QD_SIGNED_DIVISION(qd_i32, i32)
+QD_SIGNED_DIVISION(qd_i64, i64)
+QD_UNSIGNED_DIVISION(qd_u32, u32)
+QD_UNSIGNED_DIVISION(qd_u64, u64)
+
+// Integer power by squaring; negative exponents give 0 unless the base is
+// 1 or -1 (the integer part of the real result).
+#define QD_INTEGER_POW(T, U, name)                                   \
+  QD_EXPORT T qd_pow_##name(T base, T exponent) {                    \
+    if (exponent < 0) {                                              \
+      if (base == 1) return 1;                                       \
+      if (base == (T)-1) return (exponent & 1) ? (T)-1 : 1;          \
+      return 0;                                                      \
+    }                                                                \
+    U result = 1, b = (U)base;                                       \
+    for (U e = (U)exponent; e != 0; e >>= 1) {                       \
+      if (e & 1) result *= b;                                        \
+      b *= b;                                                        \
+    }                                                                \
+    return (T)result;                                                \
+  }
+
+QD_INTEGER_POW(qd_i32, qd_u32, i32)
+QD_INTEGER_POW(qd_i64, qd_u64, i64)
+QD_INTEGER_POW(qd_u32, qd_u32, u32)
+QD_INTEGER_POW(qd_u64, qd_u64, u64)
+
+// ---- Float math ---------------------------------------------------------------
+// Host targets call the C library; GPU targets provide their own
+// definitions of these names (libdevice, ocml) in their runtime builds.
+#if defined(__x86_64__) || defined(__aarch64__)
+#define QD_MATH1(name, fn)                                              \
+  QD_EXPORT float qd_##name##_f32(float x) { return __builtin_##fn##f(x); } \
+  QD_EXPORT double qd_##name##_f64(double x) { return __builtin_##fn(x); }
+
+QD_MATH1(sin, sin)
+QD_MATH1(cos, cos)
+QD_MATH1(tan, tan)
+QD_MATH1(tanh, tanh)
+QD_MATH1(exp, exp)
+QD_MATH1(log, log)
+QD_MATH1(asin, asin)
+QD_MATH1(acos, acos)
+
+QD_EXPORT float qd_atan2_f32(float y, float x) { return __builtin_atan2f(y, x); }
+QD_EXPORT double qd_atan2_f64(double y, double x) { return __builtin_atan2(y, x); }
+QD_EXPORT float qd_pow_f32(float x, float y) { return __builtin_powf(x, y); }
+QD_EXPORT double qd_pow_f64(double x, double y) { return __builtin_pow(x, y); }
+#endif

@@ -1,0 +1,48 @@
+// The data the host shares with generated code: the runtime (one per
+// Program) and the launch context (one per launch). Plain C so the same
+// layout compiles into the host library and into the runtime bitcode for
+// every target; generated code reaches fields only through the accessor
+// functions in runtime.cpp, so this file is the single source of layout.
+#ifndef QUADRANTS_RUNTIME_LLVM_RUNTIME_MODULE_RUNTIME_ABI_H_
+#define QUADRANTS_RUNTIME_LLVM_RUNTIME_MODULE_RUNTIME_ABI_H_
+
+typedef __INT8_TYPE__ qd_i8;
+typedef __INT32_TYPE__ qd_i32;
+typedef __INT64_TYPE__ qd_i64;
+typedef __UINT32_TYPE__ qd_u32;
+typedef __UINT64_TYPE__ qd_u64;
+
+#define QD_MAX_ARGS 64
+#define QD_MAX_NDIM 8
+
+// Error codes recorded in QdRuntime::error_code (first error wins).
+#define QD_ERROR_NONE 0
+#define QD_ERROR_OUT_OF_BOUND 1
+#define QD_ERROR_ASSERTION 2
+
+typedef struct QdRuntime {
+  char* root;  // the SNode tree's root buffer
+  qd_i32 error_code;
+  qd_i32 error_site;       // index into the kernel's table of error sites
+  qd_i64 error_values[4];  // site-specific: axis, index, extent, ...
+
+  // Adstack storage: one heap sliced per thread, with per-stack offsets and
+  // capacities published by the host before each launch.
+  char* adstack_heap;
+  qd_i64 adstack_per_thread_stride;
+  qd_i64* adstack_offsets;
+  qd_i64* adstack_max_sizes;
+  qd_i32 adstack_overflow;  // first overflowing stack id + 1, or 0
+  qd_i32 reserved;
+} QdRuntime;
+
+typedef struct QdLaunchContext {
+  QdRuntime* runtime;
+  // Scalar arguments as 64-bit slots: integers sign/zero-extended, f64 as
+  // its bits, f32/f16 bits in the low half.
+  qd_i64 args[QD_MAX_ARGS];
+  void* ndarray_data[QD_MAX_ARGS];
+  qd_i64 ndarray_shape[QD_MAX_ARGS][QD_MAX_NDIM];
+} QdLaunchContext;
+
+#endif  // QUADRANTS_RUNTIME_LLVM_RUNTIME_MODULE_RUNTIME_ABI_H_

@@ -1,0 +1,215 @@
+#include "tests/cpp/ir/sample_kernels.h"
+
+#include "quadrants/ir/builder.h"
+#include "quadrants/ir/size_expr.h"
+#include "quadrants/ir/statements.h"
+
+namespace quadrants::ir::samples {
+namespace {
+
+constexpr PrimitiveType kI32 = PrimitiveType::kI32;
+constexpr PrimitiveType kF32 = PrimitiveType::kF32;
+constexpr PrimitiveType kU1 = PrimitiveType::kU1;
+
+SourceLocation At(int line) { return SourceLocation{"samples.py", line}; }
+
+std::unique_ptr<Kernel> NewKernel(const char* name, int line) {
+  return std::make_unique<Kernel>(name, At(line));
+}
+
+}  // namespace
+
+const SNodeTree& SampleTree() {
+  static const SNodeTree* tree = [] {
+    auto* t = new SNodeTree();
+    int dense_1d = t->AddDense(t->root(), {0}, {8}).value();
+    t->AddPlace(dense_1d, kF32, "x").value();
+    int dense_2d = t->AddDense(t->root(), {0, 1}, {4, 8}).value();
+    t->AddPlace(dense_2d, kF32, "y").value();
+    t->Finalize().IgnoreError();
+    return t;
+  }();
+  return *tree;
+}
+
+std::unique_ptr<Kernel> BuildParamsKernel() {
+  auto k = NewKernel("params", 10);
+  k->AddParam(KernelParam::Scalar("n", kI32));
+  k->AddParam(KernelParam::Ndarray("a", kF32, 2));
+  k->AddParam(KernelParam::Field("x", kF32, kFieldX));
+  IRBuilder b(k.get(), &SampleTree());
+  b.SetLocation(At(11));
+  Stmt* n = b.ArgLoad(0);
+  Stmt* zero = b.ConstI32(0);
+  Stmt* a_ptr = b.NdarrayPtr(1, {n, zero});
+  b.NdarrayShape(1, 1);
+  b.SetLocation(At(12));
+  Stmt* x_ptr = b.FieldPtr(kFieldX, {n});
+  Stmt* value = b.GlobalLoad(a_ptr);
+  b.GlobalStore(x_ptr, value);
+  b.Atomic(AtomicOpKind::kAdd, a_ptr, value);
+  return k;
+}
+
+std::unique_ptr<Kernel> BuildArithKernel(bool typed) {
+  auto k = NewKernel(typed ? "arith_typed" : "arith", 20);
+  k->AddParam(KernelParam::Scalar("x", kF32));
+  IRBuilder b(k.get());
+  b.SetLocation(At(21));
+  Stmt* x = b.ArgLoad(0);
+  Stmt* var = b.Alloca(kF32);
+  b.LocalStore(var, x);
+  Stmt* v = b.LocalLoad(var);
+  Stmt* neg = b.Unary(UnaryOpKind::kNeg, v);
+  b.Cast(v, kI32);
+  b.SetLocation(At(22));
+  Stmt* product = b.Mul(v, neg);
+  Stmt* less = b.Lt(v, x);
+  Stmt* pick = b.Select(less, v, product);
+  if (typed) {
+    Typed(neg, kF32);
+    Typed(product, kF32);
+    Typed(less, kU1);
+    Typed(pick, kF32);
+  }
+  return k;
+}
+
+std::unique_ptr<Kernel> BuildControlFlowKernel() {
+  auto k = NewKernel("control", 30);
+  k->AddParam(KernelParam::Scalar("n", kI32));
+  IRBuilder b(k.get());
+  b.SetLocation(At(31));
+  Stmt* zero = b.ConstI32(0);
+  Stmt* n = b.ArgLoad(0);
+  auto* outer = b.RangeFor(zero, n);
+  auto outer_scope = b.EnterBlock(outer->body());
+  b.SetLocation(At(32));
+  Stmt* i = b.LoopIndex(outer);
+  auto* inner = b.RangeFor(zero, i);
+  {
+    auto inner_scope = b.EnterBlock(inner->body());
+    b.SetLocation(At(33));
+    Stmt* j = b.LoopIndex(inner);
+    auto* branch = b.If(Typed(b.Lt(j, i), kU1));
+    {
+      auto then_scope = b.EnterBlock(branch->true_block());
+      b.Continue();
+    }
+    auto else_scope = b.EnterBlock(branch->false_block());
+    b.Break();
+  }
+  b.SetLocation(At(34));
+  auto* loop = b.While();
+  {
+    auto loop_scope = b.EnterBlock(loop->body());
+    auto* branch = b.If(Typed(b.Lt(i, n), kU1));
+    {
+      auto then_scope = b.EnterBlock(branch->true_block());
+      b.Break();
+    }
+    auto else_scope = b.EnterBlock(branch->false_block());
+    b.Continue();
+  }
+  b.SetLocation(At(35));
+  b.Assert(Typed(b.Lt(i, n), kU1), "i = %d out of range [0, %d)", {i, n});
+  return k;
+}
+
+std::unique_ptr<Kernel> BuildOffloadedKernel() {
+  auto k = NewKernel("offloaded", 40);
+  k->AddParam(KernelParam::Ndarray("a", kF32, 1));
+  IRBuilder b(k.get(), &SampleTree());
+
+  b.SetLocation(At(41));
+  auto* range = b.Task(TaskKind::kRangeFor);
+  {
+    auto prologue = b.EnterBlock(range->prologue());
+    Stmt* begin = b.ConstI32(0);
+    Stmt* end = b.NdarrayShape(0, 0);
+    range->SetBounds(begin, end);
+  }
+  {
+    auto body = b.EnterBlock(range->body());
+    Stmt* i = b.LoopIndex(range);
+    Stmt* ptr = b.NdarrayPtr(0, {i});
+    b.GlobalStore(ptr, b.ConstF32(0.5f));
+  }
+
+  b.SetLocation(At(42));
+  auto* cells = b.Task(TaskKind::kStructFor, kDense1D);
+  {
+    auto body = b.EnterBlock(cells->body());
+    Stmt* i = b.LoopIndex(cells);
+    Stmt* ptr = b.FieldPtr(kFieldX, {i});
+    b.Atomic(AtomicOpKind::kAdd, ptr, b.ConstF32(0.1f));
+  }
+
+  b.SetLocation(At(43));
+  auto* serial = b.Task(TaskKind::kSerial);
+  {
+    auto body = b.EnterBlock(serial->body());
+    Stmt* zero = b.ConstI32(0);
+    Stmt* value = b.GlobalLoad(b.FieldPtr(kFieldX, {zero}));
+    b.GlobalStore(b.NdarrayPtr(0, {zero}), value);
+    auto* loop = b.While();
+    auto loop_body = b.EnterBlock(loop->body());
+    b.Break();
+  }
+  return k;
+}
+
+std::unique_ptr<Kernel> BuildStructForKernel() {
+  auto k = NewKernel("struct_loop", 50);
+  k->AddParam(KernelParam::Field("y", kF32, kFieldY));
+  IRBuilder b(k.get(), &SampleTree());
+  b.SetLocation(At(51));
+  auto* loop = b.StructFor(kDense2D);
+  auto body = b.EnterBlock(loop->body());
+  Stmt* i = b.LoopIndex(loop, 0);
+  Stmt* j = b.LoopIndex(loop, 1);
+  Stmt* ptr = b.FieldPtr(kFieldY, {i, j});
+  b.SetLocation(At(52));
+  auto* branch = b.If(Typed(b.Lt(i, j), kU1));
+  auto then_scope = b.EnterBlock(branch->true_block());
+  b.GlobalStore(ptr, b.ConstF32(1.0f));
+  return k;
+}
+
+std::unique_ptr<Kernel> BuildAdStackKernel() {
+  auto k = NewKernel("adstack", 60);
+  k->AddParam(KernelParam::Ndarray("a", kF32, 1));
+  IRBuilder b(k.get());
+  b.SetLocation(At(61));
+  Stmt* fstack = b.AdStackAlloca(kF32, 16);
+  auto* istack = b.AdStackAlloca(kI32, 0);
+  istack->set_size_expr(
+      SizeExpr::Add(SizeExpr::NdarrayShape(0, 0), SizeExpr::Const(1)));
+  b.SetLocation(At(62));
+  b.AdStackPush(fstack, b.ConstF32(2.0f));
+  b.AdStackPush(istack, b.ConstI32(7));
+  Stmt* top = b.AdStackLoadTop(fstack);
+  b.AdStackLoadTopAdj(fstack);
+  b.AdStackAccAdjoint(fstack, top);
+  b.SetLocation(At(63));
+  b.AdStackLoadTop(istack);
+  b.AdStackPop(istack);
+  b.AdStackPop(fstack);
+  return k;
+}
+
+std::vector<SampleKernel> AllSampleKernels() {
+  const VerifyOptions typed{.require_types = true, .snodes = &SampleTree()};
+  const VerifyOptions untyped{.require_types = false, .snodes = &SampleTree()};
+  std::vector<SampleKernel> kernels;
+  kernels.push_back({BuildParamsKernel(), typed});
+  kernels.push_back({BuildArithKernel(/*typed=*/false), untyped});
+  kernels.push_back({BuildArithKernel(/*typed=*/true), typed});
+  kernels.push_back({BuildControlFlowKernel(), typed});
+  kernels.push_back({BuildOffloadedKernel(), typed});
+  kernels.push_back({BuildStructForKernel(), typed});
+  kernels.push_back({BuildAdStackKernel(), typed});
+  return kernels;
+}
+
+}  // namespace quadrants::ir::samples

@@ -1,0 +1,56 @@
+// Small, well-formed kernels that together use every statement kind. Shared
+// by the printer test (golden text) and the clone/hash test.
+#ifndef TESTS_CPP_IR_SAMPLE_KERNELS_H_
+#define TESTS_CPP_IR_SAMPLE_KERNELS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "quadrants/ir/kernel.h"
+#include "quadrants/ir/snode.h"
+#include "quadrants/ir/stmt.h"
+#include "quadrants/ir/types.h"
+#include "quadrants/ir/verifier.h"
+
+namespace quadrants::ir::samples {
+
+// The SNode tree the sample kernels address:
+//   root -> dense[i:8]     (kDense1D) -> place x:f32 (kFieldX)
+//        -> dense[i:4,j:8] (kDense2D) -> place y:f32 (kFieldY)
+inline constexpr int kDense1D = 1;
+inline constexpr int kFieldX = 2;
+inline constexpr int kDense2D = 3;
+inline constexpr int kFieldY = 4;
+const SNodeTree& SampleTree();
+
+// Gives `stmt` the scalar type `type`, as type checking would.
+template <typename T>
+T* Typed(T* stmt, PrimitiveType type) {
+  stmt->set_type(DataType::Scalar(type));
+  return stmt;
+}
+
+// Parameters of every kind, global loads, stores and atomics.
+std::unique_ptr<Kernel> BuildParamsKernel();
+// Locals, unary/binary/ternary ops; untyped unless `typed`.
+std::unique_ptr<Kernel> BuildArithKernel(bool typed);
+// Nested range_for, if/else, while, break, continue, assert with args.
+std::unique_ptr<Kernel> BuildControlFlowKernel();
+// range_for (bounds in the prologue), struct_for and serial tasks.
+std::unique_ptr<Kernel> BuildOffloadedKernel();
+// A 2-D struct_for over kDense2D.
+std::unique_ptr<Kernel> BuildStructForKernel();
+// Every adstack statement, one stack with a symbolic size.
+std::unique_ptr<Kernel> BuildAdStackKernel();
+
+struct SampleKernel {
+  std::unique_ptr<Kernel> kernel;
+  // Options under which the kernel verifies.
+  VerifyOptions verify_options;
+};
+std::vector<SampleKernel> AllSampleKernels();
+
+}  // namespace quadrants::ir::samples
+
+#endif  // TESTS_CPP_IR_SAMPLE_KERNELS_H_

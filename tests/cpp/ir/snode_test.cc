@@ -1,0 +1,270 @@
+// SNodeTree layout (cell sizes, offsets, strides) and tree-building errors.
+#include "quadrants/ir/snode.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "quadrants/common/errors.h"
+
+namespace quadrants::ir {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr PrimitiveType kI32 = PrimitiveType::kI32;
+constexpr PrimitiveType kF32 = PrimitiveType::kF32;
+constexpr PrimitiveType kF64 = PrimitiveType::kF64;
+
+PlaceLayout LayoutOf(const SNodeTree& tree, int place) {
+  absl::StatusOr<PlaceLayout> layout = tree.Layout(place);
+  EXPECT_TRUE(layout.ok()) << layout.status();
+  return layout.ok() ? *layout : PlaceLayout{};
+}
+
+void ExpectTreeError(const absl::Status& status, const std::string& detail) {
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(GetErrorKind(status), ErrorKind::kCompilation);
+  EXPECT_THAT(std::string(status.message()), HasSubstr(detail));
+}
+
+TEST(SNodeTest, ZeroDimensionalPlacesUnderRoot) {
+  SNodeTree tree;
+  int a = tree.AddPlace(tree.root(), kF32, "a").value();
+  int b = tree.AddPlace(tree.root(), kF64, "b").value();
+  ASSERT_TRUE(tree.Finalize().ok());
+  EXPECT_EQ(tree.NumAxes(a), 0);
+  PlaceLayout la = LayoutOf(tree, a);
+  EXPECT_EQ(la.offset, 0);
+  EXPECT_TRUE(la.shape.empty());
+  EXPECT_TRUE(la.axis_stride.empty());
+  EXPECT_EQ(LayoutOf(tree, b).offset, 8);  // f64 aligned past the f32
+  EXPECT_EQ(tree.root_bytes(), 16);
+  EXPECT_EQ(tree.ToString(), "root{place a:f32 @0, place b:f64 @8}");
+}
+
+TEST(SNodeTest, DenseWithGradient) {
+  SNodeTree tree;
+  int dense = tree.AddDense(tree.root(), {0}, {16}).value();
+  int x = tree.AddPlace(dense, kF32, "x").value();
+  int x_grad = tree.AddPlace(dense, kF32, "x.grad").value();
+  ASSERT_TRUE(tree.LinkGrad(x, x_grad).ok());
+  ASSERT_TRUE(tree.Finalize().ok());
+
+  EXPECT_EQ(tree.node(x).offset_in_parent, 0);
+  EXPECT_EQ(tree.node(x_grad).offset_in_parent, 4);
+  EXPECT_EQ(tree.node(dense).cell_bytes, 8);
+  EXPECT_EQ(tree.root_bytes(), 16 * 8);
+  EXPECT_EQ(tree.node(x).grad_snode, x_grad);
+  EXPECT_EQ(tree.node(x_grad).primal_snode, x);
+  EXPECT_TRUE(tree.node(x_grad).is_grad);
+  EXPECT_FALSE(tree.node(x).is_grad);
+
+  PlaceLayout lx = LayoutOf(tree, x);
+  EXPECT_EQ(lx.offset, 0);
+  EXPECT_THAT(lx.shape, ElementsAre(16));
+  EXPECT_THAT(lx.axis_stride, ElementsAre(8));
+  EXPECT_EQ(LayoutOf(tree, x_grad).offset, 4);
+  EXPECT_EQ(tree.ToString(),
+            "root{dense[i:16]{place x:f32 @0, place x.grad:f32 @4}}");
+}
+
+TEST(SNodeTest, TwoDimensionalDenseIsRowMajor) {
+  SNodeTree tree;
+  int dense = tree.AddDense(tree.root(), {0, 1}, {4, 8}).value();
+  int y = tree.AddPlace(dense, kF32, "y").value();
+  ASSERT_TRUE(tree.Finalize().ok());
+  EXPECT_EQ(tree.NumAxes(y), 2);
+  PlaceLayout ly = LayoutOf(tree, y);
+  EXPECT_THAT(ly.shape, ElementsAre(4, 8));
+  EXPECT_THAT(ly.axis_stride, ElementsAre(32, 4));
+  EXPECT_EQ(tree.root_bytes(), 4 * 8 * 4);
+  EXPECT_EQ(tree.ToString(), "root{dense[i:4,j:8]{place y:f32 @0}}");
+}
+
+TEST(SNodeTest, AxesListedOutOfOrder) {
+  // dense[j:8, i:4]: j varies slowest within the level.
+  SNodeTree tree;
+  int dense = tree.AddDense(tree.root(), {1, 0}, {8, 4}).value();
+  int y = tree.AddPlace(dense, kI32, "y").value();
+  ASSERT_TRUE(tree.Finalize().ok());
+  PlaceLayout ly = LayoutOf(tree, y);
+  EXPECT_THAT(ly.shape, ElementsAre(4, 8));
+  EXPECT_THAT(ly.axis_stride, ElementsAre(4, 16));
+}
+
+TEST(SNodeTest, NestedDenseLevels) {
+  // root -> dense[i:4] -> { place a:i32, dense[j:3] -> place b:f32 }
+  SNodeTree tree;
+  int outer = tree.AddDense(tree.root(), {0}, {4}).value();
+  int a = tree.AddPlace(outer, kI32, "a").value();
+  int inner = tree.AddDense(outer, {1}, {3}).value();
+  int b = tree.AddPlace(inner, kF32, "b").value();
+  ASSERT_TRUE(tree.Finalize().ok());
+
+  EXPECT_EQ(tree.node(inner).cell_bytes, 4);
+  EXPECT_EQ(tree.node(inner).offset_in_parent, 8);  // dense blocks align to 8
+  EXPECT_EQ(tree.node(outer).cell_bytes, 24);       // 8 + 3 * 4, rounded to 8
+  EXPECT_EQ(tree.root_bytes(), 4 * 24);
+  EXPECT_EQ(tree.NumAxes(a), 1);
+  EXPECT_EQ(tree.NumAxes(b), 2);
+
+  PlaceLayout la = LayoutOf(tree, a);
+  EXPECT_EQ(la.offset, 0);
+  EXPECT_THAT(la.axis_stride, ElementsAre(24));
+  PlaceLayout lb = LayoutOf(tree, b);
+  EXPECT_EQ(lb.offset, 8);
+  EXPECT_THAT(lb.shape, ElementsAre(4, 3));
+  EXPECT_THAT(lb.axis_stride, ElementsAre(24, 4));
+  EXPECT_EQ(tree.ToString(),
+            "root{dense[i:4]{place a:i32 @0, dense[j:3]{place b:f32 @0}}}");
+}
+
+TEST(SNodeTest, MixedWidthsAreNaturallyAligned) {
+  SNodeTree tree;
+  int dense = tree.AddDense(tree.root(), {0}, {10}).value();
+  int c = tree.AddPlace(dense, kI32, "c").value();
+  int d = tree.AddPlace(dense, kF64, "d").value();
+  int e = tree.AddPlace(dense, kI32, "e").value();
+  int f = tree.AddPlace(dense, PrimitiveType::kU1, "f").value();
+  int g = tree.AddPlace(dense, PrimitiveType::kF16, "g").value();
+  ASSERT_TRUE(tree.Finalize().ok());
+  EXPECT_EQ(tree.node(c).offset_in_parent, 0);
+  EXPECT_EQ(tree.node(d).offset_in_parent, 8);
+  EXPECT_EQ(tree.node(e).offset_in_parent, 16);
+  EXPECT_EQ(tree.node(f).offset_in_parent, 20);  // one byte
+  EXPECT_EQ(tree.node(g).offset_in_parent, 22);  // two-byte aligned
+  EXPECT_EQ(tree.node(dense).cell_bytes, 24);    // 24 is already 8-aligned
+  EXPECT_THAT(LayoutOf(tree, d).axis_stride, ElementsAre(24));
+  EXPECT_EQ(LayoutOf(tree, g).offset, 22);
+  EXPECT_EQ(tree.root_bytes(), 240);
+}
+
+TEST(SNodeTest, CellSizeRoundsUpToLargestAlignment) {
+  SNodeTree tree;
+  int dense = tree.AddDense(tree.root(), {0}, {2}).value();
+  tree.AddPlace(dense, kF64, "d").value();
+  int i = tree.AddPlace(dense, kI32, "i").value();
+  ASSERT_TRUE(tree.Finalize().ok());
+  EXPECT_EQ(tree.node(i).offset_in_parent, 8);
+  EXPECT_EQ(tree.node(dense).cell_bytes, 16);  // 12, padded like a C struct
+  EXPECT_THAT(LayoutOf(tree, i).axis_stride, ElementsAre(16));
+}
+
+TEST(SNodeTest, EmptyTreeStillHasARootBuffer) {
+  SNodeTree tree;
+  ASSERT_TRUE(tree.Finalize().ok());
+  EXPECT_EQ(tree.root_bytes(), 8);
+  EXPECT_EQ(tree.ToString(), "root{}");
+}
+
+// ---- Errors -----------------------------------------------------------------
+
+TEST(SNodeTest, PlaceCannotHaveChildren) {
+  SNodeTree tree;
+  int x = tree.AddPlace(tree.root(), kF32, "x").value();
+  ExpectTreeError(tree.AddPlace(x, kF32, "y").status(),
+                  "is a place and cannot have children");
+  ExpectTreeError(tree.AddDense(x, {0}, {4}).status(),
+                  "is a place and cannot have children");
+}
+
+TEST(SNodeTest, UnknownParent) {
+  SNodeTree tree;
+  ExpectTreeError(tree.AddPlace(5, kF32, "x").status(), "no SNode with id 5");
+  ExpectTreeError(tree.AddDense(-1, {0}, {4}).status(), "no SNode with id -1");
+}
+
+TEST(SNodeTest, AxisIndexedTwice) {
+  SNodeTree tree;
+  ExpectTreeError(tree.AddDense(tree.root(), {0, 0}, {2, 2}).status(),
+                  "axis 0 is indexed by more than one level");
+  int dense = tree.AddDense(tree.root(), {0}, {4}).value();
+  int inner = tree.AddDense(dense, {1}, {4}).value();
+  ExpectTreeError(tree.AddDense(dense, {0}, {2}).status(),
+                  "axis 0 is indexed by more than one level");
+  ExpectTreeError(tree.AddDense(inner, {1}, {2}).status(),
+                  "axis 1 is indexed by more than one level");
+  ExpectTreeError(tree.AddDense(inner, {0}, {2}).status(),
+                  "axis 0 is indexed by more than one level");
+  // A sibling subtree may reuse the axis.
+  EXPECT_TRUE(tree.AddDense(tree.root(), {0}, {4}).ok());
+}
+
+TEST(SNodeTest, NonPositiveSize) {
+  SNodeTree tree;
+  ExpectTreeError(tree.AddDense(tree.root(), {0}, {0}).status(),
+                  "dense size must be positive, got 0");
+  ExpectTreeError(tree.AddDense(tree.root(), {0, 1}, {4, -3}).status(),
+                  "dense size must be positive, got -3");
+}
+
+TEST(SNodeTest, MalformedAxes) {
+  SNodeTree tree;
+  ExpectTreeError(tree.AddDense(tree.root(), {}, {}).status(),
+                  "dense needs one size per axis");
+  ExpectTreeError(tree.AddDense(tree.root(), {0, 1}, {4}).status(),
+                  "got 2 axes and 1 sizes");
+  ExpectTreeError(tree.AddDense(tree.root(), {8}, {4}).status(),
+                  "axis 8 out of range [0, 8)");
+  ExpectTreeError(tree.AddDense(tree.root(), {-1}, {4}).status(),
+                  "axis -1 out of range");
+}
+
+TEST(SNodeTest, GradientLinkErrors) {
+  SNodeTree tree;
+  int dense = tree.AddDense(tree.root(), {0}, {4}).value();
+  int x = tree.AddPlace(dense, kF32, "x").value();
+  int wide = tree.AddPlace(dense, kF64, "x.grad").value();
+  ExpectTreeError(tree.LinkGrad(x, wide),
+                  "a gradient field must have its primal's dtype");
+  ExpectTreeError(tree.LinkGrad(x, dense), "SNode 1 is not a place");
+  ExpectTreeError(tree.LinkGrad(99, x), "SNode 99 is not a place");
+  EXPECT_EQ(tree.node(x).grad_snode, -1);
+}
+
+// Library bug (quadrants/ir/snode.cc, SNodeTree::LinkGrad): only the kinds
+// and dtypes are compared, so a place can be linked as its own gradient.
+TEST(SNodeTest, GradientMustDifferFromItsPrimal) {
+  SNodeTree tree;
+  int dense = tree.AddDense(tree.root(), {0}, {4}).value();
+  int x = tree.AddPlace(dense, kF32, "x").value();
+  EXPECT_FALSE(tree.LinkGrad(x, x).ok());
+  EXPECT_FALSE(tree.node(x).is_grad);
+}
+
+// Library bug (quadrants/ir/snode.cc, SNodeTree::LinkGrad): x.grad[i, ...]
+// must exist for every x[i, ...], but the index spaces are never compared.
+TEST(SNodeTest, GradientMustHaveItsPrimalsShape) {
+  SNodeTree tree;
+  int dense = tree.AddDense(tree.root(), {0}, {16}).value();
+  int x = tree.AddPlace(dense, kF32, "x").value();
+  int scalar_grad = tree.AddPlace(tree.root(), kF32, "x.grad").value();
+  int short_dense = tree.AddDense(tree.root(), {0}, {8}).value();
+  int short_grad = tree.AddPlace(short_dense, kF32, "x.grad").value();
+  int same_dense = tree.AddDense(tree.root(), {0}, {16}).value();
+  int good_grad = tree.AddPlace(same_dense, kF32, "x.grad").value();
+  EXPECT_FALSE(tree.LinkGrad(x, scalar_grad).ok());
+  EXPECT_FALSE(tree.LinkGrad(x, short_grad).ok());
+  // Same index space in a separate dense level is fine.
+  EXPECT_TRUE(tree.LinkGrad(x, good_grad).ok());
+}
+
+TEST(SNodeTest, FinalizeFreezesTheTree) {
+  SNodeTree tree;
+  int x = tree.AddPlace(tree.root(), kF32, "x").value();
+  ExpectTreeError(tree.Layout(x).status(), "not finalized");
+  EXPECT_FALSE(tree.finalized());
+  ASSERT_TRUE(tree.Finalize().ok());
+  EXPECT_TRUE(tree.finalized());
+  EXPECT_TRUE(tree.Finalize().ok());  // idempotent
+  ExpectTreeError(tree.AddPlace(tree.root(), kF32, "y").status(),
+                  "the SNode tree is finalized");
+  ExpectTreeError(tree.Layout(tree.root()).status(), "SNode 0 is not a place");
+}
+
+}  // namespace
+}  // namespace quadrants::ir
