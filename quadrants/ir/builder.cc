@@ -15,15 +15,25 @@ void IRBuilder::SetInsertPoint(Block* block, size_t index) {
 }
 
 IRBuilder::Scope::~Scope() {
-  if (builder_ != nullptr) builder_->SetInsertPoint(block_, index_);
+  if (builder_ == nullptr) return;
+  auto [block, index] = builder_->saved_.back();
+  builder_->saved_.pop_back();
+  builder_->SetInsertPoint(block, index);
 }
 
 IRBuilder::Scope IRBuilder::EnterBlock(Block* block) {
   // The saved position resumes after the container being filled, which was
   // inserted (and the index advanced) before its block is entered.
-  Scope scope(this, block_, index_);
+  saved_.emplace_back(block_, index_);
   SetInsertPointToEnd(block);
-  return scope;
+  return Scope(this);
+}
+
+void IRBuilder::ShiftInsertPoints(Block* block, size_t position) {
+  if (block == block_ && position <= index_) ++index_;
+  for (auto& [saved_block, saved_index] : saved_) {
+    if (saved_block == block && position <= saved_index) ++saved_index;
+  }
 }
 
 ConstStmt* IRBuilder::ConstI32(int32_t value) {

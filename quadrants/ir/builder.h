@@ -40,22 +40,18 @@ class IRBuilder {
   void SetInsertPointToEnd(Block* block) { SetInsertPoint(block, block->size()); }
 
   // Restores the previous insertion point when it goes out of scope.
+  // Scopes nest; the builder keeps the saved points so that InsertAt can
+  // keep them right when it inserts before one of them.
   class Scope {
    public:
-    Scope(IRBuilder* builder, Block* saved_block, size_t saved_index)
-        : builder_(builder), block_(saved_block), index_(saved_index) {}
-    Scope(Scope&& other) noexcept
-        : builder_(std::exchange(other.builder_, nullptr)),
-          block_(other.block_),
-          index_(other.index_) {}
+    explicit Scope(IRBuilder* builder) : builder_(builder) {}
+    Scope(Scope&& other) noexcept : builder_(std::exchange(other.builder_, nullptr)) {}
     ~Scope();
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
 
    private:
     IRBuilder* builder_;
-    Block* block_;
-    size_t index_;
   };
   [[nodiscard]] Scope EnterBlock(Block* block);
 
@@ -65,6 +61,17 @@ class IRBuilder {
     stmt->set_loc(loc_);
     T* raw = stmt.get();
     block_->Insert(index_++, std::move(stmt));
+    return raw;
+  }
+  // Inserts at `position` of `block` without moving the insertion point
+  // (it, and the points saved by enclosing scopes, shift along when they
+  // lie after `position` in the same block).
+  template <typename T>
+  T* InsertAt(Block* block, size_t position, std::unique_ptr<T> stmt) {
+    stmt->set_loc(loc_);
+    T* raw = stmt.get();
+    block->Insert(position, std::move(stmt));
+    ShiftInsertPoints(block, position);
     return raw;
   }
   template <typename T, typename... Args>
@@ -159,10 +166,13 @@ class IRBuilder {
   }
 
  private:
+  void ShiftInsertPoints(Block* block, size_t position);
+
   Kernel* kernel_;
   const SNodeTree* snodes_;
   Block* block_;
   size_t index_;
+  std::vector<std::pair<Block*, size_t>> saved_;  // one per live Scope
   SourceLocation loc_;
 };
 

@@ -37,7 +37,12 @@ SNodeTree::SNodeTree() {
 }
 
 absl::Status SNodeTree::CheckAcceptsChild(int parent) const {
-  if (finalized_) return TreeError("the SNode tree is finalized");
+  if (finalized_ && parent != root()) {
+    // Growing a laid-out dense level would move its existing cells.
+    return TreeError(absl::StrCat(
+        "SNode ", parent, " is already laid out; after the first use of "
+        "fields, new fields can only be added under the root"));
+  }
   if (parent < 0 || parent >= size()) {
     return TreeError(absl::StrCat("no SNode with id ", parent));
   }
@@ -95,6 +100,7 @@ absl::StatusOr<int> SNodeTree::AddDense(int parent, std::vector<int> axes,
                                     " is indexed by more than one level"));
     }
   }
+  finalized_ = false;
   SNode node;
   node.id = size();
   node.kind = SNode::Kind::kDense;
@@ -109,6 +115,7 @@ absl::StatusOr<int> SNodeTree::AddDense(int parent, std::vector<int> axes,
 absl::StatusOr<int> SNodeTree::AddPlace(int parent, PrimitiveType dtype,
                                         std::string name) {
   if (absl::Status s = CheckAcceptsChild(parent); !s.ok()) return s;
+  finalized_ = false;
   SNode node;
   node.id = size();
   node.kind = SNode::Kind::kPlace;
@@ -145,6 +152,8 @@ absl::Status SNodeTree::LinkGrad(int primal, int grad) {
 
 absl::Status SNodeTree::Finalize() {
   if (finalized_) return absl::OkStatus();
+  // Re-running after root-level additions keeps every existing offset: new
+  // children are packed after the old ones.
   // Children have larger ids than parents, so a reverse sweep sizes leaves
   // first. A cell packs its children in order, each at its natural
   // alignment, and rounds up to the largest one (as a C struct would).

@@ -65,7 +65,9 @@ class SNodeTree {
   // Marks `grad` as the adjoint storage of `primal`.
   absl::Status LinkGrad(int primal, int grad);
 
-  // Computes cell sizes and offsets; call after the last Add*.
+  // Computes cell sizes and offsets. Afterwards only root-level additions
+  // are allowed; they need another Finalize and leave existing offsets
+  // unchanged, so compiled kernels stay valid and data can be copied over.
   absl::Status Finalize();
   bool finalized() const { return finalized_; }
   // Total bytes of the root buffer.

@@ -79,12 +79,16 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Create(const CompileConfig& co
 int Program::num_cpu_threads() const { return backend_->num_threads(); }
 
 absl::Status Program::MaterializeFields() {
-  if (materialized_) return absl::OkStatus();
+  if (snodes_.finalized() && root_ != nullptr) return absl::OkStatus();
+  const int64_t old_bytes = root_ ? snodes_.root_bytes() : 0;
   QD_RETURN_IF_ERROR(snodes_.Finalize());
-  root_ = std::make_unique<char[]>(snodes_.root_bytes());
+  // Fields added since the last layout extend the buffer; old ones keep
+  // their offsets and contents.
+  auto grown = std::make_unique<char[]>(snodes_.root_bytes());
+  if (root_) std::memcpy(grown.get(), root_.get(), old_bytes);
+  root_ = std::move(grown);
   backend_->SetRoot(root_.get());
-  field_generation_.assign(snodes_.size(), 0);
-  materialized_ = true;
+  field_generation_.resize(snodes_.size(), 0);
   return absl::OkStatus();
 }
 
@@ -122,6 +126,17 @@ absl::Status Program::WriteField(int place, absl::Span<const int64_t> index,
   WriteScalar(address, snodes_.node(place).dtype, value);
   ++field_generation_[place];
   return absl::OkStatus();
+}
+
+absl::StatusOr<char*> Program::root_buffer() {
+  QD_RETURN_IF_ERROR(MaterializeFields());
+  return root_.get();
+}
+
+void Program::NoteFieldWrite(int place) {
+  if (place >= 0 && place < static_cast<int>(field_generation_.size())) {
+    ++field_generation_[place];
+  }
 }
 
 uint64_t Program::field_write_generation(int place) const {
@@ -277,7 +292,6 @@ void Program::Reset() {
   root_.reset();
   backend_->SetRoot(nullptr);
   field_generation_.clear();
-  materialized_ = false;
 }
 
 }  // namespace quadrants

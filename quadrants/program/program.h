@@ -40,7 +40,7 @@ class Program {
 
   // Fields: build the tree, then use it. The tree is laid out and its
   // buffer allocated (zeroed) at the first kernel compile or field access;
-  // adding fields after that is an error.
+  // fields added later (under the root) extend the buffer at the next use.
   ir::SNodeTree& snodes() { return snodes_; }
   absl::Status MaterializeFields();
   absl::StatusOr<ir::Constant> ReadField(int place, absl::Span<const int64_t> index);
@@ -48,6 +48,10 @@ class Program {
                           const ir::Constant& value);
   // Bumped whenever a field may have been written (host write or launch).
   uint64_t field_write_generation(int place) const;
+  // For bulk host access (numpy copies): the laid-out root buffer, and the
+  // call that records a bulk write to `place`.
+  absl::StatusOr<char*> root_buffer();
+  void NoteFieldWrite(int place);
 
   absl::StatusOr<std::shared_ptr<Ndarray>> CreateNdarray(ir::PrimitiveType dtype,
                                                          std::vector<int64_t> shape);
@@ -83,7 +87,6 @@ class Program {
   std::unique_ptr<Backend> backend_;
   ir::SNodeTree snodes_;
   std::unique_ptr<char[]> root_;
-  bool materialized_ = false;
   std::vector<uint64_t> field_generation_;
   absl::flat_hash_map<uint64_t, std::shared_ptr<CompiledKernel>> cache_;
   absl::Status pending_error_;

@@ -27,6 +27,11 @@ class TypeChecker {
     return error_;
   }
 
+  absl::Status RunOne(Stmt& s) {
+    CheckStmt(s);
+    return error_;
+  }
+
  private:
   void Fail(const Stmt& s, const std::string& what) {
     if (!error_.ok()) return;
@@ -228,6 +233,11 @@ class TypeChecker {
 
 absl::Status TypeCheck(ir::Kernel& kernel, const TypeCheckOptions& options) {
   return TypeChecker(kernel, options).Run();
+}
+
+absl::Status TypeCheckStatement(ir::Kernel& kernel, ir::Stmt& stmt,
+                                const TypeCheckOptions& options) {
+  return TypeChecker(kernel, options).RunOne(stmt);
 }
 
 }  // namespace quadrants::transforms

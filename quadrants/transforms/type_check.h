@@ -23,6 +23,13 @@ struct TypeCheckOptions {
 // QuadrantsTypeError-kind errors naming the kernel and the file:line.
 absl::Status TypeCheck(ir::Kernel& kernel, const TypeCheckOptions& options = {});
 
+// Type checks one statement just inserted into `kernel` (its operands are
+// already typed), inserting casts before it. Front ends call this as they
+// build, so each expression has its type and errors surface at once;
+// TypeCheck over the finished kernel then finds nothing left to do.
+absl::Status TypeCheckStatement(ir::Kernel& kernel, ir::Stmt& stmt,
+                                const TypeCheckOptions& options = {});
+
 }  // namespace quadrants::transforms
 
 #endif  // QUADRANTS_TRANSFORMS_TYPE_CHECK_H_

@@ -1,0 +1,527 @@
+// The C++ core as the Python module quadrants._quadrants_core: Program,
+// ndarrays, and the IR builder the AST transformer drives.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "quadrants/common/errors.h"
+#include "quadrants/ir/builder.h"
+#include "quadrants/ir/printer.h"
+#include "quadrants/ir/statements.h"
+#include "quadrants/program/program.h"
+#include "quadrants/program/scalar_access.h"
+#include "quadrants/transforms/type_check.h"
+
+namespace py = pybind11;
+
+namespace quadrants::python {
+namespace {
+
+using ir::PrimitiveType;
+
+template <typename T>
+T Unwrap(absl::StatusOr<T> value) {
+  ThrowIfError(value.status());
+  return std::move(*value);
+}
+void Check(const absl::Status& status) { ThrowIfError(status); }
+
+PrimitiveType Dtype(const std::string& name) { return Unwrap(ir::ParsePrimitiveType(name)); }
+std::string DtypeName(PrimitiveType t) { return std::string(ir::PrimitiveTypeName(t)); }
+
+// numpy dtype <-> PrimitiveType.
+std::string NumpyName(PrimitiveType t) {
+  switch (t) {
+    case PrimitiveType::kU1: return "bool";
+    case PrimitiveType::kI8: return "int8";
+    case PrimitiveType::kI16: return "int16";
+    case PrimitiveType::kI32: return "int32";
+    case PrimitiveType::kI64: return "int64";
+    case PrimitiveType::kU8: return "uint8";
+    case PrimitiveType::kU16: return "uint16";
+    case PrimitiveType::kU32: return "uint32";
+    case PrimitiveType::kU64: return "uint64";
+    case PrimitiveType::kF16: return "float16";
+    case PrimitiveType::kF32: return "float32";
+    case PrimitiveType::kF64: return "float64";
+  }
+  return "int32";
+}
+
+py::dtype NumpyDtype(PrimitiveType t) { return py::dtype(NumpyName(t)); }
+
+bool FromNumpyDtype(const py::dtype& dtype, PrimitiveType* out) {
+  for (int k = 0; k <= static_cast<int>(PrimitiveType::kF64); ++k) {
+    auto t = static_cast<PrimitiveType>(k);
+    if (NumpyDtype(t).is(dtype) || NumpyDtype(t).equal(dtype)) {
+      *out = t;
+      return true;
+    }
+  }
+  return false;
+}
+
+ir::Constant ToConstant(py::handle value, PrimitiveType type) {
+  if (py::isinstance<py::bool_>(value)) {
+    return ir::Constant::Cast(ir::Constant::Bool(value.cast<bool>()), type);
+  }
+  if (py::isinstance<py::int_>(value)) {
+    if (!ir::IsSigned(type) && !ir::IsFloat(type)) {
+      return ir::Constant::Int(type, static_cast<int64_t>(value.cast<uint64_t>()));
+    }
+    return ir::Constant::Cast(ir::Constant::Int(PrimitiveType::kI64, value.cast<int64_t>()),
+                              type);
+  }
+  if (py::isinstance<py::float_>(value) || py::hasattr(value, "__float__")) {
+    return ir::Constant::Float(type, value.cast<double>());
+  }
+  throw QuadrantsError(ErrorKind::kType,
+                       absl::StrCat("expected a number, got ",
+                                    std::string(py::str(py::type::of(value).attr("__name__")))));
+}
+
+py::object FromConstant(const ir::Constant& c) {
+  if (c.is_float()) return py::float_(c.as_float());
+  if (ir::IsSigned(c.type())) return py::int_(c.as_int());
+  return py::int_(c.as_uint());
+}
+
+// Copies between a place's elements (strided in the root buffer) and a
+// dense row-major host buffer.
+struct PlaceCursor {
+  ir::PlaceLayout layout;
+  int64_t count = 1;
+  explicit PlaceCursor(ir::PlaceLayout l) : layout(std::move(l)) {
+    for (int64_t extent : layout.shape) count *= extent;
+  }
+  int64_t Offset(int64_t linear) const {
+    int64_t offset = layout.offset;
+    for (int axis = static_cast<int>(layout.shape.size()) - 1; axis >= 0; --axis) {
+      offset += (linear % layout.shape[axis]) * layout.axis_stride[axis];
+      linear /= layout.shape[axis];
+    }
+    return offset;
+  }
+};
+
+class PyProgram {
+ public:
+  explicit PyProgram(const CompileConfig& config)
+      : program_(Unwrap(Program::Create(config))) {}
+
+  Program& get() { return *program_; }
+  const CompileConfig& config() const { return program_->config(); }
+
+  int AddDense(int parent, std::vector<int> axes, std::vector<int64_t> sizes) {
+    return Unwrap(program_->snodes().AddDense(parent, std::move(axes), std::move(sizes)));
+  }
+  int AddPlace(int parent, const std::string& dtype, const std::string& name) {
+    return Unwrap(program_->snodes().AddPlace(parent, Dtype(dtype), name));
+  }
+  void LinkGrad(int primal, int grad) { Check(program_->snodes().LinkGrad(primal, grad)); }
+  std::vector<int64_t> FieldShape(int place) {
+    Check(program_->MaterializeFields());
+    return Unwrap(program_->snodes().Layout(place)).shape;
+  }
+  int ParentOf(int snode) { return program_->snodes().node(snode).parent; }
+
+  py::object ReadField(int place, std::vector<int64_t> index) {
+    return FromConstant(Unwrap(program_->ReadField(place, index)));
+  }
+  void WriteField(int place, std::vector<int64_t> index, py::handle value) {
+    PrimitiveType t = program_->snodes().node(place).dtype;
+    Check(program_->WriteField(place, index, ToConstant(value, t)));
+  }
+
+  py::array FieldToNumpy(int place) {
+    Check(program_->MaterializeFields());
+    PlaceCursor cursor(Unwrap(program_->snodes().Layout(place)));
+    const PrimitiveType t = program_->snodes().node(place).dtype;
+    py::array out(NumpyDtype(t), cursor.layout.shape);
+    auto* dst = static_cast<char*>(out.mutable_data());
+    const int64_t bytes = out.itemsize();
+    const char* root = RootBytes(place);
+    for (int64_t i = 0; i < cursor.count; ++i) {
+      std::memcpy(dst + i * bytes, root + cursor.Offset(i), bytes);
+    }
+    return out;
+  }
+
+  void FieldFromNumpy(int place, py::array values) {
+    Check(program_->MaterializeFields());
+    PlaceCursor cursor(Unwrap(program_->snodes().Layout(place)));
+    const PrimitiveType t = program_->snodes().node(place).dtype;
+    py::array contiguous = py::array::ensure(values.attr("astype")(NumpyDtype(t)),
+                                             py::array::c_style);
+    if (static_cast<int64_t>(contiguous.size()) != cursor.count ||
+        contiguous.ndim() != static_cast<py::ssize_t>(cursor.layout.shape.size())) {
+      throw QuadrantsError(ErrorKind::kType,
+                           absl::StrCat("from_numpy: field '",
+                                        program_->snodes().node(place).name,
+                                        "' has a different shape than the array"));
+    }
+    for (size_t axis = 0; axis < cursor.layout.shape.size(); ++axis) {
+      if (contiguous.shape(axis) != cursor.layout.shape[axis]) {
+        throw QuadrantsError(ErrorKind::kType,
+                             absl::StrCat("from_numpy: field '",
+                                          program_->snodes().node(place).name,
+                                          "' has a different shape than the array"));
+      }
+    }
+    const auto* src = static_cast<const char*>(contiguous.data());
+    const int64_t bytes = contiguous.itemsize();
+    char* root = RootBytes(place);
+    for (int64_t i = 0; i < cursor.count; ++i) {
+      std::memcpy(root + cursor.Offset(i), src + i * bytes, bytes);
+    }
+    program_->NoteFieldWrite(place);
+  }
+
+  void FieldFill(int place, py::handle value) {
+    Check(program_->MaterializeFields());
+    PlaceCursor cursor(Unwrap(program_->snodes().Layout(place)));
+    const PrimitiveType t = program_->snodes().node(place).dtype;
+    const ir::Constant c = ToConstant(value, t);
+    char* root = RootBytes(place);
+    for (int64_t i = 0; i < cursor.count; ++i) WriteScalar(root + cursor.Offset(i), t, c);
+    program_->NoteFieldWrite(place);
+  }
+
+  std::shared_ptr<Ndarray> CreateNdarray(const std::string& dtype, std::vector<int64_t> shape) {
+    return Unwrap(program_->CreateNdarray(Dtype(dtype), std::move(shape)));
+  }
+
+  std::shared_ptr<CompiledKernel> Compile(const ir::Kernel& kernel) {
+    return Unwrap(program_->Compile(kernel));
+  }
+
+  void Launch(const CompiledKernel& kernel, py::list args) {
+    const auto& params = kernel.params();
+    if (args.size() != params.size()) {
+      throw QuadrantsError(ErrorKind::kType,
+                           absl::StrCat("kernel '", kernel.name(), "' takes ", params.size(),
+                                        " arguments, got ", args.size()));
+    }
+    std::vector<KernelArgument> resolved;
+    resolved.reserve(params.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      py::handle a = args[i];
+      if (py::isinstance<Ndarray>(a)) {
+        resolved.push_back(KernelArgument::Array(a.cast<Ndarray*>()));
+      } else if (py::isinstance<py::array>(a)) {
+        py::array array = py::reinterpret_borrow<py::array>(a);
+        PrimitiveType dtype = PrimitiveType::kI32;
+        if (!FromNumpyDtype(array.dtype(), &dtype)) {
+          throw QuadrantsError(ErrorKind::kType,
+                               absl::StrCat("kernel '", kernel.name(), "' argument ", i,
+                                            " ('", params[i].name,
+                                            "'): unsupported numpy dtype ",
+                                            std::string(py::str(array.dtype()))));
+        }
+        std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
+        resolved.push_back(KernelArgument::External(array.mutable_data(), dtype, shape));
+      } else if (params[i].kind == ir::KernelParam::Kind::kScalar) {
+        resolved.push_back(KernelArgument::Scalar(ToConstant(a, params[i].dtype)));
+      } else {
+        resolved.push_back(KernelArgument::Scalar(ir::Constant::Int(PrimitiveType::kI32, 0)));
+      }
+    }
+    Check(program_->Launch(kernel, resolved));
+  }
+
+ private:
+  char* RootBytes(int place) { return Unwrap(program_->root_buffer()); }
+
+  std::unique_ptr<Program> program_;
+};
+
+// Drives ir::IRBuilder for the AST transformer, type checking each new
+// statement so Python sees its type (and any type error) immediately.
+class PyBuilder {
+ public:
+  PyBuilder(ir::Kernel* kernel, PyProgram* program)
+      : kernel_(kernel),
+        program_(program),
+        builder_(kernel, &program->get().snodes()),
+        options_{program->config().default_fp, program->config().default_ip} {}
+
+  void SetLocation(const std::string& file, int line) {
+    builder_.SetLocation(SourceLocation{file, line});
+  }
+
+  template <typename T>
+  T* Typed(T* stmt) {
+    Check(transforms::TypeCheckStatement(*kernel_, *stmt, options_));
+    return stmt;
+  }
+
+  ir::Stmt* ConstInt(const std::string& dtype, py::int_ value) {
+    PrimitiveType t = Dtype(dtype);
+    return builder_.Const(ToConstant(value, t));
+  }
+  ir::Stmt* ConstFloat(const std::string& dtype, double value) {
+    return builder_.Const(ir::Constant::Float(Dtype(dtype), value));
+  }
+  ir::Stmt* ArgLoad(int arg) { return builder_.ArgLoad(arg); }
+  ir::Stmt* NdarrayPtr(int arg, std::vector<ir::Stmt*> indices) {
+    return Typed(builder_.NdarrayPtr(arg, std::move(indices)));
+  }
+  ir::Stmt* NdarrayShape(int arg, int axis) { return builder_.NdarrayShape(arg, axis); }
+  ir::Stmt* FieldPtr(int place, std::vector<ir::Stmt*> indices) {
+    return Typed(builder_.FieldPtr(place, std::move(indices)));
+  }
+  ir::Stmt* GlobalLoad(ir::Stmt* ptr) { return builder_.GlobalLoad(ptr); }
+  void GlobalStore(ir::Stmt* ptr, ir::Stmt* value) { Typed(builder_.GlobalStore(ptr, value)); }
+  ir::Stmt* Alloca(const std::string& dtype) { return builder_.Alloca(Dtype(dtype)); }
+  // A variable declared at the start of `container`'s block `which` (the
+  // kernel's top level when `container` is None), so it is visible in the
+  // whole region as Python's function scoping expects.
+  ir::Stmt* AllocaAtStart(ir::Stmt* container, int which, const std::string& dtype) {
+    ir::Block* block = container == nullptr ? kernel_->body() : container->blocks().at(which);
+    return builder_.InsertAt(block, 0, std::make_unique<ir::AllocaStmt>(Dtype(dtype)));
+  }
+  ir::Stmt* LocalLoad(ir::Stmt* alloca) { return builder_.LocalLoad(alloca); }
+  void LocalStore(ir::Stmt* alloca, ir::Stmt* value) {
+    Typed(builder_.LocalStore(alloca, value));
+  }
+  ir::Stmt* Unary(const std::string& op, ir::Stmt* x) {
+    return Typed(builder_.Unary(UnaryOp(op), x));
+  }
+  ir::Stmt* Cast(ir::Stmt* x, const std::string& dtype) {
+    return Typed(builder_.Cast(x, Dtype(dtype)));
+  }
+  ir::Stmt* Binary(const std::string& op, ir::Stmt* a, ir::Stmt* b) {
+    return Typed(builder_.Binary(BinaryOp(op), a, b));
+  }
+  ir::Stmt* Select(ir::Stmt* c, ir::Stmt* a, ir::Stmt* b) {
+    return Typed(builder_.Select(c, a, b));
+  }
+  ir::Stmt* Atomic(const std::string& op, ir::Stmt* ptr, ir::Stmt* value) {
+    return Typed(builder_.Atomic(AtomicOp(op), ptr, value));
+  }
+  ir::Stmt* RangeFor(ir::Stmt* begin, ir::Stmt* end) {
+    return Typed(builder_.RangeFor(begin, end));
+  }
+  ir::Stmt* StructFor(int snode) { return builder_.StructFor(snode); }
+  ir::Stmt* LoopIndex(ir::Stmt* loop, int axis) {
+    return Typed(builder_.LoopIndex(loop, axis));
+  }
+  ir::Stmt* While() { return builder_.While(); }
+  void Break() { builder_.Break(); }
+  void Continue() { builder_.Continue(); }
+  ir::Stmt* If(ir::Stmt* cond) { return Typed(builder_.If(cond)); }
+  void Assert(ir::Stmt* cond, const std::string& message, std::vector<ir::Stmt*> args) {
+    Typed(builder_.Assert(cond, message, std::move(args)));
+  }
+
+  // Enters block `which` (0: body / then, 1: else) of container `stmt`.
+  void PushBlock(ir::Stmt* stmt, int which) {
+    std::vector<ir::Block*> blocks = stmt->blocks();
+    if (which < 0 || which >= static_cast<int>(blocks.size())) {
+      throw QuadrantsError(ErrorKind::kCompilation, "no such block");
+    }
+    saved_.push_back(std::make_unique<ir::IRBuilder::Scope>(builder_.EnterBlock(blocks[which])));
+  }
+  void PopBlock() { saved_.pop_back(); }
+
+ private:
+  static ir::UnaryOpKind UnaryOp(const std::string& name) {
+#define QD_MATCH(kind, text) if (name == text) return ir::UnaryOpKind::kind;
+    QD_FOR_EACH_UNARY_OP(QD_MATCH)
+#undef QD_MATCH
+    throw QuadrantsError(ErrorKind::kCompilation, "unknown unary op " + name);
+  }
+  static ir::BinaryOpKind BinaryOp(const std::string& name) {
+#define QD_MATCH(kind, text) if (name == text) return ir::BinaryOpKind::kind;
+    QD_FOR_EACH_BINARY_OP(QD_MATCH)
+#undef QD_MATCH
+    throw QuadrantsError(ErrorKind::kCompilation, "unknown binary op " + name);
+  }
+  static ir::AtomicOpKind AtomicOp(const std::string& name) {
+#define QD_MATCH(kind, text) if (name == text) return ir::AtomicOpKind::kind;
+    QD_FOR_EACH_ATOMIC_OP(QD_MATCH)
+#undef QD_MATCH
+    throw QuadrantsError(ErrorKind::kCompilation, "unknown atomic op " + name);
+  }
+
+  ir::Kernel* kernel_;
+  PyProgram* program_;
+  ir::IRBuilder builder_;
+  transforms::TypeCheckOptions options_;
+  std::vector<std::unique_ptr<ir::IRBuilder::Scope>> saved_;
+};
+
+const char* KindClassName(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kCompilation: return "QuadrantsCompilationError";
+    case ErrorKind::kSyntax: return "QuadrantsSyntaxError";
+    case ErrorKind::kType: return "QuadrantsTypeError";
+    case ErrorKind::kAssertion: return "QuadrantsAssertionError";
+    case ErrorKind::kRuntime: return "QuadrantsRuntimeError";
+    case ErrorKind::kUnavailable: return "QuadrantsRuntimeError";
+  }
+  return "QuadrantsError";
+}
+
+}  // namespace
+}  // namespace quadrants::python
+
+PYBIND11_MODULE(_quadrants_core, m) {
+  using namespace quadrants;
+  using namespace quadrants::python;
+  m.doc() = "Quadrants C++ core";
+
+  py::register_exception_translator([](std::exception_ptr error) {
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (const QuadrantsError& e) {
+      py::object module = py::module_::import("quadrants.lang.exception");
+      py::object cls = module.attr(KindClassName(e.kind()));
+      PyErr_SetString(cls.ptr(), e.what());
+    }
+  });
+
+  py::class_<CompileConfig>(m, "CompileConfig")
+      .def(py::init<>())
+      .def_property(
+          "arch", [](const CompileConfig& c) { return std::string(ArchName(c.arch)); },
+          [](CompileConfig& c, const std::string& name) { c.arch = Unwrap(ParseArch(name)); })
+      .def_readwrite("debug", &CompileConfig::debug)
+      .def_readwrite("check_out_of_bound", &CompileConfig::check_out_of_bound)
+      .def_property(
+          "default_fp", [](const CompileConfig& c) { return DtypeName(c.default_fp); },
+          [](CompileConfig& c, const std::string& t) { c.default_fp = Dtype(t); })
+      .def_property(
+          "default_ip", [](const CompileConfig& c) { return DtypeName(c.default_ip); },
+          [](CompileConfig& c, const std::string& t) { c.default_ip = Dtype(t); })
+      .def_readwrite("cpu_max_num_threads", &CompileConfig::cpu_max_num_threads)
+      .def_readwrite("print_ir", &CompileConfig::print_ir)
+      .def_readwrite("ad_stack_experimental_enabled",
+                     &CompileConfig::ad_stack_experimental_enabled)
+      .def_readwrite("ad_stack_size", &CompileConfig::ad_stack_size)
+      .def_readwrite("default_ad_stack_size", &CompileConfig::default_ad_stack_size);
+
+  py::class_<Ndarray, std::shared_ptr<Ndarray>>(m, "Ndarray")
+      .def_property_readonly("dtype", [](const Ndarray& a) { return DtypeName(a.dtype()); })
+      .def_property_readonly("shape", [](const Ndarray& a) { return a.shape(); })
+      .def_property_readonly("data_generation", &Ndarray::data_generation)
+      .def("read", [](const Ndarray& a, std::vector<int64_t> index) {
+        return FromConstant(Unwrap(a.Read(index)));
+      })
+      .def("write", [](Ndarray& a, std::vector<int64_t> index, py::handle value) {
+        Check(a.Write(index, ToConstant(value, a.dtype())));
+      })
+      .def("to_numpy", [](Ndarray& a) {
+        py::array out(NumpyDtype(a.dtype()), a.shape());
+        std::memcpy(out.mutable_data(), a.data(), a.num_elements() * a.element_bytes());
+        return out;
+      })
+      .def("from_numpy", [](Ndarray& a, py::array values) {
+        py::array contiguous = py::array::ensure(values.attr("astype")(NumpyDtype(a.dtype())),
+                                                 py::array::c_style);
+        std::vector<int64_t> shape(contiguous.shape(), contiguous.shape() + contiguous.ndim());
+        if (shape != a.shape()) {
+          throw QuadrantsError(ErrorKind::kType, "from_numpy: the array's shape differs "
+                                                 "from the ndarray's");
+        }
+        std::memcpy(a.data(), contiguous.data(), a.num_elements() * a.element_bytes());
+        a.BumpDataGeneration();
+      })
+      .def("fill", [](Ndarray& a, py::handle value) {
+        const ir::Constant c = ToConstant(value, a.dtype());
+        char* data = static_cast<char*>(a.data());
+        for (int64_t i = 0; i < a.num_elements(); ++i) {
+          WriteScalar(data + i * a.element_bytes(), a.dtype(), c);
+        }
+        a.BumpDataGeneration();
+      });
+
+  py::class_<CompiledKernel, std::shared_ptr<CompiledKernel>>(m, "CompiledKernel")
+      .def_property_readonly("name", &CompiledKernel::name)
+      .def_property_readonly("num_tasks", &CompiledKernel::num_tasks);
+
+  py::class_<PyProgram>(m, "Program")
+      .def(py::init<const CompileConfig&>())
+      .def("add_dense", &PyProgram::AddDense)
+      .def("add_place", &PyProgram::AddPlace)
+      .def("link_grad", &PyProgram::LinkGrad)
+      .def("field_shape", &PyProgram::FieldShape)
+      .def("parent_of", &PyProgram::ParentOf)
+      .def("read_field", &PyProgram::ReadField)
+      .def("write_field", &PyProgram::WriteField)
+      .def("field_to_numpy", &PyProgram::FieldToNumpy)
+      .def("field_from_numpy", &PyProgram::FieldFromNumpy)
+      .def("field_fill", &PyProgram::FieldFill)
+      .def("create_ndarray", &PyProgram::CreateNdarray)
+      .def("compile", &PyProgram::Compile)
+      .def("launch", &PyProgram::Launch)
+      .def("sync", [](PyProgram& p) { Check(p.get().Sync()); })
+      .def("materialize", [](PyProgram& p) { Check(p.get().MaterializeFields()); })
+      .def_property_readonly("num_cpu_threads",
+                             [](PyProgram& p) { return p.get().num_cpu_threads(); })
+      .def_property_readonly("last_threads_used", [](PyProgram& p) {
+        return p.get().last_launch().max_threads_used;
+      });
+
+  py::class_<ir::Kernel>(m, "Kernel")
+      .def(py::init([](const std::string& name, const std::string& file, int line) {
+        return std::make_unique<ir::Kernel>(name, SourceLocation{file, line});
+      }))
+      .def("add_scalar_param", [](ir::Kernel& k, const std::string& name, const std::string& t) {
+        return k.AddParam(ir::KernelParam::Scalar(name, Dtype(t)));
+      })
+      .def("add_ndarray_param",
+           [](ir::Kernel& k, const std::string& name, const std::string& t, int ndim) {
+             return k.AddParam(ir::KernelParam::Ndarray(name, Dtype(t), ndim));
+           })
+      .def_property_readonly("name", &ir::Kernel::name)
+      .def("print", [](const ir::Kernel& k) { return ir::PrintKernel(k); });
+
+  py::class_<ir::Stmt, std::unique_ptr<ir::Stmt, py::nodelete>>(m, "Stmt")
+      .def_property_readonly("dtype", [](const ir::Stmt& s) {
+        if (s.type().is_scalar() || s.type().is_pointer()) return DtypeName(s.type().element());
+        return s.type().ToString();
+      })
+      .def_property_readonly("is_pointer", [](const ir::Stmt& s) { return s.type().is_pointer(); })
+      .def_property_readonly("kind", [](const ir::Stmt& s) {
+        return std::string(ir::StmtKindName(s.kind()));
+      });
+
+  const auto ref = py::return_value_policy::reference;
+  py::class_<PyBuilder>(m, "Builder")
+      .def(py::init<ir::Kernel*, PyProgram*>(), py::keep_alive<1, 2>(), py::keep_alive<1, 3>())
+      .def("set_location", &PyBuilder::SetLocation)
+      .def("const_int", &PyBuilder::ConstInt, ref)
+      .def("const_float", &PyBuilder::ConstFloat, ref)
+      .def("arg_load", &PyBuilder::ArgLoad, ref)
+      .def("ndarray_ptr", &PyBuilder::NdarrayPtr, ref)
+      .def("ndarray_shape", &PyBuilder::NdarrayShape, ref)
+      .def("field_ptr", &PyBuilder::FieldPtr, ref)
+      .def("global_load", &PyBuilder::GlobalLoad, ref)
+      .def("global_store", &PyBuilder::GlobalStore)
+      .def("alloca", &PyBuilder::Alloca, ref)
+      .def("alloca_at_start", &PyBuilder::AllocaAtStart, ref)
+      .def("local_load", &PyBuilder::LocalLoad, ref)
+      .def("local_store", &PyBuilder::LocalStore)
+      .def("unary", &PyBuilder::Unary, ref)
+      .def("cast", &PyBuilder::Cast, ref)
+      .def("binary", &PyBuilder::Binary, ref)
+      .def("select", &PyBuilder::Select, ref)
+      .def("atomic", &PyBuilder::Atomic, ref)
+      .def("range_for", &PyBuilder::RangeFor, ref)
+      .def("struct_for", &PyBuilder::StructFor, ref)
+      .def("loop_index", &PyBuilder::LoopIndex, ref)
+      .def("while_", &PyBuilder::While, ref)
+      .def("break_", &PyBuilder::Break)
+      .def("continue_", &PyBuilder::Continue)
+      .def("if_", &PyBuilder::If, ref)
+      .def("assert_", &PyBuilder::Assert)
+      .def("push_block", &PyBuilder::PushBlock)
+      .def("pop_block", &PyBuilder::PopBlock);
+}

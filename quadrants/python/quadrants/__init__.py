@@ -1,0 +1,29 @@
+"""Quadrants: a differentiable kernel compiler.
+
+    import quadrants as qd
+    qd.init(arch=qd.cpu)
+
+    @qd.kernel
+    def saxpy(a: qd.f32, x: qd.types.ndarray(qd.f32, 1), y: qd.types.ndarray(qd.f32, 1)):
+        for i in range(x.shape[0]):
+            y[i] = a * x[i] + y[i]
+"""
+from quadrants.lang import types
+from quadrants.lang.exception import (QuadrantsAssertionError, QuadrantsCompilationError,
+                                      QuadrantsError, QuadrantsRuntimeError,
+                                      QuadrantsSyntaxError, QuadrantsTypeError)
+from quadrants.lang.field import Field, field, i, ij, ijk, ijkl, j, k, l, root
+from quadrants.lang.kernel import func, kernel
+from quadrants.lang.misc import extension, is_extension_supported
+from quadrants.lang.ndarray import Ndarray, ndarray
+from quadrants.lang.ops import (abs, acos, asin, atan2, atomic_add, atomic_and, atomic_max,
+                                atomic_min, atomic_or, atomic_sub, atomic_xor, cast, ceil, cos,
+                                exp, floor, log, max, min, pow, rsqrt, sin, sqrt, tan, tanh)
+from quadrants.lang.runtime import (amdgpu, cpu, cuda, gpu, init, metal, reset, sync, vulkan,
+                                    x64)
+from quadrants.lang.transformer import NdRange as ndrange
+from quadrants.lang.transformer import static
+from quadrants.lang.types import (f16, f32, f64, i8, i16, i32, i64, template, u1, u8, u16,
+                                  u32, u64)
+
+__version__ = "0.1.0"

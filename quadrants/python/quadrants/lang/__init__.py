@@ -1,0 +1,1 @@
+"""The Quadrants language: types, fields, ndarrays, kernels, autodiff."""

@@ -1,0 +1,66 @@
+"""The kernel being compiled, for intrinsics called from kernel code."""
+import numbers
+
+from quadrants.lang import runtime, types
+from quadrants.lang.exception import QuadrantsTypeError
+from quadrants.lang.expr import Expr, GlobalRef, Var
+
+_stack = []
+
+
+def push(ctx):
+    _stack.append(ctx)
+
+
+def pop():
+    _stack.pop()
+
+
+def current():
+    return _stack[-1] if _stack else None
+
+
+def builder():
+    return _stack[-1].builder
+
+
+def load(x):
+    """The value of x: loads variables and global elements."""
+    ctx = _stack[-1]
+    if isinstance(x, Var):
+        return Expr(ctx.builder.local_load(x.alloca), x.dtype)
+    if isinstance(x, GlobalRef):
+        return Expr(ctx.builder.global_load(x.ptr), x.dtype)
+    return x
+
+
+def literal_type(value, like=None):
+    """The dtype a Python literal takes next to `like` (an Expr or None)."""
+    if isinstance(value, bool):
+        return types.u1
+    if isinstance(value, numbers.Integral):
+        if like is not None and like != types.u1:
+            return like
+        if -2**31 <= value < 2**31:
+            return runtime.default_ip()
+        return types.i64 if value < 2**63 else types.u64
+    if isinstance(value, numbers.Real):
+        if like is not None and like.is_float:
+            return like
+        return runtime.default_fp()
+    raise QuadrantsTypeError(f"cannot use {type(value).__name__} value {value!r} in a kernel")
+
+
+def constant(value, dtype):
+    b = builder()
+    if dtype.is_float:
+        return Expr(b.const_float(dtype.name, float(value)), dtype)
+    return Expr(b.const_int(dtype.name, int(value)), dtype)
+
+
+def to_expr(x, like=None):
+    """An Expr for x: loads runtime values, materializes Python numbers."""
+    x = load(x)
+    if isinstance(x, Expr):
+        return x
+    return constant(x, literal_type(x, like.dtype if isinstance(like, Expr) else like))

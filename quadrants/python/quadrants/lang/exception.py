@@ -1,0 +1,25 @@
+"""The exceptions Quadrants raises. All derive from QuadrantsError."""
+
+
+class QuadrantsError(Exception):
+    """Base class of every Quadrants error."""
+
+
+class QuadrantsCompilationError(QuadrantsError):
+    """A kernel cannot be compiled."""
+
+
+class QuadrantsSyntaxError(QuadrantsCompilationError, SyntaxError):
+    """Python syntax that the kernel language does not support."""
+
+
+class QuadrantsTypeError(QuadrantsCompilationError, TypeError):
+    """A type mismatch in a kernel, or a wrong argument type."""
+
+
+class QuadrantsRuntimeError(QuadrantsError, RuntimeError):
+    """A failure while running: an unavailable arch, a failed launch."""
+
+
+class QuadrantsAssertionError(QuadrantsRuntimeError, AssertionError):
+    """A kernel `assert` or a bounds check failed (reported at sync)."""

@@ -1,0 +1,86 @@
+"""Values the AST transformer works with while building a kernel.
+
+Compile-time values are plain Python objects. Run-time values are wrapped:
+Expr (an IR value), Var (a local variable), GlobalRef (a field or ndarray
+element, loadable and storable), NdarrayArg (an ndarray parameter).
+"""
+import numbers
+
+from quadrants.lang import types
+from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
+
+
+class Expr:
+    __slots__ = ("stmt", "dtype")
+
+    def __init__(self, stmt, dtype=None):
+        self.stmt = stmt
+        self.dtype = dtype if dtype is not None else types.by_name(stmt.dtype)
+
+    def __repr__(self):
+        return f"<Expr {self.dtype}>"
+
+    def __bool__(self):
+        raise QuadrantsSyntaxError(
+            "a run-time value cannot be used where Python needs a compile-time bool "
+            "(e.g. in `and`/`or` with Python objects or in qd.static)")
+
+
+class Var:
+    """A local variable: an alloca of a fixed dtype."""
+    __slots__ = ("alloca", "dtype", "name")
+
+    def __init__(self, alloca, dtype, name):
+        self.alloca = alloca
+        self.dtype = dtype
+        self.name = name
+
+
+class GlobalRef:
+    """An element of a field or ndarray."""
+    __slots__ = ("ptr", "dtype")
+
+    def __init__(self, ptr, dtype):
+        self.ptr = ptr
+        self.dtype = dtype
+
+
+class NdarrayArg:
+    """An ndarray parameter inside a kernel."""
+
+    def __init__(self, arg, dtype, ndim, name):
+        self.arg = arg
+        self.dtype = dtype
+        self.ndim = ndim
+        self.name = name
+
+    @property
+    def shape(self):
+        return ShapeProxy(self)
+
+
+class ShapeProxy:
+    """arr.shape inside a kernel: arr.shape[k] is a run-time i32."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __len__(self):
+        return self.array.ndim
+
+    def __getitem__(self, axis):
+        from quadrants.lang import context  # pylint: disable=import-outside-toplevel
+        if not isinstance(axis, numbers.Integral):
+            raise QuadrantsTypeError("arr.shape[k] needs a compile-time integer k")
+        if not -self.array.ndim <= axis < self.array.ndim:
+            raise QuadrantsTypeError(f"axis {axis} out of range for ndarray "
+                                     f"'{self.array.name}' with {self.array.ndim} dimensions")
+        axis %= self.array.ndim
+        return Expr(context.builder().ndarray_shape(self.array.arg, axis), types.i32)
+
+    def __iter__(self):
+        return (self[k] for k in range(self.array.ndim))
+
+
+def is_runtime(x):
+    return isinstance(x, (Expr, Var, GlobalRef))

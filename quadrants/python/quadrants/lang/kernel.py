@@ -1,0 +1,319 @@
+"""@qd.kernel and @qd.func: parsing, specialization, compilation, launch."""
+import ast
+import functools
+import inspect
+import numbers
+import textwrap
+
+import numpy as np
+
+from quadrants._core import core
+from quadrants.lang import context, runtime, types
+from quadrants.lang.exception import (QuadrantsCompilationError, QuadrantsSyntaxError,
+                                      QuadrantsTypeError)
+from quadrants.lang.expr import Expr, GlobalRef, NdarrayArg, Var
+from quadrants.lang.field import Field
+from quadrants.lang.ndarray import Ndarray
+from quadrants.lang.transformer import FunctionCompiler
+
+
+class FunctionSource:
+    """The parsed source of a kernel or func."""
+
+    def __init__(self, fn):
+        try:
+            lines, start = inspect.getsourcelines(fn)
+            self.file = inspect.getsourcefile(fn) or "<unknown>"
+        except (OSError, TypeError) as e:
+            raise QuadrantsSyntaxError(f"cannot read the source of {fn.__name__}: {e}") \
+                from None
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+        self.node = tree.body[0]
+        self.line_offset = start - 1
+        self.name = fn.__name__
+        self.globals = dict(fn.__globals__)
+        if fn.__closure__:
+            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+                try:
+                    self.globals[name] = cell.cell_contents
+                except ValueError:
+                    pass
+
+
+class CompileContext:
+    def __init__(self, name, kind, kernel_ir, program):
+        self.name = name
+        self.kind = kind
+        self.kernel_ir = kernel_ir
+        self.program = program
+        self.builder = core.Builder(kernel_ir, program)
+        self.region = (None, 0)   # where new local variables are declared
+        self.in_parallel = False
+        self.inline_depth = 0
+
+
+# ---- parameter kinds -----------------------------------------------------------
+
+class _ScalarParam:
+    def __init__(self, name, dtype):
+        self.name, self.dtype = name, dtype
+
+
+class _NdarrayParam:
+    def __init__(self, name, annotation):
+        self.name, self.annotation = name, annotation
+
+
+class _TemplateParam:
+    def __init__(self, name):
+        self.name = name
+
+
+def _param_specs(fn, source):
+    specs = []
+    for p in inspect.signature(fn).parameters.values():
+        ann = p.annotation
+        where = f"{source.file}:{source.line_offset + 1}"
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise QuadrantsSyntaxError(f"{where}: kernel '{fn.__name__}': *args and "
+                                       f"**kwargs parameters are not supported")
+        if ann is inspect.Parameter.empty:
+            raise QuadrantsSyntaxError(f"{where}: kernel '{fn.__name__}': parameter "
+                                       f"'{p.name}' needs a type annotation (e.g. qd.f32, "
+                                       f"qd.types.ndarray(), qd.template())")
+        if isinstance(ann, types.Template):
+            specs.append(_TemplateParam(p.name))
+        elif isinstance(ann, types.NdarrayType):
+            specs.append(_NdarrayParam(p.name, ann))
+        else:
+            try:
+                dtype = ann if isinstance(ann, types.DataType) else types.normalize(ann)
+            except QuadrantsTypeError:
+                raise QuadrantsTypeError(f"{where}: kernel '{fn.__name__}': parameter "
+                                         f"'{p.name}' has an unsupported annotation "
+                                         f"{ann!r}") from None
+            specs.append(_ScalarParam(p.name, dtype))
+    return specs
+
+
+def _template_key(value):
+    if isinstance(value, (Field, Ndarray)):
+        return ("obj", id(value))
+    try:
+        hash(value)
+        return ("val", type(value), value)
+    except TypeError:
+        return ("obj", id(value))
+
+
+class Kernel:
+    """A @qd.kernel: compiled per distinct template / dtype / ndim signature."""
+
+    _qd_kernel = True
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.name = fn.__name__
+        self._source = None
+        self._specs = None
+        self._signature = inspect.signature(fn)
+        self._cache = {}
+        self._cache_generation = -1
+        functools.update_wrapper(self, fn)
+
+    def _prepare(self):
+        if self._source is None:
+            self._source = FunctionSource(self.fn)
+            self._specs = _param_specs(self.fn, self._source)
+
+    def _bind(self, args, kwargs):
+        if kwargs:
+            try:
+                bound = self._signature.bind(*args, **kwargs)
+            except TypeError as e:
+                raise TypeError(f"kernel '{self.name}': {e}") from None
+            return list(bound.args)
+        if len(args) != len(self._specs):
+            names = ", ".join(s.name for s in self._specs)
+            raise TypeError(f"kernel '{self.name}' takes {len(self._specs)} arguments "
+                            f"({names}), got {len(args)}")
+        return args
+
+    def _signature_key(self, args):
+        key = []
+        for spec, arg in zip(self._specs, args):
+            if isinstance(spec, _TemplateParam):
+                key.append(_template_key(arg))
+            elif isinstance(spec, _NdarrayParam):
+                dtype, ndim = _array_signature(self.name, spec, arg)
+                key.append((dtype, ndim))
+            else:
+                _check_scalar(self.name, spec, arg)
+        return tuple(key)
+
+    def _compiled(self, args):
+        if self._cache_generation != runtime.state.generation:
+            self._cache = {}
+            self._cache_generation = runtime.state.generation
+        key = self._signature_key(args)
+        compiled = self._cache.get(key)
+        if compiled is None:
+            compiled = self._compile(args)
+            self._cache[key] = compiled
+        return compiled
+
+    def _compile(self, args):
+        prog = runtime.program()
+        src = self._source
+        kernel_ir = core.Kernel(self.name, src.file, src.line_offset + 1)
+        scope = {}
+        ir_index = 0
+        for spec, arg in zip(self._specs, args):
+            if isinstance(spec, _TemplateParam):
+                scope[spec.name] = arg
+            elif isinstance(spec, _NdarrayParam):
+                dtype, ndim = _array_signature(self.name, spec, arg)
+                kernel_ir.add_ndarray_param(spec.name, dtype.name, ndim)
+                scope[spec.name] = NdarrayArg(ir_index, dtype, ndim, spec.name)
+                ir_index += 1
+            else:
+                kernel_ir.add_scalar_param(spec.name, spec.dtype.name)
+                ir_index += 1
+        ctx = CompileContext(self.name, "kernel", kernel_ir, prog)
+        context.push(ctx)
+        try:
+            index = 0
+            for spec in self._specs:
+                if isinstance(spec, _ScalarParam):
+                    scope[spec.name] = Expr(ctx.builder.arg_load(index), spec.dtype)
+                if not isinstance(spec, _TemplateParam):
+                    index += 1
+            compiler = FunctionCompiler(ctx, src, scope, src.globals, is_kernel=True)
+            compiler.compile_body(src.node.body)
+        finally:
+            context.pop()
+        return prog.compile(kernel_ir), kernel_ir
+
+    def __call__(self, *args, **kwargs):
+        if context.current() is not None:
+            raise QuadrantsSyntaxError(f"kernel '{self.name}' cannot be called from kernel "
+                                       f"code; make it a @qd.func")
+        prog = runtime.program()
+        self._prepare()
+        args = self._bind(args, kwargs)
+        compiled, _ = self._compiled(args)
+        launch_args, copy_back = _launch_arguments(self._specs, args)
+        prog.launch(compiled, launch_args)
+        for original, contiguous in copy_back:
+            original[...] = contiguous
+
+    def ir(self, *args):
+        """The kernel's IR for these arguments, as text (for inspection)."""
+        self._prepare()
+        return self._compiled(self._bind(args, {}))[1].print()
+
+
+def _array_signature(kernel_name, spec, arg):
+    ann = spec.annotation
+    if isinstance(arg, Ndarray):
+        dtype, ndim = arg.dtype, arg.ndim
+    elif isinstance(arg, np.ndarray):
+        dtype, ndim = types.from_numpy_dtype(arg.dtype), arg.ndim
+    else:
+        raise TypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects an ndarray "
+                        f"(qd.ndarray or numpy array), got {type(arg).__name__}")
+    if ann.dtype is not None and ann.dtype != dtype:
+        raise TypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects an ndarray "
+                        f"of {ann.dtype}, got one of {dtype}")
+    if ann.ndim is not None and ann.ndim != ndim:
+        raise ValueError(f"kernel '{kernel_name}' argument '{spec.name}' expects an "
+                         f"ndarray with {ann.ndim} dimensions, got {ndim}")
+    return dtype, ndim
+
+
+def _check_scalar(kernel_name, spec, arg):
+    if not isinstance(arg, (numbers.Number, np.generic)) or isinstance(arg, np.ndarray):
+        raise TypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects a scalar "
+                        f"of type {spec.dtype}, got {type(arg).__name__}")
+    if spec.dtype.is_integral and isinstance(arg, (float, np.floating)):
+        raise TypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects an integer "
+                        f"({spec.dtype}), got the float {arg!r}")
+
+
+def _launch_arguments(specs, args):
+    launch, copy_back = [], []
+    for spec, arg in zip(specs, args):
+        if isinstance(spec, _TemplateParam):
+            continue
+        if isinstance(spec, _NdarrayParam):
+            if isinstance(arg, Ndarray):
+                arg._check_alive()
+                launch.append(arg._core)
+            elif arg.flags.c_contiguous and arg.flags.writeable:
+                launch.append(arg)
+            else:
+                # Kernels address arrays densely: run on a contiguous copy and
+                # write it back.
+                contiguous = np.ascontiguousarray(arg)
+                launch.append(contiguous)
+                if arg.flags.writeable:
+                    copy_back.append((arg, contiguous))
+        else:
+            launch.append(arg.item() if isinstance(arg, np.generic) else arg)
+    return launch, copy_back
+
+
+class Func:
+    """A @qd.func: inlined into the kernels that call it."""
+
+    _qd_func = True
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.name = fn.__name__
+        self._source = None
+        functools.update_wrapper(self, fn)
+
+    def inline(self, ctx, node, caller, args, kwargs):
+        if self._source is None:
+            self._source = FunctionSource(self.fn)
+        if ctx.inline_depth > 64:
+            raise QuadrantsCompilationError(f"{caller.where(node)}: qd.func '{self.name}': "
+                                            f"recursion is not supported")
+        try:
+            bound = inspect.signature(self.fn).bind(*args, **kwargs)
+        except TypeError as e:
+            raise QuadrantsTypeError(f"{caller.where(node)}: qd.func '{self.name}': {e}") \
+                from None
+        bound.apply_defaults()
+        scope = {}
+        for name, value in bound.arguments.items():
+            # Scalars are passed by value; fields and ndarrays by reference.
+            value = context.load(value) if isinstance(value, (Var, GlobalRef)) else value
+            scope[name] = value
+        saved = (ctx.name, ctx.kind)
+        ctx.inline_depth += 1
+        try:
+            compiler = FunctionCompiler(ctx, self._source, scope, self._source.globals,
+                                        is_kernel=False)
+            compiler.depth = 0
+            compiler.compile_body(self._source.node.body)
+        finally:
+            ctx.inline_depth -= 1
+            ctx.name, ctx.kind = saved
+        return compiler.return_value
+
+    def __call__(self, *args, **kwargs):
+        if context.current() is None:
+            raise QuadrantsSyntaxError(f"qd.func '{self.name}' can only be called from "
+                                       f"kernel code")
+        raise QuadrantsSyntaxError(f"qd.func '{self.name}' must be called directly from "
+                                   f"kernel source")
+
+
+def kernel(fn):
+    return Kernel(fn)
+
+
+def func(fn):
+    return Func(fn)

@@ -1,0 +1,21 @@
+"""Extensions and capability queries."""
+from quadrants.lang import runtime
+
+
+class extension:  # pylint: disable=invalid-name
+    """Optional capabilities: qd.extension.adstack, qd.extension.data64."""
+    adstack = "adstack"
+    data64 = "data64"
+
+
+# arch -> extensions it supports in this build.
+_SUPPORTED = {
+    runtime.cpu: {extension.data64},
+}
+
+
+def is_extension_supported(arch, ext):
+    """Whether `arch` supports extension `ext` in this build."""
+    if isinstance(arch, str):
+        arch = runtime.Arch(arch)
+    return ext in _SUPPORTED.get(arch, set())

@@ -1,0 +1,80 @@
+"""qd.ndarray: arrays passed to kernels as arguments."""
+import numbers
+
+import numpy as np
+
+from quadrants.lang import runtime, types
+from quadrants.lang.exception import QuadrantsRuntimeError, QuadrantsTypeError
+
+
+class Ndarray:
+    """A dense array owned by Quadrants, passed to kernels by reference."""
+
+    def __init__(self, dtype, shape, needs_grad=False):
+        prog = runtime.program()
+        self.dtype = types.normalize(dtype)
+        if isinstance(shape, numbers.Integral):
+            shape = (shape,)
+        shape = tuple(int(s) for s in shape)
+        if any(s < 0 for s in shape):
+            raise QuadrantsTypeError(f"ndarray shape must be non-negative, got {shape}")
+        self.shape = shape
+        self._generation = runtime.state.generation
+        self._core = prog.create_ndarray(self.dtype.name, list(shape))
+        self.grad = Ndarray(self.dtype, shape) if needs_grad else None
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def _check_alive(self):
+        if self._generation != runtime.state.generation:
+            raise QuadrantsRuntimeError("this ndarray belongs to a Quadrants session that "
+                                        "was reset; create it again after qd.init()")
+        return runtime.program()
+
+    def _index(self, key):
+        if key is None:
+            key = ()
+        elif not isinstance(key, tuple):
+            key = (key,)
+        if len(key) != len(self.shape):
+            raise QuadrantsTypeError(f"ndarray has {len(self.shape)} dimensions, "
+                                     f"indexed with {len(key)} indices")
+        return [int(v) for v in key]
+
+    def __getitem__(self, key):
+        self._check_alive().sync()
+        return self._core.read(self._index(key))
+
+    def __setitem__(self, key, value):
+        self._check_alive().sync()
+        self._core.write(self._index(key), value)
+
+    def to_numpy(self):
+        self._check_alive().sync()
+        return self._core.to_numpy()
+
+    def from_numpy(self, array):
+        self._check_alive().sync()
+        array = np.asarray(array)
+        if tuple(array.shape) != self.shape:
+            raise ValueError(f"from_numpy: ndarray has shape {self.shape}, the array "
+                             f"{tuple(array.shape)}")
+        self._core.from_numpy(array)
+
+    def fill(self, value):
+        self._check_alive().sync()
+        self._core.fill(value)
+
+    @property
+    def data_generation(self):
+        return self._core.data_generation
+
+    def __repr__(self):
+        return f"<qd.ndarray {self.dtype}{list(self.shape)}>"
+
+
+def ndarray(dtype, shape, needs_grad=False):
+    """qd.ndarray(dtype, shape, needs_grad=False), zero-initialized."""
+    return Ndarray(dtype, shape, needs_grad)

@@ -1,0 +1,137 @@
+"""Math, casts and atomics. Inside a kernel they build IR; outside they
+compute on Python numbers."""
+import builtins
+import math
+import numbers
+
+import numpy as np
+
+from quadrants.lang import context, types
+from quadrants.lang.exception import QuadrantsTypeError
+from quadrants.lang.expr import Expr, GlobalRef, Var, is_runtime
+
+
+def intrinsic(fn):
+    fn._qd_intrinsic = True
+    return fn
+
+
+def _unary(name, python_fn):
+    @intrinsic
+    def op(x):
+        x = context.load(x) if context.current() else x
+        if isinstance(x, Expr):
+            return Expr(context.builder().unary(name, x.stmt))
+        return python_fn(x)
+    op.__name__ = name
+    op.__doc__ = f"qd.{name}(x), elementwise."
+    return op
+
+
+def _rsqrt(x):
+    return 1.0 / math.sqrt(x)
+
+
+sqrt = _unary("sqrt", math.sqrt)
+rsqrt = _unary("rsqrt", _rsqrt)
+sin = _unary("sin", math.sin)
+cos = _unary("cos", math.cos)
+tan = _unary("tan", math.tan)
+tanh = _unary("tanh", math.tanh)
+exp = _unary("exp", math.exp)
+log = _unary("log", math.log)
+asin = _unary("asin", math.asin)
+acos = _unary("acos", math.acos)
+floor = _unary("floor", math.floor)
+ceil = _unary("ceil", math.ceil)
+abs = _unary("abs", builtins.abs)  # pylint: disable=redefined-builtin
+
+
+def binary(name, a, b, python_fn):
+    """a `name` b, building IR when either side is a run-time value."""
+    if context.current() is not None:
+        a, b = context.load(a), context.load(b)
+    if isinstance(a, Expr) or isinstance(b, Expr):
+        ea = context.to_expr(a, like=b if isinstance(b, Expr) else None)
+        eb = context.to_expr(b, like=ea)
+        return Expr(context.builder().binary(name, ea.stmt, eb.stmt))
+    return python_fn(a, b)
+
+
+_py_min, _py_max = builtins.min, builtins.max
+
+
+@intrinsic
+def atan2(y, x):
+    return binary("atan2", y, x, math.atan2)
+
+
+@intrinsic
+def pow(x, y):  # pylint: disable=redefined-builtin
+    return binary("pow", x, y, lambda a, b: a ** b)
+
+
+@intrinsic
+def min(*args):  # pylint: disable=redefined-builtin
+    result = args[0]
+    for other in args[1:]:
+        result = binary("min", result, other, _py_min)
+    return result
+
+
+@intrinsic
+def max(*args):  # pylint: disable=redefined-builtin
+    result = args[0]
+    for other in args[1:]:
+        result = binary("max", result, other, _py_max)
+    return result
+
+
+@intrinsic
+def cast(x, dtype):
+    """qd.cast(x, dtype): float -> int truncates toward zero."""
+    dtype = types.normalize(dtype)
+    if context.current() is not None:
+        x = context.load(x)
+    if isinstance(x, Expr):
+        if x.dtype == dtype:
+            return x
+        return Expr(context.builder().cast(x.stmt, dtype.name), dtype)
+    if not isinstance(x, (numbers.Number, np.generic)):
+        raise QuadrantsTypeError(f"qd.cast() needs a number, got {x!r}")
+    if dtype.is_float:
+        return float(np.array(x).astype(types.to_numpy_dtype(dtype)))
+    if dtype == types.u1:
+        return bool(x)
+    return int(np.array(math.trunc(x) if isinstance(x, float) else x).astype(
+        types.to_numpy_dtype(dtype)))
+
+
+def _atomic(name, python_op):
+    @intrinsic
+    def op(target, value):
+        if not is_runtime(target):
+            raise QuadrantsTypeError(f"qd.{name}() needs a field/ndarray element or a "
+                                     f"local variable as its first argument")
+        if isinstance(target, Var):
+            old = context.load(target)
+            new = binary(python_op, old, value, None)
+            context.builder().local_store(target.alloca, context.to_expr(new).stmt)
+            return old
+        if not isinstance(target, GlobalRef):
+            raise QuadrantsTypeError(f"qd.{name}() cannot update a read-only value")
+        v = context.to_expr(value, like=target.dtype)
+        if v.dtype != target.dtype:
+            v = cast(v, target.dtype)
+        return Expr(context.builder().atomic(name, target.ptr, v.stmt), target.dtype)
+    op.__name__ = name
+    return op
+
+
+atomic_add = _atomic("atomic_add", "add")
+atomic_sub = _atomic("atomic_sub", "sub")
+atomic_min = _atomic("atomic_min", "min")
+atomic_max = _atomic("atomic_max", "max")
+atomic_and = _atomic("atomic_and", "bit_and")
+atomic_or = _atomic("atomic_or", "bit_or")
+atomic_xor = _atomic("atomic_xor", "bit_xor")

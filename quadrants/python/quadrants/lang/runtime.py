@@ -1,0 +1,198 @@
+"""Process-wide state: the current Program, qd.init / qd.reset / qd.sync."""
+import os
+import warnings
+
+from quadrants._core import core
+from quadrants.lang import types
+from quadrants.lang.exception import QuadrantsRuntimeError, QuadrantsTypeError
+
+
+class Arch:
+    """A backend: qd.cpu, qd.cuda, qd.amdgpu, qd.vulkan, qd.metal, qd.gpu."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+    def __eq__(self, other):
+        return isinstance(other, Arch) and other.name == self.name
+
+    def __hash__(self):
+        return hash(self.name)
+
+
+cpu = Arch("cpu")
+x64 = cpu
+cuda = Arch("cuda")
+amdgpu = Arch("amdgpu")
+vulkan = Arch("vulkan")
+metal = Arch("metal")
+gpu = Arch("gpu")
+GPU_ARCHS = [cuda, amdgpu, vulkan, metal]
+ALL_ARCHS = [cpu] + GPU_ARCHS
+
+# name -> (expected Python type(s), default, validator or None)
+_OPTIONS = {
+    "debug": (bool, False, None),
+    "check_out_of_bound": (bool, False, None),
+    "default_fp": (object, types.f32, "float_type"),
+    "default_ip": (object, types.i32, "int_type"),
+    "ad_stack_experimental_enabled": (bool, False, None),
+    "ad_stack_size": (int, 0, "non_negative"),
+    "default_ad_stack_size": (int, 256, "positive"),
+    "offline_cache": (bool, True, None),
+    "offline_cache_file_path": (str, None, None),
+    "cfg_optimization": (bool, True, None),
+    "print_ir": (bool, False, None),
+    "cpu_max_num_threads": (int, 0, "non_negative"),
+    "random_seed": (int, 0, None),
+    "device_memory_GB": ((int, float), None, "positive"),
+    "device_memory_fraction": ((int, float), None, "fraction"),
+}
+
+
+class _State:
+    program = None
+    config = None
+    options = {}
+    generation = 0  # bumped by every init/reset; stale objects compare against it
+
+
+state = _State()
+
+
+def _validate(name, value):
+    expected, _, rule = _OPTIONS[name]
+    if rule == "float_type" or rule == "int_type":
+        try:
+            dtype = types.normalize(value, name)
+        except QuadrantsTypeError:
+            raise QuadrantsTypeError(f"qd.init(): {name} must be a Quadrants type, "
+                                     f"got {value!r}") from None
+        if (rule == "float_type") != dtype.is_float or dtype == types.u1:
+            kind = "floating-point" if rule == "float_type" else "integer"
+            raise QuadrantsTypeError(f"qd.init(): {name} must be a {kind} type, got {dtype}")
+        return dtype
+    if value is None and _OPTIONS[name][1] is None:
+        return None
+    if expected is int and isinstance(value, bool):
+        raise QuadrantsTypeError(f"qd.init(): {name} must be an int, got {value!r}")
+    if not isinstance(value, expected):
+        want = expected.__name__ if isinstance(expected, type) else "a number"
+        raise QuadrantsTypeError(f"qd.init(): {name} must be {want}, got {value!r}")
+    if rule == "non_negative" and value < 0:
+        raise ValueError(f"qd.init(): {name} must be >= 0, got {value}")
+    if rule == "positive" and value <= 0:
+        raise ValueError(f"qd.init(): {name} must be > 0, got {value}")
+    if rule == "fraction" and not 0 < value <= 1:
+        raise ValueError(f"qd.init(): {name} must be in (0, 1], got {value}")
+    return value
+
+
+def arch_unavailable_reason(arch):
+    """Why `arch` cannot run here, or None when it can."""
+    if arch == cpu:
+        return None
+    if arch == metal:
+        return "Metal runs on macOS only (this build generates MSL but cannot run it)"
+    return (f"the {arch.name} backend is not available in this build of Quadrants "
+            f"(kernels run on qd.cpu only)")
+
+
+def is_arch_available(arch):
+    return arch_unavailable_reason(arch) is None
+
+
+def init(arch=None, **options):
+    """Starts Quadrants on `arch` (default: qd.cpu). Re-initializing resets."""
+    for name in options:
+        if name not in _OPTIONS:
+            raise TypeError(f"qd.init() got an unknown option '{name}'")
+    values = {name: default for name, (_, default, _) in _OPTIONS.items()}
+    for name, value in options.items():
+        values[name] = _validate(name, value)
+    if os.environ.get("QD_OFFLINE_CACHE") == "0":
+        values["offline_cache"] = False
+    if arch is None:
+        arch = cpu
+    if isinstance(arch, str):
+        arch = {a.name: a for a in ALL_ARCHS + [gpu]}.get(arch, arch)
+    if not isinstance(arch, Arch):
+        raise QuadrantsTypeError(f"qd.init(): arch must be one of qd.cpu, qd.cuda, "
+                                 f"qd.amdgpu, qd.vulkan, qd.metal, qd.gpu; got {arch!r}")
+    if arch == gpu:
+        available = [a for a in GPU_ARCHS if is_arch_available(a)]
+        if not available:
+            reasons = "; ".join(f"{a.name}: {arch_unavailable_reason(a)}" for a in GPU_ARCHS)
+            raise QuadrantsRuntimeError(f"qd.gpu: no GPU backend is available ({reasons})")
+        arch = available[0]
+    reason = arch_unavailable_reason(arch)
+    if reason is not None:
+        raise QuadrantsRuntimeError(f"arch {arch.name} is not available: {reason}")
+    reset()
+    config = core.CompileConfig()
+    config.arch = arch.name
+    config.debug = values["debug"]
+    config.check_out_of_bound = values["check_out_of_bound"]
+    config.default_fp = values["default_fp"].name
+    config.default_ip = values["default_ip"].name
+    config.cpu_max_num_threads = values["cpu_max_num_threads"]
+    config.print_ir = values["print_ir"]
+    config.ad_stack_experimental_enabled = values["ad_stack_experimental_enabled"]
+    config.ad_stack_size = values["ad_stack_size"]
+    config.default_ad_stack_size = values["default_ad_stack_size"]
+    state.program = core.Program(config)
+    state.config = config
+    state.options = dict(values, arch=arch)
+    state.arch = arch
+
+
+def reset():
+    """Drops the Program: fields, ndarrays and compiled kernels."""
+    state.program = None
+    state.config = None
+    state.options = {}
+    state.generation += 1
+
+
+def sync():
+    """Waits for launched kernels and raises the first error they recorded."""
+    prog = program()
+    prog.sync()
+
+
+def program():
+    if state.program is None:
+        raise QuadrantsRuntimeError(
+            "Quadrants is not initialized: call qd.init() before creating fields, "
+            "ndarrays or launching kernels")
+    return state.program
+
+
+def is_initialized():
+    return state.program is not None
+
+
+def option(name):
+    return state.options[name]
+
+
+def current_arch():
+    program()
+    return state.options["arch"]
+
+
+def default_fp():
+    return state.options["default_fp"] if state.program is not None else types.f32
+
+
+def default_ip():
+    return state.options["default_ip"] if state.program is not None else types.i32
+
+
+def warn(message):
+    warnings.warn(message, stacklevel=3)

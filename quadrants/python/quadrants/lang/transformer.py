@@ -1,0 +1,699 @@
+"""Compiles the Python AST of a kernel (and the funcs it calls) into IR.
+
+Statements are visited in order and lowered through the C++ builder as
+they are met. Compile-time values (numbers, fields, templates, qd.static
+results) stay Python objects and fold away; run-time values are Exprs.
+"""
+import ast
+import builtins
+import numbers
+
+from quadrants.lang import context, ops, types
+from quadrants.lang.exception import (QuadrantsCompilationError, QuadrantsError,
+                                      QuadrantsSyntaxError, QuadrantsTypeError)
+from quadrants.lang.expr import Expr, GlobalRef, NdarrayArg, ShapeProxy, Var, is_runtime
+from quadrants.lang.field import Field
+
+_BINARY = {
+    ast.Add: ("add", lambda a, b: a + b),
+    ast.Sub: ("sub", lambda a, b: a - b),
+    ast.Mult: ("mul", lambda a, b: a * b),
+    ast.Div: ("div", lambda a, b: a / b),
+    ast.FloorDiv: ("floordiv", lambda a, b: a // b),
+    ast.Mod: ("mod", lambda a, b: a % b),
+    ast.Pow: ("pow", lambda a, b: a ** b),
+    ast.BitAnd: ("bit_and", lambda a, b: a & b),
+    ast.BitOr: ("bit_or", lambda a, b: a | b),
+    ast.BitXor: ("bit_xor", lambda a, b: a ^ b),
+    ast.LShift: ("shl", lambda a, b: a << b),
+    ast.RShift: ("shr", lambda a, b: a >> b),
+}
+
+_COMPARE = {
+    ast.Lt: ("cmp_lt", lambda a, b: a < b),
+    ast.LtE: ("cmp_le", lambda a, b: a <= b),
+    ast.Gt: ("cmp_gt", lambda a, b: a > b),
+    ast.GtE: ("cmp_ge", lambda a, b: a >= b),
+    ast.Eq: ("cmp_eq", lambda a, b: a == b),
+    ast.NotEq: ("cmp_ne", lambda a, b: a != b),
+}
+
+# Augmented assignments on field/ndarray elements that are atomic.
+_ATOMIC_AUG = {ast.Add: "atomic_add", ast.Sub: "atomic_sub", ast.BitAnd: "atomic_and",
+               ast.BitOr: "atomic_or", ast.BitXor: "atomic_xor"}
+
+_UNSUPPORTED = {
+    ast.Lambda: "lambda", ast.ListComp: "list comprehension",
+    ast.SetComp: "set comprehension", ast.DictComp: "dict comprehension",
+    ast.GeneratorExp: "generator expression", ast.Try: "try",
+    ast.With: "with", ast.ClassDef: "class definition",
+    ast.FunctionDef: "nested function definition", ast.AsyncFunctionDef: "async def",
+    ast.Global: "global", ast.Nonlocal: "nonlocal", ast.Yield: "yield",
+    ast.YieldFrom: "yield from", ast.Await: "await", ast.Delete: "del",
+    ast.Import: "import", ast.ImportFrom: "import", ast.Raise: "raise",
+    ast.NamedExpr: "assignment expression (:=)", ast.Starred: "starred expression",
+    ast.AsyncFor: "async for", ast.AsyncWith: "async with",
+}
+if hasattr(ast, "TryStar"):
+    _UNSUPPORTED[ast.TryStar] = "try"
+if hasattr(ast, "Match"):
+    _UNSUPPORTED[ast.Match] = "match"
+
+
+class StaticMarker:
+    """The value of qd.static(x): x itself, evaluated at compile time."""
+
+
+class NdRange:
+    """qd.ndrange(a, (b, c), ...): a multi-dimensional iteration space."""
+
+    def __init__(self, *dims):
+        self.bounds = []
+        for d in dims:
+            if isinstance(d, (tuple, list)):
+                if len(d) != 2:
+                    raise QuadrantsTypeError("ndrange bounds are n or (begin, end)")
+                self.bounds.append((d[0], d[1]))
+            else:
+                self.bounds.append((0, d))
+
+
+class LoopFrame:
+    """What break/continue may do in the loop being built."""
+
+    def __init__(self, parallel, static):
+        self.parallel = parallel
+        self.static = static
+
+
+class FunctionCompiler(ast.NodeVisitor):
+    """Lowers one function body (the kernel, or an inlined func)."""
+
+    def __init__(self, ctx, source, scope, globals_, is_kernel):
+        self.ctx = ctx
+        self.source = source      # FunctionSource: ast, file, line offset, name
+        self.scope = scope        # name -> value (Python scoping per function)
+        self.globals = globals_
+        self.is_kernel = is_kernel
+        self.loops = []
+        self.return_value = None
+        self.depth = 0            # nesting of blocks inside this function
+
+    # ---- errors and locations ----------------------------------------------
+    def where(self, node):
+        return f"{self.source.file}:{self.source.line_offset + getattr(node, 'lineno', 1)}"
+
+    def error(self, node, message, kind=QuadrantsCompilationError):
+        return kind(f"{self.where(node)}: in {self.ctx.kind} '{self.ctx.name}': {message}")
+
+    def locate(self, node):
+        if hasattr(node, "lineno"):
+            self.ctx.builder.set_location(self.source.file,
+                                          self.source.line_offset + node.lineno)
+
+    # ---- entry --------------------------------------------------------------
+    def compile_body(self, body):
+        for i, stmt in enumerate(body):
+            if isinstance(stmt, ast.Return):
+                if self.is_kernel:
+                    raise self.error(stmt, "kernels cannot return values",
+                                     QuadrantsSyntaxError)
+                if i != len(body) - 1 or self.depth:
+                    raise self.error(stmt, "return is only supported as the last "
+                                     "statement of a qd.func", QuadrantsSyntaxError)
+                self.locate(stmt)
+                self.return_value = (None if stmt.value is None
+                                     else context.load(self.eval(stmt.value)))
+                return
+            self.visit(stmt)
+
+    def visit(self, node):
+        if type(node) in _UNSUPPORTED:
+            raise self.error(node, f"{_UNSUPPORTED[type(node)]} is not supported in "
+                             f"Quadrants kernels", QuadrantsSyntaxError)
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(node, f"{type(node).__name__} is not supported in Quadrants "
+                             f"kernels", QuadrantsSyntaxError)
+        self.locate(node)
+        try:
+            return method(node)
+        except QuadrantsError:
+            raise
+        except (TypeError, ValueError, AttributeError, IndexError, KeyError,
+                ZeroDivisionError, NameError) as e:
+            raise self.error(node, str(e), QuadrantsTypeError
+                             if isinstance(e, TypeError) else QuadrantsCompilationError) from e
+
+    def eval(self, node):
+        return self.visit(node)
+
+    def block(self, body):
+        self.depth += 1
+        try:
+            for stmt in body:
+                if isinstance(stmt, ast.Return):
+                    raise self.error(stmt, "return is only supported as the last "
+                                     "statement of a qd.func", QuadrantsSyntaxError)
+                self.visit(stmt)
+        finally:
+            self.depth -= 1
+
+    # ---- names and variables --------------------------------------------------
+    def lookup(self, node, name):
+        if name in self.scope:
+            return self.scope[name]
+        if name in self.globals:
+            return self.globals[name]
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        raise self.error(node, f"name '{name}' is not defined", QuadrantsSyntaxError)
+
+    def new_var(self, name, dtype):
+        region, which = self.ctx.region
+        alloca = self.ctx.builder.alloca_at_start(region, which, dtype.name)
+        var = Var(alloca, dtype, name)
+        self.scope[name] = var
+        return var
+
+    def assign_name(self, node, name, value):
+        current = self.scope.get(name)
+        if isinstance(current, Var):
+            self.store_var(current, value)
+            return
+        value = context.load(value)
+        if isinstance(value, (Expr, numbers.Number)):
+            expr = context.to_expr(value)
+            var = self.new_var(name, expr.dtype)
+            self.ctx.builder.local_store(var.alloca, expr.stmt)
+        else:
+            # Compile-time objects (fields, ndarrays, tuples, ...) are aliases.
+            self.scope[name] = value
+
+    def store_var(self, var, value):
+        expr = context.to_expr(value, like=var.dtype)
+        self.ctx.builder.local_store(var.alloca, expr.stmt)
+
+    def assign(self, node, target, value):
+        if isinstance(target, ast.Name):
+            self.assign_name(target, target.id, value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            value = context.load(value) if not isinstance(value, (tuple, list)) else value
+            if not isinstance(value, (tuple, list)) or len(value) != len(target.elts):
+                raise self.error(node, "cannot unpack this value into "
+                                 f"{len(target.elts)} targets", QuadrantsSyntaxError)
+            for t, v in zip(target.elts, value):
+                self.assign(node, t, v)
+        elif isinstance(target, ast.Subscript):
+            ref = self.eval(target)
+            if not isinstance(ref, GlobalRef):
+                raise self.error(node, "only field and ndarray elements can be assigned "
+                                 "by subscript", QuadrantsSyntaxError)
+            expr = context.to_expr(value, like=ref.dtype)
+            self.ctx.builder.global_store(ref.ptr, expr.stmt)
+        else:
+            raise self.error(node, "unsupported assignment target", QuadrantsSyntaxError)
+
+    # ---- statements -----------------------------------------------------------
+    def visit_Expr(self, node):
+        self.eval(node.value)
+
+    def visit_Pass(self, node):
+        pass
+
+    def visit_Assign(self, node):
+        value = self.eval(node.value)
+        if len(node.targets) > 1 and is_runtime(value):
+            value = context.load(value)
+        for target in node.targets:
+            self.assign(node, target, value)
+
+    def visit_AnnAssign(self, node):
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node, "annotated assignment needs a plain name",
+                             QuadrantsSyntaxError)
+        dtype = types.normalize(self.eval(node.annotation))
+        var = self.new_var(node.target.id, dtype)
+        if node.value is not None:
+            self.store_var(var, self.eval(node.value))
+
+    def visit_AugAssign(self, node):
+        op = type(node.op)
+        if op not in _BINARY:
+            raise self.error(node, "unsupported augmented assignment", QuadrantsSyntaxError)
+        if isinstance(node.target, ast.Subscript):
+            ref = self.eval(node.target)
+            if isinstance(ref, GlobalRef):
+                value = self.eval(node.value)
+                if op in _ATOMIC_AUG:
+                    getattr(ops, _ATOMIC_AUG[op])(ref, value)
+                    return
+                name, python_fn = _BINARY[op]
+                result = ops.binary(name, ref, value, python_fn)
+                self.ctx.builder.global_store(
+                    ref.ptr, context.to_expr(result, like=ref.dtype).stmt)
+                return
+        current = self.eval(node.target)
+        name, python_fn = _BINARY[op]
+        result = ops.binary(name, current, self.eval(node.value), python_fn)
+        self.assign(node, node.target, result)
+
+    def visit_If(self, node):
+        cond = context.load(self.eval(node.test))
+        if not isinstance(cond, Expr):
+            self.block(node.body if cond else node.orelse)
+            return
+        branch = self.ctx.builder.if_(cond.stmt)
+        for which, body in ((0, node.body), (1, node.orelse)):
+            if body:
+                self.ctx.builder.push_block(branch, which)
+                try:
+                    self.block(body)
+                finally:
+                    self.ctx.builder.pop_block()
+
+    def visit_While(self, node):
+        if node.orelse:
+            raise self.error(node, "while/else is not supported", QuadrantsSyntaxError)
+        b = self.ctx.builder
+        loop = b.while_()
+        b.push_block(loop, 0)
+        self.loops.append(LoopFrame(parallel=False, static=False))
+        try:
+            cond = context.load(self.eval(node.test))
+            if isinstance(cond, Expr):
+                stop = b.if_(b.unary("logical_not", cond.stmt))
+                b.push_block(stop, 0)
+                b.break_()
+                b.pop_block()
+            elif not cond:
+                b.break_()
+            self.block(node.body)
+        finally:
+            self.loops.pop()
+            b.pop_block()
+
+    def visit_Break(self, node):
+        self.check_jump(node, "break")
+        self.ctx.builder.break_()
+
+    def visit_Continue(self, node):
+        self.check_jump(node, "continue")
+        self.ctx.builder.continue_()
+
+    def check_jump(self, node, what):
+        if not self.loops:
+            raise self.error(node, f"'{what}' outside a loop", QuadrantsSyntaxError)
+        frame = self.loops[-1]
+        if frame.static:
+            raise self.error(node, f"'{what}' is not supported in a qd.static loop",
+                             QuadrantsSyntaxError)
+        if frame.parallel and what == "break":
+            raise self.error(node, "'break' is not allowed in the outermost (parallel) "
+                             "loop of a kernel", QuadrantsSyntaxError)
+
+    def visit_Assert(self, node):
+        cond = context.load(self.eval(node.test))
+        message = ast.unparse(node.test)
+        args = []
+        if node.msg is not None:
+            msg = node.msg
+            if isinstance(msg, ast.BinOp) and isinstance(msg.op, ast.Mod):
+                values = self.eval(msg.right)
+                values = values if isinstance(values, tuple) else (values,)
+                args = [context.to_expr(v) for v in values]
+                msg = msg.left
+            text = self.eval(msg)
+            if not isinstance(text, str):
+                raise self.error(node, "an assert message must be a string",
+                                 QuadrantsSyntaxError)
+            message = text
+        if not isinstance(cond, Expr):
+            if not cond:
+                raise self.error(node, f"assertion is always false: {message}",
+                                 QuadrantsCompilationError)
+            return
+        self.ctx.builder.assert_(cond.stmt, message, [a.stmt for a in args])
+
+    def visit_Return(self, node):
+        raise self.error(node, "return is only supported as the last statement of a "
+                         "qd.func", QuadrantsSyntaxError)
+
+    # ---- for loops -------------------------------------------------------------
+    def visit_For(self, node):
+        if node.orelse:
+            raise self.error(node, "for/else is not supported", QuadrantsSyntaxError)
+        if isinstance(node.iter, ast.Call) and self.is_static_call(node.iter):
+            return self.static_for(node, self.eval_static(node.iter))
+        iterable = self.eval(node.iter)
+        if isinstance(iterable, range):
+            iterable = NdRange((iterable.start, iterable.stop)) if iterable.step == 1 else \
+                self.fail_step(node)
+        if isinstance(iterable, RuntimeRange):
+            iterable = NdRange((iterable.begin, iterable.end))
+        if isinstance(iterable, NdRange):
+            return self.range_for(node, iterable)
+        if isinstance(iterable, Field):
+            return self.struct_for(node, iterable)
+        raise self.error(node, "a kernel can loop over range(), qd.ndrange(), a field, "
+                         "or qd.static(...) of a Python iterable", QuadrantsSyntaxError)
+
+    def fail_step(self, node):
+        raise self.error(node, "range() with a step is not supported; use "
+                         "qd.static(range(...)) or scale the index", QuadrantsSyntaxError)
+
+    def targets(self, node, count):
+        names = node.target.elts if isinstance(node.target, (ast.Tuple, ast.List)) \
+            else [node.target]
+        if not all(isinstance(n, ast.Name) for n in names):
+            raise self.error(node, "loop targets must be names", QuadrantsSyntaxError)
+        if len(names) != count:
+            raise self.error(node, f"this loop has {count} indices but {len(names)} "
+                             f"targets", QuadrantsSyntaxError)
+        return [n.id for n in names]
+
+    def is_outermost(self):
+        return self.is_kernel and self.depth == 0 and not self.ctx.in_parallel
+
+    def run_loop_body(self, node, loop, bindings, parallel):
+        b = self.ctx.builder
+        b.push_block(loop, 0)
+        saved_region, saved_parallel = self.ctx.region, self.ctx.in_parallel
+        if parallel:
+            self.ctx.region = (loop, 0)
+            self.ctx.in_parallel = True
+        self.loops.append(LoopFrame(parallel=parallel, static=False))
+        try:
+            for name, value in bindings(loop).items():
+                self.scope[name] = value
+            self.block(node.body)
+        finally:
+            self.loops.pop()
+            self.ctx.region, self.ctx.in_parallel = saved_region, saved_parallel
+            b.pop_block()
+
+    def range_for(self, node, ndrange):
+        names = self.targets(node, len(ndrange.bounds))
+        b = self.ctx.builder
+        begins = [context.load(lo) for lo, _ in ndrange.bounds]
+        parallel = self.is_outermost()
+        if len(names) == 1:
+            end = context.load(ndrange.bounds[0][1])
+            first = context.to_expr(begins[0], like=end if isinstance(end, Expr) else None)
+            loop = b.range_for(first.stmt, context.to_expr(end, like=first).stmt)
+
+            def bind_one(lp):
+                return {names[0]: Expr(b.loop_index(lp, 0))}
+            return self.run_loop_body(node, loop, bind_one, parallel)
+        # Several dimensions run as one flat loop; indices are recovered by
+        # division, the last dimension varying fastest.
+        extents = [ops.binary("sub", context.load(hi), lo, lambda x, y: x - y)
+                   for lo, (_, hi) in zip(begins, ndrange.bounds)]
+        total = extents[0]
+        for e in extents[1:]:
+            total = ops.binary("mul", total, e, lambda x, y: x * y)
+        loop = b.range_for(context.to_expr(0).stmt, context.to_expr(total).stmt)
+
+        def bind_many(lp):
+            flat = Expr(b.loop_index(lp, 0))
+            values = [None] * len(names)
+            for axis in range(len(names) - 1, -1, -1):
+                extent = extents[axis]
+                index = ops.binary("mod", flat, extent, None) if axis else flat
+                values[axis] = ops.binary("add", index, begins[axis], None)
+                if axis:
+                    flat = ops.binary("floordiv", flat, extent, None)
+            return dict(zip(names, values))
+        self.run_loop_body(node, loop, bind_many, parallel)
+
+    def struct_for(self, node, f):
+        if len(f.shape) == 0:
+            raise self.error(node, f"cannot loop over 0-D field '{f.name}'",
+                             QuadrantsSyntaxError)
+        names = self.targets(node, len(f.shape))
+        b = self.ctx.builder
+        prog = self.ctx.program
+        dense = prog.parent_of(f.place_id())
+        loop = b.struct_for(dense)
+
+        def bind(lp):
+            return {name: Expr(b.loop_index(lp, axis)) for axis, name in enumerate(names)}
+        self.run_loop_body(node, loop, bind, self.is_outermost())
+
+    def is_static_call(self, call):
+        try:
+            fn = self.eval_quiet(call.func)
+        except QuadrantsError:
+            return False
+        return fn is static
+
+    def eval_quiet(self, node):
+        if isinstance(node, ast.Attribute):
+            base = self.eval_quiet(node.value)
+            return getattr(base, node.attr)
+        if isinstance(node, ast.Name):
+            return self.lookup(node, node.id)
+        raise QuadrantsCompilationError("not a plain name")
+
+    def eval_static(self, call):
+        if len(call.args) != 1 or call.keywords:
+            raise self.error(call, "qd.static() takes one argument", QuadrantsSyntaxError)
+        value = self.eval(call.args[0])
+        if is_runtime(value):
+            raise self.error(call, "qd.static() needs a compile-time value, got a "
+                             "run-time one", QuadrantsTypeError)
+        return value
+
+    def static_for(self, node, iterable):
+        try:
+            items = list(iterable)
+        except TypeError:
+            raise self.error(node, "qd.static() loop needs an iterable",
+                             QuadrantsTypeError) from None
+        self.loops.append(LoopFrame(parallel=False, static=True))
+        try:
+            for item in items:
+                if isinstance(node.target, ast.Name):
+                    self.scope[node.target.id] = item
+                else:
+                    self.assign(node, node.target, item)
+                self.block(node.body)
+        finally:
+            self.loops.pop()
+
+    # ---- expressions -----------------------------------------------------------
+    def visit_Constant(self, node):
+        return node.value
+
+    def visit_Name(self, node):
+        return self.lookup(node, node.id)
+
+    def visit_Tuple(self, node):
+        return tuple(self.eval(e) for e in node.elts)
+
+    def visit_List(self, node):
+        return [self.eval(e) for e in node.elts]
+
+    def visit_Dict(self, node):
+        return {self.eval(k): self.eval(v) for k, v in zip(node.keys, node.values)}
+
+    def visit_JoinedStr(self, node):
+        parts = []
+        for value in node.values:
+            v = self.eval(value)
+            if is_runtime(v):
+                raise self.error(node, "f-strings can only format compile-time values",
+                                 QuadrantsSyntaxError)
+            parts.append(str(v))
+        return "".join(parts)
+
+    def visit_FormattedValue(self, node):
+        value = self.eval(node.value)
+        if is_runtime(value):
+            return value
+        spec = self.eval(node.format_spec) if node.format_spec else ""
+        return format(value, spec)
+
+    def visit_Attribute(self, node):
+        base = self.eval(node.value)
+        if is_runtime(base):
+            raise self.error(node, f"run-time values have no attribute '{node.attr}'",
+                             QuadrantsSyntaxError)
+        try:
+            return getattr(base, node.attr)
+        except AttributeError:
+            raise self.error(node, f"{type(base).__name__} object has no attribute "
+                             f"'{node.attr}'", QuadrantsSyntaxError) from None
+
+    def visit_Subscript(self, node):
+        base = self.eval(node.value)
+        index = self.eval(node.slice)
+        if isinstance(base, (Field, NdarrayArg)):
+            return self.element(node, base, index)
+        if is_runtime(base):
+            raise self.error(node, "cannot subscript a scalar run-time value",
+                             QuadrantsTypeError)
+        index = context.load(index)
+        if isinstance(index, Expr) and not isinstance(base, ShapeProxy):
+            raise self.error(node, "cannot index a Python object with a run-time value",
+                             QuadrantsTypeError)
+        return base[index]
+
+    def element(self, node, base, index):
+        if index is None:
+            index = ()
+        elif not isinstance(index, tuple):
+            index = (index,)
+        indices = []
+        for v in index:
+            e = context.to_expr(v)
+            if e.dtype.is_float:
+                raise self.error(node, f"an index must be an integer, found {e.dtype}",
+                                 QuadrantsTypeError)
+            indices.append(e.stmt)
+        b = self.ctx.builder
+        if isinstance(base, Field):
+            if len(indices) != len(base.shape):
+                raise self.error(node, f"field '{base.name}' has {len(base.shape)} "
+                                 f"dimensions, indexed with {len(indices)}",
+                                 QuadrantsTypeError)
+            return GlobalRef(b.field_ptr(base.place_id(), indices), base.dtype)
+        if len(indices) != base.ndim:
+            raise self.error(node, f"ndarray '{base.name}' has {base.ndim} dimensions, "
+                             f"indexed with {len(indices)}", QuadrantsTypeError)
+        return GlobalRef(b.ndarray_ptr(base.arg, indices), base.dtype)
+
+    def visit_Slice(self, node):
+        raise self.error(node, "slices are not supported in kernels", QuadrantsSyntaxError)
+
+    def visit_BinOp(self, node):
+        op = type(node.op)
+        if op not in _BINARY:
+            raise self.error(node, f"operator {type(node.op).__name__} is not supported",
+                             QuadrantsSyntaxError)
+        name, python_fn = _BINARY[op]
+        return ops.binary(name, self.eval(node.left), self.eval(node.right), python_fn)
+
+    def visit_UnaryOp(self, node):
+        value = context.load(self.eval(node.operand))
+        op = type(node.op)
+        if not isinstance(value, Expr):
+            return {ast.USub: lambda v: -v, ast.UAdd: lambda v: +v,
+                    ast.Not: lambda v: not v, ast.Invert: lambda v: ~v}[op](value)
+        if op is ast.UAdd:
+            return value
+        name = {ast.USub: "neg", ast.Not: "logical_not", ast.Invert: "bit_not"}[op]
+        return Expr(self.ctx.builder.unary(name, value.stmt))
+
+    def visit_BoolOp(self, node):
+        is_and = isinstance(node.op, ast.And)
+        result = context.load(self.eval(node.values[0]))
+        for value_node in node.values[1:]:
+            if not isinstance(result, Expr):
+                # Python short-circuit on compile-time values.
+                if (not result) if is_and else result:
+                    return result
+                result = context.load(self.eval(value_node))
+                continue
+            other = context.load(self.eval(value_node))
+            result = ops.binary("logical_and" if is_and else "logical_or", result, other,
+                                None)
+        return result
+
+    def visit_Compare(self, node):
+        left = self.eval(node.left)
+        result = None
+        for op, right_node in zip(node.ops, node.comparators):
+            right = self.eval(right_node)
+            if type(op) not in _COMPARE:
+                l, r = context.load(left), context.load(right)
+                if is_runtime(l) or is_runtime(r):
+                    raise self.error(node, f"comparison {type(op).__name__} is not "
+                                     f"supported on run-time values", QuadrantsSyntaxError)
+                value = {ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,
+                         ast.In: lambda a, b: a in b,
+                         ast.NotIn: lambda a, b: a not in b}[type(op)](l, r)
+            else:
+                name, python_fn = _COMPARE[type(op)]
+                value = ops.binary(name, left, right, python_fn)
+            result = value if result is None else ops.binary("logical_and", result, value,
+                                                             lambda a, b: a and b)
+            left = right
+        return result
+
+    def visit_IfExp(self, node):
+        cond = context.load(self.eval(node.test))
+        if not isinstance(cond, Expr):
+            return self.eval(node.body if cond else node.orelse)
+        a = context.load(self.eval(node.body))
+        c = context.load(self.eval(node.orelse))
+        ea = context.to_expr(a, like=c if isinstance(c, Expr) else None)
+        ec = context.to_expr(c, like=ea)
+        return Expr(self.ctx.builder.select(cond.stmt, ea.stmt, ec.stmt))
+
+    def visit_Call(self, node):
+        fn = self.eval(node.func)
+        if fn is static:
+            return self.eval_static(node)
+        args = [self.eval(a) for a in node.args]
+        kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
+        if getattr(fn, "_qd_func", False):
+            return fn.inline(self.ctx, node, self, args, kwargs)
+        if isinstance(fn, type(min)) and fn in _BUILTIN_INTRINSICS:
+            fn = _BUILTIN_INTRINSICS[fn]
+        elif fn is int or fn is float:
+            fn = _BUILTIN_INTRINSICS[fn]
+        if getattr(fn, "_qd_intrinsic", False) or isinstance(fn, types.DataType):
+            return fn(*args, **kwargs)
+        if fn is range:
+            return self.make_range(node, args)
+        if getattr(fn, "_qd_kernel", False):
+            raise self.error(node, "a kernel cannot call another kernel; make the callee "
+                             "a @qd.func", QuadrantsSyntaxError)
+        loaded = [context.load(a) for a in args]
+        if any(is_runtime(a) for a in loaded) or any(is_runtime(v) for v in kwargs.values()):
+            raise self.error(node, f"cannot call Python function "
+                             f"{getattr(fn, '__name__', fn)!s} with run-time values; "
+                             f"use a @qd.func", QuadrantsTypeError)
+        return fn(*loaded, **kwargs)
+
+    def make_range(self, node, args):
+        args = [context.load(a) for a in args]
+        if any(isinstance(a, Expr) for a in args):
+            if len(args) == 1:
+                return RuntimeRange(0, args[0])
+            if len(args) == 2:
+                return RuntimeRange(args[0], args[1])
+            self.fail_step(node)
+        return range(*args)
+
+
+class RuntimeRange:
+    """range(a, b) with run-time bounds."""
+
+    def __init__(self, begin, end):
+        self.begin = begin
+        self.end = end
+
+
+def static(value):
+    """qd.static(x): evaluates x at compile time (qd.static(range(n)) unrolls)."""
+    return value
+
+
+def _int_cast(x=0):
+    from quadrants.lang import runtime  # pylint: disable=import-outside-toplevel
+    return ops.cast(x, runtime.default_ip()) if is_runtime(x) or isinstance(x, Expr) \
+        else int(x)
+
+
+def _float_cast(x=0.0):
+    from quadrants.lang import runtime  # pylint: disable=import-outside-toplevel
+    return ops.cast(x, runtime.default_fp()) if is_runtime(x) or isinstance(x, Expr) \
+        else float(x)
+
+
+_int_cast._qd_intrinsic = True
+_float_cast._qd_intrinsic = True
+_BUILTIN_INTRINSICS = {min: ops.min, max: ops.max, abs: ops.abs, int: _int_cast,
+                       float: _float_cast, pow: ops.pow}

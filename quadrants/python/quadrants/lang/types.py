@@ -1,0 +1,136 @@
+"""Data types and parameter annotations."""
+import numpy as np
+
+from quadrants.lang.exception import QuadrantsTypeError
+
+
+class DataType:
+    """A scalar element type such as qd.f32."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+    def __eq__(self, other):
+        return isinstance(other, DataType) and other.name == self.name
+
+    def __hash__(self):
+        return hash(self.name)
+
+    @property
+    def is_float(self):
+        return self.name[0] == "f"
+
+    @property
+    def is_integral(self):
+        return not self.is_float
+
+    @property
+    def is_signed(self):
+        return self.name[0] in "if"
+
+    @property
+    def bits(self):
+        return 1 if self.name == "u1" else int(self.name[1:])
+
+    def __call__(self, value):
+        """qd.f32(x) inside a kernel casts; outside it converts a number."""
+        from quadrants.lang import ops  # pylint: disable=import-outside-toplevel
+        return ops.cast(value, self)
+
+
+u1 = DataType("u1")
+i8, i16, i32, i64 = (DataType(n) for n in ("i8", "i16", "i32", "i64"))
+u8, u16, u32, u64 = (DataType(n) for n in ("u8", "u16", "u32", "u64"))
+f16, f32, f64 = (DataType(n) for n in ("f16", "f32", "f64"))
+
+ALL = [u1, i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, f64]
+_BY_NAME = {t.name: t for t in ALL}
+
+_NUMPY = {
+    "u1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+    "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
+    "f16": np.float16, "f32": np.float32, "f64": np.float64,
+}
+
+
+def by_name(name):
+    return _BY_NAME[name]
+
+
+def to_numpy_dtype(dtype):
+    return np.dtype(_NUMPY[dtype.name])
+
+
+def from_numpy_dtype(np_dtype):
+    np_dtype = np.dtype(np_dtype)
+    for name, t in _NUMPY.items():
+        if np.dtype(t) == np_dtype:
+            return _BY_NAME[name]
+    raise QuadrantsTypeError(f"numpy dtype {np_dtype} has no Quadrants equivalent")
+
+
+def normalize(dtype, what="dtype"):
+    """Accepts qd types, numpy dtypes and Python int/float/bool."""
+    if isinstance(dtype, DataType):
+        return dtype
+    if dtype is float:
+        from quadrants.lang import runtime  # pylint: disable=import-outside-toplevel
+        return runtime.default_fp()
+    if dtype is int:
+        from quadrants.lang import runtime  # pylint: disable=import-outside-toplevel
+        return runtime.default_ip()
+    if dtype is bool:
+        return u1
+    try:
+        return from_numpy_dtype(dtype)
+    except (TypeError, QuadrantsTypeError):
+        raise QuadrantsTypeError(f"{what} must be a Quadrants type such as qd.f32, "
+                                 f"got {dtype!r}") from None
+
+
+def promote(a, b):
+    """The binary-arithmetic result type (same rule as the C++ type checker)."""
+    if a == b:
+        return a
+    if a.is_float != b.is_float:
+        return a if a.is_float else b
+    if a.bits != b.bits:
+        return a if a.bits > b.bits else b
+    return b if a.is_signed else a
+
+
+class NdarrayType:
+    """Annotation of an ndarray parameter: qd.types.ndarray(dtype, ndim).
+
+    A missing dtype or ndim is taken from each call's argument (the kernel
+    is compiled once per distinct combination).
+    """
+
+    def __init__(self, dtype=None, ndim=None):
+        self.dtype = None if dtype is None else normalize(dtype)
+        if ndim is not None and (not isinstance(ndim, int) or not 0 <= ndim <= 8):
+            raise QuadrantsTypeError(f"ndarray ndim must be an int in [0, 8], got {ndim!r}")
+        self.ndim = ndim
+
+    def __repr__(self):
+        return f"ndarray(dtype={self.dtype}, ndim={self.ndim})"
+
+
+class Template:
+    """Annotation of a compile-time parameter (fields, Python values)."""
+
+    def __repr__(self):
+        return "template()"
+
+
+def ndarray(dtype=None, ndim=None):
+    return NdarrayType(dtype, ndim)
+
+
+def template():
+    return Template()

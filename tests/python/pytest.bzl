@@ -1,0 +1,14 @@
+"""qd_pytest_files: one py_test per pytest file."""
+
+def qd_pytest_files(srcs, data = []):
+    for src in srcs:
+        native.py_test(
+            name = src[:-len(".py")],
+            srcs = ["pytest_runner.py", src],
+            main = "pytest_runner.py",
+            args = ["$(location %s)" % src],
+            data = data,
+            python_version = "PY3",
+            tags = ["cpu", "vulkan", "cuda", "amdgpu", "metal"],
+            deps = [":harness"],
+        )

@@ -1,0 +1,70 @@
+"""Kernels, funcs and fields end to end: the shapes most programs start with."""
+import numpy as np
+import pytest
+
+import quadrants as qd
+from tests import test_utils
+
+
+@test_utils.test()
+def test_saxpy_on_numpy_arrays():
+    @qd.kernel
+    def saxpy(a: qd.f32, x: qd.types.ndarray(qd.f32, 1), y: qd.types.ndarray(qd.f32, 1)):
+        for i in range(x.shape[0]):
+            y[i] = a * x[i] + y[i]
+
+    x = np.arange(100, dtype=np.float32)
+    y = np.ones(100, dtype=np.float32)
+    saxpy(2.0, x, y)
+    np.testing.assert_array_equal(y, 2.0 * np.arange(100, dtype=np.float32) + 1.0)
+
+
+@test_utils.test()
+def test_struct_for_over_2d_field():
+    f = qd.field(qd.i32, shape=(3, 4))
+
+    @qd.kernel
+    def fill():
+        for i, j in f:
+            f[i, j] = i * 10 + j
+
+    fill()
+    np.testing.assert_array_equal(f.to_numpy(), np.arange(3)[:, None] * 10 + np.arange(4))
+
+
+@test_utils.test()
+def test_func_with_python_scoped_local():
+    total = qd.field(qd.f64, shape=())
+
+    @qd.func
+    def square(v):
+        return v * v
+
+    @qd.kernel
+    def accumulate(n: qd.i32):
+        for i in range(n):
+            if i % 2 == 0:
+                s = square(i)
+            else:
+                s = -1
+            total[None] += s
+
+    accumulate(10)
+    assert total[None] == sum(i * i for i in range(0, 10, 2)) - 5
+
+
+@test_utils.test(debug=True)
+def test_assert_fails_at_sync_under_debug():
+    x = qd.field(qd.i32, shape=4)
+
+    @qd.kernel
+    def check(limit: qd.i32):
+        for i in x:
+            assert x[i] < limit, "too big"
+
+    x[2] = 7
+    check(10)
+    qd.sync()
+    check(5)
+    with pytest.raises(qd.QuadrantsAssertionError, match="too big"):
+        qd.sync()
