@@ -65,7 +65,10 @@ int64_t TruncateToInt(double value, PrimitiveType type) {
 Constant Constant::Int(PrimitiveType type, int64_t value) {
   Constant c;
   c.type_ = type;
-  if (IsFloat(type)) {
+  if (type == PrimitiveType::kF32) {
+    // Directly, not through double: that would round twice above 2^53.
+    c.float_ = static_cast<float>(value);
+  } else if (IsFloat(type)) {
     c.float_ = RoundToType(type, static_cast<double>(value));
   } else if (IsBool(type)) {
     c.int_ = value != 0;
@@ -88,7 +91,16 @@ Constant Constant::Float(PrimitiveType type, double value) {
 
 Constant Constant::Cast(const Constant& value, PrimitiveType type) {
   if (value.is_float()) return Float(type, value.float_);
-  if (IsFloat(type)) return Float(type, value.AsDoubleFromInt());
+  if (type == PrimitiveType::kF32 && !IsSigned(value.type_)) {
+    Constant c;
+    c.type_ = type;
+    c.float_ = static_cast<float>(static_cast<uint64_t>(value.int_));
+    return c;
+  }
+  if (IsFloat(type)) {
+    return IsSigned(value.type_) ? Int(type, value.int_)
+                                 : Float(type, value.AsDoubleFromInt());
+  }
   return Int(type, value.int_);
 }
 

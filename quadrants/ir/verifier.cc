@@ -121,8 +121,10 @@ class Verifier {
     if (error_.ok()) VerifyChildBlock(*task.body(), task);
   }
 
+  // Before type checking only structure is verified: operand types may
+  // still differ where type checking will insert casts.
   void CheckIntegerScalar(const Stmt& s, const Stmt* value, const char* what) {
-    if (!options_.require_types && value->type().is_unknown()) return;
+    if (!options_.require_types) return;
     if (!value->type().is_integer_scalar()) {
       Fail(s, absl::StrCat(what, " must be an integer scalar, found ",
                            value->type().ToString()));
@@ -132,10 +134,7 @@ class Verifier {
   // Operand `value` must have type `expected` (skipped while untyped).
   void CheckType(const Stmt& s, const Stmt* value, DataType expected,
                  const char* what) {
-    if (!options_.require_types &&
-        (value->type().is_unknown() || expected.is_unknown())) {
-      return;
-    }
+    if (!options_.require_types) return;
     if (value->type() != expected) {
       Fail(s, absl::StrCat(what, " has type ", value->type().ToString(),
                            ", expected ", expected.ToString()));

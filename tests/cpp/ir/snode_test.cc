@@ -253,17 +253,30 @@ TEST(SNodeTest, GradientMustHaveItsPrimalsShape) {
   EXPECT_TRUE(tree.LinkGrad(x, good_grad).ok());
 }
 
-TEST(SNodeTest, FinalizeFreezesTheTree) {
+TEST(SNodeTest, FinalizeLaysOutAndLaterRootAdditionsKeepOffsets) {
   SNodeTree tree;
-  int x = tree.AddPlace(tree.root(), kF32, "x").value();
+  int dense = tree.AddDense(tree.root(), {0}, {4}).value();
+  int x = tree.AddPlace(dense, kF32, "x").value();
   ExpectTreeError(tree.Layout(x).status(), "not finalized");
   EXPECT_FALSE(tree.finalized());
   ASSERT_TRUE(tree.Finalize().ok());
   EXPECT_TRUE(tree.finalized());
   EXPECT_TRUE(tree.Finalize().ok());  // idempotent
-  ExpectTreeError(tree.AddPlace(tree.root(), kF32, "y").status(),
-                  "the SNode tree is finalized");
+  const PlaceLayout before = tree.Layout(x).value();
+  const int64_t bytes_before = tree.root_bytes();
   ExpectTreeError(tree.Layout(tree.root()).status(), "SNode 0 is not a place");
+
+  // A laid-out dense level cannot grow: its cells would move.
+  ExpectTreeError(tree.AddPlace(dense, kF32, "z").status(), "already laid out");
+  // The root can: the new field goes after the existing ones.
+  int y = tree.AddPlace(tree.root(), kF64, "y").value();
+  EXPECT_FALSE(tree.finalized());
+  ASSERT_TRUE(tree.Finalize().ok());
+  const PlaceLayout after = tree.Layout(x).value();
+  EXPECT_EQ(after.offset, before.offset);
+  EXPECT_EQ(after.axis_stride, before.axis_stride);
+  EXPECT_GE(tree.Layout(y).value().offset, bytes_before);
+  EXPECT_GT(tree.root_bytes(), bytes_before);
 }
 
 }  // namespace
