@@ -57,14 +57,26 @@ std::string NumpyName(PrimitiveType t) {
 py::dtype NumpyDtype(PrimitiveType t) { return py::dtype(NumpyName(t)); }
 
 bool FromNumpyDtype(const py::dtype& dtype, PrimitiveType* out) {
-  for (int k = 0; k <= static_cast<int>(PrimitiveType::kF64); ++k) {
-    auto t = static_cast<PrimitiveType>(k);
-    if (NumpyDtype(t).is(dtype) || NumpyDtype(t).equal(dtype)) {
-      *out = t;
-      return true;
-    }
+  // By kind and size: cheap enough for every launch.
+  const char kind = dtype.kind();
+  const py::ssize_t size = dtype.itemsize();
+  static constexpr PrimitiveType kSigned[] = {PrimitiveType::kI8, PrimitiveType::kI16,
+                                              PrimitiveType::kI32, PrimitiveType::kI64};
+  static constexpr PrimitiveType kUnsigned[] = {PrimitiveType::kU8, PrimitiveType::kU16,
+                                                PrimitiveType::kU32, PrimitiveType::kU64};
+  const int log2 = size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 2 : size == 8 ? 3 : -1;
+  if (kind == 'b' && size == 1) {
+    *out = PrimitiveType::kU1;
+  } else if (kind == 'i' && log2 >= 0) {
+    *out = kSigned[log2];
+  } else if (kind == 'u' && log2 >= 0) {
+    *out = kUnsigned[log2];
+  } else if (kind == 'f' && log2 >= 1) {
+    *out = log2 == 1 ? PrimitiveType::kF16 : log2 == 2 ? PrimitiveType::kF32 : PrimitiveType::kF64;
+  } else {
+    return false;
   }
-  return false;
+  return true;
 }
 
 ir::Constant ToConstant(py::handle value, PrimitiveType type) {

@@ -66,12 +66,20 @@ def to_numpy_dtype(dtype):
     return np.dtype(_NUMPY[dtype.name])
 
 
+_FROM_NUMPY = {np.dtype(t): _BY_NAME[name] for name, t in _NUMPY.items()}
+
+
 def from_numpy_dtype(np_dtype):
-    np_dtype = np.dtype(np_dtype)
-    for name, t in _NUMPY.items():
-        if np.dtype(t) == np_dtype:
-            return _BY_NAME[name]
-    raise QuadrantsTypeError(f"numpy dtype {np_dtype} has no Quadrants equivalent")
+    found = _FROM_NUMPY.get(np_dtype)  # the launch path: a dict hit
+    if found is not None:
+        return found
+    try:
+        found = _FROM_NUMPY.get(np.dtype(np_dtype))
+    except TypeError:
+        found = None
+    if found is None:
+        raise QuadrantsTypeError(f"numpy dtype {np_dtype} has no Quadrants equivalent")
+    return found
 
 
 def normalize(dtype, what="dtype"):
