@@ -151,15 +151,27 @@ absl::StatusOr<std::shared_ptr<Ndarray>> Program::CreateNdarray(
 }
 
 absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::Compile(const ir::Kernel& kernel) {
+  return CompileVariant(kernel, /*grad=*/false);
+}
+
+absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileGrad(const ir::Kernel& kernel) {
+  return CompileVariant(kernel, /*grad=*/true);
+}
+
+absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
+    const ir::Kernel& kernel, bool grad) {
   QD_RETURN_IF_ERROR(MaterializeFields());
   const uint64_t hash = ir::StructuralHash(kernel);
-  const uint64_t key = hash ^ (config_.CodegenHash() * 0x9e3779b97f4a7c15ULL);
+  const uint64_t key =
+      hash ^ (config_.CodegenHash() * 0x9e3779b97f4a7c15ULL) ^ (grad ? 0x5bd1e995ULL : 0);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
 
   std::unique_ptr<ir::Kernel> lowered = ir::CloneKernel(kernel);
   transforms::PipelineOptions options;
   options.types = {config_.default_fp, config_.default_ip};
   options.snodes = &snodes_;
+  options.reverse_mode = grad;
+  options.ad_stack_enabled = config_.ad_stack_experimental_enabled;
   if (config_.debug) options.verify_each_pass = true;
   QD_RETURN_IF_ERROR(transforms::LowerToTasks(*lowered, options));
   if (config_.print_ir) std::cerr << ir::PrintKernel(*lowered);

@@ -59,6 +59,9 @@ class Program {
   // Compiles `kernel` (which is not modified), or returns the cached result
   // for a structurally identical kernel under the same config.
   absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(const ir::Kernel& kernel);
+  // Compiles the reverse-mode gradient of `kernel`: it takes the forward
+  // parameters followed by one adjoint ndarray per float ndarray parameter.
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> CompileGrad(const ir::Kernel& kernel);
   int compile_cache_size() const { return static_cast<int>(cache_.size()); }
 
   // Runs the kernel. Argument errors are reported now; errors inside the
@@ -78,6 +81,8 @@ class Program {
   Program(const CompileConfig& config, std::unique_ptr<Backend> backend);
 
  private:
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> CompileVariant(const ir::Kernel& kernel,
+                                                                 bool grad);
   absl::Status CheckArguments(const CompiledKernel& kernel,
                               absl::Span<const KernelArgument> args) const;
   void CollectRuntimeError(const CompiledKernel& kernel);

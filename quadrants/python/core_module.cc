@@ -212,6 +212,9 @@ class PyProgram {
   std::shared_ptr<CompiledKernel> Compile(const ir::Kernel& kernel) {
     return Unwrap(program_->Compile(kernel));
   }
+  std::shared_ptr<CompiledKernel> CompileGrad(const ir::Kernel& kernel) {
+    return Unwrap(program_->CompileGrad(kernel));
+  }
 
   void Launch(const CompiledKernel& kernel, py::list args) {
     const auto& params = kernel.params();
@@ -270,6 +273,9 @@ class PyBuilder {
   template <typename T>
   T* Typed(T* stmt) {
     Check(transforms::TypeCheckStatement(*kernel_, *stmt, options_));
+    // Casts went in before `stmt`; building continues right after it.
+    ir::Block* block = stmt->parent();
+    builder_.SetInsertPoint(block, block->IndexOf(stmt) + 1);
     return stmt;
   }
 
@@ -472,6 +478,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("field_fill", &PyProgram::FieldFill)
       .def("create_ndarray", &PyProgram::CreateNdarray)
       .def("compile", &PyProgram::Compile)
+      .def("compile_grad", &PyProgram::CompileGrad)
       .def("launch", &PyProgram::Launch)
       .def("sync", [](PyProgram& p) { Check(p.get().Sync()); })
       .def("materialize", [](PyProgram& p) { Check(p.get().MaterializeFields()); })

@@ -3,7 +3,9 @@
 #include "absl/strings/str_cat.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
+#include "quadrants/ir/printer.h"
 #include "quadrants/ir/verifier.h"
+#include "quadrants/transforms/autodiff/reverse_mode.h"
 #include "quadrants/transforms/cse.h"
 #include "quadrants/transforms/dce.h"
 #include "quadrants/transforms/offload.h"
@@ -20,7 +22,8 @@ absl::Status VerifyAfter(const ir::Kernel& kernel, const PipelineOptions& option
   if (status.ok()) return status;
   return MakeError(ErrorKind::kCompilation,
                    absl::StrCat("internal compiler error after pass '", pass,
-                                "': ", status.message()));
+                                "': ", status.message(), "\nIR:\n",
+                                ir::PrintKernel(kernel)));
 }
 
 void Cleanup(ir::Kernel& kernel) {
@@ -44,6 +47,15 @@ absl::Status LowerToTasks(ir::Kernel& kernel, const PipelineOptions& options) {
   QD_RETURN_IF_ERROR(Offload(kernel));
   QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "offload"));
   Cleanup(kernel);
+  if (options.reverse_mode) {
+    if (options.snodes == nullptr) {
+      return MakeError(ErrorKind::kCompilation, "reverse mode needs the SNode tree");
+    }
+    QD_RETURN_IF_ERROR(autodiff::MakeGradKernel(
+        kernel, *options.snodes, {.ad_stack_enabled = options.ad_stack_enabled}));
+    QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "reverse_mode"));
+    Cleanup(kernel);
+  }
   return VerifyAfter(kernel, options, "cleanup");
 }
 

@@ -17,10 +17,14 @@ struct PipelineOptions {
   bool verify_each_pass = true;
 #endif
   const ir::SNodeTree* snodes = nullptr;
+  // Produce the reverse-mode gradient kernel instead (needs `snodes`).
+  bool reverse_mode = false;
+  bool ad_stack_enabled = false;
 };
 
 // The front half of compilation: type check, simplify, CSE, DCE, offload,
-// and a final cleanup, leaving a kernel of offloaded tasks for a backend.
+// optionally reverse-mode autodiff, and a final cleanup, leaving a kernel of
+// offloaded tasks for a backend.
 absl::Status LowerToTasks(ir::Kernel& kernel, const PipelineOptions& options = {});
 
 }  // namespace quadrants::transforms

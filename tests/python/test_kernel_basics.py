@@ -68,3 +68,21 @@ def test_assert_fails_at_sync_under_debug():
     check(5)
     with pytest.raises(qd.QuadrantsAssertionError, match="too big"):
         qd.sync()
+
+
+@test_utils.test()
+def test_implicit_casts_keep_statement_order():
+    # Storing a float into an int field inserts a cast; the load after it
+    # must still see the stored value.
+    a = qd.field(qd.i32, shape=4)
+    b = qd.field(qd.i32, shape=4)
+
+    @qd.kernel
+    def store_then_load():
+        for i in a:
+            a[i] = i * 2.5
+            b[i] = a[i] + 1
+
+    store_then_load()
+    np.testing.assert_array_equal(a.to_numpy(), [0, 2, 5, 7])
+    np.testing.assert_array_equal(b.to_numpy(), [1, 3, 6, 8])

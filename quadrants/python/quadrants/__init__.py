@@ -8,7 +8,7 @@
         for i in range(x.shape[0]):
             y[i] = a * x[i] + y[i]
 """
-from quadrants.lang import types
+from quadrants.lang import ad, types
 from quadrants.lang.exception import (QuadrantsAssertionError, QuadrantsCompilationError,
                                       QuadrantsError, QuadrantsRuntimeError,
                                       QuadrantsSyntaxError, QuadrantsTypeError)

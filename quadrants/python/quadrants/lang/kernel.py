@@ -151,18 +151,21 @@ class Kernel:
                 _check_scalar(self.name, spec, arg)
         return tuple(key)
 
-    def _compiled(self, args):
+    def _compiled(self, args, grad=False):
         if self._cache_generation != runtime.state.generation:
             self._cache = {}
             self._cache_generation = runtime.state.generation
-        key = self._signature_key(args)
+        key = (grad, self._signature_key(args))
         compiled = self._cache.get(key)
         if compiled is None:
-            compiled = self._compile(args)
+            kernel_ir = self._build_ir(args)
+            prog = runtime.program()
+            compiled = (prog.compile_grad(kernel_ir) if grad else prog.compile(kernel_ir),
+                        kernel_ir)
             self._cache[key] = compiled
         return compiled
 
-    def _compile(self, args):
+    def _build_ir(self, args):
         prog = runtime.program()
         src = self._source
         kernel_ir = core.Kernel(self.name, src.file, src.line_offset + 1)
@@ -192,20 +195,35 @@ class Kernel:
             compiler.compile_body(src.node.body)
         finally:
             context.pop()
-        return prog.compile(kernel_ir), kernel_ir
+        return kernel_ir
 
     def __call__(self, *args, **kwargs):
         if context.current() is not None:
             raise QuadrantsSyntaxError(f"kernel '{self.name}' cannot be called from kernel "
                                        f"code; make it a @qd.func")
+        self._launch(args, kwargs, grad=False)
+        tape = runtime.state.tape
+        if tape is not None:
+            tape.record(self, args, kwargs)
+
+    def _launch(self, args, kwargs, grad):
         prog = runtime.program()
         self._prepare()
         args = self._bind(args, kwargs)
-        compiled, _ = self._compiled(args)
+        compiled, _ = self._compiled(args, grad)
         launch_args, copy_back = _launch_arguments(self._specs, args)
+        if grad:
+            launch_args += _adjoint_arguments(self._specs, args, copy_back)
         prog.launch(compiled, launch_args)
         for original, contiguous in copy_back:
             original[...] = contiguous
+
+    @property
+    def grad(self):
+        """kernel.grad(*args): runs the reverse-mode gradient kernel with the
+        forward call's arguments, accumulating into .grad fields and the
+        .grad of ndarray arguments."""
+        return _GradLauncher(self)
 
     def ir(self, *args):
         """The kernel's IR for these arguments, as text (for inspection)."""
@@ -238,6 +256,34 @@ def _check_scalar(kernel_name, spec, arg):
     if spec.dtype.is_integral and isinstance(arg, (float, np.floating)):
         raise TypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects an integer "
                         f"({spec.dtype}), got the float {arg!r}")
+
+
+class _GradLauncher:
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def __call__(self, *args, **kwargs):
+        self.kernel._launch(args, kwargs, grad=True)
+
+
+def _adjoint_arguments(specs, args, copy_back):
+    """The adjoint arrays of the float ndarray arguments, in order. An array
+    without .grad gets a scratch one: its gradient is discarded."""
+    adjoints = []
+    for spec, arg in zip(specs, args):
+        if not isinstance(spec, _NdarrayParam):
+            continue
+        dtype = arg.dtype if isinstance(arg, Ndarray) else types.from_numpy_dtype(arg.dtype)
+        if not dtype.is_float:
+            continue
+        grad = getattr(arg, "grad", None)
+        if isinstance(grad, Ndarray):
+            adjoints.append(grad._core)
+        elif isinstance(grad, np.ndarray):
+            adjoints.append(grad)
+        else:
+            adjoints.append(np.zeros(arg.shape, dtype=types.to_numpy_dtype(dtype)))
+    return adjoints
 
 
 def _launch_arguments(specs, args):

@@ -1,10 +1,15 @@
 """qd.ndarray: arrays passed to kernels as arguments."""
 import numbers
+import weakref
 
 import numpy as np
 
 from quadrants.lang import runtime, types
 from quadrants.lang.exception import QuadrantsRuntimeError, QuadrantsTypeError
+
+
+# Ndarrays that have adjoints, so qd.ad.Tape can clear them.
+_with_grad = weakref.WeakSet()
 
 
 class Ndarray:
@@ -22,6 +27,8 @@ class Ndarray:
         self._generation = runtime.state.generation
         self._core = prog.create_ndarray(self.dtype.name, list(shape))
         self.grad = Ndarray(self.dtype, shape) if needs_grad else None
+        if self.grad is not None:
+            _with_grad.add(self)
 
     @property
     def ndim(self):

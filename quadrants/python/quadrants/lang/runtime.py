@@ -60,6 +60,7 @@ class _State:
     config = None
     options = {}
     generation = 0  # bumped by every init/reset; stale objects compare against it
+    tape = None     # the qd.ad.Tape recording launches, if any
 
 
 state = _State()
@@ -156,6 +157,7 @@ def reset():
     state.program = None
     state.config = None
     state.options = {}
+    state.tape = None
     state.generation += 1
 
 

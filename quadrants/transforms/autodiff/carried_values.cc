@@ -1,0 +1,122 @@
+#include "quadrants/transforms/autodiff/carried_values.h"
+
+#include "absl/strings/str_cat.h"
+#include "quadrants/ir/statements.h"
+#include "quadrants/ir/walk.h"
+
+namespace quadrants::transforms::autodiff {
+namespace {
+
+using ir::BinaryOpKind;
+using ir::Stmt;
+using ir::UnaryOpKind;
+
+bool IsLinearUnary(UnaryOpKind op) {
+  return op == UnaryOpKind::kNeg || op == UnaryOpKind::kCast ||
+         op == UnaryOpKind::kFloor || op == UnaryOpKind::kCeil ||
+         op == UnaryOpKind::kBitNot || op == UnaryOpKind::kLogicalNot;
+}
+
+// Why using tainted operand `index` of `user` needs its primal value.
+absl::optional<std::string> PrimalUse(const Stmt& user, size_t index) {
+  switch (user.kind()) {
+    case ir::StmtKind::kUnaryOp: {
+      const auto& u = static_cast<const ir::UnaryOpStmt&>(user);
+      if (IsLinearUnary(u.op())) return absl::nullopt;
+      return absl::StrCat("feeds the non-linear op ", ir::OpName(u.op()));
+    }
+    case ir::StmtKind::kBinaryOp: {
+      const auto& b = static_cast<const ir::BinaryOpStmt&>(user);
+      const Stmt* other = user.operand(1 - index);
+      switch (b.op()) {
+        case BinaryOpKind::kAdd:
+        case BinaryOpKind::kSub:
+          return absl::nullopt;
+        case BinaryOpKind::kMul:
+          if (ir::Isa<ir::ConstStmt>(other)) return absl::nullopt;
+          return std::string("is multiplied by a non-constant value");
+        case BinaryOpKind::kDiv:
+          if (index == 0 && ir::Isa<ir::ConstStmt>(other)) return absl::nullopt;
+          return std::string("takes part in a division");
+        default:
+          if (ir::IsComparison(b.op()) || ir::IsLogical(b.op()) ||
+              ir::IsIntegerOnly(b.op())) {
+            return absl::nullopt;  // the result is tainted and checked at its uses
+          }
+          return absl::StrCat("feeds the non-linear op ", ir::OpName(b.op()));
+      }
+    }
+    case ir::StmtKind::kTernaryOp:
+      if (index == 0) return std::string("decides a branch (select)");
+      return absl::nullopt;
+    case ir::StmtKind::kIf:
+      return std::string("decides a branch (if)");
+    case ir::StmtKind::kNdarrayPtr:
+    case ir::StmtKind::kFieldPtr:
+      return std::string("is used as an index");
+    case ir::StmtKind::kRangeFor:
+      return std::string("bounds an inner loop");
+    case ir::StmtKind::kAssert:
+      return absl::nullopt;
+    default:
+      return absl::nullopt;
+  }
+}
+
+const Stmt* InnermostBreakable(const Stmt& s) {
+  for (const Stmt* c = s.enclosing(); c != nullptr; c = c->enclosing()) {
+    if (ir::IsBreakableLoop(c)) return c;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+absl::flat_hash_set<const Stmt*> CarriedVariables(const Stmt& loop) {
+  absl::flat_hash_set<const Stmt*> carried;
+  for (const ir::Block* block : loop.blocks()) {
+    ir::WalkBlock(*block, [&](const Stmt* s) {
+      if (ir::Isa<ir::LocalStoreStmt>(s) && !s->operand(0)->IsInside(&loop)) {
+        carried.insert(s->operand(0));
+      }
+    });
+  }
+  return carried;
+}
+
+absl::optional<std::string> NeedsPerIterationPrimals(const Stmt& loop) {
+  if (ir::Isa<ir::WhileStmt>(&loop)) {
+    return std::string("a while loop's iteration count depends on the values it carries");
+  }
+  const auto carried = CarriedVariables(loop);
+  absl::flat_hash_set<const Stmt*> tainted;
+  absl::optional<std::string> reason;
+  for (const ir::Block* block : loop.blocks()) {
+    ir::WalkBlock(*block, [&](const Stmt* s) {
+      if (reason) return;
+      if (ir::Isa<ir::BreakStmt>(s) && InnermostBreakable(*s) == &loop) {
+        reason = "its trip count depends on a break";
+        return;
+      }
+      if (ir::Isa<ir::LocalLoadStmt>(s) && carried.contains(s->operand(0))) {
+        tainted.insert(s);
+        return;
+      }
+      for (size_t i = 0; i < s->num_operands(); ++i) {
+        if (!tainted.contains(s->operand(i))) continue;
+        if (ir::Isa<ir::LocalStoreStmt>(s) || ir::Isa<ir::GlobalStoreStmt>(s) ||
+            ir::Isa<ir::AtomicOpStmt>(s)) {
+          continue;  // linear in the stored value
+        }
+        if (auto why = PrimalUse(*s, i)) {
+          reason = absl::StrCat("a value carried across iterations ", *why);
+          return;
+        }
+        tainted.insert(s);
+      }
+    });
+  }
+  return reason;
+}
+
+}  // namespace quadrants::transforms::autodiff

@@ -1,0 +1,516 @@
+#include "quadrants/transforms/autodiff/reverse_mode.h"
+
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "quadrants/common/errors.h"
+#include "quadrants/common/status_macros.h"
+#include "quadrants/ir/builder.h"
+#include "quadrants/ir/cloner.h"
+#include "quadrants/ir/statements.h"
+#include "quadrants/ir/walk.h"
+#include "quadrants/transforms/autodiff/backup_values.h"
+#include "quadrants/transforms/autodiff/carried_values.h"
+#include "quadrants/transforms/type_check.h"
+
+namespace quadrants::transforms::autodiff {
+namespace {
+
+using ir::BinaryOpKind;
+using ir::Block;
+using ir::IRBuilder;
+using ir::PrimitiveType;
+using ir::Stmt;
+using ir::StmtKind;
+using ir::UnaryOpKind;
+using Map = absl::flat_hash_map<const Stmt*, Stmt*>;
+
+bool IsFloatValue(const Stmt* s) {
+  if (ir::Isa<ir::AllocaStmt>(s)) return ir::IsFloat(s->type().element());
+  return s->type().is_float_scalar();
+}
+
+// The loop a break/continue applies to.
+const Stmt* JumpTarget(const Stmt& jump) {
+  for (const Stmt* c = jump.enclosing(); c != nullptr; c = c->enclosing()) {
+    if (ir::IsBreakableLoop(c) || ir::Isa<ir::OffloadedTaskStmt>(c)) return c;
+  }
+  return nullptr;
+}
+
+class GradTaskBuilder {
+ public:
+  GradTaskBuilder(ir::Kernel& kernel, const ir::SNodeTree& snodes,
+                  const ReverseModeOptions& options,
+                  const absl::flat_hash_map<int, int>& adjoint_args,
+                  ir::OffloadedTaskStmt* grad_task)
+      : kernel_(kernel),
+        snodes_(snodes),
+        options_(options),
+        adjoint_args_(adjoint_args),
+        task_(grad_task),
+        b_(&kernel, &snodes) {}
+
+  absl::Status Build(const ir::OffloadedTaskStmt& forward) {
+    Map primal;
+    primal[&forward] = task_;
+    b_.SetInsertPointToEnd(task_->body());
+    QD_RETURN_IF_ERROR(Replay(*forward.body(), primal));
+    return Reverse(*forward.body(), primal);
+  }
+
+ private:
+  absl::Status Error(const Stmt& s, absl::string_view what) {
+    return MakeError(ErrorKind::kCompilation, s.loc(),
+                     absl::StrCat("in kernel '", kernel_.name(), "': ", what));
+  }
+
+  // ---- forward replay ---------------------------------------------------------
+  absl::Status Replay(const Block& block, Map& primal) {
+    for (const auto& stmt : block) {
+      QD_RETURN_IF_ERROR(ReplayStmt(*stmt, primal));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ReplayStmt(const Stmt& s, Map& primal) {
+    b_.SetLocation(s.loc());
+    switch (s.kind()) {
+      case StmtKind::kGlobalStore:
+      case StmtKind::kAssert:
+        return absl::OkStatus();  // no side effects in the gradient kernel
+      case StmtKind::kAtomicOp:
+        primal[&s] = b_.GlobalLoad(primal.at(s.operand(0)));
+        return absl::OkStatus();
+      case StmtKind::kBreak:
+        b_.Break();  // the replay runs loops exactly as the forward pass did
+        return absl::OkStatus();
+      case StmtKind::kContinue:
+        b_.Continue();
+        return absl::OkStatus();
+      case StmtKind::kLoopIndex:
+        if (auto it = index_override_.find(s.operand(0)); it != index_override_.end()) {
+          primal[&s] = it->second;
+          return absl::OkStatus();
+        }
+        break;
+      case StmtKind::kLocalLoad:
+        if (auto it = frozen_.find(s.operand(0)); it != frozen_.end()) {
+          primal[&s] = it->second;
+          return absl::OkStatus();
+        }
+        break;
+      case StmtKind::kIf: {
+        const auto& branch = static_cast<const ir::IfStmt&>(s);
+        auto* copy = b_.If(primal.at(branch.cond()));
+        primal[&s] = copy;
+        {
+          auto scope = b_.EnterBlock(copy->true_block());
+          QD_RETURN_IF_ERROR(Replay(*branch.true_block(), primal));
+        }
+        auto scope = b_.EnterBlock(copy->false_block());
+        return Replay(*branch.false_block(), primal);
+      }
+      case StmtKind::kRangeFor:
+      case StmtKind::kStructFor:
+      case StmtKind::kWhile:
+        return ReplayLoop(s, primal);
+      default:
+        break;
+    }
+    primal[&s] = b_.Insert(ir::CloneStmt(s, &primal));
+    return absl::OkStatus();
+  }
+
+  absl::Status ReplayLoop(const Stmt& loop, Map& primal) {
+    // Variables the loop reads but never writes keep their value through
+    // it; the reverse sweep replays iterations after later code may have
+    // changed them, so it reads these snapshots instead.
+    const auto carried = CarriedVariables(loop);
+    auto& snapshot = snapshots_[&loop];
+    snapshot.clear();
+    for (const Block* block : loop.blocks()) {
+      ir::WalkBlock(*block, [&](const Stmt* s) {
+        if (!ir::Isa<ir::LocalLoadStmt>(s)) return;
+        const Stmt* var = s->operand(0);
+        if (var->IsInside(&loop) || carried.contains(var) || snapshot.contains(var)) return;
+        auto frozen = frozen_.find(var);
+        snapshot[var] = frozen != frozen_.end() ? frozen->second
+                                                : b_.LocalLoad(primal.at(var));
+      });
+    }
+    Stmt* copy = nullptr;
+    if (const auto* range = ir::DynCast<ir::RangeForStmt>(&loop)) {
+      copy = b_.RangeFor(primal.at(range->begin()), primal.at(range->end()));
+    } else if (const auto* cells = ir::DynCast<ir::StructForStmt>(&loop)) {
+      copy = b_.StructFor(cells->snode_id());
+    } else {
+      copy = b_.While();
+    }
+    primal[&loop] = copy;
+    auto scope = b_.EnterBlock(copy->blocks()[0]);
+    return Replay(*loop.blocks()[0], primal);
+  }
+
+  // ---- reverse sweep ----------------------------------------------------------
+  absl::Status Reverse(const Block& block, Map& primal) {
+    for (size_t i = block.size(); i-- > 0;) {
+      QD_RETURN_IF_ERROR(ReverseStmt(*block.at(i), primal));
+    }
+    return absl::OkStatus();
+  }
+
+  Stmt* Adjoint(const Stmt* s) {
+    auto it = adjoints_.find(s);
+    if (it != adjoints_.end()) return it->second;
+    PrimitiveType t = s->type().element();
+    Stmt* slot = b_.InsertAt(task_->body(), 0, std::make_unique<ir::AllocaStmt>(t));
+    adjoints_[s] = slot;
+    return slot;
+  }
+
+  Stmt* LoadAdjoint(const Stmt* s) { return b_.LocalLoad(Adjoint(s)); }
+
+  void ResetAdjoint(const Stmt* s) {
+    if (adjoints_.contains(s)) b_.LocalStore(adjoints_[s], Zero(s->type().element()));
+  }
+
+  // adjoint(target) += delta, for float values that carry an adjoint.
+  void Accumulate(const Stmt* target, Stmt* delta) {
+    if (!IsFloatValue(target) || ir::Isa<ir::ConstStmt>(target) ||
+        ir::Isa<ir::ArgLoadStmt>(target)) {
+      return;
+    }
+    Stmt* slot = Adjoint(target);
+    b_.LocalStore(slot, b_.Add(b_.LocalLoad(slot), delta));
+  }
+
+  Stmt* Const(PrimitiveType t, double value) {
+    return b_.Const(ir::Constant::Float(t, value));
+  }
+  Stmt* Zero(PrimitiveType t) {
+    return ir::IsFloat(t) ? Const(t, 0) : b_.Const(ir::Constant::Int(t, 0));
+  }
+  Stmt* Neg(Stmt* x) { return b_.Unary(UnaryOpKind::kNeg, x); }
+
+  absl::StatusOr<Stmt*> GradPtr(const Stmt& ptr, const Map& primal) {
+    std::vector<Stmt*> indices;
+    for (const Stmt* index : ptr.operands()) indices.push_back(primal.at(index));
+    if (const auto* field = ir::DynCast<ir::FieldPtrStmt>(&ptr)) {
+      const ir::SNode& place = snodes_.node(field->snode_id());
+      if (place.grad_snode < 0) {
+        return Error(ptr, absl::StrCat("field '", place.name,
+                                       "' has no gradient field; create it with "
+                                       "needs_grad=True (or place its .grad)"));
+      }
+      return static_cast<Stmt*>(b_.FieldPtr(place.grad_snode, place.dtype, indices));
+    }
+    const auto& array = static_cast<const ir::NdarrayPtrStmt&>(ptr);
+    return static_cast<Stmt*>(b_.NdarrayPtr(adjoint_args_.at(array.arg()), indices));
+  }
+
+  absl::Status ReverseStmt(const Stmt& s, Map& primal) {
+    b_.SetLocation(s.loc());
+    auto p = [&](size_t i) { return primal.at(s.operand(i)); };
+    switch (s.kind()) {
+      case StmtKind::kGlobalLoad: {
+        if (!IsFloatValue(&s)) return absl::OkStatus();
+        QD_ASSIGN_OR_RETURN(Stmt * grad, GradPtr(*s.operand(0), primal));
+        b_.Atomic(ir::AtomicOpKind::kAdd, grad, LoadAdjoint(&s));
+        ResetAdjoint(&s);
+        return absl::OkStatus();
+      }
+      case StmtKind::kGlobalStore:
+      case StmtKind::kAtomicOp: {
+        const Stmt* value = s.operand(1);
+        if (!IsFloatValue(value)) return absl::OkStatus();
+        const auto* atomic = ir::DynCast<ir::AtomicOpStmt>(&s);
+        if (atomic && atomic->op() != ir::AtomicOpKind::kAdd &&
+            atomic->op() != ir::AtomicOpKind::kSub) {
+          return Error(s, absl::StrCat(ir::OpName(atomic->op()),
+                                       " is not differentiable"));
+        }
+        QD_ASSIGN_OR_RETURN(Stmt * grad, GradPtr(*s.operand(0), primal));
+        Stmt* g = b_.GlobalLoad(grad);
+        if (atomic && atomic->op() == ir::AtomicOpKind::kSub) g = Neg(g);
+        Accumulate(value, g);
+        return absl::OkStatus();
+      }
+      case StmtKind::kLocalLoad:
+        if (IsFloatValue(&s)) {
+          Accumulate(s.operand(0), LoadAdjoint(&s));
+          ResetAdjoint(&s);
+        }
+        return absl::OkStatus();
+      case StmtKind::kLocalStore:
+        if (IsFloatValue(s.operand(1))) {
+          Accumulate(s.operand(1), LoadAdjoint(s.operand(0)));
+          ResetAdjoint(s.operand(0));
+        }
+        return absl::OkStatus();
+      case StmtKind::kUnaryOp:
+        if (IsFloatValue(&s)) ReverseUnary(static_cast<const ir::UnaryOpStmt&>(s), p(0), primal.at(&s));
+        return absl::OkStatus();
+      case StmtKind::kBinaryOp:
+        if (IsFloatValue(&s)) {
+          ReverseBinary(static_cast<const ir::BinaryOpStmt&>(s), p(0), p(1), primal.at(&s));
+        }
+        return absl::OkStatus();
+      case StmtKind::kTernaryOp:
+        if (IsFloatValue(&s)) {
+          const PrimitiveType t = s.type().element();
+          Stmt* g = LoadAdjoint(&s);
+          Accumulate(s.operand(1), b_.Select(p(0), g, Zero(t)));
+          Accumulate(s.operand(2), b_.Select(p(0), Zero(t), g));
+          ResetAdjoint(&s);
+        }
+        return absl::OkStatus();
+      case StmtKind::kIf: {
+        const auto& branch = static_cast<const ir::IfStmt&>(s);
+        auto* reverse = b_.If(p(0));
+        {
+          auto scope = b_.EnterBlock(reverse->true_block());
+          QD_RETURN_IF_ERROR(Reverse(*branch.true_block(), primal));
+        }
+        auto scope = b_.EnterBlock(reverse->false_block());
+        return Reverse(*branch.false_block(), primal);
+      }
+      case StmtKind::kRangeFor:
+      case StmtKind::kStructFor:
+      case StmtKind::kWhile:
+        return ReverseLoop(s, primal);
+      case StmtKind::kBreak:
+      case StmtKind::kContinue:
+        return Error(s, "break and continue are not supported in kernels "
+                        "differentiated with .grad() (without the adstack)");
+      case StmtKind::kAdStackAlloca:
+      case StmtKind::kAdStackPush:
+      case StmtKind::kAdStackPop:
+      case StmtKind::kAdStackLoadTop:
+      case StmtKind::kAdStackLoadTopAdj:
+      case StmtKind::kAdStackAccAdjoint:
+        return Error(s, "a kernel that already uses the adstack cannot be "
+                        "differentiated again");
+      default:
+        return absl::OkStatus();  // constants, arguments, pointers, indices
+    }
+  }
+
+  void ReverseUnary(const ir::UnaryOpStmt& s, Stmt* x, Stmt* z) {
+    const PrimitiveType t = s.type().element();
+    const Stmt* in = s.input();
+    Stmt* g = LoadAdjoint(&s);
+    auto one = [&] { return Const(t, 1); };
+    switch (s.op()) {
+      case UnaryOpKind::kNeg: Accumulate(in, Neg(g)); break;
+      case UnaryOpKind::kCast:
+        // Integer sources stop gradients; float sources convert back.
+        if (IsFloatValue(in)) Accumulate(in, b_.Cast(g, in->type().element()));
+        break;
+      case UnaryOpKind::kAbs: {
+        Stmt* sign = b_.Select(b_.Binary(BinaryOpKind::kGt, x, Zero(t)), one(),
+                               b_.Select(b_.Lt(x, Zero(t)), Const(t, -1), Zero(t)));
+        Accumulate(in, b_.Mul(g, sign));
+        break;
+      }
+      case UnaryOpKind::kSqrt: Accumulate(in, b_.Div(g, b_.Mul(Const(t, 2), z))); break;
+      case UnaryOpKind::kRsqrt:
+        Accumulate(in, b_.Div(b_.Mul(b_.Mul(g, Const(t, -0.5)), z), x));
+        break;
+      case UnaryOpKind::kSin:
+        Accumulate(in, b_.Mul(g, b_.Unary(UnaryOpKind::kCos, x)));
+        break;
+      case UnaryOpKind::kCos:
+        Accumulate(in, Neg(b_.Mul(g, b_.Unary(UnaryOpKind::kSin, x))));
+        break;
+      case UnaryOpKind::kTan: Accumulate(in, b_.Mul(g, b_.Add(one(), b_.Mul(z, z)))); break;
+      case UnaryOpKind::kTanh: Accumulate(in, b_.Mul(g, b_.Sub(one(), b_.Mul(z, z)))); break;
+      case UnaryOpKind::kExp: Accumulate(in, b_.Mul(g, z)); break;
+      case UnaryOpKind::kLog: Accumulate(in, b_.Div(g, x)); break;
+      case UnaryOpKind::kAsin:
+      case UnaryOpKind::kAcos: {
+        Stmt* d = b_.Div(g, b_.Unary(UnaryOpKind::kSqrt, b_.Sub(one(), b_.Mul(x, x))));
+        Accumulate(in, s.op() == UnaryOpKind::kAsin ? d : Neg(d));
+        break;
+      }
+      default:
+        break;  // floor, ceil: zero almost everywhere
+    }
+    ResetAdjoint(&s);
+  }
+
+  void ReverseBinary(const ir::BinaryOpStmt& s, Stmt* x, Stmt* y, Stmt* z) {
+    const PrimitiveType t = s.type().element();
+    const Stmt* lhs = s.lhs();
+    const Stmt* rhs = s.rhs();
+    Stmt* g = LoadAdjoint(&s);
+    switch (s.op()) {
+      case BinaryOpKind::kAdd:
+        Accumulate(lhs, g);
+        Accumulate(rhs, g);
+        break;
+      case BinaryOpKind::kSub:
+        Accumulate(lhs, g);
+        Accumulate(rhs, Neg(g));
+        break;
+      case BinaryOpKind::kMul:
+        Accumulate(lhs, b_.Mul(g, y));
+        Accumulate(rhs, b_.Mul(g, x));
+        break;
+      case BinaryOpKind::kDiv:
+        Accumulate(lhs, b_.Div(g, y));
+        Accumulate(rhs, Neg(b_.Div(b_.Mul(g, z), y)));
+        break;
+      case BinaryOpKind::kPow: {
+        Stmt* power = b_.Binary(BinaryOpKind::kPow, x, b_.Sub(y, Const(t, 1)));
+        Accumulate(lhs, b_.Mul(b_.Mul(g, y), power));
+        // d/dy x^y = x^y log x, defined for x > 0.
+        Stmt* dy = b_.Mul(b_.Mul(g, z), b_.Unary(UnaryOpKind::kLog, x));
+        Accumulate(rhs, b_.Select(b_.Binary(BinaryOpKind::kGt, x, Zero(t)), dy, Zero(t)));
+        break;
+      }
+      case BinaryOpKind::kAtan2: {  // atan2(x = y-coordinate, y = x-coordinate)
+        Stmt* r = b_.Add(b_.Mul(x, x), b_.Mul(y, y));
+        Accumulate(lhs, b_.Div(b_.Mul(g, y), r));
+        Accumulate(rhs, Neg(b_.Div(b_.Mul(g, x), r)));
+        break;
+      }
+      case BinaryOpKind::kMin:
+      case BinaryOpKind::kMax: {
+        Stmt* left_wins = b_.Binary(s.op() == BinaryOpKind::kMin ? BinaryOpKind::kLe
+                                                                 : BinaryOpKind::kGe,
+                                    x, y);
+        Accumulate(lhs, b_.Select(left_wins, g, Zero(t)));
+        Accumulate(rhs, b_.Select(left_wins, Zero(t), g));
+        break;
+      }
+      case BinaryOpKind::kMod:
+        Accumulate(lhs, g);
+        Accumulate(rhs, Neg(b_.Mul(g, b_.Binary(BinaryOpKind::kFloorDiv, x, y))));
+        break;
+      default:
+        break;  // floordiv: zero almost everywhere
+    }
+    ResetAdjoint(&s);
+  }
+
+  absl::Status ReverseLoop(const Stmt& loop, Map& primal) {
+    if (auto why = NeedsPerIterationPrimals(loop)) {
+      if (!options_.ad_stack_enabled) {
+        return Error(loop, absl::StrCat(
+                               "reverse-mode autodiff of this loop needs the adstack: ",
+                               *why, ". Enable it with qd.init(ad_stack_experimental_enabled=True)"));
+      }
+      return Error(loop, "the adstack is not implemented on this backend yet");
+    }
+    bool has_jump = false;
+    for (const Block* block : loop.blocks()) {
+      ir::WalkBlock(*block, [&](const Stmt* s) {
+        if ((ir::Isa<ir::ContinueStmt>(s) || ir::Isa<ir::BreakStmt>(s)) &&
+            JumpTarget(*s) == &loop) {
+          has_jump = true;
+        }
+      });
+    }
+    if (has_jump) {
+      return Error(loop, "continue inside a differentiated loop is not supported");
+    }
+    Map iteration = primal;
+    Stmt* reverse = nullptr;
+    if (const auto* range = ir::DynCast<ir::RangeForStmt>(&loop)) {
+      Stmt* begin = primal.at(range->begin());
+      Stmt* end = primal.at(range->end());
+      reverse = b_.RangeFor(begin, end);
+      auto scope = b_.EnterBlock(reverse->blocks()[0]);
+      // Iterations run backwards: i = end - 1 - (k - begin).
+      const PrimitiveType t = range->begin()->type().element();
+      Stmt* k = b_.LoopIndex(reverse);
+      Stmt* one = b_.Const(ir::Constant::Int(t, 1));
+      index_override_[&loop] = b_.Sub(b_.Sub(end, one), b_.Sub(k, begin));
+      QD_RETURN_IF_ERROR(ReverseIteration(loop, iteration));
+      index_override_.erase(&loop);
+      return absl::OkStatus();
+    }
+    reverse = b_.StructFor(static_cast<const ir::StructForStmt&>(loop).snode_id());
+    iteration[&loop] = reverse;
+    auto scope = b_.EnterBlock(reverse->blocks()[0]);
+    return ReverseIteration(loop, iteration);
+  }
+
+  // One iteration of a reversed loop: recompute its primal values, then
+  // sweep its body backwards.
+  absl::Status ReverseIteration(const Stmt& loop, Map& iteration) {
+    auto saved = frozen_;
+    for (const auto& [var, value] : snapshots_[&loop]) frozen_[var] = value;
+    absl::Status status = Replay(*loop.blocks()[0], iteration);
+    if (status.ok()) status = Reverse(*loop.blocks()[0], iteration);
+    frozen_ = std::move(saved);
+    return status;
+  }
+
+  ir::Kernel& kernel_;
+  const ir::SNodeTree& snodes_;
+  const ReverseModeOptions& options_;
+  const absl::flat_hash_map<int, int>& adjoint_args_;
+  ir::OffloadedTaskStmt* task_;
+  IRBuilder b_;
+  absl::flat_hash_map<const Stmt*, Stmt*> adjoints_;
+  absl::flat_hash_map<const Stmt*, Map> snapshots_;
+  Map frozen_;
+  Map index_override_;
+};
+
+absl::Status CheckTaskJumps(const ir::Kernel& kernel, const ir::OffloadedTaskStmt& task) {
+  absl::Status status;
+  ir::WalkBlock(*task.body(), [&](const Stmt* s) {
+    if (status.ok() && (ir::Isa<ir::ContinueStmt>(s) || ir::Isa<ir::BreakStmt>(s)) &&
+        JumpTarget(*s) == &task) {
+      status = MakeError(ErrorKind::kCompilation, s->loc(),
+                         absl::StrCat("in kernel '", kernel.name(),
+                                      "': continue in the outermost loop is not "
+                                      "supported in kernels differentiated with .grad()"));
+    }
+  });
+  return status;
+}
+
+}  // namespace
+
+absl::Status MakeGradKernel(ir::Kernel& kernel, const ir::SNodeTree& snodes,
+                            const ReverseModeOptions& options) {
+  absl::flat_hash_map<int, int> adjoint_args;
+  const int num_params = static_cast<int>(kernel.params().size());
+  for (int i = 0; i < num_params; ++i) {
+    const ir::KernelParam p = kernel.params()[i];
+    if (p.kind == ir::KernelParam::Kind::kNdarray && ir::IsFloat(p.dtype)) {
+      adjoint_args[i] =
+          kernel.AddParam(ir::KernelParam::Ndarray(p.name + "_grad", p.dtype, p.ndim));
+    }
+  }
+  // The forward tasks stay alive until every gradient task is built.
+  std::vector<std::unique_ptr<Stmt>> forward = kernel.body()->TakeAll();
+  for (size_t t = forward.size(); t-- > 0;) {
+    const auto& task = static_cast<const ir::OffloadedTaskStmt&>(*forward[t]);
+    QD_RETURN_IF_ERROR(CheckTaskJumps(kernel, task));
+    auto grad = std::make_unique<ir::OffloadedTaskStmt>(task.task_kind(), task.snode_id());
+    grad->set_loc(task.loc());
+    Map bounds;
+    for (const auto& stmt : *task.prologue()) {
+      grad->prologue()->Append(ir::CloneStmt(*stmt, &bounds));
+    }
+    if (task.num_operands() == 2) {
+      grad->SetBounds(bounds.at(task.begin()), bounds.at(task.end()));
+    }
+    ir::OffloadedTaskStmt* grad_task = grad.get();
+    kernel.body()->Append(std::move(grad));
+    GradTaskBuilder builder(kernel, snodes, options, adjoint_args, grad_task);
+    QD_RETURN_IF_ERROR(builder.Build(task));
+  }
+  QD_RETURN_IF_ERROR(TypeCheck(kernel));
+  BackupOutOfScopeValues(kernel);
+  return absl::OkStatus();
+}
+
+}  // namespace quadrants::transforms::autodiff

@@ -1,0 +1,33 @@
+#ifndef QUADRANTS_TRANSFORMS_AUTODIFF_REVERSE_MODE_H_
+#define QUADRANTS_TRANSFORMS_AUTODIFF_REVERSE_MODE_H_
+
+#include "absl/status/status.h"
+#include "quadrants/ir/kernel.h"
+#include "quadrants/ir/snode.h"
+
+namespace quadrants::transforms::autodiff {
+
+struct ReverseModeOptions {
+  // Without the adstack, a loop whose reversal needs per-iteration primal
+  // values is a compile error; with it, such values are pushed and popped.
+  bool ad_stack_enabled = false;
+};
+
+// Turns an offloaded, type-checked kernel into its reverse-mode gradient
+// kernel, in place. Tasks run in reverse order; each keeps its kind and
+// bounds (the outer loop stays parallel) and its body becomes a forward
+// replay without global side effects followed by the reverse sweep, which
+// accumulates adjoints into the gradient fields (SNodeTree grad links) and
+// into adjoint ndarrays: every float ndarray parameter `p` gets a companion
+// parameter `p_grad` appended, in order. Global adjoints accumulate
+// atomically, since threads can collide.
+//
+// Errors (QuadrantsCompilationError kind, naming the kernel and file:line):
+// a field without a gradient field, a loop that needs the adstack while it
+// is disabled, break/continue in a differentiated task body.
+absl::Status MakeGradKernel(ir::Kernel& kernel, const ir::SNodeTree& snodes,
+                            const ReverseModeOptions& options = {});
+
+}  // namespace quadrants::transforms::autodiff
+
+#endif  // QUADRANTS_TRANSFORMS_AUTODIFF_REVERSE_MODE_H_
