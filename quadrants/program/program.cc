@@ -1,5 +1,6 @@
 #include "quadrants/program/program.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -164,6 +165,7 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
   const uint64_t hash = ir::StructuralHash(kernel);
   const uint64_t key =
       hash ^ (config_.CodegenHash() * 0x9e3779b97f4a7c15ULL) ^ (grad ? 0x5bd1e995ULL : 0);
+  compile_warnings_.clear();
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
 
   std::unique_ptr<ir::Kernel> lowered = ir::CloneKernel(kernel);
@@ -178,8 +180,27 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
   if (DumpIrRequested()) DumpIr(*lowered, hash);
   QD_ASSIGN_OR_RETURN(std::shared_ptr<CompiledKernel> compiled,
                       backend_->Compile(*lowered, snodes_));
+  if (config_.ad_stack_size <= 0) WarnAboutDefaultSizedStacks(*compiled);
   cache_[key] = compiled;
   return compiled;
+}
+
+void Program::WarnAboutDefaultSizedStacks(const CompiledKernel& kernel) {
+  std::vector<std::string> seen;
+  for (const auto& stacks : kernel.task_adstacks()) {
+    for (const AdStackInfo& stack : stacks) {
+      if (stack.static_capacity > 0) continue;
+      const std::string where = stack.loc.ToString();
+      if (std::find(seen.begin(), seen.end(), where) != seen.end()) continue;
+      seen.push_back(where);
+      compile_warnings_.push_back(absl::StrCat(
+          "kernel '", kernel.name(), "': the trip count of the loop at ", where,
+          " is not known at compile time; its adstack uses default_ad_stack_size=",
+          config_.default_ad_stack_size,
+          " slots (a longer loop overflows: raise default_ad_stack_size or set "
+          "ad_stack_size)"));
+    }
+  }
 }
 
 absl::Status Program::CheckArguments(const CompiledKernel& kernel,
@@ -257,6 +278,22 @@ void Program::CollectRuntimeError(const CompiledKernel& kernel) {
   absl::optional<RuntimeErrorRecord> record = backend_->TakeError();
   if (!record || !pending_error_.ok()) return;
   const auto& sites = kernel.error_sites();
+  if (record->code == RuntimeErrorRecord::Code::kAdStackOverflow) {
+    const int task = static_cast<int>(record->values[0]);
+    const auto& stacks = kernel.task_adstacks();
+    std::string loop = "<unknown loop>";
+    if (task >= 0 && task < static_cast<int>(stacks.size()) &&
+        record->values[1] < static_cast<int64_t>(stacks[task].size())) {
+      loop = stacks[task][record->values[1]].loc.ToString();
+    }
+    pending_error_ = MakeError(
+        ErrorKind::kAssertion,
+        absl::StrCat("Adstack overflow in kernel '", kernel.name(), "' (task ", task,
+                     "): the adstack of the loop at ", loop, " needs more than its ",
+                     record->values[2], " slots; raise qd.init(ad_stack_size=...) or "
+                     "default_ad_stack_size"));
+    return;
+  }
   if (record->site < 0 || record->site >= static_cast<int>(sites.size())) {
     pending_error_ = MakeError(ErrorKind::kRuntime,
                                absl::StrCat("kernel '", kernel.name(),

@@ -69,6 +69,10 @@ class Program {
   absl::Status Launch(const CompiledKernel& kernel,
                       absl::Span<const KernelArgument> args);
   const LaunchStats& last_launch() const { return last_launch_; }
+  const AdStackStats& adstack_stats() const { return backend_->adstack_stats(); }
+  // Warnings of the last compilation (e.g. an adstack sized by
+  // default_ad_stack_size because a trip count is unknown), each once.
+  const std::vector<std::string>& compile_warnings() const { return compile_warnings_; }
 
   // Waits for launched work and reports the first run-time error since the
   // last sync (naming the kernel and the source line), clearing it.
@@ -86,6 +90,7 @@ class Program {
   absl::Status CheckArguments(const CompiledKernel& kernel,
                               absl::Span<const KernelArgument> args) const;
   void CollectRuntimeError(const CompiledKernel& kernel);
+  void WarnAboutDefaultSizedStacks(const CompiledKernel& kernel);
   absl::StatusOr<char*> FieldAddress(int place, absl::Span<const int64_t> index);
 
   CompileConfig config_;
@@ -96,6 +101,7 @@ class Program {
   absl::flat_hash_map<uint64_t, std::shared_ptr<CompiledKernel>> cache_;
   absl::Status pending_error_;
   LaunchStats last_launch_;
+  std::vector<std::string> compile_warnings_;
 };
 
 }  // namespace quadrants

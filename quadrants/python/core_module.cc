@@ -486,6 +486,18 @@ PYBIND11_MODULE(_quadrants_core, m) {
                              [](PyProgram& p) { return p.get().num_cpu_threads(); })
       .def_property_readonly("last_threads_used", [](PyProgram& p) {
         return p.get().last_launch().max_threads_used;
+      })
+      .def_property_readonly("compile_warnings",
+                             [](PyProgram& p) { return p.get().compile_warnings(); })
+      .def("adstack_stats", [](PyProgram& p) {
+        const AdStackStats& s = p.get().adstack_stats();
+        py::dict d;
+        d["capacities"] = s.capacities;
+        d["per_thread_stride"] = s.per_thread_stride;
+        d["bytes_needed"] = s.bytes_needed;
+        d["heap_bytes"] = s.heap_bytes;
+        d["heap_grows"] = s.heap_grows;
+        return d;
       });
 
   py::class_<ir::Kernel>(m, "Kernel")

@@ -23,9 +23,27 @@ struct RuntimeErrorSite {
   std::vector<ir::PrimitiveType> value_types;
 };
 
+// One adstack of a task (see codegen AdStackSpec).
+struct AdStackInfo {
+  ir::PrimitiveType dtype = ir::PrimitiveType::kF32;
+  int64_t slot_bytes = 0;
+  int64_t static_capacity = 0;  // 0: unknown at compile time
+  SourceLocation loc;           // the loop it serves
+};
+
+// What the adstack machinery did at the last launch that used it.
+struct AdStackStats {
+  std::vector<std::vector<int64_t>> capacities;  // per task, per stack
+  std::vector<int64_t> per_thread_stride;        // per task, bytes
+  int64_t bytes_needed = 0;                      // largest task's need
+  int64_t heap_bytes = 0;                        // allocated heap
+  int heap_grows = 0;                            // allocations so far
+};
+
 // An error a kernel recorded on the device, to be raised at the next sync.
+// For an adstack overflow the values are: task, stack, capacity.
 struct RuntimeErrorRecord {
-  enum class Code { kOutOfBound = 1, kAssertion = 2 };
+  enum class Code { kOutOfBound = 1, kAssertion = 2, kAdStackOverflow = 3 };
   Code code = Code::kOutOfBound;
   int site = 0;
   int64_t values[3] = {0, 0, 0};
@@ -39,20 +57,24 @@ class CompiledKernel {
   const std::vector<ir::KernelParam>& params() const { return params_; }
   const std::vector<RuntimeErrorSite>& error_sites() const { return error_sites_; }
   int num_tasks() const { return num_tasks_; }
+  const std::vector<std::vector<AdStackInfo>>& task_adstacks() const { return task_adstacks_; }
 
  protected:
   CompiledKernel(std::string name, std::vector<ir::KernelParam> params,
-                 std::vector<RuntimeErrorSite> sites, int num_tasks)
+                 std::vector<RuntimeErrorSite> sites, int num_tasks,
+                 std::vector<std::vector<AdStackInfo>> task_adstacks)
       : name_(std::move(name)),
         params_(std::move(params)),
         error_sites_(std::move(sites)),
-        num_tasks_(num_tasks) {}
+        num_tasks_(num_tasks),
+        task_adstacks_(std::move(task_adstacks)) {}
 
  private:
   std::string name_;
   std::vector<ir::KernelParam> params_;
   std::vector<RuntimeErrorSite> error_sites_;
   int num_tasks_;
+  std::vector<std::vector<AdStackInfo>> task_adstacks_;
 };
 
 // A launch argument after validation: scalars as their 64-bit slot, arrays
@@ -85,6 +107,7 @@ class Backend {
   // The first error recorded since the last call, clearing it.
   virtual absl::optional<RuntimeErrorRecord> TakeError() = 0;
   virtual int num_threads() const = 0;
+  virtual const AdStackStats& adstack_stats() const = 0;
 };
 
 }  // namespace quadrants

@@ -72,8 +72,18 @@ class FunctionEmitter {
   llvm::Value* EmitArgLoad(const ir::ArgLoadStmt& s);
   llvm::Value* EmitNdarrayPtr(const ir::NdarrayPtrStmt& s);
   absl::StatusOr<llvm::Value*> EmitFieldPtr(const ir::FieldPtrStmt& s);
-  llvm::Value* CheckedIndex(const Stmt& access, int site, int axis,
-                            llvm::Value* index, llvm::Value* extent);
+  // ANDs `valid` with 0 <= index < extent (reporting a failure); a null
+  // `valid` means checks are off.
+  void CheckIndex(llvm::Value*& valid, int site, int axis, llvm::Value* index,
+                  llvm::Value* extent);
+  // `ptr`, or the runtime's scratch slot when a check failed.
+  llvm::Value* GuardedPointer(llvm::Value* valid, llvm::Value* ptr);
+  // Adstack statements.
+  void EmitAdStackAlloca(const ir::AdStackAllocaStmt& s);
+  llvm::Value* StackSlot(const Stmt* stack, llvm::Value* index, bool adjoint);
+  llvm::Value* StackTopIndex(const Stmt* stack);
+  void EmitAdStackPush(const ir::AdStackPushStmt& s);
+  void EmitAdStackPop(const ir::AdStackPopStmt& s);
   absl::StatusOr<llvm::Value*> EmitUnary(const ir::UnaryOpStmt& s);
   absl::StatusOr<llvm::Value*> EmitBinary(const ir::BinaryOpStmt& s);
   absl::StatusOr<llvm::Value*> EmitAtomic(const ir::AtomicOpStmt& s);
@@ -108,6 +118,19 @@ class FunctionEmitter {
   // Loop statement -> its current index per axis (valid inside its body).
   absl::flat_hash_map<const Stmt*, std::vector<llvm::Value*>> loop_indices_;
   std::vector<LoopTargets> loops_;
+
+  struct StackState {
+    int id;
+    llvm::Value* base;      // the i64 count, then the slots
+    llvm::Value* capacity;  // i64, published by the host per launch
+    int64_t slot_bytes;
+    int64_t elem_bytes;
+  };
+  absl::flat_hash_map<const Stmt*, StackState> stacks_;
+  std::vector<AdStackSpec>* task_stacks_ = nullptr;
+
+ public:
+  void set_task_stacks(std::vector<AdStackSpec>* stacks) { task_stacks_ = stacks; }
 };
 
 llvm::Type* FunctionEmitter::RegisterType(PrimitiveType t) {
@@ -311,6 +334,88 @@ std::vector<llvm::Value*> FunctionEmitter::DecomposeCell(int snode,
   return indices;
 }
 
+void FunctionEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
+  const PrimitiveType t = s.dtype();
+  const int64_t elem = std::max(1, ir::BitWidth(t) / 8);
+  AdStackSpec spec;
+  spec.dtype = t;
+  spec.slot_bytes = ir::IsFloat(t) ? 2 * elem : elem;  // floats keep an adjoint too
+  spec.static_capacity = s.max_size();
+  spec.loc = s.loc();
+  const int id = static_cast<int>(task_stacks_->size());
+  task_stacks_->push_back(spec);
+  // This thread's slice: heap + thread_id * stride + offset[id].
+  llvm::Value* heap = Call("qd_adstack_heap", b_.getPtrTy(), {ctx_});
+  llvm::Value* stride = Call("qd_adstack_stride", b_.getInt64Ty(), {ctx_});
+  llvm::Value* offset = Call("qd_adstack_offset", b_.getInt64Ty(), {ctx_, b_.getInt32(id)});
+  llvm::Value* capacity =
+      Call("qd_adstack_max_size", b_.getInt64Ty(), {ctx_, b_.getInt32(id)});
+  llvm::Value* thread = b_.CreateSExt(function_->getArg(3), b_.getInt64Ty());
+  llvm::Value* base =
+      b_.CreateGEP(b_.getInt8Ty(), heap, b_.CreateAdd(b_.CreateMul(thread, stride), offset));
+  b_.CreateStore(b_.getInt64(0), base);
+  stacks_[&s] = {id, base, capacity, spec.slot_bytes, elem};
+  values_[&s] = base;
+}
+
+llvm::Value* FunctionEmitter::StackTopIndex(const Stmt* stack) {
+  const StackState& st = stacks_.at(stack);
+  llvm::Value* top = b_.CreateSub(b_.CreateLoad(b_.getInt64Ty(), st.base), b_.getInt64(1));
+  // An empty stack reads slot 0 instead of underflowing (debug builds).
+  if (options_.debug) {
+    top = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, top, b_.getInt64(0));
+  }
+  return top;
+}
+
+llvm::Value* FunctionEmitter::StackSlot(const Stmt* stack, llvm::Value* index, bool adjoint) {
+  const StackState& st = stacks_.at(stack);
+  llvm::Value* offset = b_.CreateAdd(b_.getInt64(8 + (adjoint ? st.elem_bytes : 0)),
+                                     b_.CreateMul(index, b_.getInt64(st.slot_bytes)));
+  return b_.CreateGEP(b_.getInt8Ty(), st.base, offset);
+}
+
+void FunctionEmitter::EmitAdStackPush(const ir::AdStackPushStmt& s) {
+  const StackState& st = stacks_.at(s.stack());
+  const PrimitiveType t = s.value()->type().element();
+  llvm::Value* count = b_.CreateLoad(b_.getInt64Ty(), st.base);
+  llvm::Value* index = count;
+  llvm::Value* next = b_.CreateAdd(count, b_.getInt64(1));
+  if (options_.debug) {
+    // A full stack records the overflow and overwrites its last slot rather
+    // than writing past its slice of the heap.
+    llvm::Value* fits = b_.CreateICmpSLT(count, st.capacity);
+    auto* overflow = llvm::BasicBlock::Create(context_, "adstack.overflow", function_);
+    auto* merge = llvm::BasicBlock::Create(context_, "adstack.push", function_);
+    b_.CreateCondBr(fits, merge, overflow);
+    b_.SetInsertPoint(overflow);
+    Call("qd_adstack_overflow", b_.getVoidTy(), {ctx_, b_.getInt32(st.id)});
+    b_.CreateBr(merge);
+    b_.SetInsertPoint(merge);
+    llvm::Value* last = b_.CreateBinaryIntrinsic(
+        llvm::Intrinsic::smax, b_.CreateSub(st.capacity, b_.getInt64(1)), b_.getInt64(0));
+    index = b_.CreateSelect(fits, count, last);
+    next = b_.CreateSelect(fits, next, st.capacity);
+  }
+  llvm::Value* value = Get(s.value());
+  if (t == PrimitiveType::kU1) value = b_.CreateZExt(value, b_.getInt8Ty());
+  b_.CreateStore(value, StackSlot(s.stack(), index, false));
+  if (ir::IsFloat(t)) {
+    b_.CreateStore(llvm::ConstantFP::get(RegisterType(t), 0.0),
+                   StackSlot(s.stack(), index, true));
+  }
+  b_.CreateStore(next, st.base);
+}
+
+void FunctionEmitter::EmitAdStackPop(const ir::AdStackPopStmt& s) {
+  const StackState& st = stacks_.at(s.stack());
+  llvm::Value* next = b_.CreateSub(b_.CreateLoad(b_.getInt64Ty(), st.base), b_.getInt64(1));
+  if (options_.debug) {
+    next = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, next, b_.getInt64(0));
+  }
+  b_.CreateStore(next, st.base);
+}
+
 absl::Status FunctionEmitter::EmitBlock(const ir::Block& block) {
   for (const auto& stmt : block) {
     if (absl::Status s = EmitStmt(*stmt); !s.ok()) return s;
@@ -342,12 +447,17 @@ llvm::Value* FunctionEmitter::EmitArgLoad(const ir::ArgLoadStmt& s) {
   }
 }
 
-llvm::Value* FunctionEmitter::CheckedIndex(const Stmt& access, int site, int axis,
-                                           llvm::Value* index,
-                                           llvm::Value* extent) {
-  if (!options_.check_out_of_bound) return index;
-  return Call("qd_check_index", b_.getInt64Ty(),
-              {ctx_, b_.getInt32(site), b_.getInt32(axis), index, extent});
+void FunctionEmitter::CheckIndex(llvm::Value*& valid, int site, int axis,
+                                 llvm::Value* index, llvm::Value* extent) {
+  if (valid == nullptr) return;
+  llvm::Value* ok = Call("qd_check_index", b_.getInt32Ty(),
+                         {ctx_, b_.getInt32(site), b_.getInt32(axis), index, extent});
+  valid = b_.CreateAnd(valid, b_.CreateICmpNE(ok, b_.getInt32(0)));
+}
+
+llvm::Value* FunctionEmitter::GuardedPointer(llvm::Value* valid, llvm::Value* ptr) {
+  if (valid == nullptr) return ptr;
+  return b_.CreateSelect(valid, ptr, Call("qd_scratch", b_.getPtrTy(), {ctx_}));
 }
 
 llvm::Value* FunctionEmitter::EmitNdarrayPtr(const ir::NdarrayPtrStmt& s) {
@@ -359,14 +469,15 @@ llvm::Value* FunctionEmitter::EmitNdarrayPtr(const ir::NdarrayPtrStmt& s) {
   }
   llvm::Value* data = Call("qd_ndarray_data", b_.getPtrTy(), {ctx_, b_.getInt32(s.arg())});
   llvm::Value* linear = b_.getInt64(0);
+  llvm::Value* valid = options_.check_out_of_bound ? b_.getTrue() : nullptr;
   for (size_t axis = 0; axis < s.num_operands(); ++axis) {
     llvm::Value* extent = Call("qd_ndarray_shape", b_.getInt64Ty(),
                                {ctx_, b_.getInt32(s.arg()), b_.getInt32(axis)});
     llvm::Value* index = ToI64(Get(s.operand(axis)), s.operand(axis)->type().element());
-    index = CheckedIndex(s, site, static_cast<int>(axis), index, extent);
+    CheckIndex(valid, site, static_cast<int>(axis), index, extent);
     linear = b_.CreateAdd(b_.CreateMul(linear, extent), index);
   }
-  return b_.CreateGEP(StorageType(param.dtype), data, linear);
+  return GuardedPointer(valid, b_.CreateGEP(StorageType(param.dtype), data, linear));
 }
 
 absl::StatusOr<llvm::Value*> FunctionEmitter::EmitFieldPtr(const ir::FieldPtrStmt& s) {
@@ -378,14 +489,14 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitFieldPtr(const ir::FieldPtrStm
                    s.loc());
   }
   llvm::Value* offset = b_.getInt64(layout->offset);
+  llvm::Value* valid = options_.check_out_of_bound ? b_.getTrue() : nullptr;
   for (size_t axis = 0; axis < s.num_operands(); ++axis) {
     llvm::Value* index = ToI64(Get(s.operand(axis)), s.operand(axis)->type().element());
-    index = CheckedIndex(s, site, static_cast<int>(axis), index,
-                         b_.getInt64(layout->shape[axis]));
+    CheckIndex(valid, site, static_cast<int>(axis), index, b_.getInt64(layout->shape[axis]));
     offset = b_.CreateAdd(offset, b_.CreateMul(index, b_.getInt64(layout->axis_stride[axis])));
   }
   llvm::Value* root = Call("qd_root", b_.getPtrTy(), {ctx_});
-  return b_.CreateGEP(b_.getInt8Ty(), root, offset);
+  return GuardedPointer(valid, b_.CreateGEP(b_.getInt8Ty(), root, offset));
 }
 
 llvm::Value* FunctionEmitter::MathCall(const char* name, std::vector<llvm::Value*> args,
@@ -723,12 +834,31 @@ absl::Status FunctionEmitter::EmitStmt(const Stmt& s) {
     case StmtKind::kOffloadedTask:
       return Unsupported(s, "a nested offloaded task");
     case StmtKind::kAdStackAlloca:
+      EmitAdStackAlloca(static_cast<const ir::AdStackAllocaStmt&>(s));
+      return absl::OkStatus();
     case StmtKind::kAdStackPush:
+      EmitAdStackPush(static_cast<const ir::AdStackPushStmt&>(s));
+      return absl::OkStatus();
     case StmtKind::kAdStackPop:
+      EmitAdStackPop(static_cast<const ir::AdStackPopStmt&>(s));
+      return absl::OkStatus();
     case StmtKind::kAdStackLoadTop:
-    case StmtKind::kAdStackLoadTopAdj:
-    case StmtKind::kAdStackAccAdjoint:
-      return Unsupported(s, "the adstack");
+    case StmtKind::kAdStackLoadTopAdj: {
+      const PrimitiveType t = s.type().element();
+      const bool adjoint = s.kind() == StmtKind::kAdStackLoadTopAdj;
+      llvm::Value* v = b_.CreateLoad(StorageType(t),
+                                     StackSlot(s.operand(0), StackTopIndex(s.operand(0)), adjoint));
+      if (t == PrimitiveType::kU1) v = b_.CreateICmpNE(v, b_.getInt8(0));
+      values_[&s] = v;
+      return absl::OkStatus();
+    }
+    case StmtKind::kAdStackAccAdjoint: {
+      const PrimitiveType t = s.operand(1)->type().element();
+      llvm::Value* slot = StackSlot(s.operand(0), StackTopIndex(s.operand(0)), true);
+      llvm::Value* sum = b_.CreateFAdd(b_.CreateLoad(RegisterType(t), slot), Get(s.operand(1)));
+      b_.CreateStore(sum, slot);
+      return absl::OkStatus();
+    }
   }
   return Unsupported(s, "this statement");
 }
@@ -756,6 +886,7 @@ absl::StatusOr<LoweredKernel> LowerKernel(const ir::Kernel& kernel,
     out.kind = task->task_kind();
     out.loc = task->loc();
     out.function = absl::StrCat("qd_task", t, "_", ir::TaskKindName(out.kind));
+    emitter.set_task_stacks(&out.ad_stacks);
     if (absl::Status s = emitter.EmitTask(*task, out.function); !s.ok()) return s;
     if (out.kind == ir::TaskKind::kRangeFor) {
       out.bounds_function = out.function + "_bounds";

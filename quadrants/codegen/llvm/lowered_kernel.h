@@ -19,12 +19,23 @@ namespace quadrants::codegen {
 // range_for tasks,
 //   void <bounds_function>(QdLaunchContext* ctx, i64* out)
 // writes the iteration range to out[0], out[1] right before dispatch.
+// One adstack of a task. Its storage, per thread, is an i64 count followed
+// by `capacity` slots of `slot_bytes` (a float slot holds the primal and
+// its adjoint).
+struct AdStackSpec {
+  ir::PrimitiveType dtype = ir::PrimitiveType::kF32;
+  int64_t slot_bytes = 0;
+  int64_t static_capacity = 0;  // 0: decided at launch
+  SourceLocation loc;           // the loop the stack serves
+};
+
 struct LoweredTask {
   ir::TaskKind kind = ir::TaskKind::kSerial;
   std::string function;
   std::string bounds_function;
   int64_t struct_for_cells = 0;  // struct_for: iterations
   SourceLocation loc;
+  std::vector<AdStackSpec> ad_stacks;  // ids are positions in this list
 };
 
 // A place that can raise a run-time error, so the host can name it.

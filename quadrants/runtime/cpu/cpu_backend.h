@@ -24,15 +24,27 @@ class CpuBackend : public Backend {
   absl::Status Synchronize() override { return absl::OkStatus(); }
   absl::optional<RuntimeErrorRecord> TakeError() override;
   int num_threads() const override { return pool_.num_threads(); }
+  const AdStackStats& adstack_stats() const override { return adstack_stats_; }
 
   // Public for std::make_unique only; use Create().
   CpuBackend(const CompileConfig& config, std::unique_ptr<codegen::CpuJit> jit);
 
  private:
+  // Sizes the task's stacks for this launch, grows the heap if needed and
+  // publishes the metadata generated code reads.
+  void PublishAdStacks(int task, const std::vector<AdStackInfo>& stacks, int threads);
+  void CheckAdStackOverflow(int task, const std::vector<AdStackInfo>& stacks);
+
   CompileConfig config_;
   std::unique_ptr<codegen::CpuJit> jit_;
   ThreadPool pool_;
   QdRuntime runtime_{};
+  absl::optional<RuntimeErrorRecord> pending_;
+  // One heap per runtime, grown by amortized doubling, never shrunk.
+  std::unique_ptr<char[]> adstack_heap_;
+  std::vector<int64_t> adstack_offsets_;
+  std::vector<int64_t> adstack_max_sizes_;
+  AdStackStats adstack_stats_;
 };
 
 }  // namespace quadrants::cpu

@@ -1,6 +1,8 @@
 #include "quadrants/transforms/autodiff/reverse_mode.h"
 
+#include <algorithm>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -57,7 +59,7 @@ class GradTaskBuilder {
     Map primal;
     primal[&forward] = task_;
     b_.SetInsertPointToEnd(task_->body());
-    QD_RETURN_IF_ERROR(Replay(*forward.body(), primal));
+    QD_RETURN_IF_ERROR(Replay(*forward.body(), primal, /*push=*/true));
     return Reverse(*forward.body(), primal);
   }
 
@@ -68,14 +70,18 @@ class GradTaskBuilder {
   }
 
   // ---- forward replay ---------------------------------------------------------
-  absl::Status Replay(const Block& block, Map& primal) {
+  // `push`: the loops of `block` are reversed right after this replay, so
+  // loops that need the adstack push their per-iteration state here. Loops
+  // nested in a loop are replayed again inside each of its reverse
+  // iterations, and push there instead.
+  absl::Status Replay(const Block& block, Map& primal, bool push) {
     for (const auto& stmt : block) {
-      QD_RETURN_IF_ERROR(ReplayStmt(*stmt, primal));
+      QD_RETURN_IF_ERROR(ReplayStmt(*stmt, primal, push));
     }
     return absl::OkStatus();
   }
 
-  absl::Status ReplayStmt(const Stmt& s, Map& primal) {
+  absl::Status ReplayStmt(const Stmt& s, Map& primal, bool push) {
     b_.SetLocation(s.loc());
     switch (s.kind()) {
       case StmtKind::kGlobalStore:
@@ -108,15 +114,15 @@ class GradTaskBuilder {
         primal[&s] = copy;
         {
           auto scope = b_.EnterBlock(copy->true_block());
-          QD_RETURN_IF_ERROR(Replay(*branch.true_block(), primal));
+          QD_RETURN_IF_ERROR(Replay(*branch.true_block(), primal, push));
         }
         auto scope = b_.EnterBlock(copy->false_block());
-        return Replay(*branch.false_block(), primal);
+        return Replay(*branch.false_block(), primal, push);
       }
       case StmtKind::kRangeFor:
       case StmtKind::kStructFor:
       case StmtKind::kWhile:
-        return ReplayLoop(s, primal);
+        return ReplayLoop(s, primal, push);
       default:
         break;
     }
@@ -124,7 +130,7 @@ class GradTaskBuilder {
     return absl::OkStatus();
   }
 
-  absl::Status ReplayLoop(const Stmt& loop, Map& primal) {
+  absl::Status ReplayLoop(const Stmt& loop, Map& primal, bool push) {
     // Variables the loop reads but never writes keep their value through
     // it; the reverse sweep replays iterations after later code may have
     // changed them, so it reads these snapshots instead.
@@ -150,8 +156,102 @@ class GradTaskBuilder {
       copy = b_.While();
     }
     primal[&loop] = copy;
+    const bool stacked = push && NeedsStack(loop);
+    Stmt* trips = nullptr;
+    if (stacked && ir::Isa<ir::WhileStmt>(&loop) && StartsWithConditionCheck(loop)) {
+      trips = Counter(loop);
+      b_.LocalStore(trips, b_.ConstI32(0));
+    }
     auto scope = b_.EnterBlock(copy->blocks()[0]);
-    return Replay(*loop.blocks()[0], primal);
+    const Block& body = *loop.blocks()[0];
+    size_t first = 0;
+    if (trips != nullptr) {
+      // The while condition check (`if not cond: break`) comes first; an
+      // iteration that passes it is one to reverse.
+      QD_RETURN_IF_ERROR(ReplayStmt(*body.at(0), primal, false));
+      b_.LocalStore(trips, b_.Add(b_.LocalLoad(trips), b_.ConstI32(1)));
+      first = 1;
+    }
+    if (stacked) PushCarried(loop, primal);
+    for (size_t i = first; i < body.size(); ++i) {
+      QD_RETURN_IF_ERROR(ReplayStmt(*body.at(i), primal, false));
+    }
+    return absl::OkStatus();
+  }
+
+  // ---- adstack ------------------------------------------------------------------
+  // The front end lowers `while cond:` to a body that starts with
+  // `if not cond: break`; stacked while loops rely on that shape.
+  static bool StartsWithConditionCheck(const Stmt& loop) {
+    const Block& body = *loop.blocks()[0];
+    if (body.empty()) return false;
+    const auto* check = ir::DynCast<ir::IfStmt>(body.at(0));
+    return check != nullptr && check->true_block()->size() == 1 &&
+           ir::Isa<ir::BreakStmt>(check->true_block()->at(0)) &&
+           check->false_block()->empty();
+  }
+
+  bool NeedsStack(const Stmt& loop) {
+    return options_.ad_stack_enabled && NeedsPerIterationPrimals(loop).has_value();
+  }
+
+  // The trip counter of a stacked while loop, declared at the task start.
+  Stmt* Counter(const Stmt& loop) {
+    auto it = counters_.find(&loop);
+    if (it != counters_.end()) return it->second;
+    Stmt* slot = b_.InsertAt(task_->body(), 0,
+                             std::make_unique<ir::AllocaStmt>(PrimitiveType::kI32));
+    counters_[&loop] = slot;
+    return slot;
+  }
+
+  // One stack per carried variable of `loop`, declared at the task start.
+  // Constant trip counts K size it exactly (K + 2); otherwise the capacity
+  // is decided at launch.
+  Stmt* Stack(const Stmt& loop, const Stmt* var, const Map& primal) {
+    auto key = std::make_pair(&loop, var);
+    auto it = stacks_.find(key);
+    if (it != stacks_.end()) return it->second;
+    int64_t capacity = 0;
+    if (const auto* range = ir::DynCast<ir::RangeForStmt>(&loop)) {
+      const auto* begin = ir::DynCast<ir::ConstStmt>(primal.at(range->begin()));
+      const auto* end = ir::DynCast<ir::ConstStmt>(primal.at(range->end()));
+      if (begin && end) {
+        capacity = std::max<int64_t>(0, end->value().as_int() - begin->value().as_int()) + 2;
+      }
+    } else if (const auto* cells = ir::DynCast<ir::StructForStmt>(&loop)) {
+      int64_t count = 1;
+      for (int id = cells->snode_id(); id >= 0; id = snodes_.node(id).parent) {
+        for (int64_t size : snodes_.node(id).sizes) count *= size;
+      }
+      capacity = count + 2;
+    }
+    auto stack = std::make_unique<ir::AdStackAllocaStmt>(var->type().element(), capacity);
+    stack->set_loc(loop.loc());
+    Stmt* slot = b_.InsertAt(task_->body(), 0, std::move(stack));
+    stacks_[key] = slot;
+    return slot;
+  }
+
+  void PushCarried(const Stmt& loop, Map& primal) {
+    for (const Stmt* var : OrderedCarried(loop)) {
+      b_.AdStackPush(Stack(loop, var, primal), b_.LocalLoad(primal.at(var)));
+    }
+  }
+
+  // Carried variables in program order, for a deterministic stack layout.
+  std::vector<const Stmt*> OrderedCarried(const Stmt& loop) {
+    const auto carried = CarriedVariables(loop);
+    std::vector<const Stmt*> ordered;
+    for (const Block* block : loop.blocks()) {
+      ir::WalkBlock(*block, [&](const Stmt* s) {
+        if (ir::Isa<ir::LocalStoreStmt>(s) && carried.contains(s->operand(0)) &&
+            std::find(ordered.begin(), ordered.end(), s->operand(0)) == ordered.end()) {
+          ordered.push_back(s->operand(0));
+        }
+      });
+    }
+    return ordered;
   }
 
   // ---- reverse sweep ----------------------------------------------------------
@@ -397,28 +497,44 @@ class GradTaskBuilder {
   }
 
   absl::Status ReverseLoop(const Stmt& loop, Map& primal) {
-    if (auto why = NeedsPerIterationPrimals(loop)) {
-      if (!options_.ad_stack_enabled) {
+    const bool stacked = NeedsStack(loop);
+    if (!stacked) {
+      if (auto why = NeedsPerIterationPrimals(loop)) {
         return Error(loop, absl::StrCat(
                                "reverse-mode autodiff of this loop needs the adstack: ",
                                *why, ". Enable it with qd.init(ad_stack_experimental_enabled=True)"));
       }
-      return Error(loop, "the adstack is not implemented on this backend yet");
     }
+    if (stacked && ir::Isa<ir::WhileStmt>(&loop) && !StartsWithConditionCheck(loop)) {
+      return Error(loop, "a differentiated while loop must be `while <condition>:` "
+                         "without other breaks");
+    }
+    if (stacked && ir::Isa<ir::StructForStmt>(&loop)) {
+      return Error(loop, "a struct-for loop that carries values needing the adstack is "
+                         "not supported; use range() over the field's shape");
+    }
+    const bool is_while = ir::Isa<ir::WhileStmt>(&loop);
+    const Block& body = *loop.blocks()[0];
     bool has_jump = false;
-    for (const Block* block : loop.blocks()) {
-      ir::WalkBlock(*block, [&](const Stmt* s) {
-        if ((ir::Isa<ir::ContinueStmt>(s) || ir::Isa<ir::BreakStmt>(s)) &&
-            JumpTarget(*s) == &loop) {
-          has_jump = true;
-        }
-      });
-    }
+    ir::WalkBlock(body, [&](const Stmt* s) {
+      // A stacked while loop's condition check ends in its own break.
+      if (is_while && !body.empty() && (s == body.at(0) || s->IsInside(body.at(0)))) return;
+      if ((ir::Isa<ir::ContinueStmt>(s) || ir::Isa<ir::BreakStmt>(s)) &&
+          JumpTarget(*s) == &loop) {
+        has_jump = true;
+      }
+    });
     if (has_jump) {
-      return Error(loop, "continue inside a differentiated loop is not supported");
+      return Error(loop, "break or continue inside a differentiated loop is not supported");
     }
     Map iteration = primal;
     Stmt* reverse = nullptr;
+    if (is_while) {
+      // A stacked while loop: run its recorded trips backwards.
+      reverse = b_.RangeFor(b_.ConstI32(0), b_.LocalLoad(Counter(loop)));
+      auto scope = b_.EnterBlock(reverse->blocks()[0]);
+      return ReverseIteration(loop, iteration, /*first=*/1);
+    }
     if (const auto* range = ir::DynCast<ir::RangeForStmt>(&loop)) {
       Stmt* begin = primal.at(range->begin());
       Stmt* end = primal.at(range->end());
@@ -439,14 +555,32 @@ class GradTaskBuilder {
     return ReverseIteration(loop, iteration);
   }
 
-  // One iteration of a reversed loop: recompute its primal values, then
-  // sweep its body backwards.
-  absl::Status ReverseIteration(const Stmt& loop, Map& iteration) {
+  // One iteration of a reversed loop: restore the state it started from
+  // (stacked loops), recompute its primal values, then sweep its body
+  // backwards, from statement `first` on.
+  absl::Status ReverseIteration(const Stmt& loop, Map& iteration, size_t first = 0) {
+    const bool stacked = NeedsStack(loop);
+    std::vector<const Stmt*> carried;
+    if (stacked) {
+      carried = OrderedCarried(loop);
+      for (const Stmt* var : carried) {
+        b_.LocalStore(iteration.at(var), b_.AdStackLoadTop(Stack(loop, var, iteration)));
+      }
+    }
     auto saved = frozen_;
     for (const auto& [var, value] : snapshots_[&loop]) frozen_[var] = value;
-    absl::Status status = Replay(*loop.blocks()[0], iteration);
-    if (status.ok()) status = Reverse(*loop.blocks()[0], iteration);
+    const Block& body = *loop.blocks()[0];
+    absl::Status status;
+    for (size_t i = first; i < body.size() && status.ok(); ++i) {
+      status = ReplayStmt(*body.at(i), iteration, /*push=*/true);
+    }
+    for (size_t i = body.size(); status.ok() && i-- > first;) {
+      status = ReverseStmt(*body.at(i), iteration);
+    }
     frozen_ = std::move(saved);
+    if (stacked) {
+      for (const Stmt* var : carried) b_.AdStackPop(Stack(loop, var, iteration));
+    }
     return status;
   }
 
@@ -458,6 +592,8 @@ class GradTaskBuilder {
   IRBuilder b_;
   absl::flat_hash_map<const Stmt*, Stmt*> adjoints_;
   absl::flat_hash_map<const Stmt*, Map> snapshots_;
+  absl::flat_hash_map<std::pair<const Stmt*, const Stmt*>, Stmt*> stacks_;
+  absl::flat_hash_map<const Stmt*, Stmt*> counters_;
   Map frozen_;
   Map index_override_;
 };

@@ -4,6 +4,7 @@ import functools
 import inspect
 import numbers
 import textwrap
+import warnings
 
 import numpy as np
 
@@ -162,6 +163,8 @@ class Kernel:
             prog = runtime.program()
             compiled = (prog.compile_grad(kernel_ir) if grad else prog.compile(kernel_ir),
                         kernel_ir)
+            for message in prog.compile_warnings:
+                warnings.warn(message, stacklevel=4)
             self._cache[key] = compiled
         return compiled
 

@@ -196,5 +196,12 @@ def default_ip():
     return state.options["default_ip"] if state.program is not None else types.i32
 
 
+def adstack_stats():
+    """What the adstack did at the last launch that used one: per-task stack
+    capacities and per-thread bytes, the bytes needed, the heap allocated and
+    how many times it grew."""
+    return program().adstack_stats()
+
+
 def warn(message):
     warnings.warn(message, stacklevel=3)

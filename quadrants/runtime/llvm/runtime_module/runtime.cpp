@@ -35,19 +35,46 @@ QD_EXPORT void qd_report_error(QdLaunchContext* ctx, qd_i32 code, qd_i32 site,
   }
 }
 
-// Checks 0 <= index < extent; on failure records the error and returns 0 so
-// the access stays inside the buffer.
-QD_EXPORT qd_i64 qd_check_index(QdLaunchContext* ctx, qd_i32 site,
+// Checks 0 <= index < extent; on failure records the error and returns 0,
+// and the access is redirected to qd_scratch.
+QD_EXPORT qd_i32 qd_check_index(QdLaunchContext* ctx, qd_i32 site,
                                 qd_i32 axis, qd_i64 index, qd_i64 extent) {
-  if (__builtin_expect(index >= 0 && index < extent, 1)) return index;
+  if (__builtin_expect(index >= 0 && index < extent, 1)) return 1;
   qd_report_error(ctx, QD_ERROR_OUT_OF_BOUND, site, axis, index, extent);
   return 0;
 }
+
+QD_EXPORT void* qd_scratch(QdLaunchContext* ctx) { return ctx->runtime->scratch; }
 
 QD_EXPORT void qd_assert(QdLaunchContext* ctx, qd_i32 cond, qd_i32 site,
                          qd_i64 v0, qd_i64 v1, qd_i64 v2) {
   if (__builtin_expect(cond != 0, 1)) return;
   qd_report_error(ctx, QD_ERROR_ASSERTION, site, v0, v1, v2);
+}
+
+// ---- Adstack metadata ---------------------------------------------------------
+// Published by the host before each task that uses adstacks: the heap, the
+// bytes each thread owns in it, and each stack's offset and capacity.
+
+QD_EXPORT char* qd_adstack_heap(QdLaunchContext* ctx) { return ctx->runtime->adstack_heap; }
+
+QD_EXPORT qd_i64 qd_adstack_stride(QdLaunchContext* ctx) {
+  return ctx->runtime->adstack_per_thread_stride;
+}
+
+QD_EXPORT qd_i64 qd_adstack_offset(QdLaunchContext* ctx, qd_i32 stack) {
+  return ctx->runtime->adstack_offsets[stack];
+}
+
+QD_EXPORT qd_i64 qd_adstack_max_size(QdLaunchContext* ctx, qd_i32 stack) {
+  return ctx->runtime->adstack_max_sizes[stack];
+}
+
+// Records the first stack that a push found full (debug builds only).
+QD_EXPORT void qd_adstack_overflow(QdLaunchContext* ctx, qd_i32 stack) {
+  qd_i32 expected = 0;
+  __atomic_compare_exchange_n(&ctx->runtime->adstack_overflow, &expected, stack + 1,
+                              false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }
 
 // ---- Integer arithmetic with the language's semantics ----------------------

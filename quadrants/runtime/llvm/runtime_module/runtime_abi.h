@@ -34,6 +34,10 @@ typedef struct QdRuntime {
   qd_i64* adstack_max_sizes;
   qd_i32 adstack_overflow;  // first overflowing stack id + 1, or 0
   qd_i32 reserved;
+
+  // Where an access whose bounds check failed goes instead, so a bad index
+  // neither corrupts nor reads other elements.
+  qd_i64 scratch[8];
 } QdRuntime;
 
 typedef struct QdLaunchContext {
