@@ -145,8 +145,17 @@ absl::Status SNodeTree::LinkGrad(int primal, int grad) {
                                   nodes_[primal].name, "'"));
   }
   nodes_[primal].grad_snode = grad;
+  nodes_[primal].needs_grad = true;
   nodes_[grad].primal_snode = primal;
   nodes_[grad].is_grad = true;
+  return absl::OkStatus();
+}
+
+absl::Status SNodeTree::MarkNeedsGrad(int place) {
+  if (place < 0 || place >= size() || nodes_[place].kind != SNode::Kind::kPlace) {
+    return TreeError(absl::StrCat("SNode ", place, " is not a place"));
+  }
+  nodes_[place].needs_grad = true;
   return absl::OkStatus();
 }
 

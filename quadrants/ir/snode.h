@@ -30,6 +30,7 @@ struct SNode {
   std::string name;
   bool is_grad = false;
   int grad_snode = -1;    // on a primal place: the place of its adjoint
+  bool needs_grad = false;  // created with needs_grad: gradients must reach it
   int primal_snode = -1;  // on an adjoint place: the primal's place
 
   // Layout (filled by SNodeTree::Finalize): bytes of one cell of this node
@@ -64,6 +65,9 @@ class SNodeTree {
                                std::string name);
   // Marks `grad` as the adjoint storage of `primal`.
   absl::Status LinkGrad(int primal, int grad);
+  // Records that `place` was created with needs_grad (its adjoint may be
+  // placed later); reverse mode treats other fields as constants.
+  absl::Status MarkNeedsGrad(int place);
 
   // Computes cell sizes and offsets. Afterwards only root-level additions
   // are allowed; they need another Finalize and leave existing offsets

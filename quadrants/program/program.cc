@@ -1,6 +1,7 @@
 #include "quadrants/program/program.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -33,6 +34,53 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const CompileConfig& conf
                                     "' is not available: this build runs kernels "
                                     "on the cpu arch only"));
   }
+}
+
+// Formats an assertion message the way Python's `msg % values` would for the
+// common conversions (%d %i %u %f %e %g %s with flags, width and
+// precision); returns false when the placeholders do not match the values.
+bool FormatLikePython(const std::string& message, const std::vector<ir::PrimitiveType>& types,
+                      const int64_t* values, std::string* out) {
+  size_t next = 0;
+  std::string result;
+  for (size_t i = 0; i < message.size(); ++i) {
+    if (message[i] != '%') {
+      result.push_back(message[i]);
+      continue;
+    }
+    if (i + 1 < message.size() && message[i + 1] == '%') {
+      result.push_back('%');
+      ++i;
+      continue;
+    }
+    size_t end = i + 1;
+    while (end < message.size() && std::strchr("-+ #0123456789.", message[end])) ++end;
+    if (end >= message.size() || !std::strchr("diufeEgGs", message[end])) return false;
+    if (next >= types.size()) return false;
+    const std::string spec = message.substr(i, end - i);
+    const char conversion = message[end];
+    double as_float;
+    const bool is_float = ir::IsFloat(types[next]);
+    if (is_float) std::memcpy(&as_float, &values[next], sizeof(as_float));
+    char buffer[128];
+    if (conversion == 's') {
+      std::string text = is_float ? absl::StrCat(as_float) : absl::StrCat(values[next]);
+      std::snprintf(buffer, sizeof(buffer), (spec + "s").c_str(), text.c_str());
+    } else if (std::strchr("feEgG", conversion)) {
+      std::snprintf(buffer, sizeof(buffer), (spec + conversion).c_str(),
+                    is_float ? as_float : static_cast<double>(values[next]));
+    } else {
+      std::snprintf(buffer, sizeof(buffer), (spec + "lld").c_str(),
+                    static_cast<long long>(is_float ? static_cast<int64_t>(as_float)
+                                                    : values[next]));
+    }
+    result += buffer;
+    ++next;
+    i = end;
+  }
+  if (next != types.size()) return false;
+  *out = result;
+  return true;
 }
 
 std::string DescribeArgument(const ir::KernelParam& p) {
@@ -308,6 +356,14 @@ void Program::CollectRuntimeError(const CompiledKernel& kernel) {
                      site.description, " at ", site.loc.ToString(), ": index ",
                      record->values[1], " is outside [0, ", record->values[2],
                      ") on axis ", record->values[0]));
+    return;
+  }
+  std::string formatted;
+  if (!site.value_types.empty() &&
+      FormatLikePython(site.description, site.value_types, record->values, &formatted)) {
+    pending_error_ = MakeError(ErrorKind::kAssertion,
+                               absl::StrCat("kernel '", kernel.name(), "': assertion failed at ",
+                                            site.loc.ToString(), ": ", formatted));
     return;
   }
   std::vector<std::string> values;

@@ -137,6 +137,7 @@ class PyProgram {
     return Unwrap(program_->snodes().AddPlace(parent, Dtype(dtype), name));
   }
   void LinkGrad(int primal, int grad) { Check(program_->snodes().LinkGrad(primal, grad)); }
+  void MarkNeedsGrad(int place) { Check(program_->snodes().MarkNeedsGrad(place)); }
   std::vector<int64_t> FieldShape(int place) {
     Check(program_->MaterializeFields());
     return Unwrap(program_->snodes().Layout(place)).shape;
@@ -469,6 +470,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("add_dense", &PyProgram::AddDense)
       .def("add_place", &PyProgram::AddPlace)
       .def("link_grad", &PyProgram::LinkGrad)
+      .def("mark_needs_grad", &PyProgram::MarkNeedsGrad)
       .def("field_shape", &PyProgram::FieldShape)
       .def("parent_of", &PyProgram::ParentOf)
       .def("read_field", &PyProgram::ReadField)

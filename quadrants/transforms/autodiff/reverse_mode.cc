@@ -295,15 +295,19 @@ class GradTaskBuilder {
   }
   Stmt* Neg(Stmt* x) { return b_.Unary(UnaryOpKind::kNeg, x); }
 
+  // The adjoint of a field or ndarray element; null for fields created
+  // without needs_grad, which reverse mode treats as constants.
   absl::StatusOr<Stmt*> GradPtr(const Stmt& ptr, const Map& primal) {
     std::vector<Stmt*> indices;
     for (const Stmt* index : ptr.operands()) indices.push_back(primal.at(index));
     if (const auto* field = ir::DynCast<ir::FieldPtrStmt>(&ptr)) {
       const ir::SNode& place = snodes_.node(field->snode_id());
+      if (place.grad_snode < 0 && !place.needs_grad) return nullptr;
       if (place.grad_snode < 0) {
         return Error(ptr, absl::StrCat("field '", place.name,
-                                       "' has no gradient field; create it with "
-                                       "needs_grad=True (or place its .grad)"));
+                                       "' needs a gradient, but its gradient field was "
+                                       "never placed (place its .grad, or call "
+                                       "qd.root.lazy_grad())"));
       }
       return static_cast<Stmt*>(b_.FieldPtr(place.grad_snode, place.dtype, indices));
     }
@@ -318,7 +322,7 @@ class GradTaskBuilder {
       case StmtKind::kGlobalLoad: {
         if (!IsFloatValue(&s)) return absl::OkStatus();
         QD_ASSIGN_OR_RETURN(Stmt * grad, GradPtr(*s.operand(0), primal));
-        b_.Atomic(ir::AtomicOpKind::kAdd, grad, LoadAdjoint(&s));
+        if (grad != nullptr) b_.Atomic(ir::AtomicOpKind::kAdd, grad, LoadAdjoint(&s));
         ResetAdjoint(&s);
         return absl::OkStatus();
       }
@@ -333,6 +337,7 @@ class GradTaskBuilder {
                                        " is not differentiable"));
         }
         QD_ASSIGN_OR_RETURN(Stmt * grad, GradPtr(*s.operand(0), primal));
+        if (grad == nullptr) return absl::OkStatus();
         Stmt* g = b_.GlobalLoad(grad);
         if (atomic && atomic->op() == ir::AtomicOpKind::kSub) g = Neg(g);
         Accumulate(value, g);

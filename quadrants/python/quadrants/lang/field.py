@@ -76,6 +76,8 @@ class Field:
             raise QuadrantsRuntimeError(f"field '{self.name}' is already placed")
         self._place = prog.add_place(parent, self.dtype.name, self.name)
         self._shape = shape
+        if self.grad is not None:
+            prog.mark_needs_grad(self._place)
         if self._is_grad and self.primal._place is not None:
             prog.link_grad(self.primal._place, self._place)
         elif self.grad is not None and self.grad._place is not None:

@@ -301,9 +301,9 @@ def _launch_arguments(specs, args):
             elif arg.flags.c_contiguous and arg.flags.writeable:
                 launch.append(arg)
             else:
-                # Kernels address arrays densely: run on a contiguous copy and
-                # write it back.
-                contiguous = np.ascontiguousarray(arg)
+                # Kernels address arrays densely and may write them: run on a
+                # contiguous, writable copy and write it back where allowed.
+                contiguous = np.array(arg, order="C", copy=True)
                 launch.append(contiguous)
                 if arg.flags.writeable:
                     copy_back.append((arg, contiguous))

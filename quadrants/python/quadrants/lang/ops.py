@@ -100,11 +100,14 @@ def cast(x, dtype):
     if not isinstance(x, (numbers.Number, np.generic)):
         raise QuadrantsTypeError(f"qd.cast() needs a number, got {x!r}")
     if dtype.is_float:
-        return float(np.array(x).astype(types.to_numpy_dtype(dtype)))
-    if dtype == types.u1:
-        return bool(x)
-    return int(np.array(math.trunc(x) if isinstance(x, float) else x).astype(
-        types.to_numpy_dtype(dtype)))
+        value = float(np.array(x).astype(types.to_numpy_dtype(dtype)))
+    elif dtype == types.u1:
+        value = bool(x)
+    else:
+        value = int(np.array(math.trunc(x) if isinstance(x, float) else x).astype(
+            types.to_numpy_dtype(dtype)))
+    # Inside a kernel the result keeps the requested type.
+    return context.constant(value, dtype) if context.current() is not None else value
 
 
 def _atomic(name, python_op):

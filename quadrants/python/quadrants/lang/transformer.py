@@ -647,6 +647,9 @@ class FunctionCompiler(ast.NodeVisitor):
             return fn(*args, **kwargs)
         if fn is range:
             return self.make_range(node, args)
+        if fn is NdRange:
+            return NdRange(*[context.load(a) if not isinstance(a, tuple) else
+                             tuple(context.load(v) for v in a) for a in args])
         if getattr(fn, "_qd_kernel", False):
             raise self.error(node, "a kernel cannot call another kernel; make the callee "
                              "a @qd.func", QuadrantsSyntaxError)
