@@ -75,6 +75,9 @@ def test(arch=None, require=None, exclude=None, **init_options):
     return decorator
 
 
+# `test` is a decorator factory, not a test for pytest to collect.
+test.__test__ = False
+
 # Relative tolerance floors per arch and float width: values below these
 # would test the hardware's rounding rather than Quadrants.
 _REL_FLOOR = {
