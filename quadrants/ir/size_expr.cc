@@ -19,6 +19,7 @@ int Arity(SizeExprKind kind) {
     case SizeExprKind::kConst:
     case SizeExprKind::kBoundVar:
     case SizeExprKind::kNdarrayShape:
+    case SizeExprKind::kArgValue:
       return 0;
     case SizeExprKind::kLoopIndexMax:
     case SizeExprKind::kStackLoadTopMax:
@@ -37,7 +38,7 @@ int Arity(SizeExprKind kind) {
   return 0;
 }
 
-constexpr int kLastKind = static_cast<int>(SizeExprKind::kMaxOverRange);
+constexpr int kLastKind = static_cast<int>(SizeExprKind::kArgValue);
 
 uint64_t Mix(uint64_t h, uint64_t v) {
   // FNV-1a over the 8 bytes of v.
@@ -120,6 +121,12 @@ SizeExpr::Ptr SizeExpr::Max(Ptr a, Ptr b) {
   return Make(SizeExprKind::kMax, {std::move(a), std::move(b)});
 }
 
+SizeExpr::Ptr SizeExpr::ArgValue(int arg) {
+  auto e = Make(SizeExprKind::kArgValue);
+  e->arg_ = arg;
+  return e;
+}
+
 SizeExpr::Ptr SizeExpr::MaxOverRange(int var_id, Ptr begin, Ptr end, Ptr body) {
   auto e = Make(SizeExprKind::kMaxOverRange,
                 {std::move(begin), std::move(end), std::move(body)});
@@ -152,6 +159,8 @@ std::string SizeExpr::ToString() const {
     case SizeExprKind::kMax:
       return absl::StrCat("max(", children_[0]->ToString(), ", ",
                           children_[1]->ToString(), ")");
+    case SizeExprKind::kArgValue:
+      return absl::StrCat("arg", arg_);
     case SizeExprKind::kMaxOverRange:
       return absl::StrCat("max_over_range(v", var_id_, " in [",
                           children_[0]->ToString(), ", ",
@@ -293,6 +302,9 @@ absl::StatusOr<SizeExpr::Ptr> Unflatten(
       case SizeExprKind::kMaxOverRange:
         built.push_back(SizeExpr::MaxOverRange(n.var_id, children[0],
                                                children[1], children[2]));
+        break;
+      case SizeExprKind::kArgValue:
+        built.push_back(SizeExpr::ArgValue(n.arg));
         break;
     }
   }

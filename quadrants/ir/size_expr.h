@@ -26,6 +26,7 @@ enum class SizeExprKind : int {
   kMul,               // child 0 * child 1
   kMax,               // max(child 0, child 1)
   kMaxOverRange,      // max of child 2 for var_id in [child 0, child 1)
+  kArgValue,          // the value of scalar kernel parameter `arg`
 };
 
 class SizeExpr {
@@ -44,6 +45,7 @@ class SizeExpr {
   static Ptr Mul(Ptr a, Ptr b);
   static Ptr Max(Ptr a, Ptr b);
   static Ptr MaxOverRange(int var_id, Ptr begin, Ptr end, Ptr body);
+  static Ptr ArgValue(int arg);
 
   SizeExprKind kind() const { return kind_; }
   int64_t value() const { return value_; }

@@ -54,10 +54,6 @@ def _torch():
     return torch
 
 
-def _np_dtype(dt):
-    return np.float64 if dt == qd.f64 else np.float32
-
-
 def _torch_dtype(torch, dt):
     return torch.float64 if dt == qd.f64 else torch.float32
 
@@ -296,7 +292,7 @@ def _unary_ops():
 def _binary_ops():
     ops = {}
 
-    def add(name, x, y, tol_fd=None):
+    def add(name, x, y):
         def deco(factory):
             ops[name] = dict(factory=factory, x=np.array(x, dtype=np.float64),
                              y=np.array(y, dtype=np.float64))

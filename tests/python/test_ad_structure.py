@@ -415,7 +415,6 @@ _BUG_TEMP_CARRIED = (
     "range(n) raise 'needs the adstack' although no value is carried")
 
 
-@pytest.mark.xfail(reason=_BUG_TEMP_CARRIED, strict=True)
 @test_utils.test(**F64)
 def test_dynamic_loop_index_from_loop_variable():
     # The index varies per iteration but is computed from the loop variable,
@@ -442,7 +441,6 @@ def test_dynamic_loop_index_from_loop_variable():
     _check_against_fd(forward, loss, x, xv, n, closed_form=expected)
 
 
-@pytest.mark.xfail(reason=_BUG_TEMP_CARRIED, strict=True)
 @test_utils.test(**F64)
 def test_dynamic_loop_with_per_iteration_temporary_feeding_sin():
     x, loss, xv = _setup_xy(4)
@@ -601,12 +599,6 @@ def test_global_written_then_read_in_same_kernel():
     _check_against_fd(forward, loss, x, xv, closed_form=2 * np.sin(xv) * np.cos(xv))
 
 
-@pytest.mark.xfail(reason="BUG (or undocumented limitation, upstream's 'global data access "
-                   "rule'): a field element overwritten and read back in the same kernel "
-                   "(`y[i] = x[i]; y[i] = qd.sin(y[i])`) gives a silently wrong gradient: the "
-                   "replay skips global stores so the read sees the final y, and the store's "
-                   "reverse does not reset y.grad; neither an error nor the right gradient",
-                   strict=True)
 @test_utils.test(**F64)
 def test_global_overwritten_in_same_kernel_is_correct_or_rejected():
     x, loss, xv = _setup_xy(5)
@@ -923,9 +915,7 @@ ADSTACK_CASES = ["nonlinear_op", "times_runtime_value", "carried_index", "carrie
                  "carried_through_temp_and_func",
                  # Only the inner loop carries v (it is reassigned at the top of
                  # every outer iteration): the error must name the inner loop.
-                 pytest.param("inner_of_nested", marks=pytest.mark.xfail(
-                     reason=_BUG_TEMP_CARRIED + "; here the error names the OUTER loop's "
-                     "line instead of the inner loop that carries v", strict=True))]
+                 "inner_of_nested"]
 
 
 def _adstack_fixture():
@@ -962,6 +952,27 @@ def test_loop_needing_adstack_raises_naming_the_loop_line(case):
             kernel(3)
     _assert_adstack_error(excinfo, kernel)
     assert np.all(x.grad.to_numpy() == 0)
+
+
+@pytest.mark.filterwarnings("ignore:.*default_ad_stack_size")
+@pytest.mark.parametrize("case", [
+    c
+    for c in ["nonlinear_op", "times_runtime_value", "carried_index", "carried_branch",
+              "while_loop", "carried_select", "carried_square", "carried_divisor",
+              "carried_through_temp_and_func", "inner_of_nested"]])
+@test_utils.test(arch=[qd.cpu, qd.cuda, qd.amdgpu], ad_stack_experimental_enabled=True, **F64)
+def test_loop_needing_adstack_differentiates_with_adstack_enabled(case):
+    # SPEC 3.2: with ad_stack_experimental_enabled=True the same kernels give
+    # correct gradients (LLVM backends carry the adstack).
+    x, y, loss = _adstack_fixture()
+    kernel = _adstack_kernels(x, loss, y)[case]
+    xv = x.to_numpy()
+    for n in (0, 1, 3):
+        (grad,) = _tape_grad(kernel, loss, [x], n)
+        fd = _finite_differences(_field_loss_runner(kernel, loss, x, n), xv)
+        assert grad == pytest.approx(fd, **FD_TOL), n
+        if n == 3:
+            assert np.any(grad != 1.0) and np.any(grad != 0.0)
 
 
 # Linear counterparts: the same shapes with the dependence on the carried

@@ -406,9 +406,6 @@ def test_float_ternary_condition():
     _assert_type_error(float_ternary, (_f32(), 1.0))
 
 
-@pytest.mark.xfail(reason="BUG: a float `while` condition compiles (lowered through "
-                   "logical_not) although a float `if` condition is a QuadrantsTypeError",
-                   strict=True)
 @test_utils.test()
 def test_float_while_condition():
     @qd.kernel
@@ -501,9 +498,6 @@ def test_float_to_int_parameter():
     assert "'b'" in str(info.value)
 
 
-@pytest.mark.xfail(reason="BUG: a complex argument reaches the C++ launcher, which raises "
-                   "'expected a number, got complex' without the kernel or parameter name",
-                   strict=True)
 @test_utils.test()
 def test_complex_to_scalar_parameter_names_it():
     with pytest.raises(TypeError) as info:
@@ -511,8 +505,6 @@ def test_complex_to_scalar_parameter_names_it():
     assert "'a'" in str(info.value) and "takes_two" in str(info.value)
 
 
-@pytest.mark.xfail(reason="BUG: an int that does not fit the scalar parameter's type is "
-                   "silently wrapped (2**40 -> 0 for qd.i32)", strict=True)
 @test_utils.test()
 def test_out_of_range_int_for_i32_parameter():
     with pytest.raises((TypeError, ValueError, OverflowError, qd.QuadrantsError)) as info:
@@ -520,10 +512,6 @@ def test_out_of_range_int_for_i32_parameter():
     assert "'b'" in str(info.value) and "takes_two" in str(info.value)
 
 
-@pytest.mark.xfail(reason="BUG: a negative int for an unsigned parameter leaks pybind11's "
-                   "RuntimeError 'Unable to cast Python instance of type <class 'int'> to "
-                   "C++ type 'unsigned long'' (not a Quadrants/Type/Value error, no names)",
-                   strict=True)
 @test_utils.test()
 def test_negative_int_for_unsigned_parameter():
     @qd.kernel
@@ -616,9 +604,6 @@ def test_missing_annotation_names_parameter():
     assert "annotation" in message
 
 
-@pytest.mark.xfail(reason="BUG: Kernel._prepare sets _source before _param_specs raises, so "
-                   "the second call skips the check and fails in _bind with "
-                   "\"TypeError: object of type 'NoneType' has no len()\"", strict=True)
 @test_utils.test()
 def test_missing_annotation_error_repeats_on_second_call():
     @qd.kernel
@@ -631,9 +616,6 @@ def test_missing_annotation_error_repeats_on_second_call():
         assert "'unannotated_twice'" in str(info.value)
 
 
-@pytest.mark.xfail(reason="BUG: the location of a parameter error is the first line of "
-                   "the source (the @qd.kernel decorator), not the def line holding the "
-                   "parameter", strict=True)
 @test_utils.test()
 def test_missing_annotation_points_at_def_line():
     @qd.kernel
@@ -917,8 +899,6 @@ def test_field_host_wrong_number_of_indices():
         x[1, 2]  # pylint: disable=pointless-statement
 
 
-@pytest.mark.xfail(reason="BUG: Field._index / Ndarray._index coerce indices with int(), "
-                   "so x[1.5] silently reads x[1] instead of raising", strict=True)
 @test_utils.test()
 def test_field_host_float_index():
     x = qd.field(qd.f32, shape=4)

@@ -72,14 +72,40 @@ const Stmt* InnermostBreakable(const Stmt& s) {
 
 }  // namespace
 
-absl::flat_hash_set<const Stmt*> CarriedVariables(const Stmt& loop) {
-  absl::flat_hash_set<const Stmt*> carried;
+absl::flat_hash_set<const Stmt*> WrittenVariables(const Stmt& loop) {
+  absl::flat_hash_set<const Stmt*> written;
   for (const ir::Block* block : loop.blocks()) {
     ir::WalkBlock(*block, [&](const Stmt* s) {
       if (ir::Isa<ir::LocalStoreStmt>(s) && !s->operand(0)->IsInside(&loop)) {
-        carried.insert(s->operand(0));
+        written.insert(s->operand(0));
       }
     });
+  }
+  return written;
+}
+
+absl::flat_hash_set<const Stmt*> CarriedVariables(const Stmt& loop) {
+  const auto written = WrittenVariables(loop);
+  // Variables assigned by a top-level statement of the body before any read
+  // are fresh each iteration. Reads nested deeper count at their enclosing
+  // top-level statement; writes nested in branches or loops do not count.
+  absl::flat_hash_set<const Stmt*> assigned;
+  absl::flat_hash_set<const Stmt*> carried;
+  for (const auto& top : *loop.blocks()[0]) {
+    auto note_read = [&](const Stmt* s) {
+      if (ir::Isa<ir::LocalLoadStmt>(s) && written.contains(s->operand(0)) &&
+          !assigned.contains(s->operand(0))) {
+        carried.insert(s->operand(0));
+      }
+    };
+    note_read(top.get());
+    for (const ir::Block* child : top->blocks()) ir::WalkBlock(*child, note_read);
+    if (ir::Isa<ir::LocalStoreStmt>(top.get())) assigned.insert(top->operand(0));
+  }
+  // A variable written only inside nested blocks may keep an older value
+  // across iterations when the branch is not taken.
+  for (const Stmt* var : written) {
+    if (!assigned.contains(var)) carried.insert(var);
   }
   return carried;
 }
@@ -90,6 +116,9 @@ absl::optional<std::string> NeedsPerIterationPrimals(const Stmt& loop) {
   }
   const auto carried = CarriedVariables(loop);
   absl::flat_hash_set<const Stmt*> tainted;
+  // Locals that hold carried-derived values (temporaries assigned from
+  // them); their loads are tainted too.
+  absl::flat_hash_set<const Stmt*> tainted_vars(carried.begin(), carried.end());
   absl::optional<std::string> reason;
   for (const ir::Block* block : loop.blocks()) {
     ir::WalkBlock(*block, [&](const Stmt* s) {
@@ -98,14 +127,17 @@ absl::optional<std::string> NeedsPerIterationPrimals(const Stmt& loop) {
         reason = "its trip count depends on a break";
         return;
       }
-      if (ir::Isa<ir::LocalLoadStmt>(s) && carried.contains(s->operand(0))) {
+      if (ir::Isa<ir::LocalLoadStmt>(s) && tainted_vars.contains(s->operand(0))) {
         tainted.insert(s);
         return;
       }
       for (size_t i = 0; i < s->num_operands(); ++i) {
         if (!tainted.contains(s->operand(i))) continue;
-        if (ir::Isa<ir::LocalStoreStmt>(s) || ir::Isa<ir::GlobalStoreStmt>(s) ||
-            ir::Isa<ir::AtomicOpStmt>(s)) {
+        if (ir::Isa<ir::LocalStoreStmt>(s)) {
+          tainted_vars.insert(s->operand(0));
+          continue;  // linear in the stored value
+        }
+        if (ir::Isa<ir::GlobalStoreStmt>(s) || ir::Isa<ir::AtomicOpStmt>(s)) {
           continue;  // linear in the stored value
         }
         if (auto why = PrimalUse(*s, i)) {

@@ -9,8 +9,14 @@
 
 namespace quadrants::transforms::autodiff {
 
-// Local variables declared outside `loop` and written inside it: the values
-// one iteration hands to the next.
+// Local variables declared outside `loop` and written inside it.
+absl::flat_hash_set<const ir::Stmt*> WrittenVariables(const ir::Stmt& loop);
+
+// The values one iteration hands to the next: variables written in `loop`
+// that an iteration may read before writing them. (Python scoping declares
+// every local at the top of its region, so a per-iteration temporary is
+// also "declared outside" the loop; it is not carried, since each
+// iteration assigns it before use.)
 absl::flat_hash_set<const ir::Stmt*> CarriedVariables(const ir::Stmt& loop);
 
 // Why reversing `loop` needs the primal values of each iteration (which only

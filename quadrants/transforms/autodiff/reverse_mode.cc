@@ -14,6 +14,7 @@
 #include "quadrants/ir/statements.h"
 #include "quadrants/ir/walk.h"
 #include "quadrants/transforms/autodiff/backup_values.h"
+#include "quadrants/transforms/autodiff/capacity_capture.h"
 #include "quadrants/transforms/autodiff/carried_values.h"
 #include "quadrants/transforms/type_check.h"
 
@@ -134,18 +135,24 @@ class GradTaskBuilder {
     // Variables the loop reads but never writes keep their value through
     // it; the reverse sweep replays iterations after later code may have
     // changed them, so it reads these snapshots instead.
-    const auto carried = CarriedVariables(loop);
+    const auto written = WrittenVariables(loop);
     auto& snapshot = snapshots_[&loop];
     snapshot.clear();
     for (const Block* block : loop.blocks()) {
       ir::WalkBlock(*block, [&](const Stmt* s) {
         if (!ir::Isa<ir::LocalLoadStmt>(s)) return;
         const Stmt* var = s->operand(0);
-        if (var->IsInside(&loop) || carried.contains(var) || snapshot.contains(var)) return;
+        if (var->IsInside(&loop) || written.contains(var) || snapshot.contains(var)) return;
         auto frozen = frozen_.find(var);
         snapshot[var] = frozen != frozen_.end() ? frozen->second
                                                 : b_.LocalLoad(primal.at(var));
       });
+    }
+    const bool stacked = push && NeedsStack(loop);
+    Stmt* trips = nullptr;
+    if (stacked && ir::Isa<ir::WhileStmt>(&loop) && StartsWithConditionCheck(loop)) {
+      trips = Counter(loop);
+      b_.LocalStore(trips, b_.ConstI32(0));  // before the loop: counts its trips
     }
     Stmt* copy = nullptr;
     if (const auto* range = ir::DynCast<ir::RangeForStmt>(&loop)) {
@@ -156,21 +163,18 @@ class GradTaskBuilder {
       copy = b_.While();
     }
     primal[&loop] = copy;
-    const bool stacked = push && NeedsStack(loop);
-    Stmt* trips = nullptr;
-    if (stacked && ir::Isa<ir::WhileStmt>(&loop) && StartsWithConditionCheck(loop)) {
-      trips = Counter(loop);
-      b_.LocalStore(trips, b_.ConstI32(0));
-    }
     auto scope = b_.EnterBlock(copy->blocks()[0]);
     const Block& body = *loop.blocks()[0];
     size_t first = 0;
     if (trips != nullptr) {
-      // The while condition check (`if not cond: break`) comes first; an
-      // iteration that passes it is one to reverse.
-      QD_RETURN_IF_ERROR(ReplayStmt(*body.at(0), primal, false));
+      // The while condition and its check come first; an iteration that
+      // passes them is one to reverse.
+      const int check = ConditionCheck(loop);
+      for (int i = 0; i <= check; ++i) {
+        QD_RETURN_IF_ERROR(ReplayStmt(*body.at(i), primal, false));
+      }
       b_.LocalStore(trips, b_.Add(b_.LocalLoad(trips), b_.ConstI32(1)));
-      first = 1;
+      first = check + 1;
     }
     if (stacked) PushCarried(loop, primal);
     for (size_t i = first; i < body.size(); ++i) {
@@ -180,16 +184,25 @@ class GradTaskBuilder {
   }
 
   // ---- adstack ------------------------------------------------------------------
-  // The front end lowers `while cond:` to a body that starts with
-  // `if not cond: break`; stacked while loops rely on that shape.
-  static bool StartsWithConditionCheck(const Stmt& loop) {
+  // The front end lowers `while cond:` to a body that computes `cond` and
+  // then runs `if not cond: break`; stacked while loops rely on that shape.
+  // Returns the position of that check, or -1.
+  static int ConditionCheck(const Stmt& loop) {
     const Block& body = *loop.blocks()[0];
-    if (body.empty()) return false;
-    const auto* check = ir::DynCast<ir::IfStmt>(body.at(0));
-    return check != nullptr && check->true_block()->size() == 1 &&
-           ir::Isa<ir::BreakStmt>(check->true_block()->at(0)) &&
-           check->false_block()->empty();
+    for (size_t i = 0; i < body.size(); ++i) {
+      const Stmt* s = body.at(i);
+      if (const auto* check = ir::DynCast<ir::IfStmt>(s)) {
+        const bool is_check = check->true_block()->size() == 1 &&
+                              ir::Isa<ir::BreakStmt>(check->true_block()->at(0)) &&
+                              check->false_block()->empty();
+        return is_check ? static_cast<int>(i) : -1;
+      }
+      // The condition is computed from values only: no effects, no blocks.
+      if (s->has_side_effects() || !s->blocks().empty()) return -1;
+    }
+    return -1;
   }
+  static bool StartsWithConditionCheck(const Stmt& loop) { return ConditionCheck(loop) >= 0; }
 
   bool NeedsStack(const Stmt& loop) {
     return options_.ad_stack_enabled && NeedsPerIterationPrimals(loop).has_value();
@@ -228,6 +241,9 @@ class GradTaskBuilder {
     }
     auto stack = std::make_unique<ir::AdStackAllocaStmt>(var->type().element(), capacity);
     stack->set_loc(loop.loc());
+    if (capacity == 0) {
+      stack->set_size_expr(CaptureStackCapacity(loop, snodes_));
+    }
     Stmt* slot = b_.InsertAt(task_->body(), 0, std::move(stack));
     stacks_[key] = slot;
     return slot;
@@ -521,9 +537,10 @@ class GradTaskBuilder {
     const bool is_while = ir::Isa<ir::WhileStmt>(&loop);
     const Block& body = *loop.blocks()[0];
     bool has_jump = false;
+    const int check = is_while ? ConditionCheck(loop) : -1;
     ir::WalkBlock(body, [&](const Stmt* s) {
       // A stacked while loop's condition check ends in its own break.
-      if (is_while && !body.empty() && (s == body.at(0) || s->IsInside(body.at(0)))) return;
+      if (check >= 0 && (s == body.at(check) || s->IsInside(body.at(check)))) return;
       if ((ir::Isa<ir::ContinueStmt>(s) || ir::Isa<ir::BreakStmt>(s)) &&
           JumpTarget(*s) == &loop) {
         has_jump = true;
@@ -538,7 +555,7 @@ class GradTaskBuilder {
       // A stacked while loop: run its recorded trips backwards.
       reverse = b_.RangeFor(b_.ConstI32(0), b_.LocalLoad(Counter(loop)));
       auto scope = b_.EnterBlock(reverse->blocks()[0]);
-      return ReverseIteration(loop, iteration, /*first=*/1);
+      return ReverseIteration(loop, iteration, ConditionCheck(loop) + 1);
     }
     if (const auto* range = ir::DynCast<ir::RangeForStmt>(&loop)) {
       Stmt* begin = primal.at(range->begin());
@@ -576,6 +593,11 @@ class GradTaskBuilder {
     for (const auto& [var, value] : snapshots_[&loop]) frozen_[var] = value;
     const Block& body = *loop.blocks()[0];
     absl::Status status;
+    // A while loop's condition values may be used later in its body: replay
+    // them (they are pure), but not the check that breaks.
+    for (size_t i = 0; i + 1 < first && status.ok(); ++i) {
+      status = ReplayStmt(*body.at(i), iteration, /*push=*/false);
+    }
     for (size_t i = first; i < body.size() && status.ok(); ++i) {
       status = ReplayStmt(*body.at(i), iteration, /*push=*/true);
     }
@@ -602,6 +624,53 @@ class GradTaskBuilder {
   Map frozen_;
   Map index_override_;
 };
+
+// The gradient kernel recomputes primal values by reading globals again, so
+// a task must not overwrite a global it reads (upstream's "global data
+// access rule"): that would silently give wrong gradients.
+absl::Status CheckGlobalOverwrites(const ir::Kernel& kernel, const ir::SNodeTree& snodes,
+                                   const ir::OffloadedTaskStmt& task) {
+  auto key = [](const Stmt* ptr) -> int64_t {
+    if (const auto* f = ir::DynCast<ir::FieldPtrStmt>(ptr)) return f->snode_id();
+    return -1 - static_cast<const ir::NdarrayPtrStmt*>(ptr)->arg();
+  };
+  // Reading a value the task later overwrites, or writing one twice, makes
+  // the recomputed reads see the wrong value; writing once and reading
+  // afterwards is fine (the replay reads the one value written).
+  absl::flat_hash_map<int64_t, const Stmt*> stored, loaded;
+  const Stmt* bad_store = nullptr;
+  const Stmt* bad_load = nullptr;
+  int64_t bad_target = 0;
+  ir::WalkBlock(*task.body(), [&](const Stmt* s) {
+    if (bad_store != nullptr) return;
+    if (ir::Isa<ir::GlobalStoreStmt>(s) && IsFloatValue(s->operand(1))) {
+      const int64_t target = key(s->operand(0));
+      auto earlier_load = loaded.find(target);
+      auto earlier_store = stored.find(target);
+      if (earlier_load != loaded.end() || earlier_store != stored.end()) {
+        bad_store = s;
+        bad_load = earlier_load != loaded.end() ? earlier_load->second : earlier_store->second;
+        bad_target = target;
+      }
+      stored.emplace(target, s);
+    } else if (ir::Isa<ir::GlobalLoadStmt>(s) && IsFloatValue(s)) {
+      loaded.emplace(key(s->operand(0)), s);
+    }
+  });
+  if (bad_store != nullptr) {
+    const std::string name =
+        bad_target >= 0 ? absl::StrCat("field '", snodes.node(bad_target).name, "'")
+                        : absl::StrCat("ndarray '", kernel.params()[-1 - bad_target].name, "'");
+    return MakeError(ErrorKind::kCompilation, bad_store->loc(),
+                     absl::StrCat("in kernel '", kernel.name(), "': ", name,
+                                  " is overwritten here after it was used at ",
+                                  bad_load->loc().ToString(),
+                                  " in the same kernel, so its gradient cannot be "
+                                  "computed; write the new value to another field or "
+                                  "split the kernel"));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status CheckTaskJumps(const ir::Kernel& kernel, const ir::OffloadedTaskStmt& task) {
   absl::Status status;
@@ -635,6 +704,7 @@ absl::Status MakeGradKernel(ir::Kernel& kernel, const ir::SNodeTree& snodes,
   for (size_t t = forward.size(); t-- > 0;) {
     const auto& task = static_cast<const ir::OffloadedTaskStmt&>(*forward[t]);
     QD_RETURN_IF_ERROR(CheckTaskJumps(kernel, task));
+    QD_RETURN_IF_ERROR(CheckGlobalOverwrites(kernel, snodes, task));
     auto grad = std::make_unique<ir::OffloadedTaskStmt>(task.task_kind(), task.snode_id());
     grad->set_loc(task.loc());
     Map bounds;

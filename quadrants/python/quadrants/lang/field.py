@@ -1,5 +1,6 @@
 """Fields (global arrays laid out by the SNode tree) and the SNode builder."""
 import numbers
+import operator
 
 import numpy as np
 
@@ -114,7 +115,7 @@ class Field:
         if len(key) != len(self.shape):
             raise QuadrantsTypeError(f"field '{self.name}' has {len(self.shape)} "
                                      f"dimensions, indexed with {len(key)} indices")
-        return [int(v) for v in key]
+        return [operator.index(v) for v in key]
 
     def __getitem__(self, key):
         place = self.place_id()

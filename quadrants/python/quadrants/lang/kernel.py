@@ -74,7 +74,7 @@ def _param_specs(fn, source):
     specs = []
     for p in inspect.signature(fn).parameters.values():
         ann = p.annotation
-        where = f"{source.file}:{source.line_offset + 1}"
+        where = f"{source.file}:{source.line_offset + source.node.lineno}"
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise QuadrantsSyntaxError(f"{where}: kernel '{fn.__name__}': *args and "
                                        f"**kwargs parameters are not supported")
@@ -123,9 +123,10 @@ class Kernel:
         functools.update_wrapper(self, fn)
 
     def _prepare(self):
-        if self._source is None:
-            self._source = FunctionSource(self.fn)
-            self._specs = _param_specs(self.fn, self._source)
+        if self._specs is None:
+            source = FunctionSource(self.fn)
+            self._specs = _param_specs(self.fn, source)
+            self._source = source
 
     def _bind(self, args, kwargs):
         if kwargs:
@@ -253,12 +254,17 @@ def _array_signature(kernel_name, spec, arg):
 
 
 def _check_scalar(kernel_name, spec, arg):
-    if not isinstance(arg, (numbers.Number, np.generic)) or isinstance(arg, np.ndarray):
+    if not isinstance(arg, (numbers.Real, np.integer, np.floating, np.bool_)):
         raise TypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects a scalar "
                         f"of type {spec.dtype}, got {type(arg).__name__}")
     if spec.dtype.is_integral and isinstance(arg, (float, np.floating)):
         raise TypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects an integer "
                         f"({spec.dtype}), got the float {arg!r}")
+    if spec.dtype.is_integral and spec.dtype != types.u1:
+        info = np.iinfo(types.to_numpy_dtype(spec.dtype))
+        if not info.min <= int(arg) <= info.max:
+            raise ValueError(f"kernel '{kernel_name}' argument '{spec.name}' ({spec.dtype}) "
+                             f"must be in [{info.min}, {info.max}], got {int(arg)}")
 
 
 class _GradLauncher:

@@ -10,7 +10,7 @@ class extension:  # pylint: disable=invalid-name
 
 # arch -> extensions it supports in this build.
 _SUPPORTED = {
-    runtime.cpu: {extension.data64},
+    runtime.cpu: {extension.adstack, extension.data64},
 }
 
 

@@ -1,5 +1,6 @@
 """qd.ndarray: arrays passed to kernels as arguments."""
 import numbers
+import operator
 import weakref
 
 import numpy as np
@@ -48,7 +49,7 @@ class Ndarray:
         if len(key) != len(self.shape):
             raise QuadrantsTypeError(f"ndarray has {len(self.shape)} dimensions, "
                                      f"indexed with {len(key)} indices")
-        return [int(v) for v in key]
+        return [operator.index(v) for v in key]
 
     def __getitem__(self, key):
         self._check_alive().sync()

@@ -281,6 +281,9 @@ class FunctionCompiler(ast.NodeVisitor):
         self.loops.append(LoopFrame(parallel=False, static=False))
         try:
             cond = context.load(self.eval(node.test))
+            if isinstance(cond, Expr) and cond.dtype.is_float:
+                raise self.error(node, f"a condition must be an integer, found {cond.dtype}",
+                                 QuadrantsTypeError)
             if isinstance(cond, Expr):
                 stop = b.if_(b.unary("logical_not", cond.stmt))
                 b.push_block(stop, 0)
