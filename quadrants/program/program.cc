@@ -237,13 +237,14 @@ void Program::WarnAboutDefaultSizedStacks(const CompiledKernel& kernel) {
   std::vector<std::string> seen;
   for (const auto& stacks : kernel.task_adstacks()) {
     for (const AdStackInfo& stack : stacks) {
-      if (stack.static_capacity > 0) continue;
+      if (stack.static_capacity > 0 || stack.size_expr) continue;
       const std::string where = stack.loc.ToString();
       if (std::find(seen.begin(), seen.end(), where) != seen.end()) continue;
       seen.push_back(where);
       compile_warnings_.push_back(absl::StrCat(
           "kernel '", kernel.name(), "': the trip count of the loop at ", where,
-          " is not known at compile time; its adstack uses default_ad_stack_size=",
+          " is outside what launch-time sizing understands; its adstack uses "
+          "default_ad_stack_size=",
           config_.default_ad_stack_size,
           " slots (a longer loop overflows: raise default_ad_stack_size or set "
           "ad_stack_size)"));
@@ -306,8 +307,7 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
       case KernelArgument::Kind::kNdarray:
         resolved[i].data = a.ndarray->data();
         resolved[i].shape = a.ndarray->shape();
-        // The kernel may write it.
-        a.ndarray->BumpDataGeneration();
+        resolved[i].data_generation = a.ndarray->data_generation();
         break;
       case KernelArgument::Kind::kExternal:
         resolved[i].data = a.data;
@@ -315,9 +315,14 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
         break;
     }
   }
-  QD_ASSIGN_OR_RETURN(BackendLaunchStats stats, backend_->Launch(kernel, resolved));
+  QD_ASSIGN_OR_RETURN(BackendLaunchStats stats,
+                      backend_->Launch(kernel, resolved, field_generation_));
   last_launch_ = {stats.tasks, stats.max_threads_used};
-  for (uint64_t& generation : field_generation_) ++generation;
+  // Only what the kernel may have written changes generation.
+  for (int place : kernel.written_snodes()) NoteFieldWrite(place);
+  for (int arg : kernel.written_args()) {
+    if (args[arg].kind == KernelArgument::Kind::kNdarray) args[arg].ndarray->BumpDataGeneration();
+  }
   CollectRuntimeError(kernel);
   return absl::OkStatus();
 }

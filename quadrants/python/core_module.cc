@@ -499,6 +499,8 @@ PYBIND11_MODULE(_quadrants_core, m) {
         d["bytes_needed"] = s.bytes_needed;
         d["heap_bytes"] = s.heap_bytes;
         d["heap_grows"] = s.heap_grows;
+        d["tree_evaluations"] = s.tree_evaluations;
+        d["cache_hits"] = s.cache_hits;
         return d;
       });
 

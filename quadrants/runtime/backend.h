@@ -11,6 +11,7 @@
 #include "absl/types/span.h"
 #include "quadrants/common/source_location.h"
 #include "quadrants/ir/kernel.h"
+#include "quadrants/ir/size_expr.h"
 #include "quadrants/ir/snode.h"
 #include "quadrants/runtime/compile_config.h"
 
@@ -28,6 +29,7 @@ struct AdStackInfo {
   ir::PrimitiveType dtype = ir::PrimitiveType::kF32;
   int64_t slot_bytes = 0;
   int64_t static_capacity = 0;  // 0: unknown at compile time
+  ir::SizeExpr::Ptr size_expr;  // evaluated per launch when set
   SourceLocation loc;           // the loop it serves
 };
 
@@ -38,6 +40,8 @@ struct AdStackStats {
   int64_t bytes_needed = 0;                      // largest task's need
   int64_t heap_bytes = 0;                        // allocated heap
   int heap_grows = 0;                            // allocations so far
+  int64_t tree_evaluations = 0;                  // SizeExpr evaluations so far
+  int64_t cache_hits = 0;                        // launches sized from the cache
 };
 
 // An error a kernel recorded on the device, to be raised at the next sync.
@@ -58,6 +62,14 @@ class CompiledKernel {
   const std::vector<RuntimeErrorSite>& error_sites() const { return error_sites_; }
   int num_tasks() const { return num_tasks_; }
   const std::vector<std::vector<AdStackInfo>>& task_adstacks() const { return task_adstacks_; }
+  // What the kernel may write: field places and ndarray parameter indices
+  // (generation counters are bumped for these only).
+  const std::vector<int>& written_snodes() const { return written_snodes_; }
+  const std::vector<int>& written_args() const { return written_args_; }
+  void set_written(std::vector<int> snodes, std::vector<int> args) {
+    written_snodes_ = std::move(snodes);
+    written_args_ = std::move(args);
+  }
 
  protected:
   CompiledKernel(std::string name, std::vector<ir::KernelParam> params,
@@ -75,6 +87,8 @@ class CompiledKernel {
   std::vector<RuntimeErrorSite> error_sites_;
   int num_tasks_;
   std::vector<std::vector<AdStackInfo>> task_adstacks_;
+  std::vector<int> written_snodes_;
+  std::vector<int> written_args_;
 };
 
 // A launch argument after validation: scalars as their 64-bit slot, arrays
@@ -83,6 +97,9 @@ struct ResolvedArgument {
   int64_t slot = 0;
   void* data = nullptr;
   std::vector<int64_t> shape;
+  // The array's data generation; 0 when unknown (external memory), which
+  // makes every cache that read it miss.
+  uint64_t data_generation = 0;
 };
 
 struct BackendLaunchStats {
@@ -100,8 +117,11 @@ class Backend {
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes) = 0;
   // The SNode root buffer kernels address fields in.
   virtual void SetRoot(char* root) = 0;
+  // `field_generations` (per SNode) lets caches of launch-time values
+  // tell whether fields changed since they were filled.
   virtual absl::StatusOr<BackendLaunchStats> Launch(
-      const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args) = 0;
+      const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
+      absl::Span<const uint64_t> field_generations) = 0;
   // Waits for outstanding work.
   virtual absl::Status Synchronize() = 0;
   // The first error recorded since the last call, clearing it.

@@ -341,6 +341,7 @@ void FunctionEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
   spec.dtype = t;
   spec.slot_bytes = ir::IsFloat(t) ? 2 * elem : elem;  // floats keep an adjoint too
   spec.static_capacity = s.max_size();
+  spec.size_expr = s.size_expr();
   spec.loc = s.loc();
   const int id = static_cast<int>(task_stacks_->size());
   task_stacks_->push_back(spec);

@@ -9,6 +9,7 @@
 #include "llvm/IR/Module.h"
 #include "quadrants/common/source_location.h"
 #include "quadrants/ir/op_kinds.h"
+#include "quadrants/ir/size_expr.h"
 #include "quadrants/ir/types.h"
 
 namespace quadrants::codegen {
@@ -26,6 +27,7 @@ struct AdStackSpec {
   ir::PrimitiveType dtype = ir::PrimitiveType::kF32;
   int64_t slot_bytes = 0;
   int64_t static_capacity = 0;  // 0: decided at launch
+  ir::SizeExpr::Ptr size_expr;  // the launch-time capacity, when captured
   SourceLocation loc;           // the loop the stack serves
 };
 

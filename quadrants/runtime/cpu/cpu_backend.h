@@ -20,7 +20,8 @@ class CpuBackend : public Backend {
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes) override;
   void SetRoot(char* root) override { runtime_.root = root; }
   absl::StatusOr<BackendLaunchStats> Launch(
-      const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args) override;
+      const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
+      absl::Span<const uint64_t> field_generations) override;
   absl::Status Synchronize() override { return absl::OkStatus(); }
   absl::optional<RuntimeErrorRecord> TakeError() override;
   int num_threads() const override { return pool_.num_threads(); }
@@ -30,12 +31,18 @@ class CpuBackend : public Backend {
   CpuBackend(const CompileConfig& config, std::unique_ptr<codegen::CpuJit> jit);
 
  private:
-  // Sizes the task's stacks for this launch, grows the heap if needed and
-  // publishes the metadata generated code reads.
-  void PublishAdStacks(int task, const std::vector<AdStackInfo>& stacks, int threads);
+  // Sizes the task's stacks for this launch (static, forced, evaluated or
+  // cached), grows the heap if needed and publishes the metadata generated
+  // code reads.
+  absl::Status PublishAdStacks(const CompiledKernel& kernel, int task,
+                               const std::vector<AdStackInfo>& stacks, int threads,
+                               const QdLaunchContext& ctx,
+                               absl::Span<const ResolvedArgument> args,
+                               absl::Span<const uint64_t> field_generations);
   void CheckAdStackOverflow(int task, const std::vector<AdStackInfo>& stacks);
 
   CompileConfig config_;
+  const ir::SNodeTree* snodes_ = nullptr;
   std::unique_ptr<codegen::CpuJit> jit_;
   ThreadPool pool_;
   QdRuntime runtime_{};
