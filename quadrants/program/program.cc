@@ -97,9 +97,13 @@ std::string DescribeArgument(const ir::KernelParam& p) {
 }
 
 // Where QD_DUMP_IR writes: $QD_DUMP_IR_DIR, else /tmp/quadrants_ir.
-void DumpIr(const ir::Kernel& kernel, uint64_t hash) {
+std::string DumpIrDirectory() {
   const char* dir_env = std::getenv("QD_DUMP_IR_DIR");
-  const std::string dir = dir_env ? dir_env : "/tmp/quadrants_ir";
+  return dir_env ? dir_env : "/tmp/quadrants_ir";
+}
+
+void DumpIr(const ir::Kernel& kernel, uint64_t hash) {
+  const std::string dir = DumpIrDirectory();
   std::string mkdir = absl::StrCat("mkdir -p '", dir, "'");
   if (std::system(mkdir.c_str()) != 0) return;
   const std::string path = absl::StrFormat("%s/%s_%016x.ir", dir, kernel.name(), hash);
@@ -247,7 +251,10 @@ void Program::WarnAboutDefaultSizedStacks(const CompiledKernel& kernel) {
           "default_ad_stack_size=",
           config_.default_ad_stack_size,
           " slots (a longer loop overflows: raise default_ad_stack_size or set "
-          "ad_stack_size)"));
+          "ad_stack_size)",
+          DumpIrRequested()
+              ? absl::StrCat("; its IR is in ", DumpIrDirectory())
+              : std::string("; set QD_DUMP_IR=1 to write its IR to a file")));
     }
   }
 }

@@ -741,13 +741,6 @@ def test_forced_ad_stack_size_applies_to_every_stack():
     assert len(capacities) >= 2 and set(capacities) == {100}, stats()
 
 
-@pytest.mark.xfail(
-    reason="BUG: launch-time sizing (SPEC 3.4) is not applied: a bound that is a "
-           "FieldLoad or NdarrayShape leaf of the sizing grammar still warns "
-           "'trip count ... is not known at compile time', gets default_ad_stack_size=256 "
-           "slots, and 300 trips raise 'Adstack overflow ... needs more than its 256 "
-           "slots' at sync (expected: capacity 302, no warning, no overflow)",
-    strict=True)
 @pytest.mark.parametrize("bound", ["field", "ndarray_shape"])
 @test_utils.test(**F64, debug=True)
 def test_bound_inside_the_sizing_grammar_is_sized_at_launch(bound):
@@ -829,12 +822,6 @@ def test_unknown_trip_count_warns_once_naming_the_loop_and_uses_default_size():
     assert set(all_capacities()) == {64}
 
 
-@pytest.mark.xfail(
-    reason="BUG: adstack_stats() keeps an earlier launch's capacities/stride for "
-           "tasks of the last launch that have no stacks (CpuBackend::Launch only "
-           "overwrites entries of tasks with stacks, then resizes): observed "
-           "capacities [[9], [5]], expected [[], [5]]",
-    strict=True)
 @test_utils.test(**F64)
 def test_stats_capacities_describe_only_the_last_launch():
     # Kernel `first` has its stacks in grad task 0; kernel `second`'s grad has

@@ -352,7 +352,13 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
     const CpuTask& task = compiled.tasks()[t];
     const auto& stacks = compiled.task_adstacks()[t];
     if (!stacks.empty()) {
-      if (!any_stacks) adstack_stats_.bytes_needed = 0;
+      if (!any_stacks) {
+        // This launch's numbers replace the last ones; tasks without stacks
+        // report none.
+        adstack_stats_.bytes_needed = 0;
+        adstack_stats_.capacities.assign(compiled.tasks().size(), {});
+        adstack_stats_.per_thread_stride.assign(compiled.tasks().size(), 0);
+      }
       any_stacks = true;
       // Heap slices are per thread id; a serial task only uses thread 0.
       QD_RETURN_IF_ERROR(PublishAdStacks(
