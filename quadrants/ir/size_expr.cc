@@ -28,6 +28,8 @@ int Arity(SizeExprKind kind) {
     case SizeExprKind::kSub:
     case SizeExprKind::kMul:
     case SizeExprKind::kMax:
+    case SizeExprKind::kFloorDiv:
+    case SizeExprKind::kMod:
       return 2;
     case SizeExprKind::kMaxOverRange:
       return 3;
@@ -38,7 +40,7 @@ int Arity(SizeExprKind kind) {
   return 0;
 }
 
-constexpr int kLastKind = static_cast<int>(SizeExprKind::kArgValue);
+constexpr int kLastKind = static_cast<int>(SizeExprKind::kMod);
 
 uint64_t Mix(uint64_t h, uint64_t v) {
   // FNV-1a over the 8 bytes of v.
@@ -121,6 +123,13 @@ SizeExpr::Ptr SizeExpr::Max(Ptr a, Ptr b) {
   return Make(SizeExprKind::kMax, {std::move(a), std::move(b)});
 }
 
+SizeExpr::Ptr SizeExpr::FloorDiv(Ptr a, Ptr b) {
+  return Make(SizeExprKind::kFloorDiv, {std::move(a), std::move(b)});
+}
+SizeExpr::Ptr SizeExpr::Mod(Ptr a, Ptr b) {
+  return Make(SizeExprKind::kMod, {std::move(a), std::move(b)});
+}
+
 SizeExpr::Ptr SizeExpr::ArgValue(int arg) {
   auto e = Make(SizeExprKind::kArgValue);
   e->arg_ = arg;
@@ -161,6 +170,10 @@ std::string SizeExpr::ToString() const {
                           children_[1]->ToString(), ")");
     case SizeExprKind::kArgValue:
       return absl::StrCat("arg", arg_);
+    case SizeExprKind::kFloorDiv:
+      return Binary(*this, "//");
+    case SizeExprKind::kMod:
+      return Binary(*this, "%");
     case SizeExprKind::kMaxOverRange:
       return absl::StrCat("max_over_range(v", var_id_, " in [",
                           children_[0]->ToString(), ", ",
@@ -305,6 +318,12 @@ absl::StatusOr<SizeExpr::Ptr> Unflatten(
         break;
       case SizeExprKind::kArgValue:
         built.push_back(SizeExpr::ArgValue(n.arg));
+        break;
+      case SizeExprKind::kFloorDiv:
+        built.push_back(SizeExpr::FloorDiv(children[0], children[1]));
+        break;
+      case SizeExprKind::kMod:
+        built.push_back(SizeExpr::Mod(children[0], children[1]));
         break;
     }
   }

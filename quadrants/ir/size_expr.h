@@ -27,6 +27,8 @@ enum class SizeExprKind : int {
   kMax,               // max(child 0, child 1)
   kMaxOverRange,      // max of child 2 for var_id in [child 0, child 1)
   kArgValue,          // the value of scalar kernel parameter `arg`
+  kFloorDiv,          // child 0 // child 1 (Python semantics; 0 if divisor 0)
+  kMod,               // child 0 % child 1 (Python semantics; 0 if divisor 0)
 };
 
 class SizeExpr {
@@ -46,6 +48,8 @@ class SizeExpr {
   static Ptr Max(Ptr a, Ptr b);
   static Ptr MaxOverRange(int var_id, Ptr begin, Ptr end, Ptr body);
   static Ptr ArgValue(int arg);
+  static Ptr FloorDiv(Ptr a, Ptr b);
+  static Ptr Mod(Ptr a, Ptr b);
 
   SizeExprKind kind() const { return kind_; }
   int64_t value() const { return value_; }

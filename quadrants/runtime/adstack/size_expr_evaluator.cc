@@ -60,6 +60,8 @@ class Evaluator {
       case SizeExprKind::kSub:
       case SizeExprKind::kMul:
       case SizeExprKind::kMax:
+      case SizeExprKind::kFloorDiv:
+      case SizeExprKind::kMod:
         return Binary(e);
       case SizeExprKind::kMaxOverRange:
         return MaxOverRange(e);
@@ -83,6 +85,15 @@ class Evaluator {
     switch (e.kind()) {
       case SizeExprKind::kAdd: return *a + *b;
       case SizeExprKind::kSub: return *a - *b;
+      case SizeExprKind::kFloorDiv:
+      case SizeExprKind::kMod: {
+        // Python semantics, as generated code computes them; 0 for a zero
+        // divisor, as generated code yields.
+        if (*b == 0) return int64_t{0};
+        int64_t q = *a / *b;
+        if ((*a % *b != 0) && ((*a < 0) != (*b < 0))) --q;
+        return e.kind() == SizeExprKind::kFloorDiv ? q : *a - q * *b;
+      }
       default: return *a * *b;
     }
   }

@@ -112,9 +112,25 @@ class Capture {
     return indices;
   }
 
+  // Whether 64-bit signed arithmetic on `s`'s value equals what the kernel
+  // computes: unsigned arithmetic wraps and narrowing or sign-changing
+  // casts reinterpret, so those are outside the grammar.
+  static bool ValuePreserving(const Stmt* s) {
+    const ir::PrimitiveType t = s->type().element();
+    if (const auto* u = ir::DynCast<ir::UnaryOpStmt>(s)) {
+      const ir::PrimitiveType from = u->input()->type().element();
+      if (!u->is_cast() || ir::IsFloat(from)) return false;
+      if (ir::BitWidth(t) < ir::BitWidth(from)) return false;
+      return ir::IsSigned(t) == ir::IsSigned(from) || !ir::IsSigned(from) ||
+             ir::BitWidth(t) > ir::BitWidth(from);
+    }
+    if (ir::Isa<ir::BinaryOpStmt>(s)) return ir::IsSigned(t);
+    return true;
+  }
+
   SizeExpr::Ptr Convert(const Stmt* s) {
     if (++depth_guard_ > 10000) return nullptr;
-    if (!s->type().is_integer_scalar()) return nullptr;
+    if (!s->type().is_integer_scalar() || !ValuePreserving(s)) return nullptr;
     switch (s->kind()) {
       case ir::StmtKind::kConst:
         return SizeExpr::Const(static_cast<const ir::ConstStmt*>(s)->value().as_int());
@@ -155,6 +171,8 @@ class Capture {
           case ir::BinaryOpKind::kSub: return SizeExpr::Sub(lhs, rhs);
           case ir::BinaryOpKind::kMul: return SizeExpr::Mul(lhs, rhs);
           case ir::BinaryOpKind::kMax: return SizeExpr::Max(lhs, rhs);
+          case ir::BinaryOpKind::kFloorDiv: return SizeExpr::FloorDiv(lhs, rhs);
+          case ir::BinaryOpKind::kMod: return SizeExpr::Mod(lhs, rhs);
           // min(a, b) <= max(a, b): a sound upper bound.
           case ir::BinaryOpKind::kMin: return SizeExpr::Max(lhs, rhs);
           default: return nullptr;

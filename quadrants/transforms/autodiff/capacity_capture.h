@@ -11,8 +11,9 @@ namespace quadrants::transforms::autodiff {
 // offloaded forward kernel): its trip count plus 2, maximized over every
 // loop index the bounds depend on. Leaves are constants, scalar arguments,
 // ndarray shapes, integer field and ndarray reads, enclosing loop indices
-// and loop variables stashed in locals. Returns null for bounds outside
-// that grammar (the caller falls back to default_ad_stack_size).
+// and loop variables stashed in locals, combined with + - * // % max (and
+// min, bounded by max). Returns null for bounds outside that grammar (the
+// caller falls back to default_ad_stack_size).
 ir::SizeExpr::Ptr CaptureStackCapacity(const ir::Stmt& loop, const ir::SNodeTree& snodes);
 
 }  // namespace quadrants::transforms::autodiff

@@ -196,7 +196,7 @@ TEST(SizeExprTest, UnflattenRejectsWrongArity) {
 }
 
 TEST(SizeExprTest, UnflattenRejectsUnknownKinds) {
-  ExpectMalformed(Unflatten({Node(static_cast<Kind>(12))}), "unknown kind 12");
+  ExpectMalformed(Unflatten({Node(static_cast<Kind>(40))}), "unknown kind 40");
   ExpectMalformed(Unflatten({Node(Kind::kConst), Node(static_cast<Kind>(-1))}),
                   "node 1 has unknown kind -1");
 }
@@ -221,7 +221,7 @@ TEST(SizeExprTest, DeserializeChecksTheDecodedNodes) {
   absl::StatusOr<E::Ptr> zero = DeserializeSizeExpr(one_node('\x00'));
   ASSERT_TRUE(zero.ok()) << zero.status();
   EXPECT_EQ((*zero)->ToString(), "0");
-  ExpectMalformed(DeserializeSizeExpr(one_node('\x0c')), "unknown kind 12");
+  ExpectMalformed(DeserializeSizeExpr(one_node('\x28')), "unknown kind 40");
   // An add (kind 7) whose packed children [0, 1] include itself.
   ExpectMalformed(
       DeserializeSizeExpr(std::string("\x0a\x06\x08\x07\x3a\x02\x00\x01", 8)),

@@ -169,7 +169,7 @@ TEST_F(CpuBoundsTest, WithoutChecksTheGeneratedCodeHasNone) {
   };
   auto [checked, checked_sites] = lower(true);
   auto [unchecked, unchecked_sites] = lower(false);
-  EXPECT_NE(checked.find("call i64 @qd_check_index"), std::string::npos) << checked;
+  EXPECT_NE(checked.find("call i32 @qd_check_index"), std::string::npos) << checked;
   EXPECT_EQ(checked_sites, 1u);
   EXPECT_EQ(unchecked.find("qd_check_index"), std::string::npos) << unchecked;
   EXPECT_EQ(unchecked_sites, 0u);

@@ -129,6 +129,23 @@ TEST(SizeExprEvaluatorTest, GuardStopsLongSerialWalksWithAClearError) {
   EXPECT_EQ(Eval(tree, in), (int64_t{1} << 20) - 1);
 }
 
+TEST(SizeExprEvaluatorTest, FloorDivisionAndModuloFollowPython) {
+  FakeInputs in;
+  EXPECT_EQ(Eval(SizeExpr::FloorDiv(SizeExpr::Const(-7), SizeExpr::Const(2)), in), -4);
+  EXPECT_EQ(Eval(SizeExpr::Mod(SizeExpr::Const(-7), SizeExpr::Const(2)), in), 1);
+  EXPECT_EQ(Eval(SizeExpr::FloorDiv(SizeExpr::Const(7), SizeExpr::Const(0)), in), 0);
+  // max over i < 9 of arr[i // 2], arr = {5, 1, 8, 2, 3}
+  in.shapes[1] = {5};
+  in.data[1] = {5, 1, 8, 2, 3};
+  auto tree = SizeExpr::MaxOverRange(
+      0, SizeExpr::Const(0), SizeExpr::Const(9),
+      SizeExpr::NdarrayRead(1, {SizeExpr::FloorDiv(SizeExpr::BoundVar(0), SizeExpr::Const(2))}));
+  EXPECT_EQ(Eval(tree, in), 8);
+  auto copy = ir::DeserializeSizeExpr(ir::SerializeSizeExpr(*tree));
+  ASSERT_TRUE(copy.ok());
+  EXPECT_EQ(Eval(*copy, in), 8);
+}
+
 TEST(SizeExprEvaluatorTest, EmptyRangesNeedNoSlots) {
   FakeInputs in;
   in.args[0] = 0;
