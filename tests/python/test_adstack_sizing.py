@@ -841,3 +841,36 @@ def test_sign_changing_integer_bound_is_never_undersized(bound):
     _, rx, rw = reference(r.xv, r.wv, trips)
     assert gx == pytest.approx(rx, **CLOSED_FORM)
     assert gw == pytest.approx(rw, **CLOSED_FORM)
+
+
+# ---- the guard on an index computed with floor division ---------------------------
+
+def _halved_index_kernel(out, loss):
+    @qd.kernel
+    def halved_index(arr: qd.types.ndarray(qd.i64, 1), x: qd.types.ndarray(qd.f64, 1)):
+        for i in range(arr.shape[0]):
+            v = x[i % 4]
+            for _ in range(arr[i // 2]):  # the index is i // 2
+                v = qd.sin(v)
+            loss[None] += v
+    return halved_index
+
+
+@test_utils.test(**SIZING)
+def test_floor_divided_index_over_an_axis_past_the_guard_raises_it():
+    loss = qd.field(qd.f64, shape=(), needs_grad=True)
+    kernel = _halved_index_kernel(None, loss)
+    x = np.array([0.1, 0.2, 0.3, 0.4])
+    big = np.zeros((1 << 24) + 8, dtype=np.int64)
+    loss.grad[None] = 1.0
+    with pytest.raises(qd.QuadrantsError) as caught:
+        kernel.grad(big, x)
+    message = str(caught.value)
+    assert "16777216" in message and "halved_index" in message, message
+
+    small = np.zeros(1 << 16, dtype=np.int64)
+    small[[10, 4001, 60000]] = [3, 17, 6]
+    kernel.grad(small, x)
+    qd.sync()
+    # i // 2 reaches every element, so the capacity is max + 2.
+    assert qd.lang.runtime.adstack_stats()["capacities"][0] == [17 + 2]
