@@ -263,7 +263,6 @@ class PyBuilder {
  public:
   PyBuilder(ir::Kernel* kernel, PyProgram* program)
       : kernel_(kernel),
-        program_(program),
         builder_(kernel, &program->get().snodes()),
         options_{program->config().default_fp, program->config().default_ip} {}
 
@@ -370,7 +369,6 @@ class PyBuilder {
   }
 
   ir::Kernel* kernel_;
-  PyProgram* program_;
   ir::IRBuilder builder_;
   transforms::TypeCheckOptions options_;
   std::vector<std::unique_ptr<ir::IRBuilder::Scope>> saved_;

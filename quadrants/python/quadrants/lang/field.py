@@ -1,6 +1,5 @@
 """Fields (global arrays laid out by the SNode tree) and the SNode builder."""
 import numbers
-import operator
 
 import numpy as np
 
@@ -108,14 +107,7 @@ class Field:
 
     # ---- host access ------------------------------------------------------
     def _index(self, key):
-        if key is None:
-            key = ()
-        elif not isinstance(key, tuple):
-            key = (key,)
-        if len(key) != len(self.shape):
-            raise QuadrantsTypeError(f"field '{self.name}' has {len(self.shape)} "
-                                     f"dimensions, indexed with {len(key)} indices")
-        return [operator.index(v) for v in key]
+        return types.host_index(key, len(self.shape), f"field '{self.name}'")
 
     def __getitem__(self, key):
         place = self.place_id()

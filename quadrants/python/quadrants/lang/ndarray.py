@@ -1,6 +1,5 @@
 """qd.ndarray: arrays passed to kernels as arguments."""
 import numbers
-import operator
 import weakref
 
 import numpy as np
@@ -42,14 +41,7 @@ class Ndarray:
         return runtime.program()
 
     def _index(self, key):
-        if key is None:
-            key = ()
-        elif not isinstance(key, tuple):
-            key = (key,)
-        if len(key) != len(self.shape):
-            raise QuadrantsTypeError(f"ndarray has {len(self.shape)} dimensions, "
-                                     f"indexed with {len(key)} indices")
-        return [operator.index(v) for v in key]
+        return types.host_index(key, len(self.shape), "ndarray")
 
     def __getitem__(self, key):
         self._check_alive().sync()

@@ -1,6 +1,5 @@
 """Process-wide state: the current Program, qd.init / qd.reset / qd.sync."""
 import os
-import warnings
 
 from quadrants._core import core
 from quadrants.lang import types
@@ -179,15 +178,6 @@ def is_initialized():
     return state.program is not None
 
 
-def option(name):
-    return state.options[name]
-
-
-def current_arch():
-    program()
-    return state.options["arch"]
-
-
 def default_fp():
     return state.options["default_fp"] if state.program is not None else types.f32
 
@@ -202,6 +192,3 @@ def adstack_stats():
     how many times it grew."""
     return program().adstack_stats()
 
-
-def warn(message):
-    warnings.warn(message, stacklevel=3)

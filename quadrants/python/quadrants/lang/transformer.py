@@ -60,10 +60,6 @@ if hasattr(ast, "Match"):
     _UNSUPPORTED[ast.Match] = "match"
 
 
-class StaticMarker:
-    """The value of qd.static(x): x itself, evaluated at compile time."""
-
-
 class NdRange:
     """qd.ndrange(a, (b, c), ...): a multi-dimensional iteration space."""
 

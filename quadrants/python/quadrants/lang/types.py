@@ -1,4 +1,6 @@
 """Data types and parameter annotations."""
+import operator
+
 import numpy as np
 
 from quadrants.lang.exception import QuadrantsTypeError
@@ -134,6 +136,19 @@ class Template:
 
     def __repr__(self):
         return "template()"
+
+
+def host_index(key, ndim, what):
+    """x[key] from the host as a list of ints: None for 0-D, a scalar or a
+    tuple; a count or type mismatch is an error naming `what`."""
+    if key is None:
+        key = ()
+    elif not isinstance(key, tuple):
+        key = (key,)
+    if len(key) != ndim:
+        raise QuadrantsTypeError(f"{what} has {ndim} dimensions, indexed with {len(key)} "
+                                 f"indices")
+    return [operator.index(v) for v in key]
 
 
 def ndarray(dtype=None, ndim=None):
