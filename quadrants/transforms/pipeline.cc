@@ -9,6 +9,7 @@
 #include "quadrants/transforms/cse.h"
 #include "quadrants/transforms/dce.h"
 #include "quadrants/transforms/offload.h"
+#include "quadrants/transforms/promote_locals.h"
 #include "quadrants/transforms/simplify.h"
 
 namespace quadrants::transforms {
@@ -44,6 +45,10 @@ absl::Status LowerToTasks(ir::Kernel& kernel, const PipelineOptions& options) {
   QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "type_check"));
   Cleanup(kernel);
   QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "simplify"));
+  if (PromoteTopLevelLocals(kernel)) {
+    Cleanup(kernel);
+    QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "promote_locals"));
+  }
   QD_RETURN_IF_ERROR(Offload(kernel));
   QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "offload"));
   Cleanup(kernel);

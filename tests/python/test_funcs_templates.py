@@ -503,10 +503,6 @@ def test_local_first_assigned_inside_while_used_after():
     np.testing.assert_array_equal(out.to_numpy(), [(i + 1) ** 2 for i in range(5)])
 
 
-@pytest.mark.xfail(reason="LIMITATION: a local defined at kernel level before the parallel "
-                   "loop cannot be read inside it (QuadrantsCompilationError 'used on both "
-                   "sides of a top-level parallel loop'); upstream Quadrants supports this",
-                   strict=True)
 @test_utils.test()
 def test_kernel_level_local_read_inside_parallel_loop():
     out = qd.field(qd.i32, shape=5)
@@ -634,3 +630,23 @@ def test_augmented_assignment_accumulates_in_serial_loop():
             acc = acc * (j + i) - i
         ref.append(acc)
     np.testing.assert_array_equal(out.to_numpy(), ref)
+
+
+@test_utils.test()
+def test_kernel_level_values_reach_every_parallel_loop_in_order():
+    x = qd.field(qd.f32, shape=4)
+    n = qd.field(qd.i32, shape=())
+
+    @qd.kernel
+    def two_loops():
+        s = 2.0
+        m = n[None] + 1  # a field read before the loop that uses it
+        for i in x:
+            x[i] = s * i + m
+        s = 3.0          # reassigned between the loops
+        for i in x:
+            x[i] += s
+
+    n[None] = 10
+    two_loops()
+    np.testing.assert_array_equal(x.to_numpy(), 2 * np.arange(4) + 11 + 3)
