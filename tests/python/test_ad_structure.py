@@ -1196,3 +1196,39 @@ def test_tape_replays_kernel_arguments_and_repeated_launches():
     expected = 4.5 * np.sin(xv) * np.cos(xv)
     assert x.grad.to_numpy() == pytest.approx(expected, **EXACT)
     assert y.grad.to_numpy() == pytest.approx(3.0 * np.sin(xv), **EXACT)
+
+
+@test_utils.test(ad_stack_experimental_enabled=True, default_fp=qd.f64)
+def test_continue_in_the_parallel_loop_and_in_a_dynamic_loop():
+    x = qd.field(qd.f64, shape=6, needs_grad=True)
+    mask = qd.field(qd.i32, shape=6)
+    loss = qd.field(qd.f64, shape=(), needs_grad=True)
+
+    @qd.kernel
+    def masked(n: qd.i32):
+        for i in x:
+            if mask[i] == 0:
+                continue
+            v = x[i]
+            for j in range(n):
+                if j % 2 == 1:
+                    continue
+                v = qd.sin(v)
+            loss[None] += v * v
+
+    xs = np.linspace(0.1, 0.9, 6)
+    keep = np.array([1, 0, 1, 1, 0, 1])
+    x.from_numpy(xs)
+    mask.from_numpy(keep)
+    with qd.ad.Tape(loss=loss):
+        masked(5)
+
+    def f(v):
+        for j in range(5):
+            if j % 2 == 0:
+                v = np.sin(v)
+        return v * v
+
+    h = 1e-6
+    expected = (f(xs + h) - f(xs - h)) / (2 * h) * keep
+    np.testing.assert_allclose(x.grad.to_numpy(), expected, rtol=1e-6, atol=1e-8)

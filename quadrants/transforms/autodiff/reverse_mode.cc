@@ -16,6 +16,7 @@
 #include "quadrants/transforms/autodiff/backup_values.h"
 #include "quadrants/transforms/autodiff/capacity_capture.h"
 #include "quadrants/transforms/autodiff/carried_values.h"
+#include "quadrants/transforms/autodiff/structure_continues.h"
 #include "quadrants/transforms/type_check.h"
 
 namespace quadrants::transforms::autodiff {
@@ -690,6 +691,7 @@ absl::Status CheckTaskJumps(const ir::Kernel& kernel, const ir::OffloadedTaskStm
 
 absl::Status MakeGradKernel(ir::Kernel& kernel, const ir::SNodeTree& snodes,
                             const ReverseModeOptions& options) {
+  StructureContinues(kernel);
   absl::flat_hash_map<int, int> adjoint_args;
   const int num_params = static_cast<int>(kernel.params().size());
   for (int i = 0; i < num_params; ++i) {
