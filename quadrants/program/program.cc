@@ -102,11 +102,12 @@ std::string DumpIrDirectory() {
   return dir_env ? dir_env : "/tmp/quadrants_ir";
 }
 
-void DumpIr(const ir::Kernel& kernel, uint64_t hash) {
+void DumpIr(const ir::Kernel& kernel, uint64_t hash, bool grad) {
   const std::string dir = DumpIrDirectory();
   std::string mkdir = absl::StrCat("mkdir -p '", dir, "'");
   if (std::system(mkdir.c_str()) != 0) return;
-  const std::string path = absl::StrFormat("%s/%s_%016x.ir", dir, kernel.name(), hash);
+  const std::string path =
+      absl::StrFormat("%s/%s%s_%016x.ir", dir, kernel.name(), grad ? "_grad" : "", hash);
   std::ofstream(path) << ir::PrintKernel(kernel, {.locations = true});
   std::cerr << "[quadrants] QD_DUMP_IR: wrote the IR of kernel '" << kernel.name()
             << "' to " << path << std::endl;
@@ -229,7 +230,7 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
   if (config_.debug) options.verify_each_pass = true;
   QD_RETURN_IF_ERROR(transforms::LowerToTasks(*lowered, options));
   if (config_.print_ir) std::cerr << ir::PrintKernel(*lowered);
-  if (DumpIrRequested()) DumpIr(*lowered, hash);
+  if (DumpIrRequested()) DumpIr(*lowered, hash, grad);
   QD_ASSIGN_OR_RETURN(std::shared_ptr<CompiledKernel> compiled,
                       backend_->Compile(*lowered, snodes_));
   if (config_.ad_stack_size <= 0) WarnAboutDefaultSizedStacks(*compiled);
