@@ -20,8 +20,10 @@ int main(int argc, char** argv) {
   const int workers = std::max(1, std::atoi(argv[3]));
   const float a = 0.9f;
   std::vector<float> x(n), grad(n);
-  for (int i = 0; i < n; ++i) x[i] = 0.1f + 0.5f * i / n;
-  std::vector<std::vector<float>> tapes(workers, std::vector<float>(iterations));
+  for (int i = 0; i < n; ++i)
+    x[i] = 0.1f + 0.5f * i / n;
+  std::vector<std::vector<float>> tapes(workers,
+                                        std::vector<float>(iterations));
   std::vector<double> partial(workers);
 
   auto run = [&](int w) {
@@ -48,13 +50,18 @@ int main(int argc, char** argv) {
   for (int repeat = 0; repeat < 5; ++repeat) {
     auto start = std::chrono::steady_clock::now();
     std::vector<std::thread> threads;
-    for (int w = 1; w < workers; ++w) threads.emplace_back(run, w);
+    for (int w = 1; w < workers; ++w)
+      threads.emplace_back(run, w);
     run(0);
-    for (auto& t : threads) t.join();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    for (auto& t : threads)
+      t.join();
+    best = std::min(best, std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - start)
+                              .count());
   }
   double checksum = 0;
-  for (int i = 0; i < n; ++i) checksum += grad[i];
+  for (int i = 0; i < n; ++i)
+    checksum += grad[i];
   std::printf("seconds=%.9f checksum=%.6f\n", best, checksum);
   return 0;
 }

@@ -30,16 +30,18 @@ std::string ProbeCpu() {
       llvm::FunctionType::get(f64, {f64, f64, f64}, false),
       llvm::Function::ExternalLinkage, "saxpy", *module);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(*context, "entry", fn));
-  b.CreateRet(b.CreateFAdd(b.CreateFMul(fn->getArg(0), fn->getArg(1)),
-                           fn->getArg(2)));
+  b.CreateRet(
+      b.CreateFAdd(b.CreateFMul(fn->getArg(0), fn->getArg(1)), fn->getArg(2)));
   auto jit = llvm::orc::LLJITBuilder().create();
-  if (!jit) return "unavailable: " + llvm::toString(jit.takeError());
-  if (auto err = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(
-          std::move(module), std::move(context)))) {
+  if (!jit)
+    return "unavailable: " + llvm::toString(jit.takeError());
+  if (auto err = (*jit)->addIRModule(
+          llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
     return "unavailable: " + llvm::toString(std::move(err));
   }
   auto symbol = (*jit)->lookup("saxpy");
-  if (!symbol) return "unavailable: " + llvm::toString(symbol.takeError());
+  if (!symbol)
+    return "unavailable: " + llvm::toString(symbol.takeError());
   double result = symbol->toPtr<double (*)(double, double, double)>()(2, 3, 1);
   return absl::StrCat("ready: LLVM ", LLVM_VERSION_STRING, " ORC JIT on ",
                       std::string(llvm::sys::getHostCPUName()),
@@ -66,20 +68,23 @@ std::string ProbeVulkan() {
     absl::StrAppend(&names, names.empty() ? "" : ", ", props.deviceName);
   }
   vkDestroyInstance(instance, nullptr);
-  if (count == 0) return "unavailable: no Vulkan device";
+  if (count == 0)
+    return "unavailable: no Vulkan device";
   return "ready: " + names;
 }
 
 std::string ProbeCuda() {
   auto driver = quadrants::cuda::CudaDriver::Load();
-  if (!driver.ok()) return std::string(driver.status().message());
+  if (!driver.ok())
+    return std::string(driver.status().message());
   return absl::StrCat("ready: ", (*driver)->device_name(), " (sm_",
                       (*driver)->compute_capability(), ")");
 }
 
 std::string ProbeAmdgpu() {
   auto driver = quadrants::amdgpu::HipDriver::Load();
-  if (!driver.ok()) return std::string(driver.status().message());
+  if (!driver.ok())
+    return std::string(driver.status().message());
   return "ready: " + (*driver)->device_name();
 }
 

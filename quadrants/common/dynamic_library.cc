@@ -24,7 +24,9 @@ absl::StatusOr<std::unique_ptr<DynamicLibrary>> DynamicLibrary::Open(
                                 ": ", reasons));
 }
 
-DynamicLibrary::~DynamicLibrary() { dlclose(handle_); }
+DynamicLibrary::~DynamicLibrary() {
+  dlclose(handle_);
+}
 
 absl::StatusOr<void*> DynamicLibrary::Symbol(absl::string_view symbol) const {
   std::string name(symbol);

@@ -4,9 +4,9 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace quadrants {
 
@@ -38,7 +38,8 @@ class DynamicLibrary {
   template <typename Fn>
   absl::Status Load(absl::string_view symbol, Fn* out) const {
     absl::StatusOr<void*> address = Symbol(symbol);
-    if (!address.ok()) return address.status();
+    if (!address.ok())
+      return address.status();
     *out = reinterpret_cast<Fn>(*address);
     return absl::OkStatus();
   }

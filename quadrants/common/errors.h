@@ -1,12 +1,12 @@
 #ifndef QUADRANTS_COMMON_ERRORS_H_
 #define QUADRANTS_COMMON_ERRORS_H_
 
-#include "absl/types/optional.h"
 #include <stdexcept>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/optional.h"
 #include "quadrants/common/source_location.h"
 
 namespace quadrants {

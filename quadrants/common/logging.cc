@@ -11,15 +11,20 @@ namespace {
 
 LogLevel ThresholdFromEnvironment() {
   const char* value = std::getenv("QD_LOG_LEVEL");
-  if (value == nullptr) return LogLevel::kWarning;
-  if (std::strcmp(value, "debug") == 0) return LogLevel::kDebug;
-  if (std::strcmp(value, "info") == 0) return LogLevel::kInfo;
-  if (std::strcmp(value, "error") == 0) return LogLevel::kError;
+  if (value == nullptr)
+    return LogLevel::kWarning;
+  if (std::strcmp(value, "debug") == 0)
+    return LogLevel::kDebug;
+  if (std::strcmp(value, "info") == 0)
+    return LogLevel::kInfo;
+  if (std::strcmp(value, "error") == 0)
+    return LogLevel::kError;
   return LogLevel::kWarning;
 }
 
 std::atomic<int>& Threshold() {
-  static std::atomic<int> threshold{static_cast<int>(ThresholdFromEnvironment())};
+  static std::atomic<int> threshold{
+      static_cast<int>(ThresholdFromEnvironment())};
   return threshold;
 }
 
@@ -44,9 +49,13 @@ const char* Basename(const char* path) {
 
 }  // namespace
 
-LogLevel GetLogThreshold() { return static_cast<LogLevel>(Threshold().load()); }
+LogLevel GetLogThreshold() {
+  return static_cast<LogLevel>(Threshold().load());
+}
 
-void SetLogThreshold(LogLevel level) { Threshold().store(static_cast<int>(level)); }
+void SetLogThreshold(LogLevel level) {
+  Threshold().store(static_cast<int>(level));
+}
 
 LogMessage::LogMessage(LogLevel level, const char* file, int line)
     : level_(level), file_(file), line_(line) {}

@@ -2,6 +2,7 @@
 #define QUADRANTS_COMMON_LOGGING_H_
 
 #include <sstream>
+
 #include "absl/strings/string_view.h"
 
 namespace quadrants {
@@ -44,11 +45,12 @@ struct LogVoidify {
 #define QD_LOG_LEVEL_ERROR ::quadrants::LogLevel::kError
 
 // QD_LOG(WARNING) << "text"; the message is built only when it will print.
-#define QD_LOG(severity)                                                   \
-  (QD_LOG_LEVEL_##severity < ::quadrants::GetLogThreshold())               \
-      ? (void)0                                                            \
-      : ::quadrants::LogVoidify() &                                        \
-            ::quadrants::LogMessage(QD_LOG_LEVEL_##severity, __FILE__, __LINE__) \
+#define QD_LOG(severity)                                               \
+  (QD_LOG_LEVEL_##severity < ::quadrants::GetLogThreshold())           \
+      ? (void)0                                                        \
+      : ::quadrants::LogVoidify() &                                    \
+            ::quadrants::LogMessage(QD_LOG_LEVEL_##severity, __FILE__, \
+                                    __LINE__)                          \
                 .stream()
 
 #endif  // QUADRANTS_COMMON_LOGGING_H_

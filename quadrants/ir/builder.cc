@@ -15,7 +15,8 @@ void IRBuilder::SetInsertPoint(Block* block, size_t index) {
 }
 
 IRBuilder::Scope::~Scope() {
-  if (builder_ == nullptr) return;
+  if (builder_ == nullptr)
+    return;
   auto [block, index] = builder_->saved_.back();
   builder_->saved_.pop_back();
   builder_->SetInsertPoint(block, index);
@@ -30,9 +31,11 @@ IRBuilder::Scope IRBuilder::EnterBlock(Block* block) {
 }
 
 void IRBuilder::ShiftInsertPoints(Block* block, size_t position) {
-  if (block == block_ && position <= index_) ++index_;
+  if (block == block_ && position <= index_)
+    ++index_;
   for (auto& [saved_block, saved_index] : saved_) {
-    if (saved_block == block && position <= saved_index) ++saved_index;
+    if (saved_block == block && position <= saved_index)
+      ++saved_index;
   }
 }
 

@@ -37,7 +37,9 @@ class IRBuilder {
 
   // Inserts before position `index` of `block` (default: at its end).
   void SetInsertPoint(Block* block, size_t index);
-  void SetInsertPointToEnd(Block* block) { SetInsertPoint(block, block->size()); }
+  void SetInsertPointToEnd(Block* block) {
+    SetInsertPoint(block, block->size());
+  }
 
   // Restores the previous insertion point when it goes out of scope.
   // Scopes nest; the builder keeps the saved points so that InsertAt can
@@ -45,7 +47,8 @@ class IRBuilder {
   class Scope {
    public:
     explicit Scope(IRBuilder* builder) : builder_(builder) {}
-    Scope(Scope&& other) noexcept : builder_(std::exchange(other.builder_, nullptr)) {}
+    Scope(Scope&& other) noexcept
+        : builder_(std::exchange(other.builder_, nullptr)) {}
     ~Scope();
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
@@ -108,17 +111,27 @@ class IRBuilder {
   }
 
   // Arithmetic.
-  UnaryOpStmt* Unary(UnaryOpKind op, Stmt* x) { return Make<UnaryOpStmt>(op, x); }
+  UnaryOpStmt* Unary(UnaryOpKind op, Stmt* x) {
+    return Make<UnaryOpStmt>(op, x);
+  }
   UnaryOpStmt* Cast(Stmt* x, PrimitiveType to) {
     return Make<UnaryOpStmt>(UnaryOpKind::kCast, x, to);
   }
   BinaryOpStmt* Binary(BinaryOpKind op, Stmt* a, Stmt* b) {
     return Make<BinaryOpStmt>(op, a, b);
   }
-  BinaryOpStmt* Add(Stmt* a, Stmt* b) { return Binary(BinaryOpKind::kAdd, a, b); }
-  BinaryOpStmt* Sub(Stmt* a, Stmt* b) { return Binary(BinaryOpKind::kSub, a, b); }
-  BinaryOpStmt* Mul(Stmt* a, Stmt* b) { return Binary(BinaryOpKind::kMul, a, b); }
-  BinaryOpStmt* Div(Stmt* a, Stmt* b) { return Binary(BinaryOpKind::kDiv, a, b); }
+  BinaryOpStmt* Add(Stmt* a, Stmt* b) {
+    return Binary(BinaryOpKind::kAdd, a, b);
+  }
+  BinaryOpStmt* Sub(Stmt* a, Stmt* b) {
+    return Binary(BinaryOpKind::kSub, a, b);
+  }
+  BinaryOpStmt* Mul(Stmt* a, Stmt* b) {
+    return Binary(BinaryOpKind::kMul, a, b);
+  }
+  BinaryOpStmt* Div(Stmt* a, Stmt* b) {
+    return Binary(BinaryOpKind::kDiv, a, b);
+  }
   BinaryOpStmt* Lt(Stmt* a, Stmt* b) { return Binary(BinaryOpKind::kLt, a, b); }
   TernaryOpStmt* Select(Stmt* cond, Stmt* a, Stmt* b) {
     return Make<TernaryOpStmt>(cond, a, b);
@@ -131,7 +144,9 @@ class IRBuilder {
   RangeForStmt* RangeFor(Stmt* begin, Stmt* end) {
     return Make<RangeForStmt>(begin, end);
   }
-  StructForStmt* StructFor(int snode_id) { return Make<StructForStmt>(snode_id); }
+  StructForStmt* StructFor(int snode_id) {
+    return Make<StructForStmt>(snode_id);
+  }
   LoopIndexStmt* LoopIndex(Stmt* loop, int axis = 0) {
     return Make<LoopIndexStmt>(loop, axis);
   }
@@ -154,7 +169,9 @@ class IRBuilder {
   AdStackPushStmt* AdStackPush(Stmt* stack, Stmt* value) {
     return Make<AdStackPushStmt>(stack, value);
   }
-  AdStackPopStmt* AdStackPop(Stmt* stack) { return Make<AdStackPopStmt>(stack); }
+  AdStackPopStmt* AdStackPop(Stmt* stack) {
+    return Make<AdStackPopStmt>(stack);
+  }
   AdStackLoadTopStmt* AdStackLoadTop(Stmt* stack) {
     return Make<AdStackLoadTopStmt>(stack);
   }

@@ -15,7 +15,8 @@ std::unique_ptr<Stmt> CopyAttributes(const Stmt& s) {
   std::unique_ptr<Stmt> copy;
   switch (s.kind()) {
     case StmtKind::kConst:
-      copy = std::make_unique<ConstStmt>(static_cast<const ConstStmt&>(s).value());
+      copy =
+          std::make_unique<ConstStmt>(static_cast<const ConstStmt&>(s).value());
       break;
     case StmtKind::kArgLoad:
       copy = std::make_unique<ArgLoadStmt>(
@@ -95,8 +96,10 @@ std::unique_ptr<Stmt> CopyAttributes(const Stmt& s) {
       break;
     case StmtKind::kOffloadedTask: {
       const auto& t = static_cast<const OffloadedTaskStmt&>(s);
-      auto task = std::make_unique<OffloadedTaskStmt>(t.task_kind(), t.snode_id());
-      if (t.num_operands() == 2) task->SetBounds(ops[0], ops[1]);
+      auto task =
+          std::make_unique<OffloadedTaskStmt>(t.task_kind(), t.snode_id());
+      if (t.num_operands() == 2)
+        task->SetBounds(ops[0], ops[1]);
       copy = std::move(task);
       break;
     }
@@ -149,15 +152,16 @@ void RemapOperands(const std::vector<Stmt*>& copies,
   for (Stmt* copy : copies) {
     for (size_t i = 0; i < copy->num_operands(); ++i) {
       auto it = map.find(copy->operand(i));
-      if (it != map.end()) copy->set_operand(i, it->second);
+      if (it != map.end())
+        copy->set_operand(i, it->second);
     }
   }
 }
 
 }  // namespace
 
-std::unique_ptr<Stmt> CloneStmt(const Stmt& stmt,
-                                absl::flat_hash_map<const Stmt*, Stmt*>* remap) {
+std::unique_ptr<Stmt> CloneStmt(
+    const Stmt& stmt, absl::flat_hash_map<const Stmt*, Stmt*>* remap) {
   absl::flat_hash_map<const Stmt*, Stmt*> local;
   absl::flat_hash_map<const Stmt*, Stmt*>& map = remap ? *remap : local;
   std::vector<Stmt*> copies;
@@ -168,7 +172,8 @@ std::unique_ptr<Stmt> CloneStmt(const Stmt& stmt,
 
 std::unique_ptr<Kernel> CloneKernel(const Kernel& kernel) {
   auto copy = std::make_unique<Kernel>(kernel.name(), kernel.loc());
-  for (const KernelParam& p : kernel.params()) copy->AddParam(p);
+  for (const KernelParam& p : kernel.params())
+    copy->AddParam(p);
   absl::flat_hash_map<const Stmt*, Stmt*> map;
   std::vector<Stmt*> copies;
   for (const auto& stmt : *kernel.body()) {

@@ -12,27 +12,33 @@ namespace {
 
 int64_t WrapToWidth(PrimitiveType type, uint64_t bits) {
   const int width = BitWidth(type);
-  if (width == 64) return static_cast<int64_t>(bits);
+  if (width == 64)
+    return static_cast<int64_t>(bits);
   const uint64_t mask = (uint64_t{1} << width) - 1;
   bits &= mask;
-  if (IsSigned(type) && (bits >> (width - 1)) & 1) bits |= ~mask;
+  if (IsSigned(type) && (bits >> (width - 1)) & 1)
+    bits |= ~mask;
   return static_cast<int64_t>(bits);
 }
 
 double RoundToType(PrimitiveType type, double value) {
-  if (type == PrimitiveType::kF32) return static_cast<float>(value);
+  if (type == PrimitiveType::kF32)
+    return static_cast<float>(value);
   if (type == PrimitiveType::kF16) {
     // IEEE half: 11 significant bits for normal numbers, a fixed 2^-24 grid
     // below 2^-14, and infinity past the largest finite half (65504).
-    if (value == 0 || !std::isfinite(value)) return value;
+    if (value == 0 || !std::isfinite(value))
+      return value;
     const double magnitude = std::fabs(value);
     if (magnitude < 0x1p-14) {
       return std::copysign(std::nearbyint(magnitude * 0x1p24) * 0x1p-24, value);
     }
     int exponent = 0;
     double mantissa = std::frexp(value, &exponent);
-    double rounded = std::ldexp(std::nearbyint(std::ldexp(mantissa, 11)), exponent - 11);
-    return std::fabs(rounded) > 65504.0 ? std::copysign(INFINITY, value) : rounded;
+    double rounded =
+        std::ldexp(std::nearbyint(std::ldexp(mantissa, 11)), exponent - 11);
+    return std::fabs(rounded) > 65504.0 ? std::copysign(INFINITY, value)
+                                        : rounded;
   }
   return value;
 }
@@ -41,22 +47,27 @@ double RoundToType(PrimitiveType type, double value) {
 // range saturate to its limits and NaN gives 0, as generated code does
 // (llvm.fptosi.sat / fptoui.sat).
 int64_t TruncateToInt(double value, PrimitiveType type) {
-  if (std::isnan(value)) return 0;
+  if (std::isnan(value))
+    return 0;
   value = std::trunc(value);
   const int width = BitWidth(type);
   if (!IsSigned(type)) {
-    if (value <= 0) return 0;
+    if (value <= 0)
+      return 0;
     const double limit = std::ldexp(1.0, width);  // exclusive upper bound
     if (value >= limit) {
-      return width == 64 ? -1 : static_cast<int64_t>((uint64_t{1} << width) - 1);
+      return width == 64 ? -1
+                         : static_cast<int64_t>((uint64_t{1} << width) - 1);
     }
     return static_cast<int64_t>(static_cast<uint64_t>(value));
   }
   const double limit = std::ldexp(1.0, width - 1);
-  if (value < -limit) return width == 64 ? std::numeric_limits<int64_t>::min()
-                                         : -(int64_t{1} << (width - 1));
-  if (value >= limit) return width == 64 ? std::numeric_limits<int64_t>::max()
-                                         : (int64_t{1} << (width - 1)) - 1;
+  if (value < -limit)
+    return width == 64 ? std::numeric_limits<int64_t>::min()
+                       : -(int64_t{1} << (width - 1));
+  if (value >= limit)
+    return width == 64 ? std::numeric_limits<int64_t>::max()
+                       : (int64_t{1} << (width - 1)) - 1;
   return static_cast<int64_t>(value);
 }
 
@@ -90,7 +101,8 @@ Constant Constant::Float(PrimitiveType type, double value) {
 }
 
 Constant Constant::Cast(const Constant& value, PrimitiveType type) {
-  if (value.is_float()) return Float(type, value.float_);
+  if (value.is_float())
+    return Float(type, value.float_);
   if (type == PrimitiveType::kF32 && !IsSigned(value.type_)) {
     Constant c;
     c.type_ = type;
@@ -111,16 +123,20 @@ double Constant::AsDoubleFromInt() const {
 
 std::string Constant::ToString() const {
   if (is_float()) {
-    if (std::isnan(float_)) return "nan";
-    if (std::isinf(float_)) return float_ > 0 ? "inf" : "-inf";
+    if (std::isnan(float_))
+      return "nan";
+    if (std::isinf(float_))
+      return float_ > 0 ? "inf" : "-inf";
     return absl::StrFormat("%.17g", float_);
   }
-  if (IsSigned(type_)) return absl::StrCat(int_);
+  if (IsSigned(type_))
+    return absl::StrCat(int_);
   return absl::StrCat(static_cast<uint64_t>(int_));
 }
 
 bool operator==(const Constant& a, const Constant& b) {
-  if (a.type_ != b.type_) return false;
+  if (a.type_ != b.type_)
+    return false;
   if (a.is_float()) {
     // Bitwise, so that NaN equals itself and 0.0 differs from -0.0.
     return std::memcmp(&a.float_, &b.float_, sizeof(double)) == 0;

@@ -17,8 +17,8 @@ struct KernelParam {
   Kind kind = Kind::kScalar;
   std::string name;
   PrimitiveType dtype = PrimitiveType::kI32;
-  int ndim = 0;        // ndarrays
-  int snode_id = -1;   // field references: the field's place SNode
+  int ndim = 0;       // ndarrays
+  int snode_id = -1;  // field references: the field's place SNode
 
   static KernelParam Scalar(std::string name, PrimitiveType dtype) {
     return {Kind::kScalar, std::move(name), dtype, 0, -1};

@@ -24,29 +24,29 @@ namespace quadrants::ir {
   X(kFloor, "floor")            \
   X(kCeil, "ceil")
 
-#define QD_FOR_EACH_BINARY_OP(X)  \
-  X(kAdd, "add")                  \
-  X(kSub, "sub")                  \
-  X(kMul, "mul")                  \
-  X(kDiv, "div")                  \
-  X(kFloorDiv, "floordiv")        \
-  X(kMod, "mod")                  \
-  X(kPow, "pow")                  \
-  X(kMin, "min")                  \
-  X(kMax, "max")                  \
-  X(kAtan2, "atan2")              \
-  X(kBitAnd, "bit_and")           \
-  X(kBitOr, "bit_or")             \
-  X(kBitXor, "bit_xor")           \
-  X(kShl, "shl")                  \
-  X(kShr, "shr")                  \
-  X(kLt, "cmp_lt")                \
-  X(kLe, "cmp_le")                \
-  X(kGt, "cmp_gt")                \
-  X(kGe, "cmp_ge")                \
-  X(kEq, "cmp_eq")                \
-  X(kNe, "cmp_ne")                \
-  X(kLogicalAnd, "logical_and")   \
+#define QD_FOR_EACH_BINARY_OP(X) \
+  X(kAdd, "add")                 \
+  X(kSub, "sub")                 \
+  X(kMul, "mul")                 \
+  X(kDiv, "div")                 \
+  X(kFloorDiv, "floordiv")       \
+  X(kMod, "mod")                 \
+  X(kPow, "pow")                 \
+  X(kMin, "min")                 \
+  X(kMax, "max")                 \
+  X(kAtan2, "atan2")             \
+  X(kBitAnd, "bit_and")          \
+  X(kBitOr, "bit_or")            \
+  X(kBitXor, "bit_xor")          \
+  X(kShl, "shl")                 \
+  X(kShr, "shr")                 \
+  X(kLt, "cmp_lt")               \
+  X(kLe, "cmp_le")               \
+  X(kGt, "cmp_gt")               \
+  X(kGe, "cmp_ge")               \
+  X(kEq, "cmp_eq")               \
+  X(kNe, "cmp_ne")               \
+  X(kLogicalAnd, "logical_and")  \
   X(kLogicalOr, "logical_or")
 
 #define QD_FOR_EACH_ATOMIC_OP(X) \

@@ -26,7 +26,8 @@ std::string ParamText(const KernelParam& p, int index) {
 std::string Quoted(const std::string& text) {
   std::string out = "\"";
   for (char c : text) {
-    if (c == '"' || c == '\\') out.push_back('\\');
+    if (c == '"' || c == '\\')
+      out.push_back('\\');
     if (c == '\n') {
       out += "\\n";
       continue;
@@ -41,7 +42,8 @@ std::string Body(const Stmt& s, const StmtNumbering& n) {
   auto op = [&](size_t i) { return n.Name(s.operand(i)); };
   auto list = [&](size_t from) {
     std::vector<std::string> names;
-    for (size_t i = from; i < s.num_operands(); ++i) names.push_back(op(i));
+    for (size_t i = from; i < s.num_operands(); ++i)
+      names.push_back(op(i));
     return absl::StrJoin(names, ", ");
   };
   const std::string name(StmtKindName(s.kind()));
@@ -50,7 +52,8 @@ std::string Body(const Stmt& s, const StmtNumbering& n) {
       return absl::StrCat(name, " ",
                           static_cast<const ConstStmt&>(s).value().ToString());
     case StmtKind::kArgLoad:
-      return absl::StrCat(name, " arg", static_cast<const ArgLoadStmt&>(s).arg());
+      return absl::StrCat(name, " arg",
+                          static_cast<const ArgLoadStmt&>(s).arg());
     case StmtKind::kNdarrayPtr:
       return absl::StrCat(name, " arg",
                           static_cast<const NdarrayPtrStmt&>(s).arg(), "[",
@@ -81,8 +84,10 @@ std::string Body(const Stmt& s, const StmtNumbering& n) {
                           static_cast<const LoopIndexStmt&>(s).axis());
     case StmtKind::kAssert: {
       const auto& a = static_cast<const AssertStmt&>(s);
-      std::string text = absl::StrCat(name, " ", op(0), ", ", Quoted(a.message()));
-      if (s.num_operands() > 1) absl::StrAppend(&text, " (", list(1), ")");
+      std::string text =
+          absl::StrCat(name, " ", op(0), ", ", Quoted(a.message()));
+      if (s.num_operands() > 1)
+        absl::StrAppend(&text, " (", list(1), ")");
       return text;
     }
     case StmtKind::kOffloadedTask: {
@@ -144,7 +149,8 @@ void PrintBlock(const Block& block, const StmtNumbering& numbering,
   const std::string pad(2 * depth, ' ');
   for (const auto& stmt : block) {
     absl::StrAppend(out, pad, PrintStmt(*stmt, numbering));
-    if (options.locations) absl::StrAppend(out, "  @", stmt->loc().ToString());
+    if (options.locations)
+      absl::StrAppend(out, "  @", stmt->loc().ToString());
     if (stmt->blocks().empty()) {
       absl::StrAppend(out, "\n");
     } else {
@@ -167,7 +173,8 @@ std::string StmtNumbering::Name(const Stmt* stmt) const {
 
 std::string PrintStmt(const Stmt& stmt, const StmtNumbering& numbering) {
   std::string head = numbering.Name(&stmt);
-  if (!stmt.type().is_void()) absl::StrAppend(&head, " : ", stmt.type().ToString());
+  if (!stmt.type().is_void())
+    absl::StrAppend(&head, " : ", stmt.type().ToString());
   return absl::StrCat(head, " = ", Body(stmt, numbering));
 }
 
@@ -179,7 +186,8 @@ std::string PrintKernel(const Kernel& kernel, const PrintOptions& options) {
   }
   std::string out = absl::StrCat("kernel ", kernel.name(), "(",
                                  absl::StrJoin(params, ", "), ")");
-  if (options.locations) absl::StrAppend(&out, "  @", kernel.loc().ToString());
+  if (options.locations)
+    absl::StrAppend(&out, "  @", kernel.loc().ToString());
   absl::StrAppend(&out, " {\n");
   PrintBlock(*kernel.body(), numbering, options, 1, &out);
   absl::StrAppend(&out, "}\n");

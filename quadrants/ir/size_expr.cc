@@ -67,7 +67,8 @@ std::string IndexList(const SizeExpr& e) {
 
 std::shared_ptr<SizeExpr> SizeExpr::Make(SizeExprKind kind,
                                          std::vector<Ptr> children) {
-  for (const Ptr& child : children) assert(child != nullptr);
+  for (const Ptr& child : children)
+    assert(child != nullptr);
   return std::make_shared<SizeExpr>(Key(), kind, std::move(children));
 }
 
@@ -150,7 +151,8 @@ std::string SizeExpr::ToString() const {
     case SizeExprKind::kBoundVar:
       return absl::StrCat("v", var_id_);
     case SizeExprKind::kFieldLoad:
-      return absl::StrCat("field(snode", snode_id_, ")[", IndexList(*this), "]");
+      return absl::StrCat("field(snode", snode_id_, ")[", IndexList(*this),
+                          "]");
     case SizeExprKind::kNdarrayShape:
       return absl::StrCat("shape(arg", arg_, ", ", axis_, ")");
     case SizeExprKind::kNdarrayRead:
@@ -175,10 +177,9 @@ std::string SizeExpr::ToString() const {
     case SizeExprKind::kMod:
       return Binary(*this, "%");
     case SizeExprKind::kMaxOverRange:
-      return absl::StrCat("max_over_range(v", var_id_, " in [",
-                          children_[0]->ToString(), ", ",
-                          children_[1]->ToString(), "), ",
-                          children_[2]->ToString(), ")");
+      return absl::StrCat(
+          "max_over_range(v", var_id_, " in [", children_[0]->ToString(), ", ",
+          children_[1]->ToString(), "), ", children_[2]->ToString(), ")");
   }
   return "?";
 }
@@ -191,7 +192,8 @@ bool SizeExpr::Equals(const SizeExpr& other) const {
     return false;
   }
   for (size_t i = 0; i < children_.size(); ++i) {
-    if (!children_[i]->Equals(*other.children_[i])) return false;
+    if (!children_[i]->Equals(*other.children_[i]))
+      return false;
   }
   return true;
 }
@@ -205,7 +207,8 @@ uint64_t SizeExpr::Hash() const {
   h = Mix(h, static_cast<uint64_t>(arg_));
   h = Mix(h, static_cast<uint64_t>(axis_));
   h = Mix(h, children_.size());
-  for (const Ptr& child : children_) h = Mix(h, child->Hash());
+  for (const Ptr& child : children_)
+    h = Mix(h, child->Hash());
   return h;
 }
 
@@ -221,7 +224,8 @@ std::vector<FlatSizeExprNode> Flatten(const SizeExpr& expr) {
   absl::flat_hash_map<const SizeExpr*, int> emitted;
   std::function<int(const SizeExpr&)> visit = [&](const SizeExpr& e) -> int {
     auto it = emitted.find(&e);
-    if (it != emitted.end()) return it->second;
+    if (it != emitted.end())
+      return it->second;
     FlatSizeExprNode node;
     node.kind = e.kind();
     node.value = e.value();
@@ -244,11 +248,12 @@ std::vector<FlatSizeExprNode> Flatten(const SizeExpr& expr) {
 absl::StatusOr<SizeExpr::Ptr> Unflatten(
     const std::vector<FlatSizeExprNode>& nodes) {
   auto bad = [](size_t index, absl::string_view why) {
-    return MakeError(ErrorKind::kRuntime,
-                     absl::StrCat("malformed serialized SizeExpr: node ", index,
-                                  " ", why));
+    return MakeError(
+        ErrorKind::kRuntime,
+        absl::StrCat("malformed serialized SizeExpr: node ", index, " ", why));
   };
-  if (nodes.empty()) return bad(0, "missing (empty node list)");
+  if (nodes.empty())
+    return bad(0, "missing (empty node list)");
   constexpr int64_t kMaxExpandedNodes = int64_t{1} << 20;
   std::vector<SizeExpr::Ptr> built;
   std::vector<int64_t> expanded(nodes.size(), 1);
@@ -273,7 +278,8 @@ absl::StatusOr<SizeExpr::Ptr> Unflatten(
       }
       children.push_back(built[child]);
       referenced[child] = true;
-      expanded[i] = std::min(kMaxExpandedNodes + 1, expanded[i] + expanded[child]);
+      expanded[i] =
+          std::min(kMaxExpandedNodes + 1, expanded[i] + expanded[child]);
     }
     if (expanded[i] > kMaxExpandedNodes) {
       return bad(i, "expands to more than 2^20 nodes");
@@ -328,7 +334,8 @@ absl::StatusOr<SizeExpr::Ptr> Unflatten(
     }
   }
   for (size_t i = 0; i + 1 < nodes.size(); ++i) {
-    if (!referenced[i]) return bad(i, "is not reachable from the root");
+    if (!referenced[i])
+      return bad(i, "is not reachable from the root");
   }
   return built.back();
 }
@@ -343,7 +350,8 @@ std::string SerializeSizeExpr(const SizeExpr& expr) {
     out->set_snode_id(node.snode_id);
     out->set_arg(node.arg);
     out->set_axis(node.axis);
-    for (int child : node.children) out->add_children(child);
+    for (int child : node.children)
+      out->add_children(child);
   }
   return message.SerializeAsString();
 }

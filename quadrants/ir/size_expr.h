@@ -14,21 +14,21 @@ namespace quadrants::ir {
 // known at launch time (field values, ndarray shapes and contents), which
 // the launcher evaluates right before dispatch.
 enum class SizeExprKind : int {
-  kConst = 0,         // value
-  kBoundVar,          // the variable `var_id` of an enclosing MaxOverRange
-  kFieldLoad,         // field at SNode `snode_id`, [children...] as indices
-  kNdarrayShape,      // ndarray parameter `arg`, .shape[axis]
-  kNdarrayRead,       // ndarray parameter `arg`, [children...] as indices
-  kLoopIndexMax,      // largest index of a loop whose end is child 0
-  kStackLoadTopMax,   // largest value pushed onto a stash stack: child 0
-  kAdd,               // child 0 + child 1
-  kSub,               // child 0 - child 1
-  kMul,               // child 0 * child 1
-  kMax,               // max(child 0, child 1)
-  kMaxOverRange,      // max of child 2 for var_id in [child 0, child 1)
-  kArgValue,          // the value of scalar kernel parameter `arg`
-  kFloorDiv,          // child 0 // child 1 (Python semantics; 0 if divisor 0)
-  kMod,               // child 0 % child 1 (Python semantics; 0 if divisor 0)
+  kConst = 0,        // value
+  kBoundVar,         // the variable `var_id` of an enclosing MaxOverRange
+  kFieldLoad,        // field at SNode `snode_id`, [children...] as indices
+  kNdarrayShape,     // ndarray parameter `arg`, .shape[axis]
+  kNdarrayRead,      // ndarray parameter `arg`, [children...] as indices
+  kLoopIndexMax,     // largest index of a loop whose end is child 0
+  kStackLoadTopMax,  // largest value pushed onto a stash stack: child 0
+  kAdd,              // child 0 + child 1
+  kSub,              // child 0 - child 1
+  kMul,              // child 0 * child 1
+  kMax,              // max(child 0, child 1)
+  kMaxOverRange,     // max of child 2 for var_id in [child 0, child 1)
+  kArgValue,         // the value of scalar kernel parameter `arg`
+  kFloorDiv,         // child 0 // child 1 (Python semantics; 0 if divisor 0)
+  kMod,              // child 0 % child 1 (Python semantics; 0 if divisor 0)
 };
 
 class SizeExpr {

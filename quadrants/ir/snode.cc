@@ -39,16 +39,17 @@ SNodeTree::SNodeTree() {
 absl::Status SNodeTree::CheckAcceptsChild(int parent) const {
   if (finalized_ && parent != root()) {
     // Growing a laid-out dense level would move its existing cells.
-    return TreeError(absl::StrCat(
-        "SNode ", parent, " is already laid out; after the first use of "
-        "fields, new fields can only be added under the root"));
+    return TreeError(
+        absl::StrCat("SNode ", parent,
+                     " is already laid out; after the first use of "
+                     "fields, new fields can only be added under the root"));
   }
   if (parent < 0 || parent >= size()) {
     return TreeError(absl::StrCat("no SNode with id ", parent));
   }
   if (nodes_[parent].kind == SNode::Kind::kPlace) {
-    return TreeError(absl::StrCat("SNode ", parent,
-                                  " is a place and cannot have children"));
+    return TreeError(
+        absl::StrCat("SNode ", parent, " is a place and cannot have children"));
   }
   return absl::OkStatus();
 }
@@ -74,7 +75,8 @@ std::vector<int> SNodeTree::Ancestors(int id) const {
 
 absl::StatusOr<int> SNodeTree::AddDense(int parent, std::vector<int> axes,
                                         std::vector<int64_t> sizes) {
-  if (absl::Status s = CheckAcceptsChild(parent); !s.ok()) return s;
+  if (absl::Status s = CheckAcceptsChild(parent); !s.ok())
+    return s;
   if (axes.empty() || axes.size() != sizes.size()) {
     return TreeError(absl::StrCat("dense needs one size per axis, got ",
                                   axes.size(), " axes and ", sizes.size(),
@@ -91,13 +93,13 @@ absl::StatusOr<int> SNodeTree::AddDense(int parent, std::vector<int> axes,
       return TreeError(absl::StrCat("axis ", axes[k], " out of range [0, 8)"));
     }
     if (sizes[k] <= 0) {
-      return TreeError(absl::StrCat("dense size must be positive, got ",
-                                    sizes[k]));
+      return TreeError(
+          absl::StrCat("dense size must be positive, got ", sizes[k]));
     }
     if (std::count(used.begin(), used.end(), axes[k]) ||
         std::count(axes.begin(), axes.end(), axes[k]) > 1) {
-      return TreeError(absl::StrCat("axis ", axes[k],
-                                    " is indexed by more than one level"));
+      return TreeError(
+          absl::StrCat("axis ", axes[k], " is indexed by more than one level"));
     }
   }
   finalized_ = false;
@@ -114,7 +116,8 @@ absl::StatusOr<int> SNodeTree::AddDense(int parent, std::vector<int> axes,
 
 absl::StatusOr<int> SNodeTree::AddPlace(int parent, PrimitiveType dtype,
                                         std::string name) {
-  if (absl::Status s = CheckAcceptsChild(parent); !s.ok()) return s;
+  if (absl::Status s = CheckAcceptsChild(parent); !s.ok())
+    return s;
   finalized_ = false;
   SNode node;
   node.id = size();
@@ -152,7 +155,8 @@ absl::Status SNodeTree::LinkGrad(int primal, int grad) {
 }
 
 absl::Status SNodeTree::MarkNeedsGrad(int place) {
-  if (place < 0 || place >= size() || nodes_[place].kind != SNode::Kind::kPlace) {
+  if (place < 0 || place >= size() ||
+      nodes_[place].kind != SNode::Kind::kPlace) {
     return TreeError(absl::StrCat("SNode ", place, " is not a place"));
   }
   nodes_[place].needs_grad = true;
@@ -160,7 +164,8 @@ absl::Status SNodeTree::MarkNeedsGrad(int place) {
 }
 
 absl::Status SNodeTree::Finalize() {
-  if (finalized_) return absl::OkStatus();
+  if (finalized_)
+    return absl::OkStatus();
   // Re-running after root-level additions keeps every existing offset: new
   // children are packed after the old ones.
   // Children have larger ids than parents, so a reverse sweep sizes leaves
@@ -178,14 +183,16 @@ absl::Status SNodeTree::Finalize() {
       SNode& c = nodes_[child];
       int64_t child_bytes = c.cell_bytes;
       if (c.kind == SNode::Kind::kDense) {
-        for (int64_t s : c.sizes) child_bytes *= s;
+        for (int64_t s : c.sizes)
+          child_bytes *= s;
       }
       alignment = std::max(alignment, Alignment(c));
       cell = AlignUp(cell, Alignment(c));
       c.offset_in_parent = cell;
       cell += child_bytes;
     }
-    if (node.kind == SNode::Kind::kRoot) alignment = 8;
+    if (node.kind == SNode::Kind::kRoot)
+      alignment = 8;
     node.cell_bytes = AlignUp(std::max<int64_t>(cell, 1), alignment);
   }
   finalized_ = true;
@@ -193,7 +200,8 @@ absl::Status SNodeTree::Finalize() {
 }
 
 absl::StatusOr<PlaceLayout> SNodeTree::Layout(int place) const {
-  if (!finalized_) return TreeError("SNode tree layout is not finalized");
+  if (!finalized_)
+    return TreeError("SNode tree layout is not finalized");
   if (place < 0 || place >= size() ||
       nodes_[place].kind != SNode::Kind::kPlace) {
     return TreeError(absl::StrCat("SNode ", place, " is not a place"));
@@ -209,7 +217,8 @@ absl::StatusOr<PlaceLayout> SNodeTree::Layout(int place) const {
   for (size_t k = 1; k < chain.size(); ++k) {
     const SNode& c = nodes_[chain[k]];
     layout.offset += c.offset_in_parent;
-    if (c.kind != SNode::Kind::kDense) continue;
+    if (c.kind != SNode::Kind::kDense)
+      continue;
     int64_t stride = c.cell_bytes;
     for (int a = static_cast<int>(c.axes.size()) - 1; a >= 0; --a) {
       layout.shape[c.axes[a]] = c.sizes[a];
@@ -223,7 +232,8 @@ absl::StatusOr<PlaceLayout> SNodeTree::Layout(int place) const {
 int SNodeTree::NumAxes(int place) const {
   int count = 0;
   for (int a : Ancestors(place)) {
-    for (int axis : nodes_[a].axes) count = std::max(count, axis + 1);
+    for (int axis : nodes_[a].axes)
+      count = std::max(count, axis + 1);
   }
   return count;
 }
@@ -231,20 +241,20 @@ int SNodeTree::NumAxes(int place) const {
 std::string SNodeTree::ToString() const {
   std::function<std::string(int)> print = [&](int id) -> std::string {
     const SNode& n = nodes_[id];
-    std::string children = absl::StrJoin(
-        n.children, ", ",
-        [&](std::string* out, int c) { out->append(print(c)); });
+    std::string children =
+        absl::StrJoin(n.children, ", ",
+                      [&](std::string* out, int c) { out->append(print(c)); });
     switch (n.kind) {
       case SNode::Kind::kRoot:
         return absl::StrCat("root{", children, "}");
       case SNode::Kind::kDense: {
         std::vector<std::string> dims;
         for (size_t k = 0; k < n.axes.size(); ++k) {
-          dims.push_back(absl::StrCat(std::string(1, "ijklmnop"[n.axes[k]]), ":",
-                                      n.sizes[k]));
+          dims.push_back(absl::StrCat(std::string(1, "ijklmnop"[n.axes[k]]),
+                                      ":", n.sizes[k]));
         }
-        return absl::StrCat("dense[", absl::StrJoin(dims, ","), "]{",
-                            children, "}");
+        return absl::StrCat("dense[", absl::StrJoin(dims, ","), "]{", children,
+                            "}");
       }
       case SNode::Kind::kPlace:
         return absl::StrCat("place ", n.name, ":", PrimitiveTypeName(n.dtype),

@@ -29,9 +29,9 @@ struct SNode {
   PrimitiveType dtype = PrimitiveType::kI32;
   std::string name;
   bool is_grad = false;
-  int grad_snode = -1;    // on a primal place: the place of its adjoint
+  int grad_snode = -1;      // on a primal place: the place of its adjoint
   bool needs_grad = false;  // created with needs_grad: gradients must reach it
-  int primal_snode = -1;  // on an adjoint place: the primal's place
+  int primal_snode = -1;    // on an adjoint place: the primal's place
 
   // Layout (filled by SNodeTree::Finalize): bytes of one cell of this node
   // (for dense: one cell holds all children) and this node's byte offset

@@ -7,14 +7,35 @@ namespace quadrants::ir {
 namespace {
 
 constexpr absl::string_view kKindNames[] = {
-    "const",          "arg_load",         "ndarray_ptr",  "ndarray_shape",
-    "field_ptr",      "global_load",      "global_store", "alloca",
-    "local_load",     "local_store",      "unary",        "binary",
-    "select",         "atomic",           "range_for",    "struct_for",
-    "loop_index",     "while",            "break",        "continue",
-    "if",             "assert",           "offloaded",    "adstack_alloca",
-    "adstack_push",   "adstack_pop",      "adstack_load_top",
-    "adstack_load_top_adj",               "adstack_acc_adjoint",
+    "const",
+    "arg_load",
+    "ndarray_ptr",
+    "ndarray_shape",
+    "field_ptr",
+    "global_load",
+    "global_store",
+    "alloca",
+    "local_load",
+    "local_store",
+    "unary",
+    "binary",
+    "select",
+    "atomic",
+    "range_for",
+    "struct_for",
+    "loop_index",
+    "while",
+    "break",
+    "continue",
+    "if",
+    "assert",
+    "offloaded",
+    "adstack_alloca",
+    "adstack_push",
+    "adstack_pop",
+    "adstack_load_top",
+    "adstack_load_top_adj",
+    "adstack_acc_adjoint",
 };
 
 #define QD_COUNT_KIND(name) +1
@@ -39,14 +60,16 @@ void Stmt::ReplaceOperand(Stmt* from, Stmt* to) {
 
 bool Stmt::IsInside(const Stmt* container) const {
   for (const Stmt* s = enclosing(); s != nullptr; s = s->enclosing()) {
-    if (s == container) return true;
+    if (s == container)
+      return true;
   }
   return false;
 }
 
 size_t Block::IndexOf(const Stmt* stmt) const {
   for (size_t i = 0; i < statements_.size(); ++i) {
-    if (statements_[i].get() == stmt) return i;
+    if (statements_[i].get() == stmt)
+      return i;
   }
   return statements_.size();
 }
@@ -71,7 +94,8 @@ std::unique_ptr<Stmt> Block::Extract(const Stmt* stmt) {
 std::vector<std::unique_ptr<Stmt>> Block::TakeAll() {
   std::vector<std::unique_ptr<Stmt>> taken = std::move(statements_);
   statements_.clear();
-  for (auto& stmt : taken) stmt->parent_ = nullptr;
+  for (auto& stmt : taken)
+    stmt->parent_ = nullptr;
   return taken;
 }
 

@@ -43,7 +43,8 @@ absl::string_view PrimitiveTypeName(PrimitiveType type) {
 
 absl::StatusOr<PrimitiveType> ParsePrimitiveType(absl::string_view name) {
   for (const TypeInfo& info : kTypes) {
-    if (info.name == name) return info.type;
+    if (info.name == name)
+      return info.type;
   }
   return MakeError(ErrorKind::kType,
                    absl::StrCat("unknown type '", name,
@@ -51,10 +52,18 @@ absl::StatusOr<PrimitiveType> ParsePrimitiveType(absl::string_view name) {
                                 "u32 u64 f16 f32 f64)"));
 }
 
-int BitWidth(PrimitiveType type) { return Info(type).bits; }
-bool IsFloat(PrimitiveType type) { return Info(type).is_float; }
-bool IsInteger(PrimitiveType type) { return !Info(type).is_float; }
-bool IsSigned(PrimitiveType type) { return Info(type).is_signed; }
+int BitWidth(PrimitiveType type) {
+  return Info(type).bits;
+}
+bool IsFloat(PrimitiveType type) {
+  return Info(type).is_float;
+}
+bool IsInteger(PrimitiveType type) {
+  return !Info(type).is_float;
+}
+bool IsSigned(PrimitiveType type) {
+  return Info(type).is_signed;
+}
 
 std::string DataType::ToString() const {
   switch (kind_) {
@@ -73,10 +82,13 @@ std::string DataType::ToString() const {
 }
 
 PrimitiveType PromoteTypes(PrimitiveType a, PrimitiveType b) {
-  if (a == b) return a;
+  if (a == b)
+    return a;
   const bool a_float = IsFloat(a), b_float = IsFloat(b);
-  if (a_float != b_float) return a_float ? a : b;
-  if (BitWidth(a) != BitWidth(b)) return BitWidth(a) > BitWidth(b) ? a : b;
+  if (a_float != b_float)
+    return a_float ? a : b;
+  if (BitWidth(a) != BitWidth(b))
+    return BitWidth(a) > BitWidth(b) ? a : b;
   // Same width, different signedness (floats of equal width are equal).
   return IsSigned(a) ? b : a;
 }

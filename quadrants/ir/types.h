@@ -33,7 +33,9 @@ int BitWidth(PrimitiveType type);
 bool IsFloat(PrimitiveType type);
 bool IsInteger(PrimitiveType type);  // includes u1
 bool IsSigned(PrimitiveType type);   // true for signed ints and floats
-inline bool IsBool(PrimitiveType type) { return type == PrimitiveType::kU1; }
+inline bool IsBool(PrimitiveType type) {
+  return type == PrimitiveType::kU1;
+}
 
 // The type of an IR value: nothing (void), a scalar, a pointer to a scalar
 // in global memory (field or ndarray element) or in a local slot, or an

@@ -26,7 +26,8 @@ class Verifier {
  private:
   // Records the first failure only; later checks are skipped.
   void Fail(const Stmt& stmt, const std::string& what) {
-    if (!error_.ok()) return;
+    if (!error_.ok())
+      return;
     error_ = MakeError(
         ErrorKind::kCompilation,
         absl::StrCat("IR verification failed in kernel '", kernel_.name(),
@@ -36,18 +37,21 @@ class Verifier {
 
   bool Visible(const Stmt* s) const {
     for (const auto& scope : scopes_) {
-      if (scope.contains(s)) return true;
+      if (scope.contains(s))
+        return true;
     }
     return false;
   }
 
   void VerifyBlock(const Block& block, const Stmt* owner) {
     if (block.owner() != owner) {
-      if (!block.empty()) Fail(*block.at(0), "block has the wrong owner");
+      if (!block.empty())
+        Fail(*block.at(0), "block has the wrong owner");
       return;
     }
     for (const auto& stmt : block) {
-      if (!error_.ok()) return;
+      if (!error_.ok())
+        return;
       if (stmt->parent() != &block) {
         Fail(*stmt, "statement's parent link does not match its block");
         return;
@@ -70,8 +74,10 @@ class Verifier {
     }
     for (size_t i = 0; i < s.num_operands(); ++i) {
       const Stmt* o = s.operand(i);
-      if (o == nullptr) return Fail(s, absl::StrCat("operand ", i, " is null"));
-      if (Isa<LoopIndexStmt>(&s)) continue;  // refers to its enclosing loop
+      if (o == nullptr)
+        return Fail(s, absl::StrCat("operand ", i, " is null"));
+      if (Isa<LoopIndexStmt>(&s))
+        continue;  // refers to its enclosing loop
       if (!Visible(o)) {
         return Fail(s, absl::StrCat("operand ", i, " (", numbering_.Name(o),
                                     ") is used before it is defined or "
@@ -84,13 +90,15 @@ class Verifier {
     }
     VerifyKind(s);
     for (Block* child : s.blocks()) {
-      if (error_.ok()) VerifyChildBlock(*child, s);
+      if (error_.ok())
+        VerifyChildBlock(*child, s);
     }
   }
 
   bool HasTasks() const {
     for (const auto& stmt : *kernel_.body()) {
-      if (Isa<OffloadedTaskStmt>(stmt.get())) return true;
+      if (Isa<OffloadedTaskStmt>(stmt.get()))
+        return true;
     }
     return false;
   }
@@ -104,7 +112,8 @@ class Verifier {
       return Fail(task, range ? "range_for task needs begin and end bounds"
                               : "only range_for tasks take bounds");
     }
-    if (task.task_kind() == TaskKind::kStructFor) CheckDenseSNode(task, task.snode_id());
+    if (task.task_kind() == TaskKind::kStructFor)
+      CheckDenseSNode(task, task.snode_id());
     if (!range && !task.prologue()->empty()) {
       return Fail(task, "only range_for tasks have a prologue");
     }
@@ -118,13 +127,15 @@ class Verifier {
       CheckIntegerScalar(task, bound, "task bound");
     }
     scopes_.pop_back();
-    if (error_.ok()) VerifyChildBlock(*task.body(), task);
+    if (error_.ok())
+      VerifyChildBlock(*task.body(), task);
   }
 
   // Before type checking only structure is verified: operand types may
   // still differ where type checking will insert casts.
   void CheckIntegerScalar(const Stmt& s, const Stmt* value, const char* what) {
-    if (!options_.require_types) return;
+    if (!options_.require_types)
+      return;
     if (!value->type().is_integer_scalar()) {
       Fail(s, absl::StrCat(what, " must be an integer scalar, found ",
                            value->type().ToString()));
@@ -134,7 +145,8 @@ class Verifier {
   // Operand `value` must have type `expected` (skipped while untyped).
   void CheckType(const Stmt& s, const Stmt* value, DataType expected,
                  const char* what) {
-    if (!options_.require_types) return;
+    if (!options_.require_types)
+      return;
     if (value->type() != expected) {
       Fail(s, absl::StrCat(what, " has type ", value->type().ToString(),
                            ", expected ", expected.ToString()));
@@ -172,7 +184,8 @@ class Verifier {
   }
 
   void CheckDenseSNode(const Stmt& s, int snode_id) {
-    if (options_.snodes == nullptr) return;
+    if (options_.snodes == nullptr)
+      return;
     if (snode_id < 0 || snode_id >= options_.snodes->size() ||
         options_.snodes->node(snode_id).kind != SNode::Kind::kDense) {
       Fail(s, absl::StrCat("snode", snode_id, " is not a dense SNode"));
@@ -198,8 +211,10 @@ class Verifier {
   void CheckEnclosingLoop(const Stmt& s, bool (*is_loop)(const Stmt*),
                           const char* what) {
     for (const Stmt* c = s.enclosing(); c != nullptr; c = c->enclosing()) {
-      if (is_loop(c)) return;
-      if (Isa<OffloadedTaskStmt>(c)) break;
+      if (is_loop(c))
+        return;
+      if (Isa<OffloadedTaskStmt>(c))
+        break;
     }
     Fail(s, absl::StrCat(what, " outside of a loop it can apply to"));
   }
@@ -274,7 +289,8 @@ class Verifier {
       case StmtKind::kUnaryOp: {
         const auto& u = static_cast<const UnaryOpStmt&>(s);
         CheckTyped(s);
-        if (u.is_cast() || s.type().is_unknown()) return;
+        if (u.is_cast() || s.type().is_unknown())
+          return;
         if (u.op() == UnaryOpKind::kLogicalNot) {
           CheckType(s, &s, DataType::Scalar(PrimitiveType::kU1), "result");
         } else {
@@ -286,7 +302,8 @@ class Verifier {
         const auto& b = static_cast<const BinaryOpStmt&>(s);
         CheckTyped(s);
         CheckType(s, b.rhs(), b.lhs()->type(), "right operand");
-        if (s.type().is_unknown()) return;
+        if (s.type().is_unknown())
+          return;
         if (IsComparison(b.op()) || IsLogical(b.op())) {
           CheckType(s, &s, DataType::Scalar(PrimitiveType::kU1), "result");
         } else {
@@ -299,7 +316,8 @@ class Verifier {
         CheckTyped(s);
         CheckIntegerScalar(s, t.cond(), "condition");
         CheckType(s, t.if_false(), t.if_true()->type(), "false value");
-        if (!s.type().is_unknown()) CheckType(s, t.if_true(), s.type(), "true value");
+        if (!s.type().is_unknown())
+          CheckType(s, t.if_true(), s.type(), "true value");
         return;
       }
       case StmtKind::kRangeFor: {
@@ -345,7 +363,8 @@ class Verifier {
         return;
       case StmtKind::kAdStackAlloca: {
         const auto& a = static_cast<const AdStackAllocaStmt&>(s);
-        if (a.max_size() < 0) Fail(s, "adstack capacity must not be negative");
+        if (a.max_size() < 0)
+          Fail(s, "adstack capacity must not be negative");
         return;
       }
       default:
@@ -356,8 +375,9 @@ class Verifier {
   void VerifyLoopIndex(const LoopIndexStmt& index) {
     const Stmt* loop = index.loop();
     if (!IsIndexedLoop(loop)) {
-      return Fail(index, "operand must be a range_for, struct_for or "
-                         "parallel offloaded task");
+      return Fail(index,
+                  "operand must be a range_for, struct_for or "
+                  "parallel offloaded task");
     }
     if (!index.IsInside(loop)) {
       return Fail(index, "loop index used outside of its loop");
@@ -368,7 +388,8 @@ class Verifier {
     }
     int axes = 1;
     int snode = -1;
-    if (const auto* sf = DynCast<StructForStmt>(loop)) snode = sf->snode_id();
+    if (const auto* sf = DynCast<StructForStmt>(loop))
+      snode = sf->snode_id();
     if (task != nullptr && task->task_kind() == TaskKind::kStructFor) {
       snode = task->snode_id();
     }
@@ -376,15 +397,16 @@ class Verifier {
         snode < options_.snodes->size()) {
       const SNode& node = options_.snodes->node(snode);
       axes = 0;
-      for (int a : node.axes) axes = std::max(axes, a + 1);
+      for (int a : node.axes)
+        axes = std::max(axes, a + 1);
       axes = std::max(axes, options_.snodes->NumAxes(snode));
     } else if (snode >= 0) {
       axes = 8;  // unknown without the tree
     }
     if (index.axis() < 0 || index.axis() >= axes) {
-      Fail(index, absl::StrCat("axis ", index.axis(),
-                               " out of range for a loop with ", axes,
-                               " axes"));
+      Fail(index,
+           absl::StrCat("axis ", index.axis(), " out of range for a loop with ",
+                        axes, " axes"));
     }
   }
 

@@ -14,7 +14,8 @@ void WalkBlock(const Block& block, Fn&& fn) {
   for (size_t i = 0; i < block.size(); ++i) {
     Stmt* stmt = block.at(i);
     fn(stmt);
-    for (Block* child : stmt->blocks()) WalkBlock(*child, fn);
+    for (Block* child : stmt->blocks())
+      WalkBlock(*child, fn);
   }
 }
 

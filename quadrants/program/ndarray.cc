@@ -19,9 +19,10 @@ absl::StatusOr<std::shared_ptr<Ndarray>> Ndarray::Create(
   int64_t count = 1;
   for (int64_t extent : shape) {
     if (extent < 0) {
-      return MakeError(ErrorKind::kType,
-                       absl::StrCat("ndarray shape (", absl::StrJoin(shape, ", "),
-                                    ") has a negative extent"));
+      return MakeError(
+          ErrorKind::kType,
+          absl::StrCat("ndarray shape (", absl::StrJoin(shape, ", "),
+                       ") has a negative extent"));
     }
     count *= extent;
   }
@@ -40,34 +41,39 @@ Ndarray::Ndarray(Key, ir::PrimitiveType dtype, std::vector<int64_t> shape,
 
 absl::StatusOr<int64_t> Ndarray::Offset(absl::Span<const int64_t> index) const {
   if (index.size() != shape_.size()) {
-    return MakeError(ErrorKind::kRuntime,
-                     absl::StrCat("ndarray of shape (", absl::StrJoin(shape_, ", "),
-                                  ") needs ", shape_.size(), " indices, got ",
-                                  index.size()));
+    return MakeError(
+        ErrorKind::kRuntime,
+        absl::StrCat("ndarray of shape (", absl::StrJoin(shape_, ", "),
+                     ") needs ", shape_.size(), " indices, got ",
+                     index.size()));
   }
   int64_t linear = 0;
   for (size_t axis = 0; axis < shape_.size(); ++axis) {
     if (index[axis] < 0 || index[axis] >= shape_[axis]) {
-      return MakeError(ErrorKind::kRuntime,
-                       absl::StrCat("index [", absl::StrJoin(index, ", "),
-                                    "] is out of bounds for an ndarray of shape (",
-                                    absl::StrJoin(shape_, ", "), ")"));
+      return MakeError(
+          ErrorKind::kRuntime,
+          absl::StrCat("index [", absl::StrJoin(index, ", "),
+                       "] is out of bounds for an ndarray of shape (",
+                       absl::StrJoin(shape_, ", "), ")"));
     }
     linear = linear * shape_[axis] + index[axis];
   }
   return linear * element_bytes_;
 }
 
-absl::StatusOr<ir::Constant> Ndarray::Read(absl::Span<const int64_t> index) const {
+absl::StatusOr<ir::Constant> Ndarray::Read(
+    absl::Span<const int64_t> index) const {
   absl::StatusOr<int64_t> offset = Offset(index);
-  if (!offset.ok()) return offset.status();
+  if (!offset.ok())
+    return offset.status();
   return ReadScalar(storage_.get() + *offset, dtype_);
 }
 
 absl::Status Ndarray::Write(absl::Span<const int64_t> index,
                             const ir::Constant& value) {
   absl::StatusOr<int64_t> offset = Offset(index);
-  if (!offset.ok()) return offset.status();
+  if (!offset.ok())
+    return offset.status();
   WriteScalar(storage_.get() + *offset, dtype_, value);
   BumpDataGeneration();
   return absl::OkStatus();

@@ -29,7 +29,8 @@ class Ndarray {
 
   // Element access with bounds checks (errors name the index and shape).
   absl::StatusOr<ir::Constant> Read(absl::Span<const int64_t> index) const;
-  absl::Status Write(absl::Span<const int64_t> index, const ir::Constant& value);
+  absl::Status Write(absl::Span<const int64_t> index,
+                     const ir::Constant& value);
 
   // Bumped by every host write and every kernel launch that may write the
   // array; caches keyed on the contents revalidate against it.

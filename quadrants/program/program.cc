@@ -22,24 +22,27 @@
 namespace quadrants {
 namespace {
 
-absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const CompileConfig& config) {
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
+    const CompileConfig& config) {
   switch (config.arch) {
     case Arch::kCpu: {
       QD_ASSIGN_OR_RETURN(auto backend, cpu::CpuBackend::Create(config));
       return std::unique_ptr<Backend>(std::move(backend));
     }
     default:
-      return MakeError(ErrorKind::kUnavailable,
-                       absl::StrCat("arch '", ArchName(config.arch),
-                                    "' is not available: this build runs kernels "
-                                    "on the cpu arch only"));
+      return MakeError(
+          ErrorKind::kUnavailable,
+          absl::StrCat("arch '", ArchName(config.arch),
+                       "' is not available: this build runs kernels "
+                       "on the cpu arch only"));
   }
 }
 
 // Formats an assertion message the way Python's `msg % values` would for the
 // common conversions (%d %i %u %f %e %g %s with flags, width and
 // precision); returns false when the placeholders do not match the values.
-bool FormatLikePython(const std::string& message, const std::vector<ir::PrimitiveType>& types,
+bool FormatLikePython(const std::string& message,
+                      const std::vector<ir::PrimitiveType>& types,
                       const int64_t* values, std::string* out) {
   size_t next = 0;
   std::string result;
@@ -54,31 +57,38 @@ bool FormatLikePython(const std::string& message, const std::vector<ir::Primitiv
       continue;
     }
     size_t end = i + 1;
-    while (end < message.size() && std::strchr("-+ #0123456789.", message[end])) ++end;
-    if (end >= message.size() || !std::strchr("diufeEgGs", message[end])) return false;
-    if (next >= types.size()) return false;
+    while (end < message.size() && std::strchr("-+ #0123456789.", message[end]))
+      ++end;
+    if (end >= message.size() || !std::strchr("diufeEgGs", message[end]))
+      return false;
+    if (next >= types.size())
+      return false;
     const std::string spec = message.substr(i, end - i);
     const char conversion = message[end];
     double as_float;
     const bool is_float = ir::IsFloat(types[next]);
-    if (is_float) std::memcpy(&as_float, &values[next], sizeof(as_float));
+    if (is_float)
+      std::memcpy(&as_float, &values[next], sizeof(as_float));
     char buffer[128];
     if (conversion == 's') {
-      std::string text = is_float ? absl::StrCat(as_float) : absl::StrCat(values[next]);
+      std::string text =
+          is_float ? absl::StrCat(as_float) : absl::StrCat(values[next]);
       std::snprintf(buffer, sizeof(buffer), (spec + "s").c_str(), text.c_str());
     } else if (std::strchr("feEgG", conversion)) {
       std::snprintf(buffer, sizeof(buffer), (spec + conversion).c_str(),
                     is_float ? as_float : static_cast<double>(values[next]));
     } else {
-      std::snprintf(buffer, sizeof(buffer), (spec + "lld").c_str(),
-                    static_cast<long long>(is_float ? static_cast<int64_t>(as_float)
-                                                    : values[next]));
+      std::snprintf(
+          buffer, sizeof(buffer), (spec + "lld").c_str(),
+          static_cast<long long>(is_float ? static_cast<int64_t>(as_float)
+                                          : values[next]));
     }
     result += buffer;
     ++next;
     i = end;
   }
-  if (next != types.size()) return false;
+  if (next != types.size())
+    return false;
   *out = result;
   return true;
 }
@@ -88,8 +98,9 @@ std::string DescribeArgument(const ir::KernelParam& p) {
     case ir::KernelParam::Kind::kScalar:
       return absl::StrCat("a scalar of type ", ir::PrimitiveTypeName(p.dtype));
     case ir::KernelParam::Kind::kNdarray:
-      return absl::StrCat("an ndarray of ", ir::PrimitiveTypeName(p.dtype), " with ",
-                          p.ndim, " dimension", p.ndim == 1 ? "" : "s");
+      return absl::StrCat("an ndarray of ", ir::PrimitiveTypeName(p.dtype),
+                          " with ", p.ndim, " dimension",
+                          p.ndim == 1 ? "" : "s");
     case ir::KernelParam::Kind::kField:
       return "a field";
   }
@@ -105,12 +116,13 @@ std::string DumpIrDirectory() {
 void DumpIr(const ir::Kernel& kernel, uint64_t hash, bool grad) {
   const std::string dir = DumpIrDirectory();
   std::string mkdir = absl::StrCat("mkdir -p '", dir, "'");
-  if (std::system(mkdir.c_str()) != 0) return;
-  const std::string path =
-      absl::StrFormat("%s/%s%s_%016x.ir", dir, kernel.name(), grad ? "_grad" : "", hash);
+  if (std::system(mkdir.c_str()) != 0)
+    return;
+  const std::string path = absl::StrFormat(
+      "%s/%s%s_%016x.ir", dir, kernel.name(), grad ? "_grad" : "", hash);
   std::ofstream(path) << ir::PrintKernel(kernel, {.locations = true});
-  std::cerr << "[quadrants] QD_DUMP_IR: wrote the IR of kernel '" << kernel.name()
-            << "' to " << path << std::endl;
+  std::cerr << "[quadrants] QD_DUMP_IR: wrote the IR of kernel '"
+            << kernel.name() << "' to " << path << std::endl;
 }
 
 bool DumpIrRequested() {
@@ -125,34 +137,41 @@ Program::Program(const CompileConfig& config, std::unique_ptr<Backend> backend)
 
 Program::~Program() = default;
 
-absl::StatusOr<std::unique_ptr<Program>> Program::Create(const CompileConfig& config) {
+absl::StatusOr<std::unique_ptr<Program>> Program::Create(
+    const CompileConfig& config) {
   QD_ASSIGN_OR_RETURN(auto backend, CreateBackend(config));
   return std::make_unique<Program>(config, std::move(backend));
 }
 
-int Program::num_cpu_threads() const { return backend_->num_threads(); }
+int Program::num_cpu_threads() const {
+  return backend_->num_threads();
+}
 
 absl::Status Program::MaterializeFields() {
-  if (snodes_.finalized() && root_ != nullptr) return absl::OkStatus();
+  if (snodes_.finalized() && root_ != nullptr)
+    return absl::OkStatus();
   const int64_t old_bytes = root_ ? snodes_.root_bytes() : 0;
   QD_RETURN_IF_ERROR(snodes_.Finalize());
   // Fields added since the last layout extend the buffer; old ones keep
   // their offsets and contents.
   auto grown = std::make_unique<char[]>(snodes_.root_bytes());
-  if (root_) std::memcpy(grown.get(), root_.get(), old_bytes);
+  if (root_)
+    std::memcpy(grown.get(), root_.get(), old_bytes);
   root_ = std::move(grown);
   backend_->SetRoot(root_.get());
   field_generation_.resize(snodes_.size(), 0);
   return absl::OkStatus();
 }
 
-absl::StatusOr<char*> Program::FieldAddress(int place, absl::Span<const int64_t> index) {
+absl::StatusOr<char*> Program::FieldAddress(int place,
+                                            absl::Span<const int64_t> index) {
   QD_RETURN_IF_ERROR(MaterializeFields());
   QD_ASSIGN_OR_RETURN(ir::PlaceLayout layout, snodes_.Layout(place));
   if (index.size() != layout.shape.size()) {
-    return MakeError(ErrorKind::kRuntime,
-                     absl::StrCat("field '", snodes_.node(place).name, "' needs ",
-                                  layout.shape.size(), " indices, got ", index.size()));
+    return MakeError(
+        ErrorKind::kRuntime,
+        absl::StrCat("field '", snodes_.node(place).name, "' needs ",
+                     layout.shape.size(), " indices, got ", index.size()));
   }
   int64_t offset = layout.offset;
   for (size_t axis = 0; axis < index.size(); ++axis) {
@@ -168,8 +187,8 @@ absl::StatusOr<char*> Program::FieldAddress(int place, absl::Span<const int64_t>
   return root_.get() + offset;
 }
 
-absl::StatusOr<ir::Constant> Program::ReadField(int place,
-                                                absl::Span<const int64_t> index) {
+absl::StatusOr<ir::Constant> Program::ReadField(
+    int place, absl::Span<const int64_t> index) {
   QD_ASSIGN_OR_RETURN(char* address, FieldAddress(place, index));
   return ReadScalar(address, snodes_.node(place).dtype);
 }
@@ -204,11 +223,13 @@ absl::StatusOr<std::shared_ptr<Ndarray>> Program::CreateNdarray(
   return Ndarray::Create(dtype, std::move(shape));
 }
 
-absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::Compile(const ir::Kernel& kernel) {
+absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::Compile(
+    const ir::Kernel& kernel) {
   return CompileVariant(kernel, /*grad=*/false);
 }
 
-absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileGrad(const ir::Kernel& kernel) {
+absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileGrad(
+    const ir::Kernel& kernel) {
   return CompileVariant(kernel, /*grad=*/true);
 }
 
@@ -216,10 +237,11 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
     const ir::Kernel& kernel, bool grad) {
   QD_RETURN_IF_ERROR(MaterializeFields());
   const uint64_t hash = ir::StructuralHash(kernel);
-  const uint64_t key =
-      hash ^ (config_.CodegenHash() * 0x9e3779b97f4a7c15ULL) ^ (grad ? 0x5bd1e995ULL : 0);
+  const uint64_t key = hash ^ (config_.CodegenHash() * 0x9e3779b97f4a7c15ULL) ^
+                       (grad ? 0x5bd1e995ULL : 0);
   compile_warnings_.clear();
-  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  if (auto it = cache_.find(key); it != cache_.end())
+    return it->second;
 
   std::unique_ptr<ir::Kernel> lowered = ir::CloneKernel(kernel);
   transforms::PipelineOptions options;
@@ -227,13 +249,17 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
   options.snodes = &snodes_;
   options.reverse_mode = grad;
   options.ad_stack_enabled = config_.ad_stack_experimental_enabled;
-  if (config_.debug) options.verify_each_pass = true;
+  if (config_.debug)
+    options.verify_each_pass = true;
   QD_RETURN_IF_ERROR(transforms::LowerToTasks(*lowered, options));
-  if (config_.print_ir) std::cerr << ir::PrintKernel(*lowered);
-  if (DumpIrRequested()) DumpIr(*lowered, hash, grad);
+  if (config_.print_ir)
+    std::cerr << ir::PrintKernel(*lowered);
+  if (DumpIrRequested())
+    DumpIr(*lowered, hash, grad);
   QD_ASSIGN_OR_RETURN(std::shared_ptr<CompiledKernel> compiled,
                       backend_->Compile(*lowered, snodes_));
-  if (config_.ad_stack_size <= 0) WarnAboutDefaultSizedStacks(*compiled);
+  if (config_.ad_stack_size <= 0)
+    WarnAboutDefaultSizedStacks(*compiled);
   cache_[key] = compiled;
   return compiled;
 }
@@ -242,9 +268,11 @@ void Program::WarnAboutDefaultSizedStacks(const CompiledKernel& kernel) {
   std::vector<std::string> seen;
   for (const auto& stacks : kernel.task_adstacks()) {
     for (const AdStackInfo& stack : stacks) {
-      if (stack.static_capacity > 0 || stack.size_expr) continue;
+      if (stack.static_capacity > 0 || stack.size_expr)
+        continue;
       const std::string where = stack.loc.ToString();
-      if (std::find(seen.begin(), seen.end(), where) != seen.end()) continue;
+      if (std::find(seen.begin(), seen.end(), where) != seen.end())
+        continue;
       seen.push_back(where);
       compile_warnings_.push_back(absl::StrCat(
           "kernel '", kernel.name(), "': the trip count of the loop at ", where,
@@ -260,36 +288,41 @@ void Program::WarnAboutDefaultSizedStacks(const CompiledKernel& kernel) {
   }
 }
 
-absl::Status Program::CheckArguments(const CompiledKernel& kernel,
-                                     absl::Span<const KernelArgument> args) const {
+absl::Status Program::CheckArguments(
+    const CompiledKernel& kernel, absl::Span<const KernelArgument> args) const {
   const auto& params = kernel.params();
   if (args.size() != params.size()) {
-    return MakeError(ErrorKind::kType,
-                     absl::StrCat("kernel '", kernel.name(), "' takes ", params.size(),
-                                  " arguments, got ", args.size()));
+    return MakeError(
+        ErrorKind::kType,
+        absl::StrCat("kernel '", kernel.name(), "' takes ", params.size(),
+                     " arguments, got ", args.size()));
   }
   for (size_t i = 0; i < args.size(); ++i) {
     const ir::KernelParam& p = params[i];
     const KernelArgument& a = args[i];
     auto mismatch = [&](const std::string& found) {
       return MakeError(ErrorKind::kType,
-                       absl::StrCat("kernel '", kernel.name(), "' argument ", i, " ('",
-                                    p.name, "') expects ", DescribeArgument(p),
-                                    ", got ", found));
+                       absl::StrCat("kernel '", kernel.name(), "' argument ", i,
+                                    " ('", p.name, "') expects ",
+                                    DescribeArgument(p), ", got ", found));
     };
     switch (p.kind) {
       case ir::KernelParam::Kind::kScalar:
-        if (a.kind != KernelArgument::Kind::kScalar) return mismatch("an array");
+        if (a.kind != KernelArgument::Kind::kScalar)
+          return mismatch("an array");
         break;
       case ir::KernelParam::Kind::kNdarray: {
-        if (a.kind == KernelArgument::Kind::kScalar) return mismatch("a scalar");
+        if (a.kind == KernelArgument::Kind::kScalar)
+          return mismatch("a scalar");
         const bool owned = a.kind == KernelArgument::Kind::kNdarray;
-        if (owned && a.ndarray == nullptr) return mismatch("a null ndarray");
+        if (owned && a.ndarray == nullptr)
+          return mismatch("a null ndarray");
         const ir::PrimitiveType dtype = owned ? a.ndarray->dtype() : a.dtype;
         const size_t ndim = owned ? a.ndarray->shape().size() : a.shape.size();
         if (dtype != p.dtype || static_cast<int>(ndim) != p.ndim) {
-          return mismatch(absl::StrCat("an array of ", ir::PrimitiveTypeName(dtype),
-                                       " with ", ndim, " dimensions"));
+          return mismatch(absl::StrCat("an array of ",
+                                       ir::PrimitiveTypeName(dtype), " with ",
+                                       ndim, " dimensions"));
         }
         break;
       }
@@ -327,9 +360,11 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
                       backend_->Launch(kernel, resolved, field_generation_));
   last_launch_ = {stats.tasks, stats.max_threads_used};
   // Only what the kernel may have written changes generation.
-  for (int place : kernel.written_snodes()) NoteFieldWrite(place);
+  for (int place : kernel.written_snodes())
+    NoteFieldWrite(place);
   for (int arg : kernel.written_args()) {
-    if (args[arg].kind == KernelArgument::Kind::kNdarray) args[arg].ndarray->BumpDataGeneration();
+    if (args[arg].kind == KernelArgument::Kind::kNdarray)
+      args[arg].ndarray->BumpDataGeneration();
   }
   CollectRuntimeError(kernel);
   return absl::OkStatus();
@@ -337,7 +372,8 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
 
 void Program::CollectRuntimeError(const CompiledKernel& kernel) {
   absl::optional<RuntimeErrorRecord> record = backend_->TakeError();
-  if (!record || !pending_error_.ok()) return;
+  if (!record || !pending_error_.ok())
+    return;
   const auto& sites = kernel.error_sites();
   if (record->code == RuntimeErrorRecord::Code::kAdStackOverflow) {
     const int task = static_cast<int>(record->values[0]);
@@ -349,16 +385,18 @@ void Program::CollectRuntimeError(const CompiledKernel& kernel) {
     }
     pending_error_ = MakeError(
         ErrorKind::kAssertion,
-        absl::StrCat("Adstack overflow in kernel '", kernel.name(), "' (task ", task,
-                     "): the adstack of the loop at ", loop, " needs more than its ",
-                     record->values[2], " slots; raise qd.init(ad_stack_size=...) or "
+        absl::StrCat("Adstack overflow in kernel '", kernel.name(), "' (task ",
+                     task, "): the adstack of the loop at ", loop,
+                     " needs more than its ", record->values[2],
+                     " slots; raise qd.init(ad_stack_size=...) or "
                      "default_ad_stack_size"));
     return;
   }
   if (record->site < 0 || record->site >= static_cast<int>(sites.size())) {
-    pending_error_ = MakeError(ErrorKind::kRuntime,
-                               absl::StrCat("kernel '", kernel.name(),
-                                            "' reported an unknown run-time error"));
+    pending_error_ =
+        MakeError(ErrorKind::kRuntime,
+                  absl::StrCat("kernel '", kernel.name(),
+                               "' reported an unknown run-time error"));
     return;
   }
   const RuntimeErrorSite& site = sites[record->site];
@@ -373,10 +411,12 @@ void Program::CollectRuntimeError(const CompiledKernel& kernel) {
   }
   std::string formatted;
   if (!site.value_types.empty() &&
-      FormatLikePython(site.description, site.value_types, record->values, &formatted)) {
-    pending_error_ = MakeError(ErrorKind::kAssertion,
-                               absl::StrCat("kernel '", kernel.name(), "': assertion failed at ",
-                                            site.loc.ToString(), ": ", formatted));
+      FormatLikePython(site.description, site.value_types, record->values,
+                       &formatted)) {
+    pending_error_ = MakeError(
+        ErrorKind::kAssertion,
+        absl::StrCat("kernel '", kernel.name(), "': assertion failed at ",
+                     site.loc.ToString(), ": ", formatted));
     return;
   }
   std::vector<std::string> values;
@@ -389,9 +429,11 @@ void Program::CollectRuntimeError(const CompiledKernel& kernel) {
       values.push_back(absl::StrCat(record->values[k]));
     }
   }
-  std::string message = absl::StrCat("kernel '", kernel.name(), "': assertion failed at ",
-                                     site.loc.ToString(), ": ", site.description);
-  if (!values.empty()) absl::StrAppend(&message, " (values: ", absl::StrJoin(values, ", "), ")");
+  std::string message =
+      absl::StrCat("kernel '", kernel.name(), "': assertion failed at ",
+                   site.loc.ToString(), ": ", site.description);
+  if (!values.empty())
+    absl::StrAppend(&message, " (values: ", absl::StrJoin(values, ", "), ")");
   pending_error_ = MakeError(ErrorKind::kAssertion, message);
 }
 

@@ -12,10 +12,10 @@
 #include "quadrants/ir/constant.h"
 #include "quadrants/ir/kernel.h"
 #include "quadrants/ir/snode.h"
-#include "quadrants/runtime/backend.h"
-#include "quadrants/runtime/compile_config.h"
 #include "quadrants/program/kernel_argument.h"
 #include "quadrants/program/ndarray.h"
+#include "quadrants/runtime/backend.h"
+#include "quadrants/runtime/compile_config.h"
 
 namespace quadrants {
 
@@ -30,7 +30,8 @@ struct LaunchStats {
 // the deferred run-time errors that sync() reports.
 class Program {
  public:
-  static absl::StatusOr<std::unique_ptr<Program>> Create(const CompileConfig& config);
+  static absl::StatusOr<std::unique_ptr<Program>> Create(
+      const CompileConfig& config);
   ~Program();
   Program(const Program&) = delete;
   Program& operator=(const Program&) = delete;
@@ -43,7 +44,8 @@ class Program {
   // fields added later (under the root) extend the buffer at the next use.
   ir::SNodeTree& snodes() { return snodes_; }
   absl::Status MaterializeFields();
-  absl::StatusOr<ir::Constant> ReadField(int place, absl::Span<const int64_t> index);
+  absl::StatusOr<ir::Constant> ReadField(int place,
+                                         absl::Span<const int64_t> index);
   absl::Status WriteField(int place, absl::Span<const int64_t> index,
                           const ir::Constant& value);
   // Bumped whenever a field may have been written (host write or launch).
@@ -53,15 +55,17 @@ class Program {
   absl::StatusOr<char*> root_buffer();
   void NoteFieldWrite(int place);
 
-  absl::StatusOr<std::shared_ptr<Ndarray>> CreateNdarray(ir::PrimitiveType dtype,
-                                                         std::vector<int64_t> shape);
+  absl::StatusOr<std::shared_ptr<Ndarray>> CreateNdarray(
+      ir::PrimitiveType dtype, std::vector<int64_t> shape);
 
   // Compiles `kernel` (which is not modified), or returns the cached result
   // for a structurally identical kernel under the same config.
-  absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(const ir::Kernel& kernel);
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(
+      const ir::Kernel& kernel);
   // Compiles the reverse-mode gradient of `kernel`: it takes the forward
   // parameters followed by one adjoint ndarray per float ndarray parameter.
-  absl::StatusOr<std::shared_ptr<CompiledKernel>> CompileGrad(const ir::Kernel& kernel);
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> CompileGrad(
+      const ir::Kernel& kernel);
   int compile_cache_size() const { return static_cast<int>(cache_.size()); }
 
   // Runs the kernel. Argument errors are reported now; errors inside the
@@ -69,10 +73,14 @@ class Program {
   absl::Status Launch(const CompiledKernel& kernel,
                       absl::Span<const KernelArgument> args);
   const LaunchStats& last_launch() const { return last_launch_; }
-  const AdStackStats& adstack_stats() const { return backend_->adstack_stats(); }
+  const AdStackStats& adstack_stats() const {
+    return backend_->adstack_stats();
+  }
   // Warnings of the last compilation (e.g. an adstack sized by
   // default_ad_stack_size because a trip count is unknown), each once.
-  const std::vector<std::string>& compile_warnings() const { return compile_warnings_; }
+  const std::vector<std::string>& compile_warnings() const {
+    return compile_warnings_;
+  }
 
   // Waits for launched work and reports the first run-time error since the
   // last sync (naming the kernel and the source line), clearing it.
@@ -85,13 +93,14 @@ class Program {
   Program(const CompileConfig& config, std::unique_ptr<Backend> backend);
 
  private:
-  absl::StatusOr<std::shared_ptr<CompiledKernel>> CompileVariant(const ir::Kernel& kernel,
-                                                                 bool grad);
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> CompileVariant(
+      const ir::Kernel& kernel, bool grad);
   absl::Status CheckArguments(const CompiledKernel& kernel,
                               absl::Span<const KernelArgument> args) const;
   void CollectRuntimeError(const CompiledKernel& kernel);
   void WarnAboutDefaultSizedStacks(const CompiledKernel& kernel);
-  absl::StatusOr<char*> FieldAddress(int place, absl::Span<const int64_t> index);
+  absl::StatusOr<char*> FieldAddress(int place,
+                                     absl::Span<const int64_t> index);
 
   CompileConfig config_;
   std::unique_ptr<Backend> backend_;

@@ -40,16 +40,20 @@ uint16_t FloatToHalf(float f) {
   uint32_t bits;
   std::memcpy(&bits, &f, 4);
   const uint16_t sign = (bits >> 16) & 0x8000;
-  if (std::isnan(f)) return sign | 0x7e00;
+  if (std::isnan(f))
+    return sign | 0x7e00;
   float magnitude = std::fabs(f);
-  if (magnitude >= 65520.0f) return sign | 0x7c00;
+  if (magnitude >= 65520.0f)
+    return sign | 0x7c00;
   if (magnitude < std::ldexp(1.0f, -24)) {
-    return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(magnitude, 24)));
+    return sign |
+           static_cast<uint16_t>(std::nearbyint(std::ldexp(magnitude, 24)));
   }
   int exponent;
   float mantissa = std::frexp(magnitude, &exponent);  // [0.5, 1)
-  if (exponent < -13) {  // subnormal half
-    return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(magnitude, 24)));
+  if (exponent < -13) {                               // subnormal half
+    return sign |
+           static_cast<uint16_t>(std::nearbyint(std::ldexp(magnitude, 24)));
   }
   uint32_t m = static_cast<uint32_t>(std::nearbyint(std::ldexp(mantissa, 11)));
   if (m == 2048) {
@@ -63,19 +67,30 @@ uint16_t FloatToHalf(float f) {
 
 Constant ReadScalar(const void* address, PrimitiveType type) {
   switch (type) {
-    case PrimitiveType::kU1: return Constant::Bool(Load<uint8_t>(address) != 0);
-    case PrimitiveType::kI8: return Constant::Int(type, Load<int8_t>(address));
-    case PrimitiveType::kI16: return Constant::Int(type, Load<int16_t>(address));
-    case PrimitiveType::kI32: return Constant::Int(type, Load<int32_t>(address));
-    case PrimitiveType::kI64: return Constant::Int(type, Load<int64_t>(address));
-    case PrimitiveType::kU8: return Constant::Int(type, Load<uint8_t>(address));
-    case PrimitiveType::kU16: return Constant::Int(type, Load<uint16_t>(address));
-    case PrimitiveType::kU32: return Constant::Int(type, Load<uint32_t>(address));
+    case PrimitiveType::kU1:
+      return Constant::Bool(Load<uint8_t>(address) != 0);
+    case PrimitiveType::kI8:
+      return Constant::Int(type, Load<int8_t>(address));
+    case PrimitiveType::kI16:
+      return Constant::Int(type, Load<int16_t>(address));
+    case PrimitiveType::kI32:
+      return Constant::Int(type, Load<int32_t>(address));
+    case PrimitiveType::kI64:
+      return Constant::Int(type, Load<int64_t>(address));
+    case PrimitiveType::kU8:
+      return Constant::Int(type, Load<uint8_t>(address));
+    case PrimitiveType::kU16:
+      return Constant::Int(type, Load<uint16_t>(address));
+    case PrimitiveType::kU32:
+      return Constant::Int(type, Load<uint32_t>(address));
     case PrimitiveType::kU64:
       return Constant::Int(type, static_cast<int64_t>(Load<uint64_t>(address)));
-    case PrimitiveType::kF16: return Constant::Float(type, HalfToFloat(Load<uint16_t>(address)));
-    case PrimitiveType::kF32: return Constant::Float(type, Load<float>(address));
-    case PrimitiveType::kF64: return Constant::Float(type, Load<double>(address));
+    case PrimitiveType::kF16:
+      return Constant::Float(type, HalfToFloat(Load<uint16_t>(address)));
+    case PrimitiveType::kF32:
+      return Constant::Float(type, Load<float>(address));
+    case PrimitiveType::kF64:
+      return Constant::Float(type, Load<double>(address));
   }
   return Constant::Int(PrimitiveType::kI32, 0);
 }
@@ -83,26 +98,44 @@ Constant ReadScalar(const void* address, PrimitiveType type) {
 void WriteScalar(void* address, PrimitiveType type, const Constant& value) {
   const Constant v = Constant::Cast(value, type);
   switch (type) {
-    case PrimitiveType::kU1: Store<uint8_t>(address, v.is_zero() ? 0 : 1); break;
+    case PrimitiveType::kU1:
+      Store<uint8_t>(address, v.is_zero() ? 0 : 1);
+      break;
     case PrimitiveType::kI8:
-    case PrimitiveType::kU8: Store<uint8_t>(address, static_cast<uint8_t>(v.as_uint())); break;
+    case PrimitiveType::kU8:
+      Store<uint8_t>(address, static_cast<uint8_t>(v.as_uint()));
+      break;
     case PrimitiveType::kI16:
-    case PrimitiveType::kU16: Store<uint16_t>(address, static_cast<uint16_t>(v.as_uint())); break;
+    case PrimitiveType::kU16:
+      Store<uint16_t>(address, static_cast<uint16_t>(v.as_uint()));
+      break;
     case PrimitiveType::kI32:
-    case PrimitiveType::kU32: Store<uint32_t>(address, static_cast<uint32_t>(v.as_uint())); break;
+    case PrimitiveType::kU32:
+      Store<uint32_t>(address, static_cast<uint32_t>(v.as_uint()));
+      break;
     case PrimitiveType::kI64:
-    case PrimitiveType::kU64: Store<uint64_t>(address, v.as_uint()); break;
-    case PrimitiveType::kF16: Store<uint16_t>(address, FloatToHalf(static_cast<float>(v.as_float()))); break;
-    case PrimitiveType::kF32: Store<float>(address, static_cast<float>(v.as_float())); break;
-    case PrimitiveType::kF64: Store<double>(address, v.as_float()); break;
+    case PrimitiveType::kU64:
+      Store<uint64_t>(address, v.as_uint());
+      break;
+    case PrimitiveType::kF16:
+      Store<uint16_t>(address, FloatToHalf(static_cast<float>(v.as_float())));
+      break;
+    case PrimitiveType::kF32:
+      Store<float>(address, static_cast<float>(v.as_float()));
+      break;
+    case PrimitiveType::kF64:
+      Store<double>(address, v.as_float());
+      break;
   }
 }
 
 int64_t ArgumentSlot(const Constant& value) {
   int64_t slot = 0;
   WriteScalar(&slot, value.type(), value);
-  if (!value.is_float() && ir::IsSigned(value.type())) return value.as_int();
-  if (!value.is_float()) return static_cast<int64_t>(value.as_uint());
+  if (!value.is_float() && ir::IsSigned(value.type()))
+    return value.as_int();
+  if (!value.is_float())
+    return static_cast<int64_t>(value.as_uint());
   return slot;
 }
 

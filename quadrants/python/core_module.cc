@@ -30,41 +30,67 @@ T Unwrap(absl::StatusOr<T> value) {
   ThrowIfError(value.status());
   return std::move(*value);
 }
-void Check(const absl::Status& status) { ThrowIfError(status); }
+void Check(const absl::Status& status) {
+  ThrowIfError(status);
+}
 
-PrimitiveType Dtype(const std::string& name) { return Unwrap(ir::ParsePrimitiveType(name)); }
-std::string DtypeName(PrimitiveType t) { return std::string(ir::PrimitiveTypeName(t)); }
+PrimitiveType Dtype(const std::string& name) {
+  return Unwrap(ir::ParsePrimitiveType(name));
+}
+std::string DtypeName(PrimitiveType t) {
+  return std::string(ir::PrimitiveTypeName(t));
+}
 
 // numpy dtype <-> PrimitiveType.
 std::string NumpyName(PrimitiveType t) {
   switch (t) {
-    case PrimitiveType::kU1: return "bool";
-    case PrimitiveType::kI8: return "int8";
-    case PrimitiveType::kI16: return "int16";
-    case PrimitiveType::kI32: return "int32";
-    case PrimitiveType::kI64: return "int64";
-    case PrimitiveType::kU8: return "uint8";
-    case PrimitiveType::kU16: return "uint16";
-    case PrimitiveType::kU32: return "uint32";
-    case PrimitiveType::kU64: return "uint64";
-    case PrimitiveType::kF16: return "float16";
-    case PrimitiveType::kF32: return "float32";
-    case PrimitiveType::kF64: return "float64";
+    case PrimitiveType::kU1:
+      return "bool";
+    case PrimitiveType::kI8:
+      return "int8";
+    case PrimitiveType::kI16:
+      return "int16";
+    case PrimitiveType::kI32:
+      return "int32";
+    case PrimitiveType::kI64:
+      return "int64";
+    case PrimitiveType::kU8:
+      return "uint8";
+    case PrimitiveType::kU16:
+      return "uint16";
+    case PrimitiveType::kU32:
+      return "uint32";
+    case PrimitiveType::kU64:
+      return "uint64";
+    case PrimitiveType::kF16:
+      return "float16";
+    case PrimitiveType::kF32:
+      return "float32";
+    case PrimitiveType::kF64:
+      return "float64";
   }
   return "int32";
 }
 
-py::dtype NumpyDtype(PrimitiveType t) { return py::dtype(NumpyName(t)); }
+py::dtype NumpyDtype(PrimitiveType t) {
+  return py::dtype(NumpyName(t));
+}
 
 bool FromNumpyDtype(const py::dtype& dtype, PrimitiveType* out) {
   // By kind and size: cheap enough for every launch.
   const char kind = dtype.kind();
   const py::ssize_t size = dtype.itemsize();
-  static constexpr PrimitiveType kSigned[] = {PrimitiveType::kI8, PrimitiveType::kI16,
-                                              PrimitiveType::kI32, PrimitiveType::kI64};
-  static constexpr PrimitiveType kUnsigned[] = {PrimitiveType::kU8, PrimitiveType::kU16,
-                                                PrimitiveType::kU32, PrimitiveType::kU64};
-  const int log2 = size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 2 : size == 8 ? 3 : -1;
+  static constexpr PrimitiveType kSigned[] = {
+      PrimitiveType::kI8, PrimitiveType::kI16, PrimitiveType::kI32,
+      PrimitiveType::kI64};
+  static constexpr PrimitiveType kUnsigned[] = {
+      PrimitiveType::kU8, PrimitiveType::kU16, PrimitiveType::kU32,
+      PrimitiveType::kU64};
+  const int log2 = size == 1   ? 0
+                   : size == 2 ? 1
+                   : size == 4 ? 2
+                   : size == 8 ? 3
+                               : -1;
   if (kind == 'b' && size == 1) {
     *out = PrimitiveType::kU1;
   } else if (kind == 'i' && log2 >= 0) {
@@ -72,7 +98,9 @@ bool FromNumpyDtype(const py::dtype& dtype, PrimitiveType* out) {
   } else if (kind == 'u' && log2 >= 0) {
     *out = kUnsigned[log2];
   } else if (kind == 'f' && log2 >= 1) {
-    *out = log2 == 1 ? PrimitiveType::kF16 : log2 == 2 ? PrimitiveType::kF32 : PrimitiveType::kF64;
+    *out = log2 == 1   ? PrimitiveType::kF16
+           : log2 == 2 ? PrimitiveType::kF32
+                       : PrimitiveType::kF64;
   } else {
     return false;
   }
@@ -85,22 +113,26 @@ ir::Constant ToConstant(py::handle value, PrimitiveType type) {
   }
   if (py::isinstance<py::int_>(value)) {
     if (!ir::IsSigned(type) && !ir::IsFloat(type)) {
-      return ir::Constant::Int(type, static_cast<int64_t>(value.cast<uint64_t>()));
+      return ir::Constant::Int(type,
+                               static_cast<int64_t>(value.cast<uint64_t>()));
     }
-    return ir::Constant::Cast(ir::Constant::Int(PrimitiveType::kI64, value.cast<int64_t>()),
-                              type);
+    return ir::Constant::Cast(
+        ir::Constant::Int(PrimitiveType::kI64, value.cast<int64_t>()), type);
   }
   if (py::isinstance<py::float_>(value) || py::hasattr(value, "__float__")) {
     return ir::Constant::Float(type, value.cast<double>());
   }
-  throw QuadrantsError(ErrorKind::kType,
-                       absl::StrCat("expected a number, got ",
-                                    std::string(py::str(py::type::of(value).attr("__name__")))));
+  throw QuadrantsError(
+      ErrorKind::kType,
+      absl::StrCat("expected a number, got ",
+                   std::string(py::str(py::type::of(value).attr("__name__")))));
 }
 
 py::object FromConstant(const ir::Constant& c) {
-  if (c.is_float()) return py::float_(c.as_float());
-  if (ir::IsSigned(c.type())) return py::int_(c.as_int());
+  if (c.is_float())
+    return py::float_(c.as_float());
+  if (ir::IsSigned(c.type()))
+    return py::int_(c.as_int());
   return py::int_(c.as_uint());
 }
 
@@ -110,11 +142,13 @@ struct PlaceCursor {
   ir::PlaceLayout layout;
   int64_t count = 1;
   explicit PlaceCursor(ir::PlaceLayout l) : layout(std::move(l)) {
-    for (int64_t extent : layout.shape) count *= extent;
+    for (int64_t extent : layout.shape)
+      count *= extent;
   }
   int64_t Offset(int64_t linear) const {
     int64_t offset = layout.offset;
-    for (int axis = static_cast<int>(layout.shape.size()) - 1; axis >= 0; --axis) {
+    for (int axis = static_cast<int>(layout.shape.size()) - 1; axis >= 0;
+         --axis) {
       offset += (linear % layout.shape[axis]) * layout.axis_stride[axis];
       linear /= layout.shape[axis];
     }
@@ -131,13 +165,18 @@ class PyProgram {
   const CompileConfig& config() const { return program_->config(); }
 
   int AddDense(int parent, std::vector<int> axes, std::vector<int64_t> sizes) {
-    return Unwrap(program_->snodes().AddDense(parent, std::move(axes), std::move(sizes)));
+    return Unwrap(
+        program_->snodes().AddDense(parent, std::move(axes), std::move(sizes)));
   }
   int AddPlace(int parent, const std::string& dtype, const std::string& name) {
     return Unwrap(program_->snodes().AddPlace(parent, Dtype(dtype), name));
   }
-  void LinkGrad(int primal, int grad) { Check(program_->snodes().LinkGrad(primal, grad)); }
-  void MarkNeedsGrad(int place) { Check(program_->snodes().MarkNeedsGrad(place)); }
+  void LinkGrad(int primal, int grad) {
+    Check(program_->snodes().LinkGrad(primal, grad));
+  }
+  void MarkNeedsGrad(int place) {
+    Check(program_->snodes().MarkNeedsGrad(place));
+  }
   std::vector<int64_t> FieldShape(int place) {
     Check(program_->MaterializeFields());
     return Unwrap(program_->snodes().Layout(place)).shape;
@@ -170,21 +209,24 @@ class PyProgram {
     Check(program_->MaterializeFields());
     PlaceCursor cursor(Unwrap(program_->snodes().Layout(place)));
     const PrimitiveType t = program_->snodes().node(place).dtype;
-    py::array contiguous = py::array::ensure(values.attr("astype")(NumpyDtype(t)),
-                                             py::array::c_style);
+    py::array contiguous = py::array::ensure(
+        values.attr("astype")(NumpyDtype(t)), py::array::c_style);
     if (static_cast<int64_t>(contiguous.size()) != cursor.count ||
-        contiguous.ndim() != static_cast<py::ssize_t>(cursor.layout.shape.size())) {
-      throw QuadrantsError(ErrorKind::kType,
-                           absl::StrCat("from_numpy: field '",
-                                        program_->snodes().node(place).name,
-                                        "' has a different shape than the array"));
+        contiguous.ndim() !=
+            static_cast<py::ssize_t>(cursor.layout.shape.size())) {
+      throw QuadrantsError(
+          ErrorKind::kType,
+          absl::StrCat("from_numpy: field '",
+                       program_->snodes().node(place).name,
+                       "' has a different shape than the array"));
     }
     for (size_t axis = 0; axis < cursor.layout.shape.size(); ++axis) {
       if (contiguous.shape(axis) != cursor.layout.shape[axis]) {
-        throw QuadrantsError(ErrorKind::kType,
-                             absl::StrCat("from_numpy: field '",
-                                          program_->snodes().node(place).name,
-                                          "' has a different shape than the array"));
+        throw QuadrantsError(
+            ErrorKind::kType,
+            absl::StrCat("from_numpy: field '",
+                         program_->snodes().node(place).name,
+                         "' has a different shape than the array"));
       }
     }
     const auto* src = static_cast<const char*>(contiguous.data());
@@ -202,11 +244,13 @@ class PyProgram {
     const PrimitiveType t = program_->snodes().node(place).dtype;
     const ir::Constant c = ToConstant(value, t);
     char* root = RootBytes(place);
-    for (int64_t i = 0; i < cursor.count; ++i) WriteScalar(root + cursor.Offset(i), t, c);
+    for (int64_t i = 0; i < cursor.count; ++i)
+      WriteScalar(root + cursor.Offset(i), t, c);
     program_->NoteFieldWrite(place);
   }
 
-  std::shared_ptr<Ndarray> CreateNdarray(const std::string& dtype, std::vector<int64_t> shape) {
+  std::shared_ptr<Ndarray> CreateNdarray(const std::string& dtype,
+                                         std::vector<int64_t> shape) {
     return Unwrap(program_->CreateNdarray(Dtype(dtype), std::move(shape)));
   }
 
@@ -220,9 +264,10 @@ class PyProgram {
   void Launch(const CompiledKernel& kernel, py::list args) {
     const auto& params = kernel.params();
     if (args.size() != params.size()) {
-      throw QuadrantsError(ErrorKind::kType,
-                           absl::StrCat("kernel '", kernel.name(), "' takes ", params.size(),
-                                        " arguments, got ", args.size()));
+      throw QuadrantsError(
+          ErrorKind::kType,
+          absl::StrCat("kernel '", kernel.name(), "' takes ", params.size(),
+                       " arguments, got ", args.size()));
     }
     std::vector<KernelArgument> resolved;
     resolved.reserve(params.size());
@@ -234,18 +279,21 @@ class PyProgram {
         py::array array = py::reinterpret_borrow<py::array>(a);
         PrimitiveType dtype = PrimitiveType::kI32;
         if (!FromNumpyDtype(array.dtype(), &dtype)) {
-          throw QuadrantsError(ErrorKind::kType,
-                               absl::StrCat("kernel '", kernel.name(), "' argument ", i,
-                                            " ('", params[i].name,
-                                            "'): unsupported numpy dtype ",
-                                            std::string(py::str(array.dtype()))));
+          throw QuadrantsError(
+              ErrorKind::kType,
+              absl::StrCat("kernel '", kernel.name(), "' argument ", i, " ('",
+                           params[i].name, "'): unsupported numpy dtype ",
+                           std::string(py::str(array.dtype()))));
         }
         std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
-        resolved.push_back(KernelArgument::External(array.mutable_data(), dtype, shape));
+        resolved.push_back(
+            KernelArgument::External(array.mutable_data(), dtype, shape));
       } else if (params[i].kind == ir::KernelParam::Kind::kScalar) {
-        resolved.push_back(KernelArgument::Scalar(ToConstant(a, params[i].dtype)));
+        resolved.push_back(
+            KernelArgument::Scalar(ToConstant(a, params[i].dtype)));
       } else {
-        resolved.push_back(KernelArgument::Scalar(ir::Constant::Int(PrimitiveType::kI32, 0)));
+        resolved.push_back(
+            KernelArgument::Scalar(ir::Constant::Int(PrimitiveType::kI32, 0)));
       }
     }
     Check(program_->Launch(kernel, resolved));
@@ -290,19 +338,28 @@ class PyBuilder {
   ir::Stmt* NdarrayPtr(int arg, std::vector<ir::Stmt*> indices) {
     return Typed(builder_.NdarrayPtr(arg, std::move(indices)));
   }
-  ir::Stmt* NdarrayShape(int arg, int axis) { return builder_.NdarrayShape(arg, axis); }
+  ir::Stmt* NdarrayShape(int arg, int axis) {
+    return builder_.NdarrayShape(arg, axis);
+  }
   ir::Stmt* FieldPtr(int place, std::vector<ir::Stmt*> indices) {
     return Typed(builder_.FieldPtr(place, std::move(indices)));
   }
   ir::Stmt* GlobalLoad(ir::Stmt* ptr) { return builder_.GlobalLoad(ptr); }
-  void GlobalStore(ir::Stmt* ptr, ir::Stmt* value) { Typed(builder_.GlobalStore(ptr, value)); }
-  ir::Stmt* Alloca(const std::string& dtype) { return builder_.Alloca(Dtype(dtype)); }
+  void GlobalStore(ir::Stmt* ptr, ir::Stmt* value) {
+    Typed(builder_.GlobalStore(ptr, value));
+  }
+  ir::Stmt* Alloca(const std::string& dtype) {
+    return builder_.Alloca(Dtype(dtype));
+  }
   // A variable declared at the start of `container`'s block `which` (the
   // kernel's top level when `container` is None), so it is visible in the
   // whole region as Python's function scoping expects.
-  ir::Stmt* AllocaAtStart(ir::Stmt* container, int which, const std::string& dtype) {
-    ir::Block* block = container == nullptr ? kernel_->body() : container->blocks().at(which);
-    return builder_.InsertAt(block, 0, std::make_unique<ir::AllocaStmt>(Dtype(dtype)));
+  ir::Stmt* AllocaAtStart(ir::Stmt* container, int which,
+                          const std::string& dtype) {
+    ir::Block* block =
+        container == nullptr ? kernel_->body() : container->blocks().at(which);
+    return builder_.InsertAt(block, 0,
+                             std::make_unique<ir::AllocaStmt>(Dtype(dtype)));
   }
   ir::Stmt* LocalLoad(ir::Stmt* alloca) { return builder_.LocalLoad(alloca); }
   void LocalStore(ir::Stmt* alloca, ir::Stmt* value) {
@@ -334,7 +391,8 @@ class PyBuilder {
   void Break() { builder_.Break(); }
   void Continue() { builder_.Continue(); }
   ir::Stmt* If(ir::Stmt* cond) { return Typed(builder_.If(cond)); }
-  void Assert(ir::Stmt* cond, const std::string& message, std::vector<ir::Stmt*> args) {
+  void Assert(ir::Stmt* cond, const std::string& message,
+              std::vector<ir::Stmt*> args) {
     Typed(builder_.Assert(cond, message, std::move(args)));
   }
 
@@ -344,25 +402,32 @@ class PyBuilder {
     if (which < 0 || which >= static_cast<int>(blocks.size())) {
       throw QuadrantsError(ErrorKind::kCompilation, "no such block");
     }
-    saved_.push_back(std::make_unique<ir::IRBuilder::Scope>(builder_.EnterBlock(blocks[which])));
+    saved_.push_back(std::make_unique<ir::IRBuilder::Scope>(
+        builder_.EnterBlock(blocks[which])));
   }
   void PopBlock() { saved_.pop_back(); }
 
  private:
   static ir::UnaryOpKind UnaryOp(const std::string& name) {
-#define QD_MATCH(kind, text) if (name == text) return ir::UnaryOpKind::kind;
+#define QD_MATCH(kind, text) \
+  if (name == text)          \
+    return ir::UnaryOpKind::kind;
     QD_FOR_EACH_UNARY_OP(QD_MATCH)
 #undef QD_MATCH
     throw QuadrantsError(ErrorKind::kCompilation, "unknown unary op " + name);
   }
   static ir::BinaryOpKind BinaryOp(const std::string& name) {
-#define QD_MATCH(kind, text) if (name == text) return ir::BinaryOpKind::kind;
+#define QD_MATCH(kind, text) \
+  if (name == text)          \
+    return ir::BinaryOpKind::kind;
     QD_FOR_EACH_BINARY_OP(QD_MATCH)
 #undef QD_MATCH
     throw QuadrantsError(ErrorKind::kCompilation, "unknown binary op " + name);
   }
   static ir::AtomicOpKind AtomicOp(const std::string& name) {
-#define QD_MATCH(kind, text) if (name == text) return ir::AtomicOpKind::kind;
+#define QD_MATCH(kind, text) \
+  if (name == text)          \
+    return ir::AtomicOpKind::kind;
     QD_FOR_EACH_ATOMIC_OP(QD_MATCH)
 #undef QD_MATCH
     throw QuadrantsError(ErrorKind::kCompilation, "unknown atomic op " + name);
@@ -376,12 +441,18 @@ class PyBuilder {
 
 const char* KindClassName(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kCompilation: return "QuadrantsCompilationError";
-    case ErrorKind::kSyntax: return "QuadrantsSyntaxError";
-    case ErrorKind::kType: return "QuadrantsTypeError";
-    case ErrorKind::kAssertion: return "QuadrantsAssertionError";
-    case ErrorKind::kRuntime: return "QuadrantsRuntimeError";
-    case ErrorKind::kUnavailable: return "QuadrantsRuntimeError";
+    case ErrorKind::kCompilation:
+      return "QuadrantsCompilationError";
+    case ErrorKind::kSyntax:
+      return "QuadrantsSyntaxError";
+    case ErrorKind::kType:
+      return "QuadrantsTypeError";
+    case ErrorKind::kAssertion:
+      return "QuadrantsAssertionError";
+    case ErrorKind::kRuntime:
+      return "QuadrantsRuntimeError";
+    case ErrorKind::kUnavailable:
+      return "QuadrantsRuntimeError";
   }
   return "QuadrantsError";
 }
@@ -396,7 +467,8 @@ PYBIND11_MODULE(_quadrants_core, m) {
 
   py::register_exception_translator([](std::exception_ptr error) {
     try {
-      if (error) std::rethrow_exception(error);
+      if (error)
+        std::rethrow_exception(error);
     } catch (const QuadrantsError& e) {
       py::object module = py::module_::import("quadrants.lang.exception");
       py::object cls = module.attr(KindClassName(e.kind()));
@@ -407,49 +479,70 @@ PYBIND11_MODULE(_quadrants_core, m) {
   py::class_<CompileConfig>(m, "CompileConfig")
       .def(py::init<>())
       .def_property(
-          "arch", [](const CompileConfig& c) { return std::string(ArchName(c.arch)); },
-          [](CompileConfig& c, const std::string& name) { c.arch = Unwrap(ParseArch(name)); })
+          "arch",
+          [](const CompileConfig& c) { return std::string(ArchName(c.arch)); },
+          [](CompileConfig& c, const std::string& name) {
+            c.arch = Unwrap(ParseArch(name));
+          })
       .def_readwrite("debug", &CompileConfig::debug)
       .def_readwrite("check_out_of_bound", &CompileConfig::check_out_of_bound)
       .def_property(
-          "default_fp", [](const CompileConfig& c) { return DtypeName(c.default_fp); },
-          [](CompileConfig& c, const std::string& t) { c.default_fp = Dtype(t); })
+          "default_fp",
+          [](const CompileConfig& c) { return DtypeName(c.default_fp); },
+          [](CompileConfig& c, const std::string& t) {
+            c.default_fp = Dtype(t);
+          })
       .def_property(
-          "default_ip", [](const CompileConfig& c) { return DtypeName(c.default_ip); },
-          [](CompileConfig& c, const std::string& t) { c.default_ip = Dtype(t); })
+          "default_ip",
+          [](const CompileConfig& c) { return DtypeName(c.default_ip); },
+          [](CompileConfig& c, const std::string& t) {
+            c.default_ip = Dtype(t);
+          })
       .def_readwrite("cpu_max_num_threads", &CompileConfig::cpu_max_num_threads)
       .def_readwrite("print_ir", &CompileConfig::print_ir)
       .def_readwrite("ad_stack_experimental_enabled",
                      &CompileConfig::ad_stack_experimental_enabled)
       .def_readwrite("ad_stack_size", &CompileConfig::ad_stack_size)
-      .def_readwrite("default_ad_stack_size", &CompileConfig::default_ad_stack_size);
+      .def_readwrite("default_ad_stack_size",
+                     &CompileConfig::default_ad_stack_size);
 
   py::class_<Ndarray, std::shared_ptr<Ndarray>>(m, "Ndarray")
-      .def_property_readonly("dtype", [](const Ndarray& a) { return DtypeName(a.dtype()); })
-      .def_property_readonly("shape", [](const Ndarray& a) { return a.shape(); })
+      .def_property_readonly(
+          "dtype", [](const Ndarray& a) { return DtypeName(a.dtype()); })
+      .def_property_readonly("shape",
+                             [](const Ndarray& a) { return a.shape(); })
       .def_property_readonly("data_generation", &Ndarray::data_generation)
-      .def("read", [](const Ndarray& a, std::vector<int64_t> index) {
-        return FromConstant(Unwrap(a.Read(index)));
-      })
-      .def("write", [](Ndarray& a, std::vector<int64_t> index, py::handle value) {
-        Check(a.Write(index, ToConstant(value, a.dtype())));
-      })
-      .def("to_numpy", [](Ndarray& a) {
-        py::array out(NumpyDtype(a.dtype()), a.shape());
-        std::memcpy(out.mutable_data(), a.data(), a.num_elements() * a.element_bytes());
-        return out;
-      })
-      .def("from_numpy", [](Ndarray& a, py::array values) {
-        py::array contiguous = py::array::ensure(values.attr("astype")(NumpyDtype(a.dtype())),
-                                                 py::array::c_style);
-        std::vector<int64_t> shape(contiguous.shape(), contiguous.shape() + contiguous.ndim());
-        if (shape != a.shape()) {
-          throw QuadrantsError(ErrorKind::kType, "from_numpy: the array's shape differs "
-                                                 "from the ndarray's");
-        }
-        std::memcpy(a.data(), contiguous.data(), a.num_elements() * a.element_bytes());
-        a.BumpDataGeneration();
-      })
+      .def("read",
+           [](const Ndarray& a, std::vector<int64_t> index) {
+             return FromConstant(Unwrap(a.Read(index)));
+           })
+      .def("write",
+           [](Ndarray& a, std::vector<int64_t> index, py::handle value) {
+             Check(a.Write(index, ToConstant(value, a.dtype())));
+           })
+      .def("to_numpy",
+           [](Ndarray& a) {
+             py::array out(NumpyDtype(a.dtype()), a.shape());
+             std::memcpy(out.mutable_data(), a.data(),
+                         a.num_elements() * a.element_bytes());
+             return out;
+           })
+      .def("from_numpy",
+           [](Ndarray& a, py::array values) {
+             py::array contiguous =
+                 py::array::ensure(values.attr("astype")(NumpyDtype(a.dtype())),
+                                   py::array::c_style);
+             std::vector<int64_t> shape(contiguous.shape(),
+                                        contiguous.shape() + contiguous.ndim());
+             if (shape != a.shape()) {
+               throw QuadrantsError(ErrorKind::kType,
+                                    "from_numpy: the array's shape differs "
+                                    "from the ndarray's");
+             }
+             std::memcpy(a.data(), contiguous.data(),
+                         a.num_elements() * a.element_bytes());
+             a.BumpDataGeneration();
+           })
       .def("fill", [](Ndarray& a, py::handle value) {
         const ir::Constant c = ToConstant(value, a.dtype());
         char* data = static_cast<char*>(a.data());
@@ -459,7 +552,8 @@ PYBIND11_MODULE(_quadrants_core, m) {
         a.BumpDataGeneration();
       });
 
-  py::class_<CompiledKernel, std::shared_ptr<CompiledKernel>>(m, "CompiledKernel")
+  py::class_<CompiledKernel, std::shared_ptr<CompiledKernel>>(m,
+                                                              "CompiledKernel")
       .def_property_readonly("name", &CompiledKernel::name)
       .def_property_readonly("num_tasks", &CompiledKernel::num_tasks);
 
@@ -481,14 +575,17 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("compile_grad", &PyProgram::CompileGrad)
       .def("launch", &PyProgram::Launch)
       .def("sync", [](PyProgram& p) { Check(p.get().Sync()); })
-      .def("materialize", [](PyProgram& p) { Check(p.get().MaterializeFields()); })
-      .def_property_readonly("num_cpu_threads",
-                             [](PyProgram& p) { return p.get().num_cpu_threads(); })
-      .def_property_readonly("last_threads_used", [](PyProgram& p) {
-        return p.get().last_launch().max_threads_used;
-      })
-      .def_property_readonly("compile_warnings",
-                             [](PyProgram& p) { return p.get().compile_warnings(); })
+      .def("materialize",
+           [](PyProgram& p) { Check(p.get().MaterializeFields()); })
+      .def_property_readonly(
+          "num_cpu_threads",
+          [](PyProgram& p) { return p.get().num_cpu_threads(); })
+      .def_property_readonly(
+          "last_threads_used",
+          [](PyProgram& p) { return p.get().last_launch().max_threads_used; })
+      .def_property_readonly(
+          "compile_warnings",
+          [](PyProgram& p) { return p.get().compile_warnings(); })
       .def("adstack_stats", [](PyProgram& p) {
         const AdStackStats& s = p.get().adstack_stats();
         py::dict d;
@@ -503,32 +600,40 @@ PYBIND11_MODULE(_quadrants_core, m) {
       });
 
   py::class_<ir::Kernel>(m, "Kernel")
-      .def(py::init([](const std::string& name, const std::string& file, int line) {
+      .def(py::init([](const std::string& name, const std::string& file,
+                       int line) {
         return std::make_unique<ir::Kernel>(name, SourceLocation{file, line});
       }))
-      .def("add_scalar_param", [](ir::Kernel& k, const std::string& name, const std::string& t) {
-        return k.AddParam(ir::KernelParam::Scalar(name, Dtype(t)));
-      })
+      .def("add_scalar_param",
+           [](ir::Kernel& k, const std::string& name, const std::string& t) {
+             return k.AddParam(ir::KernelParam::Scalar(name, Dtype(t)));
+           })
       .def("add_ndarray_param",
-           [](ir::Kernel& k, const std::string& name, const std::string& t, int ndim) {
+           [](ir::Kernel& k, const std::string& name, const std::string& t,
+              int ndim) {
              return k.AddParam(ir::KernelParam::Ndarray(name, Dtype(t), ndim));
            })
       .def_property_readonly("name", &ir::Kernel::name)
       .def("print", [](const ir::Kernel& k) { return ir::PrintKernel(k); });
 
   py::class_<ir::Stmt, std::unique_ptr<ir::Stmt, py::nodelete>>(m, "Stmt")
-      .def_property_readonly("dtype", [](const ir::Stmt& s) {
-        if (s.type().is_scalar() || s.type().is_pointer()) return DtypeName(s.type().element());
-        return s.type().ToString();
-      })
-      .def_property_readonly("is_pointer", [](const ir::Stmt& s) { return s.type().is_pointer(); })
+      .def_property_readonly(
+          "dtype",
+          [](const ir::Stmt& s) {
+            if (s.type().is_scalar() || s.type().is_pointer())
+              return DtypeName(s.type().element());
+            return s.type().ToString();
+          })
+      .def_property_readonly(
+          "is_pointer", [](const ir::Stmt& s) { return s.type().is_pointer(); })
       .def_property_readonly("kind", [](const ir::Stmt& s) {
         return std::string(ir::StmtKindName(s.kind()));
       });
 
   const auto ref = py::return_value_policy::reference;
   py::class_<PyBuilder>(m, "Builder")
-      .def(py::init<ir::Kernel*, PyProgram*>(), py::keep_alive<1, 2>(), py::keep_alive<1, 3>())
+      .def(py::init<ir::Kernel*, PyProgram*>(), py::keep_alive<1, 2>(),
+           py::keep_alive<1, 3>())
       .def("set_location", &PyBuilder::SetLocation)
       .def("const_int", &PyBuilder::ConstInt, ref)
       .def("const_float", &PyBuilder::ConstFloat, ref)

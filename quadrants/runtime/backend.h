@@ -41,7 +41,7 @@ struct AdStackStats {
   int64_t heap_bytes = 0;                        // allocated heap
   int heap_grows = 0;                            // allocations so far
   int64_t tree_evaluations = 0;                  // SizeExpr evaluations so far
-  int64_t cache_hits = 0;                        // launches sized from the cache
+  int64_t cache_hits = 0;  // launches sized from the cache
 };
 
 // An error a kernel recorded on the device, to be raised at the next sync.
@@ -59,9 +59,13 @@ class CompiledKernel {
   virtual ~CompiledKernel() = default;
   const std::string& name() const { return name_; }
   const std::vector<ir::KernelParam>& params() const { return params_; }
-  const std::vector<RuntimeErrorSite>& error_sites() const { return error_sites_; }
+  const std::vector<RuntimeErrorSite>& error_sites() const {
+    return error_sites_;
+  }
   int num_tasks() const { return num_tasks_; }
-  const std::vector<std::vector<AdStackInfo>>& task_adstacks() const { return task_adstacks_; }
+  const std::vector<std::vector<AdStackInfo>>& task_adstacks() const {
+    return task_adstacks_;
+  }
   // What the kernel may write: field places and ndarray parameter indices
   // (generation counters are bumped for these only).
   const std::vector<int>& written_snodes() const { return written_snodes_; }

@@ -7,24 +7,32 @@ namespace quadrants {
 
 absl::string_view ArchName(Arch arch) {
   switch (arch) {
-    case Arch::kCpu: return "cpu";
-    case Arch::kCuda: return "cuda";
-    case Arch::kAmdgpu: return "amdgpu";
-    case Arch::kVulkan: return "vulkan";
-    case Arch::kMetal: return "metal";
+    case Arch::kCpu:
+      return "cpu";
+    case Arch::kCuda:
+      return "cuda";
+    case Arch::kAmdgpu:
+      return "amdgpu";
+    case Arch::kVulkan:
+      return "vulkan";
+    case Arch::kMetal:
+      return "metal";
   }
   return "?";
 }
 
 absl::StatusOr<Arch> ParseArch(absl::string_view name) {
-  for (Arch arch : {Arch::kCpu, Arch::kCuda, Arch::kAmdgpu, Arch::kVulkan,
-                    Arch::kMetal}) {
-    if (ArchName(arch) == name) return arch;
+  for (Arch arch :
+       {Arch::kCpu, Arch::kCuda, Arch::kAmdgpu, Arch::kVulkan, Arch::kMetal}) {
+    if (ArchName(arch) == name)
+      return arch;
   }
-  if (name == "x64") return Arch::kCpu;
-  return MakeError(ErrorKind::kType,
-                   absl::StrCat("unknown arch '", name,
-                                "' (expected cpu, x64, cuda, amdgpu, vulkan or metal)"));
+  if (name == "x64")
+    return Arch::kCpu;
+  return MakeError(
+      ErrorKind::kType,
+      absl::StrCat("unknown arch '", name,
+                   "' (expected cpu, x64, cuda, amdgpu, vulkan or metal)"));
 }
 
 uint64_t CompileConfig::CodegenHash() const {

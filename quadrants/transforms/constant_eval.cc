@@ -11,7 +11,9 @@ using ir::Constant;
 using ir::PrimitiveType;
 using ir::UnaryOpKind;
 
-bool IsF32(PrimitiveType t) { return t != PrimitiveType::kF64; }
+bool IsF32(PrimitiveType t) {
+  return t != PrimitiveType::kF64;
+}
 
 template <typename F32Fn, typename F64Fn>
 double Math(PrimitiveType t, double x, F32Fn f32, F64Fn f64) {
@@ -22,49 +24,67 @@ absl::optional<Constant> EvalFloatUnary(UnaryOpKind op, double x,
                                         PrimitiveType t) {
   double r;
   switch (op) {
-    case UnaryOpKind::kNeg: r = -x; break;
-    case UnaryOpKind::kAbs: r = std::fabs(x); break;
-    case UnaryOpKind::kFloor: r = std::floor(x); break;
-    case UnaryOpKind::kCeil: r = std::ceil(x); break;
+    case UnaryOpKind::kNeg:
+      r = -x;
+      break;
+    case UnaryOpKind::kAbs:
+      r = std::fabs(x);
+      break;
+    case UnaryOpKind::kFloor:
+      r = std::floor(x);
+      break;
+    case UnaryOpKind::kCeil:
+      r = std::ceil(x);
+      break;
     case UnaryOpKind::kSqrt:
-      r = Math(t, x, [](float v) { return std::sqrt(v); },
-               [](double v) { return std::sqrt(v); });
+      r = Math(
+          t, x, [](float v) { return std::sqrt(v); },
+          [](double v) { return std::sqrt(v); });
       break;
     case UnaryOpKind::kRsqrt:
-      r = Math(t, x, [](float v) { return 1.0f / std::sqrt(v); },
-               [](double v) { return 1.0 / std::sqrt(v); });
+      r = Math(
+          t, x, [](float v) { return 1.0f / std::sqrt(v); },
+          [](double v) { return 1.0 / std::sqrt(v); });
       break;
     case UnaryOpKind::kSin:
-      r = Math(t, x, [](float v) { return std::sin(v); },
-               [](double v) { return std::sin(v); });
+      r = Math(
+          t, x, [](float v) { return std::sin(v); },
+          [](double v) { return std::sin(v); });
       break;
     case UnaryOpKind::kCos:
-      r = Math(t, x, [](float v) { return std::cos(v); },
-               [](double v) { return std::cos(v); });
+      r = Math(
+          t, x, [](float v) { return std::cos(v); },
+          [](double v) { return std::cos(v); });
       break;
     case UnaryOpKind::kTan:
-      r = Math(t, x, [](float v) { return std::tan(v); },
-               [](double v) { return std::tan(v); });
+      r = Math(
+          t, x, [](float v) { return std::tan(v); },
+          [](double v) { return std::tan(v); });
       break;
     case UnaryOpKind::kTanh:
-      r = Math(t, x, [](float v) { return std::tanh(v); },
-               [](double v) { return std::tanh(v); });
+      r = Math(
+          t, x, [](float v) { return std::tanh(v); },
+          [](double v) { return std::tanh(v); });
       break;
     case UnaryOpKind::kExp:
-      r = Math(t, x, [](float v) { return std::exp(v); },
-               [](double v) { return std::exp(v); });
+      r = Math(
+          t, x, [](float v) { return std::exp(v); },
+          [](double v) { return std::exp(v); });
       break;
     case UnaryOpKind::kLog:
-      r = Math(t, x, [](float v) { return std::log(v); },
-               [](double v) { return std::log(v); });
+      r = Math(
+          t, x, [](float v) { return std::log(v); },
+          [](double v) { return std::log(v); });
       break;
     case UnaryOpKind::kAsin:
-      r = Math(t, x, [](float v) { return std::asin(v); },
-               [](double v) { return std::asin(v); });
+      r = Math(
+          t, x, [](float v) { return std::asin(v); },
+          [](double v) { return std::asin(v); });
       break;
     case UnaryOpKind::kAcos:
-      r = Math(t, x, [](float v) { return std::acos(v); },
-               [](double v) { return std::acos(v); });
+      r = Math(
+          t, x, [](float v) { return std::acos(v); },
+          [](double v) { return std::acos(v); });
       break;
     default:
       return absl::nullopt;
@@ -95,12 +115,14 @@ absl::optional<Constant> EvalIntUnary(UnaryOpKind op, const Constant& x,
 // Python's floor division and modulo on signed integers.
 int64_t FloorDiv(int64_t a, int64_t b) {
   int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  if ((a % b != 0) && ((a < 0) != (b < 0)))
+    --q;
   return q;
 }
 int64_t FloorMod(int64_t a, int64_t b) {
   int64_t r = a % b;
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  if (r != 0 && ((r < 0) != (b < 0)))
+    r += b;
   return r;
 }
 
@@ -110,7 +132,8 @@ absl::optional<Constant> Compare(BinaryOpKind op, const Constant& a,
   const PrimitiveType t = a.type();
   if (ir::IsFloat(t)) {
     const double x = a.as_float(), y = b.as_float();
-    if (std::isnan(x) || std::isnan(y)) return Constant::Bool(op == BinaryOpKind::kNe);
+    if (std::isnan(x) || std::isnan(y))
+      return Constant::Bool(op == BinaryOpKind::kNe);
     sign = x < y ? -1 : (x > y ? 1 : 0);
   } else if (ir::IsSigned(t)) {
     sign = a.as_int() < b.as_int() ? -1 : (a.as_int() > b.as_int() ? 1 : 0);
@@ -118,13 +141,20 @@ absl::optional<Constant> Compare(BinaryOpKind op, const Constant& a,
     sign = a.as_uint() < b.as_uint() ? -1 : (a.as_uint() > b.as_uint() ? 1 : 0);
   }
   switch (op) {
-    case BinaryOpKind::kLt: return Constant::Bool(sign < 0);
-    case BinaryOpKind::kLe: return Constant::Bool(sign <= 0);
-    case BinaryOpKind::kGt: return Constant::Bool(sign > 0);
-    case BinaryOpKind::kGe: return Constant::Bool(sign >= 0);
-    case BinaryOpKind::kEq: return Constant::Bool(sign == 0);
-    case BinaryOpKind::kNe: return Constant::Bool(sign != 0);
-    default: return absl::nullopt;
+    case BinaryOpKind::kLt:
+      return Constant::Bool(sign < 0);
+    case BinaryOpKind::kLe:
+      return Constant::Bool(sign <= 0);
+    case BinaryOpKind::kGt:
+      return Constant::Bool(sign > 0);
+    case BinaryOpKind::kGe:
+      return Constant::Bool(sign >= 0);
+    case BinaryOpKind::kEq:
+      return Constant::Bool(sign == 0);
+    case BinaryOpKind::kNe:
+      return Constant::Bool(sign != 0);
+    default:
+      return absl::nullopt;
   }
 }
 
@@ -132,14 +162,30 @@ absl::optional<Constant> EvalFloatBinary(BinaryOpKind op, double x, double y,
                                          PrimitiveType t) {
   double r;
   switch (op) {
-    case BinaryOpKind::kAdd: r = x + y; break;
-    case BinaryOpKind::kSub: r = x - y; break;
-    case BinaryOpKind::kMul: r = x * y; break;
-    case BinaryOpKind::kDiv: r = x / y; break;
-    case BinaryOpKind::kFloorDiv: r = std::floor(x / y); break;
-    case BinaryOpKind::kMod: r = x - y * std::floor(x / y); break;
-    case BinaryOpKind::kMin: r = std::fmin(x, y); break;
-    case BinaryOpKind::kMax: r = std::fmax(x, y); break;
+    case BinaryOpKind::kAdd:
+      r = x + y;
+      break;
+    case BinaryOpKind::kSub:
+      r = x - y;
+      break;
+    case BinaryOpKind::kMul:
+      r = x * y;
+      break;
+    case BinaryOpKind::kDiv:
+      r = x / y;
+      break;
+    case BinaryOpKind::kFloorDiv:
+      r = std::floor(x / y);
+      break;
+    case BinaryOpKind::kMod:
+      r = x - y * std::floor(x / y);
+      break;
+    case BinaryOpKind::kMin:
+      r = std::fmin(x, y);
+      break;
+    case BinaryOpKind::kMax:
+      r = std::fmax(x, y);
+      break;
     case BinaryOpKind::kPow:
       r = IsF32(t) ? std::pow(static_cast<float>(x), static_cast<float>(y))
                    : std::pow(x, y);
@@ -151,7 +197,8 @@ absl::optional<Constant> EvalFloatBinary(BinaryOpKind op, double x, double y,
     default:
       return absl::nullopt;
   }
-  if (IsF32(t)) r = static_cast<float>(r);
+  if (IsF32(t))
+    r = static_cast<float>(r);
   return Constant::Float(t, r);
 }
 
@@ -160,38 +207,53 @@ absl::optional<Constant> EvalIntBinary(BinaryOpKind op, const Constant& a,
   const bool is_signed = ir::IsSigned(t);
   const int width = ir::BitWidth(t);
   const uint64_t x = a.as_uint(), y = b.as_uint();
-  auto wrap = [&](uint64_t v) { return Constant::Int(t, static_cast<int64_t>(v)); };
+  auto wrap = [&](uint64_t v) {
+    return Constant::Int(t, static_cast<int64_t>(v));
+  };
   switch (op) {
-    case BinaryOpKind::kAdd: return wrap(x + y);
-    case BinaryOpKind::kSub: return wrap(x - y);
-    case BinaryOpKind::kMul: return wrap(x * y);
-    case BinaryOpKind::kBitAnd: return wrap(x & y);
-    case BinaryOpKind::kBitOr: return wrap(x | y);
-    case BinaryOpKind::kBitXor: return wrap(x ^ y);
+    case BinaryOpKind::kAdd:
+      return wrap(x + y);
+    case BinaryOpKind::kSub:
+      return wrap(x - y);
+    case BinaryOpKind::kMul:
+      return wrap(x * y);
+    case BinaryOpKind::kBitAnd:
+      return wrap(x & y);
+    case BinaryOpKind::kBitOr:
+      return wrap(x | y);
+    case BinaryOpKind::kBitXor:
+      return wrap(x ^ y);
     case BinaryOpKind::kMin:
       return is_signed ? (a.as_int() < b.as_int() ? a : b) : (x < y ? a : b);
     case BinaryOpKind::kMax:
       return is_signed ? (a.as_int() > b.as_int() ? a : b) : (x > y ? a : b);
     case BinaryOpKind::kFloorDiv:
     case BinaryOpKind::kMod: {
-      if (y == 0) return absl::nullopt;
-      if (!is_signed) return wrap(op == BinaryOpKind::kMod ? x % y : x / y);
-      if (a.as_int() == INT64_MIN && b.as_int() == -1) return absl::nullopt;
+      if (y == 0)
+        return absl::nullopt;
+      if (!is_signed)
+        return wrap(op == BinaryOpKind::kMod ? x % y : x / y);
+      if (a.as_int() == INT64_MIN && b.as_int() == -1)
+        return absl::nullopt;
       return Constant::Int(t, op == BinaryOpKind::kMod
                                   ? FloorMod(a.as_int(), b.as_int())
                                   : FloorDiv(a.as_int(), b.as_int()));
     }
     case BinaryOpKind::kShl:
     case BinaryOpKind::kShr: {
-      if (y >= static_cast<uint64_t>(width)) return absl::nullopt;
-      if (op == BinaryOpKind::kShl) return wrap(x << y);
+      if (y >= static_cast<uint64_t>(width))
+        return absl::nullopt;
+      if (op == BinaryOpKind::kShl)
+        return wrap(x << y);
       return is_signed ? Constant::Int(t, a.as_int() >> y) : wrap(x >> y);
     }
     case BinaryOpKind::kPow: {
-      if (is_signed && b.as_int() < 0) return absl::nullopt;
+      if (is_signed && b.as_int() < 0)
+        return absl::nullopt;
       uint64_t result = 1, base = x;
       for (uint64_t e = y; e != 0; e >>= 1) {
-        if (e & 1) result *= base;
+        if (e & 1)
+          result *= base;
         base *= base;
       }
       return wrap(result);
@@ -205,23 +267,29 @@ absl::optional<Constant> EvalIntBinary(BinaryOpKind op, const Constant& a,
 
 absl::optional<Constant> EvalUnary(UnaryOpKind op, const Constant& x,
                                    PrimitiveType result) {
-  if (op == UnaryOpKind::kCast) return Constant::Cast(x, result);
-  if (op == UnaryOpKind::kLogicalNot) return Constant::Bool(x.is_zero());
-  if (ir::IsFloat(result)) return EvalFloatUnary(op, x.as_float(), result);
+  if (op == UnaryOpKind::kCast)
+    return Constant::Cast(x, result);
+  if (op == UnaryOpKind::kLogicalNot)
+    return Constant::Bool(x.is_zero());
+  if (ir::IsFloat(result))
+    return EvalFloatUnary(op, x.as_float(), result);
   return EvalIntUnary(op, x, result);
 }
 
 absl::optional<Constant> EvalBinary(BinaryOpKind op, const Constant& a,
                                     const Constant& b, PrimitiveType result) {
-  if (a.type() != b.type()) return absl::nullopt;  // not type checked
-  if (ir::IsComparison(op)) return Compare(op, a, b);
+  if (a.type() != b.type())
+    return absl::nullopt;  // not type checked
+  if (ir::IsComparison(op))
+    return Compare(op, a, b);
   if (op == BinaryOpKind::kLogicalAnd) {
     return Constant::Bool(!a.is_zero() && !b.is_zero());
   }
   if (op == BinaryOpKind::kLogicalOr) {
     return Constant::Bool(!a.is_zero() || !b.is_zero());
   }
-  if (a.type() != result) return absl::nullopt;
+  if (a.type() != result)
+    return absl::nullopt;
   if (ir::IsFloat(result)) {
     return EvalFloatBinary(op, a.as_float(), b.as_float(), result);
   }

@@ -17,11 +17,12 @@ using ir::StmtKind;
 // Equal keys mean interchangeable statements: same kind, type, attributes
 // and operand identities.
 std::string KeyOf(const Stmt& s) {
-  std::string key = absl::StrCat(static_cast<int>(s.kind()), "|",
-                                 s.type().ToString(), "|");
+  std::string key =
+      absl::StrCat(static_cast<int>(s.kind()), "|", s.type().ToString(), "|");
   switch (s.kind()) {
     case StmtKind::kConst:
-      absl::StrAppend(&key, static_cast<const ir::ConstStmt&>(s).value().ToString());
+      absl::StrAppend(&key,
+                      static_cast<const ir::ConstStmt&>(s).value().ToString());
       break;
     case StmtKind::kArgLoad:
       absl::StrAppend(&key, static_cast<const ir::ArgLoadStmt&>(s).arg());
@@ -38,12 +39,12 @@ std::string KeyOf(const Stmt& s) {
       absl::StrAppend(&key, static_cast<const ir::FieldPtrStmt&>(s).snode_id());
       break;
     case StmtKind::kUnaryOp:
-      absl::StrAppend(&key, static_cast<int>(
-                                static_cast<const ir::UnaryOpStmt&>(s).op()));
+      absl::StrAppend(
+          &key, static_cast<int>(static_cast<const ir::UnaryOpStmt&>(s).op()));
       break;
     case StmtKind::kBinaryOp:
-      absl::StrAppend(&key, static_cast<int>(
-                                static_cast<const ir::BinaryOpStmt&>(s).op()));
+      absl::StrAppend(
+          &key, static_cast<int>(static_cast<const ir::BinaryOpStmt&>(s).op()));
       break;
     case StmtKind::kLoopIndex:
       absl::StrAppend(&key, static_cast<const ir::LoopIndexStmt&>(s).axis());
@@ -68,7 +69,8 @@ class Cse {
   Stmt* Lookup(const std::string& key) const {
     for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
       auto found = it->find(key);
-      if (found != it->end()) return found->second;
+      if (found != it->end())
+        return found->second;
     }
     return nullptr;
   }
@@ -87,11 +89,13 @@ class Cse {
       }
       // Each child block is its own scope: siblings (then/else, a task's
       // prologue and body) never see each other's values.
-      for (ir::Block* child : s->blocks()) Visit(*child);
+      for (ir::Block* child : s->blocks())
+        Visit(*child);
       for (size_t k = 0; k < s->num_operands(); ++k) {
         s->set_operand(k, Resolve(s->operand(k)));
       }
-      if (!s->is_pure() || s->type().is_unknown()) continue;
+      if (!s->is_pure() || s->type().is_unknown())
+        continue;
       std::string key = KeyOf(*s);
       if (Stmt* earlier = Lookup(key)) {
         replaced_[s] = earlier;

@@ -39,7 +39,8 @@ class Offloader {
     std::vector<std::unique_ptr<Stmt>> serial;
     for (auto& stmt : top) {
       Stmt* s = stmt.get();
-      const bool loop = ir::Isa<ir::RangeForStmt>(s) || ir::Isa<ir::StructForStmt>(s);
+      const bool loop =
+          ir::Isa<ir::RangeForStmt>(s) || ir::Isa<ir::StructForStmt>(s);
       const bool effects = s->has_side_effects();  // `s` may be consumed below
       if (loop) {
         QD_RETURN_IF_ERROR(FlushSerial(serial));
@@ -48,10 +49,12 @@ class Offloader {
         origins_[s] = Origin{-1, epoch};
         serial.push_back(std::move(stmt));
       }
-      if (effects) ++epoch;
+      if (effects)
+        ++epoch;
     }
     QD_RETURN_IF_ERROR(FlushSerial(serial));
-    for (auto& task : tasks_) kernel_.body()->Append(std::move(task));
+    for (auto& task : tasks_)
+      kernel_.body()->Append(std::move(task));
     return absl::OkStatus();
   }
 
@@ -63,30 +66,33 @@ class Offloader {
 
   // A copy of top-level `value` (and what it depends on) placed in
   // `into` at *position, for a task that starts at `epoch`.
-  absl::StatusOr<Stmt*> Recompute(Stmt* value, Block* into, size_t* position,
-                                  int epoch,
-                                  absl::flat_hash_map<const Stmt*, Stmt*>& copies,
-                                  const Stmt& user) {
-    if (auto it = copies.find(value); it != copies.end()) return it->second;
+  absl::StatusOr<Stmt*> Recompute(
+      Stmt* value, Block* into, size_t* position, int epoch,
+      absl::flat_hash_map<const Stmt*, Stmt*>& copies, const Stmt& user) {
+    if (auto it = copies.find(value); it != copies.end())
+      return it->second;
     if (ir::Isa<ir::AllocaStmt>(value) || ir::Isa<ir::LocalLoadStmt>(value)) {
-      const Stmt& var = ir::Isa<ir::AllocaStmt>(value) ? *value : *value->operand(0);
-      return Error(user, absl::StrCat(
-                             "the local variable defined at ", var.loc().ToString(),
-                             " is used on both sides of a top-level parallel "
-                             "loop; define it inside the loop, or keep it in a "
-                             "field"));
+      const Stmt& var =
+          ir::Isa<ir::AllocaStmt>(value) ? *value : *value->operand(0);
+      return Error(
+          user,
+          absl::StrCat("the local variable defined at ", var.loc().ToString(),
+                       " is used on both sides of a top-level parallel "
+                       "loop; define it inside the loop, or keep it in a "
+                       "field"));
     }
     const bool load = ir::Isa<ir::GlobalLoadStmt>(value);
     if (!value->is_pure() && !load) {
-      return Error(user, absl::StrCat("a value computed at ",
-                                      value->loc().ToString(),
-                                      " cannot be carried into a parallel loop"));
+      return Error(user,
+                   absl::StrCat("a value computed at ", value->loc().ToString(),
+                                " cannot be carried into a parallel loop"));
     }
     if (load && origins_[value].epoch != epoch) {
-      return Error(user, absl::StrCat(
-                             "the global value read at ", value->loc().ToString(),
-                             " may change before the parallel loop that uses it "
-                             "runs; read it inside the loop instead"));
+      return Error(
+          user,
+          absl::StrCat("the global value read at ", value->loc().ToString(),
+                       " may change before the parallel loop that uses it "
+                       "runs; read it inside the loop instead"));
     }
     for (Stmt* operand : value->operands()) {
       if (origins_.contains(operand)) {
@@ -109,7 +115,8 @@ class Offloader {
       for (size_t i = 0; i < s->num_operands(); ++i) {
         Stmt* operand = s->operand(i);
         auto origin = origins_.find(operand);
-        if (origin == origins_.end() || origin->second.task == own_task) continue;
+        if (origin == origins_.end() || origin->second.task == own_task)
+          continue;
         QD_ASSIGN_OR_RETURN(Stmt * copy, Recompute(operand, block, &position,
                                                    epoch, copies, *s));
         s->set_operand(i, copy);
@@ -119,20 +126,24 @@ class Offloader {
   }
 
   absl::Status FlushSerial(std::vector<std::unique_ptr<Stmt>>& serial) {
-    if (serial.empty()) return absl::OkStatus();
+    if (serial.empty())
+      return absl::OkStatus();
     bool effects = false;
-    for (const auto& s : serial) effects |= s->has_side_effects();
+    for (const auto& s : serial)
+      effects |= s->has_side_effects();
     const int index = static_cast<int>(tasks_.size());
     auto task = std::make_unique<OffloadedTaskStmt>(TaskKind::kSerial);
     task->set_loc(serial.front()->loc());
-    for (auto& s : serial) task->body()->Append(std::move(s));
+    for (auto& s : serial)
+      task->body()->Append(std::move(s));
     serial.clear();
     if (!effects) {
       // Pure values only: the tasks that use them recompute them.
       pure_only_.push_back(std::move(task));
       return absl::OkStatus();
     }
-    for (const auto& s : *task->body()) origins_[s.get()].task = index;
+    for (const auto& s : *task->body())
+      origins_[s.get()].task = index;
     const int epoch = origins_[task->body()->at(0)].epoch;
     QD_RETURN_IF_ERROR(ImportOperands(task->body(), index, epoch));
     tasks_.push_back(std::move(task));
@@ -152,8 +163,9 @@ class Offloader {
         if (!origins_.contains(bound)) {
           return Error(*range, "loop bound is not defined at the top level");
         }
-        QD_ASSIGN_OR_RETURN(bounds[k], Recompute(bound, task->prologue(),
-                                                 &position, epoch, copies, *range));
+        QD_ASSIGN_OR_RETURN(bounds[k],
+                            Recompute(bound, task->prologue(), &position, epoch,
+                                      copies, *range));
       }
       task->SetBounds(bounds[0], bounds[1]);
     } else {
@@ -163,9 +175,11 @@ class Offloader {
     }
     task->set_loc(loop->loc());
     Block* body = loop->blocks()[0];
-    for (auto& s : body->TakeAll()) task->body()->Append(std::move(s));
+    for (auto& s : body->TakeAll())
+      task->body()->Append(std::move(s));
     // Loop indices now refer to the task.
-    ir::WalkBlock(*task->body(), [&](Stmt* s) { s->ReplaceOperand(loop.get(), task.get()); });
+    ir::WalkBlock(*task->body(),
+                  [&](Stmt* s) { s->ReplaceOperand(loop.get(), task.get()); });
     QD_RETURN_IF_ERROR(ImportOperands(task->body(), index, epoch));
     tasks_.push_back(std::move(task));
     return absl::OkStatus();
@@ -180,6 +194,8 @@ class Offloader {
 
 }  // namespace
 
-absl::Status Offload(ir::Kernel& kernel) { return Offloader(kernel).Run(); }
+absl::Status Offload(ir::Kernel& kernel) {
+  return Offloader(kernel).Run();
+}
 
 }  // namespace quadrants::transforms

@@ -15,12 +15,15 @@
 namespace quadrants::transforms {
 namespace {
 
-absl::Status VerifyAfter(const ir::Kernel& kernel, const PipelineOptions& options,
+absl::Status VerifyAfter(const ir::Kernel& kernel,
+                         const PipelineOptions& options,
                          absl::string_view pass) {
-  if (!options.verify_each_pass) return absl::OkStatus();
-  absl::Status status = ir::Verify(kernel, {.require_types = true,
-                                            .snodes = options.snodes});
-  if (status.ok()) return status;
+  if (!options.verify_each_pass)
+    return absl::OkStatus();
+  absl::Status status =
+      ir::Verify(kernel, {.require_types = true, .snodes = options.snodes});
+  if (status.ok())
+    return status;
   return MakeError(ErrorKind::kCompilation,
                    absl::StrCat("internal compiler error after pass '", pass,
                                 "': ", status.message(), "\nIR:\n",
@@ -39,8 +42,8 @@ void Cleanup(ir::Kernel& kernel) {
 }  // namespace
 
 absl::Status LowerToTasks(ir::Kernel& kernel, const PipelineOptions& options) {
-  QD_RETURN_IF_ERROR(ir::Verify(kernel, {.require_types = false,
-                                         .snodes = options.snodes}));
+  QD_RETURN_IF_ERROR(
+      ir::Verify(kernel, {.require_types = false, .snodes = options.snodes}));
   QD_RETURN_IF_ERROR(TypeCheck(kernel, options.types));
   QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "type_check"));
   Cleanup(kernel);
@@ -54,10 +57,12 @@ absl::Status LowerToTasks(ir::Kernel& kernel, const PipelineOptions& options) {
   Cleanup(kernel);
   if (options.reverse_mode) {
     if (options.snodes == nullptr) {
-      return MakeError(ErrorKind::kCompilation, "reverse mode needs the SNode tree");
+      return MakeError(ErrorKind::kCompilation,
+                       "reverse mode needs the SNode tree");
     }
     QD_RETURN_IF_ERROR(autodiff::MakeGradKernel(
-        kernel, *options.snodes, {.ad_stack_enabled = options.ad_stack_enabled}));
+        kernel, *options.snodes,
+        {.ad_stack_enabled = options.ad_stack_enabled}));
     QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "reverse_mode"));
     Cleanup(kernel);
   }

@@ -25,7 +25,8 @@ struct PipelineOptions {
 // The front half of compilation: type check, simplify, CSE, DCE, offload,
 // optionally reverse-mode autodiff, and a final cleanup, leaving a kernel of
 // offloaded tasks for a backend.
-absl::Status LowerToTasks(ir::Kernel& kernel, const PipelineOptions& options = {});
+absl::Status LowerToTasks(ir::Kernel& kernel,
+                          const PipelineOptions& options = {});
 
 }  // namespace quadrants::transforms
 

@@ -15,14 +15,16 @@ bool PromoteTopLevelLocals(ir::Kernel& kernel) {
   // Candidates: top-level allocas stored to only by top-level statements.
   absl::flat_hash_set<const ir::Stmt*> candidates;
   for (const auto& stmt : root) {
-    if (ir::Isa<ir::AllocaStmt>(stmt.get())) candidates.insert(stmt.get());
+    if (ir::Isa<ir::AllocaStmt>(stmt.get()))
+      candidates.insert(stmt.get());
   }
   ir::WalkKernel(kernel, [&](const ir::Stmt* s) {
     if (ir::Isa<ir::LocalStoreStmt>(s) && s->parent() != &root) {
       candidates.erase(s->operand(0));
     }
   });
-  if (candidates.empty()) return false;
+  if (candidates.empty())
+    return false;
 
   bool changed = false;
   absl::flat_hash_map<const ir::Stmt*, ir::Stmt*> current;  // alloca -> value
@@ -48,15 +50,18 @@ bool PromoteTopLevelLocals(ir::Kernel& kernel) {
     }
     // Reads at this point, here or nested in this statement.
     std::vector<ir::Stmt*> loads;
-    if (ir::Isa<ir::LocalLoadStmt>(s)) loads.push_back(s);
+    if (ir::Isa<ir::LocalLoadStmt>(s))
+      loads.push_back(s);
     for (ir::Block* block : s->blocks()) {
       ir::WalkBlock(*block, [&](ir::Stmt* inner) {
-        if (ir::Isa<ir::LocalLoadStmt>(inner)) loads.push_back(inner);
+        if (ir::Isa<ir::LocalLoadStmt>(inner))
+          loads.push_back(inner);
       });
     }
     for (ir::Stmt* load : loads) {
       auto it = current.find(load->operand(0));
-      if (it == current.end()) continue;
+      if (it == current.end())
+        continue;
       ReplaceAllUses(kernel, load, it->second);
       changed = true;
     }

@@ -24,14 +24,16 @@ const Constant* ConstOf(const Stmt* s) {
 
 bool IsConst(const Stmt* s, int64_t value) {
   const Constant* c = ConstOf(s);
-  if (c == nullptr) return false;
+  if (c == nullptr)
+    return false;
   return c->is_float() ? c->as_float() == static_cast<double>(value)
                        : c->as_int() == value;
 }
 
 bool IsNegativeZero(const Stmt* s) {
   const Constant* c = ConstOf(s);
-  return c && c->is_float() && c->as_float() == 0 && std::signbit(c->as_float());
+  return c && c->is_float() && c->as_float() == 0 &&
+         std::signbit(c->as_float());
 }
 
 class Simplifier {
@@ -43,7 +45,8 @@ class Simplifier {
       replaced_.clear();
       SimplifyBlock(*kernel.body());
       dead_.clear();
-      if (!changed_) return any;
+      if (!changed_)
+        return any;
       any = true;
     }
   }
@@ -81,10 +84,12 @@ class Simplifier {
           continue;
         }
       }
-      for (Block* child : s->blocks()) SimplifyBlock(*child);
+      for (Block* child : s->blocks())
+        SimplifyBlock(*child);
       RemapOperands(*s);  // task bounds live in the task's own prologue
       Replacement r = Simplify(*s);
-      if (r.existing == nullptr && !r.constant) continue;
+      if (r.existing == nullptr && !r.constant)
+        continue;
       Stmt* value = r.existing;
       if (r.constant) {
         auto folded = std::make_unique<ConstStmt>(*r.constant);
@@ -101,13 +106,15 @@ class Simplifier {
   void InlineBranch(Block& block, ir::IfStmt& branch, bool taken) {
     Block* kept = taken ? branch.true_block() : branch.false_block();
     size_t position = block.IndexOf(&branch);
-    for (auto& stmt : kept->TakeAll()) block.Insert(position++, std::move(stmt));
+    for (auto& stmt : kept->TakeAll())
+      block.Insert(position++, std::move(stmt));
     dead_.push_back(block.Extract(&branch));
     changed_ = true;
   }
 
   Replacement Simplify(Stmt& s) {
-    if (s.type().is_unknown()) return {};
+    if (s.type().is_unknown())
+      return {};
     switch (s.kind()) {
       case ir::StmtKind::kUnaryOp:
         return SimplifyUnary(static_cast<ir::UnaryOpStmt&>(s));
@@ -128,7 +135,8 @@ class Simplifier {
     if (const Constant* x = ConstOf(u.input())) {
       return {nullptr, EvalUnary(u.op(), *x, u.type().element())};
     }
-    if (u.is_cast() && u.input()->type() == u.type()) return {u.input(), {}};
+    if (u.is_cast() && u.input()->type() == u.type())
+      return {u.input(), {}};
     return {};
   }
 
@@ -138,34 +146,46 @@ class Simplifier {
     const ir::PrimitiveType t = b.type().element();
     const Constant* x = ConstOf(lhs);
     const Constant* y = ConstOf(rhs);
-    if (x && y) return {nullptr, EvalBinary(b.op(), *x, *y, t)};
-    if (ir::IsComparison(b.op()) || ir::IsLogical(b.op())) return {};
+    if (x && y)
+      return {nullptr, EvalBinary(b.op(), *x, *y, t)};
+    if (ir::IsComparison(b.op()) || ir::IsLogical(b.op()))
+      return {};
     const bool integer = !ir::IsFloat(t);
     auto zero = [&]() { return Replacement{nullptr, Constant::Int(t, 0)}; };
     switch (b.op()) {
       case BinaryOpKind::kAdd:
-        if (integer ? IsConst(rhs, 0) : IsNegativeZero(rhs)) return {lhs, {}};
-        if (integer ? IsConst(lhs, 0) : IsNegativeZero(lhs)) return {rhs, {}};
+        if (integer ? IsConst(rhs, 0) : IsNegativeZero(rhs))
+          return {lhs, {}};
+        if (integer ? IsConst(lhs, 0) : IsNegativeZero(lhs))
+          return {rhs, {}};
         return {};
       case BinaryOpKind::kSub:
-        if (IsConst(rhs, 0) && !IsNegativeZero(rhs)) return {lhs, {}};
-        if (integer && lhs == rhs) return zero();
+        if (IsConst(rhs, 0) && !IsNegativeZero(rhs))
+          return {lhs, {}};
+        if (integer && lhs == rhs)
+          return zero();
         return {};
       case BinaryOpKind::kMul:
-        if (IsConst(rhs, 1)) return {lhs, {}};
-        if (IsConst(lhs, 1)) return {rhs, {}};
-        if (integer && (IsConst(lhs, 0) || IsConst(rhs, 0))) return zero();
+        if (IsConst(rhs, 1))
+          return {lhs, {}};
+        if (IsConst(lhs, 1))
+          return {rhs, {}};
+        if (integer && (IsConst(lhs, 0) || IsConst(rhs, 0)))
+          return zero();
         return {};
       case BinaryOpKind::kDiv:
         return IsConst(rhs, 1) ? Replacement{lhs, {}} : Replacement{};
       case BinaryOpKind::kFloorDiv:
-        return integer && IsConst(rhs, 1) ? Replacement{lhs, {}} : Replacement{};
+        return integer && IsConst(rhs, 1) ? Replacement{lhs, {}}
+                                          : Replacement{};
       case BinaryOpKind::kBitAnd:
         return IsConst(lhs, 0) || IsConst(rhs, 0) ? zero() : Replacement{};
       case BinaryOpKind::kBitOr:
       case BinaryOpKind::kBitXor:
-        if (IsConst(rhs, 0)) return {lhs, {}};
-        if (IsConst(lhs, 0)) return {rhs, {}};
+        if (IsConst(rhs, 0))
+          return {lhs, {}};
+        if (IsConst(lhs, 0))
+          return {rhs, {}};
         return {};
       case BinaryOpKind::kShl:
       case BinaryOpKind::kShr:
@@ -184,6 +204,8 @@ class Simplifier {
 
 }  // namespace
 
-bool Simplify(ir::Kernel& kernel) { return Simplifier().Run(kernel); }
+bool Simplify(ir::Kernel& kernel) {
+  return Simplifier().Run(kernel);
+}
 
 }  // namespace quadrants::transforms

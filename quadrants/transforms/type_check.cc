@@ -34,9 +34,11 @@ class TypeChecker {
 
  private:
   void Fail(const Stmt& s, const std::string& what) {
-    if (!error_.ok()) return;
-    error_ = MakeError(ErrorKind::kType, s.loc(),
-                       absl::StrCat("in kernel '", kernel_.name(), "': ", what));
+    if (!error_.ok())
+      return;
+    error_ =
+        MakeError(ErrorKind::kType, s.loc(),
+                  absl::StrCat("in kernel '", kernel_.name(), "': ", what));
   }
 
   void CheckBlock(Block& block) {
@@ -48,10 +50,12 @@ class TypeChecker {
         // Bounds live in the prologue and must be typed before loop indices
         // in the body take their type.
         CheckBlock(*task->prologue());
-        if (task->num_operands() == 2 && error_.ok()) CheckBounds(*task);
+        if (task->num_operands() == 2 && error_.ok())
+          CheckBounds(*task);
         CheckBlock(*task->body());
       } else {
-        for (Block* child : s->blocks()) CheckBlock(*child);
+        for (Block* child : s->blocks())
+          CheckBlock(*child);
       }
       i = block.IndexOf(s);
     }
@@ -60,9 +64,11 @@ class TypeChecker {
   // Operand `index` of `s` converted to `to` by a cast placed before `s`.
   void CastOperand(Stmt& s, size_t index, PrimitiveType to) {
     Stmt* value = s.operand(index);
-    if (value->type() == DataType::Scalar(to)) return;
+    if (value->type() == DataType::Scalar(to))
+      return;
     Block* block = s.parent();
-    auto cast = std::make_unique<ir::UnaryOpStmt>(UnaryOpKind::kCast, value, to);
+    auto cast =
+        std::make_unique<ir::UnaryOpStmt>(UnaryOpKind::kCast, value, to);
     cast->set_loc(s.loc());
     // For task bounds, `s` is the task and the operand lives in its prologue.
     Block* target = value->parent() != nullptr && Isa<ir::OffloadedTaskStmt>(&s)
@@ -74,15 +80,18 @@ class TypeChecker {
   }
 
   bool RequireScalar(const Stmt& s, const Stmt* value, const char* what) {
-    if (value->type().is_scalar()) return true;
+    if (value->type().is_scalar())
+      return true;
     Fail(s, absl::StrCat(what, " must be a scalar value, found ",
                          value->type().ToString()));
     return false;
   }
 
   bool RequireInteger(const Stmt& s, const Stmt* value, const char* what) {
-    if (!RequireScalar(s, value, what)) return false;
-    if (value->type().is_integer_scalar()) return true;
+    if (!RequireScalar(s, value, what))
+      return false;
+    if (value->type().is_integer_scalar())
+      return true;
     Fail(s, absl::StrCat(what, " must be an integer, found ",
                          value->type().ToString()));
     return false;
@@ -137,7 +146,8 @@ class TypeChecker {
     }
     PrimitiveType common = ir::PromoteTypes(loop.operand(0)->type().element(),
                                             loop.operand(1)->type().element());
-    if (common == PrimitiveType::kU1) common = options_.default_ip;
+    if (common == PrimitiveType::kU1)
+      common = options_.default_ip;
     CastOperand(loop, 0, common);
     CastOperand(loop, 1, common);
   }
@@ -153,8 +163,10 @@ class TypeChecker {
   }
 
   void CheckUnary(ir::UnaryOpStmt& u) {
-    if (!RequireScalar(u, u.input(), "an operand")) return;
-    if (u.is_cast()) return;
+    if (!RequireScalar(u, u.input(), "an operand"))
+      return;
+    if (u.is_cast())
+      return;
     PrimitiveType in = u.input()->type().element();
     if (ir::IsFloatMath(u.op()) && !ir::IsFloat(in)) {
       CastOperand(u, 0, options_.default_fp);
@@ -163,8 +175,9 @@ class TypeChecker {
     switch (u.op()) {
       case UnaryOpKind::kBitNot:
         if (ir::IsFloat(in)) {
-          return Fail(u, absl::StrCat("bit_not needs an integer operand, found ",
-                                      ir::PrimitiveTypeName(in)));
+          return Fail(u,
+                      absl::StrCat("bit_not needs an integer operand, found ",
+                                   ir::PrimitiveTypeName(in)));
         }
         break;
       case UnaryOpKind::kLogicalNot:
@@ -191,8 +204,9 @@ class TypeChecker {
     }
     if (ir::IsLogical(b.op())) {
       if (ir::IsFloat(l) || ir::IsFloat(r)) {
-        return Fail(b, absl::StrCat(op, " needs integer or boolean operands, "
-                                         "found ",
+        return Fail(b, absl::StrCat(op,
+                                    " needs integer or boolean operands, "
+                                    "found ",
                                     ir::PrimitiveTypeName(l), " and ",
                                     ir::PrimitiveTypeName(r)));
       }
@@ -202,9 +216,10 @@ class TypeChecker {
       return;
     }
     PrimitiveType common = ir::PromoteTypes(l, r);
-    const bool float_only = b.op() == BinaryOpKind::kDiv ||
-                            b.op() == BinaryOpKind::kAtan2;
-    if (float_only && !ir::IsFloat(common)) common = options_.default_fp;
+    const bool float_only =
+        b.op() == BinaryOpKind::kDiv || b.op() == BinaryOpKind::kAtan2;
+    if (float_only && !ir::IsFloat(common))
+      common = options_.default_fp;
     CastOperand(b, 0, common);
     CastOperand(b, 1, common);
     b.set_type(DataType::Scalar(ir::IsComparison(b.op()) ? PrimitiveType::kU1

@@ -21,7 +21,8 @@ struct TypeCheckOptions {
 // - loop bounds promote to a common integer type, which loop indices take.
 // Integer-only ops on floats, float indices and float conditions are
 // QuadrantsTypeError-kind errors naming the kernel and the file:line.
-absl::Status TypeCheck(ir::Kernel& kernel, const TypeCheckOptions& options = {});
+absl::Status TypeCheck(ir::Kernel& kernel,
+                       const TypeCheckOptions& options = {});
 
 // Type checks one statement just inserted into `kernel` (its operands are
 // already typed), inserting casts before it. Front ends call this as they

@@ -11,7 +11,8 @@
 namespace {
 
 absl::StatusOr<int> ParsePositive(int value) {
-  if (value <= 0) return absl::InvalidArgumentError(absl::StrCat("got ", value));
+  if (value <= 0)
+    return absl::InvalidArgumentError(absl::StrCat("got ", value));
   return value;
 }
 
@@ -22,7 +23,8 @@ TEST(AbslSmokeTest, StrCatJoinsMixedTypes) {
 
 TEST(AbslSmokeTest, FlatHashMapStoresAndFinds) {
   absl::flat_hash_map<std::string, int> sizes;
-  for (int i = 0; i < 1000; ++i) sizes[absl::StrCat("stack", i)] = i + 2;
+  for (int i = 0; i < 1000; ++i)
+    sizes[absl::StrCat("stack", i)] = i + 2;
   EXPECT_EQ(sizes.size(), 1000u);
   EXPECT_EQ(sizes.at("stack257"), 259);
   EXPECT_FALSE(sizes.contains("stack1000"));

@@ -30,31 +30,37 @@ TEST(CudaSmokeTest, LaunchesLlvmCompiledPtxOrReportsWhyNot) {
             << std::endl;
 
   CUmodule module = nullptr;
-  ASSERT_TRUE(cu.Check(cu.cuModuleLoadData(&module, kFillKernelPtx),
-                       "cuModuleLoadData").ok());
+  ASSERT_TRUE(
+      cu.Check(cu.cuModuleLoadData(&module, kFillKernelPtx), "cuModuleLoadData")
+          .ok());
   CUfunction fill = nullptr;
   ASSERT_TRUE(cu.Check(cu.cuModuleGetFunction(&fill, module, "fill"),
-                       "cuModuleGetFunction").ok());
+                       "cuModuleGetFunction")
+                  .ok());
 
   constexpr int kCount = 100000;
   CUdeviceptr out = 0;
-  ASSERT_TRUE(cu.Check(cu.cuMemAlloc(&out, kCount * sizeof(int)), "cuMemAlloc").ok());
+  ASSERT_TRUE(
+      cu.Check(cu.cuMemAlloc(&out, kCount * sizeof(int)), "cuMemAlloc").ok());
   int count = kCount;
   void* args[] = {&out, &count};
   constexpr unsigned kBlock = 128;
-  absl::Status launched = cu.Check(
-      cu.cuLaunchKernel(fill, (kCount + kBlock - 1) / kBlock, 1, 1, kBlock, 1,
-                        1, 0, nullptr, args, nullptr),
-      "cuLaunchKernel");
+  absl::Status launched =
+      cu.Check(cu.cuLaunchKernel(fill, (kCount + kBlock - 1) / kBlock, 1, 1,
+                                 kBlock, 1, 1, 0, nullptr, args, nullptr),
+               "cuLaunchKernel");
   ASSERT_TRUE(launched.ok()) << launched.message();
   ASSERT_TRUE(cu.Check(cu.cuCtxSynchronize(), "cuCtxSynchronize").ok());
   std::vector<int> host(kCount, -1);
   ASSERT_TRUE(cu.Check(cu.cuMemcpyDtoH(host.data(), out, kCount * sizeof(int)),
-                       "cuMemcpyDtoH").ok());
-  for (int i = 0; i < kCount; ++i) ASSERT_EQ(host[i], 3 * i + 1) << "at " << i;
+                       "cuMemcpyDtoH")
+                  .ok());
+  for (int i = 0; i < kCount; ++i)
+    ASSERT_EQ(host[i], 3 * i + 1) << "at " << i;
   cu.cuMemFree(out);
   cu.cuModuleUnload(module);
-  std::cout << "CUDA kernel wrote " << kCount << " correct elements" << std::endl;
+  std::cout << "CUDA kernel wrote " << kCount << " correct elements"
+            << std::endl;
 }
 
 }  // namespace

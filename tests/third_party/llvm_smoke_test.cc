@@ -34,7 +34,8 @@ class LlvmSmokeTest : public ::testing::Test {
 };
 
 // Builds `void name(ptr addrspace(1) out)` that stores 42 to out[0].
-llvm::Function* BuildStoreKernel(llvm::Module& module, llvm::CallingConv::ID cc) {
+llvm::Function* BuildStoreKernel(llvm::Module& module,
+                                 llvm::CallingConv::ID cc) {
   llvm::LLVMContext& context = module.getContext();
   auto* ptr = llvm::PointerType::get(context, /*AddressSpace=*/1);
   auto* type = llvm::FunctionType::get(llvm::Type::getVoidTy(context), {ptr},
@@ -52,9 +53,11 @@ std::string EmitForTarget(llvm::Module& module, const std::string& triple,
                           const std::string& cpu,
                           llvm::CodeGenFileType file_type) {
   std::string error;
-  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
+  const llvm::Target* target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
   EXPECT_NE(target, nullptr) << error;
-  if (target == nullptr) return "";
+  if (target == nullptr)
+    return "";
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       triple, cpu, "", llvm::TargetOptions(), llvm::Reloc::PIC_));
   module.setTargetTriple(triple);
@@ -72,10 +75,12 @@ TEST_F(LlvmSmokeTest, OrcJitRunsAFunctionReturning42) {
   auto context = std::make_unique<llvm::LLVMContext>();
   auto module = std::make_unique<llvm::Module>("answer", *context);
   auto* type = llvm::FunctionType::get(llvm::Type::getInt32Ty(*context), false);
-  auto* function = llvm::Function::Create(
-      type, llvm::Function::ExternalLinkage, "answer", *module);
-  llvm::IRBuilder<> builder(llvm::BasicBlock::Create(*context, "entry", function));
-  builder.CreateRet(builder.CreateAdd(builder.getInt32(40), builder.getInt32(2)));
+  auto* function = llvm::Function::Create(type, llvm::Function::ExternalLinkage,
+                                          "answer", *module);
+  llvm::IRBuilder<> builder(
+      llvm::BasicBlock::Create(*context, "entry", function));
+  builder.CreateRet(
+      builder.CreateAdd(builder.getInt32(40), builder.getInt32(2)));
   ASSERT_FALSE(llvm::verifyModule(*module, &llvm::errs()));
 
   auto jit = llvm::orc::LLJITBuilder().create();
@@ -117,8 +122,10 @@ TEST_F(LlvmSmokeTest, AmdgpuEmitsAnHsaCodeObject) {
   bool found_kernel = false;
   for (const llvm::object::SymbolRef& symbol : elf->symbols()) {
     auto name = symbol.getName();
-    if (name && *name == "store42") found_kernel = true;
-    if (!name) llvm::consumeError(name.takeError());
+    if (name && *name == "store42")
+      found_kernel = true;
+    if (!name)
+      llvm::consumeError(name.takeError());
   }
   EXPECT_TRUE(found_kernel);
 }

@@ -8,9 +8,11 @@
 namespace {
 
 double Dot(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() != b.size()) throw std::invalid_argument("length mismatch");
+  if (a.size() != b.size())
+    throw std::invalid_argument("length mismatch");
   double sum = 0;
-  for (size_t i = 0; i < a.size(); ++i) sum += a[i] * b[i];
+  for (size_t i = 0; i < a.size(); ++i)
+    sum += a[i] * b[i];
   return sum;
 }
 

@@ -20,14 +20,15 @@ TEST(SpirvCrossSmokeTest, TranslatesComputeShaderToMsl) {
   spvc_context context = nullptr;
   ASSERT_EQ(spvc_context_create(&context), SPVC_SUCCESS);
   spvc_parsed_ir ir = nullptr;
-  ASSERT_EQ(spvc_context_parse_spirv(context, binary.data(), binary.size(), &ir),
-            SPVC_SUCCESS)
+  ASSERT_EQ(
+      spvc_context_parse_spirv(context, binary.data(), binary.size(), &ir),
+      SPVC_SUCCESS)
       << spvc_context_get_last_error_string(context);
   spvc_compiler compiler = nullptr;
-  ASSERT_EQ(spvc_context_create_compiler(context, SPVC_BACKEND_MSL, ir,
-                                         SPVC_CAPTURE_MODE_TAKE_OWNERSHIP,
-                                         &compiler),
-            SPVC_SUCCESS);
+  ASSERT_EQ(
+      spvc_context_create_compiler(context, SPVC_BACKEND_MSL, ir,
+                                   SPVC_CAPTURE_MODE_TAKE_OWNERSHIP, &compiler),
+      SPVC_SUCCESS);
   const char* source = nullptr;
   ASSERT_EQ(spvc_compiler_compile(compiler, &source), SPVC_SUCCESS)
       << spvc_context_get_last_error_string(context);

@@ -23,17 +23,26 @@ class VulkanSmokeTest : public ::testing::Test {
   void TearDown() override {
     if (device_ != VK_NULL_HANDLE) {
       vkDeviceWaitIdle(device_);
-      if (command_pool_) vkDestroyCommandPool(device_, command_pool_, nullptr);
-      if (descriptor_pool_) vkDestroyDescriptorPool(device_, descriptor_pool_, nullptr);
-      if (pipeline_) vkDestroyPipeline(device_, pipeline_, nullptr);
-      if (pipeline_layout_) vkDestroyPipelineLayout(device_, pipeline_layout_, nullptr);
-      if (set_layout_) vkDestroyDescriptorSetLayout(device_, set_layout_, nullptr);
-      if (shader_) vkDestroyShaderModule(device_, shader_, nullptr);
-      if (buffer_) vkDestroyBuffer(device_, buffer_, nullptr);
-      if (memory_) vkFreeMemory(device_, memory_, nullptr);
+      if (command_pool_)
+        vkDestroyCommandPool(device_, command_pool_, nullptr);
+      if (descriptor_pool_)
+        vkDestroyDescriptorPool(device_, descriptor_pool_, nullptr);
+      if (pipeline_)
+        vkDestroyPipeline(device_, pipeline_, nullptr);
+      if (pipeline_layout_)
+        vkDestroyPipelineLayout(device_, pipeline_layout_, nullptr);
+      if (set_layout_)
+        vkDestroyDescriptorSetLayout(device_, set_layout_, nullptr);
+      if (shader_)
+        vkDestroyShaderModule(device_, shader_, nullptr);
+      if (buffer_)
+        vkDestroyBuffer(device_, buffer_, nullptr);
+      if (memory_)
+        vkFreeMemory(device_, memory_, nullptr);
       vkDestroyDevice(device_, nullptr);
     }
-    if (instance_ != VK_NULL_HANDLE) vkDestroyInstance(instance_, nullptr);
+    if (instance_ != VK_NULL_HANDLE)
+      vkDestroyInstance(instance_, nullptr);
   }
 
   // Picks lavapipe (deviceName "llvmpipe ...") or, failing that, any device
@@ -62,7 +71,8 @@ class VulkanSmokeTest : public ::testing::Test {
       vkGetPhysicalDeviceQueueFamilyProperties(device, &families,
                                                family_props.data());
       for (uint32_t f = 0; f < families; ++f) {
-        if (!(family_props[f].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+        if (!(family_props[f].queueFlags & VK_QUEUE_COMPUTE_BIT))
+          continue;
         bool lavapipe = std::strstr(props.deviceName, "llvmpipe") != nullptr;
         if (physical_ == VK_NULL_HANDLE || lavapipe) {
           physical_ = device;
@@ -103,7 +113,8 @@ TEST_F(VulkanSmokeTest, ComputeShaderFillsStorageBuffer) {
   std::cout << "Vulkan device: " << device_name_ << std::endl;
 
   float priority = 1.0f;
-  VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  VkDeviceQueueCreateInfo queue_info{
+      VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   queue_info.queueFamilyIndex = queue_family_;
   queue_info.queueCount = 1;
   queue_info.pQueuePriorities = &priority;
@@ -149,7 +160,8 @@ TEST_F(VulkanSmokeTest, ComputeShaderFillsStorageBuffer) {
   std::vector<uint32_t> spirv;
   ASSERT_TRUE(tools.Assemble(reinterpret_cast<const char*>(kFillComputeSpvasm),
                              &spirv));
-  VkShaderModuleCreateInfo shader_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  VkShaderModuleCreateInfo shader_info{
+      VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   shader_info.codeSize = spirv.size() * sizeof(uint32_t);
   shader_info.pCode = spirv.data();
   VK_OK(vkCreateShaderModule(device_, &shader_info, nullptr, &shader_));
@@ -168,10 +180,12 @@ TEST_F(VulkanSmokeTest, ComputeShaderFillsStorageBuffer) {
       VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   layout_info.setLayoutCount = 1;
   layout_info.pSetLayouts = &set_layout_;
-  VK_OK(vkCreatePipelineLayout(device_, &layout_info, nullptr, &pipeline_layout_));
+  VK_OK(vkCreatePipelineLayout(device_, &layout_info, nullptr,
+                               &pipeline_layout_));
   VkComputePipelineCreateInfo pipeline_info{
       VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-  pipeline_info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  pipeline_info.stage.sType =
+      VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
   pipeline_info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   pipeline_info.stage.module = shader_;
   pipeline_info.stage.pName = "main";
@@ -180,11 +194,13 @@ TEST_F(VulkanSmokeTest, ComputeShaderFillsStorageBuffer) {
                                  nullptr, &pipeline_));
 
   VkDescriptorPoolSize pool_size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1};
-  VkDescriptorPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  VkDescriptorPoolCreateInfo pool_info{
+      VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
   pool_info.maxSets = 1;
   pool_info.poolSizeCount = 1;
   pool_info.pPoolSizes = &pool_size;
-  VK_OK(vkCreateDescriptorPool(device_, &pool_info, nullptr, &descriptor_pool_));
+  VK_OK(
+      vkCreateDescriptorPool(device_, &pool_info, nullptr, &descriptor_pool_));
   VkDescriptorSetAllocateInfo set_alloc{
       VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
   set_alloc.descriptorPool = descriptor_pool_;
@@ -204,7 +220,8 @@ TEST_F(VulkanSmokeTest, ComputeShaderFillsStorageBuffer) {
   VkCommandPoolCreateInfo command_pool_info{
       VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   command_pool_info.queueFamilyIndex = queue_family_;
-  VK_OK(vkCreateCommandPool(device_, &command_pool_info, nullptr, &command_pool_));
+  VK_OK(vkCreateCommandPool(device_, &command_pool_info, nullptr,
+                            &command_pool_));
   VkCommandBufferAllocateInfo command_alloc{
       VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
   command_alloc.commandPool = command_pool_;

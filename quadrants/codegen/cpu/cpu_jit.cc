@@ -33,27 +33,35 @@ absl::StatusOr<std::unique_ptr<CpuJit>> CpuJit::Create() {
     llvm::InitializeNativeTargetAsmPrinter();
   });
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!builder) return JitError("cannot detect the host CPU", builder.takeError());
+  if (!builder)
+    return JitError("cannot detect the host CPU", builder.takeError());
   builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
   auto machine = builder->createTargetMachine();
-  if (!machine) return JitError("cannot create a host target machine", machine.takeError());
-  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*builder).create();
-  if (!jit) return JitError("cannot create the ORC JIT", jit.takeError());
+  if (!machine)
+    return JitError("cannot create a host target machine", machine.takeError());
+  auto jit =
+      llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*builder).create();
+  if (!jit)
+    return JitError("cannot create the ORC JIT", jit.takeError());
   return std::make_unique<CpuJit>(std::move(*jit), std::move(*machine));
 }
 
-absl::StatusOr<std::string> CpuJit::Add(std::unique_ptr<llvm::Module> module,
-                                        std::unique_ptr<llvm::LLVMContext> context) {
+absl::StatusOr<std::string> CpuJit::Add(
+    std::unique_ptr<llvm::Module> module,
+    std::unique_ptr<llvm::LLVMContext> context) {
   std::string name = absl::StrCat("qd_kernel_", next_dylib_++);
   auto dylib = jit_->createJITDylib(name);
-  if (!dylib) return JitError("cannot create a JIT dylib", dylib.takeError());
+  if (!dylib)
+    return JitError("cannot create a JIT dylib", dylib.takeError());
   // Math helpers call into the C library of this process.
   auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
       jit_->getDataLayout().getGlobalPrefix());
-  if (!process) return JitError("cannot search process symbols", process.takeError());
+  if (!process)
+    return JitError("cannot search process symbols", process.takeError());
   dylib->addGenerator(std::move(*process));
   if (llvm::Error error = jit_->addIRModule(
-          *dylib, llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
+          *dylib,
+          llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
     return JitError("cannot add a kernel module to the JIT", std::move(error));
   }
   return name;
@@ -66,7 +74,8 @@ absl::StatusOr<void*> CpuJit::Lookup(const std::string& dylib,
     return MakeError(ErrorKind::kRuntime, absl::StrCat("no JIT dylib ", dylib));
   }
   auto address = jit_->lookup(*jd, symbol);
-  if (!address) return JitError(absl::StrCat("cannot find ", symbol), address.takeError());
+  if (!address)
+    return JitError(absl::StrCat("cannot find ", symbol), address.takeError());
   return address->toPtr<void*>();
 }
 

@@ -38,7 +38,8 @@ class FunctionEmitter {
         sites_(sites) {}
 
   // void name(ptr ctx, i64 begin, i64 end, i32 thread_id)
-  absl::Status EmitTask(const ir::OffloadedTaskStmt& task, const std::string& name);
+  absl::Status EmitTask(const ir::OffloadedTaskStmt& task,
+                        const std::string& name);
   // void name(ptr ctx, ptr out): evaluates the prologue, stores the bounds.
   absl::Status EmitBounds(const ir::OffloadedTaskStmt& task,
                           const std::string& name);
@@ -97,8 +98,9 @@ class FunctionEmitter {
   absl::Status EmitIf(const ir::IfStmt& s);
   void EmitAssert(const ir::AssertStmt& s);
   // Emits `for i in [begin, end)` over i64 and calls `body(i)` inside.
-  absl::Status EmitCountedLoop(llvm::Value* begin, llvm::Value* end,
-                               const std::function<absl::Status(llvm::Value*)>& body);
+  absl::Status EmitCountedLoop(
+      llvm::Value* begin, llvm::Value* end,
+      const std::function<absl::Status(llvm::Value*)>& body);
   // Per-axis indices of a linear cell number of dense SNode `snode`.
   std::vector<llvm::Value*> DecomposeCell(int snode, llvm::Value* linear);
   std::vector<std::pair<int, int64_t>> CellAxes(int snode) const;
@@ -130,23 +132,33 @@ class FunctionEmitter {
   std::vector<AdStackSpec>* task_stacks_ = nullptr;
 
  public:
-  void set_task_stacks(std::vector<AdStackSpec>* stacks) { task_stacks_ = stacks; }
+  void set_task_stacks(std::vector<AdStackSpec>* stacks) {
+    task_stacks_ = stacks;
+  }
 };
 
 llvm::Type* FunctionEmitter::RegisterType(PrimitiveType t) {
   switch (t) {
-    case PrimitiveType::kU1: return b_.getInt1Ty();
+    case PrimitiveType::kU1:
+      return b_.getInt1Ty();
     case PrimitiveType::kI8:
-    case PrimitiveType::kU8: return b_.getInt8Ty();
+    case PrimitiveType::kU8:
+      return b_.getInt8Ty();
     case PrimitiveType::kI16:
-    case PrimitiveType::kU16: return b_.getInt16Ty();
+    case PrimitiveType::kU16:
+      return b_.getInt16Ty();
     case PrimitiveType::kI32:
-    case PrimitiveType::kU32: return b_.getInt32Ty();
+    case PrimitiveType::kU32:
+      return b_.getInt32Ty();
     case PrimitiveType::kI64:
-    case PrimitiveType::kU64: return b_.getInt64Ty();
-    case PrimitiveType::kF16: return b_.getHalfTy();
-    case PrimitiveType::kF32: return b_.getFloatTy();
-    case PrimitiveType::kF64: return b_.getDoubleTy();
+    case PrimitiveType::kU64:
+      return b_.getInt64Ty();
+    case PrimitiveType::kF16:
+      return b_.getHalfTy();
+    case PrimitiveType::kF32:
+      return b_.getFloatTy();
+    case PrimitiveType::kF64:
+      return b_.getDoubleTy();
   }
   return b_.getInt32Ty();
 }
@@ -158,14 +170,16 @@ llvm::Type* FunctionEmitter::StorageType(PrimitiveType t) {
 llvm::Value* FunctionEmitter::Call(const std::string& name, llvm::Type* result,
                                    std::vector<llvm::Value*> args) {
   std::vector<llvm::Type*> params;
-  for (llvm::Value* a : args) params.push_back(a->getType());
+  for (llvm::Value* a : args)
+    params.push_back(a->getType());
   llvm::FunctionCallee callee = module_.getOrInsertFunction(
       name, llvm::FunctionType::get(result, params, false));
   return b_.CreateCall(callee, args);
 }
 
 llvm::Value* FunctionEmitter::AsBool(llvm::Value* v, PrimitiveType t) {
-  if (t == PrimitiveType::kU1) return v;
+  if (t == PrimitiveType::kU1)
+    return v;
   if (ir::IsFloat(t)) {
     return b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0));
   }
@@ -173,18 +187,22 @@ llvm::Value* FunctionEmitter::AsBool(llvm::Value* v, PrimitiveType t) {
 }
 
 llvm::Value* FunctionEmitter::ToI64(llvm::Value* v, PrimitiveType t) {
-  if (ir::IsFloat(t)) return Cast(v, t, PrimitiveType::kI64);
+  if (ir::IsFloat(t))
+    return Cast(v, t, PrimitiveType::kI64);
   return ir::IsSigned(t) ? b_.CreateSExt(v, b_.getInt64Ty())
                          : b_.CreateZExt(v, b_.getInt64Ty());
 }
 
 llvm::Value* FunctionEmitter::Cast(llvm::Value* v, PrimitiveType from,
                                    PrimitiveType to) {
-  if (from == to) return v;
+  if (from == to)
+    return v;
   llvm::Type* target = RegisterType(to);
-  if (to == PrimitiveType::kU1) return AsBool(v, from);
+  if (to == PrimitiveType::kU1)
+    return AsBool(v, from);
   const bool from_float = ir::IsFloat(from), to_float = ir::IsFloat(to);
-  if (from_float && to_float) return b_.CreateFPCast(v, target);
+  if (from_float && to_float)
+    return b_.CreateFPCast(v, target);
   if (!from_float && to_float) {
     return ir::IsSigned(from) ? b_.CreateSIToFP(v, target)
                               : b_.CreateUIToFP(v, target);
@@ -205,8 +223,8 @@ llvm::AllocaInst* FunctionEmitter::EntryAlloca(llvm::Type* type,
   return entry.CreateAlloca(type, nullptr, name);
 }
 
-llvm::Function* FunctionEmitter::BeginFunction(const std::string& name,
-                                               std::vector<llvm::Type*> params) {
+llvm::Function* FunctionEmitter::BeginFunction(
+    const std::string& name, std::vector<llvm::Type*> params) {
   auto* type = llvm::FunctionType::get(b_.getVoidTy(), params, false);
   function_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage,
                                      name, module_);
@@ -220,15 +238,18 @@ llvm::Function* FunctionEmitter::BeginFunction(const std::string& name,
 }
 
 void FunctionEmitter::StartDeadBlock() {
-  b_.SetInsertPoint(llvm::BasicBlock::Create(context_, "unreachable", function_));
+  b_.SetInsertPoint(
+      llvm::BasicBlock::Create(context_, "unreachable", function_));
 }
 
-int FunctionEmitter::AddSite(std::string description, const SourceLocation& loc) {
+int FunctionEmitter::AddSite(std::string description,
+                             const SourceLocation& loc) {
   sites_.push_back(ErrorSite{std::move(description), loc});
   return static_cast<int>(sites_.size()) - 1;
 }
 
-absl::Status FunctionEmitter::Unsupported(const Stmt& s, absl::string_view what) {
+absl::Status FunctionEmitter::Unsupported(const Stmt& s,
+                                          absl::string_view what) {
   return MakeError(ErrorKind::kCompilation, s.loc(),
                    absl::StrCat("in kernel '", kernel_.name(), "': ", what,
                                 " is not supported by the LLVM backends yet"));
@@ -236,8 +257,8 @@ absl::Status FunctionEmitter::Unsupported(const Stmt& s, absl::string_view what)
 
 absl::Status FunctionEmitter::EmitTask(const ir::OffloadedTaskStmt& task,
                                        const std::string& name) {
-  BeginFunction(name, {b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty(),
-                       b_.getInt32Ty()});
+  BeginFunction(
+      name, {b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty(), b_.getInt32Ty()});
   llvm::Value* begin = function_->getArg(1);
   llvm::Value* end = function_->getArg(2);
   absl::Status status;
@@ -262,7 +283,8 @@ absl::Status FunctionEmitter::EmitTask(const ir::OffloadedTaskStmt& task,
       });
       break;
   }
-  if (!status.ok()) return status;
+  if (!status.ok())
+    return status;
   b_.CreateRetVoid();
   return absl::OkStatus();
 }
@@ -270,7 +292,8 @@ absl::Status FunctionEmitter::EmitTask(const ir::OffloadedTaskStmt& task,
 absl::Status FunctionEmitter::EmitBounds(const ir::OffloadedTaskStmt& task,
                                          const std::string& name) {
   BeginFunction(name, {b_.getPtrTy(), b_.getPtrTy()});
-  if (absl::Status s = EmitBlock(*task.prologue()); !s.ok()) return s;
+  if (absl::Status s = EmitBlock(*task.prologue()); !s.ok())
+    return s;
   llvm::Value* out = function_->getArg(1);
   const PrimitiveType t = task.begin()->type().element();
   b_.CreateStore(ToI64(Get(task.begin()), t), out);
@@ -297,7 +320,8 @@ absl::Status FunctionEmitter::EmitCountedLoop(
   loops_.push_back({latch, exit});
   absl::Status status = body(i);
   loops_.pop_back();
-  if (!status.ok()) return status;
+  if (!status.ok())
+    return status;
   b_.CreateBr(latch);
   b_.SetInsertPoint(latch);
   llvm::Value* current = b_.CreateLoad(b_.getInt64Ty(), counter);
@@ -307,7 +331,8 @@ absl::Status FunctionEmitter::EmitCountedLoop(
   return absl::OkStatus();
 }
 
-std::vector<std::pair<int, int64_t>> FunctionEmitter::CellAxes(int snode) const {
+std::vector<std::pair<int, int64_t>> FunctionEmitter::CellAxes(
+    int snode) const {
   // Every (axis, size) indexed by `snode` and its dense ancestors.
   std::vector<std::pair<int, int64_t>> axes;
   for (int id = snode; id >= 0; id = snodes_.node(id).parent) {
@@ -328,7 +353,8 @@ std::vector<llvm::Value*> FunctionEmitter::DecomposeCell(int snode,
   // Row-major over the axes in order: the last axis varies fastest.
   for (int k = static_cast<int>(axes.size()) - 1; k >= 0; --k) {
     llvm::Value* size = b_.getInt64(axes[k].second);
-    indices[axes[k].first] = b_.CreateTrunc(b_.CreateSRem(linear, size), b_.getInt32Ty());
+    indices[axes[k].first] =
+        b_.CreateTrunc(b_.CreateSRem(linear, size), b_.getInt32Ty());
     linear = b_.CreateSDiv(linear, size);
   }
   return indices;
@@ -339,7 +365,8 @@ void FunctionEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
   const int64_t elem = std::max(1, ir::BitWidth(t) / 8);
   AdStackSpec spec;
   spec.dtype = t;
-  spec.slot_bytes = ir::IsFloat(t) ? 2 * elem : elem;  // floats keep an adjoint too
+  spec.slot_bytes =
+      ir::IsFloat(t) ? 2 * elem : elem;  // floats keep an adjoint too
   spec.static_capacity = s.max_size();
   spec.size_expr = s.size_expr();
   spec.loc = s.loc();
@@ -348,12 +375,13 @@ void FunctionEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
   // This thread's slice: heap + thread_id * stride + offset[id].
   llvm::Value* heap = Call("qd_adstack_heap", b_.getPtrTy(), {ctx_});
   llvm::Value* stride = Call("qd_adstack_stride", b_.getInt64Ty(), {ctx_});
-  llvm::Value* offset = Call("qd_adstack_offset", b_.getInt64Ty(), {ctx_, b_.getInt32(id)});
+  llvm::Value* offset =
+      Call("qd_adstack_offset", b_.getInt64Ty(), {ctx_, b_.getInt32(id)});
   llvm::Value* capacity =
       Call("qd_adstack_max_size", b_.getInt64Ty(), {ctx_, b_.getInt32(id)});
   llvm::Value* thread = b_.CreateSExt(function_->getArg(3), b_.getInt64Ty());
-  llvm::Value* base =
-      b_.CreateGEP(b_.getInt8Ty(), heap, b_.CreateAdd(b_.CreateMul(thread, stride), offset));
+  llvm::Value* base = b_.CreateGEP(
+      b_.getInt8Ty(), heap, b_.CreateAdd(b_.CreateMul(thread, stride), offset));
   b_.CreateStore(b_.getInt64(0), base);
   stacks_[&s] = {id, base, capacity, spec.slot_bytes, elem};
   values_[&s] = base;
@@ -361,7 +389,8 @@ void FunctionEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
 
 llvm::Value* FunctionEmitter::StackTopIndex(const Stmt* stack) {
   const StackState& st = stacks_.at(stack);
-  llvm::Value* top = b_.CreateSub(b_.CreateLoad(b_.getInt64Ty(), st.base), b_.getInt64(1));
+  llvm::Value* top =
+      b_.CreateSub(b_.CreateLoad(b_.getInt64Ty(), st.base), b_.getInt64(1));
   // An empty stack reads slot 0 instead of underflowing (debug builds).
   if (options_.debug) {
     top = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, top, b_.getInt64(0));
@@ -369,10 +398,12 @@ llvm::Value* FunctionEmitter::StackTopIndex(const Stmt* stack) {
   return top;
 }
 
-llvm::Value* FunctionEmitter::StackSlot(const Stmt* stack, llvm::Value* index, bool adjoint) {
+llvm::Value* FunctionEmitter::StackSlot(const Stmt* stack, llvm::Value* index,
+                                        bool adjoint) {
   const StackState& st = stacks_.at(stack);
-  llvm::Value* offset = b_.CreateAdd(b_.getInt64(8 + (adjoint ? st.elem_bytes : 0)),
-                                     b_.CreateMul(index, b_.getInt64(st.slot_bytes)));
+  llvm::Value* offset =
+      b_.CreateAdd(b_.getInt64(8 + (adjoint ? st.elem_bytes : 0)),
+                   b_.CreateMul(index, b_.getInt64(st.slot_bytes)));
   return b_.CreateGEP(b_.getInt8Ty(), st.base, offset);
 }
 
@@ -386,7 +417,8 @@ void FunctionEmitter::EmitAdStackPush(const ir::AdStackPushStmt& s) {
     // A full stack records the overflow and overwrites its last slot rather
     // than writing past its slice of the heap.
     llvm::Value* fits = b_.CreateICmpSLT(count, st.capacity);
-    auto* overflow = llvm::BasicBlock::Create(context_, "adstack.overflow", function_);
+    auto* overflow =
+        llvm::BasicBlock::Create(context_, "adstack.overflow", function_);
     auto* merge = llvm::BasicBlock::Create(context_, "adstack.push", function_);
     b_.CreateCondBr(fits, merge, overflow);
     b_.SetInsertPoint(overflow);
@@ -394,12 +426,14 @@ void FunctionEmitter::EmitAdStackPush(const ir::AdStackPushStmt& s) {
     b_.CreateBr(merge);
     b_.SetInsertPoint(merge);
     llvm::Value* last = b_.CreateBinaryIntrinsic(
-        llvm::Intrinsic::smax, b_.CreateSub(st.capacity, b_.getInt64(1)), b_.getInt64(0));
+        llvm::Intrinsic::smax, b_.CreateSub(st.capacity, b_.getInt64(1)),
+        b_.getInt64(0));
     index = b_.CreateSelect(fits, count, last);
     next = b_.CreateSelect(fits, next, st.capacity);
   }
   llvm::Value* value = Get(s.value());
-  if (t == PrimitiveType::kU1) value = b_.CreateZExt(value, b_.getInt8Ty());
+  if (t == PrimitiveType::kU1)
+    value = b_.CreateZExt(value, b_.getInt8Ty());
   b_.CreateStore(value, StackSlot(s.stack(), index, false));
   if (ir::IsFloat(t)) {
     b_.CreateStore(llvm::ConstantFP::get(RegisterType(t), 0.0),
@@ -410,16 +444,19 @@ void FunctionEmitter::EmitAdStackPush(const ir::AdStackPushStmt& s) {
 
 void FunctionEmitter::EmitAdStackPop(const ir::AdStackPopStmt& s) {
   const StackState& st = stacks_.at(s.stack());
-  llvm::Value* next = b_.CreateSub(b_.CreateLoad(b_.getInt64Ty(), st.base), b_.getInt64(1));
+  llvm::Value* next =
+      b_.CreateSub(b_.CreateLoad(b_.getInt64Ty(), st.base), b_.getInt64(1));
   if (options_.debug) {
-    next = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, next, b_.getInt64(0));
+    next =
+        b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, next, b_.getInt64(0));
   }
   b_.CreateStore(next, st.base);
 }
 
 absl::Status FunctionEmitter::EmitBlock(const ir::Block& block) {
   for (const auto& stmt : block) {
-    if (absl::Status s = EmitStmt(*stmt); !s.ok()) return s;
+    if (absl::Status s = EmitStmt(*stmt); !s.ok())
+      return s;
   }
   return absl::OkStatus();
 }
@@ -427,20 +464,24 @@ absl::Status FunctionEmitter::EmitBlock(const ir::Block& block) {
 llvm::Value* FunctionEmitter::EmitConst(const ir::ConstStmt& s) {
   const ir::Constant& c = s.value();
   llvm::Type* type = RegisterType(c.type());
-  if (c.is_float()) return llvm::ConstantFP::get(type, c.as_float());
+  if (c.is_float())
+    return llvm::ConstantFP::get(type, c.as_float());
   return llvm::ConstantInt::get(type, c.as_uint(), ir::IsSigned(c.type()));
 }
 
 llvm::Value* FunctionEmitter::EmitArgLoad(const ir::ArgLoadStmt& s) {
-  llvm::Value* slot = Call("qd_arg", b_.getInt64Ty(), {ctx_, b_.getInt32(s.arg())});
+  llvm::Value* slot =
+      Call("qd_arg", b_.getInt64Ty(), {ctx_, b_.getInt32(s.arg())});
   const PrimitiveType t = s.type().element();
   switch (t) {
     case PrimitiveType::kF64:
       return b_.CreateBitCast(slot, b_.getDoubleTy());
     case PrimitiveType::kF32:
-      return b_.CreateBitCast(b_.CreateTrunc(slot, b_.getInt32Ty()), b_.getFloatTy());
+      return b_.CreateBitCast(b_.CreateTrunc(slot, b_.getInt32Ty()),
+                              b_.getFloatTy());
     case PrimitiveType::kF16:
-      return b_.CreateBitCast(b_.CreateTrunc(slot, b_.getInt16Ty()), b_.getHalfTy());
+      return b_.CreateBitCast(b_.CreateTrunc(slot, b_.getInt16Ty()),
+                              b_.getHalfTy());
     case PrimitiveType::kU1:
       return b_.CreateICmpNE(slot, b_.getInt64(0));
     default:
@@ -450,14 +491,18 @@ llvm::Value* FunctionEmitter::EmitArgLoad(const ir::ArgLoadStmt& s) {
 
 void FunctionEmitter::CheckIndex(llvm::Value*& valid, int site, int axis,
                                  llvm::Value* index, llvm::Value* extent) {
-  if (valid == nullptr) return;
-  llvm::Value* ok = Call("qd_check_index", b_.getInt32Ty(),
-                         {ctx_, b_.getInt32(site), b_.getInt32(axis), index, extent});
+  if (valid == nullptr)
+    return;
+  llvm::Value* ok =
+      Call("qd_check_index", b_.getInt32Ty(),
+           {ctx_, b_.getInt32(site), b_.getInt32(axis), index, extent});
   valid = b_.CreateAnd(valid, b_.CreateICmpNE(ok, b_.getInt32(0)));
 }
 
-llvm::Value* FunctionEmitter::GuardedPointer(llvm::Value* valid, llvm::Value* ptr) {
-  if (valid == nullptr) return ptr;
+llvm::Value* FunctionEmitter::GuardedPointer(llvm::Value* valid,
+                                             llvm::Value* ptr) {
+  if (valid == nullptr)
+    return ptr;
   return b_.CreateSelect(valid, ptr, Call("qd_scratch", b_.getPtrTy(), {ctx_}));
 }
 
@@ -465,47 +510,58 @@ llvm::Value* FunctionEmitter::EmitNdarrayPtr(const ir::NdarrayPtrStmt& s) {
   const ir::KernelParam& param = kernel_.params()[s.arg()];
   int site = -1;
   if (options_.check_out_of_bound) {
-    site = AddSite(absl::StrCat("ndarray '", param.name, "' (argument ", s.arg(), ")"),
-                   s.loc());
+    site = AddSite(
+        absl::StrCat("ndarray '", param.name, "' (argument ", s.arg(), ")"),
+        s.loc());
   }
-  llvm::Value* data = Call("qd_ndarray_data", b_.getPtrTy(), {ctx_, b_.getInt32(s.arg())});
+  llvm::Value* data =
+      Call("qd_ndarray_data", b_.getPtrTy(), {ctx_, b_.getInt32(s.arg())});
   llvm::Value* linear = b_.getInt64(0);
   llvm::Value* valid = options_.check_out_of_bound ? b_.getTrue() : nullptr;
   for (size_t axis = 0; axis < s.num_operands(); ++axis) {
     llvm::Value* extent = Call("qd_ndarray_shape", b_.getInt64Ty(),
                                {ctx_, b_.getInt32(s.arg()), b_.getInt32(axis)});
-    llvm::Value* index = ToI64(Get(s.operand(axis)), s.operand(axis)->type().element());
+    llvm::Value* index =
+        ToI64(Get(s.operand(axis)), s.operand(axis)->type().element());
     CheckIndex(valid, site, static_cast<int>(axis), index, extent);
     linear = b_.CreateAdd(b_.CreateMul(linear, extent), index);
   }
-  return GuardedPointer(valid, b_.CreateGEP(StorageType(param.dtype), data, linear));
+  return GuardedPointer(valid,
+                        b_.CreateGEP(StorageType(param.dtype), data, linear));
 }
 
-absl::StatusOr<llvm::Value*> FunctionEmitter::EmitFieldPtr(const ir::FieldPtrStmt& s) {
+absl::StatusOr<llvm::Value*> FunctionEmitter::EmitFieldPtr(
+    const ir::FieldPtrStmt& s) {
   absl::StatusOr<ir::PlaceLayout> layout = snodes_.Layout(s.snode_id());
-  if (!layout.ok()) return layout.status();
+  if (!layout.ok())
+    return layout.status();
   int site = -1;
   if (options_.check_out_of_bound) {
-    site = AddSite(absl::StrCat("field '", snodes_.node(s.snode_id()).name, "'"),
-                   s.loc());
+    site = AddSite(
+        absl::StrCat("field '", snodes_.node(s.snode_id()).name, "'"), s.loc());
   }
   llvm::Value* offset = b_.getInt64(layout->offset);
   llvm::Value* valid = options_.check_out_of_bound ? b_.getTrue() : nullptr;
   for (size_t axis = 0; axis < s.num_operands(); ++axis) {
-    llvm::Value* index = ToI64(Get(s.operand(axis)), s.operand(axis)->type().element());
-    CheckIndex(valid, site, static_cast<int>(axis), index, b_.getInt64(layout->shape[axis]));
-    offset = b_.CreateAdd(offset, b_.CreateMul(index, b_.getInt64(layout->axis_stride[axis])));
+    llvm::Value* index =
+        ToI64(Get(s.operand(axis)), s.operand(axis)->type().element());
+    CheckIndex(valid, site, static_cast<int>(axis), index,
+               b_.getInt64(layout->shape[axis]));
+    offset = b_.CreateAdd(
+        offset, b_.CreateMul(index, b_.getInt64(layout->axis_stride[axis])));
   }
   llvm::Value* root = Call("qd_root", b_.getPtrTy(), {ctx_});
   return GuardedPointer(valid, b_.CreateGEP(b_.getInt8Ty(), root, offset));
 }
 
-llvm::Value* FunctionEmitter::MathCall(const char* name, std::vector<llvm::Value*> args,
+llvm::Value* FunctionEmitter::MathCall(const char* name,
+                                       std::vector<llvm::Value*> args,
                                        PrimitiveType t) {
   // f16 math runs in f32.
   const bool half = t == PrimitiveType::kF16;
   if (half) {
-    for (auto& a : args) a = b_.CreateFPExt(a, b_.getFloatTy());
+    for (auto& a : args)
+      a = b_.CreateFPExt(a, b_.getFloatTy());
   }
   const bool f64 = t == PrimitiveType::kF64;
   llvm::Value* r = Call(absl::StrCat("qd_", name, f64 ? "_f64" : "_f32"),
@@ -521,12 +577,14 @@ llvm::Value* FunctionEmitter::IntRuntimeCall(const char* name, llvm::Value* a,
   llvm::Type* work = wide ? b_.getInt64Ty() : b_.getInt32Ty();
   llvm::Value* x = b_.CreateIntCast(a, work, is_signed);
   llvm::Value* y = b_.CreateIntCast(b, work, is_signed);
-  const char* suffix = wide ? (is_signed ? "_i64" : "_u64") : (is_signed ? "_i32" : "_u32");
+  const char* suffix =
+      wide ? (is_signed ? "_i64" : "_u64") : (is_signed ? "_i32" : "_u32");
   llvm::Value* r = Call(absl::StrCat("qd_", name, suffix), work, {x, y});
   return b_.CreateIntCast(r, RegisterType(t), is_signed);
 }
 
-absl::StatusOr<llvm::Value*> FunctionEmitter::EmitUnary(const ir::UnaryOpStmt& s) {
+absl::StatusOr<llvm::Value*> FunctionEmitter::EmitUnary(
+    const ir::UnaryOpStmt& s) {
   llvm::Value* x = Get(s.input());
   const PrimitiveType in = s.input()->type().element();
   const PrimitiveType out = s.type().element();
@@ -541,8 +599,10 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitUnary(const ir::UnaryOpStmt& s
     case UnaryOpKind::kLogicalNot:
       return b_.CreateNot(AsBool(x, in));
     case UnaryOpKind::kAbs:
-      if (is_float) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-      if (!ir::IsSigned(in)) return x;
+      if (is_float)
+        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+      if (!ir::IsSigned(in))
+        return x;
       return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b_.getFalse());
     case UnaryOpKind::kFloor:
       return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x) : x;
@@ -553,72 +613,100 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitUnary(const ir::UnaryOpStmt& s
     case UnaryOpKind::kRsqrt:
       return b_.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0),
                            b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
-    case UnaryOpKind::kSin: return MathCall("sin", {x}, in);
-    case UnaryOpKind::kCos: return MathCall("cos", {x}, in);
-    case UnaryOpKind::kTan: return MathCall("tan", {x}, in);
-    case UnaryOpKind::kTanh: return MathCall("tanh", {x}, in);
-    case UnaryOpKind::kExp: return MathCall("exp", {x}, in);
-    case UnaryOpKind::kLog: return MathCall("log", {x}, in);
-    case UnaryOpKind::kAsin: return MathCall("asin", {x}, in);
-    case UnaryOpKind::kAcos: return MathCall("acos", {x}, in);
+    case UnaryOpKind::kSin:
+      return MathCall("sin", {x}, in);
+    case UnaryOpKind::kCos:
+      return MathCall("cos", {x}, in);
+    case UnaryOpKind::kTan:
+      return MathCall("tan", {x}, in);
+    case UnaryOpKind::kTanh:
+      return MathCall("tanh", {x}, in);
+    case UnaryOpKind::kExp:
+      return MathCall("exp", {x}, in);
+    case UnaryOpKind::kLog:
+      return MathCall("log", {x}, in);
+    case UnaryOpKind::kAsin:
+      return MathCall("asin", {x}, in);
+    case UnaryOpKind::kAcos:
+      return MathCall("acos", {x}, in);
   }
   return Unsupported(s, "this unary op");
 }
 
-absl::StatusOr<llvm::Value*> FunctionEmitter::EmitBinary(const ir::BinaryOpStmt& s) {
+absl::StatusOr<llvm::Value*> FunctionEmitter::EmitBinary(
+    const ir::BinaryOpStmt& s) {
   llvm::Value* x = Get(s.lhs());
   llvm::Value* y = Get(s.rhs());
   const PrimitiveType t = s.lhs()->type().element();
   const bool f = ir::IsFloat(t);
   const bool sgn = ir::IsSigned(t);
   switch (s.op()) {
-    case BinaryOpKind::kAdd: return f ? b_.CreateFAdd(x, y) : b_.CreateAdd(x, y);
-    case BinaryOpKind::kSub: return f ? b_.CreateFSub(x, y) : b_.CreateSub(x, y);
-    case BinaryOpKind::kMul: return f ? b_.CreateFMul(x, y) : b_.CreateMul(x, y);
-    case BinaryOpKind::kDiv: return b_.CreateFDiv(x, y);
+    case BinaryOpKind::kAdd:
+      return f ? b_.CreateFAdd(x, y) : b_.CreateAdd(x, y);
+    case BinaryOpKind::kSub:
+      return f ? b_.CreateFSub(x, y) : b_.CreateSub(x, y);
+    case BinaryOpKind::kMul:
+      return f ? b_.CreateFMul(x, y) : b_.CreateMul(x, y);
+    case BinaryOpKind::kDiv:
+      return b_.CreateFDiv(x, y);
     case BinaryOpKind::kFloorDiv:
-      if (f) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, b_.CreateFDiv(x, y));
+      if (f)
+        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor,
+                                       b_.CreateFDiv(x, y));
       return IntRuntimeCall("floordiv", x, y, t);
     case BinaryOpKind::kMod:
       if (f) {
-        llvm::Value* q = b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, b_.CreateFDiv(x, y));
+        llvm::Value* q = b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor,
+                                                 b_.CreateFDiv(x, y));
         return b_.CreateFSub(x, b_.CreateFMul(y, q));
       }
       return IntRuntimeCall("mod", x, y, t);
     case BinaryOpKind::kPow:
-      if (f) return MathCall("pow", {x, y}, t);
+      if (f)
+        return MathCall("pow", {x, y}, t);
       return IntRuntimeCall("pow", x, y, t);
     case BinaryOpKind::kAtan2:
       return MathCall("atan2", {x, y}, t);
     case BinaryOpKind::kMin:
       return b_.CreateBinaryIntrinsic(
-          f ? llvm::Intrinsic::minnum : (sgn ? llvm::Intrinsic::smin : llvm::Intrinsic::umin),
+          f ? llvm::Intrinsic::minnum
+            : (sgn ? llvm::Intrinsic::smin : llvm::Intrinsic::umin),
           x, y);
     case BinaryOpKind::kMax:
       return b_.CreateBinaryIntrinsic(
-          f ? llvm::Intrinsic::maxnum : (sgn ? llvm::Intrinsic::smax : llvm::Intrinsic::umax),
+          f ? llvm::Intrinsic::maxnum
+            : (sgn ? llvm::Intrinsic::smax : llvm::Intrinsic::umax),
           x, y);
-    case BinaryOpKind::kBitAnd: return b_.CreateAnd(x, y);
-    case BinaryOpKind::kBitOr: return b_.CreateOr(x, y);
-    case BinaryOpKind::kBitXor: return b_.CreateXor(x, y);
+    case BinaryOpKind::kBitAnd:
+      return b_.CreateAnd(x, y);
+    case BinaryOpKind::kBitOr:
+      return b_.CreateOr(x, y);
+    case BinaryOpKind::kBitXor:
+      return b_.CreateXor(x, y);
     case BinaryOpKind::kShl:
     case BinaryOpKind::kShr: {
       // Shift amounts wrap at the width, as on x86, instead of being poison.
       const int width = ir::BitWidth(t);
-      llvm::Value* amount = width > 1
-          ? b_.CreateAnd(y, llvm::ConstantInt::get(y->getType(), width - 1))
-          : y;
-      if (s.op() == BinaryOpKind::kShl) return b_.CreateShl(x, amount);
+      llvm::Value* amount =
+          width > 1
+              ? b_.CreateAnd(y, llvm::ConstantInt::get(y->getType(), width - 1))
+              : y;
+      if (s.op() == BinaryOpKind::kShl)
+        return b_.CreateShl(x, amount);
       return sgn ? b_.CreateAShr(x, amount) : b_.CreateLShr(x, amount);
     }
     case BinaryOpKind::kLt:
-      return f ? b_.CreateFCmpOLT(x, y) : (sgn ? b_.CreateICmpSLT(x, y) : b_.CreateICmpULT(x, y));
+      return f ? b_.CreateFCmpOLT(x, y)
+               : (sgn ? b_.CreateICmpSLT(x, y) : b_.CreateICmpULT(x, y));
     case BinaryOpKind::kLe:
-      return f ? b_.CreateFCmpOLE(x, y) : (sgn ? b_.CreateICmpSLE(x, y) : b_.CreateICmpULE(x, y));
+      return f ? b_.CreateFCmpOLE(x, y)
+               : (sgn ? b_.CreateICmpSLE(x, y) : b_.CreateICmpULE(x, y));
     case BinaryOpKind::kGt:
-      return f ? b_.CreateFCmpOGT(x, y) : (sgn ? b_.CreateICmpSGT(x, y) : b_.CreateICmpUGT(x, y));
+      return f ? b_.CreateFCmpOGT(x, y)
+               : (sgn ? b_.CreateICmpSGT(x, y) : b_.CreateICmpUGT(x, y));
     case BinaryOpKind::kGe:
-      return f ? b_.CreateFCmpOGE(x, y) : (sgn ? b_.CreateICmpSGE(x, y) : b_.CreateICmpUGE(x, y));
+      return f ? b_.CreateFCmpOGE(x, y)
+               : (sgn ? b_.CreateICmpSGE(x, y) : b_.CreateICmpUGE(x, y));
     case BinaryOpKind::kEq:
       return f ? b_.CreateFCmpOEQ(x, y) : b_.CreateICmpEQ(x, y);
     case BinaryOpKind::kNe:
@@ -631,50 +719,70 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitBinary(const ir::BinaryOpStmt&
   return Unsupported(s, "this binary op");
 }
 
-absl::StatusOr<llvm::Value*> FunctionEmitter::EmitAtomic(const ir::AtomicOpStmt& s) {
+absl::StatusOr<llvm::Value*> FunctionEmitter::EmitAtomic(
+    const ir::AtomicOpStmt& s) {
   const PrimitiveType t = s.type().element();
   const bool f = ir::IsFloat(t);
   const bool sgn = ir::IsSigned(t);
   using Op = llvm::AtomicRMWInst::BinOp;
   Op op;
   switch (s.op()) {
-    case ir::AtomicOpKind::kAdd: op = f ? Op::FAdd : Op::Add; break;
-    case ir::AtomicOpKind::kSub: op = f ? Op::FSub : Op::Sub; break;
-    case ir::AtomicOpKind::kMin: op = f ? Op::FMin : (sgn ? Op::Min : Op::UMin); break;
-    case ir::AtomicOpKind::kMax: op = f ? Op::FMax : (sgn ? Op::Max : Op::UMax); break;
-    case ir::AtomicOpKind::kBitAnd: op = Op::And; break;
-    case ir::AtomicOpKind::kBitOr: op = Op::Or; break;
-    case ir::AtomicOpKind::kBitXor: op = Op::Xor; break;
+    case ir::AtomicOpKind::kAdd:
+      op = f ? Op::FAdd : Op::Add;
+      break;
+    case ir::AtomicOpKind::kSub:
+      op = f ? Op::FSub : Op::Sub;
+      break;
+    case ir::AtomicOpKind::kMin:
+      op = f ? Op::FMin : (sgn ? Op::Min : Op::UMin);
+      break;
+    case ir::AtomicOpKind::kMax:
+      op = f ? Op::FMax : (sgn ? Op::Max : Op::UMax);
+      break;
+    case ir::AtomicOpKind::kBitAnd:
+      op = Op::And;
+      break;
+    case ir::AtomicOpKind::kBitOr:
+      op = Op::Or;
+      break;
+    case ir::AtomicOpKind::kBitXor:
+      op = Op::Xor;
+      break;
   }
   if (f && (op == Op::And || op == Op::Or || op == Op::Xor)) {
-    return MakeError(ErrorKind::kType, s.loc(),
-                     absl::StrCat("in kernel '", kernel_.name(), "': ",
-                                  ir::OpName(s.op()), " needs an integer target"));
+    return MakeError(
+        ErrorKind::kType, s.loc(),
+        absl::StrCat("in kernel '", kernel_.name(), "': ", ir::OpName(s.op()),
+                     " needs an integer target"));
   }
   llvm::Value* value = Get(s.value());
-  if (t == PrimitiveType::kU1) value = b_.CreateZExt(value, b_.getInt8Ty());
-  llvm::Value* old = b_.CreateAtomicRMW(op, Get(s.ptr()), value, llvm::MaybeAlign(),
-                                        llvm::AtomicOrdering::Monotonic);
+  if (t == PrimitiveType::kU1)
+    value = b_.CreateZExt(value, b_.getInt8Ty());
+  llvm::Value* old =
+      b_.CreateAtomicRMW(op, Get(s.ptr()), value, llvm::MaybeAlign(),
+                         llvm::AtomicOrdering::Monotonic);
   return t == PrimitiveType::kU1 ? b_.CreateICmpNE(old, b_.getInt8(0)) : old;
 }
 
 absl::Status FunctionEmitter::EmitRangeFor(const ir::RangeForStmt& s) {
   const PrimitiveType t = s.begin()->type().element();
-  return EmitCountedLoop(ToI64(Get(s.begin()), t), ToI64(Get(s.end()), t),
-                         [&](llvm::Value* i) {
-                           loop_indices_[&s] = {b_.CreateIntCast(i, RegisterType(t),
-                                                                 ir::IsSigned(t))};
-                           return EmitBlock(*s.body());
-                         });
+  return EmitCountedLoop(
+      ToI64(Get(s.begin()), t), ToI64(Get(s.end()), t), [&](llvm::Value* i) {
+        loop_indices_[&s] = {
+            b_.CreateIntCast(i, RegisterType(t), ir::IsSigned(t))};
+        return EmitBlock(*s.body());
+      });
 }
 
 absl::Status FunctionEmitter::EmitStructFor(const ir::StructForStmt& s) {
   int64_t cells = 1;
-  for (const auto& axis : CellAxes(s.snode_id())) cells *= axis.second;
-  return EmitCountedLoop(b_.getInt64(0), b_.getInt64(cells), [&](llvm::Value* i) {
-    loop_indices_[&s] = DecomposeCell(s.snode_id(), i);
-    return EmitBlock(*s.body());
-  });
+  for (const auto& axis : CellAxes(s.snode_id()))
+    cells *= axis.second;
+  return EmitCountedLoop(b_.getInt64(0), b_.getInt64(cells),
+                         [&](llvm::Value* i) {
+                           loop_indices_[&s] = DecomposeCell(s.snode_id(), i);
+                           return EmitBlock(*s.body());
+                         });
 }
 
 absl::Status FunctionEmitter::EmitWhile(const ir::WhileStmt& s) {
@@ -685,7 +793,8 @@ absl::Status FunctionEmitter::EmitWhile(const ir::WhileStmt& s) {
   loops_.push_back({body, exit});
   absl::Status status = EmitBlock(*s.body());
   loops_.pop_back();
-  if (!status.ok()) return status;
+  if (!status.ok())
+    return status;
   b_.CreateBr(body);
   b_.SetInsertPoint(exit);
   return absl::OkStatus();
@@ -695,19 +804,23 @@ absl::Status FunctionEmitter::EmitIf(const ir::IfStmt& s) {
   auto* then_bb = llvm::BasicBlock::Create(context_, "if.then", function_);
   auto* else_bb = llvm::BasicBlock::Create(context_, "if.else", function_);
   auto* merge = llvm::BasicBlock::Create(context_, "if.end", function_);
-  b_.CreateCondBr(AsBool(Get(s.cond()), s.cond()->type().element()), then_bb, else_bb);
+  b_.CreateCondBr(AsBool(Get(s.cond()), s.cond()->type().element()), then_bb,
+                  else_bb);
   b_.SetInsertPoint(then_bb);
-  if (absl::Status st = EmitBlock(*s.true_block()); !st.ok()) return st;
+  if (absl::Status st = EmitBlock(*s.true_block()); !st.ok())
+    return st;
   b_.CreateBr(merge);
   b_.SetInsertPoint(else_bb);
-  if (absl::Status st = EmitBlock(*s.false_block()); !st.ok()) return st;
+  if (absl::Status st = EmitBlock(*s.false_block()); !st.ok())
+    return st;
   b_.CreateBr(merge);
   b_.SetInsertPoint(merge);
   return absl::OkStatus();
 }
 
 void FunctionEmitter::EmitAssert(const ir::AssertStmt& s) {
-  if (!options_.debug) return;
+  if (!options_.debug)
+    return;
   int site = AddSite(s.message(), s.loc());
   llvm::Value* values[3] = {b_.getInt64(0), b_.getInt64(0), b_.getInt64(0)};
   for (size_t k = 1; k < s.num_operands() && k <= 3; ++k) {
@@ -715,12 +828,13 @@ void FunctionEmitter::EmitAssert(const ir::AssertStmt& s) {
     sites_[site].value_types.push_back(t);
     llvm::Value* v = Get(s.operand(k));
     // Floats travel as f64 bits; the host formats them by the site's types.
-    values[k - 1] = ir::IsFloat(t)
-                        ? b_.CreateBitCast(Cast(v, t, PrimitiveType::kF64), b_.getInt64Ty())
-                        : ToI64(v, t);
+    values[k - 1] =
+        ir::IsFloat(t)
+            ? b_.CreateBitCast(Cast(v, t, PrimitiveType::kF64), b_.getInt64Ty())
+            : ToI64(v, t);
   }
-  llvm::Value* cond = b_.CreateZExt(AsBool(Get(s.cond()), s.cond()->type().element()),
-                                    b_.getInt32Ty());
+  llvm::Value* cond = b_.CreateZExt(
+      AsBool(Get(s.cond()), s.cond()->type().element()), b_.getInt32Ty());
   Call("qd_assert", b_.getVoidTy(),
        {ctx_, cond, b_.getInt32(site), values[0], values[1], values[2]});
 }
@@ -746,7 +860,8 @@ absl::Status FunctionEmitter::EmitStmt(const Stmt& s) {
       return absl::OkStatus();
     case StmtKind::kFieldPtr: {
       auto ptr = EmitFieldPtr(static_cast<const ir::FieldPtrStmt&>(s));
-      if (!ptr.ok()) return ptr.status();
+      if (!ptr.ok())
+        return ptr.status();
       values_[&s] = *ptr;
       return absl::OkStatus();
     }
@@ -756,7 +871,8 @@ absl::Status FunctionEmitter::EmitStmt(const Stmt& s) {
       const bool global = s.kind() == StmtKind::kGlobalLoad;
       llvm::Value* v = b_.CreateLoad(global ? StorageType(t) : RegisterType(t),
                                      Get(s.operand(0)));
-      if (global && t == PrimitiveType::kU1) v = b_.CreateICmpNE(v, b_.getInt8(0));
+      if (global && t == PrimitiveType::kU1)
+        v = b_.CreateICmpNE(v, b_.getInt8(0));
       values_[&s] = v;
       return absl::OkStatus();
     }
@@ -779,13 +895,15 @@ absl::Status FunctionEmitter::EmitStmt(const Stmt& s) {
     }
     case StmtKind::kUnaryOp: {
       auto v = EmitUnary(static_cast<const ir::UnaryOpStmt&>(s));
-      if (!v.ok()) return v.status();
+      if (!v.ok())
+        return v.status();
       values_[&s] = *v;
       return absl::OkStatus();
     }
     case StmtKind::kBinaryOp: {
       auto v = EmitBinary(static_cast<const ir::BinaryOpStmt&>(s));
-      if (!v.ok()) return v.status();
+      if (!v.ok())
+        return v.status();
       values_[&s] = *v;
       return absl::OkStatus();
     }
@@ -796,7 +914,8 @@ absl::Status FunctionEmitter::EmitStmt(const Stmt& s) {
       return absl::OkStatus();
     case StmtKind::kAtomicOp: {
       auto v = EmitAtomic(static_cast<const ir::AtomicOpStmt&>(s));
-      if (!v.ok()) return v.status();
+      if (!v.ok())
+        return v.status();
       values_[&s] = *v;
       return absl::OkStatus();
     }
@@ -847,16 +966,20 @@ absl::Status FunctionEmitter::EmitStmt(const Stmt& s) {
     case StmtKind::kAdStackLoadTopAdj: {
       const PrimitiveType t = s.type().element();
       const bool adjoint = s.kind() == StmtKind::kAdStackLoadTopAdj;
-      llvm::Value* v = b_.CreateLoad(StorageType(t),
-                                     StackSlot(s.operand(0), StackTopIndex(s.operand(0)), adjoint));
-      if (t == PrimitiveType::kU1) v = b_.CreateICmpNE(v, b_.getInt8(0));
+      llvm::Value* v = b_.CreateLoad(
+          StorageType(t),
+          StackSlot(s.operand(0), StackTopIndex(s.operand(0)), adjoint));
+      if (t == PrimitiveType::kU1)
+        v = b_.CreateICmpNE(v, b_.getInt8(0));
       values_[&s] = v;
       return absl::OkStatus();
     }
     case StmtKind::kAdStackAccAdjoint: {
       const PrimitiveType t = s.operand(1)->type().element();
-      llvm::Value* slot = StackSlot(s.operand(0), StackTopIndex(s.operand(0)), true);
-      llvm::Value* sum = b_.CreateFAdd(b_.CreateLoad(RegisterType(t), slot), Get(s.operand(1)));
+      llvm::Value* slot =
+          StackSlot(s.operand(0), StackTopIndex(s.operand(0)), true);
+      llvm::Value* sum = b_.CreateFAdd(b_.CreateLoad(RegisterType(t), slot),
+                                       Get(s.operand(1)));
       b_.CreateStore(sum, slot);
       return absl::OkStatus();
     }
@@ -879,26 +1002,30 @@ absl::StatusOr<LoweredKernel> LowerKernel(const ir::Kernel& kernel,
   for (size_t t = 0; t < kernel.body()->size(); ++t) {
     const auto* task = ir::DynCast<ir::OffloadedTaskStmt>(kernel.body()->at(t));
     if (task == nullptr) {
-      return MakeError(ErrorKind::kCompilation,
-                       absl::StrCat("kernel '", kernel.name(),
-                                    "' must be offloaded before code generation"));
+      return MakeError(
+          ErrorKind::kCompilation,
+          absl::StrCat("kernel '", kernel.name(),
+                       "' must be offloaded before code generation"));
     }
     LoweredTask out;
     out.kind = task->task_kind();
     out.loc = task->loc();
     out.function = absl::StrCat("qd_task", t, "_", ir::TaskKindName(out.kind));
     emitter.set_task_stacks(&out.ad_stacks);
-    if (absl::Status s = emitter.EmitTask(*task, out.function); !s.ok()) return s;
+    if (absl::Status s = emitter.EmitTask(*task, out.function); !s.ok())
+      return s;
     if (out.kind == ir::TaskKind::kRangeFor) {
       out.bounds_function = out.function + "_bounds";
-      if (absl::Status s = emitter.EmitBounds(*task, out.bounds_function); !s.ok()) {
+      if (absl::Status s = emitter.EmitBounds(*task, out.bounds_function);
+          !s.ok()) {
         return s;
       }
     }
     if (out.kind == ir::TaskKind::kStructFor) {
       out.struct_for_cells = 1;
       for (int id = task->snode_id(); id >= 0; id = snodes.node(id).parent) {
-        for (int64_t size : snodes.node(id).sizes) out.struct_for_cells *= size;
+        for (int64_t size : snodes.node(id).sizes)
+          out.struct_for_cells *= size;
       }
     }
     lowered.tasks.push_back(std::move(out));
@@ -906,9 +1033,11 @@ absl::StatusOr<LoweredKernel> LowerKernel(const ir::Kernel& kernel,
   std::string problems;
   llvm::raw_string_ostream stream(problems);
   if (llvm::verifyModule(*lowered.module, &stream)) {
-    return MakeError(ErrorKind::kCompilation,
-                     absl::StrCat("internal compiler error: invalid LLVM IR for "
-                                  "kernel '", kernel.name(), "': ", stream.str()));
+    return MakeError(
+        ErrorKind::kCompilation,
+        absl::StrCat("internal compiler error: invalid LLVM IR for "
+                     "kernel '",
+                     kernel.name(), "': ", stream.str()));
   }
   return lowered;
 }

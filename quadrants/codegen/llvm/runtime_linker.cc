@@ -30,10 +30,12 @@ absl::Status LinkRuntime(llvm::Module& module,
                      "linking the runtime module into a kernel failed");
   }
   for (llvm::Function& fn : module.functions()) {
-    if (fn.isDeclaration()) continue;
+    if (fn.isDeclaration())
+      continue;
     const bool entry = std::find(entry_points.begin(), entry_points.end(),
                                  fn.getName().str()) != entry_points.end();
-    if (!entry) fn.setLinkage(llvm::GlobalValue::InternalLinkage);
+    if (!entry)
+      fn.setLinkage(llvm::GlobalValue::InternalLinkage);
   }
   return absl::OkStatus();
 }

@@ -18,9 +18,11 @@ namespace quadrants::adstack {
 class SizeExprInputs {
  public:
   virtual ~SizeExprInputs() = default;
-  virtual absl::optional<int64_t> FieldValue(int snode, absl::Span<const int64_t> index) const = 0;
+  virtual absl::optional<int64_t> FieldValue(
+      int snode, absl::Span<const int64_t> index) const = 0;
   virtual int64_t NdarrayShape(int arg, int axis) const = 0;
-  virtual absl::optional<int64_t> NdarrayValue(int arg, absl::Span<const int64_t> index) const = 0;
+  virtual absl::optional<int64_t> NdarrayValue(
+      int arg, absl::Span<const int64_t> index) const = 0;
   virtual int64_t ArgValue(int arg) const = 0;
 };
 

@@ -17,8 +17,8 @@ absl::StatusOr<std::unique_ptr<HipDriver>> HipDriver::Load() {
 }
 
 absl::Status HipDriver::Initialize() {
-  QD_ASSIGN_OR_RETURN(library_, DynamicLibrary::Open({"libamdhip64.so.5",
-                                                      "libamdhip64.so"}));
+  QD_ASSIGN_OR_RETURN(
+      library_, DynamicLibrary::Open({"libamdhip64.so.5", "libamdhip64.so"}));
 #define QD_LOAD_MEMBER(member, symbol) \
   QD_RETURN_IF_ERROR(library_->Load(symbol, &member));
   QD_HIP_DRIVER_FUNCTIONS(QD_LOAD_MEMBER)
@@ -26,7 +26,8 @@ absl::Status HipDriver::Initialize() {
   QD_RETURN_IF_ERROR(Check(hipInit(0), "hipInit"));
   int count = 0;
   QD_RETURN_IF_ERROR(Check(hipGetDeviceCount(&count), "hipGetDeviceCount"));
-  if (count == 0) return absl::UnavailableError("no AMD GPU found");
+  if (count == 0)
+    return absl::UnavailableError("no AMD GPU found");
   char name[256] = {};
   QD_RETURN_IF_ERROR(
       Check(hipDeviceGetName(name, sizeof(name), 0), "hipDeviceGetName"));
@@ -35,13 +36,14 @@ absl::Status HipDriver::Initialize() {
 }
 
 absl::Status HipDriver::Check(hipError_t result, const char* what) const {
-  if (result == hipSuccess) return absl::OkStatus();
+  if (result == hipSuccess)
+    return absl::OkStatus();
   const char* message =
       hipGetErrorString != nullptr ? hipGetErrorString(result) : nullptr;
-  return MakeError(ErrorKind::kRuntime,
-                   absl::StrCat(what, " failed: ",
-                                message ? message : "unknown error",
-                                " (hipError_t ", static_cast<int>(result), ")"));
+  return MakeError(
+      ErrorKind::kRuntime,
+      absl::StrCat(what, " failed: ", message ? message : "unknown error",
+                   " (hipError_t ", static_cast<int>(result), ")"));
 }
 
 }  // namespace quadrants::amdgpu

@@ -13,11 +13,11 @@
 namespace quadrants::amdgpu {
 
 // X(member, symbol): the HIP entry points Quadrants calls.
-#define QD_HIP_DRIVER_FUNCTIONS(X)               \
-  X(hipInit, "hipInit")                          \
-  X(hipGetErrorString, "hipGetErrorString")      \
-  X(hipDriverGetVersion, "hipDriverGetVersion")  \
-  X(hipGetDeviceCount, "hipGetDeviceCount")      \
+#define QD_HIP_DRIVER_FUNCTIONS(X)              \
+  X(hipInit, "hipInit")                         \
+  X(hipGetErrorString, "hipGetErrorString")     \
+  X(hipDriverGetVersion, "hipDriverGetVersion") \
+  X(hipGetDeviceCount, "hipGetDeviceCount")     \
   X(hipDeviceGetName, "hipDeviceGetName")
 
 // The loaded HIP runtime with device 0 selected.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "llvm/IR/LLVMContext.h"
 #include "quadrants/codegen/llvm/kernel_lowering.h"
@@ -14,7 +15,6 @@
 #include "quadrants/ir/walk.h"
 #include "quadrants/runtime/adstack/size_expr_evaluator.h"
 #include "quadrants/runtime/llvm/runtime_module/runtime_x86_64.h"
-#include "absl/container/flat_hash_map.h"
 
 namespace quadrants::cpu {
 namespace {
@@ -32,10 +32,10 @@ struct CpuTask {
 // What a task's size expressions read, so a launch can tell whether the
 // cached capacities still hold.
 struct SizingDependencies {
-  std::vector<int> args;         // scalar argument values
-  std::vector<int> shape_args;   // ndarray shapes
-  std::vector<int> data_args;    // ndarray contents
-  std::vector<int> fields;       // field values
+  std::vector<int> args;        // scalar argument values
+  std::vector<int> shape_args;  // ndarray shapes
+  std::vector<int> data_args;   // ndarray contents
+  std::vector<int> fields;      // field values
 };
 
 struct SizingCache {
@@ -46,40 +46,54 @@ struct SizingCache {
 
 void CollectDependencies(const ir::SizeExpr& e, SizingDependencies* deps) {
   auto add = [](std::vector<int>& list, int value) {
-    if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
+    if (std::find(list.begin(), list.end(), value) == list.end())
+      list.push_back(value);
   };
   switch (e.kind()) {
-    case ir::SizeExprKind::kArgValue: add(deps->args, e.arg()); break;
-    case ir::SizeExprKind::kNdarrayShape: add(deps->shape_args, e.arg()); break;
+    case ir::SizeExprKind::kArgValue:
+      add(deps->args, e.arg());
+      break;
+    case ir::SizeExprKind::kNdarrayShape:
+      add(deps->shape_args, e.arg());
+      break;
     case ir::SizeExprKind::kNdarrayRead:
       add(deps->shape_args, e.arg());
       add(deps->data_args, e.arg());
       break;
-    case ir::SizeExprKind::kFieldLoad: add(deps->fields, e.snode_id()); break;
-    default: break;
+    case ir::SizeExprKind::kFieldLoad:
+      add(deps->fields, e.snode_id());
+      break;
+    default:
+      break;
   }
-  for (const auto& child : e.children()) CollectDependencies(*child, deps);
+  for (const auto& child : e.children())
+    CollectDependencies(*child, deps);
 }
 
 // Launch-time values for the size expressions of a CPU launch.
 class CpuSizerInputs : public adstack::SizeExprInputs {
  public:
-  CpuSizerInputs(const ir::SNodeTree& snodes, const char* root, const QdLaunchContext& ctx,
+  CpuSizerInputs(const ir::SNodeTree& snodes, const char* root,
+                 const QdLaunchContext& ctx,
                  const std::vector<ir::KernelParam>& params)
       : snodes_(snodes), root_(root), ctx_(ctx), params_(params) {}
 
-  absl::optional<int64_t> FieldValue(int snode, absl::Span<const int64_t> index) const override {
+  absl::optional<int64_t> FieldValue(
+      int snode, absl::Span<const int64_t> index) const override {
     auto it = layouts_.find(snode);
     if (it == layouts_.end()) {
       auto layout = snodes_.Layout(snode);
-      if (!layout.ok()) return absl::nullopt;
+      if (!layout.ok())
+        return absl::nullopt;
       it = layouts_.emplace(snode, *layout).first;
     }
     const ir::PlaceLayout& layout = it->second;
-    if (index.size() != layout.shape.size()) return absl::nullopt;
+    if (index.size() != layout.shape.size())
+      return absl::nullopt;
     int64_t offset = layout.offset;
     for (size_t a = 0; a < index.size(); ++a) {
-      if (index[a] < 0 || index[a] >= layout.shape[a]) return absl::nullopt;
+      if (index[a] < 0 || index[a] >= layout.shape[a])
+        return absl::nullopt;
       offset += index[a] * layout.axis_stride[a];
     }
     return adstack::ReadAsInteger(root_ + offset, snodes_.node(snode).dtype);
@@ -89,18 +103,22 @@ class CpuSizerInputs : public adstack::SizeExprInputs {
     return ctx_.ndarray_shape[arg][axis];
   }
 
-  absl::optional<int64_t> NdarrayValue(int arg, absl::Span<const int64_t> index) const override {
+  absl::optional<int64_t> NdarrayValue(
+      int arg, absl::Span<const int64_t> index) const override {
     const ir::KernelParam& p = params_[arg];
-    if (static_cast<int>(index.size()) != p.ndim) return absl::nullopt;
+    if (static_cast<int>(index.size()) != p.ndim)
+      return absl::nullopt;
     int64_t linear = 0;
     for (int a = 0; a < p.ndim; ++a) {
       const int64_t extent = ctx_.ndarray_shape[arg][a];
-      if (index[a] < 0 || index[a] >= extent) return absl::nullopt;
+      if (index[a] < 0 || index[a] >= extent)
+        return absl::nullopt;
       linear = linear * extent + index[a];
     }
     const int64_t bytes = std::max(1, ir::BitWidth(p.dtype) / 8);
-    return adstack::ReadAsInteger(static_cast<const char*>(ctx_.ndarray_data[arg]) + linear * bytes,
-                                  p.dtype);
+    return adstack::ReadAsInteger(
+        static_cast<const char*>(ctx_.ndarray_data[arg]) + linear * bytes,
+        p.dtype);
   }
 
   int64_t ArgValue(int arg) const override { return ctx_.args[arg]; }
@@ -115,8 +133,10 @@ class CpuSizerInputs : public adstack::SizeExprInputs {
 
 class CpuCompiledKernel : public CompiledKernel {
  public:
-  CpuCompiledKernel(const ir::Kernel& kernel, std::vector<RuntimeErrorSite> sites,
-                    std::vector<CpuTask> tasks, std::vector<std::vector<AdStackInfo>> stacks)
+  CpuCompiledKernel(const ir::Kernel& kernel,
+                    std::vector<RuntimeErrorSite> sites,
+                    std::vector<CpuTask> tasks,
+                    std::vector<std::vector<AdStackInfo>> stacks)
       : CompiledKernel(kernel.name(), kernel.params(), std::move(sites),
                        static_cast<int>(tasks.size()), std::move(stacks)),
         tasks_(std::move(tasks)) {}
@@ -131,12 +151,15 @@ class CpuCompiledKernel : public CompiledKernel {
 };
 
 // Field places and ndarray parameters a kernel may write.
-void CollectWrites(const ir::Kernel& kernel, std::vector<int>* snodes, std::vector<int>* args) {
+void CollectWrites(const ir::Kernel& kernel, std::vector<int>* snodes,
+                   std::vector<int>* args) {
   ir::WalkKernel(kernel, [&](const ir::Stmt* s) {
-    if (!ir::Isa<ir::GlobalStoreStmt>(s) && !ir::Isa<ir::AtomicOpStmt>(s)) return;
+    if (!ir::Isa<ir::GlobalStoreStmt>(s) && !ir::Isa<ir::AtomicOpStmt>(s))
+      return;
     const ir::Stmt* ptr = s->operand(0);
     if (const auto* field = ir::DynCast<ir::FieldPtrStmt>(ptr)) {
-      if (std::find(snodes->begin(), snodes->end(), field->snode_id()) == snodes->end()) {
+      if (std::find(snodes->begin(), snodes->end(), field->snode_id()) ==
+          snodes->end()) {
         snodes->push_back(field->snode_id());
       }
     } else if (const auto* array = ir::DynCast<ir::NdarrayPtrStmt>(ptr)) {
@@ -149,10 +172,14 @@ void CollectWrites(const ir::Kernel& kernel, std::vector<int>* snodes, std::vect
 
 }  // namespace
 
-CpuBackend::CpuBackend(const CompileConfig& config, std::unique_ptr<codegen::CpuJit> jit)
-    : config_(config), jit_(std::move(jit)), pool_(config.cpu_max_num_threads) {}
+CpuBackend::CpuBackend(const CompileConfig& config,
+                       std::unique_ptr<codegen::CpuJit> jit)
+    : config_(config),
+      jit_(std::move(jit)),
+      pool_(config.cpu_max_num_threads) {}
 
-absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const CompileConfig& config) {
+absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(
+    const CompileConfig& config) {
   if (config.cpu_max_num_threads < 0) {
     return MakeError(ErrorKind::kType,
                      absl::StrCat("cpu_max_num_threads must be >= 0, got ",
@@ -171,12 +198,14 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
   options.debug = config_.debug;
   options.triple = jit_->triple();
   options.data_layout = jit_->data_layout();
-  QD_ASSIGN_OR_RETURN(codegen::LoweredKernel lowered,
-                      codegen::LowerKernel(offloaded, snodes, options, *context));
+  QD_ASSIGN_OR_RETURN(
+      codegen::LoweredKernel lowered,
+      codegen::LowerKernel(offloaded, snodes, options, *context));
   std::vector<std::string> entry_points;
   for (const auto& task : lowered.tasks) {
     entry_points.push_back(task.function);
-    if (!task.bounds_function.empty()) entry_points.push_back(task.bounds_function);
+    if (!task.bounds_function.empty())
+      entry_points.push_back(task.bounds_function);
   }
   QD_RETURN_IF_ERROR(codegen::LinkRuntime(
       *lowered.module,
@@ -190,15 +219,16 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
   for (const auto& task : lowered.tasks) {
     std::vector<AdStackInfo> stacks;
     for (const auto& spec : task.ad_stacks) {
-      stacks.push_back(
-          {spec.dtype, spec.slot_bytes, spec.static_capacity, spec.size_expr, spec.loc});
+      stacks.push_back({spec.dtype, spec.slot_bytes, spec.static_capacity,
+                        spec.size_expr, spec.loc});
     }
     task_adstacks.push_back(std::move(stacks));
     CpuTask cpu{task.kind};
     QD_ASSIGN_OR_RETURN(void* run, jit_->Lookup(dylib, task.function));
     cpu.run = reinterpret_cast<TaskFn>(run);
     if (!task.bounds_function.empty()) {
-      QD_ASSIGN_OR_RETURN(void* bounds, jit_->Lookup(dylib, task.bounds_function));
+      QD_ASSIGN_OR_RETURN(void* bounds,
+                          jit_->Lookup(dylib, task.bounds_function));
       cpu.bounds = reinterpret_cast<BoundsFn>(bounds);
     }
     cpu.cells = task.struct_for_cells;
@@ -213,7 +243,8 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
   for (const auto& stacks : compiled->task_adstacks()) {
     SizingDependencies deps;
     for (const AdStackInfo& stack : stacks) {
-      if (stack.size_expr) CollectDependencies(*stack.size_expr, &deps);
+      if (stack.size_expr)
+        CollectDependencies(*stack.size_expr, &deps);
     }
     compiled->sizing_dependencies.push_back(std::move(deps));
   }
@@ -224,20 +255,22 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
   return compiled;
 }
 
-absl::Status CpuBackend::PublishAdStacks(const CompiledKernel& kernel, int task,
-                                         const std::vector<AdStackInfo>& stacks, int threads,
-                                         const QdLaunchContext& ctx,
-                                         absl::Span<const ResolvedArgument> args,
-                                         absl::Span<const uint64_t> field_generations) {
+absl::Status CpuBackend::PublishAdStacks(
+    const CompiledKernel& kernel, int task,
+    const std::vector<AdStackInfo>& stacks, int threads,
+    const QdLaunchContext& ctx, absl::Span<const ResolvedArgument> args,
+    absl::Span<const uint64_t> field_generations) {
   const auto& compiled = static_cast<const CpuCompiledKernel&>(kernel);
   const SizingDependencies& deps = compiled.sizing_dependencies[task];
   SizingCache& cache = compiled.sizing_cache[task];
   // The cache holds while every value the expressions read is unchanged.
   std::vector<int64_t> signature;
   bool cacheable = true;
-  for (int arg : deps.args) signature.push_back(ctx.args[arg]);
+  for (int arg : deps.args)
+    signature.push_back(ctx.args[arg]);
   for (int arg : deps.shape_args) {
-    for (int64_t extent : args[arg].shape) signature.push_back(extent);
+    for (int64_t extent : args[arg].shape)
+      signature.push_back(extent);
   }
   for (int arg : deps.data_args) {
     signature.push_back(reinterpret_cast<int64_t>(args[arg].data));
@@ -250,10 +283,12 @@ absl::Status CpuBackend::PublishAdStacks(const CompiledKernel& kernel, int task,
                             : -1);
   }
   const bool forced = config_.ad_stack_size > 0;
-  const bool evaluated = !forced && (!deps.args.empty() || !deps.shape_args.empty() ||
-                                     !deps.data_args.empty() || !deps.fields.empty() ||
-                                     std::any_of(stacks.begin(), stacks.end(),
-                                                 [](const AdStackInfo& s) { return s.size_expr; }));
+  const bool evaluated =
+      !forced &&
+      (!deps.args.empty() || !deps.shape_args.empty() ||
+       !deps.data_args.empty() || !deps.fields.empty() ||
+       std::any_of(stacks.begin(), stacks.end(),
+                   [](const AdStackInfo& s) { return s.size_expr; }));
   if (evaluated && cacheable && cache.valid && cache.signature == signature) {
     adstack_max_sizes_ = cache.capacities;
     ++adstack_stats_.cache_hits;
@@ -267,15 +302,19 @@ absl::Status CpuBackend::PublishAdStacks(const CompiledKernel& kernel, int task,
       } else if (stack.static_capacity > 0) {
         capacity = stack.static_capacity;
       } else if (stack.size_expr) {
-        absl::StatusOr<int64_t> value = adstack::EvaluateSizeExpr(*stack.size_expr, inputs);
+        absl::StatusOr<int64_t> value =
+            adstack::EvaluateSizeExpr(*stack.size_expr, inputs);
         ++adstack_stats_.tree_evaluations;
         if (!value.ok()) {
           return MakeError(ErrorKind::kRuntime,
-                           absl::StrCat("kernel '", kernel.name(), "': sizing the adstack of "
-                                        "the loop at ", stack.loc.ToString(), ": ",
+                           absl::StrCat("kernel '", kernel.name(),
+                                        "': sizing the adstack of "
+                                        "the loop at ",
+                                        stack.loc.ToString(), ": ",
                                         value.status().message()));
         }
-        capacity = std::max<int64_t>(*value, 2);  // the two setup slots at least
+        capacity =
+            std::max<int64_t>(*value, 2);  // the two setup slots at least
       }
       adstack_max_sizes_.push_back(capacity);
     }
@@ -314,11 +353,14 @@ absl::Status CpuBackend::PublishAdStacks(const CompiledKernel& kernel, int task,
   return absl::OkStatus();
 }
 
-void CpuBackend::CheckAdStackOverflow(int task, const std::vector<AdStackInfo>& stacks) {
+void CpuBackend::CheckAdStackOverflow(int task,
+                                      const std::vector<AdStackInfo>& stacks) {
   const int stack = runtime_.adstack_overflow - 1;
-  if (stack < 0) return;
+  if (stack < 0)
+    return;
   runtime_.adstack_overflow = 0;
-  if (pending_) return;
+  if (pending_)
+    return;
   RuntimeErrorRecord record;
   record.code = RuntimeErrorRecord::Code::kAdStackOverflow;
   record.site = stack;
@@ -333,16 +375,18 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
     absl::Span<const uint64_t> field_generations) {
   const auto& compiled = static_cast<const CpuCompiledKernel&>(kernel);
   if (args.size() > QD_MAX_ARGS) {
-    return MakeError(ErrorKind::kType,
-                     absl::StrCat("kernel '", kernel.name(), "' takes ", args.size(),
-                                  " arguments; at most ", QD_MAX_ARGS, " are supported"));
+    return MakeError(
+        ErrorKind::kType,
+        absl::StrCat("kernel '", kernel.name(), "' takes ", args.size(),
+                     " arguments; at most ", QD_MAX_ARGS, " are supported"));
   }
   QdLaunchContext ctx{};
   ctx.runtime = &runtime_;
   for (size_t i = 0; i < args.size(); ++i) {
     ctx.args[i] = args[i].slot;
     ctx.ndarray_data[i] = args[i].data;
-    for (size_t axis = 0; axis < args[i].shape.size() && axis < QD_MAX_NDIM; ++axis) {
+    for (size_t axis = 0; axis < args[i].shape.size() && axis < QD_MAX_NDIM;
+         ++axis) {
       ctx.ndarray_shape[i][axis] = args[i].shape[axis];
     }
   }
@@ -363,15 +407,16 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
       // Heap slices are per thread id; a serial task only uses thread 0.
       QD_RETURN_IF_ERROR(PublishAdStacks(
           kernel, static_cast<int>(t), stacks,
-          task.kind == ir::TaskKind::kSerial ? 1 : pool_.num_threads(), ctx, args,
-          field_generations));
+          task.kind == ir::TaskKind::kSerial ? 1 : pool_.num_threads(), ctx,
+          args, field_generations));
     }
     ++stats.tasks;
     int64_t range[2] = {0, 1};
     switch (task.kind) {
       case ir::TaskKind::kSerial:
         task.run(&ctx, 0, 1, 0);
-        if (!stacks.empty()) CheckAdStackOverflow(static_cast<int>(t), stacks);
+        if (!stacks.empty())
+          CheckAdStackOverflow(static_cast<int>(t), stacks);
         continue;
       case ir::TaskKind::kRangeFor:
         task.bounds(&ctx, range);
@@ -380,11 +425,14 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
         range[1] = task.cells;
         break;
     }
-    pool_.ParallelFor(range[0], range[1], [&](int64_t begin, int64_t end, int thread) {
-      task.run(&ctx, begin, end, thread);
-    });
-    stats.max_threads_used = std::max(stats.max_threads_used, pool_.threads_used_last());
-    if (!stacks.empty()) CheckAdStackOverflow(static_cast<int>(t), stacks);
+    pool_.ParallelFor(range[0], range[1],
+                      [&](int64_t begin, int64_t end, int thread) {
+                        task.run(&ctx, begin, end, thread);
+                      });
+    stats.max_threads_used =
+        std::max(stats.max_threads_used, pool_.threads_used_last());
+    if (!stacks.empty())
+      CheckAdStackOverflow(static_cast<int>(t), stacks);
   }
   if (any_stacks) {
     adstack_stats_.capacities.resize(compiled.tasks().size());
@@ -400,7 +448,8 @@ absl::optional<RuntimeErrorRecord> CpuBackend::TakeError() {
     runtime_.error_code = QD_ERROR_NONE;
     return record;
   }
-  if (runtime_.error_code == QD_ERROR_NONE) return absl::nullopt;
+  if (runtime_.error_code == QD_ERROR_NONE)
+    return absl::nullopt;
   RuntimeErrorRecord record;
   record.code = static_cast<RuntimeErrorRecord::Code>(runtime_.error_code);
   record.site = runtime_.error_site;

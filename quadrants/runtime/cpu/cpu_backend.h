@@ -14,7 +14,8 @@ namespace quadrants::cpu {
 // thread pool, launches synchronous with the host.
 class CpuBackend : public Backend {
  public:
-  static absl::StatusOr<std::unique_ptr<CpuBackend>> Create(const CompileConfig& config);
+  static absl::StatusOr<std::unique_ptr<CpuBackend>> Create(
+      const CompileConfig& config);
 
   absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes) override;
@@ -35,8 +36,8 @@ class CpuBackend : public Backend {
   // cached), grows the heap if needed and publishes the metadata generated
   // code reads.
   absl::Status PublishAdStacks(const CompiledKernel& kernel, int task,
-                               const std::vector<AdStackInfo>& stacks, int threads,
-                               const QdLaunchContext& ctx,
+                               const std::vector<AdStackInfo>& stacks,
+                               int threads, const QdLaunchContext& ctx,
                                absl::Span<const ResolvedArgument> args,
                                absl::Span<const uint64_t> field_generations);
   void CheckAdStackOverflow(int task, const std::vector<AdStackInfo>& stacks);

@@ -20,14 +20,16 @@ ThreadPool::~ThreadPool() {
     stopping_ = true;
   }
   work_ready_.notify_all();
-  for (std::thread& worker : workers_) worker.join();
+  for (std::thread& worker : workers_)
+    worker.join();
 }
 
 void ThreadPool::RunChunks(int thread_id) {
   bool ran = false;
   for (;;) {
     const int64_t start = next_.fetch_add(chunk_, std::memory_order_relaxed);
-    if (start >= end_) break;
+    if (start >= end_)
+      break;
     (*body_)(start, std::min(start + chunk_, end_), thread_id);
     ran = true;
   }
@@ -42,13 +44,15 @@ void ThreadPool::WorkerLoop(int thread_id) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       work_ready_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-      if (stopping_) return;
+      if (stopping_)
+        return;
       seen = generation_;
     }
     RunChunks(thread_id);
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (--workers_busy_ == 0) work_done_.notify_one();
+      if (--workers_busy_ == 0)
+        work_done_.notify_one();
     }
   }
 }
@@ -78,7 +82,8 @@ void ThreadPool::ParallelFor(int64_t begin, int64_t end, const ChunkFn& body) {
     std::unique_lock<std::mutex> lock(mutex_);
     work_done_.wait(lock, [&] { return workers_busy_ == 0; });
   }
-  threads_used_last_ = static_cast<int>(std::bitset<64>(used_mask_.load()).count());
+  threads_used_last_ =
+      static_cast<int>(std::bitset<64>(used_mask_.load()).count());
   body_ = nullptr;
 }
 

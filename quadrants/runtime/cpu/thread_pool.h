@@ -25,7 +25,8 @@ class ThreadPool {
 
   int num_threads() const { return num_threads_; }
 
-  using ChunkFn = std::function<void(int64_t begin, int64_t end, int thread_id)>;
+  using ChunkFn =
+      std::function<void(int64_t begin, int64_t end, int thread_id)>;
   // Splits [begin, end) into chunks and runs `body` on them in parallel;
   // returns when all are done. Not reentrant.
   void ParallelFor(int64_t begin, int64_t end, const ChunkFn& body);

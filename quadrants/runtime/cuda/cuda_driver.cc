@@ -31,25 +31,26 @@ absl::Status CudaDriver::Initialize() {
   QD_CUDA_DRIVER_FUNCTIONS(QD_LOAD_MEMBER)
 #undef QD_LOAD_MEMBER
   QD_RETURN_IF_ERROR(Check(cuInit(0), "cuInit"));
-  QD_RETURN_IF_ERROR(Check(cuDriverGetVersion(&driver_version_),
-                           "cuDriverGetVersion"));
+  QD_RETURN_IF_ERROR(
+      Check(cuDriverGetVersion(&driver_version_), "cuDriverGetVersion"));
   int count = 0;
   QD_RETURN_IF_ERROR(Check(cuDeviceGetCount(&count), "cuDeviceGetCount"));
-  if (count == 0) return absl::UnavailableError("no CUDA device found");
+  if (count == 0)
+    return absl::UnavailableError("no CUDA device found");
   QD_RETURN_IF_ERROR(Check(cuDeviceGet(&device_, 0), "cuDeviceGet"));
   char name[256] = {};
   QD_RETURN_IF_ERROR(
       Check(cuDeviceGetName(name, sizeof(name), device_), "cuDeviceGetName"));
   device_name_ = name;
   int major = 0, minor = 0;
-  QD_RETURN_IF_ERROR(Check(
-      cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                           device_),
-      "cuDeviceGetAttribute"));
-  QD_RETURN_IF_ERROR(Check(
-      cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                           device_),
-      "cuDeviceGetAttribute"));
+  QD_RETURN_IF_ERROR(
+      Check(cuDeviceGetAttribute(
+                &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_),
+            "cuDeviceGetAttribute"));
+  QD_RETURN_IF_ERROR(
+      Check(cuDeviceGetAttribute(
+                &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_),
+            "cuDeviceGetAttribute"));
   compute_capability_ = major * 10 + minor;
   QD_RETURN_IF_ERROR(Check(cuDevicePrimaryCtxRetain(&context_, device_),
                            "cuDevicePrimaryCtxRetain"));
@@ -57,13 +58,16 @@ absl::Status CudaDriver::Initialize() {
 }
 
 CudaDriver::~CudaDriver() {
-  if (context_ != nullptr) cuDevicePrimaryCtxRelease(device_);
+  if (context_ != nullptr)
+    cuDevicePrimaryCtxRelease(device_);
 }
 
 absl::Status CudaDriver::Check(CUresult result, const char* what) const {
-  if (result == CUDA_SUCCESS) return absl::OkStatus();
+  if (result == CUDA_SUCCESS)
+    return absl::OkStatus();
   const char* message = nullptr;
-  if (cuGetErrorString == nullptr || cuGetErrorString(result, &message) != CUDA_SUCCESS) {
+  if (cuGetErrorString == nullptr ||
+      cuGetErrorString(result, &message) != CUDA_SUCCESS) {
     message = "unknown error";
   }
   return MakeError(ErrorKind::kRuntime,

@@ -14,25 +14,25 @@ namespace quadrants::cuda {
 
 // X(member, symbol): the driver entry points Quadrants calls. Symbols are the
 // versioned names that cuda.h's macros resolve to.
-#define QD_CUDA_DRIVER_FUNCTIONS(X)                      \
-  X(cuInit, "cuInit")                                    \
-  X(cuGetErrorString, "cuGetErrorString")                \
-  X(cuDriverGetVersion, "cuDriverGetVersion")            \
-  X(cuDeviceGetCount, "cuDeviceGetCount")                \
-  X(cuDeviceGet, "cuDeviceGet")                          \
-  X(cuDeviceGetName, "cuDeviceGetName")                  \
-  X(cuDeviceGetAttribute, "cuDeviceGetAttribute")        \
-  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") \
+#define QD_CUDA_DRIVER_FUNCTIONS(X)                            \
+  X(cuInit, "cuInit")                                          \
+  X(cuGetErrorString, "cuGetErrorString")                      \
+  X(cuDriverGetVersion, "cuDriverGetVersion")                  \
+  X(cuDeviceGetCount, "cuDeviceGetCount")                      \
+  X(cuDeviceGet, "cuDeviceGet")                                \
+  X(cuDeviceGetName, "cuDeviceGetName")                        \
+  X(cuDeviceGetAttribute, "cuDeviceGetAttribute")              \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")      \
   X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2") \
-  X(cuCtxSetCurrent, "cuCtxSetCurrent")                  \
-  X(cuCtxSynchronize, "cuCtxSynchronize")                \
-  X(cuModuleLoadData, "cuModuleLoadData")                \
-  X(cuModuleUnload, "cuModuleUnload")                    \
-  X(cuModuleGetFunction, "cuModuleGetFunction")          \
-  X(cuMemAlloc, "cuMemAlloc_v2")                         \
-  X(cuMemFree, "cuMemFree_v2")                           \
-  X(cuMemcpyHtoD, "cuMemcpyHtoD_v2")                     \
-  X(cuMemcpyDtoH, "cuMemcpyDtoH_v2")                     \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent")                        \
+  X(cuCtxSynchronize, "cuCtxSynchronize")                      \
+  X(cuModuleLoadData, "cuModuleLoadData")                      \
+  X(cuModuleUnload, "cuModuleUnload")                          \
+  X(cuModuleGetFunction, "cuModuleGetFunction")                \
+  X(cuMemAlloc, "cuMemAlloc_v2")                               \
+  X(cuMemFree, "cuMemFree_v2")                                 \
+  X(cuMemcpyHtoD, "cuMemcpyHtoD_v2")                           \
+  X(cuMemcpyDtoH, "cuMemcpyDtoH_v2")                           \
   X(cuLaunchKernel, "cuLaunchKernel")
 
 // The loaded driver library with an initialized primary context on device 0.

@@ -30,7 +30,8 @@ class ScopeWalker {
  private:
   bool Visible(const Stmt* s) const {
     for (const auto& scope : scopes_) {
-      if (scope.contains(s)) return true;
+      if (scope.contains(s))
+        return true;
     }
     return false;
   }
@@ -39,12 +40,15 @@ class ScopeWalker {
     scopes_.emplace_back();
     for (const auto& stmt : block) {
       Stmt* s = stmt.get();
-      if (!ir::Isa<ir::LoopIndexStmt>(s) && !ir::Isa<ir::OffloadedTaskStmt>(s)) {
+      if (!ir::Isa<ir::LoopIndexStmt>(s) &&
+          !ir::Isa<ir::OffloadedTaskStmt>(s)) {
         for (size_t i = 0; i < s->num_operands(); ++i) {
-          if (!Visible(s->operand(i))) uses_.push_back({s, i});
+          if (!Visible(s->operand(i)))
+            uses_.push_back({s, i});
         }
       }
-      for (const Block* child : s->blocks()) Visit(*child);
+      for (const Block* child : s->blocks())
+        Visit(*child);
       scopes_.back().insert(s);
     }
     scopes_.pop_back();
@@ -56,7 +60,8 @@ class ScopeWalker {
 
 ir::OffloadedTaskStmt* TaskOf(Stmt* s) {
   for (Stmt* c = s; c != nullptr; c = c->enclosing()) {
-    if (auto* task = ir::DynCast<ir::OffloadedTaskStmt>(c)) return task;
+    if (auto* task = ir::DynCast<ir::OffloadedTaskStmt>(c))
+      return task;
   }
   return nullptr;
 }

@@ -22,25 +22,32 @@ class Capture {
     // Locals never cross tasks: stores to a stashed variable are in the
     // loop's own task.
     for (const Stmt* c = &loop; c != nullptr; c = c->enclosing()) {
-      if (ir::Isa<ir::OffloadedTaskStmt>(c)) task_ = c;
+      if (ir::Isa<ir::OffloadedTaskStmt>(c))
+        task_ = c;
     }
-    if (task_ == nullptr) return nullptr;
+    if (task_ == nullptr)
+      return nullptr;
     const auto* range = ir::DynCast<ir::RangeForStmt>(&loop);
-    if (range == nullptr) return nullptr;
+    if (range == nullptr)
+      return nullptr;
     SizeExpr::Ptr begin = Convert(range->begin());
     SizeExpr::Ptr end = Convert(range->end());
-    if (!begin || !end) return nullptr;
-    SizeExpr::Ptr tree = SizeExpr::Add(SizeExpr::Sub(end, begin), SizeExpr::Const(2));
+    if (!begin || !end)
+      return nullptr;
+    SizeExpr::Ptr tree =
+        SizeExpr::Add(SizeExpr::Sub(end, begin), SizeExpr::Const(2));
     // Maximize over the loop indices used, innermost first: bounds of outer
     // loops may themselves use indices of loops further out.
     while (!pending_.empty()) {
-      std::sort(pending_.begin(), pending_.end(), [](const Var& a, const Var& b) {
-        return Depth(a.loop) > Depth(b.loop);
-      });
+      std::sort(pending_.begin(), pending_.end(),
+                [](const Var& a, const Var& b) {
+                  return Depth(a.loop) > Depth(b.loop);
+                });
       Var var = pending_.front();
       pending_.erase(pending_.begin());
       SizeExpr::Ptr lo, hi;
-      if (!Range(var, &lo, &hi)) return nullptr;
+      if (!Range(var, &lo, &hi))
+        return nullptr;
       tree = SizeExpr::MaxOverRange(var.id, lo, hi, tree);
     }
     return tree;
@@ -55,13 +62,15 @@ class Capture {
 
   static int Depth(const Stmt* s) {
     int depth = 0;
-    for (const Stmt* c = s->enclosing(); c != nullptr; c = c->enclosing()) ++depth;
+    for (const Stmt* c = s->enclosing(); c != nullptr; c = c->enclosing())
+      ++depth;
     return depth;
   }
 
   SizeExpr::Ptr BoundVar(const Stmt* loop, int axis) {
     for (const Var& v : all_) {
-      if (v.loop == loop && v.axis == axis) return SizeExpr::BoundVar(v.id);
+      if (v.loop == loop && v.axis == axis)
+        return SizeExpr::BoundVar(v.id);
     }
     Var v{loop, axis, static_cast<int>(all_.size())};
     all_.push_back(v);
@@ -84,11 +93,13 @@ class Capture {
       return *lo && *hi;
     }
     int snode = -1;
-    if (const auto* cells = ir::DynCast<ir::StructForStmt>(loop)) snode = cells->snode_id();
+    if (const auto* cells = ir::DynCast<ir::StructForStmt>(loop))
+      snode = cells->snode_id();
     if (task != nullptr && task->task_kind() == ir::TaskKind::kStructFor) {
       snode = task->snode_id();
     }
-    if (snode < 0) return false;
+    if (snode < 0)
+      return false;
     for (int id = snode; id >= 0; id = snodes_.node(id).parent) {
       const ir::SNode& node = snodes_.node(id);
       for (size_t k = 0; k < node.axes.size(); ++k) {
@@ -106,7 +117,8 @@ class Capture {
     std::vector<SizeExpr::Ptr> indices;
     for (const Stmt* index : ptr->operands()) {
       SizeExpr::Ptr e = Convert(index);
-      if (!e) return {};
+      if (!e)
+        return {};
       indices.push_back(e);
     }
     return indices;
@@ -119,23 +131,30 @@ class Capture {
     const ir::PrimitiveType t = s->type().element();
     if (const auto* u = ir::DynCast<ir::UnaryOpStmt>(s)) {
       const ir::PrimitiveType from = u->input()->type().element();
-      if (!u->is_cast() || ir::IsFloat(from)) return false;
-      if (ir::BitWidth(t) < ir::BitWidth(from)) return false;
+      if (!u->is_cast() || ir::IsFloat(from))
+        return false;
+      if (ir::BitWidth(t) < ir::BitWidth(from))
+        return false;
       return ir::IsSigned(t) == ir::IsSigned(from) || !ir::IsSigned(from) ||
              ir::BitWidth(t) > ir::BitWidth(from);
     }
-    if (ir::Isa<ir::BinaryOpStmt>(s)) return ir::IsSigned(t);
+    if (ir::Isa<ir::BinaryOpStmt>(s))
+      return ir::IsSigned(t);
     return true;
   }
 
   SizeExpr::Ptr Convert(const Stmt* s) {
-    if (++depth_guard_ > 10000) return nullptr;
-    if (!s->type().is_integer_scalar() || !ValuePreserving(s)) return nullptr;
+    if (++depth_guard_ > 10000)
+      return nullptr;
+    if (!s->type().is_integer_scalar() || !ValuePreserving(s))
+      return nullptr;
     switch (s->kind()) {
       case ir::StmtKind::kConst:
-        return SizeExpr::Const(static_cast<const ir::ConstStmt*>(s)->value().as_int());
+        return SizeExpr::Const(
+            static_cast<const ir::ConstStmt*>(s)->value().as_int());
       case ir::StmtKind::kArgLoad:
-        return SizeExpr::ArgValue(static_cast<const ir::ArgLoadStmt*>(s)->arg());
+        return SizeExpr::ArgValue(
+            static_cast<const ir::ArgLoadStmt*>(s)->arg());
       case ir::StmtKind::kNdarrayShape: {
         const auto* shape = static_cast<const ir::NdarrayShapeStmt*>(s);
         return SizeExpr::NdarrayShape(shape->arg(), shape->axis());
@@ -147,35 +166,46 @@ class Capture {
       case ir::StmtKind::kGlobalLoad: {
         const Stmt* ptr = s->operand(0);
         std::vector<SizeExpr::Ptr> indices = Indices(ptr);
-        if (indices.size() != ptr->num_operands()) return nullptr;
+        if (indices.size() != ptr->num_operands())
+          return nullptr;
         if (const auto* field = ir::DynCast<ir::FieldPtrStmt>(ptr)) {
           return SizeExpr::FieldLoad(field->snode_id(), indices);
         }
-        return SizeExpr::NdarrayRead(static_cast<const ir::NdarrayPtrStmt*>(ptr)->arg(),
-                                     indices);
+        return SizeExpr::NdarrayRead(
+            static_cast<const ir::NdarrayPtrStmt*>(ptr)->arg(), indices);
       }
       case ir::StmtKind::kLocalLoad:
         return Stashed(s->operand(0));
       case ir::StmtKind::kUnaryOp: {
         const auto* u = static_cast<const ir::UnaryOpStmt*>(s);
-        if (!u->is_cast()) return nullptr;
+        if (!u->is_cast())
+          return nullptr;
         return Convert(u->input());  // integer widening or narrowing
       }
       case ir::StmtKind::kBinaryOp: {
         const auto* b = static_cast<const ir::BinaryOpStmt*>(s);
         SizeExpr::Ptr lhs = Convert(b->lhs());
         SizeExpr::Ptr rhs = Convert(b->rhs());
-        if (!lhs || !rhs) return nullptr;
+        if (!lhs || !rhs)
+          return nullptr;
         switch (b->op()) {
-          case ir::BinaryOpKind::kAdd: return SizeExpr::Add(lhs, rhs);
-          case ir::BinaryOpKind::kSub: return SizeExpr::Sub(lhs, rhs);
-          case ir::BinaryOpKind::kMul: return SizeExpr::Mul(lhs, rhs);
-          case ir::BinaryOpKind::kMax: return SizeExpr::Max(lhs, rhs);
-          case ir::BinaryOpKind::kFloorDiv: return SizeExpr::FloorDiv(lhs, rhs);
-          case ir::BinaryOpKind::kMod: return SizeExpr::Mod(lhs, rhs);
+          case ir::BinaryOpKind::kAdd:
+            return SizeExpr::Add(lhs, rhs);
+          case ir::BinaryOpKind::kSub:
+            return SizeExpr::Sub(lhs, rhs);
+          case ir::BinaryOpKind::kMul:
+            return SizeExpr::Mul(lhs, rhs);
+          case ir::BinaryOpKind::kMax:
+            return SizeExpr::Max(lhs, rhs);
+          case ir::BinaryOpKind::kFloorDiv:
+            return SizeExpr::FloorDiv(lhs, rhs);
+          case ir::BinaryOpKind::kMod:
+            return SizeExpr::Mod(lhs, rhs);
           // min(a, b) <= max(a, b): a sound upper bound.
-          case ir::BinaryOpKind::kMin: return SizeExpr::Max(lhs, rhs);
-          default: return nullptr;
+          case ir::BinaryOpKind::kMin:
+            return SizeExpr::Max(lhs, rhs);
+          default:
+            return nullptr;
         }
       }
       default:
@@ -185,12 +215,14 @@ class Capture {
 
   // A local read in a bound: bounded by the largest value ever stored.
   SizeExpr::Ptr Stashed(const Stmt* var) {
-    if (stashing_.contains(var)) return nullptr;  // self-referential
+    if (stashing_.contains(var))
+      return nullptr;  // self-referential
     stashing_.insert(var);
     SizeExpr::Ptr result;
     bool ok = true;
     ir::WalkBlock(*task_->blocks().back(), [&](const Stmt* s) {
-      if (!ok || !ir::Isa<ir::LocalStoreStmt>(s) || s->operand(0) != var) return;
+      if (!ok || !ir::Isa<ir::LocalStoreStmt>(s) || s->operand(0) != var)
+        return;
       SizeExpr::Ptr value = Convert(s->operand(1));
       if (!value) {
         ok = false;
@@ -199,7 +231,8 @@ class Capture {
       result = result ? SizeExpr::Max(result, value) : value;
     });
     stashing_.erase(var);
-    if (!ok || !result) return nullptr;
+    if (!ok || !result)
+      return nullptr;
     return SizeExpr::StackLoadTopMax(result);
   }
 
@@ -213,7 +246,8 @@ class Capture {
 
 }  // namespace
 
-SizeExpr::Ptr CaptureStackCapacity(const Stmt& loop, const ir::SNodeTree& snodes) {
+SizeExpr::Ptr CaptureStackCapacity(const Stmt& loop,
+                                   const ir::SNodeTree& snodes) {
   return Capture(snodes).Run(loop);
 }
 

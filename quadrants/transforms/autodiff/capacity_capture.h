@@ -2,8 +2,8 @@
 #define QUADRANTS_TRANSFORMS_AUTODIFF_CAPACITY_CAPTURE_H_
 
 #include "quadrants/ir/size_expr.h"
-#include "quadrants/ir/stmt.h"
 #include "quadrants/ir/snode.h"
+#include "quadrants/ir/stmt.h"
 
 namespace quadrants::transforms::autodiff {
 
@@ -14,7 +14,8 @@ namespace quadrants::transforms::autodiff {
 // and loop variables stashed in locals, combined with + - * // % max (and
 // min, bounded by max). Returns null for bounds outside that grammar (the
 // caller falls back to default_ad_stack_size).
-ir::SizeExpr::Ptr CaptureStackCapacity(const ir::Stmt& loop, const ir::SNodeTree& snodes);
+ir::SizeExpr::Ptr CaptureStackCapacity(const ir::Stmt& loop,
+                                       const ir::SNodeTree& snodes);
 
 }  // namespace quadrants::transforms::autodiff
 

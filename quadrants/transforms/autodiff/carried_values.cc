@@ -22,7 +22,8 @@ absl::optional<std::string> PrimalUse(const Stmt& user, size_t index) {
   switch (user.kind()) {
     case ir::StmtKind::kUnaryOp: {
       const auto& u = static_cast<const ir::UnaryOpStmt&>(user);
-      if (IsLinearUnary(u.op())) return absl::nullopt;
+      if (IsLinearUnary(u.op()))
+        return absl::nullopt;
       return absl::StrCat("feeds the non-linear op ", ir::OpName(u.op()));
     }
     case ir::StmtKind::kBinaryOp: {
@@ -33,21 +34,25 @@ absl::optional<std::string> PrimalUse(const Stmt& user, size_t index) {
         case BinaryOpKind::kSub:
           return absl::nullopt;
         case BinaryOpKind::kMul:
-          if (ir::Isa<ir::ConstStmt>(other)) return absl::nullopt;
+          if (ir::Isa<ir::ConstStmt>(other))
+            return absl::nullopt;
           return std::string("is multiplied by a non-constant value");
         case BinaryOpKind::kDiv:
-          if (index == 0 && ir::Isa<ir::ConstStmt>(other)) return absl::nullopt;
+          if (index == 0 && ir::Isa<ir::ConstStmt>(other))
+            return absl::nullopt;
           return std::string("takes part in a division");
         default:
           if (ir::IsComparison(b.op()) || ir::IsLogical(b.op()) ||
               ir::IsIntegerOnly(b.op())) {
-            return absl::nullopt;  // the result is tainted and checked at its uses
+            return absl::nullopt;  // the result is tainted and checked at its
+                                   // uses
           }
           return absl::StrCat("feeds the non-linear op ", ir::OpName(b.op()));
       }
     }
     case ir::StmtKind::kTernaryOp:
-      if (index == 0) return std::string("decides a branch (select)");
+      if (index == 0)
+        return std::string("decides a branch (select)");
       return absl::nullopt;
     case ir::StmtKind::kIf:
       return std::string("decides a branch (if)");
@@ -65,7 +70,8 @@ absl::optional<std::string> PrimalUse(const Stmt& user, size_t index) {
 
 const Stmt* InnermostBreakable(const Stmt& s) {
   for (const Stmt* c = s.enclosing(); c != nullptr; c = c->enclosing()) {
-    if (ir::IsBreakableLoop(c)) return c;
+    if (ir::IsBreakableLoop(c))
+      return c;
   }
   return nullptr;
 }
@@ -99,20 +105,24 @@ absl::flat_hash_set<const Stmt*> CarriedVariables(const Stmt& loop) {
       }
     };
     note_read(top.get());
-    for (const ir::Block* child : top->blocks()) ir::WalkBlock(*child, note_read);
-    if (ir::Isa<ir::LocalStoreStmt>(top.get())) assigned.insert(top->operand(0));
+    for (const ir::Block* child : top->blocks())
+      ir::WalkBlock(*child, note_read);
+    if (ir::Isa<ir::LocalStoreStmt>(top.get()))
+      assigned.insert(top->operand(0));
   }
   // A variable written only inside nested blocks may keep an older value
   // across iterations when the branch is not taken.
   for (const Stmt* var : written) {
-    if (!assigned.contains(var)) carried.insert(var);
+    if (!assigned.contains(var))
+      carried.insert(var);
   }
   return carried;
 }
 
 absl::optional<std::string> NeedsPerIterationPrimals(const Stmt& loop) {
   if (ir::Isa<ir::WhileStmt>(&loop)) {
-    return std::string("a while loop's iteration count depends on the values it carries");
+    return std::string(
+        "a while loop's iteration count depends on the values it carries");
   }
   const auto carried = CarriedVariables(loop);
   absl::flat_hash_set<const Stmt*> tainted;
@@ -122,17 +132,20 @@ absl::optional<std::string> NeedsPerIterationPrimals(const Stmt& loop) {
   absl::optional<std::string> reason;
   for (const ir::Block* block : loop.blocks()) {
     ir::WalkBlock(*block, [&](const Stmt* s) {
-      if (reason) return;
+      if (reason)
+        return;
       if (ir::Isa<ir::BreakStmt>(s) && InnermostBreakable(*s) == &loop) {
         reason = "its trip count depends on a break";
         return;
       }
-      if (ir::Isa<ir::LocalLoadStmt>(s) && tainted_vars.contains(s->operand(0))) {
+      if (ir::Isa<ir::LocalLoadStmt>(s) &&
+          tainted_vars.contains(s->operand(0))) {
         tainted.insert(s);
         return;
       }
       for (size_t i = 0; i < s->num_operands(); ++i) {
-        if (!tainted.contains(s->operand(i))) continue;
+        if (!tainted.contains(s->operand(i)))
+          continue;
         if (ir::Isa<ir::LocalStoreStmt>(s)) {
           tainted_vars.insert(s->operand(0));
           continue;  // linear in the stored value

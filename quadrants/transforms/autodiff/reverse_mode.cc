@@ -32,14 +32,16 @@ using ir::UnaryOpKind;
 using Map = absl::flat_hash_map<const Stmt*, Stmt*>;
 
 bool IsFloatValue(const Stmt* s) {
-  if (ir::Isa<ir::AllocaStmt>(s)) return ir::IsFloat(s->type().element());
+  if (ir::Isa<ir::AllocaStmt>(s))
+    return ir::IsFloat(s->type().element());
   return s->type().is_float_scalar();
 }
 
 // The loop a break/continue applies to.
 const Stmt* JumpTarget(const Stmt& jump) {
   for (const Stmt* c = jump.enclosing(); c != nullptr; c = c->enclosing()) {
-    if (ir::IsBreakableLoop(c) || ir::Isa<ir::OffloadedTaskStmt>(c)) return c;
+    if (ir::IsBreakableLoop(c) || ir::Isa<ir::OffloadedTaskStmt>(c))
+      return c;
   }
   return nullptr;
 }
@@ -71,11 +73,12 @@ class GradTaskBuilder {
                      absl::StrCat("in kernel '", kernel_.name(), "': ", what));
   }
 
-  // ---- forward replay ---------------------------------------------------------
-  // `push`: the loops of `block` are reversed right after this replay, so
-  // loops that need the adstack push their per-iteration state here. Loops
-  // nested in a loop are replayed again inside each of its reverse
-  // iterations, and push there instead.
+  // ---- forward replay
+  // --------------------------------------------------------- `push`: the loops
+  // of `block` are reversed right after this replay, so loops that need the
+  // adstack push their per-iteration state here. Loops nested in a loop are
+  // replayed again inside each of its reverse iterations, and push there
+  // instead.
   absl::Status Replay(const Block& block, Map& primal, bool push) {
     for (const auto& stmt : block) {
       QD_RETURN_IF_ERROR(ReplayStmt(*stmt, primal, push));
@@ -99,7 +102,8 @@ class GradTaskBuilder {
         b_.Continue();
         return absl::OkStatus();
       case StmtKind::kLoopIndex:
-        if (auto it = index_override_.find(s.operand(0)); it != index_override_.end()) {
+        if (auto it = index_override_.find(s.operand(0));
+            it != index_override_.end()) {
           primal[&s] = it->second;
           return absl::OkStatus();
         }
@@ -141,9 +145,12 @@ class GradTaskBuilder {
     snapshot.clear();
     for (const Block* block : loop.blocks()) {
       ir::WalkBlock(*block, [&](const Stmt* s) {
-        if (!ir::Isa<ir::LocalLoadStmt>(s)) return;
+        if (!ir::Isa<ir::LocalLoadStmt>(s))
+          return;
         const Stmt* var = s->operand(0);
-        if (var->IsInside(&loop) || written.contains(var) || snapshot.contains(var)) return;
+        if (var->IsInside(&loop) || written.contains(var) ||
+            snapshot.contains(var))
+          return;
         auto frozen = frozen_.find(var);
         snapshot[var] = frozen != frozen_.end() ? frozen->second
                                                 : b_.LocalLoad(primal.at(var));
@@ -151,9 +158,11 @@ class GradTaskBuilder {
     }
     const bool stacked = push && NeedsStack(loop);
     Stmt* trips = nullptr;
-    if (stacked && ir::Isa<ir::WhileStmt>(&loop) && StartsWithConditionCheck(loop)) {
+    if (stacked && ir::Isa<ir::WhileStmt>(&loop) &&
+        StartsWithConditionCheck(loop)) {
       trips = Counter(loop);
-      b_.LocalStore(trips, b_.ConstI32(0));  // before the loop: counts its trips
+      b_.LocalStore(trips,
+                    b_.ConstI32(0));  // before the loop: counts its trips
     }
     Stmt* copy = nullptr;
     if (const auto* range = ir::DynCast<ir::RangeForStmt>(&loop)) {
@@ -177,44 +186,53 @@ class GradTaskBuilder {
       b_.LocalStore(trips, b_.Add(b_.LocalLoad(trips), b_.ConstI32(1)));
       first = check + 1;
     }
-    if (stacked) PushCarried(loop, primal);
+    if (stacked)
+      PushCarried(loop, primal);
     for (size_t i = first; i < body.size(); ++i) {
       QD_RETURN_IF_ERROR(ReplayStmt(*body.at(i), primal, false));
     }
     return absl::OkStatus();
   }
 
-  // ---- adstack ------------------------------------------------------------------
-  // The front end lowers `while cond:` to a body that computes `cond` and
-  // then runs `if not cond: break`; stacked while loops rely on that shape.
-  // Returns the position of that check, or -1.
+  // ---- adstack
+  // ------------------------------------------------------------------ The
+  // front end lowers `while cond:` to a body that computes `cond` and then runs
+  // `if not cond: break`; stacked while loops rely on that shape. Returns the
+  // position of that check, or -1.
   static int ConditionCheck(const Stmt& loop) {
     const Block& body = *loop.blocks()[0];
     for (size_t i = 0; i < body.size(); ++i) {
       const Stmt* s = body.at(i);
       if (const auto* check = ir::DynCast<ir::IfStmt>(s)) {
-        const bool is_check = check->true_block()->size() == 1 &&
-                              ir::Isa<ir::BreakStmt>(check->true_block()->at(0)) &&
-                              check->false_block()->empty();
+        const bool is_check =
+            check->true_block()->size() == 1 &&
+            ir::Isa<ir::BreakStmt>(check->true_block()->at(0)) &&
+            check->false_block()->empty();
         return is_check ? static_cast<int>(i) : -1;
       }
       // The condition is computed from values only: no effects, no blocks.
-      if (s->has_side_effects() || !s->blocks().empty()) return -1;
+      if (s->has_side_effects() || !s->blocks().empty())
+        return -1;
     }
     return -1;
   }
-  static bool StartsWithConditionCheck(const Stmt& loop) { return ConditionCheck(loop) >= 0; }
+  static bool StartsWithConditionCheck(const Stmt& loop) {
+    return ConditionCheck(loop) >= 0;
+  }
 
   bool NeedsStack(const Stmt& loop) {
-    return options_.ad_stack_enabled && NeedsPerIterationPrimals(loop).has_value();
+    return options_.ad_stack_enabled &&
+           NeedsPerIterationPrimals(loop).has_value();
   }
 
   // The trip counter of a stacked while loop, declared at the task start.
   Stmt* Counter(const Stmt& loop) {
     auto it = counters_.find(&loop);
-    if (it != counters_.end()) return it->second;
-    Stmt* slot = b_.InsertAt(task_->body(), 0,
-                             std::make_unique<ir::AllocaStmt>(PrimitiveType::kI32));
+    if (it != counters_.end())
+      return it->second;
+    Stmt* slot =
+        b_.InsertAt(task_->body(), 0,
+                    std::make_unique<ir::AllocaStmt>(PrimitiveType::kI32));
     counters_[&loop] = slot;
     return slot;
   }
@@ -225,22 +243,27 @@ class GradTaskBuilder {
   Stmt* Stack(const Stmt& loop, const Stmt* var, const Map& primal) {
     auto key = std::make_pair(&loop, var);
     auto it = stacks_.find(key);
-    if (it != stacks_.end()) return it->second;
+    if (it != stacks_.end())
+      return it->second;
     int64_t capacity = 0;
     if (const auto* range = ir::DynCast<ir::RangeForStmt>(&loop)) {
       const auto* begin = ir::DynCast<ir::ConstStmt>(primal.at(range->begin()));
       const auto* end = ir::DynCast<ir::ConstStmt>(primal.at(range->end()));
       if (begin && end) {
-        capacity = std::max<int64_t>(0, end->value().as_int() - begin->value().as_int()) + 2;
+        capacity = std::max<int64_t>(
+                       0, end->value().as_int() - begin->value().as_int()) +
+                   2;
       }
     } else if (const auto* cells = ir::DynCast<ir::StructForStmt>(&loop)) {
       int64_t count = 1;
       for (int id = cells->snode_id(); id >= 0; id = snodes_.node(id).parent) {
-        for (int64_t size : snodes_.node(id).sizes) count *= size;
+        for (int64_t size : snodes_.node(id).sizes)
+          count *= size;
       }
       capacity = count + 2;
     }
-    auto stack = std::make_unique<ir::AdStackAllocaStmt>(var->type().element(), capacity);
+    auto stack = std::make_unique<ir::AdStackAllocaStmt>(var->type().element(),
+                                                         capacity);
     stack->set_loc(loop.loc());
     if (capacity == 0) {
       stack->set_size_expr(CaptureStackCapacity(loop, snodes_));
@@ -263,7 +286,8 @@ class GradTaskBuilder {
     for (const Block* block : loop.blocks()) {
       ir::WalkBlock(*block, [&](const Stmt* s) {
         if (ir::Isa<ir::LocalStoreStmt>(s) && carried.contains(s->operand(0)) &&
-            std::find(ordered.begin(), ordered.end(), s->operand(0)) == ordered.end()) {
+            std::find(ordered.begin(), ordered.end(), s->operand(0)) ==
+                ordered.end()) {
           ordered.push_back(s->operand(0));
         }
       });
@@ -271,7 +295,8 @@ class GradTaskBuilder {
     return ordered;
   }
 
-  // ---- reverse sweep ----------------------------------------------------------
+  // ---- reverse sweep
+  // ----------------------------------------------------------
   absl::Status Reverse(const Block& block, Map& primal) {
     for (size_t i = block.size(); i-- > 0;) {
       QD_RETURN_IF_ERROR(ReverseStmt(*block.at(i), primal));
@@ -281,9 +306,11 @@ class GradTaskBuilder {
 
   Stmt* Adjoint(const Stmt* s) {
     auto it = adjoints_.find(s);
-    if (it != adjoints_.end()) return it->second;
+    if (it != adjoints_.end())
+      return it->second;
     PrimitiveType t = s->type().element();
-    Stmt* slot = b_.InsertAt(task_->body(), 0, std::make_unique<ir::AllocaStmt>(t));
+    Stmt* slot =
+        b_.InsertAt(task_->body(), 0, std::make_unique<ir::AllocaStmt>(t));
     adjoints_[s] = slot;
     return slot;
   }
@@ -291,7 +318,8 @@ class GradTaskBuilder {
   Stmt* LoadAdjoint(const Stmt* s) { return b_.LocalLoad(Adjoint(s)); }
 
   void ResetAdjoint(const Stmt* s) {
-    if (adjoints_.contains(s)) b_.LocalStore(adjoints_[s], Zero(s->type().element()));
+    if (adjoints_.contains(s))
+      b_.LocalStore(adjoints_[s], Zero(s->type().element()));
   }
 
   // adjoint(target) += delta, for float values that carry an adjoint.
@@ -316,20 +344,25 @@ class GradTaskBuilder {
   // without needs_grad, which reverse mode treats as constants.
   absl::StatusOr<Stmt*> GradPtr(const Stmt& ptr, const Map& primal) {
     std::vector<Stmt*> indices;
-    for (const Stmt* index : ptr.operands()) indices.push_back(primal.at(index));
+    for (const Stmt* index : ptr.operands())
+      indices.push_back(primal.at(index));
     if (const auto* field = ir::DynCast<ir::FieldPtrStmt>(&ptr)) {
       const ir::SNode& place = snodes_.node(field->snode_id());
-      if (place.grad_snode < 0 && !place.needs_grad) return nullptr;
+      if (place.grad_snode < 0 && !place.needs_grad)
+        return nullptr;
       if (place.grad_snode < 0) {
-        return Error(ptr, absl::StrCat("field '", place.name,
-                                       "' needs a gradient, but its gradient field was "
-                                       "never placed (place its .grad, or call "
-                                       "qd.root.lazy_grad())"));
+        return Error(
+            ptr, absl::StrCat("field '", place.name,
+                              "' needs a gradient, but its gradient field was "
+                              "never placed (place its .grad, or call "
+                              "qd.root.lazy_grad())"));
       }
-      return static_cast<Stmt*>(b_.FieldPtr(place.grad_snode, place.dtype, indices));
+      return static_cast<Stmt*>(
+          b_.FieldPtr(place.grad_snode, place.dtype, indices));
     }
     const auto& array = static_cast<const ir::NdarrayPtrStmt&>(ptr);
-    return static_cast<Stmt*>(b_.NdarrayPtr(adjoint_args_.at(array.arg()), indices));
+    return static_cast<Stmt*>(
+        b_.NdarrayPtr(adjoint_args_.at(array.arg()), indices));
   }
 
   absl::Status ReverseStmt(const Stmt& s, Map& primal) {
@@ -337,16 +370,19 @@ class GradTaskBuilder {
     auto p = [&](size_t i) { return primal.at(s.operand(i)); };
     switch (s.kind()) {
       case StmtKind::kGlobalLoad: {
-        if (!IsFloatValue(&s)) return absl::OkStatus();
+        if (!IsFloatValue(&s))
+          return absl::OkStatus();
         QD_ASSIGN_OR_RETURN(Stmt * grad, GradPtr(*s.operand(0), primal));
-        if (grad != nullptr) b_.Atomic(ir::AtomicOpKind::kAdd, grad, LoadAdjoint(&s));
+        if (grad != nullptr)
+          b_.Atomic(ir::AtomicOpKind::kAdd, grad, LoadAdjoint(&s));
         ResetAdjoint(&s);
         return absl::OkStatus();
       }
       case StmtKind::kGlobalStore:
       case StmtKind::kAtomicOp: {
         const Stmt* value = s.operand(1);
-        if (!IsFloatValue(value)) return absl::OkStatus();
+        if (!IsFloatValue(value))
+          return absl::OkStatus();
         const auto* atomic = ir::DynCast<ir::AtomicOpStmt>(&s);
         if (atomic && atomic->op() != ir::AtomicOpKind::kAdd &&
             atomic->op() != ir::AtomicOpKind::kSub) {
@@ -354,9 +390,11 @@ class GradTaskBuilder {
                                        " is not differentiable"));
         }
         QD_ASSIGN_OR_RETURN(Stmt * grad, GradPtr(*s.operand(0), primal));
-        if (grad == nullptr) return absl::OkStatus();
+        if (grad == nullptr)
+          return absl::OkStatus();
         Stmt* g = b_.GlobalLoad(grad);
-        if (atomic && atomic->op() == ir::AtomicOpKind::kSub) g = Neg(g);
+        if (atomic && atomic->op() == ir::AtomicOpKind::kSub)
+          g = Neg(g);
         Accumulate(value, g);
         return absl::OkStatus();
       }
@@ -373,11 +411,14 @@ class GradTaskBuilder {
         }
         return absl::OkStatus();
       case StmtKind::kUnaryOp:
-        if (IsFloatValue(&s)) ReverseUnary(static_cast<const ir::UnaryOpStmt&>(s), p(0), primal.at(&s));
+        if (IsFloatValue(&s))
+          ReverseUnary(static_cast<const ir::UnaryOpStmt&>(s), p(0),
+                       primal.at(&s));
         return absl::OkStatus();
       case StmtKind::kBinaryOp:
         if (IsFloatValue(&s)) {
-          ReverseBinary(static_cast<const ir::BinaryOpStmt&>(s), p(0), p(1), primal.at(&s));
+          ReverseBinary(static_cast<const ir::BinaryOpStmt&>(s), p(0), p(1),
+                        primal.at(&s));
         }
         return absl::OkStatus();
       case StmtKind::kTernaryOp:
@@ -405,16 +446,18 @@ class GradTaskBuilder {
         return ReverseLoop(s, primal);
       case StmtKind::kBreak:
       case StmtKind::kContinue:
-        return Error(s, "break and continue are not supported in kernels "
-                        "differentiated with .grad() (without the adstack)");
+        return Error(s,
+                     "break and continue are not supported in kernels "
+                     "differentiated with .grad() (without the adstack)");
       case StmtKind::kAdStackAlloca:
       case StmtKind::kAdStackPush:
       case StmtKind::kAdStackPop:
       case StmtKind::kAdStackLoadTop:
       case StmtKind::kAdStackLoadTopAdj:
       case StmtKind::kAdStackAccAdjoint:
-        return Error(s, "a kernel that already uses the adstack cannot be "
-                        "differentiated again");
+        return Error(s,
+                     "a kernel that already uses the adstack cannot be "
+                     "differentiated again");
       default:
         return absl::OkStatus();  // constants, arguments, pointers, indices
     }
@@ -426,18 +469,24 @@ class GradTaskBuilder {
     Stmt* g = LoadAdjoint(&s);
     auto one = [&] { return Const(t, 1); };
     switch (s.op()) {
-      case UnaryOpKind::kNeg: Accumulate(in, Neg(g)); break;
+      case UnaryOpKind::kNeg:
+        Accumulate(in, Neg(g));
+        break;
       case UnaryOpKind::kCast:
         // Integer sources stop gradients; float sources convert back.
-        if (IsFloatValue(in)) Accumulate(in, b_.Cast(g, in->type().element()));
+        if (IsFloatValue(in))
+          Accumulate(in, b_.Cast(g, in->type().element()));
         break;
       case UnaryOpKind::kAbs: {
-        Stmt* sign = b_.Select(b_.Binary(BinaryOpKind::kGt, x, Zero(t)), one(),
-                               b_.Select(b_.Lt(x, Zero(t)), Const(t, -1), Zero(t)));
+        Stmt* sign =
+            b_.Select(b_.Binary(BinaryOpKind::kGt, x, Zero(t)), one(),
+                      b_.Select(b_.Lt(x, Zero(t)), Const(t, -1), Zero(t)));
         Accumulate(in, b_.Mul(g, sign));
         break;
       }
-      case UnaryOpKind::kSqrt: Accumulate(in, b_.Div(g, b_.Mul(Const(t, 2), z))); break;
+      case UnaryOpKind::kSqrt:
+        Accumulate(in, b_.Div(g, b_.Mul(Const(t, 2), z)));
+        break;
       case UnaryOpKind::kRsqrt:
         Accumulate(in, b_.Div(b_.Mul(b_.Mul(g, Const(t, -0.5)), z), x));
         break;
@@ -447,13 +496,22 @@ class GradTaskBuilder {
       case UnaryOpKind::kCos:
         Accumulate(in, Neg(b_.Mul(g, b_.Unary(UnaryOpKind::kSin, x))));
         break;
-      case UnaryOpKind::kTan: Accumulate(in, b_.Mul(g, b_.Add(one(), b_.Mul(z, z)))); break;
-      case UnaryOpKind::kTanh: Accumulate(in, b_.Mul(g, b_.Sub(one(), b_.Mul(z, z)))); break;
-      case UnaryOpKind::kExp: Accumulate(in, b_.Mul(g, z)); break;
-      case UnaryOpKind::kLog: Accumulate(in, b_.Div(g, x)); break;
+      case UnaryOpKind::kTan:
+        Accumulate(in, b_.Mul(g, b_.Add(one(), b_.Mul(z, z))));
+        break;
+      case UnaryOpKind::kTanh:
+        Accumulate(in, b_.Mul(g, b_.Sub(one(), b_.Mul(z, z))));
+        break;
+      case UnaryOpKind::kExp:
+        Accumulate(in, b_.Mul(g, z));
+        break;
+      case UnaryOpKind::kLog:
+        Accumulate(in, b_.Div(g, x));
+        break;
       case UnaryOpKind::kAsin:
       case UnaryOpKind::kAcos: {
-        Stmt* d = b_.Div(g, b_.Unary(UnaryOpKind::kSqrt, b_.Sub(one(), b_.Mul(x, x))));
+        Stmt* d = b_.Div(
+            g, b_.Unary(UnaryOpKind::kSqrt, b_.Sub(one(), b_.Mul(x, x))));
         Accumulate(in, s.op() == UnaryOpKind::kAsin ? d : Neg(d));
         break;
       }
@@ -490,7 +548,8 @@ class GradTaskBuilder {
         Accumulate(lhs, b_.Mul(b_.Mul(g, y), power));
         // d/dy x^y = x^y log x, defined for x > 0.
         Stmt* dy = b_.Mul(b_.Mul(g, z), b_.Unary(UnaryOpKind::kLog, x));
-        Accumulate(rhs, b_.Select(b_.Binary(BinaryOpKind::kGt, x, Zero(t)), dy, Zero(t)));
+        Accumulate(rhs, b_.Select(b_.Binary(BinaryOpKind::kGt, x, Zero(t)), dy,
+                                  Zero(t)));
         break;
       }
       case BinaryOpKind::kAtan2: {  // atan2(x = y-coordinate, y = x-coordinate)
@@ -501,16 +560,18 @@ class GradTaskBuilder {
       }
       case BinaryOpKind::kMin:
       case BinaryOpKind::kMax: {
-        Stmt* left_wins = b_.Binary(s.op() == BinaryOpKind::kMin ? BinaryOpKind::kLe
-                                                                 : BinaryOpKind::kGe,
-                                    x, y);
+        Stmt* left_wins =
+            b_.Binary(s.op() == BinaryOpKind::kMin ? BinaryOpKind::kLe
+                                                   : BinaryOpKind::kGe,
+                      x, y);
         Accumulate(lhs, b_.Select(left_wins, g, Zero(t)));
         Accumulate(rhs, b_.Select(left_wins, Zero(t), g));
         break;
       }
       case BinaryOpKind::kMod:
         Accumulate(lhs, g);
-        Accumulate(rhs, Neg(b_.Mul(g, b_.Binary(BinaryOpKind::kFloorDiv, x, y))));
+        Accumulate(rhs,
+                   Neg(b_.Mul(g, b_.Binary(BinaryOpKind::kFloorDiv, x, y))));
         break;
       default:
         break;  // floordiv: zero almost everywhere
@@ -522,18 +583,25 @@ class GradTaskBuilder {
     const bool stacked = NeedsStack(loop);
     if (!stacked) {
       if (auto why = NeedsPerIterationPrimals(loop)) {
-        return Error(loop, absl::StrCat(
-                               "reverse-mode autodiff of this loop needs the adstack: ",
-                               *why, ". Enable it with qd.init(ad_stack_experimental_enabled=True)"));
+        return Error(
+            loop,
+            absl::StrCat(
+                "reverse-mode autodiff of this loop needs the adstack: ", *why,
+                ". Enable it with "
+                "qd.init(ad_stack_experimental_enabled=True)"));
       }
     }
-    if (stacked && ir::Isa<ir::WhileStmt>(&loop) && !StartsWithConditionCheck(loop)) {
-      return Error(loop, "a differentiated while loop must be `while <condition>:` "
-                         "without other breaks");
+    if (stacked && ir::Isa<ir::WhileStmt>(&loop) &&
+        !StartsWithConditionCheck(loop)) {
+      return Error(loop,
+                   "a differentiated while loop must be `while <condition>:` "
+                   "without other breaks");
     }
     if (stacked && ir::Isa<ir::StructForStmt>(&loop)) {
-      return Error(loop, "a struct-for loop that carries values needing the adstack is "
-                         "not supported; use range() over the field's shape");
+      return Error(
+          loop,
+          "a struct-for loop that carries values needing the adstack is "
+          "not supported; use range() over the field's shape");
     }
     const bool is_while = ir::Isa<ir::WhileStmt>(&loop);
     const Block& body = *loop.blocks()[0];
@@ -541,14 +609,17 @@ class GradTaskBuilder {
     const int check = is_while ? ConditionCheck(loop) : -1;
     ir::WalkBlock(body, [&](const Stmt* s) {
       // A stacked while loop's condition check ends in its own break.
-      if (check >= 0 && (s == body.at(check) || s->IsInside(body.at(check)))) return;
+      if (check >= 0 && (s == body.at(check) || s->IsInside(body.at(check))))
+        return;
       if ((ir::Isa<ir::ContinueStmt>(s) || ir::Isa<ir::BreakStmt>(s)) &&
           JumpTarget(*s) == &loop) {
         has_jump = true;
       }
     });
     if (has_jump) {
-      return Error(loop, "break or continue inside a differentiated loop is not supported");
+      return Error(
+          loop,
+          "break or continue inside a differentiated loop is not supported");
     }
     Map iteration = primal;
     Stmt* reverse = nullptr;
@@ -572,7 +643,8 @@ class GradTaskBuilder {
       index_override_.erase(&loop);
       return absl::OkStatus();
     }
-    reverse = b_.StructFor(static_cast<const ir::StructForStmt&>(loop).snode_id());
+    reverse =
+        b_.StructFor(static_cast<const ir::StructForStmt&>(loop).snode_id());
     iteration[&loop] = reverse;
     auto scope = b_.EnterBlock(reverse->blocks()[0]);
     return ReverseIteration(loop, iteration);
@@ -581,17 +653,20 @@ class GradTaskBuilder {
   // One iteration of a reversed loop: restore the state it started from
   // (stacked loops), recompute its primal values, then sweep its body
   // backwards, from statement `first` on.
-  absl::Status ReverseIteration(const Stmt& loop, Map& iteration, size_t first = 0) {
+  absl::Status ReverseIteration(const Stmt& loop, Map& iteration,
+                                size_t first = 0) {
     const bool stacked = NeedsStack(loop);
     std::vector<const Stmt*> carried;
     if (stacked) {
       carried = OrderedCarried(loop);
       for (const Stmt* var : carried) {
-        b_.LocalStore(iteration.at(var), b_.AdStackLoadTop(Stack(loop, var, iteration)));
+        b_.LocalStore(iteration.at(var),
+                      b_.AdStackLoadTop(Stack(loop, var, iteration)));
       }
     }
     auto saved = frozen_;
-    for (const auto& [var, value] : snapshots_[&loop]) frozen_[var] = value;
+    for (const auto& [var, value] : snapshots_[&loop])
+      frozen_[var] = value;
     const Block& body = *loop.blocks()[0];
     absl::Status status;
     // A while loop's condition values may be used later in its body: replay
@@ -607,7 +682,8 @@ class GradTaskBuilder {
     }
     frozen_ = std::move(saved);
     if (stacked) {
-      for (const Stmt* var : carried) b_.AdStackPop(Stack(loop, var, iteration));
+      for (const Stmt* var : carried)
+        b_.AdStackPop(Stack(loop, var, iteration));
     }
     return status;
   }
@@ -629,10 +705,12 @@ class GradTaskBuilder {
 // The gradient kernel recomputes primal values by reading globals again, so
 // a task must not overwrite a global it reads (upstream's "global data
 // access rule"): that would silently give wrong gradients.
-absl::Status CheckGlobalOverwrites(const ir::Kernel& kernel, const ir::SNodeTree& snodes,
+absl::Status CheckGlobalOverwrites(const ir::Kernel& kernel,
+                                   const ir::SNodeTree& snodes,
                                    const ir::OffloadedTaskStmt& task) {
   auto key = [](const Stmt* ptr) -> int64_t {
-    if (const auto* f = ir::DynCast<ir::FieldPtrStmt>(ptr)) return f->snode_id();
+    if (const auto* f = ir::DynCast<ir::FieldPtrStmt>(ptr))
+      return f->snode_id();
     return -1 - static_cast<const ir::NdarrayPtrStmt*>(ptr)->arg();
   };
   // Reading a value the task later overwrites, or writing one twice, makes
@@ -643,14 +721,16 @@ absl::Status CheckGlobalOverwrites(const ir::Kernel& kernel, const ir::SNodeTree
   const Stmt* bad_load = nullptr;
   int64_t bad_target = 0;
   ir::WalkBlock(*task.body(), [&](const Stmt* s) {
-    if (bad_store != nullptr) return;
+    if (bad_store != nullptr)
+      return;
     if (ir::Isa<ir::GlobalStoreStmt>(s) && IsFloatValue(s->operand(1))) {
       const int64_t target = key(s->operand(0));
       auto earlier_load = loaded.find(target);
       auto earlier_store = stored.find(target);
       if (earlier_load != loaded.end() || earlier_store != stored.end()) {
         bad_store = s;
-        bad_load = earlier_load != loaded.end() ? earlier_load->second : earlier_store->second;
+        bad_load = earlier_load != loaded.end() ? earlier_load->second
+                                                : earlier_store->second;
         bad_target = target;
       }
       stored.emplace(target, s);
@@ -660,28 +740,34 @@ absl::Status CheckGlobalOverwrites(const ir::Kernel& kernel, const ir::SNodeTree
   });
   if (bad_store != nullptr) {
     const std::string name =
-        bad_target >= 0 ? absl::StrCat("field '", snodes.node(bad_target).name, "'")
-                        : absl::StrCat("ndarray '", kernel.params()[-1 - bad_target].name, "'");
-    return MakeError(ErrorKind::kCompilation, bad_store->loc(),
-                     absl::StrCat("in kernel '", kernel.name(), "': ", name,
-                                  " is overwritten here after it was used at ",
-                                  bad_load->loc().ToString(),
-                                  " in the same kernel, so its gradient cannot be "
-                                  "computed; write the new value to another field or "
-                                  "split the kernel"));
+        bad_target >= 0
+            ? absl::StrCat("field '", snodes.node(bad_target).name, "'")
+            : absl::StrCat("ndarray '", kernel.params()[-1 - bad_target].name,
+                           "'");
+    return MakeError(
+        ErrorKind::kCompilation, bad_store->loc(),
+        absl::StrCat("in kernel '", kernel.name(), "': ", name,
+                     " is overwritten here after it was used at ",
+                     bad_load->loc().ToString(),
+                     " in the same kernel, so its gradient cannot be "
+                     "computed; write the new value to another field or "
+                     "split the kernel"));
   }
   return absl::OkStatus();
 }
 
-absl::Status CheckTaskJumps(const ir::Kernel& kernel, const ir::OffloadedTaskStmt& task) {
+absl::Status CheckTaskJumps(const ir::Kernel& kernel,
+                            const ir::OffloadedTaskStmt& task) {
   absl::Status status;
   ir::WalkBlock(*task.body(), [&](const Stmt* s) {
-    if (status.ok() && (ir::Isa<ir::ContinueStmt>(s) || ir::Isa<ir::BreakStmt>(s)) &&
+    if (status.ok() &&
+        (ir::Isa<ir::ContinueStmt>(s) || ir::Isa<ir::BreakStmt>(s)) &&
         JumpTarget(*s) == &task) {
-      status = MakeError(ErrorKind::kCompilation, s->loc(),
-                         absl::StrCat("in kernel '", kernel.name(),
-                                      "': continue in the outermost loop is not "
-                                      "supported in kernels differentiated with .grad()"));
+      status = MakeError(
+          ErrorKind::kCompilation, s->loc(),
+          absl::StrCat("in kernel '", kernel.name(),
+                       "': continue in the outermost loop is not "
+                       "supported in kernels differentiated with .grad()"));
     }
   });
   return status;
@@ -697,8 +783,8 @@ absl::Status MakeGradKernel(ir::Kernel& kernel, const ir::SNodeTree& snodes,
   for (int i = 0; i < num_params; ++i) {
     const ir::KernelParam p = kernel.params()[i];
     if (p.kind == ir::KernelParam::Kind::kNdarray && ir::IsFloat(p.dtype)) {
-      adjoint_args[i] =
-          kernel.AddParam(ir::KernelParam::Ndarray(p.name + "_grad", p.dtype, p.ndim));
+      adjoint_args[i] = kernel.AddParam(
+          ir::KernelParam::Ndarray(p.name + "_grad", p.dtype, p.ndim));
     }
   }
   // The forward tasks stay alive until every gradient task is built.
@@ -707,7 +793,8 @@ absl::Status MakeGradKernel(ir::Kernel& kernel, const ir::SNodeTree& snodes,
     const auto& task = static_cast<const ir::OffloadedTaskStmt&>(*forward[t]);
     QD_RETURN_IF_ERROR(CheckTaskJumps(kernel, task));
     QD_RETURN_IF_ERROR(CheckGlobalOverwrites(kernel, snodes, task));
-    auto grad = std::make_unique<ir::OffloadedTaskStmt>(task.task_kind(), task.snode_id());
+    auto grad = std::make_unique<ir::OffloadedTaskStmt>(task.task_kind(),
+                                                        task.snode_id());
     grad->set_loc(task.loc());
     Map bounds;
     for (const auto& stmt : *task.prologue()) {

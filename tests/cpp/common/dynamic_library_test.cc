@@ -16,7 +16,8 @@ TEST(DynamicLibraryTest, LoadsLibcAndCallsASymbol) {
 }
 
 TEST(DynamicLibraryTest, MissingLibraryNamesEveryCandidate) {
-  auto missing = DynamicLibrary::Open({"libqd_missing_a.so", "libqd_missing_b.so"});
+  auto missing =
+      DynamicLibrary::Open({"libqd_missing_a.so", "libqd_missing_b.so"});
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(GetErrorKind(missing.status()), ErrorKind::kUnavailable);
   std::string message(missing.status().message());

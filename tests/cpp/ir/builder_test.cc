@@ -21,7 +21,8 @@ TEST(IRBuilderTest, InsertAtBlockStartKeepsEnclosingInsertPoints) {
     auto* branch = b.If(b.ConstBool(true));
     {
       auto in_then = b.EnterBlock(branch->true_block());
-      var = b.InsertAt(loop->body(), 0, std::make_unique<AllocaStmt>(PrimitiveType::kI32));
+      var = b.InsertAt(loop->body(), 0,
+                       std::make_unique<AllocaStmt>(PrimitiveType::kI32));
       b.LocalStore(var, b.ConstI32(1));
     }
     b.LocalLoad(var);  // after the if, in the loop body

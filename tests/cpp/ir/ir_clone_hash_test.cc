@@ -93,7 +93,9 @@ TEST(CloneKernelTest, EditingTheCloneLeavesTheOriginalAlone) {
 
 // ---- StructuralHash ---------------------------------------------------------
 
-SourceLocation At(int line) { return SourceLocation{"scale.py", line}; }
+SourceLocation At(int line) {
+  return SourceLocation{"scale.py", line};
+}
 
 // a[i] *= factor over a 1-D ndarray; the store sits on `store_line`.
 std::unique_ptr<Kernel> BuildScaleKernel(float factor, int store_line = 5) {
@@ -160,7 +162,8 @@ TEST(StructuralHashTest, NameParamsAndTypesAreHashed) {
   // Clearing the type of a result (as before type checking) changes it.
   std::unique_ptr<Kernel> untyped = BuildScaleKernel(2.0f);
   WalkKernel(*untyped, [](Stmt* s) {
-    if (Isa<BinaryOpStmt>(s)) s->set_type(DataType::Unknown());
+    if (Isa<BinaryOpStmt>(s))
+      s->set_type(DataType::Unknown());
   });
   EXPECT_NE(StructuralHash(*untyped), StructuralHash(*BuildScaleKernel(2.0f)));
 }
@@ -301,18 +304,20 @@ TEST(CloneStmtTest, OuterOperandsGoThroughAGivenRemap) {
   EXPECT_EQ(remap.size(), 9u);
   EXPECT_EQ(loop_copy->begin(), k.zero);
   EXPECT_EQ(loop_copy->end(), replacement);
-  ExpectRemapped(*k.loop, *loop_copy, remap, [&](Stmt* s) {
-    return s == k.n ? replacement : s;
-  });
+  ExpectRemapped(*k.loop, *loop_copy, remap,
+                 [&](Stmt* s) { return s == k.n ? replacement : s; });
 }
 
 TEST(CloneStmtTest, WithoutRemapInnerOperandsStillPointIntoTheCopy) {
   LoopKernel k = BuildLoopKernel();
   std::unique_ptr<Stmt> copy = CloneStmt(*k.loop);
-  for (const Stmt* s : AllStmts(*static_cast<RangeForStmt*>(copy.get())->body())) {
+  for (const Stmt* s :
+       AllStmts(*static_cast<RangeForStmt*>(copy.get())->body())) {
     for (const Stmt* operand : s->operands()) {
-      const bool outer = operand == k.zero || operand == k.n || operand == k.var;
-      EXPECT_TRUE(outer || operand == copy.get() || operand->IsInside(copy.get()))
+      const bool outer =
+          operand == k.zero || operand == k.n || operand == k.var;
+      EXPECT_TRUE(outer || operand == copy.get() ||
+                  operand->IsInside(copy.get()))
           << StmtKindName(s->kind()) << " refers into the original loop";
     }
   }
@@ -334,8 +339,8 @@ TEST(CloneStmtTest, TaskCopyTakesItsBoundsFromItsOwnPrologue) {
   EXPECT_EQ(index->loop(), task_copy);
 
   kernel->body()->Append(std::move(copy));
-  absl::Status status = Verify(
-      *kernel, VerifyOptions{.snodes = &samples::SampleTree()});
+  absl::Status status =
+      Verify(*kernel, VerifyOptions{.snodes = &samples::SampleTree()});
   EXPECT_TRUE(status.ok()) << status;
 }
 
@@ -399,7 +404,8 @@ std::vector<std::string> HashLinesFromChildProcess() {
   while (std::fgets(buffer, sizeof(buffer), pipe) != nullptr) {
     output += buffer;
     absl::string_view line = absl::StripTrailingAsciiWhitespace(buffer);
-    if (absl::StartsWith(line, "HASH=")) lines.emplace_back(line);
+    if (absl::StartsWith(line, "HASH="))
+      lines.emplace_back(line);
   }
   const int status = pclose(pipe);
   EXPECT_EQ(status, 0) << "child failed:\n" << output;

@@ -1,7 +1,5 @@
 // Golden tests for the IR printer: every statement kind, every parameter
 // kind, nested blocks, offloaded tasks and source locations.
-#include "quadrants/ir/printer.h"
-
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -11,6 +9,7 @@
 #include "absl/strings/string_view.h"
 #include "quadrants/ir/builder.h"
 #include "quadrants/ir/kernel.h"
+#include "quadrants/ir/printer.h"
 #include "quadrants/ir/statements.h"
 #include "quadrants/ir/verifier.h"
 #include "quadrants/ir/walk.h"
@@ -35,8 +34,9 @@ void ExpectPrints(const Kernel& kernel, const VerifyOptions& options,
 }
 
 TEST(IrPrintTest, ParamsOfEveryKindAndGlobalMemory) {
-  ExpectPrints(*samples::BuildParamsKernel(), kTyped,
-               R"ir(kernel params(arg0 n: i32, arg1 a: ndarray<f32, 2>, arg2 x: field<f32> snode2) {
+  ExpectPrints(
+      *samples::BuildParamsKernel(), kTyped,
+      R"ir(kernel params(arg0 n: i32, arg1 a: ndarray<f32, 2>, arg2 x: field<f32> snode2) {
   $0 : i32 = arg_load arg0
   $1 : i32 = const 0
   $2 : *f32 = ndarray_ptr arg1[$0, $1]

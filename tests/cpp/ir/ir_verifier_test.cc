@@ -1,7 +1,5 @@
 // One test per class of malformed IR: Verify must reject it with a
 // compilation error naming the kernel, the source line and the statement.
-#include "quadrants/ir/verifier.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -16,20 +14,23 @@
 #include "quadrants/ir/printer.h"
 #include "quadrants/ir/snode.h"
 #include "quadrants/ir/statements.h"
+#include "quadrants/ir/verifier.h"
 #include "tests/cpp/ir/sample_kernels.h"
 
 namespace quadrants::ir {
 namespace {
 
-using ::testing::HasSubstr;
 using samples::Typed;
+using ::testing::HasSubstr;
 
 constexpr PrimitiveType kI32 = PrimitiveType::kI32;
 constexpr PrimitiveType kF32 = PrimitiveType::kF32;
 constexpr PrimitiveType kU1 = PrimitiveType::kU1;
 
 constexpr int kBadLine = 42;
-SourceLocation At(int line) { return SourceLocation{"file.py", line}; }
+SourceLocation At(int line) {
+  return SourceLocation{"file.py", line};
+}
 
 const VerifyOptions kUntyped{.require_types = false};
 
@@ -53,8 +54,8 @@ class BadKernel {
     ASSERT_FALSE(status.ok()) << "accepted:\n" << PrintKernel(kernel_);
     EXPECT_EQ(GetErrorKind(status), ErrorKind::kCompilation);
     const std::string message(status.message());
-    EXPECT_THAT(message, HasSubstr(absl::StrCat("kernel '", kernel_.name(),
-                                                "'")));
+    EXPECT_THAT(message,
+                HasSubstr(absl::StrCat("kernel '", kernel_.name(), "'")));
     EXPECT_THAT(message, HasSubstr(absl::StrCat("file.py:", kBadLine)));
     EXPECT_THAT(message, HasSubstr(absl::StrCat("`", stmt_text, "`")));
     EXPECT_THAT(message, HasSubstr(reason));
@@ -111,7 +112,8 @@ TEST(VerifierTest, ValueFromSiblingBranch) {
                    "its scope");
 }
 
-// ---- Loops and jumps ----------------------------------------------------------
+// ---- Loops and jumps
+// ----------------------------------------------------------
 
 TEST(VerifierTest, LoopIndexOutsideItsLoop) {
   BadKernel k("index_outside_loop");
@@ -303,8 +305,7 @@ TEST(VerifierTest, FieldPtrWithWrongIndexCount) {
   Stmt* zero = k.b().ConstI32(0);
   k.MarkOffender();
   k.b().FieldPtr(samples::kFieldY, kF32, {zero});
-  k.ExpectRejected("$1 : *f32 = field_ptr snode4[$0]",
-                   "takes 2 indices, got 1",
+  k.ExpectRejected("$1 : *f32 = field_ptr snode4[$0]", "takes 2 indices, got 1",
                    VerifyOptions{.snodes = &samples::SampleTree()});
 }
 

@@ -11,7 +11,9 @@ constexpr PrimitiveType kI32 = PrimitiveType::kI32;
 constexpr PrimitiveType kF32 = PrimitiveType::kF32;
 constexpr PrimitiveType kU1 = PrimitiveType::kU1;
 
-SourceLocation At(int line) { return SourceLocation{"samples.py", line}; }
+SourceLocation At(int line) {
+  return SourceLocation{"samples.py", line};
+}
 
 std::unique_ptr<Kernel> NewKernel(const char* name, int line) {
   return std::make_unique<Kernel>(name, At(line));

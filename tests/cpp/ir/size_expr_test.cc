@@ -175,14 +175,15 @@ TEST(SizeExprTest, UnflattenRejectsAnEmptyList) {
 }
 
 TEST(SizeExprTest, UnflattenRejectsChildrenThatDoNotPrecede) {
-  ExpectMalformed(Unflatten({Node(Kind::kConst, {}, 1),
-                             Node(Kind::kAdd, {0, 2}),
-                             Node(Kind::kConst, {}, 2)}),
-                  "node 1 refers to node 2, which does not precede it");
+  ExpectMalformed(
+      Unflatten({Node(Kind::kConst, {}, 1), Node(Kind::kAdd, {0, 2}),
+                 Node(Kind::kConst, {}, 2)}),
+      "node 1 refers to node 2, which does not precede it");
   ExpectMalformed(Unflatten({Node(Kind::kLoopIndexMax, {0})}),
                   "node 0 refers to node 0");
-  ExpectMalformed(Unflatten({Node(Kind::kConst), Node(Kind::kLoopIndexMax, {-1})}),
-                  "node 1 refers to node -1");
+  ExpectMalformed(
+      Unflatten({Node(Kind::kConst), Node(Kind::kLoopIndexMax, {-1})}),
+      "node 1 refers to node -1");
 }
 
 TEST(SizeExprTest, UnflattenRejectsWrongArity) {

@@ -161,9 +161,9 @@ TEST(ConstantTest, IntegersWrapToTheirWidth) {
 TEST(ConstantTest, ToString) {
   EXPECT_EQ(Constant::Int(P::kI8, 200).ToString(), "-56");
   EXPECT_EQ(Constant::Int(P::kU64, -1).ToString(), "18446744073709551615");
-  EXPECT_EQ(Constant::Int(P::kI64, std::numeric_limits<int64_t>::min())
-                .ToString(),
-            "-9223372036854775808");
+  EXPECT_EQ(
+      Constant::Int(P::kI64, std::numeric_limits<int64_t>::min()).ToString(),
+      "-9223372036854775808");
   EXPECT_EQ(Constant::Float(P::kF64, 0.1).ToString(), "0.10000000000000001");
   EXPECT_EQ(Constant::Float(P::kF32, 0.1).ToString(), "0.10000000149011612");
   EXPECT_EQ(Constant::Float(P::kF64, 2.0).ToString(), "2");
@@ -201,9 +201,9 @@ TEST(ConstantTest, F16OverflowAndSubnormalsFollowIeeeHalf) {
   EXPECT_EQ(f16(1e6), INFINITY);
   EXPECT_EQ(f16(-1e6), -INFINITY);
   EXPECT_EQ(Constant::Int(P::kF16, 100000).as_float(), INFINITY);
-  EXPECT_EQ(f16(1e-7), 0x1p-23);   // nearest multiple of 2^-24
+  EXPECT_EQ(f16(1e-7), 0x1p-23);  // nearest multiple of 2^-24
   EXPECT_EQ(f16(3e-8), 0x1p-24);
-  EXPECT_EQ(f16(0x1p-25), 0.0);    // tie between 0 and 2^-24: even
+  EXPECT_EQ(f16(0x1p-25), 0.0);  // tie between 0 and 2^-24: even
   EXPECT_EQ(f16(1e-10), 0.0);
 }
 

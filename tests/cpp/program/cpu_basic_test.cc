@@ -41,8 +41,9 @@ TEST_F(CpuBasicTest, SaxpyOverNdarrays) {
     auto scope = b.EnterBlock(loop->body());
     Stmt* i = b.LoopIndex(loop);
     Stmt* y = b.NdarrayPtr(2, {i});
-    b.GlobalStore(y, b.Add(b.Mul(b.ArgLoad(0), b.GlobalLoad(b.NdarrayPtr(1, {i}))),
-                           b.GlobalLoad(y)));
+    b.GlobalStore(y,
+                  b.Add(b.Mul(b.ArgLoad(0), b.GlobalLoad(b.NdarrayPtr(1, {i}))),
+                        b.GlobalLoad(y)));
   }
   constexpr int n = 1000;
   auto x = Array(kF32, {n});
@@ -69,11 +70,13 @@ TEST_F(CpuBasicTest, AtomicAddReductionIntoAScalar) {
     Stmt* i = b.LoopIndex(loop);
     b.Atomic(AtomicOpKind::kAdd, b.NdarrayPtr(1, {b.ConstI32(0)}),
              b.GlobalLoad(b.NdarrayPtr(0, {i})));
-    b.Atomic(AtomicOpKind::kAdd, b.NdarrayPtr(2, {b.ConstI32(0)}), b.ConstI32(1));
+    b.Atomic(AtomicOpKind::kAdd, b.NdarrayPtr(2, {b.ConstI32(0)}),
+             b.ConstI32(1));
   }
   constexpr int n = 100000;
   auto x = Array(kF64, {n});
-  for (int i = 0; i < n; ++i) Data<double>(x)[i] = 0.25 * i;  // exact in f64
+  for (int i = 0; i < n; ++i)
+    Data<double>(x)[i] = 0.25 * i;  // exact in f64
   auto total = Array(kF64, {1});
   auto count = Array(kI32, {1});
   ASSERT_TRUE(Run(k, {Arg(x), Arg(total), Arg(count)}).ok());
@@ -89,7 +92,8 @@ TEST_F(CpuBasicTest, NestedSerialLoopsWithBoundsFromFields) {
   Kernel k("nested");
   k.AddParam(KernelParam::Ndarray("out", kI64, 1));
   IRBuilder b(&k, &tree);
-  auto* outer = b.RangeFor(b.ConstI32(0), b.GlobalLoad(b.FieldPtr(n_field, {})));
+  auto* outer =
+      b.RangeFor(b.ConstI32(0), b.GlobalLoad(b.FieldPtr(n_field, {})));
   {
     auto scope = b.EnterBlock(outer->body());
     Stmt* i = b.LoopIndex(outer);
@@ -99,14 +103,17 @@ TEST_F(CpuBasicTest, NestedSerialLoopsWithBoundsFromFields) {
     Stmt* slot = b.NdarrayPtr(0, {i});
     b.GlobalStore(slot, b.Add(b.GlobalLoad(slot), b.Cast(j, kI64)));
   }
-  ASSERT_TRUE(program_->WriteField(n_field, {}, ir::Constant::Int(kI32, 7)).ok());
-  ASSERT_TRUE(program_->WriteField(m_field, {}, ir::Constant::Int(kI32, 12)).ok());
+  ASSERT_TRUE(
+      program_->WriteField(n_field, {}, ir::Constant::Int(kI32, 7)).ok());
+  ASSERT_TRUE(
+      program_->WriteField(m_field, {}, ir::Constant::Int(kI32, 12)).ok());
   auto out = Array(kI64, {10});
   ASSERT_TRUE(Run(k, {Arg(out)}).ok());
   for (int i = 0; i < 10; ++i) {
     int64_t expected = 0;
     if (i < 7) {
-      for (int j = i; j < 12; ++j) expected += j;
+      for (int j = i; j < 12; ++j)
+        expected += j;
     }
     EXPECT_EQ(Data<int64_t>(out)[i], expected) << i;
   }
@@ -128,8 +135,9 @@ TEST_F(CpuBasicTest, WhileWithBreakAndContinue) {
   {
     auto scope = b.EnterBlock(loop->body());
     Stmt* i = b.LoopIndex(loop);
-    Stmt* even = b.Binary(BinaryOpKind::kEq, b.Binary(BinaryOpKind::kMod, i, b.ConstI32(2)),
-                          b.ConstI32(0));
+    Stmt* even =
+        b.Binary(BinaryOpKind::kEq,
+                 b.Binary(BinaryOpKind::kMod, i, b.ConstI32(2)), b.ConstI32(0));
     auto* skip = b.If(even);
     {
       auto s = b.EnterBlock(skip->true_block());
@@ -141,29 +149,35 @@ TEST_F(CpuBasicTest, WhileWithBreakAndContinue) {
     auto* loop_while = b.While();
     {
       auto s = b.EnterBlock(loop_while->body());
-      auto* done = b.If(b.Binary(BinaryOpKind::kEq, b.LocalLoad(v), b.ConstI32(1)));
+      auto* done =
+          b.If(b.Binary(BinaryOpKind::kEq, b.LocalLoad(v), b.ConstI32(1)));
       {
         auto t = b.EnterBlock(done->true_block());
         b.Break();
       }
       Stmt* cur = b.LocalLoad(v);
       Stmt* is_even = b.Binary(BinaryOpKind::kEq,
-                               b.Binary(BinaryOpKind::kMod, cur, b.ConstI32(2)), b.ConstI32(0));
-      b.LocalStore(v, b.Select(is_even, b.Binary(BinaryOpKind::kFloorDiv, cur, b.ConstI32(2)),
-                               b.Add(b.Mul(cur, b.ConstI32(3)), b.ConstI32(1))));
+                               b.Binary(BinaryOpKind::kMod, cur, b.ConstI32(2)),
+                               b.ConstI32(0));
+      b.LocalStore(
+          v, b.Select(is_even,
+                      b.Binary(BinaryOpKind::kFloorDiv, cur, b.ConstI32(2)),
+                      b.Add(b.Mul(cur, b.ConstI32(3)), b.ConstI32(1))));
       b.LocalStore(steps, b.Add(b.LocalLoad(steps), b.ConstI32(1)));
     }
     b.GlobalStore(b.NdarrayPtr(0, {i}), b.LocalLoad(steps));
   }
   constexpr int n = 200;
   auto out = Array(kI32, {n});
-  for (int i = 0; i < n; ++i) Data<int32_t>(out)[i] = -1;
+  for (int i = 0; i < n; ++i)
+    Data<int32_t>(out)[i] = -1;
   ASSERT_TRUE(Run(k, {Arg(out)}).ok());
   for (int i = 1; i < n; ++i) {
     int expected = -1;
     if (i % 2 == 1) {
       expected = 0;
-      for (int64_t v = i; v != 1; ++expected) v = v % 2 == 0 ? v / 2 : 3 * v + 1;
+      for (int64_t v = i; v != 1; ++expected)
+        v = v % 2 == 0 ? v / 2 : 3 * v + 1;
     }
     ASSERT_EQ(Data<int32_t>(out)[i], expected) << i;
   }
@@ -189,7 +203,8 @@ TEST_F(CpuBasicTest, IfElseSelectsPerElement) {
     }
   }
   auto x = Array(kF32, {64});
-  for (int i = 0; i < 64; ++i) Data<float>(x)[i] = i - 32.5f;
+  for (int i = 0; i < 64; ++i)
+    Data<float>(x)[i] = i - 32.5f;
   ASSERT_TRUE(Run(k, {Arg(x)}).ok());
   for (int i = 0; i < 64; ++i) {
     float v = i - 32.5f;
@@ -250,10 +265,11 @@ TEST_F(CpuBasicTest, ArgumentMismatchesAreClearErrors) {
   absl::Status status = Run(k, {Arg(wrong_rank)});
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(GetErrorKind(status), ErrorKind::kType);
-  EXPECT_NE(status.message().find("kernel 'takes_array' argument 0 ('x') expects an "
-                                  "ndarray of f32 with 2 dimensions, got an array of "
-                                  "f32 with 1 dimensions"),
-            absl::string_view::npos)
+  EXPECT_NE(
+      status.message().find("kernel 'takes_array' argument 0 ('x') expects an "
+                            "ndarray of f32 with 2 dimensions, got an array of "
+                            "f32 with 1 dimensions"),
+      absl::string_view::npos)
       << status.message();
   EXPECT_FALSE(Run(k, {}).ok());
   EXPECT_FALSE(Run(k, {I32(1)}).ok());

@@ -32,7 +32,9 @@
 namespace quadrants {
 namespace ir {
 // Names dtypes in gtest's parameter descriptions (found by ADL).
-inline void PrintTo(PrimitiveType type, std::ostream* os) { *os << PrimitiveTypeName(type); }
+inline void PrintTo(PrimitiveType type, std::ostream* os) {
+  *os << PrimitiveTypeName(type);
+}
 }  // namespace ir
 
 namespace {
@@ -60,19 +62,29 @@ constexpr PrimitiveType kF16 = PrimitiveType::kF16;
 constexpr PrimitiveType kF32 = PrimitiveType::kF32;
 constexpr PrimitiveType kF64 = PrimitiveType::kF64;
 
-// ---- C++ type <-> dtype ------------------------------------------------------
+// ---- C++ type <-> dtype
+// ------------------------------------------------------
 
 template <typename T>
 constexpr PrimitiveType TypeOf() {
-  if constexpr (std::is_same_v<T, float>) return kF32;
-  else if constexpr (std::is_same_v<T, double>) return kF64;
-  else if constexpr (std::is_same_v<T, int8_t>) return kI8;
-  else if constexpr (std::is_same_v<T, int16_t>) return kI16;
-  else if constexpr (std::is_same_v<T, int32_t>) return kI32;
-  else if constexpr (std::is_same_v<T, int64_t>) return kI64;
-  else if constexpr (std::is_same_v<T, uint8_t>) return kU8;
-  else if constexpr (std::is_same_v<T, uint16_t>) return kU16;
-  else if constexpr (std::is_same_v<T, uint32_t>) return kU32;
+  if constexpr (std::is_same_v<T, float>)
+    return kF32;
+  else if constexpr (std::is_same_v<T, double>)
+    return kF64;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return kI8;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return kI16;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return kI32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return kI64;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return kU8;
+  else if constexpr (std::is_same_v<T, uint16_t>)
+    return kU16;
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    return kU32;
   else {
     static_assert(std::is_same_v<T, uint64_t>, "no dtype for this C++ type");
     return kU64;
@@ -96,7 +108,8 @@ std::string Show(T x) {
   }
 }
 
-// ---- Float comparison ----------------------------------------------------------
+// ---- Float comparison
+// ----------------------------------------------------------
 
 template <typename T>
 using BitsOf = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
@@ -123,7 +136,9 @@ int64_t OrderedBits(T x) {
 template <typename T>
 uint64_t UlpDistance(T a, T b) {
   if (std::isnan(a) || std::isnan(b)) {
-    return std::isnan(a) && std::isnan(b) ? 0 : std::numeric_limits<uint64_t>::max();
+    return std::isnan(a) && std::isnan(b)
+               ? 0
+               : std::numeric_limits<uint64_t>::max();
   }
   const int64_t x = OrderedBits(a), y = OrderedBits(b);
   // The true difference is below 2^64, so unsigned wraparound gives it.
@@ -159,7 +174,8 @@ constexpr uint64_t kLibmMaxUlps = 1;
 
 template <typename T>
 bool Matches(Accuracy accuracy, T got, T want) {
-  if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want);
+  if (std::isnan(got) || std::isnan(want))
+    return std::isnan(got) && std::isnan(want);
   switch (accuracy) {
     case Accuracy::kExact:
       return BitsOfFloat(got) == BitsOfFloat(want);
@@ -181,8 +197,10 @@ class Mismatches {
   }
   void Check(bool ok, const std::function<std::string()>& describe) {
     ++checked_;
-    if (ok) return;
-    if (++count_ <= kReported) ADD_FAILURE() << what_ << ": " << describe();
+    if (ok)
+      return;
+    if (++count_ <= kReported)
+      ADD_FAILURE() << what_ << ": " << describe();
   }
 
  private:
@@ -192,7 +210,8 @@ class Mismatches {
   int checked_ = 0;
 };
 
-// ---- Kernels -------------------------------------------------------------------
+// ---- Kernels
+// -------------------------------------------------------------------
 
 // Computes one element from the loaded input elements.
 using ElementFn = std::function<Stmt*(IRBuilder&, const std::vector<Stmt*>&)>;
@@ -200,9 +219,9 @@ using ElementFn = std::function<Stmt*(IRBuilder&, const std::vector<Stmt*>&)>;
 // for i in range(out.shape[0]): out[i] = fn(in0[i], in1[i], ...)
 // The store would convert a value of another type to `output`; callers pass
 // the op's own result type, so a mistyped result shows up as wrong values.
-std::unique_ptr<Kernel> ElementwiseKernel(const std::string& name,
-                                          const std::vector<PrimitiveType>& inputs,
-                                          PrimitiveType output, const ElementFn& fn) {
+std::unique_ptr<Kernel> ElementwiseKernel(
+    const std::string& name, const std::vector<PrimitiveType>& inputs,
+    PrimitiveType output, const ElementFn& fn) {
   auto k = std::make_unique<Kernel>(name);
   for (size_t j = 0; j < inputs.size(); ++j) {
     k->AddParam(KernelParam::Ndarray(absl::StrCat("in", j), inputs[j], 1));
@@ -221,7 +240,9 @@ std::unique_ptr<Kernel> ElementwiseKernel(const std::string& name,
 }
 
 ElementFn UnaryFn(UnaryOpKind op) {
-  return [op](IRBuilder& b, const std::vector<Stmt*>& x) { return b.Unary(op, x[0]); };
+  return [op](IRBuilder& b, const std::vector<Stmt*>& x) {
+    return b.Unary(op, x[0]);
+  };
 }
 ElementFn BinaryFn(BinaryOpKind op) {
   return [op](IRBuilder& b, const std::vector<Stmt*>& x) {
@@ -250,21 +271,24 @@ class CpuMathTest : public CpuProgramTest {
     EXPECT_EQ(out->element_bytes(), static_cast<int64_t>(sizeof(R)));
     args.push_back(Arg(out));
     auto kernel = ElementwiseKernel(
-        name, std::vector<PrimitiveType>(inputs.size(), kTypeOf<T>), out_type, fn);
+        name, std::vector<PrimitiveType>(inputs.size(), kTypeOf<T>), out_type,
+        fn);
     absl::Status status = Run(*kernel, args);
     EXPECT_TRUE(status.ok()) << status;
     std::vector<R> result(n);
-    if (status.ok()) std::memcpy(result.data(), out->data(), n * sizeof(R));
+    if (status.ok())
+      std::memcpy(result.data(), out->data(), n * sizeof(R));
     return result;
   }
 };
 
-// ==== Float math =================================================================
+// ==== Float math
+// =================================================================
 
 // Where a unary op's inputs come from.
 enum class Domain {
-  kReal,          // everything: signs, magnitudes 1e-38..1e38 (f32) / 1e-307..1e308
-  kPositive,      // sqrt, rsqrt, log (plus a few negatives, which give NaN)
+  kReal,      // everything: signs, magnitudes 1e-38..1e38 (f32) / 1e-307..1e308
+  kPositive,  // sqrt, rsqrt, log (plus a few negatives, which give NaN)
   kUnitInterval,  // asin, acos: [-1, 1] (plus a few values outside)
   kTrig,          // sin, cos, tan: periods around 0, and large arguments
   kExp,           // exp, tanh: up to past the overflow threshold
@@ -273,32 +297,39 @@ enum class Domain {
 template <typename T>
 std::vector<T> UnaryInputs(Domain domain) {
   using L = std::numeric_limits<T>;
-  std::vector<T> v = {T(0), T(-0.0), L::infinity(), -L::infinity(), L::quiet_NaN(),
-                      T(1), T(-1), L::denorm_min(), L::min()};
+  std::vector<T> v = {T(0),           T(-0.0),         L::infinity(),
+                      -L::infinity(), L::quiet_NaN(),  T(1),
+                      T(-1),          L::denorm_min(), L::min()};
   std::mt19937 rng(20240611);
   auto linear = [&](T lo, T hi, int n) {
-    for (int i = 0; i < n; ++i) v.push_back(lo + (hi - lo) * T(i) / T(n - 1));
+    for (int i = 0; i < n; ++i)
+      v.push_back(lo + (hi - lo) * T(i) / T(n - 1));
   };
   auto uniform = [&](T lo, T hi, int n) {
     std::uniform_real_distribution<T> dist(lo, hi);
-    for (int i = 0; i < n; ++i) v.push_back(dist(rng));
+    for (int i = 0; i < n; ++i)
+      v.push_back(dist(rng));
   };
   // 1.2345 * 10^e over the whole exponent range, with both signs if asked.
   auto magnitudes = [&](bool negative_too) {
-    for (int e = L::min_exponent10; e <= L::max_exponent10; e += sizeof(T) == 4 ? 2 : 16) {
+    for (int e = L::min_exponent10; e <= L::max_exponent10;
+         e += sizeof(T) == 4 ? 2 : 16) {
       const T x = static_cast<T>(1.2345L * std::pow(10.0L, e));
       v.push_back(x);
-      if (negative_too) v.push_back(-x);
+      if (negative_too)
+        v.push_back(-x);
     }
     v.push_back(L::max());
-    if (negative_too) v.push_back(L::lowest());
+    if (negative_too)
+      v.push_back(L::lowest());
   };
   const T pi = static_cast<T>(3.14159265358979323846L);
   switch (domain) {
     case Domain::kReal:
       magnitudes(true);
       linear(T(-10), T(10), 121);  // includes halves: floor/ceil ties
-      for (T h : {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, -0.49999997}) v.push_back(h);
+      for (T h : {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, -0.49999997})
+        v.push_back(h);
       v.push_back(-L::denorm_min());
       uniform(T(-1000), T(1000), 40);
       break;
@@ -306,27 +337,32 @@ std::vector<T> UnaryInputs(Domain domain) {
       magnitudes(false);
       linear(T(0), T(10), 161);
       uniform(T(0), T(1e4), 40);
-      for (T x : {T(-1), T(-1e-30), -L::denorm_min(), L::min() / 2}) v.push_back(x);
+      for (T x : {T(-1), T(-1e-30), -L::denorm_min(), L::min() / 2})
+        v.push_back(x);
       break;
     case Domain::kUnitInterval:
       linear(T(-1), T(1), 241);
-      for (T x : {T(1e-20), T(-1e-20), T(1) - L::epsilon() / 2, T(-1) + L::epsilon() / 2,
-                  T(1) + L::epsilon(), T(-1.5), T(2)}) {
+      for (T x :
+           {T(1e-20), T(-1e-20), T(1) - L::epsilon() / 2,
+            T(-1) + L::epsilon() / 2, T(1) + L::epsilon(), T(-1.5), T(2)}) {
         v.push_back(x);
       }
       break;
     case Domain::kTrig:
       linear(-4 * pi, 4 * pi, 241);
       uniform(T(-1e4), T(1e4), 40);
-      for (T x : {pi / 2, -pi / 2, pi, T(1e6), T(-1e6), T(1e20), T(-1e20), T(1e-20)}) {
+      for (T x : {pi / 2, -pi / 2, pi, T(1e6), T(-1e6), T(1e20), T(-1e20),
+                  T(1e-20)}) {
         v.push_back(x);
       }
       break;
     case Domain::kExp: {
-      const T limit = sizeof(T) == 4 ? T(110) : T(750);  // past overflow / underflow
+      const T limit =
+          sizeof(T) == 4 ? T(110) : T(750);  // past overflow / underflow
       linear(-limit, limit, 221);
       uniform(T(-20), T(20), 60);
-      for (T x : {T(1e-30), T(-1e-30), L::epsilon(), -L::epsilon()}) v.push_back(x);
+      for (T x : {T(1e-30), T(-1e-30), L::epsilon(), -L::epsilon()})
+        v.push_back(x);
       break;
     }
   }
@@ -341,7 +377,9 @@ struct FloatUnaryCase {
   double (*f64)(double);
 };
 
-void PrintTo(const FloatUnaryCase& c, std::ostream* os) { *os << ir::OpName(c.op); }
+void PrintTo(const FloatUnaryCase& c, std::ostream* os) {
+  *os << ir::OpName(c.op);
+}
 
 // The reference for `op` in both precisions, from one generic expression.
 #define QD_REF1(expr) \
@@ -369,23 +407,25 @@ const std::vector<FloatUnaryCase>& FloatUnaryCases() {
   return *cases;
 }
 
-class CpuFloatUnaryTest
-    : public CpuMathTest,
-      public ::testing::WithParamInterface<std::tuple<FloatUnaryCase, PrimitiveType>> {
+class CpuFloatUnaryTest : public CpuMathTest,
+                          public ::testing::WithParamInterface<
+                              std::tuple<FloatUnaryCase, PrimitiveType>> {
  protected:
   template <typename T>
   void Check(const FloatUnaryCase& c, T (*reference)(T)) {
-    const std::string name = absl::StrCat(ir::OpName(c.op), "_", ir::PrimitiveTypeName(kTypeOf<T>));
+    const std::string name =
+        absl::StrCat(ir::OpName(c.op), "_", ir::PrimitiveTypeName(kTypeOf<T>));
     const std::vector<T> in = UnaryInputs<T>(c.domain);
     ASSERT_GE(in.size(), 200u);
-    const std::vector<T> out = Map<T>(name, UnaryFn(c.op), std::vector<std::vector<T>>{in});
+    const std::vector<T> out =
+        Map<T>(name, UnaryFn(c.op), std::vector<std::vector<T>>{in});
     Mismatches mismatches(name);
     for (size_t i = 0; i < in.size(); ++i) {
       const T want = reference(in[i]);
       mismatches.Check(Matches(c.accuracy, out[i], want), [&] {
-        return absl::StrCat(ir::OpName(c.op), "(", Show(in[i]), ") = ", Show(out[i]),
-                            ", expected ", Show(want), " (", UlpDistance(out[i], want),
-                            " ulp apart)");
+        return absl::StrCat(ir::OpName(c.op), "(", Show(in[i]),
+                            ") = ", Show(out[i]), ", expected ", Show(want),
+                            " (", UlpDistance(out[i], want), " ulp apart)");
       });
     }
   }
@@ -402,7 +442,8 @@ TEST_P(CpuFloatUnaryTest, MatchesTheCxxReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Ops, CpuFloatUnaryTest,
-    ::testing::Combine(::testing::ValuesIn(FloatUnaryCases()), ::testing::Values(kF32, kF64)),
+    ::testing::Combine(::testing::ValuesIn(FloatUnaryCases()),
+                       ::testing::Values(kF32, kF64)),
     [](const auto& info) {
       return absl::StrCat(ir::OpName(std::get<0>(info.param).op), "_",
                           ir::PrimitiveTypeName(std::get<1>(info.param)));
@@ -429,10 +470,12 @@ struct FloatBinaryCase {
   double (*f64)(double, double);
 };
 
-void PrintTo(const FloatBinaryCase& c, std::ostream* os) { *os << ir::OpName(c.op); }
+void PrintTo(const FloatBinaryCase& c, std::ostream* os) {
+  *os << ir::OpName(c.op);
+}
 
-#define QD_REF2(expr)                                         \
-  [](float a, float b) -> float { return expr; },             \
+#define QD_REF2(expr)                             \
+  [](float a, float b) -> float { return expr; }, \
       [](double a, double b) -> double { return expr; }
 
 const std::vector<FloatBinaryCase>& FloatBinaryCases() {
@@ -444,8 +487,10 @@ const std::vector<FloatBinaryCase>& FloatBinaryCases() {
       {BinaryOpKind::kDiv, A::kExact, QD_REF2(a / b)},
       {BinaryOpKind::kFloorDiv, A::kExact, QD_REF2(FloorDivRef(a, b))},
       {BinaryOpKind::kMod, A::kExact, QD_REF2(FloatModRef(a, b))},
-      {BinaryOpKind::kMin, A::kExactUpToSignOfZeroTies, QD_REF2(std::fmin(a, b))},
-      {BinaryOpKind::kMax, A::kExactUpToSignOfZeroTies, QD_REF2(std::fmax(a, b))},
+      {BinaryOpKind::kMin, A::kExactUpToSignOfZeroTies,
+       QD_REF2(std::fmin(a, b))},
+      {BinaryOpKind::kMax, A::kExactUpToSignOfZeroTies,
+       QD_REF2(std::fmax(a, b))},
       {BinaryOpKind::kPow, A::kLibm, QD_REF2(std::pow(a, b))},
       {BinaryOpKind::kAtan2, A::kLibm, QD_REF2(std::atan2(a, b))},
   };
@@ -457,11 +502,29 @@ const std::vector<FloatBinaryCase>& FloatBinaryCases() {
 template <typename T>
 std::pair<std::vector<T>, std::vector<T>> BinaryInputs() {
   using L = std::numeric_limits<T>;
-  const std::vector<T> special = {
-      T(0),   T(-0.0), T(1),    T(-1),    T(0.5),  T(-0.5),        T(2),
-      T(-2),  T(3),    T(-3),   T(0.1),   T(-7.25), T(10),         T(1e-3),
-      T(1e10), T(-1e10), T(123.456), T(1e30), L::denorm_min(), L::max(),
-      L::infinity(), -L::infinity(), L::quiet_NaN()};
+  const std::vector<T> special = {T(0),
+                                  T(-0.0),
+                                  T(1),
+                                  T(-1),
+                                  T(0.5),
+                                  T(-0.5),
+                                  T(2),
+                                  T(-2),
+                                  T(3),
+                                  T(-3),
+                                  T(0.1),
+                                  T(-7.25),
+                                  T(10),
+                                  T(1e-3),
+                                  T(1e10),
+                                  T(-1e10),
+                                  T(123.456),
+                                  T(1e30),
+                                  L::denorm_min(),
+                                  L::max(),
+                                  L::infinity(),
+                                  -L::infinity(),
+                                  L::quiet_NaN()};
   std::vector<T> a, b;
   for (T x : special) {
     for (T y : special) {
@@ -483,24 +546,26 @@ std::pair<std::vector<T>, std::vector<T>> BinaryInputs() {
   return {a, b};
 }
 
-class CpuFloatBinaryTest
-    : public CpuMathTest,
-      public ::testing::WithParamInterface<std::tuple<FloatBinaryCase, PrimitiveType>> {
+class CpuFloatBinaryTest : public CpuMathTest,
+                           public ::testing::WithParamInterface<
+                               std::tuple<FloatBinaryCase, PrimitiveType>> {
  protected:
   template <typename T>
   void Check(const FloatBinaryCase& c, T (*reference)(T, T)) {
-    const std::string name = absl::StrCat(ir::OpName(c.op), "_", ir::PrimitiveTypeName(kTypeOf<T>));
+    const std::string name =
+        absl::StrCat(ir::OpName(c.op), "_", ir::PrimitiveTypeName(kTypeOf<T>));
     const auto inputs = BinaryInputs<T>();
     const std::vector<T>& a = inputs.first;
     const std::vector<T>& b = inputs.second;
-    const std::vector<T> out = Map<T>(name, BinaryFn(c.op), std::vector<std::vector<T>>{a, b});
+    const std::vector<T> out =
+        Map<T>(name, BinaryFn(c.op), std::vector<std::vector<T>>{a, b});
     Mismatches mismatches(name);
     for (size_t i = 0; i < a.size(); ++i) {
       const T want = reference(a[i], b[i]);
       mismatches.Check(Matches(c.accuracy, out[i], want), [&] {
-        return absl::StrCat(ir::OpName(c.op), "(", Show(a[i]), ", ", Show(b[i]), ") = ",
-                            Show(out[i]), ", expected ", Show(want), " (",
-                            UlpDistance(out[i], want), " ulp apart)");
+        return absl::StrCat(ir::OpName(c.op), "(", Show(a[i]), ", ", Show(b[i]),
+                            ") = ", Show(out[i]), ", expected ", Show(want),
+                            " (", UlpDistance(out[i], want), " ulp apart)");
       });
     }
   }
@@ -517,7 +582,8 @@ TEST_P(CpuFloatBinaryTest, MatchesTheCxxReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Ops, CpuFloatBinaryTest,
-    ::testing::Combine(::testing::ValuesIn(FloatBinaryCases()), ::testing::Values(kF32, kF64)),
+    ::testing::Combine(::testing::ValuesIn(FloatBinaryCases()),
+                       ::testing::Values(kF32, kF64)),
     [](const auto& info) {
       return absl::StrCat(ir::OpName(std::get<0>(info.param).op), "_",
                           ir::PrimitiveTypeName(std::get<1>(info.param)));
@@ -536,13 +602,15 @@ const std::vector<ComparisonCase>& ComparisonCases() {
       {BinaryOpKind::kGt, [](double a, double b) { return a > b; }},
       {BinaryOpKind::kGe, [](double a, double b) { return a >= b; }},
       {BinaryOpKind::kEq, [](double a, double b) { return a == b; }},
-      {BinaryOpKind::kNe, [](double a, double b) { return a != b; }},  // true for NaN
+      {BinaryOpKind::kNe,
+       [](double a, double b) { return a != b; }},  // true for NaN
   };
   return *cases;
 }
 
-class CpuFloatCompareTest : public CpuMathTest,
-                            public ::testing::WithParamInterface<PrimitiveType> {
+class CpuFloatCompareTest
+    : public CpuMathTest,
+      public ::testing::WithParamInterface<PrimitiveType> {
  protected:
   template <typename T>
   void CheckAll() {
@@ -550,14 +618,17 @@ class CpuFloatCompareTest : public CpuMathTest,
     const std::vector<T>& a = inputs.first;
     const std::vector<T>& b = inputs.second;
     for (const ComparisonCase& c : ComparisonCases()) {
-      const std::string name = absl::StrCat(ir::OpName(c.op), "_", ir::PrimitiveTypeName(kTypeOf<T>));
-      const auto out = Map<BoolByte>(name, BinaryFn(c.op), std::vector<std::vector<T>>{a, b}, kU1);
+      const std::string name = absl::StrCat(ir::OpName(c.op), "_",
+                                            ir::PrimitiveTypeName(kTypeOf<T>));
+      const auto out = Map<BoolByte>(name, BinaryFn(c.op),
+                                     std::vector<std::vector<T>>{a, b}, kU1);
       Mismatches mismatches(name);
       for (size_t i = 0; i < a.size(); ++i) {
         const BoolByte want = c.ref(a[i], b[i]) ? 1 : 0;
         mismatches.Check(out[i] == want, [&] {
-          return absl::StrCat(ir::OpName(c.op), "(", Show(a[i]), ", ", Show(b[i]),
-                              ") = ", int{out[i]}, ", expected ", int{want});
+          return absl::StrCat(ir::OpName(c.op), "(", Show(a[i]), ", ",
+                              Show(b[i]), ") = ", int{out[i]}, ", expected ",
+                              int{want});
         });
       }
     }
@@ -572,13 +643,15 @@ TEST_P(CpuFloatCompareTest, OrderedExceptNotEqual) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, CpuFloatCompareTest, ::testing::Values(kF32, kF64),
-                         [](const auto& info) {
-                           return std::string(ir::PrimitiveTypeName(info.param));
+INSTANTIATE_TEST_SUITE_P(Dtypes, CpuFloatCompareTest,
+                         ::testing::Values(kF32, kF64), [](const auto& info) {
+                           return std::string(
+                               ir::PrimitiveTypeName(info.param));
                          });
 
-// ==== Integer ops ================================================================
-// References compute in 64 (or 128) bits and wrap to the width explicitly.
+// ==== Integer ops
+// ================================================================ References
+// compute in 64 (or 128) bits and wrap to the width explicitly.
 
 template <typename T>
 T Wrap(uint64_t bits) {
@@ -600,7 +673,8 @@ struct IntRef {
   static T Mul(T a, T b) { return Wrap<T>(Bits(a) * Bits(b)); }
   static T Neg(T a) { return Wrap<T>(0 - Bits(a)); }
   static T Abs(T a) {
-    if constexpr (std::is_signed_v<T>) return a < 0 ? Neg(a) : a;
+    if constexpr (std::is_signed_v<T>)
+      return a < 0 ? Neg(a) : a;
     return a;
   }
   static T BitNot(T a) { return Wrap<T>(~Bits(a)); }
@@ -613,17 +687,21 @@ struct IntRef {
   // Python's a // b and a % b on unbounded integers, then wrapped (only
   // MIN // -1 needs it); a divisor of 0 gives 0.
   static T FloorDiv(T a, T b) {
-    if (b == 0) return 0;
+    if (b == 0)
+      return 0;
     const __int128 x = a, y = b;
     __int128 q = x / y;
-    if (x % y != 0 && ((x < 0) != (y < 0))) --q;
+    if (x % y != 0 && ((x < 0) != (y < 0)))
+      --q;
     return Wrap<T>(static_cast<uint64_t>(q));
   }
   static T Mod(T a, T b) {
-    if (b == 0) return 0;
+    if (b == 0)
+      return 0;
     const __int128 x = a, y = b;
     __int128 r = x % y;
-    if (r != 0 && ((r < 0) != (y < 0))) r += y;
+    if (r != 0 && ((r < 0) != (y < 0)))
+      r += y;
     return Wrap<T>(static_cast<uint64_t>(r));
   }
 
@@ -644,14 +722,17 @@ struct IntRef {
   static T Pow(T a, T b) {
     if constexpr (std::is_signed_v<T>) {
       if (b < 0) {
-        if (a == 1) return 1;
-        if (a == -1) return (Bits(b) & 1) ? T(-1) : T(1);
+        if (a == 1)
+          return 1;
+        if (a == -1)
+          return (Bits(b) & 1) ? T(-1) : T(1);
         return 0;
       }
     }
     uint64_t result = 1, base = Bits(a);
     for (uint64_t e = Bits(b); e != 0; e >>= 1) {
-      if (e & 1) result *= base;
+      if (e & 1)
+        result *= base;
       base *= base;
     }
     return Wrap<T>(result);
@@ -662,19 +743,31 @@ struct IntRef {
 template <typename T>
 std::vector<T> IntEdgeValues() {
   using L = std::numeric_limits<T>;
-  std::vector<T> v = {L::min(), T(L::min() + 1), T(0), T(1), T(2), T(3), T(7),
-                      T(L::max() / 2), T(L::max() / 2 + 1), T(L::max() - 1), L::max()};
+  std::vector<T> v = {L::min(),
+                      T(L::min() + 1),
+                      T(0),
+                      T(1),
+                      T(2),
+                      T(3),
+                      T(7),
+                      T(L::max() / 2),
+                      T(L::max() / 2 + 1),
+                      T(L::max() - 1),
+                      L::max()};
   if constexpr (std::is_signed_v<T>) {
-    for (T x : {T(-1), T(-2), T(-3), T(-7), T(L::min() / 2)}) v.push_back(x);
+    for (T x : {T(-1), T(-2), T(-3), T(-7), T(L::min() / 2)})
+      v.push_back(x);
   }
   std::mt19937_64 rng(sizeof(T) * 1000 + std::is_signed_v<T>);
-  for (int i = 0; i < 6; ++i) v.push_back(Wrap<T>(rng()));
+  for (int i = 0; i < 6; ++i)
+    v.push_back(Wrap<T>(rng()));
   return v;
 }
 
 // Every (a, b) with a from `as` and b from `bs`.
 template <typename T>
-std::vector<std::vector<T>> AllPairs(const std::vector<T>& as, const std::vector<T>& bs) {
+std::vector<std::vector<T>> AllPairs(const std::vector<T>& as,
+                                     const std::vector<T>& bs) {
   std::vector<std::vector<T>> columns(2);
   for (T x : as) {
     for (T y : bs) {
@@ -693,9 +786,10 @@ class CpuIntMathTest : public CpuMathTest {
   // Runs `op` elementwise over the operand columns and checks every result
   // against `reference`.
   template <typename R, typename RefFn>
-  void CheckBinary(BinaryOpKind op, const std::vector<std::vector<T>>& pairs, RefFn reference,
-                   PrimitiveType out_type = kTypeOf<T>) {
-    const std::string name = absl::StrCat(ir::OpName(op), "_", ir::PrimitiveTypeName(kTypeOf<T>));
+  void CheckBinary(BinaryOpKind op, const std::vector<std::vector<T>>& pairs,
+                   RefFn reference, PrimitiveType out_type = kTypeOf<T>) {
+    const std::string name =
+        absl::StrCat(ir::OpName(op), "_", ir::PrimitiveTypeName(kTypeOf<T>));
     const auto out = this->template Map<R>(name, BinaryFn(op), pairs, out_type);
     const auto& a = pairs[0];
     const auto& b = pairs[1];
@@ -703,8 +797,8 @@ class CpuIntMathTest : public CpuMathTest {
     for (size_t i = 0; i < a.size(); ++i) {
       const R want = static_cast<R>(reference(a[i], b[i]));
       mismatches.Check(out[i] == want, [&] {
-        return absl::StrCat(ir::OpName(op), "(", Show(a[i]), ", ", Show(b[i]), ") = ",
-                            Show(out[i]), ", expected ", Show(want));
+        return absl::StrCat(ir::OpName(op), "(", Show(a[i]), ", ", Show(b[i]),
+                            ") = ", Show(out[i]), ", expected ", Show(want));
       });
     }
   }
@@ -715,21 +809,24 @@ class CpuIntMathTest : public CpuMathTest {
   }
 
   void CheckUnary(UnaryOpKind op, T (*reference)(T)) {
-    const std::string name = absl::StrCat(ir::OpName(op), "_", ir::PrimitiveTypeName(kTypeOf<T>));
+    const std::string name =
+        absl::StrCat(ir::OpName(op), "_", ir::PrimitiveTypeName(kTypeOf<T>));
     const auto in = IntEdgeValues<T>();
-    const auto out = this->template Map<T>(name, UnaryFn(op), std::vector<std::vector<T>>{in});
+    const auto out = this->template Map<T>(name, UnaryFn(op),
+                                           std::vector<std::vector<T>>{in});
     Mismatches mismatches(name);
     for (size_t i = 0; i < in.size(); ++i) {
       mismatches.Check(out[i] == reference(in[i]), [&] {
-        return absl::StrCat(ir::OpName(op), "(", Show(in[i]), ") = ", Show(out[i]),
-                            ", expected ", Show(reference(in[i])));
+        return absl::StrCat(ir::OpName(op), "(", Show(in[i]),
+                            ") = ", Show(out[i]), ", expected ",
+                            Show(reference(in[i])));
       });
     }
   }
 };
 
-using IntTypes =
-    ::testing::Types<int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t>;
+using IntTypes = ::testing::Types<int8_t, int16_t, int32_t, int64_t, uint8_t,
+                                  uint16_t, uint32_t, uint64_t>;
 
 struct IntTypeNames {
   template <typename T>
@@ -747,7 +844,8 @@ TYPED_TEST(CpuIntMathTest, AddSubMulWrapAround) {
   this->CheckBinary(BinaryOpKind::kMul, &Ref::Mul);
 }
 
-TYPED_TEST(CpuIntMathTest, FloorDivAndModFollowPythonAndGiveZeroForZeroDivisors) {
+TYPED_TEST(CpuIntMathTest,
+           FloorDivAndModFollowPythonAndGiveZeroForZeroDivisors) {
   using Ref = typename TestFixture::Ref;
   this->CheckBinary(BinaryOpKind::kFloorDiv, &Ref::FloorDiv);
   this->CheckBinary(BinaryOpKind::kMod, &Ref::Mod);
@@ -758,7 +856,8 @@ TYPED_TEST(CpuIntMathTest, FloorDivAndModOnSmallOperandsOfEverySign) {
   using T = TypeParam;
   using Ref = typename TestFixture::Ref;
   std::vector<T> values;
-  for (int x = std::is_signed_v<T> ? -9 : 0; x <= 9; ++x) values.push_back(static_cast<T>(x));
+  for (int x = std::is_signed_v<T> ? -9 : 0; x <= 9; ++x)
+    values.push_back(static_cast<T>(x));
   const auto pairs = AllPairs(values, values);
   this->template CheckBinary<T>(BinaryOpKind::kFloorDiv, pairs, &Ref::FloorDiv);
   this->template CheckBinary<T>(BinaryOpKind::kMod, pairs, &Ref::Mod);
@@ -768,7 +867,8 @@ TYPED_TEST(CpuIntMathTest, FloorDivAndModOnSmallOperandsOfEverySign) {
     EXPECT_EQ(Ref::FloorDiv(T(-7), T(2)), T(-4));
     EXPECT_EQ(Ref::Mod(T(-7), T(2)), T(1));
     EXPECT_EQ(Ref::Mod(T(7), T(-2)), T(-1));
-    EXPECT_EQ(Ref::FloorDiv(std::numeric_limits<T>::min(), T(-1)), std::numeric_limits<T>::min());
+    EXPECT_EQ(Ref::FloorDiv(std::numeric_limits<T>::min(), T(-1)),
+              std::numeric_limits<T>::min());
   }
 }
 
@@ -777,7 +877,8 @@ TYPED_TEST(CpuIntMathTest, ShiftsMaskTheAmountAndShrFollowsSignedness) {
   using Ref = typename TestFixture::Ref;
   constexpr int width = Ref::kWidth;
   std::vector<T> amounts;
-  for (int s = 0; s <= width + 2; ++s) amounts.push_back(static_cast<T>(s));
+  for (int s = 0; s <= width + 2; ++s)
+    amounts.push_back(static_cast<T>(s));
   for (T s : {T(2 * width - 1), T(-1), T(-width), std::numeric_limits<T>::max(),
               std::numeric_limits<T>::min()}) {
     amounts.push_back(s);
@@ -785,7 +886,8 @@ TYPED_TEST(CpuIntMathTest, ShiftsMaskTheAmountAndShrFollowsSignedness) {
   const auto pairs = AllPairs(IntEdgeValues<T>(), amounts);
   this->template CheckBinary<T>(BinaryOpKind::kShl, pairs, &Ref::Shl);
   this->template CheckBinary<T>(BinaryOpKind::kShr, pairs, &Ref::Shr);
-  const T min = std::numeric_limits<T>::min(), max = std::numeric_limits<T>::max();
+  const T min = std::numeric_limits<T>::min(),
+          max = std::numeric_limits<T>::max();
   if constexpr (std::is_signed_v<T>) {
     EXPECT_EQ(Ref::Shr(min, T(width - 1)), T(-1));
     EXPECT_EQ(Ref::Shr(T(-8), T(1)), T(-4));
@@ -812,21 +914,30 @@ TYPED_TEST(CpuIntMathTest, NegAndAbsWrapAround) {
 TYPED_TEST(CpuIntMathTest, PowBySquaringWrapsAndNegativeExponentsTruncate) {
   using T = TypeParam;
   using Ref = typename TestFixture::Ref;
-  std::vector<T> bases = {T(0), T(1), T(2), T(3), T(10), std::numeric_limits<T>::max(),
+  std::vector<T> bases = {T(0),
+                          T(1),
+                          T(2),
+                          T(3),
+                          T(10),
+                          std::numeric_limits<T>::max(),
                           std::numeric_limits<T>::min()};
   std::vector<T> exponents;
-  for (int e = 0; e <= Ref::kWidth + 2; ++e) exponents.push_back(static_cast<T>(e));
+  for (int e = 0; e <= Ref::kWidth + 2; ++e)
+    exponents.push_back(static_cast<T>(e));
   exponents.push_back(std::numeric_limits<T>::max());
   if constexpr (std::is_signed_v<T>) {
-    for (T x : {T(-1), T(-2), T(-3)}) bases.push_back(x);
-    for (T x : {T(-1), T(-2), T(-3), std::numeric_limits<T>::min()}) exponents.push_back(x);
+    for (T x : {T(-1), T(-2), T(-3)})
+      bases.push_back(x);
+    for (T x : {T(-1), T(-2), T(-3), std::numeric_limits<T>::min()})
+      exponents.push_back(x);
   }
   std::mt19937_64 rng(99);
   for (int i = 0; i < 4; ++i) {
     bases.push_back(Wrap<T>(rng()));
     exponents.push_back(Wrap<T>(rng()));
   }
-  this->template CheckBinary<T>(BinaryOpKind::kPow, AllPairs(bases, exponents), &Ref::Pow);
+  this->template CheckBinary<T>(BinaryOpKind::kPow, AllPairs(bases, exponents),
+                                &Ref::Pow);
   EXPECT_EQ(Ref::Pow(T(3), T(4)), T(81));
   EXPECT_EQ(Ref::Pow(T(2), T(Ref::kWidth)), T(0));
 }
@@ -854,12 +965,21 @@ TYPED_TEST(CpuIntMathTest, ComparisonsFollowSignedness) {
   }
 }
 
-// ==== Casts ======================================================================
+// ==== Casts
+// ======================================================================
 
-Constant Int(PrimitiveType t, int64_t v) { return Constant::Int(t, v); }
-Constant U64(uint64_t v) { return Constant::Int(kU64, static_cast<int64_t>(v)); }
-Constant Flt(PrimitiveType t, double v) { return Constant::Float(t, v); }
-Constant Bool(bool v) { return Constant::Bool(v); }
+Constant Int(PrimitiveType t, int64_t v) {
+  return Constant::Int(t, v);
+}
+Constant U64(uint64_t v) {
+  return Constant::Int(kU64, static_cast<int64_t>(v));
+}
+Constant Flt(PrimitiveType t, double v) {
+  return Constant::Float(t, v);
+}
+Constant Bool(bool v) {
+  return Constant::Bool(v);
+}
 
 struct CastCase {
   Constant from;  // its type is the source type
@@ -892,7 +1012,8 @@ const std::vector<CastCase>& CastCases() {
       {Flt(kF32, -1), kU8, Int(kU8, 0), "negative saturates at 0"},
       {Flt(kF32, kNaN), kU8, Int(kU8, 0), "NaN gives 0"},
       {Flt(kF32, 1e20), kU64, U64(kU64Max), "saturates at MAX"},
-      {Flt(kF32, 1e19), kU64, U64(9999999980506447872ull), "large but in range"},
+      {Flt(kF32, 1e19), kU64, U64(9999999980506447872ull),
+       "large but in range"},
       {Flt(kF64, 127.9), kI8, Int(kI8, 127), "truncates"},
       {Flt(kF64, 128), kI8, Int(kI8, 127), "saturates at MAX"},
       {Flt(kF64, -128.99), kI8, Int(kI8, -128), "truncates to MIN"},
@@ -901,7 +1022,8 @@ const std::vector<CastCase>& CastCases() {
       {Flt(kF64, -32768.5), kI16, Int(kI16, -32768), "truncates to MIN"},
       {Flt(kF64, 65535.5), kU16, Int(kU16, 65535), "truncates"},
       {Flt(kF64, 4294967295.9), kU32, Int(kU32, 4294967295), "truncates"},
-      {Flt(kF64, 4294967296.0), kU32, Int(kU32, 4294967295), "saturates at MAX"},
+      {Flt(kF64, 4294967296.0), kU32, Int(kU32, 4294967295),
+       "saturates at MAX"},
       {Flt(kF64, 0x1p62), kI64, Int(kI64, int64_t{1} << 62), "exact"},
       {Flt(kF64, 9.3e18), kI64, Int(kI64, kI64Max), "saturates at MAX"},
       {Flt(kF64, -0x1p63), kI64, Int(kI64, kI64Min), "MIN is exact"},
@@ -918,7 +1040,8 @@ const std::vector<CastCase>& CastCases() {
       {Int(kI32, 16777217), kF32, Flt(kF32, 16777216), "2^24+1 rounds to even"},
       {Int(kI32, 16777219), kF32, Flt(kF32, 16777220), "2^24+3 rounds to even"},
       {Int(kI32, INT32_MIN), kF32, Flt(kF32, -0x1p31), "MIN"},
-      {Int(kI64, (int64_t{1} << 53) + 1), kF64, Flt(kF64, 0x1p53), "2^53+1 rounds to even"},
+      {Int(kI64, (int64_t{1} << 53) + 1), kF64, Flt(kF64, 0x1p53),
+       "2^53+1 rounds to even"},
       {Int(kI64, kI64Min), kF64, Flt(kF64, -0x1p63), "MIN"},
       {Int(kI64, kI64Max), kF32, Flt(kF32, 0x1p63), "MAX rounds up"},
       // 2^60 + 2^36 + 1 lies just above the midpoint of two f32 values: a
@@ -931,7 +1054,8 @@ const std::vector<CastCase>& CastCases() {
       {U64(kU64Max), kF32, Flt(kF32, 0x1p64), "u64 MAX is unsigned"},
       {U64(kU64Max), kF64, Flt(kF64, 0x1p64), "u64 MAX is unsigned"},
       {Int(kU32, 4294967295), kF32, Flt(kF32, 0x1p32), "u32 MAX is unsigned"},
-      {Int(kU32, 4294967295), kF64, Flt(kF64, 4294967295), "u32 MAX is exact in f64"},
+      {Int(kU32, 4294967295), kF64, Flt(kF64, 4294967295),
+       "u32 MAX is exact in f64"},
       {Int(kU8, 255), kF32, Flt(kF32, 255), "u8 is unsigned"},
       {Int(kU16, 65535), kF64, Flt(kF64, 65535), "u16 is unsigned"},
       {Int(kI8, -1), kF64, Flt(kF64, -1), "i8 is signed"},
@@ -952,7 +1076,8 @@ const std::vector<CastCase>& CastCases() {
       {Int(kU16, 0xABCD), kU8, Int(kU8, 0xCD), "keeps the low bits"},
       // int -> int: widening extends by the source's signedness.
       {Int(kI8, -1), kI32, Int(kI32, -1), "sign-extends"},
-      {Int(kI8, -128), kU32, Int(kU32, 4294967168), "sign-extends into unsigned"},
+      {Int(kI8, -128), kU32, Int(kU32, 4294967168),
+       "sign-extends into unsigned"},
       {Int(kI16, -2), kI64, Int(kI64, -2), "sign-extends"},
       {Int(kI32, -1), kU64, U64(kU64Max), "sign-extends into unsigned"},
       {Int(kU8, 255), kI32, Int(kI32, 255), "zero-extends"},
@@ -963,20 +1088,26 @@ const std::vector<CastCase>& CastCases() {
       // float <-> float.
       {Flt(kF64, 0.1), kF32, Flt(kF32, 0.1f), "rounds to nearest"},
       {Flt(kF64, 1 + 0x1p-24), kF32, Flt(kF32, 1), "tie rounds to even (down)"},
-      {Flt(kF64, 1 + 3 * 0x1p-24), kF32, Flt(kF32, 1 + 0x1p-22), "tie rounds to even (up)"},
+      {Flt(kF64, 1 + 3 * 0x1p-24), kF32, Flt(kF32, 1 + 0x1p-22),
+       "tie rounds to even (up)"},
       {Flt(kF64, 1e300), kF32, Flt(kF32, kInf), "overflows to inf"},
       {Flt(kF64, -1e300), kF32, Flt(kF32, -kInf), "overflows to -inf"},
       {Flt(kF64, 1e-50), kF32, Flt(kF32, 0), "underflows to 0"},
       {Flt(kF64, -1e-50), kF32, Flt(kF32, -0.0), "underflows to -0"},
-      {Flt(kF64, 1e-45), kF32, Flt(kF32, 0x1p-149), "rounds to the smallest subnormal"},
+      {Flt(kF64, 1e-45), kF32, Flt(kF32, 0x1p-149),
+       "rounds to the smallest subnormal"},
       {Flt(kF64, kNaN), kF32, Flt(kF32, kNaN), "NaN stays NaN"},
-      {Flt(kF32, 0.1f), kF64, Flt(kF64, static_cast<double>(0.1f)), "widens exactly"},
+      {Flt(kF32, 0.1f), kF64, Flt(kF64, static_cast<double>(0.1f)),
+       "widens exactly"},
       {Flt(kF32, -kInf), kF64, Flt(kF64, -kInf), "widens exactly"},
-      {Flt(kF32, 0x1p-149), kF64, Flt(kF64, 0x1p-149), "subnormal widens exactly"},
-      {Flt(kF32, 1.0 / 3), kF16, Flt(kF16, 0.333251953125), "rounds to nearest"},
+      {Flt(kF32, 0x1p-149), kF64, Flt(kF64, 0x1p-149),
+       "subnormal widens exactly"},
+      {Flt(kF32, 1.0 / 3), kF16, Flt(kF16, 0.333251953125),
+       "rounds to nearest"},
       {Flt(kF32, 65520), kF16, Flt(kF16, kInf), "overflows f16"},
       {Flt(kF64, 0x1p-25), kF16, Flt(kF16, 0), "tie with 0 rounds to even"},
-      {Flt(kF16, 0x1p-24), kF64, Flt(kF64, 0x1p-24), "f16 subnormal widens exactly"},
+      {Flt(kF16, 0x1p-24), kF64, Flt(kF64, 0x1p-24),
+       "f16 subnormal widens exactly"},
       // Anything -> u1 is (x != 0).
       {Int(kI32, 0), kU1, Bool(false), "zero"},
       {Int(kI32, 5), kU1, Bool(true), "nonzero"},
@@ -1013,7 +1144,8 @@ void PrintTo(CastSource source, std::ostream* os) {
 }
 
 bool SameValue(const Constant& a, const Constant& b) {
-  if (a.is_float() && b.is_float() && std::isnan(a.as_float()) && std::isnan(b.as_float())) {
+  if (a.is_float() && b.is_float() && std::isnan(a.as_float()) &&
+      std::isnan(b.as_float())) {
     return a.type() == b.type();
   }
   return a == b;
@@ -1026,21 +1158,25 @@ class CpuCastTest
 TEST_P(CpuCastTest, ConvertsAsSpecified) {
   const auto& [row, source] = GetParam();
   const CastCase& c = CastCases()[row];
-  SCOPED_TRACE(absl::StrCat(ir::PrimitiveTypeName(c.from.type()), " ", c.from.ToString(),
-                            " -> ", ir::PrimitiveTypeName(c.to), ": ", c.what));
+  SCOPED_TRACE(absl::StrCat(ir::PrimitiveTypeName(c.from.type()), " ",
+                            c.from.ToString(), " -> ",
+                            ir::PrimitiveTypeName(c.to), ": ", c.what));
   ASSERT_EQ(c.expected.type(), c.to);
   // out[0] = cast(x, to)
   Kernel k("cast");
-  if (source == CastSource::kArgument) k.AddParam(KernelParam::Scalar("x", c.from.type()));
+  if (source == CastSource::kArgument)
+    k.AddParam(KernelParam::Scalar("x", c.from.type()));
   const int out_arg = k.AddParam(KernelParam::Ndarray("out", c.to, 1));
   IRBuilder b(&k);
-  Stmt* x = source == CastSource::kArgument ? static_cast<Stmt*>(b.ArgLoad(0))
-                                            : static_cast<Stmt*>(b.Const(c.from));
+  Stmt* x = source == CastSource::kArgument
+                ? static_cast<Stmt*>(b.ArgLoad(0))
+                : static_cast<Stmt*>(b.Const(c.from));
   b.GlobalStore(b.NdarrayPtr(out_arg, {b.ConstI32(0)}), b.Cast(x, c.to));
 
   auto out = Array(c.to, {1});
   std::vector<KernelArgument> args;
-  if (source == CastSource::kArgument) args.push_back(KernelArgument::Scalar(c.from));
+  if (source == CastSource::kArgument)
+    args.push_back(KernelArgument::Scalar(c.from));
   args.push_back(Arg(out));
   const absl::Status status = Run(k, args);
   ASSERT_TRUE(status.ok()) << status;
@@ -1053,17 +1189,20 @@ TEST_P(CpuCastTest, ConvertsAsSpecified) {
 INSTANTIATE_TEST_SUITE_P(
     Table, CpuCastTest,
     ::testing::Combine(::testing::Range<size_t>(0, CastCases().size()),
-                       ::testing::Values(CastSource::kArgument, CastSource::kConstant)),
+                       ::testing::Values(CastSource::kArgument,
+                                         CastSource::kConstant)),
     [](const auto& info) {
       const size_t row = std::get<0>(info.param);
       const CastSource source = std::get<1>(info.param);
       const CastCase& c = CastCases()[row];
-      return absl::StrFormat("row%03d_%s_to_%s_%s", row, ir::PrimitiveTypeName(c.from.type()),
+      return absl::StrFormat("row%03d_%s_to_%s_%s", row,
+                             ir::PrimitiveTypeName(c.from.type()),
                              ir::PrimitiveTypeName(c.to),
                              source == CastSource::kArgument ? "arg" : "const");
     });
 
-// ==== Implicit conversions (type checker) at run time ============================
+// ==== Implicit conversions (type checker) at run time
+// ============================
 
 TEST_F(CpuMathTest, IntegerTrueDivisionAndFloatMathUseTheDefaultFloat) {
   const std::vector<int32_t> a = {7, -7, 1, 2, 0, INT32_MAX, 16777217};
@@ -1073,9 +1212,11 @@ TEST_F(CpuMathTest, IntegerTrueDivisionAndFloatMathUseTheDefaultFloat) {
   const auto root = Map<float>("sqrt_int", UnaryFn(UnaryOpKind::kSqrt),
                                std::vector<std::vector<int32_t>>{a});
   for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_EQ(quotient[i], static_cast<float>(a[i]) / static_cast<float>(b[i])) << a[i];
+    EXPECT_EQ(quotient[i], static_cast<float>(a[i]) / static_cast<float>(b[i]))
+        << a[i];
     const float want = std::sqrt(static_cast<float>(a[i]));
-    EXPECT_TRUE(Matches(Accuracy::kExact, root[i], want)) << a[i] << ": " << root[i];
+    EXPECT_TRUE(Matches(Accuracy::kExact, root[i], want))
+        << a[i] << ": " << root[i];
   }
 }
 
@@ -1100,21 +1241,26 @@ struct PromotionCase {
   const char* what;
 };
 
-void PrintTo(const PromotionCase& c, std::ostream* os) { *os << c.what; }
+void PrintTo(const PromotionCase& c, std::ostream* os) {
+  *os << c.what;
+}
 
 const std::vector<PromotionCase>& PromotionCases() {
   static const auto* cases = new std::vector<PromotionCase>{
       {BinaryOpKind::kLt, Int(kI32, -1), Int(kU32, 1), Bool(false),
        "i32 < u32 compares as u32: -1 is 4294967295"},
-      {BinaryOpKind::kMin, Int(kI32, -1), Int(kU32, 1), Int(kU32, 1), "min over u32"},
-      {BinaryOpKind::kAdd, Int(kI32, -1), Flt(kF32, 0.25), Flt(kF32, -0.75), "i32 + f32 is f32"},
+      {BinaryOpKind::kMin, Int(kI32, -1), Int(kU32, 1), Int(kU32, 1),
+       "min over u32"},
+      {BinaryOpKind::kAdd, Int(kI32, -1), Flt(kF32, 0.25), Flt(kF32, -0.75),
+       "i32 + f32 is f32"},
       {BinaryOpKind::kMul, Int(kI8, -128), Int(kI32, 1000), Int(kI32, -128000),
        "i8 * i32 sign-extends to i32"},
       {BinaryOpKind::kAdd, Int(kU8, 255), Int(kI16, 1), Int(kI16, 256),
        "u8 + i16 zero-extends to i16"},
-      {BinaryOpKind::kMul, Flt(kF32, 0.1), Flt(kF64, 10), Flt(kF64, double{0.1f} * 10),
-       "f32 * f64 is f64"},
-      {BinaryOpKind::kFloorDiv, Int(kI64, -7), Int(kI32, 2), Int(kI64, -4), "i64 // i32 is i64"},
+      {BinaryOpKind::kMul, Flt(kF32, 0.1), Flt(kF64, 10),
+       Flt(kF64, double{0.1f} * 10), "f32 * f64 is f64"},
+      {BinaryOpKind::kFloorDiv, Int(kI64, -7), Int(kI32, 2), Int(kI64, -4),
+       "i64 // i32 is i64"},
   };
   return *cases;
 }
@@ -1131,10 +1277,11 @@ TEST_P(CpuPromotionTest, OperandsArePromotedBeforeTheOp) {
   k.AddParam(KernelParam::Scalar("y", c.y.type()));
   k.AddParam(KernelParam::Ndarray("out", c.expected.type(), 1));
   IRBuilder b(&k);
-  b.GlobalStore(b.NdarrayPtr(2, {b.ConstI32(0)}), b.Binary(c.op, b.ArgLoad(0), b.ArgLoad(1)));
+  b.GlobalStore(b.NdarrayPtr(2, {b.ConstI32(0)}),
+                b.Binary(c.op, b.ArgLoad(0), b.ArgLoad(1)));
   auto out = Array(c.expected.type(), {1});
-  const absl::Status status =
-      Run(k, {KernelArgument::Scalar(c.x), KernelArgument::Scalar(c.y), Arg(out)});
+  const absl::Status status = Run(
+      k, {KernelArgument::Scalar(c.x), KernelArgument::Scalar(c.y), Arg(out)});
   ASSERT_TRUE(status.ok()) << status;
   absl::StatusOr<Constant> got = out->Read({0});
   ASSERT_TRUE(got.ok()) << got.status();
@@ -1142,12 +1289,14 @@ TEST_P(CpuPromotionTest, OperandsArePromotedBeforeTheOp) {
       << "got " << got->ToString() << ", expected " << c.expected.ToString();
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, CpuPromotionTest, ::testing::ValuesIn(PromotionCases()),
+INSTANTIATE_TEST_SUITE_P(Table, CpuPromotionTest,
+                         ::testing::ValuesIn(PromotionCases()),
                          [](const auto& info) {
                            const PromotionCase& c = info.param;
-                           return absl::StrCat(ir::OpName(c.op), "_",
-                                               ir::PrimitiveTypeName(c.x.type()), "_",
-                                               ir::PrimitiveTypeName(c.y.type()));
+                           return absl::StrCat(
+                               ir::OpName(c.op), "_",
+                               ir::PrimitiveTypeName(c.x.type()), "_",
+                               ir::PrimitiveTypeName(c.y.type()));
                          });
 
 TEST_F(CpuMathTest, SelectPromotesItsBranches) {

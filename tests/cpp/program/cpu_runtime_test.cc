@@ -87,13 +87,14 @@ TEST(ThreadPoolTest, ThreadIdsAreStableAndBounded) {
 
 TEST(ThreadPoolTest, DefaultUsesHardwareThreads) {
   cpu::ThreadPool pool(0);
-  EXPECT_EQ(pool.num_threads(),
-            static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  EXPECT_EQ(pool.num_threads(), static_cast<int>(std::max(
+                                    1u, std::thread::hardware_concurrency())));
 }
 
 // for i in range(n): a[i + offset] = 1.0   (at oob.py:12)
 std::unique_ptr<Kernel> ShiftedWrite() {
-  auto k = std::make_unique<Kernel>("shifted_write", SourceLocation{"oob.py", 10});
+  auto k =
+      std::make_unique<Kernel>("shifted_write", SourceLocation{"oob.py", 10});
   k->AddParam(KernelParam::Ndarray("a", kF32, 1));
   k->AddParam(KernelParam::Scalar("offset", kI32));
   IRBuilder b(k.get());
@@ -107,7 +108,8 @@ std::unique_ptr<Kernel> ShiftedWrite() {
 
 class CpuBoundsTest : public CpuProgramTest {};
 
-TEST_F(CpuBoundsTest, OutOfBoundAccessIsReportedAtSyncAndTheProgramStaysUsable) {
+TEST_F(CpuBoundsTest,
+       OutOfBoundAccessIsReportedAtSyncAndTheProgramStaysUsable) {
   Init({.check_out_of_bound = true});
   auto a = Array(kF32, {16});
   auto kernel = program_->Compile(*ShiftedWrite());
@@ -117,19 +119,24 @@ TEST_F(CpuBoundsTest, OutOfBoundAccessIsReportedAtSyncAndTheProgramStaysUsable) 
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(GetErrorKind(status), ErrorKind::kAssertion);
   const std::string message(status.message());
-  EXPECT_NE(message.find("kernel 'shifted_write'"), std::string::npos) << message;
-  EXPECT_NE(message.find("ndarray 'a' (argument 0)"), std::string::npos) << message;
+  EXPECT_NE(message.find("kernel 'shifted_write'"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("ndarray 'a' (argument 0)"), std::string::npos)
+      << message;
   EXPECT_NE(message.find("oob.py:12"), std::string::npos) << message;
-  EXPECT_NE(message.find("outside [0, 16) on axis 0"), std::string::npos) << message;
+  EXPECT_NE(message.find("outside [0, 16) on axis 0"), std::string::npos)
+      << message;
   // The failing index is one of 16..18 (whichever thread failed first).
   EXPECT_NE(message.find("index 1"), std::string::npos) << message;
   // In-range elements were written; the buffer was never overrun.
-  for (int i = 3; i < 16; ++i) EXPECT_EQ(Data<float>(a)[i], 1.0f);
+  for (int i = 3; i < 16; ++i)
+    EXPECT_EQ(Data<float>(a)[i], 1.0f);
   // The error is cleared and the program keeps working.
   EXPECT_TRUE(program_->Sync().ok());
   ASSERT_TRUE(program_->Launch(**kernel, {Arg(a), I32(0)}).ok());
   EXPECT_TRUE(program_->Sync().ok());
-  for (int i = 0; i < 16; ++i) EXPECT_EQ(Data<float>(a)[i], 1.0f);
+  for (int i = 0; i < 16; ++i)
+    EXPECT_EQ(Data<float>(a)[i], 1.0f);
 }
 
 TEST_F(CpuBoundsTest, FieldIndexOutOfRangeNamesTheField) {
@@ -140,12 +147,14 @@ TEST_F(CpuBoundsTest, FieldIndexOutOfRangeNamesTheField) {
   Kernel k("touch_grid", SourceLocation{"grid.py", 1});
   IRBuilder b(&k, &tree);
   b.SetLocation(SourceLocation{"grid.py", 5});
-  b.GlobalStore(b.FieldPtr(grid, {b.ConstI32(1), b.ConstI32(3)}), b.ConstI32(7));
+  b.GlobalStore(b.FieldPtr(grid, {b.ConstI32(1), b.ConstI32(3)}),
+                b.ConstI32(7));
   absl::Status status = Run(k, {});
   ASSERT_FALSE(status.ok());
-  EXPECT_NE(status.message().find("field 'grid' at grid.py:5: index 3 is outside "
-                                  "[0, 3) on axis 1"),
-            absl::string_view::npos)
+  EXPECT_NE(
+      status.message().find("field 'grid' at grid.py:5: index 3 is outside "
+                            "[0, 3) on axis 1"),
+      absl::string_view::npos)
       << status.message();
 }
 
@@ -169,7 +178,8 @@ TEST_F(CpuBoundsTest, WithoutChecksTheGeneratedCodeHasNone) {
   };
   auto [checked, checked_sites] = lower(true);
   auto [unchecked, unchecked_sites] = lower(false);
-  EXPECT_NE(checked.find("call i32 @qd_check_index"), std::string::npos) << checked;
+  EXPECT_NE(checked.find("call i32 @qd_check_index"), std::string::npos)
+      << checked;
   EXPECT_EQ(checked_sites, 1u);
   EXPECT_EQ(unchecked.find("qd_check_index"), std::string::npos) << unchecked;
   EXPECT_EQ(unchecked_sites, 0u);
@@ -198,9 +208,10 @@ TEST_F(CpuAssertTest, FailedAssertionRaisesAtSyncUnderDebug) {
   absl::Status status = Run(*CheckedLimit(), {Arg(x)});
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(GetErrorKind(status), ErrorKind::kAssertion);
-  EXPECT_EQ(status.message(),
-            "kernel 'check_limit': assertion failed at lim.py:4: value too large "
-            "(values: 12.5, 5)");
+  EXPECT_EQ(
+      status.message(),
+      "kernel 'check_limit': assertion failed at lim.py:4: value too large "
+      "(values: 12.5, 5)");
   Data<float>(x)[5] = 0;
   EXPECT_TRUE(Run(*CheckedLimit(), {Arg(x)}).ok());
 }

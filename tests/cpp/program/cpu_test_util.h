@@ -24,7 +24,8 @@ class CpuProgramTest : public ::testing::Test {
     program_ = std::move(*program);
   }
 
-  std::shared_ptr<Ndarray> Array(ir::PrimitiveType dtype, std::vector<int64_t> shape) {
+  std::shared_ptr<Ndarray> Array(ir::PrimitiveType dtype,
+                                 std::vector<int64_t> shape) {
     auto array = program_->CreateNdarray(dtype, std::move(shape));
     EXPECT_TRUE(array.ok()) << array.status();
     return *array;
@@ -33,9 +34,11 @@ class CpuProgramTest : public ::testing::Test {
   // Compiles and launches; returns Sync()'s status.
   absl::Status Run(const ir::Kernel& kernel, std::vector<KernelArgument> args) {
     auto compiled = program_->Compile(kernel);
-    if (!compiled.ok()) return compiled.status();
+    if (!compiled.ok())
+      return compiled.status();
     absl::Status launched = program_->Launch(**compiled, args);
-    if (!launched.ok()) return launched;
+    if (!launched.ok())
+      return launched;
     return program_->Sync();
   }
 
@@ -43,13 +46,16 @@ class CpuProgramTest : public ::testing::Test {
     return KernelArgument::Array(array.get());
   }
   static KernelArgument I32(int32_t v) {
-    return KernelArgument::Scalar(ir::Constant::Int(ir::PrimitiveType::kI32, v));
+    return KernelArgument::Scalar(
+        ir::Constant::Int(ir::PrimitiveType::kI32, v));
   }
   static KernelArgument F32(float v) {
-    return KernelArgument::Scalar(ir::Constant::Float(ir::PrimitiveType::kF32, v));
+    return KernelArgument::Scalar(
+        ir::Constant::Float(ir::PrimitiveType::kF32, v));
   }
   static KernelArgument F64(double v) {
-    return KernelArgument::Scalar(ir::Constant::Float(ir::PrimitiveType::kF64, v));
+    return KernelArgument::Scalar(
+        ir::Constant::Float(ir::PrimitiveType::kF64, v));
   }
 
   template <typename T>

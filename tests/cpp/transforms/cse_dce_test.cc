@@ -52,7 +52,8 @@ TEST_F(PassTest, CseMergesEqualPureStatements) {
   ASSERT_EQ(Count(kernel_, ir::StmtKind::kBinaryOp), 3);
   EXPECT_TRUE(EliminateCommonSubexpressions(kernel_));
   EXPECT_TRUE(ir::Verify(kernel_).ok()) << ir::Verify(kernel_);
-  EXPECT_EQ(Count(kernel_, ir::StmtKind::kBinaryOp), 2) << ir::PrintKernel(kernel_);
+  EXPECT_EQ(Count(kernel_, ir::StmtKind::kBinaryOp), 2)
+      << ir::PrintKernel(kernel_);
   EXPECT_EQ(Count(kernel_, ir::StmtKind::kArgLoad), 1);
   EXPECT_EQ(Count(kernel_, ir::StmtKind::kNdarrayPtr), 1);
 }
@@ -68,7 +69,8 @@ TEST_F(PassTest, CseKeepsLoadsAndDistinctConstants) {
   EliminateCommonSubexpressions(kernel_);
   EXPECT_EQ(Count(kernel_, ir::StmtKind::kGlobalLoad), 2);
   // 0, 1, 2 as i32 indices and 2.0, 3.0 as f32 values.
-  EXPECT_EQ(Count(kernel_, ir::StmtKind::kConst), 5) << ir::PrintKernel(kernel_);
+  EXPECT_EQ(Count(kernel_, ir::StmtKind::kConst), 5)
+      << ir::PrintKernel(kernel_);
 }
 
 TEST_F(PassTest, CseReusesOuterValuesButNotSiblingBranches) {
@@ -91,12 +93,14 @@ TEST_F(PassTest, CseReusesOuterValuesButNotSiblingBranches) {
   EXPECT_TRUE(ir::Verify(kernel_).ok()) << ir::Verify(kernel_);
   // The then-branch product is the outer one; the else-branch add stays,
   // though it equals a then-branch add, since neither dominates the other.
-  EXPECT_EQ(Count(kernel_, ir::StmtKind::kBinaryOp), 3) << ir::PrintKernel(kernel_);
+  EXPECT_EQ(Count(kernel_, ir::StmtKind::kBinaryOp), 3)
+      << ir::PrintKernel(kernel_);
   EXPECT_EQ(branch->true_block()->back()->operand(1)->operand(0), outer);
 }
 
 TEST_F(PassTest, DceRemovesUnusedValuesTransitivelyAndKeepsEffects) {
-  Stmt* unused = b_.Add(b_.Mul(b_.ArgLoad(1), b_.ConstF32(3)), b_.GlobalLoad(Elem(5)));
+  Stmt* unused =
+      b_.Add(b_.Mul(b_.ArgLoad(1), b_.ConstF32(3)), b_.GlobalLoad(Elem(5)));
   (void)unused;
   b_.GlobalStore(Elem(0), b_.ArgLoad(1));
   auto* empty_loop = b_.RangeFor(b_.ConstI32(0), b_.ArgLoad(2));
@@ -108,7 +112,8 @@ TEST_F(PassTest, DceRemovesUnusedValuesTransitivelyAndKeepsEffects) {
   EXPECT_EQ(Count(kernel_, ir::StmtKind::kGlobalLoad), 0);
   EXPECT_EQ(Count(kernel_, ir::StmtKind::kRangeFor), 0);
   EXPECT_EQ(Count(kernel_, ir::StmtKind::kGlobalStore), 1);
-  EXPECT_EQ(Count(kernel_, ir::StmtKind::kConst), 1) << ir::PrintKernel(kernel_);
+  EXPECT_EQ(Count(kernel_, ir::StmtKind::kConst), 1)
+      << ir::PrintKernel(kernel_);
   EXPECT_FALSE(EliminateDeadCode(kernel_));
 }
 

@@ -29,7 +29,8 @@ class OffloadTest : public ::testing::Test {
   OffloadTest() : kernel_("offload_me", SourceLocation{"k.py", 1}) {
     dense_ = snodes_.AddDense(snodes_.root(), {0}, {16}).value();
     field_ = snodes_.AddPlace(dense_, PrimitiveType::kF32, "x").value();
-    scalar_ = snodes_.AddPlace(snodes_.root(), PrimitiveType::kI32, "n").value();
+    scalar_ =
+        snodes_.AddPlace(snodes_.root(), PrimitiveType::kI32, "n").value();
     EXPECT_TRUE(snodes_.Finalize().ok());
     kernel_.AddParam(KernelParam::Ndarray("a", PrimitiveType::kF32, 1));
     kernel_.AddParam(KernelParam::Scalar("m", PrimitiveType::kI32));
@@ -43,11 +44,13 @@ class OffloadTest : public ::testing::Test {
   }
   absl::Status TypeAndOffload() {
     absl::Status typed = TypeCheck(kernel_);
-    if (!typed.ok()) return typed;
+    if (!typed.ok())
+      return typed;
     absl::Status status = Offload(kernel_);
     if (status.ok()) {
       absl::Status verified = ir::Verify(kernel_, {.snodes = &snodes_});
-      EXPECT_TRUE(verified.ok()) << verified << "\n" << ir::PrintKernel(kernel_);
+      EXPECT_TRUE(verified.ok()) << verified << "\n"
+                                 << ir::PrintKernel(kernel_);
     }
     return status;
   }

@@ -58,7 +58,8 @@ TEST_F(SimplifyTest, FoldsNestedArithmetic) {
   EXPECT_EQ(ConstValue(v).as_int(), 9);
   // Nothing but constants, the pointer and the store remain.
   for (const auto& s : *kernel_.body()) {
-    EXPECT_FALSE(ir::Isa<ir::BinaryOpStmt>(s.get())) << ir::PrintKernel(kernel_);
+    EXPECT_FALSE(ir::Isa<ir::BinaryOpStmt>(s.get()))
+        << ir::PrintKernel(kernel_);
   }
 }
 
@@ -69,7 +70,8 @@ TEST_F(SimplifyTest, IntegerArithmeticWrapsAtItsWidth) {
   bool found = false;
   for (const auto& s : *kernel_.body()) {
     if (auto* c = ir::DynCast<ir::ConstStmt>(s.get())) {
-      if (c->value() == Constant::Int(PrimitiveType::kI8, -128)) found = true;
+      if (c->value() == Constant::Int(PrimitiveType::kI8, -128))
+        found = true;
     }
   }
   EXPECT_TRUE(found) << ir::PrintKernel(kernel_);
@@ -91,8 +93,7 @@ TEST_F(SimplifyTest, IntegerDivisionByZeroIsLeftForRunTime) {
 
 TEST_F(SimplifyTest, IdentitiesDropTheOperation) {
   Stmt* x = b_.ArgLoad(1);
-  Stmt* v = StoreAndSimplify(
-      b_.Sub(b_.Mul(b_.Add(x, I32(0)), I32(1)), I32(0)));
+  Stmt* v = StoreAndSimplify(b_.Sub(b_.Mul(b_.Add(x, I32(0)), I32(1)), I32(0)));
   EXPECT_EQ(v, x) << ir::PrintKernel(kernel_);
 }
 

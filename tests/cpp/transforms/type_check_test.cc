@@ -65,7 +65,8 @@ TEST_P(PromotionTest, AddPromotesBothSidesAndInsertsCasts) {
   int casts = (c.lhs != c.expected) + (c.rhs != c.expected);
   int found = 0;
   for (const auto& s : *k.kernel.body()) {
-    if (auto* u = ir::DynCast<ir::UnaryOpStmt>(s.get()); u && u->is_cast()) ++found;
+    if (auto* u = ir::DynCast<ir::UnaryOpStmt>(s.get()); u && u->is_cast())
+      ++found;
   }
   EXPECT_EQ(found, casts);
   EXPECT_TRUE(ir::Verify(k.kernel).ok()) << ir::Verify(k.kernel);
@@ -80,11 +81,10 @@ INSTANTIATE_TEST_SUITE_P(
         PromotionCase{kI32, kU32, kU32},  // equal width: unsigned wins
         PromotionCase{kU8, kI8, kU8},
         PromotionCase{kI32, kF32, kF32},  // float wins over int
-        PromotionCase{kI64, kF32, kF32},
-        PromotionCase{kF16, kI32, kF16},
+        PromotionCase{kI64, kF32, kF32}, PromotionCase{kF16, kI32, kF16},
         PromotionCase{kF32, kF64, kF64},  // wider float wins
         PromotionCase{kF16, kF32, kF32},
-        PromotionCase{kU1, kI32, kI32},   // bool joins integer arithmetic
+        PromotionCase{kU1, kI32, kI32},  // bool joins integer arithmetic
         PromotionCase{kU1, kF64, kF64}));
 
 TEST(TypeCheckTest, TrueDivisionOfIntegersUsesDefaultFloat) {

@@ -8,9 +8,13 @@
 
 // ---- Launch context and runtime accessors ----------------------------------
 
-QD_EXPORT char* qd_root(QdLaunchContext* ctx) { return ctx->runtime->root; }
+QD_EXPORT char* qd_root(QdLaunchContext* ctx) {
+  return ctx->runtime->root;
+}
 
-QD_EXPORT qd_i64 qd_arg(QdLaunchContext* ctx, qd_i32 i) { return ctx->args[i]; }
+QD_EXPORT qd_i64 qd_arg(QdLaunchContext* ctx, qd_i32 i) {
+  return ctx->args[i];
+}
 
 QD_EXPORT void* qd_ndarray_data(QdLaunchContext* ctx, qd_i32 i) {
   return ctx->ndarray_data[i];
@@ -37,26 +41,33 @@ QD_EXPORT void qd_report_error(QdLaunchContext* ctx, qd_i32 code, qd_i32 site,
 
 // Checks 0 <= index < extent; on failure records the error and returns 0,
 // and the access is redirected to qd_scratch.
-QD_EXPORT qd_i32 qd_check_index(QdLaunchContext* ctx, qd_i32 site,
-                                qd_i32 axis, qd_i64 index, qd_i64 extent) {
-  if (__builtin_expect(index >= 0 && index < extent, 1)) return 1;
+QD_EXPORT qd_i32 qd_check_index(QdLaunchContext* ctx, qd_i32 site, qd_i32 axis,
+                                qd_i64 index, qd_i64 extent) {
+  if (__builtin_expect(index >= 0 && index < extent, 1))
+    return 1;
   qd_report_error(ctx, QD_ERROR_OUT_OF_BOUND, site, axis, index, extent);
   return 0;
 }
 
-QD_EXPORT void* qd_scratch(QdLaunchContext* ctx) { return ctx->runtime->scratch; }
+QD_EXPORT void* qd_scratch(QdLaunchContext* ctx) {
+  return ctx->runtime->scratch;
+}
 
 QD_EXPORT void qd_assert(QdLaunchContext* ctx, qd_i32 cond, qd_i32 site,
                          qd_i64 v0, qd_i64 v1, qd_i64 v2) {
-  if (__builtin_expect(cond != 0, 1)) return;
+  if (__builtin_expect(cond != 0, 1))
+    return;
   qd_report_error(ctx, QD_ERROR_ASSERTION, site, v0, v1, v2);
 }
 
-// ---- Adstack metadata ---------------------------------------------------------
-// Published by the host before each task that uses adstacks: the heap, the
-// bytes each thread owns in it, and each stack's offset and capacity.
+// ---- Adstack metadata
+// --------------------------------------------------------- Published by the
+// host before each task that uses adstacks: the heap, the bytes each thread
+// owns in it, and each stack's offset and capacity.
 
-QD_EXPORT char* qd_adstack_heap(QdLaunchContext* ctx) { return ctx->runtime->adstack_heap; }
+QD_EXPORT char* qd_adstack_heap(QdLaunchContext* ctx) {
+  return ctx->runtime->adstack_heap;
+}
 
 QD_EXPORT qd_i64 qd_adstack_stride(QdLaunchContext* ctx) {
   return ctx->runtime->adstack_per_thread_stride;
@@ -73,32 +84,42 @@ QD_EXPORT qd_i64 qd_adstack_max_size(QdLaunchContext* ctx, qd_i32 stack) {
 // Records the first stack that a push found full (debug builds only).
 QD_EXPORT void qd_adstack_overflow(QdLaunchContext* ctx, qd_i32 stack) {
   qd_i32 expected = 0;
-  __atomic_compare_exchange_n(&ctx->runtime->adstack_overflow, &expected, stack + 1,
-                              false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  __atomic_compare_exchange_n(&ctx->runtime->adstack_overflow, &expected,
+                              stack + 1, false, __ATOMIC_SEQ_CST,
+                              __ATOMIC_SEQ_CST);
 }
 
 // ---- Integer arithmetic with the language's semantics ----------------------
 // Division and modulo follow Python (floor toward -inf; remainder has the
 // divisor's sign). Division by zero yields 0 instead of trapping.
 
-#define QD_SIGNED_DIVISION(T, name)                                  \
-  QD_EXPORT T qd_floordiv_##name(T a, T b) {                         \
-    if (b == 0) return 0;                                            \
-    if (b == -1) return (T)(0 - (qd_u64)a);                          \
-    T q = a / b;                                                     \
-    if ((a % b != 0) && ((a < 0) != (b < 0))) --q;                   \
-    return q;                                                        \
-  }                                                                  \
-  QD_EXPORT T qd_mod_##name(T a, T b) {                              \
-    if (b == 0 || b == -1) return 0;                                 \
-    T r = a % b;                                                     \
-    if (r != 0 && ((r < 0) != (b < 0))) r += b;                      \
-    return r;                                                        \
+#define QD_SIGNED_DIVISION(T, name)           \
+  QD_EXPORT T qd_floordiv_##name(T a, T b) {  \
+    if (b == 0)                               \
+      return 0;                               \
+    if (b == -1)                              \
+      return (T)(0 - (qd_u64)a);              \
+    T q = a / b;                              \
+    if ((a % b != 0) && ((a < 0) != (b < 0))) \
+      --q;                                    \
+    return q;                                 \
+  }                                           \
+  QD_EXPORT T qd_mod_##name(T a, T b) {       \
+    if (b == 0 || b == -1)                    \
+      return 0;                               \
+    T r = a % b;                              \
+    if (r != 0 && ((r < 0) != (b < 0)))       \
+      r += b;                                 \
+    return r;                                 \
   }
 
-#define QD_UNSIGNED_DIVISION(T, name)                                \
-  QD_EXPORT T qd_floordiv_##name(T a, T b) { return b == 0 ? 0 : a / b; } \
-  QD_EXPORT T qd_mod_##name(T a, T b) { return b == 0 ? 0 : a % b; }
+#define QD_UNSIGNED_DIVISION(T, name)        \
+  QD_EXPORT T qd_floordiv_##name(T a, T b) { \
+    return b == 0 ? 0 : a / b;               \
+  }                                          \
+  QD_EXPORT T qd_mod_##name(T a, T b) {      \
+    return b == 0 ? 0 : a % b;               \
+  }
 
 QD_SIGNED_DIVISION(qd_i32, i32)
 QD_SIGNED_DIVISION(qd_i64, i64)
@@ -107,19 +128,22 @@ QD_UNSIGNED_DIVISION(qd_u64, u64)
 
 // Integer power by squaring; negative exponents give 0 unless the base is
 // 1 or -1 (the integer part of the real result).
-#define QD_INTEGER_POW(T, U, name)                                   \
-  QD_EXPORT T qd_pow_##name(T base, T exponent) {                    \
-    if (exponent < 0) {                                              \
-      if (base == 1) return 1;                                       \
-      if (base == (T)-1) return (exponent & 1) ? (T)-1 : 1;          \
-      return 0;                                                      \
-    }                                                                \
-    U result = 1, b = (U)base;                                       \
-    for (U e = (U)exponent; e != 0; e >>= 1) {                       \
-      if (e & 1) result *= b;                                        \
-      b *= b;                                                        \
-    }                                                                \
-    return (T)result;                                                \
+#define QD_INTEGER_POW(T, U, name)                \
+  QD_EXPORT T qd_pow_##name(T base, T exponent) { \
+    if (exponent < 0) {                           \
+      if (base == 1)                              \
+        return 1;                                 \
+      if (base == (T)-1)                          \
+        return (exponent & 1) ? (T)-1 : 1;        \
+      return 0;                                   \
+    }                                             \
+    U result = 1, b = (U)base;                    \
+    for (U e = (U)exponent; e != 0; e >>= 1) {    \
+      if (e & 1)                                  \
+        result *= b;                              \
+      b *= b;                                     \
+    }                                             \
+    return (T)result;                             \
   }
 
 QD_INTEGER_POW(qd_i32, qd_u32, i32)
@@ -127,13 +151,18 @@ QD_INTEGER_POW(qd_i64, qd_u64, i64)
 QD_INTEGER_POW(qd_u32, qd_u32, u32)
 QD_INTEGER_POW(qd_u64, qd_u64, u64)
 
-// ---- Float math ---------------------------------------------------------------
-// Host targets call the C library; GPU targets provide their own
-// definitions of these names (libdevice, ocml) in their runtime builds.
+// ---- Float math
+// --------------------------------------------------------------- Host targets
+// call the C library; GPU targets provide their own definitions of these names
+// (libdevice, ocml) in their runtime builds.
 #if defined(__x86_64__) || defined(__aarch64__)
-#define QD_MATH1(name, fn)                                              \
-  QD_EXPORT float qd_##name##_f32(float x) { return __builtin_##fn##f(x); } \
-  QD_EXPORT double qd_##name##_f64(double x) { return __builtin_##fn(x); }
+#define QD_MATH1(name, fn)                     \
+  QD_EXPORT float qd_##name##_f32(float x) {   \
+    return __builtin_##fn##f(x);               \
+  }                                            \
+  QD_EXPORT double qd_##name##_f64(double x) { \
+    return __builtin_##fn(x);                  \
+  }
 
 QD_MATH1(sin, sin)
 QD_MATH1(cos, cos)
@@ -144,8 +173,16 @@ QD_MATH1(log, log)
 QD_MATH1(asin, asin)
 QD_MATH1(acos, acos)
 
-QD_EXPORT float qd_atan2_f32(float y, float x) { return __builtin_atan2f(y, x); }
-QD_EXPORT double qd_atan2_f64(double y, double x) { return __builtin_atan2(y, x); }
-QD_EXPORT float qd_pow_f32(float x, float y) { return __builtin_powf(x, y); }
-QD_EXPORT double qd_pow_f64(double x, double y) { return __builtin_pow(x, y); }
+QD_EXPORT float qd_atan2_f32(float y, float x) {
+  return __builtin_atan2f(y, x);
+}
+QD_EXPORT double qd_atan2_f64(double y, double x) {
+  return __builtin_atan2(y, x);
+}
+QD_EXPORT float qd_pow_f32(float x, float y) {
+  return __builtin_powf(x, y);
+}
+QD_EXPORT double qd_pow_f64(double x, double y) {
+  return __builtin_pow(x, y);
+}
 #endif
