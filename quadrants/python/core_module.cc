@@ -439,22 +439,11 @@ class PyBuilder {
   std::vector<std::unique_ptr<ir::IRBuilder::Scope>> saved_;
 };
 
-const char* KindClassName(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kCompilation:
-      return "QuadrantsCompilationError";
-    case ErrorKind::kSyntax:
-      return "QuadrantsSyntaxError";
-    case ErrorKind::kType:
-      return "QuadrantsTypeError";
-    case ErrorKind::kAssertion:
-      return "QuadrantsAssertionError";
-    case ErrorKind::kRuntime:
-      return "QuadrantsRuntimeError";
-    case ErrorKind::kUnavailable:
-      return "QuadrantsRuntimeError";
-  }
-  return "QuadrantsError";
+// The Python exception class for an error kind; an unavailable backend is
+// a QuadrantsRuntimeError in Python.
+std::string KindClassName(ErrorKind kind) {
+  if (kind == ErrorKind::kUnavailable) return "QuadrantsRuntimeError";
+  return std::string(ErrorKindName(kind));
 }
 
 }  // namespace
@@ -471,7 +460,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
         std::rethrow_exception(error);
     } catch (const QuadrantsError& e) {
       py::object module = py::module_::import("quadrants.lang.exception");
-      py::object cls = module.attr(KindClassName(e.kind()));
+      py::object cls = module.attr(KindClassName(e.kind()).c_str());
       PyErr_SetString(cls.ptr(), e.what());
     }
   });

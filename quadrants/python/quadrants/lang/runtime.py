@@ -6,22 +6,10 @@ from quadrants.lang import types
 from quadrants.lang.exception import QuadrantsRuntimeError, QuadrantsTypeError
 
 
-class Arch:
+class Arch(types.Named):
     """A backend: qd.cpu, qd.cuda, qd.amdgpu, qd.vulkan, qd.metal, qd.gpu."""
 
-    __slots__ = ("name",)
-
-    def __init__(self, name):
-        self.name = name
-
-    def __repr__(self):
-        return self.name
-
-    def __eq__(self, other):
-        return isinstance(other, Arch) and other.name == self.name
-
-    def __hash__(self):
-        return hash(self.name)
+    __slots__ = ()
 
 
 cpu = Arch("cpu")

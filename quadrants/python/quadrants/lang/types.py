@@ -6,8 +6,9 @@ import numpy as np
 from quadrants.lang.exception import QuadrantsTypeError
 
 
-class DataType:
-    """A scalar element type such as qd.f32."""
+class Named:
+    """A value identified by its name (types, archs): equal names of the same
+    class are equal."""
 
     __slots__ = ("name",)
 
@@ -18,10 +19,16 @@ class DataType:
         return self.name
 
     def __eq__(self, other):
-        return isinstance(other, DataType) and other.name == self.name
+        return type(other) is type(self) and other.name == self.name
 
     def __hash__(self):
         return hash(self.name)
+
+
+class DataType(Named):
+    """A scalar element type such as qd.f32."""
+
+    __slots__ = ()
 
     @property
     def is_float(self):
