@@ -442,7 +442,8 @@ class PyBuilder {
 // The Python exception class for an error kind; an unavailable backend is
 // a QuadrantsRuntimeError in Python.
 std::string KindClassName(ErrorKind kind) {
-  if (kind == ErrorKind::kUnavailable) return "QuadrantsRuntimeError";
+  if (kind == ErrorKind::kUnavailable)
+    return "QuadrantsRuntimeError";
   return std::string(ErrorKindName(kind));
 }
 

@@ -596,11 +596,6 @@ def test_while_loop_exit_depends_on_carried_value():
     check_grads(grow, loss, [x], [xv], torch_loss)
 
 
-@pytest.mark.xfail(
-    reason="LIMITATION: break inside a loop that needs the adstack is rejected with "
-           "QuadrantsCompilationError 'break or continue inside a differentiated loop "
-           "is not supported' (a clear error, not a wrong gradient)",
-    raises=qd.QuadrantsCompilationError, strict=True)
 @test_utils.test(**F64)
 def test_break_out_of_dynamic_loop_on_carried_value():
     xv = np.linspace(0.1, 1.5, 8)

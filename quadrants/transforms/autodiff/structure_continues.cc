@@ -1,6 +1,7 @@
 #include "quadrants/transforms/autodiff/structure_continues.h"
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "quadrants/ir/statements.h"
@@ -9,56 +10,119 @@
 namespace quadrants::transforms::autodiff {
 namespace {
 
-bool EndsWithContinue(const ir::Block& block) {
-  return !block.empty() && ir::Isa<ir::ContinueStmt>(block.back());
+using ir::PrimitiveType;
+using ir::Stmt;
+
+bool EndsWith(const ir::Block& block, ir::StmtKind jump) {
+  return !block.empty() && block.back()->kind() == jump;
 }
 
-// Restructures the top level of one loop body; returns whether it changed.
-bool RestructureBody(ir::Block& body) {
-  bool changed = false;
+template <typename T, typename... Args>
+Stmt* Add(ir::Block* block, size_t position, const SourceLocation& loc,
+          Args&&... args) {
+  auto stmt = std::make_unique<T>(std::forward<Args>(args)...);
+  stmt->set_loc(loc);
+  return block->Insert(position, std::move(stmt));
+}
+
+// Restructures the top level of one loop body for jumps of kind `jump`;
+// for breaks, `done` is the flag to set instead. Returns whether it changed.
+bool RestructureBody(ir::Block& body, ir::StmtKind jump, Stmt* done) {
   for (size_t i = 0; i < body.size(); ++i) {
     auto* branch = ir::DynCast<ir::IfStmt>(body.at(i));
     if (branch == nullptr)
       continue;
-    const bool in_true = EndsWithContinue(*branch->true_block());
-    const bool in_false = EndsWithContinue(*branch->false_block());
+    const bool in_true = EndsWith(*branch->true_block(), jump);
+    const bool in_false = EndsWith(*branch->false_block(), jump);
     if (!in_true && !in_false)
       continue;
-    // The statements after the if run only on the path that did not continue.
-    std::vector<std::unique_ptr<ir::Stmt>> rest;
+    // The statements after the if run only on the path that did not jump.
+    std::vector<std::unique_ptr<Stmt>> rest;
     while (body.size() > i + 1)
       rest.push_back(body.Extract(body.at(i + 1)));
-    if (in_true)
-      branch->true_block()->Erase(branch->true_block()->back());
-    if (in_false)
-      branch->false_block()->Erase(branch->false_block()->back());
+    for (ir::Block* side : {branch->true_block(), branch->false_block()}) {
+      if (!EndsWith(*side, jump))
+        continue;
+      const SourceLocation loc = side->back()->loc();
+      side->Erase(side->back());
+      if (done != nullptr) {
+        Stmt* yes = Add<ir::ConstStmt>(side, side->size(), loc,
+                                       ir::Constant::Bool(true));
+        Add<ir::LocalStoreStmt>(side, side->size(), loc, done, yes);
+      }
+    }
     if (!(in_true && in_false)) {
       ir::Block* other = in_true ? branch->false_block() : branch->true_block();
       for (auto& stmt : rest)
         other->Append(std::move(stmt));
-      RestructureBody(*other);  // the moved statements may continue again
+      RestructureBody(*other, jump,
+                      done);  // the moved statements may jump again
     }
-    changed = true;
-    break;
+    return true;
   }
-  return changed;
+  return false;
+}
+
+bool HasTopLevelBreak(const ir::Block& body) {
+  for (const auto& stmt : body) {
+    if (const auto* branch = ir::DynCast<ir::IfStmt>(stmt.get())) {
+      if (EndsWith(*branch->true_block(), ir::StmtKind::kBreak) ||
+          EndsWith(*branch->false_block(), ir::StmtKind::kBreak)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// `for ...: body-with-breaks` -> `done = False; for ...: if not done: body`.
+void StructureBreaks(Stmt& loop) {
+  ir::Block& body = *loop.blocks()[0];
+  const SourceLocation loc = loop.loc();
+  ir::Block* home = loop.parent();
+  const size_t at = home->IndexOf(&loop);
+  Stmt* done = Add<ir::AllocaStmt>(home, at, loc, PrimitiveType::kU1);
+  Stmt* no = Add<ir::ConstStmt>(home, at + 1, loc, ir::Constant::Bool(false));
+  Add<ir::LocalStoreStmt>(home, at + 2, loc, done, no);
+
+  std::vector<std::unique_ptr<Stmt>> statements = body.TakeAll();
+  Stmt* finished = Add<ir::LocalLoadStmt>(&body, 0, loc, done);
+  Stmt* running = Add<ir::UnaryOpStmt>(&body, 1, loc,
+                                       ir::UnaryOpKind::kLogicalNot, finished);
+  running->set_type(ir::DataType::Scalar(PrimitiveType::kU1));
+  auto* guard =
+      static_cast<ir::IfStmt*>(Add<ir::IfStmt>(&body, 2, loc, running));
+  for (auto& stmt : statements)
+    guard->true_block()->Append(std::move(stmt));
+  RestructureBody(*guard->true_block(), ir::StmtKind::kBreak, done);
 }
 
 }  // namespace
 
 bool StructureContinues(ir::Kernel& kernel) {
   std::vector<ir::Block*> bodies;
-  ir::WalkKernel(kernel, [&](ir::Stmt* s) {
+  std::vector<Stmt*> loops;
+  ir::WalkKernel(kernel, [&](Stmt* s) {
     if (auto* task = ir::DynCast<ir::OffloadedTaskStmt>(s)) {
       if (task->task_kind() != ir::TaskKind::kSerial)
         bodies.push_back(task->body());
     } else if (ir::IsBreakableLoop(s)) {
       bodies.push_back(s->blocks()[0]);
+      // A while loop's own condition check ends in a break; leave it.
+      if (!ir::Isa<ir::WhileStmt>(s))
+        loops.push_back(s);
     }
   });
   bool changed = false;
-  for (ir::Block* body : bodies)
-    changed |= RestructureBody(*body);
+  for (ir::Block* body : bodies) {
+    changed |= RestructureBody(*body, ir::StmtKind::kContinue, nullptr);
+  }
+  for (Stmt* loop : loops) {
+    if (!HasTopLevelBreak(*loop->blocks()[0]))
+      continue;
+    StructureBreaks(*loop);
+    changed = true;
+  }
   return changed;
 }
 
