@@ -8,7 +8,6 @@ its path (sources and Bazel outputs alike).
 import argparse
 import base64
 import hashlib
-import os
 import sys
 import zipfile
 
