@@ -216,6 +216,11 @@ class TypeChecker {
       return;
     }
     PrimitiveType common = ir::PromoteTypes(l, r);
+    // Booleans take part in arithmetic as integers (True + True == 2).
+    if (common == PrimitiveType::kU1 && !ir::IsComparison(b.op()) &&
+        !ir::IsIntegerOnly(b.op())) {
+      common = options_.default_ip;
+    }
     const bool float_only =
         b.op() == BinaryOpKind::kDiv || b.op() == BinaryOpKind::kAtan2;
     if (float_only && !ir::IsFloat(common))

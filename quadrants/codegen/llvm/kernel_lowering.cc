@@ -127,6 +127,10 @@ class FunctionEmitter {
     llvm::Value* capacity;  // i64, published by the host per launch
     int64_t slot_bytes;
     int64_t elem_bytes;
+    // Bounds checks are elided only where the capacity is exact (a constant
+    // trip count or a launch-time expression); default-sized and forced
+    // stacks are always checked, so a longer loop overflows cleanly.
+    bool checked;
   };
   absl::flat_hash_map<const Stmt*, StackState> stacks_;
   std::vector<AdStackSpec>* task_stacks_ = nullptr;
@@ -383,7 +387,10 @@ void FunctionEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
   llvm::Value* base = b_.CreateGEP(
       b_.getInt8Ty(), heap, b_.CreateAdd(b_.CreateMul(thread, stride), offset));
   b_.CreateStore(b_.getInt64(0), base);
-  stacks_[&s] = {id, base, capacity, spec.slot_bytes, elem};
+  const bool exact =
+      (s.max_size() > 0 || s.size_expr()) && !options_.ad_stack_size_forced;
+  stacks_[&s] = {
+      id, base, capacity, spec.slot_bytes, elem, options_.debug || !exact};
   values_[&s] = base;
 }
 
@@ -391,8 +398,8 @@ llvm::Value* FunctionEmitter::StackTopIndex(const Stmt* stack) {
   const StackState& st = stacks_.at(stack);
   llvm::Value* top =
       b_.CreateSub(b_.CreateLoad(b_.getInt64Ty(), st.base), b_.getInt64(1));
-  // An empty stack reads slot 0 instead of underflowing (debug builds).
-  if (options_.debug) {
+  // An empty stack reads slot 0 instead of underflowing (checked stacks).
+  if (st.checked) {
     top = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, top, b_.getInt64(0));
   }
   return top;
@@ -413,7 +420,7 @@ void FunctionEmitter::EmitAdStackPush(const ir::AdStackPushStmt& s) {
   llvm::Value* count = b_.CreateLoad(b_.getInt64Ty(), st.base);
   llvm::Value* index = count;
   llvm::Value* next = b_.CreateAdd(count, b_.getInt64(1));
-  if (options_.debug) {
+  if (st.checked) {
     // A full stack records the overflow and overwrites its last slot rather
     // than writing past its slice of the heap.
     llvm::Value* fits = b_.CreateICmpSLT(count, st.capacity);
@@ -446,7 +453,7 @@ void FunctionEmitter::EmitAdStackPop(const ir::AdStackPopStmt& s) {
   const StackState& st = stacks_.at(s.stack());
   llvm::Value* next =
       b_.CreateSub(b_.CreateLoad(b_.getInt64Ty(), st.base), b_.getInt64(1));
-  if (options_.debug) {
+  if (st.checked) {
     next =
         b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, next, b_.getInt64(0));
   }

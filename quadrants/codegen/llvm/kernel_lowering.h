@@ -12,8 +12,11 @@ namespace quadrants::codegen {
 struct LoweringOptions {
   // Emit index checks on every field and ndarray access.
   bool check_out_of_bound = false;
-  // Emit `assert` statements.
+  // Emit `assert` statements, and adstack overflow checks everywhere.
   bool debug = false;
+  // Every adstack capacity is forced (ad_stack_size > 0) rather than exact,
+  // so pushes are always checked.
+  bool ad_stack_size_forced = false;
   std::string triple;
   std::string data_layout;
 };

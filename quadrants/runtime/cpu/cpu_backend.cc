@@ -196,6 +196,7 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
   codegen::LoweringOptions options;
   options.check_out_of_bound = config_.checks_bounds();
   options.debug = config_.debug;
+  options.ad_stack_size_forced = config_.ad_stack_size > 0;
   options.triple = jit_->triple();
   options.data_layout = jit_->data_layout();
   QD_ASSIGN_OR_RETURN(

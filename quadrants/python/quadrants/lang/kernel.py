@@ -32,13 +32,48 @@ class FunctionSource:
         self.node = tree.body[0]
         self.line_offset = start - 1
         self.name = fn.__name__
-        self.globals = dict(fn.__globals__)
-        if fn.__closure__:
-            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
-                try:
-                    self.globals[name] = cell.cell_contents
-                except ValueError:
-                    pass
+        self.assigned = _assigned_names(self.node)
+        # Names resolve at each compile, so a kernel defined once sees the
+        # fields of the current session after qd.init() / qd.reset().
+        self.globals = _LiveNames(fn)
+
+
+def _assigned_names(function_node):
+    """Names the function body assigns (parameters among them become locals)."""
+    names = set()
+    for node in ast.walk(function_node):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
+            targets = [node.target]
+        for target in targets:
+            for leaf in ast.walk(target):
+                if isinstance(leaf, ast.Name):
+                    names.add(leaf.id)
+    return names
+
+
+class _LiveNames:
+    """A function's closure variables, then its module globals, read live."""
+
+    def __init__(self, fn):
+        self._globals = fn.__globals__
+        self._cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+
+    def __contains__(self, name):
+        if name in self._cells:
+            try:
+                self._cells[name].cell_contents
+                return True
+            except ValueError:
+                return False
+        return name in self._globals
+
+    def __getitem__(self, name):
+        if name in self._cells:
+            return self._cells[name].cell_contents
+        return self._globals[name]
 
 
 class CompileContext:
@@ -129,11 +164,12 @@ class Kernel:
             self._source = source
 
     def _bind(self, args, kwargs):
-        if kwargs:
+        if kwargs or len(args) < len(self._specs):
             try:
                 bound = self._signature.bind(*args, **kwargs)
             except TypeError as e:
                 raise TypeError(f"kernel '{self.name}': {e}") from None
+            bound.apply_defaults()
             return list(bound.args)
         if len(args) != len(self._specs):
             names = ", ".join(s.name for s in self._specs)
@@ -189,13 +225,17 @@ class Kernel:
         ctx = CompileContext(self.name, "kernel", kernel_ir, prog)
         context.push(ctx)
         try:
+            compiler = FunctionCompiler(ctx, src, scope, src.globals, is_kernel=True)
             index = 0
             for spec in self._specs:
                 if isinstance(spec, _ScalarParam):
-                    scope[spec.name] = Expr(ctx.builder.arg_load(index), spec.dtype)
+                    value = Expr(ctx.builder.arg_load(index), spec.dtype)
+                    if spec.name in src.assigned:
+                        compiler.declare(spec.name, value)  # the body reassigns it
+                    else:
+                        scope[spec.name] = value
                 if not isinstance(spec, _TemplateParam):
                     index += 1
-            compiler = FunctionCompiler(ctx, src, scope, src.globals, is_kernel=True)
             compiler.compile_body(src.node.body)
         finally:
             context.pop()
@@ -341,16 +381,19 @@ class Func:
             raise QuadrantsTypeError(f"{caller.where(node)}: qd.func '{self.name}': {e}") \
                 from None
         bound.apply_defaults()
-        scope = {}
-        for name, value in bound.arguments.items():
-            # Scalars are passed by value; fields and ndarrays by reference.
-            value = context.load(value) if isinstance(value, (Var, GlobalRef)) else value
-            scope[name] = value
         saved = (ctx.name, ctx.kind)
         ctx.inline_depth += 1
         try:
-            compiler = FunctionCompiler(ctx, self._source, scope, self._source.globals,
+            compiler = FunctionCompiler(ctx, self._source, {}, self._source.globals,
                                         is_kernel=False)
+            for name, value in bound.arguments.items():
+                # Scalars are passed by value into locals the func may
+                # reassign; fields and ndarrays by reference.
+                value = context.load(value) if isinstance(value, (Var, GlobalRef)) else value
+                if name in self._source.assigned and isinstance(value, (Expr, numbers.Number)):
+                    compiler.declare(name, value)  # the body reassigns it
+                else:
+                    compiler.scope[name] = value
             compiler.depth = 0
             compiler.compile_body(self._source.node.body)
         finally:

@@ -165,6 +165,13 @@ class FunctionCompiler(ast.NodeVisitor):
             return getattr(builtins, name)
         raise self.error(node, f"name '{name}' is not defined", QuadrantsSyntaxError)
 
+    def declare(self, name, value):
+        """Binds `name` to a new local variable holding `value`."""
+        expr = context.to_expr(value)
+        var = self.new_var(name, expr.dtype)
+        self.ctx.builder.local_store(var.alloca, expr.stmt)
+        return var
+
     def new_var(self, name, dtype):
         region, which = self.ctx.region
         alloca = self.ctx.builder.alloca_at_start(region, which, dtype.name)
