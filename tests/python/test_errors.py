@@ -943,3 +943,17 @@ def test_kernel_out_of_bound_access_under_debug():
     oob_write(1)
     qd.sync()
     assert x[1] == 1.0
+
+
+@test_utils.test()
+def test_error_from_an_intrinsic_names_kernel_and_line():
+    @qd.kernel
+    def atomic_on_constant(a: ARR):
+        for i in range(4):
+            qd.atomic_add(1.0, a[i])  # <- HERE
+
+    with pytest.raises(qd.QuadrantsTypeError) as info:
+        atomic_on_constant(_f32())
+    assert "atomic_add" in str(info.value)
+    assert_names_kernel_and_line(info.value, "atomic_on_constant", atomic_on_constant,
+                                 _marked_line(atomic_on_constant))

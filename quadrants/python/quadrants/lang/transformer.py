@@ -134,8 +134,13 @@ class FunctionCompiler(ast.NodeVisitor):
         self.locate(node)
         try:
             return method(node)
-        except QuadrantsError:
-            raise
+        except QuadrantsError as e:
+            if getattr(e, "_qd_located", False) or str(e).startswith(self.source.file):
+                raise
+            # Errors raised by helpers (types, ops) learn where they happened.
+            located = type(e)(f"{self.where(node)}: in {self.ctx.kind} '{self.ctx.name}': {e}")
+            located._qd_located = True
+            raise located from e
         except (TypeError, ValueError, AttributeError, IndexError, KeyError,
                 ZeroDivisionError, NameError) as e:
             raise self.error(node, str(e), QuadrantsTypeError
