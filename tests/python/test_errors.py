@@ -957,3 +957,29 @@ def test_error_from_an_intrinsic_names_kernel_and_line():
     assert "atomic_add" in str(info.value)
     assert_names_kernel_and_line(info.value, "atomic_on_constant", atomic_on_constant,
                                  _marked_line(atomic_on_constant))
+
+
+@test_utils.test()
+@pytest.mark.parametrize("call", [
+    lambda: takes_two(1.0),
+    lambda: takes_two(1.0, 2, c=3),
+    lambda: takes_two("one", 2),
+    lambda: takes_two(1.0, 2.5),
+    lambda: takes_array(np.zeros(4, dtype=np.int32)),
+    lambda: takes_array(3.0),
+], ids=["arity", "keyword", "string", "float_for_int", "dtype", "scalar_for_array"])
+def test_argument_type_errors_are_quadrants_type_errors(call):
+    # Both `except TypeError` and `except qd.QuadrantsError` catch them.
+    with pytest.raises(qd.QuadrantsTypeError):
+        call()
+
+
+@test_utils.test()
+@pytest.mark.parametrize("call", [
+    lambda: takes_two(1.0, 2 ** 40),
+    lambda: takes_array(np.zeros((2, 2), dtype=np.float32)),
+], ids=["out_of_range", "ndim"])
+def test_argument_value_errors_are_value_and_quadrants_type_errors(call):
+    with pytest.raises(ValueError) as info:
+        call()
+    assert isinstance(info.value, qd.QuadrantsTypeError)

@@ -17,6 +17,12 @@ class QuadrantsTypeError(QuadrantsCompilationError, TypeError):
     """A type mismatch in a kernel, or a wrong argument type."""
 
 
+class ArgumentValueError(QuadrantsTypeError, ValueError):
+    """A kernel argument of the right kind but an unusable value (a shape or
+    an out-of-range integer); it is both a QuadrantsTypeError and a
+    ValueError so either `except` clause catches it."""
+
+
 class QuadrantsRuntimeError(QuadrantsError, RuntimeError):
     """A failure while running: an unavailable arch, a failed launch."""
 

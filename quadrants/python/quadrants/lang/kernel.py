@@ -10,8 +10,8 @@ import numpy as np
 
 from quadrants._core import core
 from quadrants.lang import context, runtime, types
-from quadrants.lang.exception import (QuadrantsCompilationError, QuadrantsSyntaxError,
-                                      QuadrantsTypeError)
+from quadrants.lang.exception import (ArgumentValueError, QuadrantsCompilationError,
+                                      QuadrantsSyntaxError, QuadrantsTypeError)
 from quadrants.lang.expr import Expr, GlobalRef, NdarrayArg, Var
 from quadrants.lang.field import Field
 from quadrants.lang.ndarray import Ndarray
@@ -168,13 +168,13 @@ class Kernel:
             try:
                 bound = self._signature.bind(*args, **kwargs)
             except TypeError as e:
-                raise TypeError(f"kernel '{self.name}': {e}") from None
+                raise QuadrantsTypeError(f"kernel '{self.name}': {e}") from None
             bound.apply_defaults()
             return list(bound.args)
         if len(args) != len(self._specs):
             names = ", ".join(s.name for s in self._specs)
-            raise TypeError(f"kernel '{self.name}' takes {len(self._specs)} arguments "
-                            f"({names}), got {len(args)}")
+            raise QuadrantsTypeError(f"kernel '{self.name}' takes {len(self._specs)} "
+                                     f"arguments ({names}), got {len(args)}")
         return args
 
     def _signature_key(self, args):
@@ -282,29 +282,31 @@ def _array_signature(kernel_name, spec, arg):
     elif isinstance(arg, np.ndarray):
         dtype, ndim = types.from_numpy_dtype(arg.dtype), arg.ndim
     else:
-        raise TypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects an ndarray "
-                        f"(qd.ndarray or numpy array), got {type(arg).__name__}")
+        raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects an "
+                                 f"ndarray (qd.ndarray or numpy array), got "
+                                 f"{type(arg).__name__}")
     if ann.dtype is not None and ann.dtype != dtype:
-        raise TypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects an ndarray "
-                        f"of {ann.dtype}, got one of {dtype}")
+        raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects an "
+                                 f"ndarray of {ann.dtype}, got one of {dtype}")
     if ann.ndim is not None and ann.ndim != ndim:
-        raise ValueError(f"kernel '{kernel_name}' argument '{spec.name}' expects an "
-                         f"ndarray with {ann.ndim} dimensions, got {ndim}")
+        raise ArgumentValueError(f"kernel '{kernel_name}' argument '{spec.name}' expects an "
+                                 f"ndarray with {ann.ndim} dimensions, got {ndim}")
     return dtype, ndim
 
 
 def _check_scalar(kernel_name, spec, arg):
     if not isinstance(arg, (numbers.Real, np.integer, np.floating, np.bool_)):
-        raise TypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects a scalar "
-                        f"of type {spec.dtype}, got {type(arg).__name__}")
+        raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects a "
+                                 f"scalar of type {spec.dtype}, got {type(arg).__name__}")
     if spec.dtype.is_integral and isinstance(arg, (float, np.floating)):
-        raise TypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects an integer "
-                        f"({spec.dtype}), got the float {arg!r}")
+        raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects an "
+                                 f"integer ({spec.dtype}), got the float {arg!r}")
     if spec.dtype.is_integral and spec.dtype != types.u1:
         info = np.iinfo(types.to_numpy_dtype(spec.dtype))
         if not info.min <= int(arg) <= info.max:
-            raise ValueError(f"kernel '{kernel_name}' argument '{spec.name}' ({spec.dtype}) "
-                             f"must be in [{info.min}, {info.max}], got {int(arg)}")
+            raise ArgumentValueError(f"kernel '{kernel_name}' argument '{spec.name}' "
+                                     f"({spec.dtype}) must be in [{info.min}, {info.max}], "
+                                     f"got {int(arg)}")
 
 
 class _GradLauncher:
