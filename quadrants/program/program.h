@@ -76,6 +76,9 @@ class Program {
   const AdStackStats& adstack_stats() const {
     return backend_->adstack_stats();
   }
+  const OfflineCacheStats& offline_cache_stats() const {
+    return backend_->offline_cache_stats();
+  }
   // Warnings of the last compilation (e.g. an adstack sized by
   // default_ad_stack_size because a trip count is unknown), each once.
   const std::vector<std::string>& compile_warnings() const {

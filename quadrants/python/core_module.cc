@@ -494,7 +494,10 @@ PYBIND11_MODULE(_quadrants_core, m) {
                      &CompileConfig::ad_stack_experimental_enabled)
       .def_readwrite("ad_stack_size", &CompileConfig::ad_stack_size)
       .def_readwrite("default_ad_stack_size",
-                     &CompileConfig::default_ad_stack_size);
+                     &CompileConfig::default_ad_stack_size)
+      .def_readwrite("offline_cache", &CompileConfig::offline_cache)
+      .def_readwrite("offline_cache_file_path",
+                     &CompileConfig::offline_cache_file_path);
 
   py::class_<Ndarray, std::shared_ptr<Ndarray>>(m, "Ndarray")
       .def_property_readonly(
@@ -576,16 +579,27 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def_property_readonly(
           "compile_warnings",
           [](PyProgram& p) { return p.get().compile_warnings(); })
-      .def("adstack_stats", [](PyProgram& p) {
-        const AdStackStats& s = p.get().adstack_stats();
+      .def("adstack_stats",
+           [](PyProgram& p) {
+             const AdStackStats& s = p.get().adstack_stats();
+             py::dict d;
+             d["capacities"] = s.capacities;
+             d["per_thread_stride"] = s.per_thread_stride;
+             d["bytes_needed"] = s.bytes_needed;
+             d["heap_bytes"] = s.heap_bytes;
+             d["heap_grows"] = s.heap_grows;
+             d["tree_evaluations"] = s.tree_evaluations;
+             d["cache_hits"] = s.cache_hits;
+             return d;
+           })
+      .def("offline_cache_stats", [](PyProgram& p) {
+        const OfflineCacheStats& s = p.get().offline_cache_stats();
         py::dict d;
-        d["capacities"] = s.capacities;
-        d["per_thread_stride"] = s.per_thread_stride;
-        d["bytes_needed"] = s.bytes_needed;
-        d["heap_bytes"] = s.heap_bytes;
-        d["heap_grows"] = s.heap_grows;
-        d["tree_evaluations"] = s.tree_evaluations;
-        d["cache_hits"] = s.cache_hits;
+        d["directory"] = s.directory;
+        d["hits"] = s.hits;
+        d["misses"] = s.misses;
+        d["rejected"] = s.rejected;
+        d["store_failures"] = s.store_failures;
         return d;
       });
 

@@ -33,6 +33,15 @@ struct AdStackInfo {
   SourceLocation loc;           // the loop it serves
 };
 
+// What the offline cache did in this runtime's compiles.
+struct OfflineCacheStats {
+  std::string directory;  // empty when the cache is off
+  int64_t hits = 0;       // kernels loaded from disk
+  int64_t misses = 0;     // kernels compiled (and stored)
+  int64_t rejected = 0;   // corrupt entries deleted and recompiled
+  int64_t store_failures = 0;
+};
+
 // What the adstack machinery did at the last launch that used it.
 struct AdStackStats {
   std::vector<std::vector<int64_t>> capacities;  // per task, per stack
@@ -132,6 +141,10 @@ class Backend {
   virtual absl::optional<RuntimeErrorRecord> TakeError() = 0;
   virtual int num_threads() const = 0;
   virtual const AdStackStats& adstack_stats() const = 0;
+  virtual const OfflineCacheStats& offline_cache_stats() const {
+    static const OfflineCacheStats kNone;
+    return kNone;
+  }
 };
 
 }  // namespace quadrants

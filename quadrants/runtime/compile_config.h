@@ -26,6 +26,9 @@ struct CompileConfig {
   bool ad_stack_experimental_enabled = false;
   int64_t ad_stack_size = 0;  // > 0 forces every adstack to this capacity
   int64_t default_ad_stack_size = 256;
+  // Compiled kernels are stored on disk and reused by later processes.
+  bool offline_cache = false;
+  std::string offline_cache_file_path;  // empty: the default directory
 
   // Out-of-bound checks are on when asked for or in debug mode.
   bool checks_bounds() const { return check_out_of_bound || debug; }

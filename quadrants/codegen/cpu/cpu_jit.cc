@@ -6,8 +6,12 @@
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
 #include "quadrants/common/errors.h"
+#include "quadrants/common/status_macros.h"
 
 namespace quadrants::codegen {
 namespace {
@@ -46,11 +50,9 @@ absl::StatusOr<std::unique_ptr<CpuJit>> CpuJit::Create() {
   return std::make_unique<CpuJit>(std::move(*jit), std::move(*machine));
 }
 
-absl::StatusOr<std::string> CpuJit::Add(
-    std::unique_ptr<llvm::Module> module,
-    std::unique_ptr<llvm::LLVMContext> context) {
-  std::string name = absl::StrCat("qd_kernel_", next_dylib_++);
-  auto dylib = jit_->createJITDylib(name);
+absl::StatusOr<llvm::orc::JITDylib*> CpuJit::NewDylib(std::string* name) {
+  *name = absl::StrCat("qd_kernel_", next_dylib_++);
+  auto dylib = jit_->createJITDylib(*name);
   if (!dylib)
     return JitError("cannot create a JIT dylib", dylib.takeError());
   // Math helpers call into the C library of this process.
@@ -59,12 +61,36 @@ absl::StatusOr<std::string> CpuJit::Add(
   if (!process)
     return JitError("cannot search process symbols", process.takeError());
   dylib->addGenerator(std::move(*process));
-  if (llvm::Error error = jit_->addIRModule(
-          *dylib,
-          llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
-    return JitError("cannot add a kernel module to the JIT", std::move(error));
+  return &*dylib;
+}
+
+absl::StatusOr<std::string> CpuJit::EmitObject(llvm::Module& module) {
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream stream(buffer);
+  llvm::legacy::PassManager passes;
+  if (machine_->addPassesToEmitFile(passes, stream, nullptr,
+                                    llvm::CodeGenFileType::ObjectFile)) {
+    return MakeError(ErrorKind::kRuntime,
+                     "the host target cannot emit object files");
+  }
+  passes.run(module);
+  return std::string(buffer.begin(), buffer.end());
+}
+
+absl::StatusOr<std::string> CpuJit::AddObject(const std::string& object) {
+  std::string name;
+  QD_ASSIGN_OR_RETURN(llvm::orc::JITDylib * dylib, NewDylib(&name));
+  if (llvm::Error error = jit_->addObjectFile(
+          *dylib, llvm::MemoryBuffer::getMemBufferCopy(object, name))) {
+    return JitError("cannot add a kernel object to the JIT", std::move(error));
   }
   return name;
+}
+
+std::string CpuJit::TargetDescription() const {
+  return absl::StrCat(triple_, " ", machine_->getTargetCPU().str(), " ",
+                      machine_->getTargetFeatureString().str(), " ",
+                      data_layout_);
 }
 
 absl::StatusOr<void*> CpuJit::Lookup(const std::string& dylib,

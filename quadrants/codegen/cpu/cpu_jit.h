@@ -22,18 +22,26 @@ class CpuJit {
   const std::string& data_layout() const { return data_layout_; }
   llvm::TargetMachine& target_machine() { return *machine_; }
 
-  // Adds an optimized module; returns the name of the dylib holding it.
-  absl::StatusOr<std::string> Add(std::unique_ptr<llvm::Module> module,
-                                  std::unique_ptr<llvm::LLVMContext> context);
+  // Compiles an optimized module to a relocatable object for this host (what
+  // the offline cache stores).
+  absl::StatusOr<std::string> EmitObject(llvm::Module& module);
+  // Adds an object from EmitObject; returns the name of the dylib holding it.
+  absl::StatusOr<std::string> AddObject(const std::string& object);
   // The address of `symbol` in the dylib returned by Add.
   absl::StatusOr<void*> Lookup(const std::string& dylib,
                                const std::string& symbol);
+
+  // The host CPU and its features; objects are only valid for this target.
+  std::string TargetDescription() const;
 
   // Public for std::make_unique only; use Create().
   CpuJit(std::unique_ptr<llvm::orc::LLJIT> jit,
          std::unique_ptr<llvm::TargetMachine> machine);
 
  private:
+  // A fresh dylib that resolves C library symbols from this process.
+  absl::StatusOr<llvm::orc::JITDylib*> NewDylib(std::string* name);
+
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::unique_ptr<llvm::TargetMachine> machine_;
   std::string triple_;

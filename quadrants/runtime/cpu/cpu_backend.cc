@@ -174,9 +174,14 @@ void CollectWrites(const ir::Kernel& kernel, std::vector<int>* snodes,
 
 CpuBackend::CpuBackend(const CompileConfig& config,
                        std::unique_ptr<codegen::CpuJit> jit)
-    : config_(config),
-      jit_(std::move(jit)),
-      pool_(config.cpu_max_num_threads) {}
+    : config_(config), jit_(std::move(jit)), pool_(config.cpu_max_num_threads) {
+  if (config.offline_cache) {
+    cache_.emplace(config.offline_cache_file_path.empty()
+                       ? offline_cache::OfflineCache::DefaultDirectory()
+                       : config.offline_cache_file_path);
+    cache_stats_.directory = cache_->directory();
+  }
+}
 
 absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(
     const CompileConfig& config) {
@@ -189,10 +194,9 @@ absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(
   return std::make_unique<CpuBackend>(config, std::move(jit));
 }
 
-absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
+absl::StatusOr<offline_cache::KernelArtifact> CpuBackend::Generate(
     const ir::Kernel& offloaded, const ir::SNodeTree& snodes) {
-  snodes_ = &snodes;
-  auto context = std::make_unique<llvm::LLVMContext>();
+  llvm::LLVMContext context;
   codegen::LoweringOptions options;
   options.check_out_of_bound = config_.checks_bounds();
   options.debug = config_.debug;
@@ -201,7 +205,7 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
   options.data_layout = jit_->data_layout();
   QD_ASSIGN_OR_RETURN(
       codegen::LoweredKernel lowered,
-      codegen::LowerKernel(offloaded, snodes, options, *context));
+      codegen::LowerKernel(offloaded, snodes, options, context));
   std::vector<std::string> entry_points;
   for (const auto& task : lowered.tasks) {
     entry_points.push_back(task.function);
@@ -213,8 +217,54 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
       absl::MakeConstSpan(kRuntimeBitcodeX86_64, kRuntimeBitcodeX86_64_size),
       entry_points));
   codegen::OptimizeModule(*lowered.module, jit_->target_machine());
-  QD_ASSIGN_OR_RETURN(std::string dylib,
-                      jit_->Add(std::move(lowered.module), std::move(context)));
+  offline_cache::KernelArtifact artifact;
+  QD_ASSIGN_OR_RETURN(artifact.object, jit_->EmitObject(*lowered.module));
+  artifact.tasks = std::move(lowered.tasks);
+  artifact.error_sites = std::move(lowered.error_sites);
+  return artifact;
+}
+
+absl::StatusOr<std::pair<offline_cache::KernelArtifact, std::string>>
+CpuBackend::LoadOrGenerate(const ir::Kernel& offloaded,
+                           const ir::SNodeTree& snodes) {
+  std::string key;
+  if (cache_) {
+    // Every option LowerKernel reads, so differently checked code never mixes.
+    const std::string options = absl::StrCat(
+        "bounds=", config_.checks_bounds(), " debug=", config_.debug,
+        " forced=", config_.ad_stack_size > 0);
+    key = offline_cache::CacheKey(offloaded, snodes, options,
+                                  jit_->TargetDescription());
+    bool rejected = false;
+    std::optional<offline_cache::KernelArtifact> hit =
+        cache_->Load(key, &rejected);
+    if (hit) {
+      absl::StatusOr<std::string> dylib = jit_->AddObject(hit->object);
+      if (dylib.ok()) {
+        ++cache_stats_.hits;
+        return std::make_pair(*std::move(hit), *std::move(dylib));
+      }
+      rejected = true;
+    }
+    cache_stats_.rejected += rejected;
+  }
+  QD_ASSIGN_OR_RETURN(offline_cache::KernelArtifact artifact,
+                      Generate(offloaded, snodes));
+  QD_ASSIGN_OR_RETURN(std::string dylib, jit_->AddObject(artifact.object));
+  if (cache_) {
+    ++cache_stats_.misses;
+    if (!cache_->Store(key, artifact).ok())
+      ++cache_stats_.store_failures;
+  }
+  return std::make_pair(std::move(artifact), std::move(dylib));
+}
+
+absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
+    const ir::Kernel& offloaded, const ir::SNodeTree& snodes) {
+  snodes_ = &snodes;
+  QD_ASSIGN_OR_RETURN(auto generated, LoadOrGenerate(offloaded, snodes));
+  const offline_cache::KernelArtifact& lowered = generated.first;
+  const std::string& dylib = generated.second;
   std::vector<CpuTask> tasks;
   std::vector<std::vector<AdStackInfo>> task_adstacks;
   for (const auto& task : lowered.tasks) {

@@ -2,11 +2,15 @@
 #define QUADRANTS_RUNTIME_CPU_CPU_BACKEND_H_
 
 #include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "quadrants/codegen/cpu/cpu_jit.h"
 #include "quadrants/runtime/backend.h"
 #include "quadrants/runtime/cpu/thread_pool.h"
 #include "quadrants/runtime/llvm/runtime_module/runtime_abi.h"
+#include "quadrants/runtime/offline_cache/offline_cache.h"
 
 namespace quadrants::cpu {
 
@@ -27,6 +31,9 @@ class CpuBackend : public Backend {
   absl::optional<RuntimeErrorRecord> TakeError() override;
   int num_threads() const override { return pool_.num_threads(); }
   const AdStackStats& adstack_stats() const override { return adstack_stats_; }
+  const OfflineCacheStats& offline_cache_stats() const override {
+    return cache_stats_;
+  }
 
   // Public for std::make_unique only; use Create().
   CpuBackend(const CompileConfig& config, std::unique_ptr<codegen::CpuJit> jit);
@@ -41,6 +48,13 @@ class CpuBackend : public Backend {
                                absl::Span<const ResolvedArgument> args,
                                absl::Span<const uint64_t> field_generations);
   void CheckAdStackOverflow(int task, const std::vector<AdStackInfo>& stacks);
+  // Lowers, links and optimizes `offloaded` to an object plus task metadata.
+  absl::StatusOr<offline_cache::KernelArtifact> Generate(
+      const ir::Kernel& offloaded, const ir::SNodeTree& snodes);
+  // The artifact from the offline cache when present and loadable, else
+  // freshly generated (and stored); returns it with its JIT dylib name.
+  absl::StatusOr<std::pair<offline_cache::KernelArtifact, std::string>>
+  LoadOrGenerate(const ir::Kernel& offloaded, const ir::SNodeTree& snodes);
 
   CompileConfig config_;
   const ir::SNodeTree* snodes_ = nullptr;
@@ -53,6 +67,8 @@ class CpuBackend : public Backend {
   std::vector<int64_t> adstack_offsets_;
   std::vector<int64_t> adstack_max_sizes_;
   AdStackStats adstack_stats_;
+  std::optional<offline_cache::OfflineCache> cache_;
+  OfflineCacheStats cache_stats_;
 };
 
 }  // namespace quadrants::cpu

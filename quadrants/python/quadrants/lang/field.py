@@ -145,9 +145,6 @@ class Field:
         prog.field_fill(place, value)
 
 
-_counter = [0]
-
-
 def field(dtype, shape=None, needs_grad=False, name=None):
     """qd.field(dtype, shape=None, needs_grad=False).
 
@@ -159,8 +156,8 @@ def field(dtype, shape=None, needs_grad=False, name=None):
     shape = _shape_tuple(shape)
     if not isinstance(needs_grad, bool):
         raise QuadrantsTypeError(f"needs_grad must be a bool, got {needs_grad!r}")
-    _counter[0] += 1
-    f = Field(dtype, shape, needs_grad, name or f"field{_counter[0]}")
+    runtime.state.unnamed_fields += name is None
+    f = Field(dtype, shape, needs_grad, name or f"field{runtime.state.unnamed_fields}")
     if shape is not None:
         _place_with_shape(f, shape)
         if f.grad is not None:

@@ -48,6 +48,9 @@ class _State:
     options = {}
     generation = 0  # bumped by every init/reset; stale objects compare against it
     tape = None     # the qd.ad.Tape recording launches, if any
+    # Unnamed fields are numbered per session, so a rerun names (and keys
+    # in the offline cache) its fields the same way.
+    unnamed_fields = 0
 
 
 state = _State()
@@ -133,6 +136,8 @@ def init(arch=None, **options):
     config.ad_stack_experimental_enabled = values["ad_stack_experimental_enabled"]
     config.ad_stack_size = values["ad_stack_size"]
     config.default_ad_stack_size = values["default_ad_stack_size"]
+    config.offline_cache = values["offline_cache"]
+    config.offline_cache_file_path = values["offline_cache_file_path"] or ""
     state.program = core.Program(config)
     state.config = config
     state.options = dict(values, arch=arch)
@@ -145,6 +150,7 @@ def reset():
     state.config = None
     state.options = {}
     state.tape = None
+    state.unnamed_fields = 0
     state.generation += 1
 
 
@@ -172,6 +178,13 @@ def default_fp():
 
 def default_ip():
     return state.options["default_ip"] if state.program is not None else types.i32
+
+
+def offline_cache_stats():
+    """What the offline cache did since qd.init(): its directory ('' when
+    off), kernels loaded (hits), compiled (misses), corrupt entries deleted
+    and recompiled (rejected), and entries that could not be written."""
+    return program().offline_cache_stats()
 
 
 def adstack_stats():

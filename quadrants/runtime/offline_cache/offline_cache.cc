@@ -1,0 +1,290 @@
+#include "quadrants/runtime/offline_cache/offline_cache.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/xxhash.h"
+#include "quadrants/common/errors.h"
+#include "quadrants/ir/printer.h"
+#include "quadrants/runtime/offline_cache/kernel_artifact.pb.h"
+
+namespace quadrants::offline_cache {
+namespace {
+
+// Bumped whenever the entry layout or its meaning changes.
+constexpr uint32_t kFormat = 1;
+constexpr char kSuffix[] = ".qdk";
+
+llvm::ArrayRef<uint8_t> Bytes(absl::string_view s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+
+uint64_t Checksum(absl::string_view s) {
+  return llvm::xxh3_64bits(Bytes(s));
+}
+
+// The hash of the binary holding this code: a rebuilt compiler may emit
+// different code for the same IR.
+const std::string& CompilerIdentity() {
+  static const std::string identity = [] {
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void*>(&Checksum), &info) == 0 ||
+        info.dli_fname == nullptr) {
+      return std::string("unknown-binary");
+    }
+    std::ifstream in(info.dli_fname, std::ios::binary);
+    std::stringstream contents;
+    contents << in.rdbuf();
+    return absl::StrCat(info.dli_fname, ":", Checksum(contents.str()));
+  }();
+  return identity;
+}
+
+void DescribeSNodes(const ir::SNodeTree& snodes, std::string* out) {
+  for (int id = 0; id < snodes.size(); ++id) {
+    const ir::SNode& n = snodes.node(id);
+    absl::StrAppend(out, "snode ", id, " kind=", static_cast<int>(n.kind),
+                    " parent=", n.parent, " dtype=", static_cast<int>(n.dtype),
+                    " name=", n.name, " grad=", n.is_grad, ",", n.grad_snode,
+                    ",", n.needs_grad, ",", n.primal_snode,
+                    " bytes=", n.cell_bytes, "@", n.offset_in_parent, " axes=");
+    for (int a : n.axes)
+      absl::StrAppend(out, a, ",");
+    absl::StrAppend(out, " sizes=");
+    for (int64_t s : n.sizes)
+      absl::StrAppend(out, s, ",");
+    absl::StrAppend(out, "\n");
+  }
+}
+
+void ToProto(const SourceLocation& loc, proto::Location* out) {
+  out->set_file(loc.file);
+  out->set_line(loc.line);
+}
+
+SourceLocation FromProto(const proto::Location& loc) {
+  return SourceLocation{loc.file(), loc.line()};
+}
+
+absl::Status Corrupt(absl::string_view what) {
+  return MakeError(ErrorKind::kRuntime,
+                   absl::StrCat("corrupt offline cache entry: ", what));
+}
+
+absl::StatusOr<ir::PrimitiveType> DecodeType(int32_t value) {
+  if (value < 0 || value > static_cast<int32_t>(ir::PrimitiveType::kF64))
+    return Corrupt(absl::StrCat("type ", value));
+  return static_cast<ir::PrimitiveType>(value);
+}
+
+absl::StatusOr<codegen::AdStackSpec> DecodeStack(const proto::AdStack& in) {
+  codegen::AdStackSpec out;
+  auto dtype = DecodeType(in.dtype());
+  if (!dtype.ok())
+    return dtype.status();
+  out.dtype = *dtype;
+  if (in.slot_bytes() <= 0 || in.static_capacity() < 0)
+    return Corrupt("adstack sizes");
+  out.slot_bytes = in.slot_bytes();
+  out.static_capacity = in.static_capacity();
+  if (!in.size_expr().empty()) {
+    auto expr = ir::DeserializeSizeExpr(in.size_expr());
+    if (!expr.ok())
+      return Corrupt(expr.status().message());
+    out.size_expr = *std::move(expr);
+  }
+  out.loc = FromProto(in.loc());
+  return out;
+}
+
+absl::StatusOr<codegen::LoweredTask> DecodeTask(const proto::Task& in) {
+  if (in.kind() < 0 ||
+      in.kind() > static_cast<int32_t>(ir::TaskKind::kStructFor)) {
+    return Corrupt(absl::StrCat("task kind ", in.kind()));
+  }
+  if (in.function().empty())
+    return Corrupt("task without a function");
+  codegen::LoweredTask out;
+  out.kind = static_cast<ir::TaskKind>(in.kind());
+  out.function = in.function();
+  out.bounds_function = in.bounds_function();
+  out.struct_for_cells = in.struct_for_cells();
+  out.loc = FromProto(in.loc());
+  for (const proto::AdStack& stack : in.ad_stacks()) {
+    auto spec = DecodeStack(stack);
+    if (!spec.ok())
+      return spec.status();
+    out.ad_stacks.push_back(*std::move(spec));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string CacheKey(const ir::Kernel& kernel, const ir::SNodeTree& snodes,
+                     absl::string_view options, absl::string_view target) {
+  ir::PrintOptions print;
+  print.locations = true;
+  std::string text = absl::StrCat(
+      "format ", kFormat, "\ncompiler ", CompilerIdentity(), "\ntarget ",
+      target, "\noptions ", options, "\nkernel ", kernel.name(), "\n");
+  absl::StrAppend(&text, ir::PrintKernel(kernel, print));
+  DescribeSNodes(snodes, &text);
+  llvm::XXH128_hash_t hash = llvm::xxh3_128bits(Bytes(text));
+  return absl::StrFormat("%016x%016x", hash.high64, hash.low64);
+}
+
+std::string EncodeEntry(absl::string_view key, const KernelArtifact& artifact) {
+  proto::KernelArtifact message;
+  message.set_object(artifact.object);
+  for (const codegen::LoweredTask& task : artifact.tasks) {
+    proto::Task* t = message.add_tasks();
+    t->set_kind(static_cast<int32_t>(task.kind));
+    t->set_function(task.function);
+    t->set_bounds_function(task.bounds_function);
+    t->set_struct_for_cells(task.struct_for_cells);
+    ToProto(task.loc, t->mutable_loc());
+    for (const codegen::AdStackSpec& spec : task.ad_stacks) {
+      proto::AdStack* s = t->add_ad_stacks();
+      s->set_dtype(static_cast<int32_t>(spec.dtype));
+      s->set_slot_bytes(spec.slot_bytes);
+      s->set_static_capacity(spec.static_capacity);
+      if (spec.size_expr)
+        s->set_size_expr(ir::SerializeSizeExpr(*spec.size_expr));
+      ToProto(spec.loc, s->mutable_loc());
+    }
+  }
+  for (const codegen::ErrorSite& site : artifact.error_sites) {
+    proto::ErrorSite* e = message.add_error_sites();
+    e->set_description(site.description);
+    ToProto(site.loc, e->mutable_loc());
+    for (ir::PrimitiveType t : site.value_types)
+      e->add_value_types(static_cast<int32_t>(t));
+  }
+  proto::CacheEntry entry;
+  entry.set_format(kFormat);
+  entry.set_key(std::string(key));
+  entry.set_artifact(message.SerializeAsString());
+  entry.set_checksum(Checksum(entry.artifact()));
+  return entry.SerializeAsString();
+}
+
+absl::StatusOr<KernelArtifact> DecodeEntry(absl::string_view key,
+                                           absl::string_view bytes) {
+  proto::CacheEntry entry;
+  if (!entry.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return Corrupt("not a cache entry");
+  if (entry.format() != kFormat)
+    return Corrupt(absl::StrCat("format ", entry.format()));
+  if (entry.key() != key)
+    return Corrupt("key mismatch");
+  if (entry.checksum() != Checksum(entry.artifact()))
+    return Corrupt("checksum mismatch");
+  proto::KernelArtifact message;
+  if (!message.ParseFromString(entry.artifact()))
+    return Corrupt("unreadable artifact");
+  if (message.object().empty() || message.tasks_size() == 0)
+    return Corrupt("empty artifact");
+  KernelArtifact out;
+  out.object = message.object();
+  for (const proto::Task& task : message.tasks()) {
+    auto decoded = DecodeTask(task);
+    if (!decoded.ok())
+      return decoded.status();
+    out.tasks.push_back(*std::move(decoded));
+  }
+  for (const proto::ErrorSite& site : message.error_sites()) {
+    codegen::ErrorSite decoded{site.description(), FromProto(site.loc()), {}};
+    for (int32_t t : site.value_types()) {
+      auto type = DecodeType(t);
+      if (!type.ok())
+        return type.status();
+      decoded.value_types.push_back(*type);
+    }
+    out.error_sites.push_back(std::move(decoded));
+  }
+  return out;
+}
+
+OfflineCache::OfflineCache(std::string directory)
+    : directory_(std::move(directory)) {}
+
+std::string OfflineCache::DefaultDirectory() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return absl::StrCat(xdg, "/quadrants/offline_cache");
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return absl::StrCat(home, "/.cache/quadrants/offline_cache");
+  return absl::StrCat("/tmp/quadrants-", getuid(), "/offline_cache");
+}
+
+std::string OfflineCache::PathFor(absl::string_view key) const {
+  return absl::StrCat(directory_, "/", key, kSuffix);
+}
+
+std::optional<KernelArtifact> OfflineCache::Load(absl::string_view key,
+                                                 bool* rejected) const {
+  if (rejected != nullptr)
+    *rejected = false;
+  const std::string path = PathFor(key);
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return std::nullopt;
+  std::stringstream contents;
+  contents << in.rdbuf();
+  auto artifact = DecodeEntry(key, contents.str());
+  if (!artifact.ok()) {
+    if (rejected != nullptr)
+      *rejected = true;
+    std::error_code ignored;
+    std::filesystem::remove(path, ignored);
+    return std::nullopt;
+  }
+  return *std::move(artifact);
+}
+
+absl::Status OfflineCache::Store(absl::string_view key,
+                                 const KernelArtifact& artifact) const {
+  std::error_code error;
+  std::filesystem::create_directories(directory_, error);
+  if (error) {
+    return MakeError(ErrorKind::kRuntime,
+                     absl::StrCat("cannot create the offline cache directory ",
+                                  directory_, ": ", error.message()));
+  }
+  static std::atomic<uint64_t> counter{0};
+  const std::string path = PathFor(key);
+  const std::string temporary =
+      absl::StrCat(path, ".tmp.", getpid(), ".", counter++);
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    const std::string bytes = EncodeEntry(key, artifact);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out.flush()) {
+      std::filesystem::remove(temporary, error);
+      return MakeError(ErrorKind::kRuntime,
+                       absl::StrCat("cannot write ", temporary));
+    }
+  }
+  std::filesystem::rename(temporary, path, error);
+  if (error) {
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
+    return MakeError(ErrorKind::kRuntime,
+                     absl::StrCat("cannot rename ", temporary, " to ", path,
+                                  ": ", error.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace quadrants::offline_cache

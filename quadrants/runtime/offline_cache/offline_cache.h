@@ -1,0 +1,64 @@
+#ifndef QUADRANTS_RUNTIME_OFFLINE_CACHE_OFFLINE_CACHE_H_
+#define QUADRANTS_RUNTIME_OFFLINE_CACHE_OFFLINE_CACHE_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "quadrants/codegen/llvm/lowered_kernel.h"
+#include "quadrants/ir/kernel.h"
+#include "quadrants/ir/snode.h"
+
+namespace quadrants::offline_cache {
+
+// A compiled kernel without its LLVM module: the object code plus the task
+// attributes a launch reads (adstack sizing, size expressions, error sites).
+struct KernelArtifact {
+  std::string object;
+  std::vector<codegen::LoweredTask> tasks;  // `module`-free descriptions
+  std::vector<codegen::ErrorSite> error_sites;
+};
+
+// A stable hexadecimal key for `kernel` over `snodes`, compiled with the
+// code-affecting `options` for `target`. It also covers the identity of the
+// compiler binary, so a rebuilt Quadrants never reads another build's code.
+std::string CacheKey(const ir::Kernel& kernel, const ir::SNodeTree& snodes,
+                     absl::string_view options, absl::string_view target);
+
+// The on-disk bytes of an entry, and back. Decoding checks the format, the
+// key and a checksum, and validates every enum and size expression.
+std::string EncodeEntry(absl::string_view key, const KernelArtifact& artifact);
+absl::StatusOr<KernelArtifact> DecodeEntry(absl::string_view key,
+                                           absl::string_view bytes);
+
+// One directory of entries, one file per key. Safe across processes:
+// entries are written to a temporary file and renamed into place.
+class OfflineCache {
+ public:
+  explicit OfflineCache(std::string directory);
+
+  // $XDG_CACHE_HOME/quadrants/offline_cache, else ~/.cache/..., else /tmp.
+  static std::string DefaultDirectory();
+
+  const std::string& directory() const { return directory_; }
+  std::string PathFor(absl::string_view key) const;
+
+  // The entry for `key`, or nothing when absent. An unreadable or corrupt
+  // entry is deleted, sets `*rejected`, and reads as absent, so the caller
+  // recompiles.
+  std::optional<KernelArtifact> Load(absl::string_view key,
+                                     bool* rejected = nullptr) const;
+  // Writes the entry; failing to write only costs a later recompile, so the
+  // caller may ignore the status.
+  absl::Status Store(absl::string_view key,
+                     const KernelArtifact& artifact) const;
+
+ private:
+  std::string directory_;
+};
+
+}  // namespace quadrants::offline_cache
+
+#endif  // QUADRANTS_RUNTIME_OFFLINE_CACHE_OFFLINE_CACHE_H_

@@ -1,0 +1,144 @@
+#include "quadrants/runtime/offline_cache/offline_cache.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "quadrants/ir/size_expr.h"
+
+namespace quadrants::offline_cache {
+namespace {
+
+using ir::SizeExpr;
+
+KernelArtifact SampleArtifact() {
+  KernelArtifact artifact;
+  artifact.object = std::string(
+      "\x7f"
+      "ELF object bytes \0 with a zero",
+      30);
+  codegen::LoweredTask serial;
+  serial.kind = ir::TaskKind::kSerial;
+  serial.function = "task_0";
+  artifact.tasks.push_back(serial);
+  codegen::LoweredTask loop;
+  loop.kind = ir::TaskKind::kRangeFor;
+  loop.function = "task_1";
+  loop.bounds_function = "task_1_bounds";
+  loop.loc = {"sim.py", 12};
+  codegen::AdStackSpec exact{
+      ir::PrimitiveType::kF64, 16, 12, nullptr, {"sim.py", 14}};
+  codegen::AdStackSpec launch_sized{
+      ir::PrimitiveType::kI32,
+      4,
+      0,
+      SizeExpr::Add(SizeExpr::MaxOverRange(
+                        0, SizeExpr::Const(0), SizeExpr::NdarrayShape(1, 0),
+                        SizeExpr::NdarrayRead(1, {SizeExpr::BoundVar(0)})),
+                    SizeExpr::Const(2)),
+      {"sim.py", 15}};
+  loop.ad_stacks = {exact, launch_sized};
+  artifact.tasks.push_back(loop);
+  artifact.error_sites.push_back(
+      {"ndarray 'a' (argument 0)",
+       {"sim.py", 16},
+       {ir::PrimitiveType::kF64, ir::PrimitiveType::kI32}});
+  return artifact;
+}
+
+void ExpectSame(const KernelArtifact& a, const KernelArtifact& b) {
+  EXPECT_EQ(a.object, b.object);
+  ASSERT_EQ(a.tasks.size(), b.tasks.size());
+  for (size_t t = 0; t < a.tasks.size(); ++t) {
+    const auto& x = a.tasks[t];
+    const auto& y = b.tasks[t];
+    EXPECT_EQ(x.kind, y.kind);
+    EXPECT_EQ(x.function, y.function);
+    EXPECT_EQ(x.bounds_function, y.bounds_function);
+    EXPECT_EQ(x.loc.ToString(), y.loc.ToString());
+    ASSERT_EQ(x.ad_stacks.size(), y.ad_stacks.size());
+    for (size_t s = 0; s < x.ad_stacks.size(); ++s) {
+      EXPECT_EQ(x.ad_stacks[s].dtype, y.ad_stacks[s].dtype);
+      EXPECT_EQ(x.ad_stacks[s].slot_bytes, y.ad_stacks[s].slot_bytes);
+      EXPECT_EQ(x.ad_stacks[s].static_capacity, y.ad_stacks[s].static_capacity);
+      EXPECT_EQ(x.ad_stacks[s].loc.ToString(), y.ad_stacks[s].loc.ToString());
+      ASSERT_EQ(x.ad_stacks[s].size_expr == nullptr,
+                y.ad_stacks[s].size_expr == nullptr);
+      if (x.ad_stacks[s].size_expr) {
+        EXPECT_TRUE(x.ad_stacks[s].size_expr->Equals(*y.ad_stacks[s].size_expr))
+            << y.ad_stacks[s].size_expr->ToString();
+      }
+    }
+  }
+  ASSERT_EQ(a.error_sites.size(), b.error_sites.size());
+  EXPECT_EQ(a.error_sites[0].description, b.error_sites[0].description);
+  EXPECT_EQ(a.error_sites[0].loc.ToString(), b.error_sites[0].loc.ToString());
+  EXPECT_EQ(a.error_sites[0].value_types, b.error_sites[0].value_types);
+}
+
+TEST(OfflineCacheEntry, RoundTripsEveryField) {
+  const KernelArtifact artifact = SampleArtifact();
+  auto decoded = DecodeEntry("k1", EncodeEntry("k1", artifact));
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ExpectSame(artifact, *decoded);
+}
+
+TEST(OfflineCacheEntry, RejectsEveryTruncation) {
+  const std::string bytes = EncodeEntry("k1", SampleArtifact());
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    EXPECT_FALSE(DecodeEntry("k1", bytes.substr(0, n)).ok()) << "length " << n;
+  }
+}
+
+TEST(OfflineCacheEntry, RejectsEveryFlippedByte) {
+  const std::string bytes = EncodeEntry("k1", SampleArtifact());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string damaged = bytes;
+    damaged[i] = static_cast<char>(damaged[i] ^ 0x10);
+    auto decoded = DecodeEntry("k1", damaged);
+    // A flip may only survive where it cannot change meaning; none can here
+    // because the checksum covers the artifact and the key is compared.
+    EXPECT_FALSE(decoded.ok()) << "byte " << i;
+  }
+}
+
+TEST(OfflineCacheEntry, RejectsAnotherKeysEntry) {
+  EXPECT_FALSE(DecodeEntry("k2", EncodeEntry("k1", SampleArtifact())).ok());
+}
+
+TEST(OfflineCache, StoresLoadsAndDeletesCorruptEntries) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "/qd_cache_", getpid());
+  OfflineCache cache(dir + "/nested");
+  bool rejected = true;
+  EXPECT_FALSE(cache.Load("abc", &rejected).has_value());
+  EXPECT_FALSE(rejected);
+  ASSERT_TRUE(cache.Store("abc", SampleArtifact()).ok());
+  auto loaded = cache.Load("abc", &rejected);
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_FALSE(rejected);
+  ExpectSame(SampleArtifact(), *loaded);
+
+  std::filesystem::resize_file(cache.PathFor("abc"), 10);
+  EXPECT_FALSE(cache.Load("abc", &rejected).has_value());
+  EXPECT_TRUE(rejected);
+  EXPECT_FALSE(std::filesystem::exists(cache.PathFor("abc")));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(OfflineCache, StoreIntoAFileReportsAnError) {
+  const std::string file =
+      absl::StrCat(::testing::TempDir(), "/qd_cache_file_", getpid());
+  std::ofstream(file) << "not a directory";
+  OfflineCache cache(file + "/cache");
+  EXPECT_FALSE(cache.Store("abc", SampleArtifact()).ok());
+  std::remove(file.c_str());
+}
+
+}  // namespace
+}  // namespace quadrants::offline_cache
