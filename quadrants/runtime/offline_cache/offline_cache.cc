@@ -16,6 +16,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/xxhash.h"
 #include "quadrants/common/errors.h"
+#include "quadrants/ir/hash.h"
 #include "quadrants/ir/printer.h"
 #include "quadrants/runtime/offline_cache/kernel_artifact.pb.h"
 
@@ -139,7 +140,10 @@ std::string CacheKey(const ir::Kernel& kernel, const ir::SNodeTree& snodes,
   std::string text = absl::StrCat(
       "format ", kFormat, "\ncompiler ", CompilerIdentity(), "\ntarget ",
       target, "\noptions ", options, "\nkernel ", kernel.name(), "\n");
-  absl::StrAppend(&text, ir::PrintKernel(kernel, print));
+  // The printed form carries locations (error messages quote them); the
+  // structural hash guards against any attribute the printer leaves out.
+  absl::StrAppend(&text, "structure ", ir::StructuralHash(kernel), "\n",
+                  ir::PrintKernel(kernel, print));
   DescribeSNodes(snodes, &text);
   llvm::XXH128_hash_t hash = llvm::xxh3_128bits(Bytes(text));
   return absl::StrFormat("%016x%016x", hash.high64, hash.low64);
