@@ -196,3 +196,11 @@ def test_unwritable_directory_only_costs_a_recompile(tmp_path):
     stats = runtime.offline_cache_stats()
     assert stats["misses"] == 1 and stats["store_failures"] == 1
     qd.reset()
+
+
+def test_cache_path_accepts_path_objects_and_rejects_other_types(tmp_path):
+    qd.init(arch=qd.cpu, offline_cache_file_path=tmp_path / "sub")
+    assert runtime.offline_cache_stats()["directory"] == str(tmp_path / "sub")
+    qd.reset()
+    with pytest.raises(TypeError, match="offline_cache_file_path"):
+        qd.init(arch=qd.cpu, offline_cache_file_path=3)

@@ -32,7 +32,7 @@ _OPTIONS = {
     "ad_stack_size": (int, 0, "non_negative"),
     "default_ad_stack_size": (int, 256, "positive"),
     "offline_cache": (bool, True, None),
-    "offline_cache_file_path": (str, None, None),
+    "offline_cache_file_path": ((str, os.PathLike), None, "path"),
     "cfg_optimization": (bool, True, None),
     "print_ir": (bool, False, None),
     "cpu_max_num_threads": (int, 0, "non_negative"),
@@ -73,12 +73,15 @@ def _validate(name, value):
     if expected is int and isinstance(value, bool):
         raise QuadrantsTypeError(f"qd.init(): {name} must be an int, got {value!r}")
     if not isinstance(value, expected):
-        want = expected.__name__ if isinstance(expected, type) else "a number"
+        want = (expected.__name__ if isinstance(expected, type)
+                else "a path (str or os.PathLike)" if rule == "path" else "a number")
         raise QuadrantsTypeError(f"qd.init(): {name} must be {want}, got {value!r}")
     if rule == "non_negative" and value < 0:
         raise ValueError(f"qd.init(): {name} must be >= 0, got {value}")
     if rule == "positive" and value <= 0:
         raise ValueError(f"qd.init(): {name} must be > 0, got {value}")
+    if rule == "path":
+        return os.path.expanduser(os.fspath(value))
     if rule == "fraction" and not 0 < value <= 1:
         raise ValueError(f"qd.init(): {name} must be in (0, 1], got {value}")
     return value
