@@ -204,3 +204,17 @@ def test_cache_path_accepts_path_objects_and_rejects_other_types(tmp_path):
     qd.reset()
     with pytest.raises(TypeError, match="offline_cache_file_path"):
         qd.init(arch=qd.cpu, offline_cache_file_path=3)
+
+
+def test_a_kernel_without_tasks_hits(tmp_path):
+    for expected_hits in (0, 1):
+        qd.init(arch=qd.cpu, offline_cache_file_path=str(tmp_path))
+
+        @qd.kernel
+        def empty():
+            pass
+
+        empty()
+        stats = runtime.offline_cache_stats()
+        assert (stats["hits"], stats["rejected"]) == (expected_hits, 0)
+        qd.reset()

@@ -198,8 +198,9 @@ absl::StatusOr<KernelArtifact> DecodeEntry(absl::string_view key,
   proto::KernelArtifact message;
   if (!message.ParseFromString(entry.artifact()))
     return Corrupt("unreadable artifact");
-  if (message.object().empty() || message.tasks_size() == 0)
-    return Corrupt("empty artifact");
+  // A kernel may have no tasks, but every kernel has an object file.
+  if (message.object().empty())
+    return Corrupt("no object code");
   KernelArtifact out;
   out.object = message.object();
   for (const proto::Task& task : message.tasks()) {
