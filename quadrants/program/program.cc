@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -115,9 +116,13 @@ std::string DumpIrDirectory() {
 
 void DumpIr(const ir::Kernel& kernel, uint64_t hash, bool grad) {
   const std::string dir = DumpIrDirectory();
-  std::string mkdir = absl::StrCat("mkdir -p '", dir, "'");
-  if (std::system(mkdir.c_str()) != 0)
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) {
+    std::cerr << "[quadrants] QD_DUMP_IR: cannot create " << dir << ": "
+              << error.message() << std::endl;
     return;
+  }
   const std::string path = absl::StrFormat(
       "%s/%s%s_%016x.ir", dir, kernel.name(), grad ? "_grad" : "", hash);
   std::ofstream(path) << ir::PrintKernel(kernel, {.locations = true});
