@@ -71,9 +71,10 @@ class TypeChecker {
         std::make_unique<ir::UnaryOpStmt>(UnaryOpKind::kCast, value, to);
     cast->set_loc(s.loc());
     // For task bounds, `s` is the task and the operand lives in its prologue.
-    Block* target = value->parent() != nullptr && Isa<ir::OffloadedTaskStmt>(&s)
-                        ? value->parent()
-                        : block;
+    Block* target =
+        value->parent() != nullptr && ir::Isa<ir::OffloadedTaskStmt>(&s)
+            ? value->parent()
+            : block;
     size_t position =
         target == block ? block->IndexOf(&s) : target->IndexOf(value) + 1;
     s.set_operand(index, target->Insert(position, std::move(cast)));
