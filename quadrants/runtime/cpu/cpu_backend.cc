@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "llvm/IR/LLVMContext.h"
+#include "llvm/Support/xxhash.h"
 #include "quadrants/codegen/llvm/kernel_lowering.h"
 #include "quadrants/codegen/llvm/optimize.h"
 #include "quadrants/codegen/llvm/runtime_linker.h"
@@ -175,7 +176,7 @@ void CollectWrites(const ir::Kernel& kernel, std::vector<int>* snodes,
 CpuBackend::CpuBackend(const CompileConfig& config,
                        std::unique_ptr<codegen::CpuJit> jit)
     : config_(config), jit_(std::move(jit)), pool_(config.cpu_max_num_threads) {
-  if (config.offline_cache) {
+  if (config.offline_cache && !offline_cache::CompilerIdentity().empty()) {
     cache_.emplace(config.offline_cache_file_path.empty()
                        ? offline_cache::OfflineCache::DefaultDirectory()
                        : config.offline_cache_file_path);
@@ -229,10 +230,15 @@ CpuBackend::LoadOrGenerate(const ir::Kernel& offloaded,
                            const ir::SNodeTree& snodes) {
   std::string key;
   if (cache_) {
-    // Every option LowerKernel reads, so differently checked code never mixes.
+    // Every option LowerKernel reads, so differently checked code never
+    // mixes, and the runtime module linked into every kernel.
+    static const uint64_t runtime_hash =
+        llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
+            reinterpret_cast<const uint8_t*>(kRuntimeBitcodeX86_64),
+            kRuntimeBitcodeX86_64_size));
     const std::string options = absl::StrCat(
         "bounds=", config_.checks_bounds(), " debug=", config_.debug,
-        " forced=", config_.ad_stack_size > 0);
+        " forced=", config_.ad_stack_size > 0, " runtime=", runtime_hash);
     key = offline_cache::CacheKey(offloaded, snodes, options,
                                   jit_->TargetDescription());
     bool rejected = false;

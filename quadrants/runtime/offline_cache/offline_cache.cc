@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -14,7 +15,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/xxhash.h"
+#include "quadrants/codegen/llvm/kernel_lowering.h"
+#include "quadrants/codegen/llvm/optimize.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/ir/hash.h"
 #include "quadrants/ir/printer.h"
@@ -35,22 +39,40 @@ uint64_t Checksum(absl::string_view s) {
   return llvm::xxh3_64bits(Bytes(s));
 }
 
-// The hash of the binary holding this code: a rebuilt compiler may emit
-// different code for the same IR.
+}  // namespace
+
+// Paths and content hashes of the files holding the lowering, the LLVM
+// pipeline and this cache (one file in a statically linked module, several
+// in a dynamically linked test), plus the LLVM version; empty when a file
+// cannot be read.
 const std::string& CompilerIdentity() {
-  static const std::string identity = [] {
-    Dl_info info;
-    if (dladdr(reinterpret_cast<void*>(&Checksum), &info) == 0 ||
-        info.dli_fname == nullptr) {
-      return std::string("unknown-binary");
+  static const std::string identity = []() -> std::string {
+    const void* anchors[] = {
+        reinterpret_cast<const void*>(&Checksum),
+        reinterpret_cast<const void*>(&codegen::LowerKernel),
+        reinterpret_cast<const void*>(&codegen::OptimizeModule)};
+    std::vector<std::string> files;
+    std::string out = absl::StrCat("llvm ", LLVM_VERSION_STRING);
+    for (const void* anchor : anchors) {
+      Dl_info info;
+      if (dladdr(anchor, &info) == 0 || info.dli_fname == nullptr)
+        return "";
+      if (std::find(files.begin(), files.end(), info.dli_fname) != files.end())
+        continue;
+      files.push_back(info.dli_fname);
+      std::ifstream in(info.dli_fname, std::ios::binary);
+      std::stringstream contents;
+      contents << in.rdbuf();
+      if (!in || contents.str().empty())
+        return "";
+      absl::StrAppend(&out, " ", info.dli_fname, ":", Checksum(contents.str()));
     }
-    std::ifstream in(info.dli_fname, std::ios::binary);
-    std::stringstream contents;
-    contents << in.rdbuf();
-    return absl::StrCat(info.dli_fname, ":", Checksum(contents.str()));
+    return out;
   }();
   return identity;
 }
+
+namespace {
 
 void DescribeSNodes(const ir::SNodeTree& snodes, std::string* out) {
   for (int id = 0; id < snodes.size(); ++id) {

@@ -21,6 +21,11 @@ struct KernelArtifact {
   std::vector<codegen::ErrorSite> error_sites;
 };
 
+// The path and content hash of the binary holding the compiler, or an empty
+// string when it cannot be read. A rebuilt compiler may emit different code
+// for the same IR, so without an identity nothing may be cached.
+const std::string& CompilerIdentity();
+
 // A stable hexadecimal key for `kernel` over `snodes`, compiled with the
 // code-affecting `options` for `target`. It also covers the identity of the
 // compiler binary, so a rebuilt Quadrants never reads another build's code.

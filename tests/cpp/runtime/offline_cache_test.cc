@@ -140,5 +140,13 @@ TEST(OfflineCache, StoreIntoAFileReportsAnError) {
   std::remove(file.c_str());
 }
 
+TEST(OfflineCache, CompilerIdentityHashesTheCodeGeneratorsFiles) {
+  const std::string& identity = CompilerIdentity();
+  ASSERT_FALSE(identity.empty());
+  EXPECT_NE(identity.find("llvm 19"), std::string::npos) << identity;
+  // This test links each library dynamically: the lowering's file is named.
+  EXPECT_NE(identity.find("lowering"), std::string::npos) << identity;
+}
+
 }  // namespace
 }  // namespace quadrants::offline_cache
