@@ -996,6 +996,12 @@ absl::Status FunctionEmitter::EmitStmt(const Stmt& s) {
 
 }  // namespace
 
+std::string LoweringOptions::ToString() const {
+  return absl::StrCat("bounds=", check_out_of_bound, " debug=", debug,
+                      " forced=", ad_stack_size_forced, " triple=", triple,
+                      " layout=", data_layout);
+}
+
 absl::StatusOr<LoweredKernel> LowerKernel(const ir::Kernel& kernel,
                                           const ir::SNodeTree& snodes,
                                           const LoweringOptions& options,

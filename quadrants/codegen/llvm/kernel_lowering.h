@@ -19,6 +19,10 @@ struct LoweringOptions {
   bool ad_stack_size_forced = false;
   std::string triple;
   std::string data_layout;
+
+  // Every field as text, so a compile cache keyed on it never mixes code
+  // generated under different options.
+  std::string ToString() const;
 };
 
 // Lowers a kernel of offloaded tasks (see transforms::LowerToTasks) to LLVM

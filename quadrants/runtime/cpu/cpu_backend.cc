@@ -195,18 +195,22 @@ absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(
   return std::make_unique<CpuBackend>(config, std::move(jit));
 }
 
-absl::StatusOr<offline_cache::KernelArtifact> CpuBackend::Generate(
-    const ir::Kernel& offloaded, const ir::SNodeTree& snodes) {
-  llvm::LLVMContext context;
+codegen::LoweringOptions CpuBackend::LoweringOptions() const {
   codegen::LoweringOptions options;
   options.check_out_of_bound = config_.checks_bounds();
   options.debug = config_.debug;
   options.ad_stack_size_forced = config_.ad_stack_size > 0;
   options.triple = jit_->triple();
   options.data_layout = jit_->data_layout();
+  return options;
+}
+
+absl::StatusOr<offline_cache::KernelArtifact> CpuBackend::Generate(
+    const ir::Kernel& offloaded, const ir::SNodeTree& snodes) {
+  llvm::LLVMContext context;
   QD_ASSIGN_OR_RETURN(
       codegen::LoweredKernel lowered,
-      codegen::LowerKernel(offloaded, snodes, options, context));
+      codegen::LowerKernel(offloaded, snodes, LoweringOptions(), context));
   std::vector<std::string> entry_points;
   for (const auto& task : lowered.tasks) {
     entry_points.push_back(task.function);
@@ -230,17 +234,14 @@ CpuBackend::LoadOrGenerate(const ir::Kernel& offloaded,
                            const ir::SNodeTree& snodes) {
   std::string key;
   if (cache_) {
-    // Every option LowerKernel reads, so differently checked code never
-    // mixes, and the runtime module linked into every kernel.
+    // The runtime module is linked into every kernel.
     static const uint64_t runtime_hash =
-        llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
-            reinterpret_cast<const uint8_t*>(kRuntimeBitcodeX86_64),
-            kRuntimeBitcodeX86_64_size));
-    const std::string options = absl::StrCat(
-        "bounds=", config_.checks_bounds(), " debug=", config_.debug,
-        " forced=", config_.ad_stack_size > 0, " runtime=", runtime_hash);
-    key = offline_cache::CacheKey(offloaded, snodes, options,
-                                  jit_->TargetDescription());
+        llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(kRuntimeBitcodeX86_64,
+                                                  kRuntimeBitcodeX86_64_size));
+    key = offline_cache::CacheKey(
+        offloaded, snodes,
+        absl::StrCat(LoweringOptions().ToString(), " runtime=", runtime_hash),
+        jit_->TargetDescription());
     bool rejected = false;
     std::optional<offline_cache::KernelArtifact> hit =
         cache_->Load(key, &rejected);

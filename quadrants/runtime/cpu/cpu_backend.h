@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "quadrants/codegen/cpu/cpu_jit.h"
+#include "quadrants/codegen/llvm/kernel_lowering.h"
 #include "quadrants/runtime/backend.h"
 #include "quadrants/runtime/cpu/thread_pool.h"
 #include "quadrants/runtime/llvm/runtime_module/runtime_abi.h"
@@ -48,6 +49,7 @@ class CpuBackend : public Backend {
                                absl::Span<const ResolvedArgument> args,
                                absl::Span<const uint64_t> field_generations);
   void CheckAdStackOverflow(int task, const std::vector<AdStackInfo>& stacks);
+  codegen::LoweringOptions LoweringOptions() const;
   // Lowers, links and optimizes `offloaded` to an object plus task metadata.
   absl::StatusOr<offline_cache::KernelArtifact> Generate(
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes);

@@ -35,6 +35,18 @@ llvm::ArrayRef<uint8_t> Bytes(absl::string_view s) {
   return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
 }
 
+// The whole file, or nothing when it cannot be opened or read.
+std::optional<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return std::nullopt;
+  std::stringstream contents;
+  contents << in.rdbuf();
+  if (in.bad())
+    return std::nullopt;
+  return contents.str();
+}
+
 uint64_t Checksum(absl::string_view s) {
   return llvm::xxh3_64bits(Bytes(s));
 }
@@ -60,12 +72,10 @@ const std::string& CompilerIdentity() {
       if (std::find(files.begin(), files.end(), info.dli_fname) != files.end())
         continue;
       files.push_back(info.dli_fname);
-      std::ifstream in(info.dli_fname, std::ios::binary);
-      std::stringstream contents;
-      contents << in.rdbuf();
-      if (!in || contents.str().empty())
+      std::optional<std::string> contents = ReadFile(info.dli_fname);
+      if (!contents || contents->empty())
         return "";
-      absl::StrAppend(&out, " ", info.dli_fname, ":", Checksum(contents.str()));
+      absl::StrAppend(&out, " ", info.dli_fname, ":", Checksum(*contents));
     }
     return out;
   }();
@@ -264,12 +274,10 @@ std::optional<KernelArtifact> OfflineCache::Load(absl::string_view key,
   if (rejected != nullptr)
     *rejected = false;
   const std::string path = PathFor(key);
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  std::optional<std::string> contents = ReadFile(path);
+  if (!contents)
     return std::nullopt;
-  std::stringstream contents;
-  contents << in.rdbuf();
-  auto artifact = DecodeEntry(key, contents.str());
+  auto artifact = DecodeEntry(key, *contents);
   if (!artifact.ok()) {
     if (rejected != nullptr)
       *rejected = true;
