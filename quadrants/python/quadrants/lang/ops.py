@@ -71,20 +71,21 @@ def pow(x, y):  # pylint: disable=redefined-builtin
     return binary("pow", x, y, lambda a, b: a ** b)
 
 
-@intrinsic
-def min(*args):  # pylint: disable=redefined-builtin
-    result = args[0]
-    for other in args[1:]:
-        result = binary("min", result, other, _py_min)
-    return result
+def _fold(name, python_fn):
+    """qd.min / qd.max over two or more values, folded left to right."""
+    @intrinsic
+    def op(*args):
+        result = args[0]
+        for other in args[1:]:
+            result = binary(name, result, other, python_fn)
+        return result
+    op.__name__ = name
+    op.__doc__ = f"qd.{name}(a, b, ...), elementwise."
+    return op
 
 
-@intrinsic
-def max(*args):  # pylint: disable=redefined-builtin
-    result = args[0]
-    for other in args[1:]:
-        result = binary("max", result, other, _py_max)
-    return result
+min = _fold("min", _py_min)  # pylint: disable=redefined-builtin
+max = _fold("max", _py_max)  # pylint: disable=redefined-builtin
 
 
 @intrinsic
