@@ -261,8 +261,19 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
     std::cerr << ir::PrintKernel(*lowered);
   if (DumpIrRequested())
     DumpIr(*lowered, hash, grad);
+  const int64_t store_failures = backend_->offline_cache_stats().store_failures;
   QD_ASSIGN_OR_RETURN(std::shared_ptr<CompiledKernel> compiled,
                       backend_->Compile(*lowered, snodes_));
+  const OfflineCacheStats& cache = backend_->offline_cache_stats();
+  if (store_failures == 0 && cache.store_failures > 0) {
+    // Once per session: the kernel runs, only later runs lose the cache.
+    compile_warnings_.push_back(absl::StrCat(
+        "kernel '", kernel.name(),
+        "': the offline cache cannot store kernels (", cache.last_store_error,
+        "); kernels are compiled again in every run. Set "
+        "offline_cache_file_path to a writable directory or "
+        "offline_cache=False"));
+  }
   if (config_.ad_stack_size <= 0)
     WarnAboutDefaultSizedStacks(*compiled);
   cache_[key] = compiled;

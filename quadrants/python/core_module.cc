@@ -600,6 +600,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
         d["misses"] = s.misses;
         d["rejected"] = s.rejected;
         d["store_failures"] = s.store_failures;
+        d["last_store_error"] = s.last_store_error;
         return d;
       });
 

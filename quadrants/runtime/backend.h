@@ -40,6 +40,7 @@ struct OfflineCacheStats {
   int64_t misses = 0;     // kernels compiled (and stored)
   int64_t rejected = 0;   // corrupt entries deleted and recompiled
   int64_t store_failures = 0;
+  std::string last_store_error;  // why the latest failed store failed
 };
 
 // What the adstack machinery did at the last launch that used it.

@@ -170,7 +170,7 @@ def test_disabled_cache_writes_nothing(tmp_path, monkeypatch):
 
     fill(np.zeros(3, dtype=np.float32))
     assert runtime.offline_cache_stats() == dict(directory="", hits=0, misses=0, rejected=0,
-                                                 store_failures=0)
+                                                 store_failures=0, last_store_error="")
     qd.reset()
     monkeypatch.setenv("QD_OFFLINE_CACHE", "0")
     qd.init(arch=qd.cpu, offline_cache_file_path=str(tmp_path))
@@ -191,10 +191,12 @@ def test_unwritable_directory_only_costs_a_recompile(tmp_path):
             a[i] = 2.0
 
     a = np.zeros(3, dtype=np.float32)
-    fill(a)
+    with pytest.warns(UserWarning, match=r"fill.*offline cache cannot store.*cache"):
+        fill(a)
     assert (a == 2.0).all()
     stats = runtime.offline_cache_stats()
     assert stats["misses"] == 1 and stats["store_failures"] == 1
+    assert "cache" in stats["last_store_error"]
     qd.reset()
 
 

@@ -260,8 +260,10 @@ CpuBackend::LoadOrGenerate(const ir::Kernel& offloaded,
   QD_ASSIGN_OR_RETURN(std::string dylib, jit_->AddObject(artifact.object));
   if (cache_) {
     ++cache_stats_.misses;
-    if (!cache_->Store(key, artifact).ok())
+    if (absl::Status stored = cache_->Store(key, artifact); !stored.ok()) {
       ++cache_stats_.store_failures;
+      cache_stats_.last_store_error = std::string(stored.message());
+    }
   }
   return std::make_pair(std::move(artifact), std::move(dylib));
 }

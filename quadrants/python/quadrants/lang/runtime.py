@@ -186,7 +186,8 @@ def default_ip():
 def offline_cache_stats():
     """What the offline cache did since qd.init(): its directory ('' when
     off), kernels loaded (hits), compiled (misses), corrupt entries deleted
-    and recompiled (rejected), and entries that could not be written."""
+    and recompiled (rejected), and entries that could not be written
+    (store_failures, last_store_error)."""
     return program().offline_cache_stats()
 
 
