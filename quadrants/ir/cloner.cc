@@ -22,20 +22,27 @@ std::unique_ptr<Stmt> CopyAttributes(const Stmt& s) {
       copy = std::make_unique<ArgLoadStmt>(
           static_cast<const ArgLoadStmt&>(s).arg(), s.type().element());
       break;
-    case StmtKind::kNdarrayPtr:
-      copy = std::make_unique<NdarrayPtrStmt>(
-          static_cast<const NdarrayPtrStmt&>(s).arg(), s.type().element(), ops);
+    case StmtKind::kNdarrayPtr: {
+      const auto& x = static_cast<const NdarrayPtrStmt&>(s);
+      auto ptr =
+          std::make_unique<NdarrayPtrStmt>(x.arg(), s.type().element(), ops);
+      ptr->set_label(x.label());
+      copy = std::move(ptr);
       break;
+    }
     case StmtKind::kNdarrayShape: {
       const auto& x = static_cast<const NdarrayShapeStmt&>(s);
       copy = std::make_unique<NdarrayShapeStmt>(x.arg(), x.axis());
       break;
     }
-    case StmtKind::kFieldPtr:
-      copy = std::make_unique<FieldPtrStmt>(
-          static_cast<const FieldPtrStmt&>(s).snode_id(), s.type().element(),
-          ops);
+    case StmtKind::kFieldPtr: {
+      const auto& x = static_cast<const FieldPtrStmt&>(s);
+      auto ptr = std::make_unique<FieldPtrStmt>(x.snode_id(),
+                                                s.type().element(), ops);
+      ptr->set_label(x.label());
+      copy = std::move(ptr);
       break;
+    }
     case StmtKind::kGlobalLoad:
       copy = std::make_unique<GlobalLoadStmt>(ops[0]);
       break;

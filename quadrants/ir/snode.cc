@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "quadrants/common/errors.h"
+#include "quadrants/common/status_macros.h"
 
 namespace quadrants::ir {
 namespace {
@@ -130,27 +131,41 @@ absl::StatusOr<int> SNodeTree::AddPlace(int parent, PrimitiveType dtype,
   return node.id;
 }
 
-absl::Status SNodeTree::LinkGrad(int primal, int grad) {
-  for (int id : {primal, grad}) {
+absl::Status SNodeTree::CheckCompanion(int primal, int companion,
+                                      absl::string_view what) const {
+  for (int id : {primal, companion}) {
     if (id < 0 || id >= size() || nodes_[id].kind != SNode::Kind::kPlace) {
       return TreeError(absl::StrCat("SNode ", id, " is not a place"));
     }
   }
-  if (primal == grad) {
-    return TreeError("a field cannot be its own gradient");
+  if (primal == companion) {
+    return TreeError(absl::StrCat("a field cannot be its own ", what));
   }
-  if (nodes_[primal].dtype != nodes_[grad].dtype) {
-    return TreeError("a gradient field must have its primal's dtype");
+  if (nodes_[primal].dtype != nodes_[companion].dtype) {
+    return TreeError(
+        absl::StrCat("a ", what, " field must have its primal's dtype"));
   }
-  if (AxisSizes(primal) != AxisSizes(grad)) {
-    return TreeError(absl::StrCat("gradient field '", nodes_[grad].name,
+  if (AxisSizes(primal) != AxisSizes(companion)) {
+    return TreeError(absl::StrCat(what, " field '", nodes_[companion].name,
                                   "' must have the shape of its primal '",
                                   nodes_[primal].name, "'"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status SNodeTree::LinkGrad(int primal, int grad) {
+  QD_RETURN_IF_ERROR(CheckCompanion(primal, grad, "gradient"));
   nodes_[primal].grad_snode = grad;
   nodes_[primal].needs_grad = true;
   nodes_[grad].primal_snode = primal;
   nodes_[grad].is_grad = true;
+  return absl::OkStatus();
+}
+
+absl::Status SNodeTree::LinkDual(int primal, int dual) {
+  QD_RETURN_IF_ERROR(CheckCompanion(primal, dual, "dual"));
+  nodes_[primal].dual_snode = dual;
+  nodes_[dual].primal_snode = primal;
   return absl::OkStatus();
 }
 

@@ -32,6 +32,7 @@ struct SNode {
   int grad_snode = -1;      // on a primal place: the place of its adjoint
   bool needs_grad = false;  // created with needs_grad: gradients must reach it
   int primal_snode = -1;    // on an adjoint place: the primal's place
+  int dual_snode = -1;      // on a primal place: its forward-mode tangent
 
   // Layout (filled by SNodeTree::Finalize): bytes of one cell of this node
   // (for dense: one cell holds all children) and this node's byte offset
@@ -65,6 +66,8 @@ class SNodeTree {
                                std::string name);
   // Marks `grad` as the adjoint storage of `primal`.
   absl::Status LinkGrad(int primal, int grad);
+  // Marks `dual` as the forward-mode tangent storage of `primal`.
+  absl::Status LinkDual(int primal, int dual);
   // Records that `place` was created with needs_grad (its adjoint may be
   // placed later); reverse mode treats other fields as constants.
   absl::Status MarkNeedsGrad(int place);
@@ -87,6 +90,10 @@ class SNodeTree {
 
  private:
   absl::Status CheckAcceptsChild(int parent) const;
+  // A companion (adjoint or tangent) must be another place of the primal's
+  // dtype and shape.
+  absl::Status CheckCompanion(int primal, int companion,
+                              absl::string_view what) const;
   std::vector<int> Ancestors(int id) const;  // root first, `id` excluded
   std::vector<int64_t> AxisSizes(int place) const;
 

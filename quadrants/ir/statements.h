@@ -50,9 +50,13 @@ class NdarrayPtrStmt : public Stmt {
       : Stmt(kKind, DataType::Pointer(dtype), std::move(indices)), arg_(arg) {}
   int arg() const { return arg_; }
   bool is_pure() const override { return true; }
+  // The user's spelling of the array, e.g. "state", for error messages.
+  const std::string& label() const { return label_; }
+  void set_label(std::string label) { label_ = std::move(label); }
 
  private:
   int arg_;
+  std::string label_;
 };
 
 // arr.shape[axis] of ndarray parameter `arg`.
@@ -81,9 +85,14 @@ class FieldPtrStmt : public Stmt {
         snode_id_(snode_id) {}
   int snode_id() const { return snode_id_; }
   bool is_pure() const override { return true; }
+  // The user's spelling of the field, e.g. "v" or "self.pos", for error
+  // messages (field names may be generated).
+  const std::string& label() const { return label_; }
+  void set_label(std::string label) { label_ = std::move(label); }
 
  private:
   int snode_id_;
+  std::string label_;
 };
 
 class GlobalLoadStmt : public Stmt {

@@ -174,6 +174,9 @@ class PyProgram {
   void LinkGrad(int primal, int grad) {
     Check(program_->snodes().LinkGrad(primal, grad));
   }
+  void LinkDual(int primal, int dual) {
+    Check(program_->snodes().LinkDual(primal, dual));
+  }
   void MarkNeedsGrad(int place) {
     Check(program_->snodes().MarkNeedsGrad(place));
   }
@@ -335,14 +338,20 @@ class PyBuilder {
     return builder_.Const(ir::Constant::Float(Dtype(dtype), value));
   }
   ir::Stmt* ArgLoad(int arg) { return builder_.ArgLoad(arg); }
-  ir::Stmt* NdarrayPtr(int arg, std::vector<ir::Stmt*> indices) {
-    return Typed(builder_.NdarrayPtr(arg, std::move(indices)));
+  ir::Stmt* NdarrayPtr(int arg, std::vector<ir::Stmt*> indices,
+                       const std::string& label) {
+    auto* ptr = builder_.NdarrayPtr(arg, std::move(indices));
+    ptr->set_label(label);
+    return Typed(ptr);
   }
   ir::Stmt* NdarrayShape(int arg, int axis) {
     return builder_.NdarrayShape(arg, axis);
   }
-  ir::Stmt* FieldPtr(int place, std::vector<ir::Stmt*> indices) {
-    return Typed(builder_.FieldPtr(place, std::move(indices)));
+  ir::Stmt* FieldPtr(int place, std::vector<ir::Stmt*> indices,
+                     const std::string& label) {
+    auto* ptr = builder_.FieldPtr(place, std::move(indices));
+    ptr->set_label(label);
+    return Typed(ptr);
   }
   ir::Stmt* GlobalLoad(ir::Stmt* ptr) { return builder_.GlobalLoad(ptr); }
   void GlobalStore(ir::Stmt* ptr, ir::Stmt* value) {
@@ -555,6 +564,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("add_dense", &PyProgram::AddDense)
       .def("add_place", &PyProgram::AddPlace)
       .def("link_grad", &PyProgram::LinkGrad)
+      .def("link_dual", &PyProgram::LinkDual)
       .def("mark_needs_grad", &PyProgram::MarkNeedsGrad)
       .def("field_shape", &PyProgram::FieldShape)
       .def("parent_of", &PyProgram::ParentOf)
@@ -643,9 +653,11 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("const_int", &PyBuilder::ConstInt, ref)
       .def("const_float", &PyBuilder::ConstFloat, ref)
       .def("arg_load", &PyBuilder::ArgLoad, ref)
-      .def("ndarray_ptr", &PyBuilder::NdarrayPtr, ref)
+      .def("ndarray_ptr", &PyBuilder::NdarrayPtr, ref, py::arg("arg"),
+           py::arg("indices"), py::arg("label") = "")
       .def("ndarray_shape", &PyBuilder::NdarrayShape, ref)
-      .def("field_ptr", &PyBuilder::FieldPtr, ref)
+      .def("field_ptr", &PyBuilder::FieldPtr, ref, py::arg("place"),
+           py::arg("indices"), py::arg("label") = "")
       .def("global_load", &PyBuilder::GlobalLoad, ref)
       .def("global_store", &PyBuilder::GlobalStore)
       .def("alloca", &PyBuilder::Alloca, ref)

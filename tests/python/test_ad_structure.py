@@ -1141,8 +1141,9 @@ def test_tape_over_three_kernel_chain_matches_manual_reverse_order():
     dz = 0.5 / np.sqrt(zv)
     dy = dz * (np.exp(yv) + 2 * yv)
     dx = dy * (np.cos(xv) * xv + np.sin(xv))
-    assert tape[2] == pytest.approx(dz, **EXACT)
-    assert tape[1] == pytest.approx(dy, **EXACT)
+    # y and z are overwritten by plain stores, so their adjoints are consumed
+    # by the reverse of those stores and end at zero.
+    assert np.all(tape[2] == 0) and np.all(tape[1] == 0)
     assert tape[0] == pytest.approx(dx, **EXACT)
 
     def run(values):

@@ -16,6 +16,7 @@
 #include "quadrants/transforms/autodiff/backup_values.h"
 #include "quadrants/transforms/autodiff/capacity_capture.h"
 #include "quadrants/transforms/autodiff/carried_values.h"
+#include "quadrants/transforms/autodiff/global_access_rule.h"
 #include "quadrants/transforms/autodiff/structure_continues.h"
 #include "quadrants/transforms/type_check.h"
 
@@ -396,6 +397,10 @@ class GradTaskBuilder {
         if (atomic && atomic->op() == ir::AtomicOpKind::kSub)
           g = Neg(g);
         Accumulate(value, g);
+        // A plain store replaces the element: the value it held before
+        // does not reach the loss, so its adjoint ends here.
+        if (!atomic)
+          b_.GlobalStore(grad, Zero(grad->type().element()));
         return absl::OkStatus();
       }
       case StmtKind::kLocalLoad:
@@ -702,60 +707,6 @@ class GradTaskBuilder {
   Map index_override_;
 };
 
-// The gradient kernel recomputes primal values by reading globals again, so
-// a task must not overwrite a global it reads (upstream's "global data
-// access rule"): that would silently give wrong gradients.
-absl::Status CheckGlobalOverwrites(const ir::Kernel& kernel,
-                                   const ir::SNodeTree& snodes,
-                                   const ir::OffloadedTaskStmt& task) {
-  auto key = [](const Stmt* ptr) -> int64_t {
-    if (const auto* f = ir::DynCast<ir::FieldPtrStmt>(ptr))
-      return f->snode_id();
-    return -1 - static_cast<const ir::NdarrayPtrStmt*>(ptr)->arg();
-  };
-  // Reading a value the task later overwrites, or writing one twice, makes
-  // the recomputed reads see the wrong value; writing once and reading
-  // afterwards is fine (the replay reads the one value written).
-  absl::flat_hash_map<int64_t, const Stmt*> stored, loaded;
-  const Stmt* bad_store = nullptr;
-  const Stmt* bad_load = nullptr;
-  int64_t bad_target = 0;
-  ir::WalkBlock(*task.body(), [&](const Stmt* s) {
-    if (bad_store != nullptr)
-      return;
-    if (ir::Isa<ir::GlobalStoreStmt>(s) && IsFloatValue(s->operand(1))) {
-      const int64_t target = key(s->operand(0));
-      auto earlier_load = loaded.find(target);
-      auto earlier_store = stored.find(target);
-      if (earlier_load != loaded.end() || earlier_store != stored.end()) {
-        bad_store = s;
-        bad_load = earlier_load != loaded.end() ? earlier_load->second
-                                                : earlier_store->second;
-        bad_target = target;
-      }
-      stored.emplace(target, s);
-    } else if (ir::Isa<ir::GlobalLoadStmt>(s) && IsFloatValue(s)) {
-      loaded.emplace(key(s->operand(0)), s);
-    }
-  });
-  if (bad_store != nullptr) {
-    const std::string name =
-        bad_target >= 0
-            ? absl::StrCat("field '", snodes.node(bad_target).name, "'")
-            : absl::StrCat("ndarray '", kernel.params()[-1 - bad_target].name,
-                           "'");
-    return MakeError(
-        ErrorKind::kCompilation, bad_store->loc(),
-        absl::StrCat("in kernel '", kernel.name(), "': ", name,
-                     " is overwritten here after it was used at ",
-                     bad_load->loc().ToString(),
-                     " in the same kernel, so its gradient cannot be "
-                     "computed; write the new value to another field or "
-                     "split the kernel"));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status CheckTaskJumps(const ir::Kernel& kernel,
                             const ir::OffloadedTaskStmt& task) {
   absl::Status status;
@@ -778,6 +729,7 @@ absl::Status CheckTaskJumps(const ir::Kernel& kernel,
 absl::Status MakeGradKernel(ir::Kernel& kernel, const ir::SNodeTree& snodes,
                             const ReverseModeOptions& options) {
   StructureContinues(kernel);
+  QD_RETURN_IF_ERROR(CheckGlobalDataAccessRule(kernel, snodes));
   absl::flat_hash_map<int, int> adjoint_args;
   const int num_params = static_cast<int>(kernel.params().size());
   for (int i = 0; i < num_params; ++i) {
@@ -792,7 +744,6 @@ absl::Status MakeGradKernel(ir::Kernel& kernel, const ir::SNodeTree& snodes,
   for (size_t t = forward.size(); t-- > 0;) {
     const auto& task = static_cast<const ir::OffloadedTaskStmt&>(*forward[t]);
     QD_RETURN_IF_ERROR(CheckTaskJumps(kernel, task));
-    QD_RETURN_IF_ERROR(CheckGlobalOverwrites(kernel, snodes, task));
     auto grad = std::make_unique<ir::OffloadedTaskStmt>(task.task_kind(),
                                                         task.snode_id());
     grad->set_loc(task.loc());

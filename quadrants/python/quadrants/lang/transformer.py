@@ -6,6 +6,7 @@ results) stay Python objects and fold away; run-time values are Exprs.
 """
 import ast
 import builtins
+import contextlib
 import numbers
 
 from quadrants.lang import context, ops, types
@@ -74,6 +75,31 @@ class NdRange:
                 self.bounds.append((0, d))
 
 
+class LoopConfig:
+    """What qd.loop_config(...) asked of the next for loop."""
+
+    def __init__(self, node, serialize=False, block_dim=None):
+        self.node = node            # the qd.loop_config call, for errors
+        self.serialize = serialize
+        self.block_dim = block_dim
+
+
+def loop_config(*, serialize=False, block_dim=None):
+    """qd.loop_config(serialize=False, block_dim=None), as a statement right
+    before a for loop in a kernel, configures that loop only.
+
+    serialize=True runs the loop serially, in order, even when it is the
+    outermost (parallel) loop of the kernel; `break` is then allowed in it.
+    block_dim is the number of threads per block on GPU backends (a
+    positive int; CPU backends have no blocks and ignore it).
+    """
+    raise QuadrantsSyntaxError("qd.loop_config() can only be called in kernel code, as a "
+                               "statement right before the for loop it configures")
+
+
+_LOOP_CONFIG_OPTIONS = ("serialize", "block_dim")
+
+
 class LoopFrame:
     """What break/continue may do in the loop being built."""
 
@@ -94,6 +120,7 @@ class FunctionCompiler(ast.NodeVisitor):
         self.loops = []
         self.return_value = None
         self.depth = 0            # nesting of blocks inside this function
+        self.pending_loop_config = None  # from qd.loop_config, for the next loop
 
     # ---- errors and locations ----------------------------------------------
     def where(self, node):
@@ -122,6 +149,7 @@ class FunctionCompiler(ast.NodeVisitor):
                                      else context.load(self.eval(stmt.value)))
                 return
             self.visit(stmt)
+            self.check_loop_config_target(body, i)
 
     def visit(self, node):
         if type(node) in _UNSUPPORTED:
@@ -152,13 +180,28 @@ class FunctionCompiler(ast.NodeVisitor):
     def block(self, body):
         self.depth += 1
         try:
-            for stmt in body:
+            for i, stmt in enumerate(body):
                 if isinstance(stmt, ast.Return):
                     raise self.error(stmt, "return is only supported as the last "
                                      "statement of a qd.func", QuadrantsSyntaxError)
                 self.visit(stmt)
+                self.check_loop_config_target(body, i)
         finally:
             self.depth -= 1
+
+    def check_loop_config_target(self, body, i):
+        """A qd.loop_config(...) statement must be followed by a for loop."""
+        config = self.pending_loop_config
+        if config is None:
+            return
+        following = body[i + 1] if i + 1 < len(body) else None
+        if not isinstance(following, ast.For):
+            self.pending_loop_config = None
+            found = "nothing" if following is None else \
+                f"a {type(following).__name__} statement"
+            raise self.error(config.node, f"qd.loop_config() must be followed directly by "
+                             f"the for loop it configures, found {found}",
+                             QuadrantsSyntaxError)
 
     # ---- names and variables --------------------------------------------------
     def lookup(self, node, name):
@@ -352,10 +395,34 @@ class FunctionCompiler(ast.NodeVisitor):
 
     # ---- for loops -------------------------------------------------------------
     def visit_For(self, node):
+        config, self.pending_loop_config = self.pending_loop_config, None
         if node.orelse:
             raise self.error(node, "for/else is not supported", QuadrantsSyntaxError)
         if isinstance(node.iter, ast.Call) and self.is_static_call(node.iter):
             return self.static_for(node, self.eval_static(node.iter))
+        if config is not None and config.serialize and self.is_outermost():
+            with self.serial_task():
+                return self.dynamic_for(node)
+        return self.dynamic_for(node)
+
+    @contextlib.contextmanager
+    def serial_task(self):
+        """Builds what is inside as the body of a one-iteration parallel
+        loop: one thread runs it, so a loop built in it is serial and in
+        order, like the inner loops of a parallel loop."""
+        b = self.ctx.builder
+        task = b.range_for(context.to_expr(0).stmt, context.to_expr(1).stmt)
+        b.push_block(task, 0)
+        saved_region, saved_parallel = self.ctx.region, self.ctx.in_parallel
+        self.ctx.region = (task, 0)
+        self.ctx.in_parallel = True
+        try:
+            yield
+        finally:
+            self.ctx.region, self.ctx.in_parallel = saved_region, saved_parallel
+            b.pop_block()
+
+    def dynamic_for(self, node):
         iterable = self.eval(node.iter)
         if isinstance(iterable, range):
             iterable = NdRange((iterable.start, iterable.stop)) if iterable.step == 1 else \
@@ -366,21 +433,24 @@ class FunctionCompiler(ast.NodeVisitor):
             return self.range_for(node, iterable)
         if isinstance(iterable, Field):
             return self.struct_for(node, iterable)
+        if isinstance(iterable, NdarrayArg):
+            return self.ndarray_for(node, iterable)
         raise self.error(node, "a kernel can loop over range(), qd.ndrange(), a field, "
-                         "or qd.static(...) of a Python iterable", QuadrantsSyntaxError)
+                         "an ndarray parameter, or qd.static(...) of a Python iterable",
+                         QuadrantsSyntaxError)
 
     def fail_step(self, node):
         raise self.error(node, "range() with a step is not supported; use "
                          "qd.static(range(...)) or scale the index", QuadrantsSyntaxError)
 
-    def targets(self, node, count):
+    def targets(self, node, count, what="this loop"):
         names = node.target.elts if isinstance(node.target, (ast.Tuple, ast.List)) \
             else [node.target]
         if not all(isinstance(n, ast.Name) for n in names):
             raise self.error(node, "loop targets must be names", QuadrantsSyntaxError)
         if len(names) != count:
-            raise self.error(node, f"this loop has {count} indices but {len(names)} "
-                             f"targets", QuadrantsSyntaxError)
+            raise self.error(node, f"{what} has {count} indices but the loop has "
+                             f"{len(names)} targets", QuadrantsSyntaxError)
         return [n.id for n in names]
 
     def is_outermost(self):
@@ -437,11 +507,20 @@ class FunctionCompiler(ast.NodeVisitor):
             return dict(zip(names, values))
         self.run_loop_body(node, loop, bind_many, parallel)
 
+    def ndarray_for(self, node, array):
+        """for i, j in arr: every index of the ndarray, as a range loop over
+        its run-time shape (the last axis varying fastest)."""
+        if array.ndim == 0:
+            raise self.error(node, f"cannot loop over 0-D ndarray '{array.name}'",
+                             QuadrantsSyntaxError)
+        self.targets(node, array.ndim, f"ndarray '{array.name}' ({array.ndim}-D)")
+        return self.range_for(node, NdRange(*[array.shape[k] for k in range(array.ndim)]))
+
     def struct_for(self, node, f):
         if len(f.shape) == 0:
             raise self.error(node, f"cannot loop over 0-D field '{f.name}'",
                              QuadrantsSyntaxError)
-        names = self.targets(node, len(f.shape))
+        names = self.targets(node, len(f.shape), f"field '{f.name}' ({len(f.shape)}-D)")
         b = self.ctx.builder
         prog = self.ctx.program
         dense = prog.parent_of(f.place_id())
@@ -563,16 +642,18 @@ class FunctionCompiler(ast.NodeVisitor):
                                  QuadrantsTypeError)
             indices.append(e.stmt)
         b = self.ctx.builder
+        # Errors about this access name the variable as the user wrote it.
+        label = ast.unparse(node.value) if isinstance(node, ast.Subscript) else base.name
         if isinstance(base, Field):
             if len(indices) != len(base.shape):
                 raise self.error(node, f"field '{base.name}' has {len(base.shape)} "
                                  f"dimensions, indexed with {len(indices)}",
                                  QuadrantsTypeError)
-            return GlobalRef(b.field_ptr(base.place_id(), indices), base.dtype)
+            return GlobalRef(b.field_ptr(base.place_id(), indices, label), base.dtype)
         if len(indices) != base.ndim:
             raise self.error(node, f"ndarray '{base.name}' has {base.ndim} dimensions, "
                              f"indexed with {len(indices)}", QuadrantsTypeError)
-        return GlobalRef(b.ndarray_ptr(base.arg, indices), base.dtype)
+        return GlobalRef(b.ndarray_ptr(base.arg, indices, label), base.dtype)
 
     def visit_Slice(self, node):
         raise self.error(node, "slices are not supported in kernels", QuadrantsSyntaxError)
@@ -646,6 +727,8 @@ class FunctionCompiler(ast.NodeVisitor):
         fn = self.eval(node.func)
         if fn is static:
             return self.eval_static(node)
+        if fn is loop_config:
+            return self.set_loop_config(node)
         args = [self.eval(a) for a in node.args]
         kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
         if getattr(fn, "_qd_func", False):
@@ -670,6 +753,38 @@ class FunctionCompiler(ast.NodeVisitor):
                              f"{getattr(fn, '__name__', fn)!s} with run-time values; "
                              f"use a @qd.func", QuadrantsTypeError)
         return fn(*loaded, **kwargs)
+
+    def set_loop_config(self, node):
+        if node.args:
+            raise self.error(node, "qd.loop_config() takes keyword arguments only "
+                             "(serialize=..., block_dim=...)", QuadrantsSyntaxError)
+        options = {}
+        for keyword in node.keywords:
+            if keyword.arg not in _LOOP_CONFIG_OPTIONS:
+                raise self.error(node, f"qd.loop_config() got an unknown option "
+                                 f"'{keyword.arg}' (expected one of "
+                                 f"{', '.join(_LOOP_CONFIG_OPTIONS)})", QuadrantsSyntaxError)
+            value = context.load(self.eval(keyword.value))
+            if is_runtime(value):
+                raise self.error(node, f"qd.loop_config({keyword.arg}=...) needs a "
+                                 f"compile-time value, got a run-time one",
+                                 QuadrantsTypeError)
+            options[keyword.arg] = value
+        serialize = options.get("serialize", False)
+        if not isinstance(serialize, bool):
+            raise self.error(node, f"qd.loop_config(serialize=...) must be a bool, got "
+                             f"{serialize!r}", QuadrantsTypeError)
+        block_dim = options.get("block_dim")
+        if block_dim is not None and (isinstance(block_dim, bool) or
+                                      not isinstance(block_dim, numbers.Integral) or
+                                      block_dim <= 0):
+            raise self.error(node, f"qd.loop_config(block_dim=...) must be a positive int "
+                             f"or None, got {block_dim!r}", QuadrantsTypeError)
+        if self.pending_loop_config is not None:
+            raise self.error(node, "qd.loop_config() is called twice before one loop",
+                             QuadrantsSyntaxError)
+        self.pending_loop_config = LoopConfig(node, serialize,
+                                              None if block_dim is None else int(block_dim))
 
     def make_range(self, node, args):
         args = [context.load(a) for a in args]
