@@ -8,7 +8,7 @@
         for i in range(x.shape[0]):
             y[i] = a * x[i] + y[i]
 """
-from quadrants.lang import ad, types
+from quadrants.lang import ad, impl, types
 from quadrants.lang.exception import (QuadrantsAssertionError, QuadrantsCompilationError,
                                       QuadrantsError, QuadrantsRuntimeError,
                                       QuadrantsSyntaxError, QuadrantsTypeError)
@@ -18,11 +18,12 @@ from quadrants.lang.misc import extension, is_extension_supported
 from quadrants.lang.ndarray import Ndarray, ndarray
 from quadrants.lang.ops import (abs, acos, asin, atan2, atomic_add, atomic_and, atomic_max,
                                 atomic_min, atomic_or, atomic_sub, atomic_xor, cast, ceil, cos,
-                                exp, floor, log, max, min, pow, rsqrt, sin, sqrt, tan, tanh)
+                                exp, floor, log, max, min, pow, rsqrt, select, sin, sqrt, tan,
+                                tanh)
 from quadrants.lang.runtime import (amdgpu, cpu, cuda, gpu, init, metal, reset, sync, vulkan,
                                     x64)
 from quadrants.lang.transformer import NdRange as ndrange
-from quadrants.lang.transformer import static
+from quadrants.lang.transformer import loop_config, static
 from quadrants.lang.types import (f16, f32, f64, i8, i16, i32, i64, template, u1, u8, u16,
                                   u32, u64)
 

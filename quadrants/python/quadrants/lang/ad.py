@@ -1,8 +1,11 @@
-"""Reverse-mode autodiff helpers: qd.ad.Tape."""
+"""Reverse-mode autodiff helpers: qd.ad.Tape, custom gradients."""
+import functools
+
 from quadrants.lang import field as field_module
 from quadrants.lang import ndarray as ndarray_module
 from quadrants.lang import runtime
-from quadrants.lang.exception import QuadrantsRuntimeError, QuadrantsTypeError
+from quadrants.lang.exception import (QuadrantsGradientError, QuadrantsRuntimeError,
+                                      QuadrantsTypeError)
 
 
 class Tape:
@@ -13,9 +16,12 @@ class Tape:
             compute_loss()
         # x.grad now holds d loss / d x
 
-    On entry every gradient (of fields and of ndarrays with .grad) is set to
-    zero and loss.grad[None] to 1; on exit each recorded kernel's .grad runs,
-    last launch first, with the arguments it was launched with.
+    The loss is a 0-D float field with an adjoint, or a float ndarray of one
+    element created with needs_grad=True. On entry every gradient (of fields
+    and of ndarrays with .grad) is set to zero, the loss to zero and its
+    adjoint to 1; on exit each recorded launch is differentiated, last launch
+    first, with the arguments it was launched with: a kernel through its
+    .grad, a qd.ad.grad_replaced function through its registered backward.
     """
 
     def __init__(self, loss=None, clear_gradients=True):
@@ -28,29 +34,47 @@ class Tape:
         if runtime.state.tape is not None:
             raise QuadrantsRuntimeError("qd.ad.Tape cannot be nested")
         if self.loss is not None:
-            if not isinstance(self.loss, field_module.Field) or self.loss.grad is None:
-                raise QuadrantsTypeError("qd.ad.Tape(loss=...) needs a field created with "
-                                         "needs_grad=True")
-            if len(self.loss.shape) != 0:
-                raise QuadrantsTypeError(f"qd.ad.Tape(loss=...) needs a 0-D field, got "
-                                         f"shape {self.loss.shape}")
+            _check_loss(self.loss)
         if self.clear_gradients:
             clear_all_gradients()
         if self.loss is not None:
-            self.loss.grad[None] = 1
+            self.loss.fill(0)
+            self.loss.grad.fill(1)
         runtime.state.tape = self
         return self
 
-    def record(self, kernel, args, kwargs):
-        self.launches.append((kernel, args, kwargs))
+    def record(self, fn, args, kwargs):
+        self.launches.append((fn, args, kwargs))
 
     def __exit__(self, exc_type, exc, traceback):
         runtime.state.tape = None
         if exc_type is not None:
             return False
-        for kernel, args, kwargs in reversed(self.launches):
-            kernel.grad(*args, **kwargs)
+        for fn, args, kwargs in reversed(self.launches):
+            fn.grad(*args, **kwargs)
         return False
+
+
+def _check_loss(loss):
+    if isinstance(loss, field_module.Field):
+        if len(loss.shape) != 0:
+            raise QuadrantsGradientError(f"qd.ad.Tape(loss=...) needs a 0-D field, got field "
+                                         f"'{loss.name}' of shape {loss.shape}")
+        if loss.grad is None or not (loss.grad.placed or loss._needs_grad):
+            raise QuadrantsGradientError(f"qd.ad.Tape(loss=...): field '{loss.name}' has no "
+                                         f"adjoint; create it with needs_grad=True (a float "
+                                         f"dtype), or place its .grad")
+    elif isinstance(loss, ndarray_module.Ndarray):
+        if loss.size != 1:
+            raise QuadrantsGradientError(f"qd.ad.Tape(loss=...): the loss must be an ndarray "
+                                         f"with only one element, got shape {loss.shape}")
+        if loss.grad is None:
+            raise QuadrantsGradientError("qd.ad.Tape(loss=...): the loss ndarray has no "
+                                         "adjoint; create it with "
+                                         "qd.ndarray(dtype, shape, needs_grad=True)")
+    else:
+        raise QuadrantsTypeError(f"qd.ad.Tape(loss=...) needs a qd.field or a qd.ndarray, "
+                                 f"got {type(loss).__name__}")
 
 
 def clear_all_gradients():
@@ -61,3 +85,81 @@ def clear_all_gradients():
     for array in list(ndarray_module._with_grad):
         if array._generation == runtime.state.generation:
             array.grad.fill(0)
+
+
+class _GradReplaced:
+    """A Python function whose gradient is given by hand (qd.ad.grad_replaced).
+
+    Called under a Tape it runs as usual but is recorded as one launch, and
+    the kernels it launches are not recorded: the Tape's reverse pass calls
+    the backward registered with qd.ad.grad_for instead of their .grad.
+    """
+
+    def __init__(self, fn):
+        if not callable(fn) or getattr(fn, "_qd_kernel", False) or \
+                getattr(fn, "_qd_func", False):
+            raise QuadrantsTypeError(f"qd.ad.grad_replaced decorates a plain Python function "
+                                     f"(which may launch kernels), got {fn!r}")
+        self.fn = fn
+        self.backward = None
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        tape = runtime.state.tape
+        if tape is not None and runtime.state.grad_replaced_depth == 0:
+            tape.record(self, args, kwargs)
+        runtime.state.grad_replaced_depth += 1
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            runtime.state.grad_replaced_depth -= 1
+
+    @property
+    def grad(self):
+        """fn.grad(*args): runs the backward registered with qd.ad.grad_for."""
+        if self.backward is None:
+            raise QuadrantsRuntimeError(f"'{self.__name__}' is decorated with "
+                                        f"qd.ad.grad_replaced but has no backward; register "
+                                        f"one with @qd.ad.grad_for({self.__name__})")
+        return self.backward
+
+
+def grad_replaced(fn):
+    """Decorator: `fn`'s gradient under qd.ad.Tape is the function registered
+    with @qd.ad.grad_for(fn), not the gradients of the kernels it launches."""
+    return _GradReplaced(fn)
+
+
+def grad_for(primal):
+    """Decorator factory: @qd.ad.grad_for(primal) registers the decorated
+    function as the backward of `primal` (a qd.ad.grad_replaced function);
+    it is called with the arguments `primal` was called with."""
+    if not isinstance(primal, _GradReplaced):
+        what = "a kernel" if getattr(primal, "_qd_kernel", False) else repr(primal)
+        raise QuadrantsTypeError(f"qd.ad.grad_for() needs a function decorated with "
+                                 f"qd.ad.grad_replaced, got {what}; wrap the kernels in a "
+                                 f"Python function decorated with @qd.ad.grad_replaced")
+
+    def register(backward):
+        if not callable(backward):
+            raise QuadrantsTypeError(f"qd.ad.grad_for({primal.__name__}) decorates a "
+                                     f"function, got {backward!r}")
+        if primal.backward is not None:
+            raise QuadrantsRuntimeError(f"'{primal.__name__}' already has a backward "
+                                        f"('{primal.backward.__name__}')")
+        primal.backward = backward
+        return backward
+    return register
+
+
+def no_grad(fn):
+    """Decorator: `fn` contributes nothing to gradients under qd.ad.Tape (the
+    kernels it launches are not recorded)."""
+    replaced = _GradReplaced(fn)
+    replaced.backward = _no_backward
+    return replaced
+
+
+def _no_backward(*args, **kwargs):  # pylint: disable=unused-argument
+    return None
+

@@ -29,3 +29,10 @@ class QuadrantsRuntimeError(QuadrantsError, RuntimeError):
 
 class QuadrantsAssertionError(QuadrantsRuntimeError, AssertionError):
     """A kernel `assert` or a bounds check failed (reported at sync)."""
+
+
+class QuadrantsGradientError(QuadrantsTypeError, QuadrantsRuntimeError):
+    """A value that cannot take part in autodiff as asked: an integer dtype
+    with needs_grad, a Tape loss without an adjoint or with more than one
+    element. It is both a QuadrantsTypeError and a QuadrantsRuntimeError so
+    either `except` clause catches it."""

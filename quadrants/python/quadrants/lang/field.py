@@ -4,7 +4,8 @@ import numbers
 import numpy as np
 
 from quadrants.lang import runtime, types
-from quadrants.lang.exception import QuadrantsRuntimeError, QuadrantsTypeError
+from quadrants.lang.exception import (QuadrantsGradientError, QuadrantsRuntimeError,
+                                      QuadrantsTypeError)
 
 
 class Axes:
@@ -40,21 +41,36 @@ _registry = []
 class Field:
     """A global array placed in the SNode tree.
 
+    A floating-point field has two companions of its shape and dtype: .grad
+    (the adjoint, for reverse mode) and .dual (the tangent, for forward
+    mode). Each is a Field of its own that may be placed like any other
+    (`qd.root.dense(qd.i, n).place(x, x.grad)`) whether or not the primal was
+    created with needs_grad / needs_dual. A companion that is placed is
+    linked to its primal, so autodiff reads and writes it; a primal whose
+    adjoint is neither placed nor asked for (needs_grad) is a constant to
+    reverse mode. Integer fields have no companions (.grad and .dual are
+    None).
+
     Host access (x[i], to_numpy, ...) synchronizes first, so errors recorded
     by earlier launches surface there.
     """
 
-    def __init__(self, dtype, shape, needs_grad, name, is_grad=False):
+    def __init__(self, dtype, shape, name, needs_grad=False, needs_dual=False,
+                 primal=None, role="primal"):
         self.dtype = dtype
         self._shape = shape
         self.name = name
         self._place = None
         self._generation = runtime.state.generation
-        self._is_grad = is_grad
+        self._role = role          # "primal", "grad" or "dual"
+        self.primal = primal       # the primal of a companion, else None
+        self._needs_grad = needs_grad
+        self._needs_dual = needs_dual
         self.grad = None
-        if needs_grad:
-            self.grad = Field(dtype, shape, False, name + ".grad", is_grad=True)
-            self.grad.primal = self
+        self.dual = None
+        if role == "primal" and dtype.is_float:
+            self.grad = Field(dtype, shape, name + ".grad", primal=self, role="grad")
+            self.dual = Field(dtype, shape, name + ".dual", primal=self, role="dual")
         _registry[:] = [f for f in _registry if f._generation == runtime.state.generation]
         _registry.append(self)
 
@@ -62,6 +78,10 @@ class Field:
     @property
     def placed(self):
         return self._place is not None
+
+    @property
+    def _is_grad(self):
+        return self._role == "grad"
 
     def _check_alive(self):
         if self._generation != runtime.state.generation:
@@ -74,14 +94,25 @@ class Field:
         prog = self._check_alive()
         if self._place is not None:
             raise QuadrantsRuntimeError(f"field '{self.name}' is already placed")
+        if self._role != "primal" and self.primal.placed and \
+                tuple(shape) != tuple(self.primal._shape):
+            raise QuadrantsTypeError(f"'{self.name}' must have the shape of its primal "
+                                     f"'{self.primal.name}' {self.primal._shape}, but it is "
+                                     f"placed with shape {tuple(shape)}")
         self._place = prog.add_place(parent, self.dtype.name, self.name)
         self._shape = shape
-        if self.grad is not None:
-            prog.mark_needs_grad(self._place)
-        if self._is_grad and self.primal._place is not None:
-            prog.link_grad(self.primal._place, self._place)
-        elif self.grad is not None and self.grad._place is not None:
-            prog.link_grad(self._place, self.grad._place)
+        if self._role == "primal":
+            if self._needs_grad:
+                prog.mark_needs_grad(self._place)
+            if self.grad is not None and self.grad.placed:
+                prog.link_grad(self._place, self.grad._place)
+            if self.dual is not None and self.dual.placed:
+                prog.link_dual(self._place, self.dual._place)
+        elif self.primal.placed:
+            if self._role == "grad":
+                prog.link_grad(self.primal._place, self._place)
+            else:
+                prog.link_dual(self.primal._place, self._place)
 
     def place_id(self):
         """The place SNode, placing the field first if it never was."""
@@ -95,6 +126,8 @@ class Field:
     def shape(self):
         self._check_alive()
         if self._place is None:
+            if self._role != "primal":
+                return self.primal.shape
             _place_default(self)
         return self._shape
 
@@ -145,24 +178,45 @@ class Field:
         prog.field_fill(place, value)
 
 
-def field(dtype, shape=None, needs_grad=False, name=None):
-    """qd.field(dtype, shape=None, needs_grad=False).
+def field(dtype, shape=None, needs_grad=False, name=None, needs_dual=False):
+    """qd.field(dtype, shape=None, needs_grad=False, name=None, needs_dual=False).
 
-    With a shape the field is placed at once in its own dense level; without
-    one it waits for qd.root....place(x), or becomes a 0-D field at first use.
+    With a shape the field is placed at once in its own dense level (and so
+    are .grad with needs_grad and .dual with needs_dual); without one it
+    waits for qd.root....place(x), or becomes a 0-D field at first use.
     """
     runtime.program()
     dtype = types.normalize(dtype)
     shape = _shape_tuple(shape)
-    if not isinstance(needs_grad, bool):
-        raise QuadrantsTypeError(f"needs_grad must be a bool, got {needs_grad!r}")
-    runtime.state.unnamed_fields += name is None
-    f = Field(dtype, shape, needs_grad, name or f"field{runtime.state.unnamed_fields}")
+    for flag, value in (("needs_grad", needs_grad), ("needs_dual", needs_dual)):
+        if not isinstance(value, bool):
+            raise QuadrantsTypeError(f"{flag} must be a bool, got {value!r}")
+    if (needs_grad or needs_dual) and not dtype.is_float:
+        flag = "needs_grad" if needs_grad else "needs_dual"
+        raise QuadrantsGradientError(f"qd.field(): {dtype} is not differentiable, so a "
+                                     f"field of {dtype} cannot have {flag}=True; use a "
+                                     f"floating-point dtype (qd.f32, qd.f64)")
+    if name is not None and not isinstance(name, str):
+        raise QuadrantsTypeError(f"field name must be a str, got {name!r}")
+    runtime.state.unnamed_fields += not name
+    f = Field(dtype, shape, name or f"field{runtime.state.unnamed_fields}",
+              needs_grad=needs_grad, needs_dual=needs_dual)
     if shape is not None:
         _place_with_shape(f, shape)
-        if f.grad is not None:
-            _place_with_shape(f.grad, shape)
+        for companion in _companions_to_place(f):
+            _place_with_shape(companion, shape)
     return f
+
+
+def _companions_to_place(f):
+    """The companions of primal `f` that its creation flags ask for and that
+    are not placed yet."""
+    wanted = []
+    if f._needs_grad and not f.grad.placed:
+        wanted.append(f.grad)
+    if f._needs_dual and not f.dual.placed:
+        wanted.append(f.dual)
+    return wanted
 
 
 def _place_with_shape(f, shape):
@@ -175,7 +229,25 @@ def _place_with_shape(f, shape):
 
 
 def _place_default(f):
-    _place_with_shape(f, f._shape or ())
+    """Places a field that is used before being placed: a primal as 0-D (or
+    with the shape it was created with), with the companions it asked for; a
+    companion like its primal, when the primal asked for it."""
+    if f._role == "primal":
+        _place_with_shape(f, f._shape or ())
+        for companion in _companions_to_place(f):
+            _place_with_shape(companion, f._shape)
+        return
+    primal = f.primal
+    asked = primal._needs_grad if f._role == "grad" else primal._needs_dual
+    if not asked:
+        how = "lazy_grad" if f._role == "grad" else "lazy_dual"
+        raise QuadrantsRuntimeError(
+            f"'{f.name}' is not placed: place it (e.g. qd.root.dense(qd.i, n).place("
+            f"{primal.name}, {primal.name}.{f._role})), create '{primal.name}' with "
+            f"needs_{f._role}=True, or call qd.root.{how}()")
+    shape = primal.shape  # places the primal (and with it f) if needed
+    if f._place is None:
+        _place_with_shape(f, shape)
 
 
 class SNode:
@@ -212,10 +284,21 @@ class SNode:
         return self
 
     def lazy_grad(self):
-        """Places the unplaced adjoints of every placed field needing grad."""
+        """Places the adjoint of every placed floating-point field whose
+        adjoint is not placed yet, each like its primal."""
+        self._place_companions("grad")
+
+    def lazy_dual(self):
+        """Places the dual of every placed floating-point field whose dual is
+        not placed yet, each like its primal."""
+        self._place_companions("dual")
+
+    def _place_companions(self, role):
+        runtime.program()
         for f in list(_live_fields()):
-            if f.grad is not None and f.placed and not f.grad.placed:
-                _place_with_shape(f.grad, f.shape)
+            companion = getattr(f, role) if f._role == "primal" else None
+            if companion is not None and f.placed and not companion.placed:
+                _place_with_shape(companion, f.shape)
 
 
 def _live_fields():

@@ -247,7 +247,7 @@ class Kernel:
                                        f"code; make it a @qd.func")
         self._launch(args, kwargs, grad=False)
         tape = runtime.state.tape
-        if tape is not None:
+        if tape is not None and runtime.state.grad_replaced_depth == 0:
             tape.record(self, args, kwargs)
 
     def _launch(self, args, kwargs, grad):

@@ -19,3 +19,8 @@ def is_extension_supported(arch, ext):
     if isinstance(arch, str):
         arch = runtime.Arch(arch)
     return ext in _SUPPORTED.get(arch, set())
+
+
+def get_host_arch_list():
+    """The archs that run on this host's CPU: [qd.cpu] (qd.x64 is the same)."""
+    return [runtime.cpu]

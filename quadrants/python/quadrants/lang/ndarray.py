@@ -5,7 +5,8 @@ import weakref
 import numpy as np
 
 from quadrants.lang import runtime, types
-from quadrants.lang.exception import QuadrantsRuntimeError, QuadrantsTypeError
+from quadrants.lang.exception import (QuadrantsGradientError, QuadrantsRuntimeError,
+                                      QuadrantsTypeError)
 
 
 # Ndarrays that have adjoints, so qd.ad.Tape can clear them.
@@ -23,6 +24,13 @@ class Ndarray:
         shape = tuple(int(s) for s in shape)
         if any(s < 0 for s in shape):
             raise QuadrantsTypeError(f"ndarray shape must be non-negative, got {shape}")
+        if not isinstance(needs_grad, bool):
+            raise QuadrantsTypeError(f"needs_grad must be a bool, got {needs_grad!r}")
+        if needs_grad and not self.dtype.is_float:
+            raise QuadrantsGradientError(f"qd.ndarray(): {self.dtype} is not differentiable, "
+                                         f"so an ndarray of {self.dtype} cannot have "
+                                         f"needs_grad=True; use a floating-point dtype "
+                                         f"(qd.f32, qd.f64)")
         self.shape = shape
         self._generation = runtime.state.generation
         self._core = prog.create_ndarray(self.dtype.name, list(shape))
@@ -33,6 +41,14 @@ class Ndarray:
     @property
     def ndim(self):
         return len(self.shape)
+
+    @property
+    def size(self):
+        """The number of elements."""
+        count = 1
+        for extent in self.shape:
+            count *= extent
+        return count
 
     def _check_alive(self):
         if self._generation != runtime.state.generation:

@@ -139,3 +139,30 @@ atomic_max = _atomic("atomic_max", "max")
 atomic_and = _atomic("atomic_and", "bit_and")
 atomic_or = _atomic("atomic_or", "bit_or")
 atomic_xor = _atomic("atomic_xor", "bit_xor")
+
+
+@intrinsic
+def select(cond, a, b):
+    """qd.select(cond, a, b): `a` where cond is nonzero, else `b`, with both
+    branches evaluated and promoted to a common type (like `a if cond else
+    b` on run-time values). A compile-time condition folds to the chosen
+    value; with numpy arrays it is numpy.where."""
+    if context.current() is not None:
+        cond, a, b = context.load(cond), context.load(a), context.load(b)
+    if not isinstance(cond, Expr):
+        if isinstance(cond, np.ndarray) or isinstance(a, np.ndarray) or \
+                isinstance(b, np.ndarray):
+            return np.where(cond, a, b)
+        if not isinstance(cond, (numbers.Number, np.generic)):
+            raise QuadrantsTypeError(f"qd.select() needs a number or a run-time value as "
+                                     f"its condition, got {type(cond).__name__}")
+        if isinstance(cond, (float, np.floating)):
+            raise QuadrantsTypeError(f"qd.select() needs an integer or boolean condition, "
+                                     f"got the float {cond!r}")
+        return a if cond else b
+    if cond.dtype.is_float:
+        raise QuadrantsTypeError(f"qd.select() needs an integer or boolean condition, found "
+                                 f"{cond.dtype}")
+    ea = context.to_expr(a, like=b if isinstance(b, Expr) else None)
+    eb = context.to_expr(b, like=ea)
+    return Expr(context.builder().select(cond.stmt, ea.stmt, eb.stmt))

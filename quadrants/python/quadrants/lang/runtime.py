@@ -48,6 +48,9 @@ class _State:
     options = {}
     generation = 0  # bumped by every init/reset; stale objects compare against it
     tape = None     # the qd.ad.Tape recording launches, if any
+    # Nesting of qd.ad.grad_replaced calls: the kernels launched inside one
+    # are not recorded on the tape (the function is, as one launch).
+    grad_replaced_depth = 0
     # Unnamed fields are numbered per session, so a rerun names (and keys
     # in the offline cache) its fields the same way.
     unnamed_fields = 0
@@ -153,6 +156,7 @@ def reset():
     state.config = None
     state.options = {}
     state.tape = None
+    state.grad_replaced_depth = 0
     state.unnamed_fields = 0
     state.generation += 1
 

@@ -158,6 +158,29 @@ def host_index(key, ndim, what):
     return [operator.index(v) for v in key]
 
 
+class _NDArrayAnnotation(NdarrayType):
+    """qd.types.NDArray: as an annotation, an ndarray of any dtype and ndim;
+    subscripted, NDArray[dtype, ndim] (or NDArray[dtype]) fixes them, like
+    qd.types.ndarray(dtype, ndim)."""
+
+    def __init__(self):
+        super().__init__()
+
+    def __getitem__(self, params):
+        if not isinstance(params, tuple):
+            params = (params,)
+        if not 1 <= len(params) <= 2:
+            raise QuadrantsTypeError(f"qd.types.NDArray[dtype, ndim] takes a dtype and an "
+                                     f"optional ndim, got {len(params)} parameters")
+        return NdarrayType(*params)
+
+    def __repr__(self):
+        return "NDArray"
+
+
+NDArray = _NDArrayAnnotation()
+
+
 def ndarray(dtype=None, ndim=None):
     return NdarrayType(dtype, ndim)
 

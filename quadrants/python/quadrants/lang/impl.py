@@ -1,0 +1,35 @@
+"""Introspection of the running session: quadrants.lang.impl.current_cfg()."""
+from quadrants.lang import runtime
+from quadrants.lang.exception import QuadrantsRuntimeError
+
+
+class Config:
+    """The options of the active qd.init(), as read-only attributes: arch and
+    every option qd.init() accepts (defaults filled in)."""
+
+    def __init__(self, options):
+        object.__setattr__(self, "_options", dict(options))
+
+    def __getattr__(self, name):
+        try:
+            return self._options[name]
+        except KeyError:
+            raise AttributeError(f"qd.init() has no option '{name}'") from None
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"current_cfg() is read-only; pass {name}=... to qd.init()")
+
+    def __dir__(self):
+        return sorted(self._options)
+
+    def __repr__(self):
+        items = ", ".join(f"{k}={v!r}" for k, v in sorted(self._options.items()))
+        return f"Config({items})"
+
+
+def current_cfg():
+    """The options of the active session (after qd.init())."""
+    if not runtime.is_initialized():
+        raise QuadrantsRuntimeError("current_cfg(): Quadrants is not initialized; call "
+                                    "qd.init() first")
+    return Config(runtime.state.options)
