@@ -114,7 +114,11 @@ std::string DumpIrDirectory() {
   return dir_env ? dir_env : "/tmp/quadrants_ir";
 }
 
-void DumpIr(const ir::Kernel& kernel, uint64_t hash, bool grad) {
+void DumpIr(const ir::Kernel& kernel, uint64_t hash,
+            transforms::AutodiffMode mode) {
+  const char* suffix = mode == transforms::AutodiffMode::kReverse   ? "_grad"
+                       : mode == transforms::AutodiffMode::kForward ? "_fwd"
+                                                                    : "";
   const std::string dir = DumpIrDirectory();
   std::error_code error;
   std::filesystem::create_directories(dir, error);
@@ -124,7 +128,7 @@ void DumpIr(const ir::Kernel& kernel, uint64_t hash, bool grad) {
     return;
   }
   const std::string path = absl::StrFormat(
-      "%s/%s%s_%016x.ir", dir, kernel.name(), grad ? "_grad" : "", hash);
+      "%s/%s%s_%016x.ir", dir, kernel.name(), suffix, hash);
   std::ofstream(path) << ir::PrintKernel(kernel, {.locations = true});
   std::cerr << "[quadrants] QD_DUMP_IR: wrote the IR of kernel '"
             << kernel.name() << "' to " << path << std::endl;
@@ -230,20 +234,25 @@ absl::StatusOr<std::shared_ptr<Ndarray>> Program::CreateNdarray(
 
 absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::Compile(
     const ir::Kernel& kernel) {
-  return CompileVariant(kernel, /*grad=*/false);
+  return CompileVariant(kernel, transforms::AutodiffMode::kNone);
 }
 
 absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileGrad(
     const ir::Kernel& kernel) {
-  return CompileVariant(kernel, /*grad=*/true);
+  return CompileVariant(kernel, transforms::AutodiffMode::kReverse);
+}
+
+absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileForward(
+    const ir::Kernel& kernel) {
+  return CompileVariant(kernel, transforms::AutodiffMode::kForward);
 }
 
 absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
-    const ir::Kernel& kernel, bool grad) {
+    const ir::Kernel& kernel, transforms::AutodiffMode mode) {
   QD_RETURN_IF_ERROR(MaterializeFields());
   const uint64_t hash = ir::StructuralHash(kernel);
   const uint64_t key = hash ^ (config_.CodegenHash() * 0x9e3779b97f4a7c15ULL) ^
-                       (grad ? 0x5bd1e995ULL : 0);
+                       (static_cast<uint64_t>(mode) * 0x5bd1e995ULL);
   compile_warnings_.clear();
   if (auto it = cache_.find(key); it != cache_.end())
     return it->second;
@@ -252,7 +261,7 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
   transforms::PipelineOptions options;
   options.types = {config_.default_fp, config_.default_ip};
   options.snodes = &snodes_;
-  options.reverse_mode = grad;
+  options.autodiff = mode;
   options.ad_stack_enabled = config_.ad_stack_experimental_enabled;
   if (config_.debug)
     options.verify_each_pass = true;
@@ -260,7 +269,7 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
   if (config_.print_ir)
     std::cerr << ir::PrintKernel(*lowered);
   if (DumpIrRequested())
-    DumpIr(*lowered, hash, grad);
+    DumpIr(*lowered, hash, mode);
   const int64_t store_failures = backend_->offline_cache_stats().store_failures;
   QD_ASSIGN_OR_RETURN(std::shared_ptr<CompiledKernel> compiled,
                       backend_->Compile(*lowered, snodes_));

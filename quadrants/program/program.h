@@ -16,6 +16,7 @@
 #include "quadrants/program/ndarray.h"
 #include "quadrants/runtime/backend.h"
 #include "quadrants/runtime/compile_config.h"
+#include "quadrants/transforms/pipeline.h"
 
 namespace quadrants {
 
@@ -66,6 +67,10 @@ class Program {
   // parameters followed by one adjoint ndarray per float ndarray parameter.
   absl::StatusOr<std::shared_ptr<CompiledKernel>> CompileGrad(
       const ir::Kernel& kernel);
+  // Compiles the forward-mode kernel of `kernel`: it computes the primal
+  // values and, into the dual fields, their tangents.
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> CompileForward(
+      const ir::Kernel& kernel);
   int compile_cache_size() const { return static_cast<int>(cache_.size()); }
 
   // Runs the kernel. Argument errors are reported now; errors inside the
@@ -97,7 +102,7 @@ class Program {
 
  private:
   absl::StatusOr<std::shared_ptr<CompiledKernel>> CompileVariant(
-      const ir::Kernel& kernel, bool grad);
+      const ir::Kernel& kernel, transforms::AutodiffMode mode);
   absl::Status CheckArguments(const CompiledKernel& kernel,
                               absl::Span<const KernelArgument> args) const;
   void CollectRuntimeError(const CompiledKernel& kernel);

@@ -263,6 +263,9 @@ class PyProgram {
   std::shared_ptr<CompiledKernel> CompileGrad(const ir::Kernel& kernel) {
     return Unwrap(program_->CompileGrad(kernel));
   }
+  std::shared_ptr<CompiledKernel> CompileForward(const ir::Kernel& kernel) {
+    return Unwrap(program_->CompileForward(kernel));
+  }
 
   void Launch(const CompiledKernel& kernel, py::list args) {
     const auto& params = kernel.params();
@@ -576,6 +579,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("create_ndarray", &PyProgram::CreateNdarray)
       .def("compile", &PyProgram::Compile)
       .def("compile_grad", &PyProgram::CompileGrad)
+      .def("compile_forward", &PyProgram::CompileForward)
       .def("launch", &PyProgram::Launch)
       .def("sync", [](PyProgram& p) { Check(p.get().Sync()); })
       .def("materialize",

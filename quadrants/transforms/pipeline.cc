@@ -5,6 +5,7 @@
 #include "quadrants/common/status_macros.h"
 #include "quadrants/ir/printer.h"
 #include "quadrants/ir/verifier.h"
+#include "quadrants/transforms/autodiff/forward_mode.h"
 #include "quadrants/transforms/autodiff/reverse_mode.h"
 #include "quadrants/transforms/cse.h"
 #include "quadrants/transforms/dce.h"
@@ -55,15 +56,18 @@ absl::Status LowerToTasks(ir::Kernel& kernel, const PipelineOptions& options) {
   QD_RETURN_IF_ERROR(Offload(kernel));
   QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "offload"));
   Cleanup(kernel);
-  if (options.reverse_mode) {
+  if (options.autodiff != AutodiffMode::kNone) {
     if (options.snodes == nullptr) {
-      return MakeError(ErrorKind::kCompilation,
-                       "reverse mode needs the SNode tree");
+      return MakeError(ErrorKind::kCompilation, "autodiff needs the SNode tree");
     }
-    QD_RETURN_IF_ERROR(autodiff::MakeGradKernel(
-        kernel, *options.snodes,
-        {.ad_stack_enabled = options.ad_stack_enabled}));
-    QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "reverse_mode"));
+    if (options.autodiff == AutodiffMode::kReverse) {
+      QD_RETURN_IF_ERROR(autodiff::MakeGradKernel(
+          kernel, *options.snodes,
+          {.ad_stack_enabled = options.ad_stack_enabled}));
+    } else {
+      QD_RETURN_IF_ERROR(autodiff::MakeForwardKernel(kernel, *options.snodes));
+    }
+    QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "autodiff"));
     Cleanup(kernel);
   }
   return VerifyAfter(kernel, options, "cleanup");

@@ -8,6 +8,9 @@
 
 namespace quadrants::transforms {
 
+// Which derivative kernel the pipeline produces, if any.
+enum class AutodiffMode { kNone, kReverse, kForward };
+
 struct PipelineOptions {
   TypeCheckOptions types;
   // Runs the verifier after every pass; on by default in debug builds.
@@ -17,13 +20,14 @@ struct PipelineOptions {
   bool verify_each_pass = true;
 #endif
   const ir::SNodeTree* snodes = nullptr;
-  // Produce the reverse-mode gradient kernel instead (needs `snodes`).
-  bool reverse_mode = false;
+  // Produce the reverse-mode gradient kernel or the forward-mode tangent
+  // kernel instead (both need `snodes`).
+  AutodiffMode autodiff = AutodiffMode::kNone;
   bool ad_stack_enabled = false;
 };
 
 // The front half of compilation: type check, simplify, CSE, DCE, offload,
-// optionally reverse-mode autodiff, and a final cleanup, leaving a kernel of
+// optionally autodiff (reverse or forward mode), and a final cleanup, leaving a kernel of
 // offloaded tasks for a backend.
 absl::Status LowerToTasks(ir::Kernel& kernel,
                           const PipelineOptions& options = {});

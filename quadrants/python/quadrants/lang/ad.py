@@ -1,9 +1,13 @@
-"""Reverse-mode autodiff helpers: qd.ad.Tape, custom gradients."""
+"""Autodiff helpers: qd.ad.Tape (reverse mode), qd.ad.FwdMode (forward mode),
+custom gradients."""
 import functools
+import numbers
+
+import numpy as np
 
 from quadrants.lang import field as field_module
 from quadrants.lang import ndarray as ndarray_module
-from quadrants.lang import runtime
+from quadrants.lang import runtime, types
 from quadrants.lang.exception import (QuadrantsGradientError, QuadrantsRuntimeError,
                                       QuadrantsTypeError)
 
@@ -163,3 +167,96 @@ def no_grad(fn):
 def _no_backward(*args, **kwargs):  # pylint: disable=unused-argument
     return None
 
+
+class FwdMode:
+    """Forward-mode autodiff: kernels launched inside propagate tangents.
+
+        x = qd.field(qd.f32, shape=(), needs_dual=True)
+        loss = qd.field(qd.f32, shape=(), needs_dual=True)
+        with qd.ad.FwdMode(loss=loss, param=x):
+            compute(x)
+        # loss.dual[None] now holds d loss / d x
+
+    On entry every dual is zeroed (unless clear_gradients=False) and
+    param.dual is set to `seed`, the direction of the derivative: a number
+    or a sequence with one value per element of `param` (row-major); a
+    one-element param defaults to 1. Every kernel launched inside computes
+    its primal values and, into the .dual of each field it writes, their
+    tangents (the Jacobian-vector product with the seed); fields without a
+    placed dual, ndarrays and arguments are constants. On exit the seed is
+    cleared from param.dual; the tangents of the results stay in their duals.
+    """
+
+    def __init__(self, loss, param, seed=None, clear_gradients=True):
+        self.loss = loss
+        self.param = param
+        self.seed = seed
+        self.clear_gradients = clear_gradients
+        self._seed_values = None
+
+    def __enter__(self):
+        runtime.program()
+        if runtime.state.fwd_mode is not None or runtime.state.tape is not None:
+            raise QuadrantsRuntimeError("qd.ad.FwdMode cannot be nested in another "
+                                        "qd.ad.FwdMode or qd.ad.Tape")
+        losses = self.loss if isinstance(self.loss, (list, tuple)) else [self.loss]
+        for loss in losses:
+            _check_has_dual(loss, "loss")
+        _check_has_dual(self.param, "param")
+        self._seed_values = _seed_values(self.param, self.seed)
+        if self.clear_gradients:
+            clear_all_duals()
+        self._write_seed(self._seed_values)
+        runtime.state.fwd_mode = self
+        return self
+
+    def _write_seed(self, values):
+        dual = self.param.dual
+        if len(self.param.shape) == 0:
+            dual[None] = values[0]
+            return
+        dual.from_numpy(np.asarray(values).reshape(self.param.shape)
+                        .astype(types.to_numpy_dtype(self.param.dtype)))
+
+    def __exit__(self, exc_type, exc, traceback):
+        runtime.state.fwd_mode = None
+        if runtime.state.generation == self.param._generation:
+            self.param.dual.fill(0)
+        return False
+
+
+def _check_has_dual(f, role):
+    if not isinstance(f, field_module.Field):
+        raise QuadrantsTypeError(f"qd.ad.FwdMode({role}=...) needs a qd.field, got "
+                                 f"{type(f).__name__}")
+    if not f.dtype.is_float:
+        raise QuadrantsTypeError(f"qd.ad.FwdMode({role}=...): field '{f.name}' has dtype "
+                                 f"{f.dtype}; forward mode needs a floating-point field")
+    if f.dual is None or not f.dual.placed:
+        raise QuadrantsGradientError(f"qd.ad.FwdMode({role}=...): field '{f.name}' has no "
+                                     f"dual; create it with needs_dual=True, place its "
+                                     f".dual, or call qd.root.lazy_dual()")
+
+
+def _seed_values(param, seed):
+    size = 1
+    for extent in param.shape:
+        size *= extent
+    if seed is None:
+        if size != 1:
+            raise QuadrantsTypeError(f"qd.ad.FwdMode: param '{param.name}' has {size} "
+                                     f"elements, so a seed with one value per element is "
+                                     f"needed (seed=[...])")
+        return [1.0]
+    values = [seed] if isinstance(seed, numbers.Real) else list(seed)
+    if len(values) != size or not all(isinstance(v, numbers.Real) for v in values):
+        raise QuadrantsTypeError(f"qd.ad.FwdMode: seed must hold {size} number(s), one per "
+                                 f"element of param '{param.name}', got {seed!r}")
+    return [float(v) for v in values]
+
+
+def clear_all_duals():
+    """Zeroes the tangents (.dual) of every field of this session."""
+    for f in field_module._live_fields():
+        if f.dual is not None and f.dual.placed:
+            f.dual.fill(0)

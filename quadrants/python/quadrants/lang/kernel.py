@@ -142,6 +142,11 @@ def _template_key(value):
         return ("obj", id(value))
 
 
+# Which variant of a kernel a launch runs: the kernel itself, its reverse-mode
+# gradient, or its forward-mode (tangent) version.
+PRIMAL, REVERSE, FORWARD = "primal", "reverse", "forward"
+
+
 class Kernel:
     """A @qd.kernel: compiled per distinct template / dtype / ndim signature."""
 
@@ -189,17 +194,18 @@ class Kernel:
                 _check_scalar(self.name, spec, arg)
         return tuple(key)
 
-    def _compiled(self, args, grad=False):
+    def _compiled(self, args, mode=PRIMAL):
         if self._cache_generation != runtime.state.generation:
             self._cache = {}
             self._cache_generation = runtime.state.generation
-        key = (grad, self._signature_key(args))
+        key = (mode, self._signature_key(args))
         compiled = self._cache.get(key)
         if compiled is None:
             kernel_ir = self._build_ir(args)
             prog = runtime.program()
-            compiled = (prog.compile_grad(kernel_ir) if grad else prog.compile(kernel_ir),
-                        kernel_ir)
+            compile_fn = {PRIMAL: prog.compile, REVERSE: prog.compile_grad,
+                          FORWARD: prog.compile_forward}[mode]
+            compiled = (compile_fn(kernel_ir), kernel_ir)
             for message in prog.compile_warnings:
                 warnings.warn(message, stacklevel=4)
             self._cache[key] = compiled
@@ -245,18 +251,20 @@ class Kernel:
         if context.current() is not None:
             raise QuadrantsSyntaxError(f"kernel '{self.name}' cannot be called from kernel "
                                        f"code; make it a @qd.func")
-        self._launch(args, kwargs, grad=False)
+        # Inside qd.ad.FwdMode kernels also propagate tangents into .dual.
+        mode = FORWARD if runtime.state.fwd_mode is not None else PRIMAL
+        self._launch(args, kwargs, mode)
         tape = runtime.state.tape
         if tape is not None and runtime.state.grad_replaced_depth == 0:
             tape.record(self, args, kwargs)
 
-    def _launch(self, args, kwargs, grad):
+    def _launch(self, args, kwargs, mode):
         prog = runtime.program()
         self._prepare()
         args = self._bind(args, kwargs)
-        compiled, _ = self._compiled(args, grad)
+        compiled, _ = self._compiled(args, mode)
         launch_args, copy_back = _launch_arguments(self._specs, args)
-        if grad:
+        if mode == REVERSE:
             launch_args += _adjoint_arguments(self._specs, args, copy_back)
         prog.launch(compiled, launch_args)
         for original, contiguous in copy_back:
@@ -314,7 +322,7 @@ class _GradLauncher:
         self.kernel = kernel
 
     def __call__(self, *args, **kwargs):
-        self.kernel._launch(args, kwargs, grad=True)
+        self.kernel._launch(args, kwargs, REVERSE)
 
 
 def _adjoint_arguments(specs, args, copy_back):

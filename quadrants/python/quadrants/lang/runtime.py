@@ -48,6 +48,7 @@ class _State:
     options = {}
     generation = 0  # bumped by every init/reset; stale objects compare against it
     tape = None     # the qd.ad.Tape recording launches, if any
+    fwd_mode = None  # the qd.ad.FwdMode whose kernels propagate tangents, if any
     # Nesting of qd.ad.grad_replaced calls: the kernels launched inside one
     # are not recorded on the tape (the function is, as one launch).
     grad_replaced_depth = 0
@@ -156,6 +157,7 @@ def reset():
     state.config = None
     state.options = {}
     state.tape = None
+    state.fwd_mode = None
     state.grad_replaced_depth = 0
     state.unnamed_fields = 0
     state.generation += 1

@@ -1,0 +1,24 @@
+#ifndef QUADRANTS_TRANSFORMS_AUTODIFF_FORWARD_MODE_H_
+#define QUADRANTS_TRANSFORMS_AUTODIFF_FORWARD_MODE_H_
+
+#include "absl/status/status.h"
+#include "quadrants/ir/kernel.h"
+#include "quadrants/ir/snode.h"
+
+namespace quadrants::transforms::autodiff {
+
+// Turns an offloaded, type-checked kernel into its forward-mode (tangent)
+// kernel, in place: every statement still computes its primal value, and
+// every float value also carries a tangent, propagated by the derivative of
+// its op. Loads of a field with a dual companion (SNodeTree::LinkDual) read
+// the tangent from it; stores and atomic adds write it there. Fields
+// without a dual, ndarrays and arguments have zero tangents. Loops need no
+// adstack: tangents flow forward with the primal values.
+//
+// Errors (QuadrantsCompilationError, naming the kernel and file:line): an
+// atomic min/max into a field with a dual (not differentiable).
+absl::Status MakeForwardKernel(ir::Kernel& kernel, const ir::SNodeTree& snodes);
+
+}  // namespace quadrants::transforms::autodiff
+
+#endif  // QUADRANTS_TRANSFORMS_AUTODIFF_FORWARD_MODE_H_
