@@ -13,6 +13,7 @@ absl::StatusCode CodeFor(ErrorKind kind) {
     case ErrorKind::kCompilation:
     case ErrorKind::kSyntax:
     case ErrorKind::kType:
+    case ErrorKind::kGlobalDataAccess:
       return absl::StatusCode::kInvalidArgument;
     case ErrorKind::kAssertion:
       return absl::StatusCode::kFailedPrecondition;
@@ -40,6 +41,8 @@ absl::string_view ErrorKindName(ErrorKind kind) {
       return "QuadrantsRuntimeError";
     case ErrorKind::kUnavailable:
       return "QuadrantsUnavailableError";
+    case ErrorKind::kGlobalDataAccess:
+      return "QuadrantsGlobalDataAccessError";
   }
   return "QuadrantsError";
 }
@@ -59,7 +62,8 @@ absl::Status MakeError(ErrorKind kind, const SourceLocation& where,
 ErrorKind GetErrorKind(const absl::Status& status) {
   if (absl::optional<absl::Cord> payload = status.GetPayload(kKindPayloadUrl)) {
     int value = std::stoi(std::string(*payload));
-    if (value >= 0 && value <= static_cast<int>(ErrorKind::kUnavailable)) {
+    if (value >= 0 &&
+        value <= static_cast<int>(ErrorKind::kGlobalDataAccess)) {
       return static_cast<ErrorKind>(value);
     }
   }

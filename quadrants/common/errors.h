@@ -20,6 +20,10 @@ enum class ErrorKind {
   kAssertion,    // QuadrantsAssertionError
   kRuntime,      // QuadrantsRuntimeError
   kUnavailable,  // QuadrantsRuntimeError: backend or device missing
+  // QuadrantsGlobalDataAccessError: a differentiated kernel overwrites an
+  // element it read (a compilation error and, as upstream reports it under
+  // Tape validation, an assertion error).
+  kGlobalDataAccess,
 };
 
 absl::string_view ErrorKindName(ErrorKind kind);

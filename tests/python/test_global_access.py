@@ -371,3 +371,35 @@ def test_augmented_assignment_keeps_accumulating():
         add(4.0)
     assert x.grad[None] == 7.0
     assert loss.grad[None] == 1.0
+
+
+@test_utils.test(**F64)
+def test_tape_validation_reports_the_violation_at_the_launch():
+    x = qd.field(qd.f64, shape=4, needs_grad=True)
+    b = qd.field(qd.f64, shape=(), needs_grad=True)
+    loss = qd.field(qd.f64, shape=(), needs_grad=True)
+
+    @qd.kernel
+    def breaks_rule():
+        loss[None] = x[1] * b[None]
+        b[None] += 100  # b was read above: its old value is lost
+
+    launched_after = []
+    with pytest.raises(qd.QuadrantsAssertionError) as err:
+        with qd.ad.Tape(loss=loss, validation=True):
+            breaks_rule()
+            launched_after.append(True)
+    assert not launched_after  # raised at the launch, not on exit
+    assert isinstance(err.value, qd.QuadrantsCompilationError)
+    assert "'b'" in str(err.value)
+
+    @qd.kernel
+    def fine():
+        loss[None] = x[1] * b[None]
+
+    with qd.ad.Tape(loss=loss, validation=True) as tape:
+        fine()
+        fine()
+    assert [fn for fn, _ in tape.calls] == [fine, fine]
+    with pytest.raises(qd.QuadrantsTypeError, match="validation"):
+        qd.ad.Tape(loss=loss, validation="yes")

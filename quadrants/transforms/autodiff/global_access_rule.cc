@@ -295,7 +295,7 @@ class RuleChecker {
 
   absl::Status Violation(const Access& read, const Access& write) const {
     return MakeError(
-        ErrorKind::kCompilation, write.stmt->loc(),
+        ErrorKind::kGlobalDataAccess, write.stmt->loc(),
         absl::StrCat(
             "in kernel '", kernel_.name(), "': ", Describe(read),
             " is read at ", read.stmt->loc().ToString(),

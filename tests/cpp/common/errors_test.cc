@@ -40,7 +40,8 @@ TEST(ErrorsTest, KindSurvivesStatusPropagation) {
 TEST(ErrorsTest, EveryKindRoundTripsThroughStatusAndException) {
   for (ErrorKind kind :
        {ErrorKind::kCompilation, ErrorKind::kSyntax, ErrorKind::kType,
-        ErrorKind::kAssertion, ErrorKind::kRuntime, ErrorKind::kUnavailable}) {
+        ErrorKind::kAssertion, ErrorKind::kRuntime, ErrorKind::kUnavailable,
+        ErrorKind::kGlobalDataAccess}) {
     absl::Status status = MakeError(kind, "boom");
     EXPECT_EQ(GetErrorKind(status), kind) << ErrorKindName(kind);
     try {

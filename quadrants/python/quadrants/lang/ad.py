@@ -26,12 +26,26 @@ class Tape:
     adjoint to 1; on exit each recorded launch is differentiated, last launch
     first, with the arguments it was launched with: a kernel through its
     .grad, a qd.ad.grad_replaced function through its registered backward.
+
+    With validation=True each kernel's gradient is compiled right after its
+    forward launch, so a kernel that breaks the global data access rule
+    (overwrites an element it read) raises QuadrantsGlobalDataAccessError,
+    also a QuadrantsAssertionError, at that launch rather than on exit.
     """
 
-    def __init__(self, loss=None, clear_gradients=True):
+    def __init__(self, loss=None, clear_gradients=True, validation=False):
+        if not isinstance(validation, bool):
+            raise QuadrantsTypeError(f"qd.ad.Tape(validation=...) must be a bool, got "
+                                     f"{validation!r}")
         self.loss = loss
         self.clear_gradients = clear_gradients
+        self.validation = validation
         self.launches = []
+
+    @property
+    def calls(self):
+        """The recorded launches as (function, args) pairs, in launch order."""
+        return [(fn, args) for fn, args, _ in self.launches]
 
     def __enter__(self):
         runtime.program()
@@ -48,6 +62,8 @@ class Tape:
         return self
 
     def record(self, fn, args, kwargs):
+        if self.validation and getattr(fn, "_qd_kernel", False):
+            fn.check_gradient(*args, **kwargs)
         self.launches.append((fn, args, kwargs))
 
     def __exit__(self, exc_type, exc, traceback):

@@ -31,6 +31,13 @@ class QuadrantsAssertionError(QuadrantsRuntimeError, AssertionError):
     """A kernel `assert` or a bounds check failed (reported at sync)."""
 
 
+class QuadrantsGlobalDataAccessError(QuadrantsCompilationError, QuadrantsAssertionError):
+    """A differentiated kernel reads a field or ndarray element and later
+    overwrites it (the global data access rule). Reported when the gradient
+    kernel is compiled; it is also a QuadrantsAssertionError, the type
+    upstream raises when qd.ad.Tape(validation=True) detects the same."""
+
+
 class QuadrantsGradientError(QuadrantsTypeError, QuadrantsRuntimeError):
     """A value that cannot take part in autodiff as asked: an integer dtype
     with needs_grad, a Tape loss without an adjoint or with more than one

@@ -277,6 +277,13 @@ class Kernel:
         .grad of ndarray arguments."""
         return _GradLauncher(self)
 
+    def check_gradient(self, *args, **kwargs):
+        """Compiles the gradient kernel for these arguments without running
+        it, raising the errors kernel.grad would (e.g. the global data access
+        rule)."""
+        self._prepare()
+        self._compiled(self._bind(args, kwargs), REVERSE)
+
     def ir(self, *args):
         """The kernel's IR for these arguments, as text (for inspection)."""
         self._prepare()
