@@ -403,3 +403,35 @@ def test_tape_validation_reports_the_violation_at_the_launch():
     assert [fn for fn, _ in tape.calls] == [fine, fine]
     with pytest.raises(qd.QuadrantsTypeError, match="validation"):
         qd.ad.Tape(loss=loss, validation="yes")
+
+
+@test_utils.test(**F64)
+def test_serialized_outer_time_loop_matches_finite_differences():
+    n, steps, dt = 3, 6, 0.1
+    x = qd.field(qd.f64, shape=(steps + 1, n), needs_grad=True)
+    v = qd.field(qd.f64, shape=(steps + 1, n), needs_grad=True)
+    loss = qd.field(qd.f64, shape=(), needs_grad=True)
+
+    @qd.kernel
+    def simulate():
+        qd.loop_config(serialize=True)
+        for t in range(steps):
+            for i in range(n):
+                v[t + 1, i] = v[t, i] - dt * qd.sin(x[t, i])
+                x[t + 1, i] = x[t, i] + dt * v[t + 1, i]
+        for i in range(n):
+            loss[None] += x[steps, i] ** 2
+
+    def run(initial):
+        x.fill(0)
+        v.fill(0)
+        for i in range(n):
+            x[0, i] = initial[i]
+        loss[None] = 0
+        simulate()
+        return loss[None]
+
+    x0 = np.array([0.3, 0.9, -0.5])
+    with qd.ad.Tape(loss=loss):
+        run(x0)
+    assert x.grad.to_numpy()[0] == pytest.approx(_central_differences(run, x0), **FD)
