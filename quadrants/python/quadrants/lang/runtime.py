@@ -141,6 +141,8 @@ def init(arch=None, **options):
     config.default_ad_stack_size = values["default_ad_stack_size"]
     config.offline_cache = values["offline_cache"]
     config.offline_cache_file_path = values["offline_cache_file_path"] or ""
+    # Any Python int seeds: it is reduced to the int64 the core keeps.
+    config.random_seed = (values["random_seed"] + 2**63) % 2**64 - 2**63
     state.program = core.Program(config)
     state.config = config
     state.options = dict(values, arch=arch)
@@ -148,7 +150,10 @@ def init(arch=None, **options):
 
 
 def reset():
-    """Drops the Program: fields, ndarrays and compiled kernels."""
+    """Drops the Program: fields, ndarrays and compiled kernels. Output that
+    kernels printed since the last sync is shown first."""
+    if state.program is not None:
+        state.program.flush_output()
     state.program = None
     state.config = None
     state.options = {}
