@@ -1,4 +1,5 @@
 """Process-wide state: the current Program, qd.init / qd.reset / qd.sync."""
+import atexit
 import os
 
 from quadrants._core import core
@@ -160,6 +161,13 @@ def reset():
     state.tape = None
     state.unnamed_fields = 0
     state.generation += 1
+
+
+@atexit.register
+def _show_pending_output():
+    """Kernel print() output not yet shown by a sync appears at exit."""
+    if state.program is not None:
+        state.program.flush_output()
 
 
 def sync():
