@@ -312,3 +312,18 @@ def test_offline_cache_hit_prints_the_same(tmp_path, capsys):
     third = _printing_session(tmp_path, "other")
     assert third["misses"] >= 1
     assert capsys.readouterr().out == "other 5 2.500e-01 True;\n"
+
+
+@test_utils.test(arch=qd.cpu)
+def test_printf_style_specs_on_compile_time_values(capsys):
+    @qd.kernel
+    def show(k: qd.f32):
+        print("{:i} {:.1} {:.10d}".format(1, 2, 3))
+        print("{:.2} {name:i} {value:d}".format(k, name=999, value=123))
+        print(f"{7:i}|{4:.3d}|{'s':>3}")
+        print("{2} {} {1} {k} {0}".format(3, 2, 1, k=k))
+
+    show(233.25)
+    qd.sync()
+    assert capsys.readouterr().out == (
+        "1 2 0000000003\n233.25 999 123\n7|004|  s\n1 3 2 233.250000 3\n")

@@ -38,7 +38,7 @@ from quadrants.lang import context
 from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
 from quadrants.lang.expr import Expr, is_runtime
 
-_SPEC = re.compile(r"^([-+ #0]*)(\d*)(?:\.(\d*))?(?:hh|h|ll|l|L|q|j|z|t)?([a-zA-Z%]?)$")
+_SPEC = re.compile(r"^([-+ #0]*)(\d*)(?:\.(\d*))?(?:hh|h|ll|l|L|q|j|z|t)?([a-zA-Z]?)$")
 _FLOAT_CONVERSIONS = "eEfFgGaA"
 _ANY_INT_CONVERSIONS = "oxX"
 
@@ -91,7 +91,10 @@ def printf_spec(spec, dtype):
     else:
         fits = conversion in ("di" if signed_int else "u")
     if not fits:
-        raise QuadrantsTypeError(f"format spec '{spec}' doesn't match '{dtype}'.")
+        expected = ("e E f F g G a A" if dtype.is_float
+                    else "d i o x X" if signed_int else "u o x X")
+        raise QuadrantsTypeError(f"format spec '{spec}' doesn't match '{dtype}': "
+                                 f"{dtype} values take the conversions {expected}")
     if len(width) > 2 or (precision is not None and len(precision) > 2):
         raise QuadrantsTypeError(f"format spec '{spec}': width and precision must be at "
                                  f"most 99")
@@ -168,7 +171,8 @@ def kernel_print(*args, sep=" ", end="\n", **unsupported):
 
 
 def format_value(value, conversion, spec):
-    """One replacement field of an f-string or str.format()."""
+    """One replacement field of an f-string or str.format(): text when Python
+    can format it now, else a Formatted part that print() formats."""
     if is_runtime(value):
         return Formatted(value, spec)
     if conversion == "r":
@@ -177,7 +181,14 @@ def format_value(value, conversion, spec):
         value = str(value)
     elif conversion == "a":
         value = ascii(value)
-    return format(value, spec)
+    try:
+        return format(value, spec)
+    except ValueError:
+        # printf-style specs Python rejects ("i", ".2" on an int) still
+        # print, as they would for a run-time value.
+        if isinstance(value, (numbers.Real, np.bool_)):
+            return Formatted(value, spec)
+        raise
 
 
 def join_text(parts):
@@ -188,7 +199,14 @@ def join_text(parts):
 
 
 def format_string(template, args, kwargs):
-    """template.format(*args, **kwargs) where some values are run-time ones."""
+    """template.format(*args, **kwargs) in kernel code. Without run-time
+    values Python formats it, unless it rejects a printf-style spec."""
+    if not any(is_runtime(a) for a in args) and \
+            not any(is_runtime(v) for v in kwargs.values()):
+        try:
+            return template.format(*args, **kwargs)
+        except ValueError:
+            pass
     parts = []
     auto = 0
     for literal, field, spec, conversion in string.Formatter().parse(template):

@@ -655,10 +655,8 @@ class FunctionCompiler(ast.NodeVisitor):
             return fn(*args, **kwargs)
         if fn is print:
             return printing.kernel_print(*args, **kwargs)
-        if (getattr(fn, "__name__", None) == "format"
-                and isinstance(getattr(fn, "__self__", None), str)
-                and (any(is_runtime(a) for a in args)
-                     or any(is_runtime(v) for v in kwargs.values()))):
+        if getattr(fn, "__name__", None) == "format" and \
+                isinstance(getattr(fn, "__self__", None), str):
             return printing.format_string(fn.__self__, args, kwargs)
         if fn is range:
             return self.make_range(node, args)
