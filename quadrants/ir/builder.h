@@ -158,6 +158,13 @@ class IRBuilder {
                      std::vector<Stmt*> args = {}) {
     return Make<AssertStmt>(cond, std::move(message), std::move(args));
   }
+  DebugPrintStmt* Print(std::vector<std::string> pieces,
+                        std::vector<std::string> specs,
+                        std::vector<Stmt*> values) {
+    return Make<DebugPrintStmt>(std::move(pieces), std::move(specs),
+                                std::move(values));
+  }
+  RandomStmt* Random(PrimitiveType dtype) { return Make<RandomStmt>(dtype); }
   OffloadedTaskStmt* Task(TaskKind kind, int snode_id = -1) {
     return Make<OffloadedTaskStmt>(kind, snode_id);
   }

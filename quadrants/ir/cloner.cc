@@ -132,6 +132,14 @@ std::unique_ptr<Stmt> CopyAttributes(const Stmt& s) {
     case StmtKind::kAdStackAccAdjoint:
       copy = std::make_unique<AdStackAccAdjointStmt>(ops[0], ops[1]);
       break;
+    case StmtKind::kDebugPrint: {
+      const auto& p = static_cast<const DebugPrintStmt&>(s);
+      copy = std::make_unique<DebugPrintStmt>(p.pieces(), p.specs(), ops);
+      break;
+    }
+    case StmtKind::kRandom:
+      copy = std::make_unique<RandomStmt>(s.type().element());
+      break;
   }
   copy->set_type(s.type());
   copy->set_loc(s.loc());

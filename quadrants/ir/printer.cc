@@ -90,6 +90,20 @@ std::string Body(const Stmt& s, const StmtNumbering& n) {
         absl::StrAppend(&text, " (", list(1), ")");
       return text;
     }
+    case StmtKind::kDebugPrint: {
+      // Every piece and spec is printed: the structural hash and the
+      // offline cache key are computed from this text.
+      const auto& p = static_cast<const DebugPrintStmt&>(s);
+      auto at = [](const std::vector<std::string>& list, size_t k) {
+        return Quoted(k < list.size() ? list[k] : "?");
+      };
+      std::string text = absl::StrCat(name, " ", at(p.pieces(), 0));
+      for (size_t k = 0; k < s.num_operands(); ++k) {
+        absl::StrAppend(&text, ", ", op(k), ":", at(p.specs(), k), ", ",
+                        at(p.pieces(), k + 1));
+      }
+      return text;
+    }
     case StmtKind::kOffloadedTask: {
       const auto& task = static_cast<const OffloadedTaskStmt&>(s);
       std::string text =

@@ -436,6 +436,39 @@ class AdStackAccAdjointStmt : public Stmt {
   bool has_side_effects() const override { return true; }
 };
 
+// ---- Output and randomness -----------------------------------------------
+
+// Writes `format.pieces[0]`, operand 0, `format.pieces[1]`, ... to the
+// kernel's print buffer; the host shows the text at the next sync. Each
+// operand is formatted by its spec in `format.specs` (see print_format.h).
+class DebugPrintStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kDebugPrint;
+  DebugPrintStmt(std::vector<std::string> pieces,
+                 std::vector<std::string> specs, std::vector<Stmt*> values)
+      : Stmt(kKind, DataType::Void(), std::move(values)),
+        pieces_(std::move(pieces)),
+        specs_(std::move(specs)) {}
+  const std::vector<std::string>& pieces() const { return pieces_; }
+  const std::vector<std::string>& specs() const { return specs_; }
+  bool has_side_effects() const override { return true; }
+
+ private:
+  std::vector<std::string> pieces_;
+  std::vector<std::string> specs_;
+};
+
+// A uniformly distributed value of `dtype` from the per-iteration random
+// stream: floats in [0, 1), integers over every value of the type. Each one
+// advances the stream, so two are never interchangeable.
+class RandomStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kRandom;
+  explicit RandomStmt(PrimitiveType dtype)
+      : Stmt(kKind, DataType::Scalar(dtype)) {}
+  bool has_side_effects() const override { return true; }
+};
+
 // Loops with an index: what a loop_index may refer to, and what `continue`
 // may target.
 inline bool IsIndexedLoop(const Stmt* stmt) {

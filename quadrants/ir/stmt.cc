@@ -36,6 +36,8 @@ constexpr absl::string_view kKindNames[] = {
     "adstack_load_top",
     "adstack_load_top_adj",
     "adstack_acc_adjoint",
+    "print",
+    "random",
 };
 
 #define QD_COUNT_KIND(name) +1

@@ -42,7 +42,9 @@ namespace quadrants::ir {
   X(AdStackPop)                  \
   X(AdStackLoadTop)              \
   X(AdStackLoadTopAdj)           \
-  X(AdStackAccAdjoint)
+  X(AdStackAccAdjoint)           \
+  X(DebugPrint)                  \
+  X(Random)
 
 enum class StmtKind {
 #define QD_DECLARE_KIND(name) k##name,

@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "quadrants/common/errors.h"
+#include "quadrants/ir/print_format.h"
 #include "quadrants/ir/printer.h"
 #include "quadrants/ir/statements.h"
 
@@ -360,6 +361,25 @@ class Verifier {
         return;
       case StmtKind::kAdStackLoadTopAdj:
         CheckStack(s, true);
+        return;
+      case StmtKind::kDebugPrint: {
+        const auto& p = static_cast<const DebugPrintStmt&>(s);
+        PrintSite site{p.pieces(), p.specs(), {}, s.loc()};
+        for (size_t k = 0; k < s.num_operands(); ++k) {
+          if (!s.operand(k)->type().is_scalar())
+            return Fail(s, absl::StrCat("value ", k, " is not a scalar"));
+          site.types.push_back(s.operand(k)->type().element());
+        }
+        if (!IsValidPrintSite(site)) {
+          Fail(s,
+               "print needs one more piece than values and a valid "
+               "format spec per value");
+        }
+        return;
+      }
+      case StmtKind::kRandom:
+        if (!s.type().is_scalar())
+          Fail(s, "random must produce a scalar");
         return;
       case StmtKind::kAdStackAlloca: {
         const auto& a = static_cast<const AdStackAllocaStmt&>(s);

@@ -391,8 +391,36 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
     if (args[arg].kind == KernelArgument::Kind::kNdarray)
       args[arg].ndarray->BumpDataGeneration();
   }
+  CollectPrints(kernel);
   CollectRuntimeError(kernel);
   return absl::OkStatus();
+}
+
+void Program::CollectPrints(const CompiledKernel& kernel) {
+  PrintBatch batch = backend_->TakePrints();
+  const auto& sites = kernel.print_sites();
+  for (const PrintRecord& record : batch.records) {
+    if (record.site < 0 || record.site >= static_cast<int>(sites.size()) ||
+        record.values.size() != sites[record.site].types.size()) {
+      absl::StrAppend(&pending_output_, "[Quadrants] kernel '", kernel.name(),
+                      "' wrote an unreadable print record\n");
+      continue;
+    }
+    pending_output_ +=
+        ir::FormatPrintRecord(sites[record.site], record.values.data());
+  }
+  if (batch.dropped > 0) {
+    absl::StrAppend(&pending_output_,
+                    "[Quadrants] the print buffer was full: ", batch.dropped,
+                    " print(s) of kernel '", kernel.name(),
+                    "' were dropped (later launches get a larger buffer)\n");
+  }
+}
+
+std::string Program::TakeOutput() {
+  std::string output = std::move(pending_output_);
+  pending_output_.clear();
+  return output;
 }
 
 void Program::CollectRuntimeError(const CompiledKernel& kernel) {
@@ -472,6 +500,7 @@ absl::Status Program::Sync() {
 void Program::Reset() {
   cache_.clear();
   pending_error_ = absl::OkStatus();
+  pending_output_.clear();
   backend_->TakeError();
   snodes_ = ir::SNodeTree();
   root_.reset();

@@ -94,7 +94,11 @@ class Program {
   // last sync (naming the kernel and the source line), clearing it.
   absl::Status Sync();
 
-  // Drops compiled kernels, fields and pending errors.
+  // The text kernels printed since the last call, in launch order, clearing
+  // it. Shown at sync, before the sync's error (if any) is raised.
+  std::string TakeOutput();
+
+  // Drops compiled kernels, fields, pending errors and pending output.
   void Reset();
 
   // Public for std::make_unique only; use Create().
@@ -106,6 +110,7 @@ class Program {
   absl::Status CheckArguments(const CompiledKernel& kernel,
                               absl::Span<const KernelArgument> args) const;
   void CollectRuntimeError(const CompiledKernel& kernel);
+  void CollectPrints(const CompiledKernel& kernel);
   void WarnAboutDefaultSizedStacks(const CompiledKernel& kernel);
   absl::StatusOr<char*> FieldAddress(int place,
                                      absl::Span<const int64_t> index);
@@ -117,6 +122,7 @@ class Program {
   std::vector<uint64_t> field_generation_;
   absl::flat_hash_map<uint64_t, std::shared_ptr<CompiledKernel>> cache_;
   absl::Status pending_error_;
+  std::string pending_output_;
   LaunchStats last_launch_;
   std::vector<std::string> compile_warnings_;
 };

@@ -407,6 +407,19 @@ class PyBuilder {
               std::vector<ir::Stmt*> args) {
     Typed(builder_.Assert(cond, message, std::move(args)));
   }
+  void Print(std::vector<std::string> pieces, std::vector<std::string> specs,
+             std::vector<ir::Stmt*> values) {
+    if (pieces.size() != values.size() + 1 || specs.size() != values.size()) {
+      throw QuadrantsError(ErrorKind::kCompilation,
+                           "print needs one more text piece than values and "
+                           "one format spec per value");
+    }
+    Typed(
+        builder_.Print(std::move(pieces), std::move(specs), std::move(values)));
+  }
+  ir::Stmt* Random(const std::string& dtype) {
+    return builder_.Random(Dtype(dtype));
+  }
 
   // Enters block `which` (0: body / then, 1: else) of container `stmt`.
   void PushBlock(ir::Stmt* stmt, int which) {
@@ -450,6 +463,18 @@ class PyBuilder {
   transforms::TypeCheckOptions options_;
   std::vector<std::unique_ptr<ir::IRBuilder::Scope>> saved_;
 };
+
+// Kernel print() output goes to Python's sys.stdout, so redirections there
+// (pytest's capsys, contextlib.redirect_stdout) see it.
+void WriteOutput(const std::string& text) {
+  if (text.empty())
+    return;
+  py::object stdout_ = py::module_::import("sys").attr("stdout");
+  if (stdout_.is_none())
+    return;
+  stdout_.attr("write")(text);
+  stdout_.attr("flush")();
+}
 
 // The Python exception class for an error kind; an unavailable backend is
 // a QuadrantsRuntimeError in Python.
@@ -509,7 +534,8 @@ PYBIND11_MODULE(_quadrants_core, m) {
                      &CompileConfig::default_ad_stack_size)
       .def_readwrite("offline_cache", &CompileConfig::offline_cache)
       .def_readwrite("offline_cache_file_path",
-                     &CompileConfig::offline_cache_file_path);
+                     &CompileConfig::offline_cache_file_path)
+      .def_readwrite("random_seed", &CompileConfig::random_seed);
 
   py::class_<Ndarray, std::shared_ptr<Ndarray>>(m, "Ndarray")
       .def_property_readonly(
@@ -581,7 +607,13 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("compile_grad", &PyProgram::CompileGrad)
       .def("compile_forward", &PyProgram::CompileForward)
       .def("launch", &PyProgram::Launch)
-      .def("sync", [](PyProgram& p) { Check(p.get().Sync()); })
+      .def("sync",
+           [](PyProgram& p) {
+             WriteOutput(p.get().TakeOutput());
+             Check(p.get().Sync());
+           })
+      .def("flush_output",
+           [](PyProgram& p) { WriteOutput(p.get().TakeOutput()); })
       .def("materialize",
            [](PyProgram& p) { Check(p.get().MaterializeFields()); })
       .def_property_readonly(
@@ -681,6 +713,8 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("continue_", &PyBuilder::Continue)
       .def("if_", &PyBuilder::If, ref)
       .def("assert_", &PyBuilder::Assert)
+      .def("print_", &PyBuilder::Print)
+      .def("random", &PyBuilder::Random, ref)
       .def("push_block", &PyBuilder::PushBlock)
       .def("pop_block", &PyBuilder::PopBlock);
 }

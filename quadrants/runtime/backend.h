@@ -11,6 +11,7 @@
 #include "absl/types/span.h"
 #include "quadrants/common/source_location.h"
 #include "quadrants/ir/kernel.h"
+#include "quadrants/ir/print_format.h"
 #include "quadrants/ir/size_expr.h"
 #include "quadrants/ir/snode.h"
 #include "quadrants/runtime/compile_config.h"
@@ -63,6 +64,16 @@ struct RuntimeErrorRecord {
   int64_t values[3] = {0, 0, 0};
 };
 
+// The print() records of one launch, in the order they were appended.
+struct PrintRecord {
+  int site = 0;
+  std::vector<int64_t> values;  // one 64-bit slot per value
+};
+struct PrintBatch {
+  std::vector<PrintRecord> records;
+  int64_t dropped = 0;  // records that did not fit in the buffer
+};
+
 // A kernel compiled by a backend, ready to launch.
 class CompiledKernel {
  public:
@@ -84,6 +95,11 @@ class CompiledKernel {
     written_snodes_ = std::move(snodes);
     written_args_ = std::move(args);
   }
+  // What each print record's site id stands for.
+  const std::vector<ir::PrintSite>& print_sites() const { return print_sites_; }
+  void set_print_sites(std::vector<ir::PrintSite> sites) {
+    print_sites_ = std::move(sites);
+  }
 
  protected:
   CompiledKernel(std::string name, std::vector<ir::KernelParam> params,
@@ -103,6 +119,7 @@ class CompiledKernel {
   std::vector<std::vector<AdStackInfo>> task_adstacks_;
   std::vector<int> written_snodes_;
   std::vector<int> written_args_;
+  std::vector<ir::PrintSite> print_sites_;
 };
 
 // A launch argument after validation: scalars as their 64-bit slot, arrays
@@ -140,6 +157,8 @@ class Backend {
   virtual absl::Status Synchronize() = 0;
   // The first error recorded since the last call, clearing it.
   virtual absl::optional<RuntimeErrorRecord> TakeError() = 0;
+  // The print() records of the last launch, clearing them.
+  virtual PrintBatch TakePrints() { return {}; }
   virtual int num_threads() const = 0;
   virtual const AdStackStats& adstack_stats() const = 0;
   virtual const OfflineCacheStats& offline_cache_stats() const {

@@ -29,6 +29,8 @@ struct CompileConfig {
   // Compiled kernels are stored on disk and reused by later processes.
   bool offline_cache = false;
   std::string offline_cache_file_path;  // empty: the default directory
+  // Seeds qd.random(); run-time only, so it changes no generated code.
+  int64_t random_seed = 0;
 
   // Out-of-bound checks are on when asked for or in debug mode.
   bool checks_bounds() const { return check_out_of_bound || debug; }

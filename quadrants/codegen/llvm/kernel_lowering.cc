@@ -1,6 +1,7 @@
 #include "quadrants/codegen/llvm/kernel_lowering.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/ir/statements.h"
+#include "quadrants/ir/walk.h"
 
 namespace quadrants::codegen {
 namespace {
@@ -28,14 +30,16 @@ class FunctionEmitter {
  public:
   FunctionEmitter(llvm::Module& module, const ir::Kernel& kernel,
                   const ir::SNodeTree& snodes, const LoweringOptions& options,
-                  std::vector<ErrorSite>& sites)
+                  std::vector<ErrorSite>& sites,
+                  std::vector<ir::PrintSite>& print_sites)
       : module_(module),
         context_(module.getContext()),
         b_(context_),
         kernel_(kernel),
         snodes_(snodes),
         options_(options),
-        sites_(sites) {}
+        sites_(sites),
+        print_sites_(print_sites) {}
 
   // void name(ptr ctx, i64 begin, i64 end, i32 thread_id)
   absl::Status EmitTask(const ir::OffloadedTaskStmt& task,
@@ -97,6 +101,13 @@ class FunctionEmitter {
   absl::Status EmitWhile(const ir::WhileStmt& s);
   absl::Status EmitIf(const ir::IfStmt& s);
   void EmitAssert(const ir::AssertStmt& s);
+  // A value as the 64 bits the runtime carries: integers extended, floats
+  // as f64 bits.
+  llvm::Value* AsBits(const Stmt* value);
+  void EmitPrint(const ir::DebugPrintStmt& s);
+  // Starts the random stream of one iteration (when the task draws any).
+  void SeedRandom(llvm::Value* iteration);
+  absl::StatusOr<llvm::Value*> EmitRandom(const ir::RandomStmt& s);
   // Emits `for i in [begin, end)` over i64 and calls `body(i)` inside.
   absl::Status EmitCountedLoop(
       llvm::Value* begin, llvm::Value* end,
@@ -112,6 +123,7 @@ class FunctionEmitter {
   const ir::SNodeTree& snodes_;
   const LoweringOptions& options_;
   std::vector<ErrorSite>& sites_;
+  std::vector<ir::PrintSite>& print_sites_;
 
   llvm::Function* function_ = nullptr;
   llvm::Value* ctx_ = nullptr;
@@ -134,11 +146,16 @@ class FunctionEmitter {
   };
   absl::flat_hash_map<const Stmt*, StackState> stacks_;
   std::vector<AdStackSpec>* task_stacks_ = nullptr;
+  int task_index_ = 0;
+  // The current iteration's random state (an i64 slot); null when the task
+  // draws no random numbers.
+  llvm::Value* random_state_ = nullptr;
 
  public:
   void set_task_stacks(std::vector<AdStackSpec>* stacks) {
     task_stacks_ = stacks;
   }
+  void set_task_index(int index) { task_index_ = index; }
 };
 
 llvm::Type* FunctionEmitter::RegisterType(PrimitiveType t) {
@@ -265,10 +282,16 @@ absl::Status FunctionEmitter::EmitTask(const ir::OffloadedTaskStmt& task,
       name, {b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty(), b_.getInt32Ty()});
   llvm::Value* begin = function_->getArg(1);
   llvm::Value* end = function_->getArg(2);
+  bool draws = false;
+  ir::WalkBlock(*task.body(), [&](const Stmt* s) {
+    draws = draws || ir::Isa<ir::RandomStmt>(s);
+  });
+  random_state_ = draws ? EntryAlloca(b_.getInt64Ty(), "random") : nullptr;
   absl::Status status;
   switch (task.task_kind()) {
     case ir::TaskKind::kSerial:
       loops_.push_back({nullptr, nullptr});
+      SeedRandom(b_.getInt64(0));
       status = EmitBlock(*task.body());
       break;
     case ir::TaskKind::kRangeFor: {
@@ -276,6 +299,7 @@ absl::Status FunctionEmitter::EmitTask(const ir::OffloadedTaskStmt& task,
       status = EmitCountedLoop(begin, end, [&](llvm::Value* i) {
         loop_indices_[&task] = {b_.CreateIntCast(i, RegisterType(index_type),
                                                  ir::IsSigned(index_type))};
+        SeedRandom(i);
         return EmitBlock(*task.body());
       });
       break;
@@ -283,10 +307,12 @@ absl::Status FunctionEmitter::EmitTask(const ir::OffloadedTaskStmt& task,
     case ir::TaskKind::kStructFor:
       status = EmitCountedLoop(begin, end, [&](llvm::Value* i) {
         loop_indices_[&task] = DecomposeCell(task.snode_id(), i);
+        SeedRandom(i);
         return EmitBlock(*task.body());
       });
       break;
   }
+  random_state_ = nullptr;
   if (!status.ok())
     return status;
   b_.CreateRetVoid();
@@ -846,6 +872,69 @@ void FunctionEmitter::EmitAssert(const ir::AssertStmt& s) {
        {ctx_, cond, b_.getInt32(site), values[0], values[1], values[2]});
 }
 
+llvm::Value* FunctionEmitter::AsBits(const Stmt* value) {
+  const PrimitiveType t = value->type().element();
+  llvm::Value* v = Get(value);
+  return ir::IsFloat(t) ? b_.CreateBitCast(Cast(v, t, PrimitiveType::kF64),
+                                           b_.getInt64Ty())
+                        : ToI64(v, t);
+}
+
+void FunctionEmitter::EmitPrint(const ir::DebugPrintStmt& s) {
+  ir::PrintSite site{s.pieces(), s.specs(), {}, s.loc()};
+  const size_t count = s.num_operands();
+  llvm::Type* slots =
+      llvm::ArrayType::get(b_.getInt64Ty(), std::max<size_t>(count, 1));
+  llvm::AllocaInst* values = EntryAlloca(slots, "print");
+  for (size_t k = 0; k < count; ++k) {
+    site.types.push_back(s.operand(k)->type().element());
+    b_.CreateStore(AsBits(s.operand(k)),
+                   b_.CreateConstGEP2_64(slots, values, 0, k));
+  }
+  const int id = static_cast<int>(print_sites_.size());
+  print_sites_.push_back(std::move(site));
+  Call("qd_print", b_.getVoidTy(),
+       {ctx_, b_.getInt32(id), b_.getInt32(static_cast<int>(count)), values});
+}
+
+void FunctionEmitter::SeedRandom(llvm::Value* iteration) {
+  if (random_state_ == nullptr)
+    return;
+  b_.CreateStore(Call("qd_random_seed", b_.getInt64Ty(),
+                      {ctx_, b_.getInt32(task_index_), iteration}),
+                 random_state_);
+}
+
+absl::StatusOr<llvm::Value*> FunctionEmitter::EmitRandom(
+    const ir::RandomStmt& s) {
+  if (random_state_ == nullptr)
+    return Unsupported(s, "qd.random() outside a task body");
+  llvm::Value* bits = Call("qd_random_next", b_.getInt64Ty(), {random_state_});
+  const PrimitiveType t = s.type().element();
+  // Floats take their top mantissa-many bits: k / 2^p for k < 2^p, exact
+  // in the type and never 1.
+  auto unit = [&](int precision) {
+    llvm::Value* k = b_.CreateLShr(bits, 64 - precision);
+    llvm::Type* type = RegisterType(t);
+    return b_.CreateFMul(
+        b_.CreateUIToFP(k, type),
+        llvm::ConstantFP::get(type, std::ldexp(1.0, -precision)));
+  };
+  switch (t) {
+    case PrimitiveType::kF16:
+      return unit(11);
+    case PrimitiveType::kF32:
+      return unit(24);
+    case PrimitiveType::kF64:
+      return unit(53);
+    case PrimitiveType::kU1:
+      return b_.CreateICmpSLT(bits, b_.getInt64(0));  // the top bit
+    default:
+      return b_.CreateTrunc(bits,
+                            RegisterType(t));  // every value equally likely
+  }
+}
+
 absl::Status FunctionEmitter::EmitStmt(const Stmt& s) {
   switch (s.kind()) {
     case StmtKind::kConst:
@@ -958,6 +1047,16 @@ absl::Status FunctionEmitter::EmitStmt(const Stmt& s) {
     case StmtKind::kAssert:
       EmitAssert(static_cast<const ir::AssertStmt&>(s));
       return absl::OkStatus();
+    case StmtKind::kDebugPrint:
+      EmitPrint(static_cast<const ir::DebugPrintStmt&>(s));
+      return absl::OkStatus();
+    case StmtKind::kRandom: {
+      auto v = EmitRandom(static_cast<const ir::RandomStmt&>(s));
+      if (!v.ok())
+        return v.status();
+      values_[&s] = *v;
+      return absl::OkStatus();
+    }
     case StmtKind::kOffloadedTask:
       return Unsupported(s, "a nested offloaded task");
     case StmtKind::kAdStackAlloca:
@@ -1011,7 +1110,7 @@ absl::StatusOr<LoweredKernel> LowerKernel(const ir::Kernel& kernel,
   lowered.module->setTargetTriple(options.triple);
   lowered.module->setDataLayout(options.data_layout);
   FunctionEmitter emitter(*lowered.module, kernel, snodes, options,
-                          lowered.error_sites);
+                          lowered.error_sites, lowered.print_sites);
   for (size_t t = 0; t < kernel.body()->size(); ++t) {
     const auto* task = ir::DynCast<ir::OffloadedTaskStmt>(kernel.body()->at(t));
     if (task == nullptr) {
@@ -1025,6 +1124,7 @@ absl::StatusOr<LoweredKernel> LowerKernel(const ir::Kernel& kernel,
     out.loc = task->loc();
     out.function = absl::StrCat("qd_task", t, "_", ir::TaskKindName(out.kind));
     emitter.set_task_stacks(&out.ad_stacks);
+    emitter.set_task_index(static_cast<int>(t));
     if (absl::Status s = emitter.EmitTask(*task, out.function); !s.ok())
       return s;
     if (out.kind == ir::TaskKind::kRangeFor) {

@@ -9,6 +9,7 @@
 #include "llvm/IR/Module.h"
 #include "quadrants/common/source_location.h"
 #include "quadrants/ir/op_kinds.h"
+#include "quadrants/ir/print_format.h"
 #include "quadrants/ir/size_expr.h"
 #include "quadrants/ir/types.h"
 
@@ -52,6 +53,8 @@ struct LoweredKernel {
   std::unique_ptr<llvm::Module> module;
   std::vector<LoweredTask> tasks;
   std::vector<ErrorSite> error_sites;
+  // What each qd_print call's site id stands for.
+  std::vector<ir::PrintSite> print_sites;
 };
 
 }  // namespace quadrants::codegen

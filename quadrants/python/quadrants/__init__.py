@@ -20,6 +20,7 @@ from quadrants.lang.ops import (abs, acos, asin, atan2, atomic_add, atomic_and, 
                                 atomic_min, atomic_or, atomic_sub, atomic_xor, cast, ceil, cos,
                                 exp, floor, log, max, min, pow, rsqrt, select, sin, sqrt, tan,
                                 tanh)
+from quadrants.lang.ops import random
 from quadrants.lang.runtime import (amdgpu, cpu, cuda, gpu, init, metal, reset, sync, vulkan,
                                     x64)
 from quadrants.lang.transformer import NdRange as ndrange

@@ -21,6 +21,11 @@ namespace quadrants::cpu {
 namespace {
 
 using TaskFn = void (*)(QdLaunchContext*, int64_t, int64_t, int32_t);
+
+// The print buffer starts at 1 MiB and grows, after a launch that overflowed
+// it, to what that launch asked for (at most 256 MiB).
+constexpr int64_t kInitialPrintBufferBytes = int64_t{1} << 20;
+constexpr int64_t kMaxPrintBufferBytes = int64_t{1} << 28;
 using BoundsFn = void (*)(QdLaunchContext*, int64_t*);
 
 struct CpuTask {
@@ -226,6 +231,7 @@ absl::StatusOr<offline_cache::KernelArtifact> CpuBackend::Generate(
   QD_ASSIGN_OR_RETURN(artifact.object, jit_->EmitObject(*lowered.module));
   artifact.tasks = std::move(lowered.tasks);
   artifact.error_sites = std::move(lowered.error_sites);
+  artifact.print_sites = std::move(lowered.print_sites);
   return artifact;
 }
 
@@ -312,6 +318,7 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
   std::vector<int> written_snodes, written_args;
   CollectWrites(offloaded, &written_snodes, &written_args);
   compiled->set_written(std::move(written_snodes), std::move(written_args));
+  compiled->set_print_sites(lowered.print_sites);
   return compiled;
 }
 
@@ -442,6 +449,18 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
   }
   QdLaunchContext ctx{};
   ctx.runtime = &runtime_;
+  ++launches_;
+  ctx.random_key =
+      qd_mix64(qd_mix64(static_cast<uint64_t>(config_.random_seed)) +
+               launches_ * QD_RANDOM_GAMMA);
+  if (!kernel.print_sites().empty() && print_buffer_ == nullptr) {
+    print_capacity_ = kInitialPrintBufferBytes;
+    print_buffer_ = std::make_unique<char[]>(print_capacity_);
+  }
+  runtime_.print_buffer = print_buffer_.get();
+  runtime_.print_capacity = print_capacity_;
+  runtime_.print_used = 0;
+  runtime_.print_dropped = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     ctx.args[i] = args[i].slot;
     ctx.ndarray_data[i] = args[i].data;
@@ -499,6 +518,39 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
     adstack_stats_.per_thread_stride.resize(compiled.tasks().size());
   }
   return stats;
+}
+
+PrintBatch CpuBackend::TakePrints() {
+  PrintBatch batch;
+  const int64_t used = runtime_.print_used;
+  const int64_t end = std::min(used, runtime_.print_capacity);
+  int64_t offset = 0;
+  while (offset + 8 <= end) {
+    const char* record = runtime_.print_buffer + offset;
+    int32_t header[2];
+    std::memcpy(header, record, sizeof(header));
+    const int64_t bytes = 8 + 8 * int64_t{header[1]};
+    if (header[1] < 0 || offset + bytes > end)
+      break;
+    PrintRecord out;
+    out.site = header[0];
+    out.values.resize(header[1]);
+    std::memcpy(out.values.data(), record + 8, 8 * out.values.size());
+    batch.records.push_back(std::move(out));
+    offset += bytes;
+  }
+  batch.dropped = runtime_.print_dropped;
+  if (used > print_capacity_ && print_capacity_ < kMaxPrintBufferBytes) {
+    // Later launches get room for what this one wanted.
+    print_capacity_ =
+        std::min(kMaxPrintBufferBytes, std::max(2 * print_capacity_, used));
+    print_buffer_ = std::make_unique<char[]>(print_capacity_);
+  }
+  runtime_.print_buffer = print_buffer_.get();
+  runtime_.print_capacity = print_capacity_;
+  runtime_.print_used = 0;
+  runtime_.print_dropped = 0;
+  return batch;
 }
 
 absl::optional<RuntimeErrorRecord> CpuBackend::TakeError() {

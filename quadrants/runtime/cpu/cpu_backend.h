@@ -30,6 +30,7 @@ class CpuBackend : public Backend {
       absl::Span<const uint64_t> field_generations) override;
   absl::Status Synchronize() override { return absl::OkStatus(); }
   absl::optional<RuntimeErrorRecord> TakeError() override;
+  PrintBatch TakePrints() override;
   int num_threads() const override { return pool_.num_threads(); }
   const AdStackStats& adstack_stats() const override { return adstack_stats_; }
   const OfflineCacheStats& offline_cache_stats() const override {
@@ -71,6 +72,12 @@ class CpuBackend : public Backend {
   AdStackStats adstack_stats_;
   std::optional<offline_cache::OfflineCache> cache_;
   OfflineCacheStats cache_stats_;
+  // The print buffer, allocated at the first launch that can print and
+  // grown after a launch that overflowed it.
+  std::unique_ptr<char[]> print_buffer_;
+  int64_t print_capacity_ = 0;
+  // Launches so far: each one draws from fresh random streams.
+  uint64_t launches_ = 0;
 };
 
 }  // namespace quadrants::cpu

@@ -208,6 +208,16 @@ std::string EncodeEntry(absl::string_view key, const KernelArtifact& artifact) {
     for (ir::PrimitiveType t : site.value_types)
       e->add_value_types(static_cast<int32_t>(t));
   }
+  for (const ir::PrintSite& site : artifact.print_sites) {
+    proto::PrintSite* p = message.add_print_sites();
+    for (const std::string& piece : site.pieces)
+      p->add_pieces(piece);
+    for (const std::string& spec : site.specs)
+      p->add_specs(spec);
+    for (ir::PrimitiveType t : site.types)
+      p->add_value_types(static_cast<int32_t>(t));
+    ToProto(site.loc, p->mutable_loc());
+  }
   proto::CacheEntry entry;
   entry.set_format(kFormat);
   entry.set_key(std::string(key));
@@ -250,6 +260,22 @@ absl::StatusOr<KernelArtifact> DecodeEntry(absl::string_view key,
       decoded.value_types.push_back(*type);
     }
     out.error_sites.push_back(std::move(decoded));
+  }
+  for (const proto::PrintSite& site : message.print_sites()) {
+    ir::PrintSite decoded;
+    decoded.pieces.assign(site.pieces().begin(), site.pieces().end());
+    decoded.specs.assign(site.specs().begin(), site.specs().end());
+    decoded.loc = FromProto(site.loc());
+    for (int32_t t : site.value_types()) {
+      auto type = DecodeType(t);
+      if (!type.ok())
+        return type.status();
+      decoded.types.push_back(*type);
+    }
+    // The host hands specs to snprintf: only well-formed ones pass.
+    if (!ir::IsValidPrintSite(decoded))
+      return Corrupt("malformed print site");
+    out.print_sites.push_back(std::move(decoded));
   }
   return out;
 }

@@ -9,16 +9,19 @@
 #include "absl/strings/string_view.h"
 #include "quadrants/codegen/llvm/lowered_kernel.h"
 #include "quadrants/ir/kernel.h"
+#include "quadrants/ir/print_format.h"
 #include "quadrants/ir/snode.h"
 
 namespace quadrants::offline_cache {
 
 // A compiled kernel without its LLVM module: the object code plus the task
-// attributes a launch reads (adstack sizing, size expressions, error sites).
+// attributes a launch reads (adstack sizing, size expressions, error and
+// print sites).
 struct KernelArtifact {
   std::string object;
   std::vector<codegen::LoweredTask> tasks;  // `module`-free descriptions
   std::vector<codegen::ErrorSite> error_sites;
+  std::vector<ir::PrintSite> print_sites;
 };
 
 // The path and content hash of the binary holding the compiler, or an empty

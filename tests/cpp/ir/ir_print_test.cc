@@ -192,6 +192,16 @@ TEST(IrPrintTest, AdStackStatements) {
 )ir");
 }
 
+TEST(IrPrintTest, PrintAndRandom) {
+  ExpectPrints(*samples::BuildOutputKernel(), kTyped,
+               R"ir(kernel output(arg0 n: i32) {
+  $0 : i32 = arg_load arg0
+  $1 : f32 = random
+  $2 = print "n = ", $0:"%5d", ", r = \"", $1:"", "\"\n"
+}
+)ir");
+}
+
 TEST(IrPrintTest, SampleKernelsUseEveryStatementKind) {
   std::set<StmtKind> seen;
   for (const samples::SampleKernel& sample : samples::AllSampleKernels()) {

@@ -200,6 +200,18 @@ std::unique_ptr<Kernel> BuildAdStackKernel() {
   return k;
 }
 
+std::unique_ptr<Kernel> BuildOutputKernel() {
+  auto k = NewKernel("output", 70);
+  k->AddParam(KernelParam::Scalar("n", kI32));
+  IRBuilder b(k.get());
+  b.SetLocation(At(71));
+  Stmt* n = b.ArgLoad(0);
+  Stmt* r = b.Random(kF32);
+  b.SetLocation(At(72));
+  b.Print({"n = ", ", r = \"", "\"\n"}, {"%5d", ""}, {n, r});
+  return k;
+}
+
 std::vector<SampleKernel> AllSampleKernels() {
   const VerifyOptions typed{.require_types = true, .snodes = &SampleTree()};
   const VerifyOptions untyped{.require_types = false, .snodes = &SampleTree()};
@@ -211,6 +223,7 @@ std::vector<SampleKernel> AllSampleKernels() {
   kernels.push_back({BuildOffloadedKernel(), typed});
   kernels.push_back({BuildStructForKernel(), typed});
   kernels.push_back({BuildAdStackKernel(), typed});
+  kernels.push_back({BuildOutputKernel(), typed});
   return kernels;
 }
 

@@ -43,6 +43,8 @@ std::unique_ptr<Kernel> BuildOffloadedKernel();
 std::unique_ptr<Kernel> BuildStructForKernel();
 // Every adstack statement, one stack with a symbolic size.
 std::unique_ptr<Kernel> BuildAdStackKernel();
+// print with formatted values, and a random number.
+std::unique_ptr<Kernel> BuildOutputKernel();
 
 struct SampleKernel {
   std::unique_ptr<Kernel> kernel;

@@ -48,6 +48,11 @@ KernelArtifact SampleArtifact() {
       {"ndarray 'a' (argument 0)",
        {"sim.py", 16},
        {ir::PrimitiveType::kF64, ir::PrimitiveType::kI32}});
+  artifact.print_sites.push_back(
+      {{"x = ", ", n = ", "\n"},
+       {"%.3e", ""},
+       {ir::PrimitiveType::kF32, ir::PrimitiveType::kI64},
+       {"sim.py", 17}});
   return artifact;
 }
 
@@ -79,6 +84,13 @@ void ExpectSame(const KernelArtifact& a, const KernelArtifact& b) {
   EXPECT_EQ(a.error_sites[0].description, b.error_sites[0].description);
   EXPECT_EQ(a.error_sites[0].loc.ToString(), b.error_sites[0].loc.ToString());
   EXPECT_EQ(a.error_sites[0].value_types, b.error_sites[0].value_types);
+  ASSERT_EQ(a.print_sites.size(), b.print_sites.size());
+  for (size_t k = 0; k < a.print_sites.size(); ++k) {
+    EXPECT_EQ(a.print_sites[k].pieces, b.print_sites[k].pieces);
+    EXPECT_EQ(a.print_sites[k].specs, b.print_sites[k].specs);
+    EXPECT_EQ(a.print_sites[k].types, b.print_sites[k].types);
+    EXPECT_EQ(a.print_sites[k].loc.ToString(), b.print_sites[k].loc.ToString());
+  }
 }
 
 TEST(OfflineCacheEntry, RoundTripsEveryField) {
@@ -86,6 +98,13 @@ TEST(OfflineCacheEntry, RoundTripsEveryField) {
   auto decoded = DecodeEntry("k1", EncodeEntry("k1", artifact));
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   ExpectSame(artifact, *decoded);
+}
+
+TEST(OfflineCacheEntry, RejectsAPrintSpecTheHostCouldNotFormatSafely) {
+  KernelArtifact artifact = SampleArtifact();
+  artifact.print_sites[0].specs[0] = "%s";  // would read a string pointer
+  auto decoded = DecodeEntry("k1", EncodeEntry("k1", artifact));
+  EXPECT_FALSE(decoded.ok());
 }
 
 TEST(OfflineCacheEntry, RejectsEveryTruncation) {

@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 
 from quadrants.lang import context, types
-from quadrants.lang.exception import QuadrantsTypeError
+from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
 from quadrants.lang.expr import Expr, GlobalRef, Var, is_runtime
 
 
@@ -109,6 +109,38 @@ def cast(x, dtype):
             types.to_numpy_dtype(dtype)))
     # Inside a kernel the result keeps the requested type.
     return context.constant(value, dtype) if context.current() is not None else value
+
+
+@intrinsic
+def random(dtype=float):
+    """qd.random(dtype=float): a uniformly distributed random number, drawn in
+    kernel code.
+
+    Floats (float means qd.init's default_fp) are uniform in [0, 1): k / 2^p
+    for a uniform integer 0 <= k < 2^p, with p = 24 for f32, 53 for f64 and
+    11 for f16. Integer types get every value of the type with equal
+    probability (i32 over [-2^31, 2^31), u32 over [0, 2^32), ...); u1 gives
+    True or False.
+
+    Each iteration of a parallel loop (and each run of the kernel's serial
+    code) draws from its own SplitMix64 stream, which starts from a mix of
+    qd.init(random_seed=...), the number of launches since qd.init, the
+    task and the iteration index. So the same seed and the same sequence of
+    launches give the same numbers, whatever the number of threads; another
+    seed gives other numbers; and every launch draws new ones.
+
+    A kernel that calls qd.random() cannot be differentiated (kernel.grad
+    would replay it with different numbers): that is a compile error.
+    """
+    if context.current() is None:
+        raise QuadrantsSyntaxError("qd.random() can only be called in kernel code")
+    try:
+        dtype = types.normalize(dtype)
+    except QuadrantsTypeError:
+        raise QuadrantsTypeError(f"qd.random(dtype): dtype must be a Quadrants scalar "
+                                 f"type such as qd.f32, qd.f64 or qd.i32 (or float / "
+                                 f"int), got {dtype!r}") from None
+    return Expr(context.builder().random(dtype.name), dtype)
 
 
 def _atomic(name, python_op):

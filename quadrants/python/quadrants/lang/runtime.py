@@ -1,4 +1,5 @@
 """Process-wide state: the current Program, qd.init / qd.reset / qd.sync."""
+import atexit
 import os
 
 from quadrants._core import core
@@ -145,6 +146,8 @@ def init(arch=None, **options):
     config.default_ad_stack_size = values["default_ad_stack_size"]
     config.offline_cache = values["offline_cache"]
     config.offline_cache_file_path = values["offline_cache_file_path"] or ""
+    # Any Python int seeds: it is reduced to the int64 the core keeps.
+    config.random_seed = (values["random_seed"] + 2**63) % 2**64 - 2**63
     state.program = core.Program(config)
     state.config = config
     state.options = dict(values, arch=arch)
@@ -152,7 +155,10 @@ def init(arch=None, **options):
 
 
 def reset():
-    """Drops the Program: fields, ndarrays and compiled kernels."""
+    """Drops the Program: fields, ndarrays and compiled kernels. Output that
+    kernels printed since the last sync is shown first."""
+    if state.program is not None:
+        state.program.flush_output()
     state.program = None
     state.config = None
     state.options = {}
@@ -161,6 +167,13 @@ def reset():
     state.grad_replaced_depth = 0
     state.unnamed_fields = 0
     state.generation += 1
+
+
+@atexit.register
+def _show_pending_output():
+    """Kernel print() output not yet shown by a sync appears at exit."""
+    if state.program is not None:
+        state.program.flush_output()
 
 
 def sync():

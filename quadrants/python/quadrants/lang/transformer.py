@@ -9,7 +9,7 @@ import builtins
 import contextlib
 import numbers
 
-from quadrants.lang import context, ops, types
+from quadrants.lang import context, ops, printing, types
 from quadrants.lang.exception import (QuadrantsCompilationError, QuadrantsError,
                                       QuadrantsSyntaxError, QuadrantsTypeError)
 from quadrants.lang.expr import Expr, GlobalRef, NdarrayArg, ShapeProxy, Var, is_runtime
@@ -588,21 +588,18 @@ class FunctionCompiler(ast.NodeVisitor):
         return {self.eval(k): self.eval(v) for k, v in zip(node.keys, node.values)}
 
     def visit_JoinedStr(self, node):
-        parts = []
-        for value in node.values:
-            v = self.eval(value)
-            if is_runtime(v):
-                raise self.error(node, "f-strings can only format compile-time values",
-                                 QuadrantsSyntaxError)
-            parts.append(str(v))
-        return "".join(parts)
+        # With run-time values the result is a printing.RuntimeText, which
+        # only print() accepts.
+        return printing.join_text([self.eval(value) for value in node.values])
 
     def visit_FormattedValue(self, node):
         value = self.eval(node.value)
-        if is_runtime(value):
-            return value
         spec = self.eval(node.format_spec) if node.format_spec else ""
-        return format(value, spec)
+        if not isinstance(spec, str):
+            raise self.error(node, "a format spec must be known at compile time",
+                             QuadrantsSyntaxError)
+        conversion = chr(node.conversion) if node.conversion > 0 else None
+        return printing.format_value(value, conversion, spec)
 
     def visit_Attribute(self, node):
         base = self.eval(node.value)
@@ -739,6 +736,11 @@ class FunctionCompiler(ast.NodeVisitor):
             fn = _BUILTIN_INTRINSICS[fn]
         if getattr(fn, "_qd_intrinsic", False) or isinstance(fn, types.DataType):
             return fn(*args, **kwargs)
+        if fn is print:
+            return printing.kernel_print(*args, **kwargs)
+        if getattr(fn, "__name__", None) == "format" and \
+                isinstance(getattr(fn, "__self__", None), str):
+            return printing.format_string(fn.__self__, args, kwargs)
         if fn is range:
             return self.make_range(node, args)
         if fn is NdRange:

@@ -60,6 +60,49 @@ QD_EXPORT void qd_assert(QdLaunchContext* ctx, qd_i32 cond, qd_i32 site,
   qd_report_error(ctx, QD_ERROR_ASSERTION, site, v0, v1, v2);
 }
 
+// ---- print()
+// -----------------------------------------------------------------
+
+// Appends one record; reservations are atomic, so records of parallel
+// iterations interleave whole. Reservations only grow, so the records that
+// fit form a prefix of the buffer.
+QD_EXPORT void qd_print(QdLaunchContext* ctx, qd_i32 site, qd_i32 count,
+                        const qd_i64* values) {
+  QdRuntime* rt = ctx->runtime;
+  const qd_i64 bytes = 8 + 8 * (qd_i64)count;
+  const qd_i64 offset =
+      __atomic_fetch_add(&rt->print_used, bytes, __ATOMIC_RELAXED);
+  if (offset + bytes > rt->print_capacity) {
+    __atomic_fetch_add(&rt->print_dropped, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  char* record = rt->print_buffer + offset;
+  ((qd_i32*)record)[0] = site;
+  ((qd_i32*)record)[1] = count;
+  qd_i64* slots = (qd_i64*)(record + 8);
+  for (qd_i32 k = 0; k < count; ++k)
+    slots[k] = values[k];
+}
+
+// ---- qd.random()
+// --------------------------------------------------------------- Each
+// iteration of a task (the one run of a serial task) has its own stream: a
+// SplitMix64 sequence whose start mixes the launch key, the task and the
+// iteration index. Numbers therefore depend on the seed, the launch count and
+// where they are drawn, never on which thread runs the iteration.
+
+QD_EXPORT qd_u64 qd_random_seed(QdLaunchContext* ctx, qd_i32 task,
+                                qd_i64 iteration) {
+  return qd_mix64(ctx->random_key ^
+                  qd_mix64((qd_u64)iteration ^ ((qd_u64)task << 48)));
+}
+
+// Advances the stream and returns 64 uniformly distributed bits.
+QD_EXPORT qd_u64 qd_random_next(qd_u64* state) {
+  *state += QD_RANDOM_GAMMA;
+  return qd_mix64(*state);
+}
+
 // ---- Adstack metadata
 // --------------------------------------------------------- Published by the
 // host before each task that uses adstacks: the heap, the bytes each thread

@@ -38,6 +38,15 @@ typedef struct QdRuntime {
   // Where an access whose bounds check failed goes instead, so a bad index
   // neither corrupts nor reads other elements.
   qd_i64 scratch[8];
+
+  // print() records, appended by qd_print and drained by the host after
+  // each launch: an i32 site id, an i32 value count, then the values as
+  // i64 slots. `print_used` counts the bytes asked for, which may exceed
+  // the capacity; records that do not fit are counted in `print_dropped`.
+  char* print_buffer;
+  qd_i64 print_capacity;
+  qd_i64 print_used;
+  qd_i64 print_dropped;
 } QdRuntime;
 
 typedef struct QdLaunchContext {
@@ -47,6 +56,21 @@ typedef struct QdLaunchContext {
   qd_i64 args[QD_MAX_ARGS];
   void* ndarray_data[QD_MAX_ARGS];
   qd_i64 ndarray_shape[QD_MAX_ARGS][QD_MAX_NDIM];
+  // Selects this launch's random streams (from the seed and a launch count).
+  qd_u64 random_key;
 } QdLaunchContext;
+
+// The SplitMix64 output function (Steele, Lea and Flood, "Fast splittable
+// pseudorandom number generators", 2014): a bijective 64-bit mix that
+// decorrelates nearby inputs. Shared by the host, which derives launch keys,
+// and the runtime, which derives per-iteration streams.
+static inline qd_u64 qd_mix64(qd_u64 z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// The Weyl increment of the streams (2^64 over the golden ratio, odd).
+#define QD_RANDOM_GAMMA 0x9e3779b97f4a7c15ULL
 
 #endif  // QUADRANTS_RUNTIME_LLVM_RUNTIME_MODULE_RUNTIME_ABI_H_
