@@ -153,10 +153,14 @@ def grad_replaced(fn):
 def grad_for(primal):
     """Decorator factory: @qd.ad.grad_for(primal) registers the decorated
     function as the backward of `primal` (a qd.ad.grad_replaced function);
-    it is called with the arguments `primal` was called with."""
+    it is called with the arguments `primal` was called with.
+
+    A primal that is not a qd.ad.grad_replaced function (a kernel, a plain
+    function) raises QuadrantsGradientError, which is both a TypeError and
+    a RuntimeError (upstream raises RuntimeError)."""
     if not isinstance(primal, _GradReplaced):
         what = "a kernel" if getattr(primal, "_qd_kernel", False) else repr(primal)
-        raise QuadrantsTypeError(f"qd.ad.grad_for() needs a function decorated with "
+        raise QuadrantsGradientError(f"qd.ad.grad_for() needs a function decorated with "
                                  f"qd.ad.grad_replaced, got {what}; wrap the kernels in a "
                                  f"Python function decorated with @qd.ad.grad_replaced")
 
@@ -276,3 +280,12 @@ def clear_all_duals():
     for f in field_module._live_fields():
         if f.dual is not None and f.dual.placed:
             f.dual.fill(0)
+
+
+# The public names of qd.ad, as upstream lists them; dir(qd.ad) shows these
+# only (helpers and imported modules stay reachable as attributes).
+__all__ = ["FwdMode", "Tape", "clear_all_gradients", "grad_for", "grad_replaced", "no_grad"]
+
+
+def __dir__():
+    return list(__all__)

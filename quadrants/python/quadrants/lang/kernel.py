@@ -334,7 +334,8 @@ class _GradLauncher:
 
 def _adjoint_arguments(specs, args, copy_back):
     """The adjoint arrays of the float ndarray arguments, in order. An array
-    without .grad gets a scratch one: its gradient is discarded."""
+    without .grad, or passed to a parameter annotated needs_grad=False, gets
+    a scratch one: its gradient is discarded."""
     adjoints = []
     for spec, arg in zip(specs, args):
         if not isinstance(spec, _NdarrayParam):
@@ -342,7 +343,7 @@ def _adjoint_arguments(specs, args, copy_back):
         dtype = arg.dtype if isinstance(arg, Ndarray) else types.from_numpy_dtype(arg.dtype)
         if not dtype.is_float:
             continue
-        grad = getattr(arg, "grad", None)
+        grad = getattr(arg, "grad", None) if spec.annotation.needs_grad is not False else None
         if isinstance(grad, Ndarray):
             adjoints.append(grad._core)
         elif isinstance(grad, np.ndarray):

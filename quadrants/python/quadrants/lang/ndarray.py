@@ -27,10 +27,12 @@ class Ndarray:
         if not isinstance(needs_grad, bool):
             raise QuadrantsTypeError(f"needs_grad must be a bool, got {needs_grad!r}")
         if needs_grad and not self.dtype.is_float:
-            raise QuadrantsGradientError(f"qd.ndarray(): {self.dtype} is not differentiable, "
-                                         f"so an ndarray of {self.dtype} cannot have "
-                                         f"needs_grad=True; use a floating-point dtype "
-                                         f"(qd.f32, qd.f64)")
+            # The wording keeps upstream's "<dtype> is not supported for ndarray".
+            raise QuadrantsGradientError(f"qd.ndarray(): {self.dtype} is not supported for "
+                                         f"ndarray gradients: {self.dtype} is not "
+                                         f"differentiable, so an ndarray of {self.dtype} "
+                                         f"cannot have needs_grad=True; use a floating-point "
+                                         f"dtype (qd.f32, qd.f64)")
         self.shape = shape
         self._generation = runtime.state.generation
         self._core = prog.create_ndarray(self.dtype.name, list(shape))

@@ -84,20 +84,27 @@ class LoopConfig:
         self.block_dim = block_dim
 
 
-def loop_config(*, serialize=False, block_dim=None):
-    """qd.loop_config(serialize=False, block_dim=None), as a statement right
-    before a for loop in a kernel, configures that loop only.
+def loop_config(*, serialize=False, block_dim=None, parallelize=None,
+                block_dim_adaptive=True):
+    """qd.loop_config(serialize=False, block_dim=None, parallelize=None,
+    block_dim_adaptive=True), as a statement right before a for loop in a
+    kernel, configures that loop only.
 
     serialize=True runs the loop serially, in order, even when it is the
     outermost (parallel) loop of the kernel; `break` is then allowed in it.
     block_dim is the number of threads per block on GPU backends (a
     positive int; CPU backends have no blocks and ignore it).
+    parallelize is the number of CPU threads the loop may use (a positive
+    int, as upstream): 1 runs it serially, like serialize=True; a larger
+    count is a hint that does not change results, so it is accepted and the
+    runtime's thread pool is used. block_dim_adaptive (a bool, upstream's
+    GPU block-size heuristic) is accepted and does not change results.
     """
     raise QuadrantsSyntaxError("qd.loop_config() can only be called in kernel code, as a "
                                "statement right before the for loop it configures")
 
 
-_LOOP_CONFIG_OPTIONS = ("serialize", "block_dim")
+_LOOP_CONFIG_OPTIONS = ("serialize", "block_dim", "parallelize", "block_dim_adaptive")
 
 
 class LoopFrame:
@@ -759,7 +766,8 @@ class FunctionCompiler(ast.NodeVisitor):
     def set_loop_config(self, node):
         if node.args:
             raise self.error(node, "qd.loop_config() takes keyword arguments only "
-                             "(serialize=..., block_dim=...)", QuadrantsSyntaxError)
+                             "(serialize=..., block_dim=..., parallelize=...)",
+                             QuadrantsSyntaxError)
         options = {}
         for keyword in node.keywords:
             if keyword.arg not in _LOOP_CONFIG_OPTIONS:
@@ -782,6 +790,17 @@ class FunctionCompiler(ast.NodeVisitor):
                                       block_dim <= 0):
             raise self.error(node, f"qd.loop_config(block_dim=...) must be a positive int "
                              f"or None, got {block_dim!r}", QuadrantsTypeError)
+        parallelize = options.get("parallelize")
+        if parallelize is not None and (isinstance(parallelize, bool) or
+                                        not isinstance(parallelize, numbers.Integral) or
+                                        parallelize <= 0):
+            raise self.error(node, f"qd.loop_config(parallelize=...) must be a positive int "
+                             f"or None, got {parallelize!r}", QuadrantsTypeError)
+        if not isinstance(options.get("block_dim_adaptive", True), bool):
+            raise self.error(node, f"qd.loop_config(block_dim_adaptive=...) must be a bool, "
+                             f"got {options['block_dim_adaptive']!r}", QuadrantsTypeError)
+        # One thread is serial execution; more threads only change speed.
+        serialize = serialize or parallelize == 1
         if self.pending_loop_config is not None:
             raise self.error(node, "qd.loop_config() is called twice before one loop",
                              QuadrantsSyntaxError)

@@ -122,17 +122,25 @@ def promote(a, b):
 
 
 class NdarrayType:
-    """Annotation of an ndarray parameter: qd.types.ndarray(dtype, ndim).
+    """Annotation of an ndarray parameter: qd.types.ndarray(dtype, ndim,
+    needs_grad=None).
 
     A missing dtype or ndim is taken from each call's argument (the kernel
-    is compiled once per distinct combination).
+    is compiled once per distinct combination). needs_grad=False makes the
+    parameter a constant to reverse mode: kernel.grad accumulates nothing
+    into the argument's .grad. None or True (the default) differentiates it
+    when the argument has a .grad.
     """
 
-    def __init__(self, dtype=None, ndim=None):
+    def __init__(self, dtype=None, ndim=None, needs_grad=None):
         self.dtype = None if dtype is None else normalize(dtype)
         if ndim is not None and (not isinstance(ndim, int) or not 0 <= ndim <= 8):
             raise QuadrantsTypeError(f"ndarray ndim must be an int in [0, 8], got {ndim!r}")
         self.ndim = ndim
+        if needs_grad is not None and not isinstance(needs_grad, bool):
+            raise QuadrantsTypeError(f"qd.types.ndarray(needs_grad=...) must be a bool or "
+                                     f"None, got {needs_grad!r}")
+        self.needs_grad = needs_grad
 
     def __repr__(self):
         return f"ndarray(dtype={self.dtype}, ndim={self.ndim})"
@@ -181,8 +189,9 @@ class _NDArrayAnnotation(NdarrayType):
 NDArray = _NDArrayAnnotation()
 
 
-def ndarray(dtype=None, ndim=None):
-    return NdarrayType(dtype, ndim)
+def ndarray(dtype=None, ndim=None, needs_grad=None):
+    """qd.types.ndarray(dtype=None, ndim=None, needs_grad=None): see NdarrayType."""
+    return NdarrayType(dtype, ndim, needs_grad)
 
 
 def template():
