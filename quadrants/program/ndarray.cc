@@ -10,7 +10,8 @@
 namespace quadrants {
 
 absl::StatusOr<std::shared_ptr<Ndarray>> Ndarray::Create(
-    ir::PrimitiveType dtype, std::vector<int64_t> shape) {
+    ir::PrimitiveType dtype, std::vector<int64_t> shape,
+    std::shared_ptr<SharedMemoryAllocator> memory) {
   if (shape.size() > 8) {
     return MakeError(ErrorKind::kType, absl::StrCat("an ndarray has at most 8 "
                                                     "dimensions, got ",
@@ -26,18 +27,23 @@ absl::StatusOr<std::shared_ptr<Ndarray>> Ndarray::Create(
     }
     count *= extent;
   }
-  return std::make_shared<Ndarray>(Key(), dtype, std::move(shape), count);
+  // At least one byte so data() is a valid pointer for empty arrays.
+  const int64_t bytes = count * std::max(1, ir::BitWidth(dtype) / 8);
+  absl::StatusOr<SharedBuffer> storage =
+      SharedBuffer::Allocate(std::move(memory), bytes);
+  if (!storage.ok())
+    return storage.status();
+  return std::make_shared<Ndarray>(Key(), dtype, std::move(shape), count,
+                                   *std::move(storage));
 }
 
 Ndarray::Ndarray(Key, ir::PrimitiveType dtype, std::vector<int64_t> shape,
-                 int64_t num_elements)
+                 int64_t num_elements, SharedBuffer storage)
     : dtype_(dtype),
       shape_(std::move(shape)),
       num_elements_(num_elements),
       element_bytes_(std::max(1, ir::BitWidth(dtype) / 8)),
-      // At least one byte so data() is a valid pointer for empty arrays.
-      storage_(std::make_unique<char[]>(
-          std::max<int64_t>(1, num_elements * element_bytes_))) {}
+      storage_(std::move(storage)) {}
 
 absl::StatusOr<int64_t> Ndarray::Offset(absl::Span<const int64_t> index) const {
   if (index.size() != shape_.size()) {

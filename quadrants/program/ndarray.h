@@ -10,14 +10,18 @@
 #include "absl/types/span.h"
 #include "quadrants/ir/constant.h"
 #include "quadrants/ir/types.h"
+#include "quadrants/runtime/shared_memory.h"
 
 namespace quadrants {
 
-// A dense, row-major, zero-initialized array in host memory.
+// A dense, row-major, zero-initialized array in memory the backend's kernels
+// and the host share (host access needs a synchronized backend).
 class Ndarray {
  public:
   static absl::StatusOr<std::shared_ptr<Ndarray>> Create(
-      ir::PrimitiveType dtype, std::vector<int64_t> shape);
+      ir::PrimitiveType dtype, std::vector<int64_t> shape,
+      std::shared_ptr<SharedMemoryAllocator> memory =
+          std::make_shared<HostMemoryAllocator>());
 
   ir::PrimitiveType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
@@ -40,7 +44,7 @@ class Ndarray {
   // Public for std::make_shared only; use Create().
   struct Key {};
   Ndarray(Key, ir::PrimitiveType dtype, std::vector<int64_t> shape,
-          int64_t num_elements);
+          int64_t num_elements, SharedBuffer storage);
 
  private:
   absl::StatusOr<int64_t> Offset(absl::Span<const int64_t> index) const;
@@ -49,7 +53,7 @@ class Ndarray {
   std::vector<int64_t> shape_;
   int64_t num_elements_;
   int64_t element_bytes_;
-  std::unique_ptr<char[]> storage_;
+  SharedBuffer storage_;
   uint64_t data_generation_ = 0;
 };
 

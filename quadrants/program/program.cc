@@ -139,6 +139,14 @@ bool DumpIrRequested() {
   return value != nullptr && std::strcmp(value, "0") != 0 && value[0] != '\0';
 }
 
+// Bytes of a host array argument (dense, row-major).
+int64_t HostArrayBytes(const KernelArgument& array) {
+  int64_t count = 1;
+  for (int64_t extent : array.shape)
+    count *= extent;
+  return count * std::max(1, ir::BitWidth(array.dtype) / 8);
+}
+
 }  // namespace
 
 Program::Program(const CompileConfig& config, std::unique_ptr<Backend> backend)
@@ -157,15 +165,19 @@ int Program::num_cpu_threads() const {
 }
 
 absl::Status Program::MaterializeFields() {
-  if (snodes_.finalized() && root_ != nullptr)
+  if (snodes_.finalized() && root_)
     return absl::OkStatus();
   const int64_t old_bytes = root_ ? snodes_.root_bytes() : 0;
   QD_RETURN_IF_ERROR(snodes_.Finalize());
   // Fields added since the last layout extend the buffer; old ones keep
   // their offsets and contents.
-  auto grown = std::make_unique<char[]>(snodes_.root_bytes());
-  if (root_)
+  QD_ASSIGN_OR_RETURN(
+      SharedBuffer grown,
+      SharedBuffer::Allocate(backend_->memory(), snodes_.root_bytes()));
+  if (root_) {
+    QD_RETURN_IF_ERROR(backend_->Synchronize());  // kernels may still write
     std::memcpy(grown.get(), root_.get(), old_bytes);
+  }
   root_ = std::move(grown);
   backend_->SetRoot(root_.get());
   field_generation_.resize(snodes_.size(), 0);
@@ -229,7 +241,7 @@ uint64_t Program::field_write_generation(int place) const {
 
 absl::StatusOr<std::shared_ptr<Ndarray>> Program::CreateNdarray(
     ir::PrimitiveType dtype, std::vector<int64_t> shape) {
-  return Ndarray::Create(dtype, std::move(shape));
+  return Ndarray::Create(dtype, std::move(shape), backend_->memory());
 }
 
 absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::Compile(
@@ -362,6 +374,9 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
                              absl::Span<const KernelArgument> args) {
   QD_RETURN_IF_ERROR(CheckArguments(kernel, args));
   std::vector<ResolvedArgument> resolved(args.size());
+  // Host arrays the backend cannot address, copied in and (when written)
+  // back out around the launch.
+  std::vector<std::pair<size_t, SharedBuffer>> staged;
   for (size_t i = 0; i < args.size(); ++i) {
     const KernelArgument& a = args[i];
     switch (a.kind) {
@@ -378,6 +393,11 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
       case KernelArgument::Kind::kExternal:
         resolved[i].data = a.data;
         resolved[i].shape = a.shape;
+        if (backend_->stages_host_arrays()) {
+          QD_ASSIGN_OR_RETURN(SharedBuffer copy, StageHostArray(a));
+          resolved[i].data = copy.get();
+          staged.emplace_back(i, std::move(copy));
+        }
         break;
     }
   }
@@ -391,8 +411,39 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
     if (args[arg].kind == KernelArgument::Kind::kNdarray)
       args[arg].ndarray->BumpDataGeneration();
   }
+  if (!staged.empty())
+    QD_RETURN_IF_ERROR(UnstageHostArrays(kernel, args, staged));
   CollectPrints(kernel);
   CollectRuntimeError(kernel);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SharedBuffer> Program::StageHostArray(
+    const KernelArgument& array) {
+  const int64_t bytes = HostArrayBytes(array);
+  QD_ASSIGN_OR_RETURN(SharedBuffer copy,
+                      SharedBuffer::Allocate(backend_->memory(), bytes));
+  if (bytes > 0)
+    std::memcpy(copy.get(), array.data, bytes);
+  return copy;
+}
+
+absl::Status Program::UnstageHostArrays(
+    const CompiledKernel& kernel, absl::Span<const KernelArgument> args,
+    absl::Span<const std::pair<size_t, SharedBuffer>> staged) {
+  const auto& written = kernel.written_args();
+  bool synchronized = false;
+  for (const auto& [arg, copy] : staged) {
+    if (std::find(written.begin(), written.end(), static_cast<int>(arg)) ==
+        written.end()) {
+      continue;  // read-only in this kernel: nothing to copy back
+    }
+    if (!synchronized) {
+      QD_RETURN_IF_ERROR(backend_->Synchronize());
+      synchronized = true;
+    }
+    std::memcpy(args[arg].data, copy.get(), HostArrayBytes(args[arg]));
+  }
   return absl::OkStatus();
 }
 

@@ -110,6 +110,12 @@ class Program {
   absl::Status CheckArguments(const CompiledKernel& kernel,
                               absl::Span<const KernelArgument> args) const;
   void CollectRuntimeError(const CompiledKernel& kernel);
+  // A copy of a host array argument in memory the backend addresses.
+  absl::StatusOr<SharedBuffer> StageHostArray(const KernelArgument& array);
+  // Copies staged arrays the kernel may have written back to the host.
+  absl::Status UnstageHostArrays(
+      const CompiledKernel& kernel, absl::Span<const KernelArgument> args,
+      absl::Span<const std::pair<size_t, SharedBuffer>> staged);
   void CollectPrints(const CompiledKernel& kernel);
   void WarnAboutDefaultSizedStacks(const CompiledKernel& kernel);
   absl::StatusOr<char*> FieldAddress(int place,
@@ -118,7 +124,7 @@ class Program {
   CompileConfig config_;
   std::unique_ptr<Backend> backend_;
   ir::SNodeTree snodes_;
-  std::unique_ptr<char[]> root_;
+  SharedBuffer root_;
   std::vector<uint64_t> field_generation_;
   absl::flat_hash_map<uint64_t, std::shared_ptr<CompiledKernel>> cache_;
   absl::Status pending_error_;

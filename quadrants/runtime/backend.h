@@ -15,6 +15,7 @@
 #include "quadrants/ir/size_expr.h"
 #include "quadrants/ir/snode.h"
 #include "quadrants/runtime/compile_config.h"
+#include "quadrants/runtime/shared_memory.h"
 
 namespace quadrants {
 
@@ -159,6 +160,11 @@ class Backend {
   virtual absl::optional<RuntimeErrorRecord> TakeError() = 0;
   // The print() records of the last launch, clearing them.
   virtual PrintBatch TakePrints() { return {}; }
+  // Where fields and ndarrays live for this backend's kernels.
+  virtual std::shared_ptr<SharedMemoryAllocator> memory() = 0;
+  // Whether arrays in plain host memory (numpy arguments) must be copied
+  // into memory from memory() for the kernel to see them.
+  virtual bool stages_host_arrays() const { return false; }
   virtual int num_threads() const = 0;
   virtual const AdStackStats& adstack_stats() const = 0;
   virtual const OfflineCacheStats& offline_cache_stats() const {

@@ -14,7 +14,7 @@
 #include "quadrants/common/status_macros.h"
 #include "quadrants/ir/statements.h"
 #include "quadrants/ir/walk.h"
-#include "quadrants/runtime/adstack/size_expr_evaluator.h"
+#include "quadrants/runtime/adstack/launch_sizer.h"
 #include "quadrants/runtime/llvm/runtime_module/runtime_x86_64.h"
 
 namespace quadrants::cpu {
@@ -35,108 +35,6 @@ struct CpuTask {
   int64_t cells = 0;
 };
 
-// What a task's size expressions read, so a launch can tell whether the
-// cached capacities still hold.
-struct SizingDependencies {
-  std::vector<int> args;        // scalar argument values
-  std::vector<int> shape_args;  // ndarray shapes
-  std::vector<int> data_args;   // ndarray contents
-  std::vector<int> fields;      // field values
-};
-
-struct SizingCache {
-  bool valid = false;
-  std::vector<int64_t> signature;
-  std::vector<int64_t> capacities;
-};
-
-void CollectDependencies(const ir::SizeExpr& e, SizingDependencies* deps) {
-  auto add = [](std::vector<int>& list, int value) {
-    if (std::find(list.begin(), list.end(), value) == list.end())
-      list.push_back(value);
-  };
-  switch (e.kind()) {
-    case ir::SizeExprKind::kArgValue:
-      add(deps->args, e.arg());
-      break;
-    case ir::SizeExprKind::kNdarrayShape:
-      add(deps->shape_args, e.arg());
-      break;
-    case ir::SizeExprKind::kNdarrayRead:
-      add(deps->shape_args, e.arg());
-      add(deps->data_args, e.arg());
-      break;
-    case ir::SizeExprKind::kFieldLoad:
-      add(deps->fields, e.snode_id());
-      break;
-    default:
-      break;
-  }
-  for (const auto& child : e.children())
-    CollectDependencies(*child, deps);
-}
-
-// Launch-time values for the size expressions of a CPU launch.
-class CpuSizerInputs : public adstack::SizeExprInputs {
- public:
-  CpuSizerInputs(const ir::SNodeTree& snodes, const char* root,
-                 const QdLaunchContext& ctx,
-                 const std::vector<ir::KernelParam>& params)
-      : snodes_(snodes), root_(root), ctx_(ctx), params_(params) {}
-
-  absl::optional<int64_t> FieldValue(
-      int snode, absl::Span<const int64_t> index) const override {
-    auto it = layouts_.find(snode);
-    if (it == layouts_.end()) {
-      auto layout = snodes_.Layout(snode);
-      if (!layout.ok())
-        return absl::nullopt;
-      it = layouts_.emplace(snode, *layout).first;
-    }
-    const ir::PlaceLayout& layout = it->second;
-    if (index.size() != layout.shape.size())
-      return absl::nullopt;
-    int64_t offset = layout.offset;
-    for (size_t a = 0; a < index.size(); ++a) {
-      if (index[a] < 0 || index[a] >= layout.shape[a])
-        return absl::nullopt;
-      offset += index[a] * layout.axis_stride[a];
-    }
-    return adstack::ReadAsInteger(root_ + offset, snodes_.node(snode).dtype);
-  }
-
-  int64_t NdarrayShape(int arg, int axis) const override {
-    return ctx_.ndarray_shape[arg][axis];
-  }
-
-  absl::optional<int64_t> NdarrayValue(
-      int arg, absl::Span<const int64_t> index) const override {
-    const ir::KernelParam& p = params_[arg];
-    if (static_cast<int>(index.size()) != p.ndim)
-      return absl::nullopt;
-    int64_t linear = 0;
-    for (int a = 0; a < p.ndim; ++a) {
-      const int64_t extent = ctx_.ndarray_shape[arg][a];
-      if (index[a] < 0 || index[a] >= extent)
-        return absl::nullopt;
-      linear = linear * extent + index[a];
-    }
-    const int64_t bytes = std::max(1, ir::BitWidth(p.dtype) / 8);
-    return adstack::ReadAsInteger(
-        static_cast<const char*>(ctx_.ndarray_data[arg]) + linear * bytes,
-        p.dtype);
-  }
-
-  int64_t ArgValue(int arg) const override { return ctx_.args[arg]; }
-
- private:
-  const ir::SNodeTree& snodes_;
-  const char* root_;
-  const QdLaunchContext& ctx_;
-  const std::vector<ir::KernelParam>& params_;
-  mutable absl::flat_hash_map<int, ir::PlaceLayout> layouts_;
-};
-
 class CpuCompiledKernel : public CompiledKernel {
  public:
   CpuCompiledKernel(const ir::Kernel& kernel,
@@ -148,9 +46,8 @@ class CpuCompiledKernel : public CompiledKernel {
         tasks_(std::move(tasks)) {}
   const std::vector<CpuTask>& tasks() const { return tasks_; }
 
-  // Per task: what its size expressions read, and the capacities they gave.
-  std::vector<SizingDependencies> sizing_dependencies;
-  mutable std::vector<SizingCache> sizing_cache;
+  // Sizes the tasks' adstacks at launch (its caches change per launch).
+  mutable std::unique_ptr<adstack::LaunchSizer> sizer;
 
  private:
   std::vector<CpuTask> tasks_;
@@ -306,15 +203,8 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
   }
   auto compiled = std::make_shared<CpuCompiledKernel>(
       offloaded, std::move(sites), std::move(tasks), std::move(task_adstacks));
-  for (const auto& stacks : compiled->task_adstacks()) {
-    SizingDependencies deps;
-    for (const AdStackInfo& stack : stacks) {
-      if (stack.size_expr)
-        CollectDependencies(*stack.size_expr, &deps);
-    }
-    compiled->sizing_dependencies.push_back(std::move(deps));
-  }
-  compiled->sizing_cache.resize(compiled->task_adstacks().size());
+  compiled->sizer =
+      std::make_unique<adstack::LaunchSizer>(compiled->task_adstacks());
   std::vector<int> written_snodes, written_args;
   CollectWrites(offloaded, &written_snodes, &written_args);
   compiled->set_written(std::move(written_snodes), std::move(written_args));
@@ -323,82 +213,15 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
 }
 
 absl::Status CpuBackend::PublishAdStacks(
-    const CompiledKernel& kernel, int task,
-    const std::vector<AdStackInfo>& stacks, int threads,
+    const CompiledKernel& kernel, int task, int threads,
     const QdLaunchContext& ctx, absl::Span<const ResolvedArgument> args,
     absl::Span<const uint64_t> field_generations) {
   const auto& compiled = static_cast<const CpuCompiledKernel&>(kernel);
-  const SizingDependencies& deps = compiled.sizing_dependencies[task];
-  SizingCache& cache = compiled.sizing_cache[task];
-  // The cache holds while every value the expressions read is unchanged.
-  std::vector<int64_t> signature;
-  bool cacheable = true;
-  for (int arg : deps.args)
-    signature.push_back(ctx.args[arg]);
-  for (int arg : deps.shape_args) {
-    for (int64_t extent : args[arg].shape)
-      signature.push_back(extent);
-  }
-  for (int arg : deps.data_args) {
-    signature.push_back(reinterpret_cast<int64_t>(args[arg].data));
-    signature.push_back(static_cast<int64_t>(args[arg].data_generation));
-    cacheable &= args[arg].data_generation != 0;
-  }
-  for (int field : deps.fields) {
-    signature.push_back(field < static_cast<int>(field_generations.size())
-                            ? static_cast<int64_t>(field_generations[field])
-                            : -1);
-  }
-  const bool forced = config_.ad_stack_size > 0;
-  const bool evaluated =
-      !forced &&
-      (!deps.args.empty() || !deps.shape_args.empty() ||
-       !deps.data_args.empty() || !deps.fields.empty() ||
-       std::any_of(stacks.begin(), stacks.end(),
-                   [](const AdStackInfo& s) { return s.size_expr; }));
-  if (evaluated && cacheable && cache.valid && cache.signature == signature) {
-    adstack_max_sizes_ = cache.capacities;
-    ++adstack_stats_.cache_hits;
-  } else {
-    adstack_max_sizes_.clear();
-    CpuSizerInputs inputs(*snodes_, runtime_.root, ctx, kernel.params());
-    for (const AdStackInfo& stack : stacks) {
-      int64_t capacity = config_.default_ad_stack_size;
-      if (forced) {
-        capacity = config_.ad_stack_size;
-      } else if (stack.static_capacity > 0) {
-        capacity = stack.static_capacity;
-      } else if (stack.size_expr) {
-        absl::StatusOr<int64_t> value =
-            adstack::EvaluateSizeExpr(*stack.size_expr, inputs);
-        ++adstack_stats_.tree_evaluations;
-        if (!value.ok()) {
-          return MakeError(ErrorKind::kRuntime,
-                           absl::StrCat("kernel '", kernel.name(),
-                                        "': sizing the adstack of "
-                                        "the loop at ",
-                                        stack.loc.ToString(), ": ",
-                                        value.status().message()));
-        }
-        capacity =
-            std::max<int64_t>(*value, 2);  // the two setup slots at least
-      }
-      adstack_max_sizes_.push_back(capacity);
-    }
-    if (evaluated) {
-      cache.valid = cacheable;
-      cache.signature = std::move(signature);
-      cache.capacities = adstack_max_sizes_;
-    }
-  }
-  adstack_offsets_.clear();
-  int64_t stride = 0;
-  for (size_t k = 0; k < stacks.size(); ++k) {
-    adstack_offsets_.push_back(stride);
-    // An i64 count, then the slots; every stack starts 8-byte aligned.
-    stride += (8 + adstack_max_sizes_[k] * stacks[k].slot_bytes + 7) / 8 * 8;
-  }
-  const int64_t need = stride * threads;
+  QD_ASSIGN_OR_RETURN(
+      adstack_layout_,
+      compiled.sizer->Size(config_, kernel, task, *snodes_, runtime_.root, ctx,
+                           args, field_generations, &adstack_stats_));
+  const int64_t need = adstack_layout_.stride * threads;
   if (need > adstack_stats_.heap_bytes) {
     const int64_t grown = std::max(need, 2 * adstack_stats_.heap_bytes);
     adstack_heap_ = std::make_unique<char[]>(grown);
@@ -406,17 +229,12 @@ absl::Status CpuBackend::PublishAdStacks(
     ++adstack_stats_.heap_grows;
   }
   runtime_.adstack_heap = adstack_heap_.get();
-  runtime_.adstack_per_thread_stride = stride;
-  runtime_.adstack_offsets = adstack_offsets_.data();
-  runtime_.adstack_max_sizes = adstack_max_sizes_.data();
+  runtime_.adstack_per_thread_stride = adstack_layout_.stride;
+  runtime_.adstack_offsets = adstack_layout_.offsets.data();
+  runtime_.adstack_max_sizes = adstack_layout_.capacities.data();
   runtime_.adstack_overflow = 0;
-  if (static_cast<int>(adstack_stats_.capacities.size()) <= task) {
-    adstack_stats_.capacities.resize(task + 1);
-    adstack_stats_.per_thread_stride.resize(task + 1);
-  }
-  adstack_stats_.capacities[task] = adstack_max_sizes_;
-  adstack_stats_.per_thread_stride[task] = stride;
-  adstack_stats_.bytes_needed = std::max(adstack_stats_.bytes_needed, need);
+  adstack::RecordLayout(adstack_layout_, task, kernel.num_tasks(), threads,
+                        &adstack_stats_);
   return absl::OkStatus();
 }
 
@@ -433,7 +251,7 @@ void CpuBackend::CheckAdStackOverflow(int task,
   record.site = stack;
   record.values[0] = task;
   record.values[1] = stack;
-  record.values[2] = adstack_max_sizes_[stack];
+  record.values[2] = adstack_layout_.capacities[stack];
   pending_ = record;
 }
 
@@ -485,7 +303,7 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
       any_stacks = true;
       // Heap slices are per thread id; a serial task only uses thread 0.
       QD_RETURN_IF_ERROR(PublishAdStacks(
-          kernel, static_cast<int>(t), stacks,
+          kernel, static_cast<int>(t),
           task.kind == ir::TaskKind::kSerial ? 1 : pool_.num_threads(), ctx,
           args, field_generations));
     }

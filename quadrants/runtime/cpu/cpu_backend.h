@@ -8,6 +8,7 @@
 
 #include "quadrants/codegen/cpu/cpu_jit.h"
 #include "quadrants/codegen/llvm/kernel_lowering.h"
+#include "quadrants/runtime/adstack/launch_sizer.h"
 #include "quadrants/runtime/backend.h"
 #include "quadrants/runtime/cpu/thread_pool.h"
 #include "quadrants/runtime/llvm/runtime_module/runtime_abi.h"
@@ -31,6 +32,7 @@ class CpuBackend : public Backend {
   absl::Status Synchronize() override { return absl::OkStatus(); }
   absl::optional<RuntimeErrorRecord> TakeError() override;
   PrintBatch TakePrints() override;
+  std::shared_ptr<SharedMemoryAllocator> memory() override { return memory_; }
   int num_threads() const override { return pool_.num_threads(); }
   const AdStackStats& adstack_stats() const override { return adstack_stats_; }
   const OfflineCacheStats& offline_cache_stats() const override {
@@ -45,7 +47,6 @@ class CpuBackend : public Backend {
   // cached), grows the heap if needed and publishes the metadata generated
   // code reads.
   absl::Status PublishAdStacks(const CompiledKernel& kernel, int task,
-                               const std::vector<AdStackInfo>& stacks,
                                int threads, const QdLaunchContext& ctx,
                                absl::Span<const ResolvedArgument> args,
                                absl::Span<const uint64_t> field_generations);
@@ -60,6 +61,8 @@ class CpuBackend : public Backend {
   LoadOrGenerate(const ir::Kernel& offloaded, const ir::SNodeTree& snodes);
 
   CompileConfig config_;
+  std::shared_ptr<SharedMemoryAllocator> memory_ =
+      std::make_shared<HostMemoryAllocator>();
   const ir::SNodeTree* snodes_ = nullptr;
   std::unique_ptr<codegen::CpuJit> jit_;
   ThreadPool pool_;
@@ -67,8 +70,7 @@ class CpuBackend : public Backend {
   absl::optional<RuntimeErrorRecord> pending_;
   // One heap per runtime, grown by amortized doubling, never shrunk.
   std::unique_ptr<char[]> adstack_heap_;
-  std::vector<int64_t> adstack_offsets_;
-  std::vector<int64_t> adstack_max_sizes_;
+  adstack::AdStackLayout adstack_layout_;  // of the task being launched
   AdStackStats adstack_stats_;
   std::optional<offline_cache::OfflineCache> cache_;
   OfflineCacheStats cache_stats_;
