@@ -15,6 +15,7 @@
 #include "quadrants/ir/statements.h"
 #include "quadrants/ir/walk.h"
 #include "quadrants/runtime/adstack/launch_sizer.h"
+#include "quadrants/runtime/llvm/host/launch_state.h"
 #include "quadrants/runtime/llvm/runtime_module/runtime_x86_64.h"
 
 namespace quadrants::cpu {
@@ -22,10 +23,6 @@ namespace {
 
 using TaskFn = void (*)(QdLaunchContext*, int64_t, int64_t, int32_t);
 
-// The print buffer starts at 1 MiB and grows, after a launch that overflowed
-// it, to what that launch asked for (at most 256 MiB).
-constexpr int64_t kInitialPrintBufferBytes = int64_t{1} << 20;
-constexpr int64_t kMaxPrintBufferBytes = int64_t{1} << 28;
 using BoundsFn = void (*)(QdLaunchContext*, int64_t*);
 
 struct CpuTask {
@@ -238,55 +235,22 @@ absl::Status CpuBackend::PublishAdStacks(
   return absl::OkStatus();
 }
 
-void CpuBackend::CheckAdStackOverflow(int task,
-                                      const std::vector<AdStackInfo>& stacks) {
-  const int stack = runtime_.adstack_overflow - 1;
-  if (stack < 0)
-    return;
-  runtime_.adstack_overflow = 0;
-  if (pending_)
-    return;
-  RuntimeErrorRecord record;
-  record.code = RuntimeErrorRecord::Code::kAdStackOverflow;
-  record.site = stack;
-  record.values[0] = task;
-  record.values[1] = stack;
-  record.values[2] = adstack_layout_.capacities[stack];
-  pending_ = record;
+void CpuBackend::CheckAdStackOverflow(int task) {
+  absl::optional<RuntimeErrorRecord> overflow = llvm_runtime::TakeAdStackOverflow(
+      &runtime_, task, adstack_layout_.capacities);
+  if (overflow && !pending_)
+    pending_ = overflow;
 }
 
 absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
     const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
     absl::Span<const uint64_t> field_generations) {
   const auto& compiled = static_cast<const CpuCompiledKernel&>(kernel);
-  if (args.size() > QD_MAX_ARGS) {
-    return MakeError(
-        ErrorKind::kType,
-        absl::StrCat("kernel '", kernel.name(), "' takes ", args.size(),
-                     " arguments; at most ", QD_MAX_ARGS, " are supported"));
-  }
-  QdLaunchContext ctx{};
-  ctx.runtime = &runtime_;
-  ++launches_;
-  ctx.random_key =
-      qd_mix64(qd_mix64(static_cast<uint64_t>(config_.random_seed)) +
-               launches_ * QD_RANDOM_GAMMA);
-  if (!kernel.print_sites().empty() && print_buffer_ == nullptr) {
-    print_capacity_ = kInitialPrintBufferBytes;
-    print_buffer_ = std::make_unique<char[]>(print_capacity_);
-  }
-  runtime_.print_buffer = print_buffer_.get();
-  runtime_.print_capacity = print_capacity_;
-  runtime_.print_used = 0;
-  runtime_.print_dropped = 0;
-  for (size_t i = 0; i < args.size(); ++i) {
-    ctx.args[i] = args[i].slot;
-    ctx.ndarray_data[i] = args[i].data;
-    for (size_t axis = 0; axis < args[i].shape.size() && axis < QD_MAX_NDIM;
-         ++axis) {
-      ctx.ndarray_shape[i][axis] = args[i].shape[axis];
-    }
-  }
+  QdLaunchContext ctx;
+  QD_RETURN_IF_ERROR(llvm_runtime::FillLaunchContext(
+      kernel, args, &runtime_,
+      llvm_runtime::LaunchRandomKey(config_.random_seed, ++launches_), &ctx));
+  QD_RETURN_IF_ERROR(prints_.Prepare(kernel, &runtime_));
   BackendLaunchStats stats;
   bool any_stacks = false;
   for (size_t t = 0; t < compiled.tasks().size(); ++t) {
@@ -313,7 +277,7 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
       case ir::TaskKind::kSerial:
         task.run(&ctx, 0, 1, 0);
         if (!stacks.empty())
-          CheckAdStackOverflow(static_cast<int>(t), stacks);
+          CheckAdStackOverflow(static_cast<int>(t));
         continue;
       case ir::TaskKind::kRangeFor:
         task.bounds(&ctx, range);
@@ -329,7 +293,7 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
     stats.max_threads_used =
         std::max(stats.max_threads_used, pool_.threads_used_last());
     if (!stacks.empty())
-      CheckAdStackOverflow(static_cast<int>(t), stacks);
+      CheckAdStackOverflow(static_cast<int>(t));
   }
   if (any_stacks) {
     adstack_stats_.capacities.resize(compiled.tasks().size());
@@ -339,36 +303,7 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
 }
 
 PrintBatch CpuBackend::TakePrints() {
-  PrintBatch batch;
-  const int64_t used = runtime_.print_used;
-  const int64_t end = std::min(used, runtime_.print_capacity);
-  int64_t offset = 0;
-  while (offset + 8 <= end) {
-    const char* record = runtime_.print_buffer + offset;
-    int32_t header[2];
-    std::memcpy(header, record, sizeof(header));
-    const int64_t bytes = 8 + 8 * int64_t{header[1]};
-    if (header[1] < 0 || offset + bytes > end)
-      break;
-    PrintRecord out;
-    out.site = header[0];
-    out.values.resize(header[1]);
-    std::memcpy(out.values.data(), record + 8, 8 * out.values.size());
-    batch.records.push_back(std::move(out));
-    offset += bytes;
-  }
-  batch.dropped = runtime_.print_dropped;
-  if (used > print_capacity_ && print_capacity_ < kMaxPrintBufferBytes) {
-    // Later launches get room for what this one wanted.
-    print_capacity_ =
-        std::min(kMaxPrintBufferBytes, std::max(2 * print_capacity_, used));
-    print_buffer_ = std::make_unique<char[]>(print_capacity_);
-  }
-  runtime_.print_buffer = print_buffer_.get();
-  runtime_.print_capacity = print_capacity_;
-  runtime_.print_used = 0;
-  runtime_.print_dropped = 0;
-  return batch;
+  return prints_.Take(&runtime_);
 }
 
 absl::optional<RuntimeErrorRecord> CpuBackend::TakeError() {
@@ -378,14 +313,7 @@ absl::optional<RuntimeErrorRecord> CpuBackend::TakeError() {
     runtime_.error_code = QD_ERROR_NONE;
     return record;
   }
-  if (runtime_.error_code == QD_ERROR_NONE)
-    return absl::nullopt;
-  RuntimeErrorRecord record;
-  record.code = static_cast<RuntimeErrorRecord::Code>(runtime_.error_code);
-  record.site = runtime_.error_site;
-  std::copy(runtime_.error_values, runtime_.error_values + 3, record.values);
-  runtime_.error_code = QD_ERROR_NONE;
-  return record;
+  return llvm_runtime::TakeRecordedError(&runtime_);
 }
 
 }  // namespace quadrants::cpu

@@ -10,6 +10,7 @@
 #include "quadrants/codegen/llvm/kernel_lowering.h"
 #include "quadrants/runtime/adstack/launch_sizer.h"
 #include "quadrants/runtime/backend.h"
+#include "quadrants/runtime/llvm/host/launch_state.h"
 #include "quadrants/runtime/cpu/thread_pool.h"
 #include "quadrants/runtime/llvm/runtime_module/runtime_abi.h"
 #include "quadrants/runtime/offline_cache/offline_cache.h"
@@ -50,7 +51,7 @@ class CpuBackend : public Backend {
                                int threads, const QdLaunchContext& ctx,
                                absl::Span<const ResolvedArgument> args,
                                absl::Span<const uint64_t> field_generations);
-  void CheckAdStackOverflow(int task, const std::vector<AdStackInfo>& stacks);
+  void CheckAdStackOverflow(int task);
   codegen::LoweringOptions LoweringOptions() const;
   // Lowers, links and optimizes `offloaded` to an object plus task metadata.
   absl::StatusOr<offline_cache::KernelArtifact> Generate(
@@ -74,10 +75,7 @@ class CpuBackend : public Backend {
   AdStackStats adstack_stats_;
   std::optional<offline_cache::OfflineCache> cache_;
   OfflineCacheStats cache_stats_;
-  // The print buffer, allocated at the first launch that can print and
-  // grown after a launch that overflowed it.
-  std::unique_ptr<char[]> print_buffer_;
-  int64_t print_capacity_ = 0;
+  llvm_runtime::PrintBuffer prints_{memory_};
   // Launches so far: each one draws from fresh random streams.
   uint64_t launches_ = 0;
 };

@@ -228,4 +228,38 @@ QD_EXPORT float qd_pow_f32(float x, float y) {
 QD_EXPORT double qd_pow_f64(double x, double y) {
   return __builtin_pow(x, y);
 }
+#elif defined(__NVPTX__)
+// CUDA: libdevice's correctly rounded or few-ulp versions, linked by the CUDA
+// backend after this module (NVPTX intrinsics alone are approximations).
+#define QD_MATH1(name)                                                    \
+  extern "C" float __nv_##name##f(float);                                 \
+  extern "C" double __nv_##name(double);                                  \
+  QD_EXPORT float qd_##name##_f32(float x) { return __nv_##name##f(x); } \
+  QD_EXPORT double qd_##name##_f64(double x) { return __nv_##name(x); }
+
+QD_MATH1(sin)
+QD_MATH1(cos)
+QD_MATH1(tan)
+QD_MATH1(tanh)
+QD_MATH1(exp)
+QD_MATH1(log)
+QD_MATH1(asin)
+QD_MATH1(acos)
+
+extern "C" float __nv_atan2f(float, float);
+extern "C" double __nv_atan2(double, double);
+extern "C" float __nv_powf(float, float);
+extern "C" double __nv_pow(double, double);
+QD_EXPORT float qd_atan2_f32(float y, float x) {
+  return __nv_atan2f(y, x);
+}
+QD_EXPORT double qd_atan2_f64(double y, double x) {
+  return __nv_atan2(y, x);
+}
+QD_EXPORT float qd_pow_f32(float x, float y) {
+  return __nv_powf(x, y);
+}
+QD_EXPORT double qd_pow_f64(double x, double y) {
+  return __nv_pow(x, y);
+}
 #endif
