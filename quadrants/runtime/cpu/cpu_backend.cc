@@ -142,30 +142,13 @@ CpuBackend::LoadOrGenerate(const ir::Kernel& offloaded,
         offloaded, snodes,
         absl::StrCat(LoweringOptions().ToString(), " runtime=", runtime_hash),
         jit_->TargetDescription());
-    bool rejected = false;
-    std::optional<offline_cache::KernelArtifact> hit =
-        cache_->Load(key, &rejected);
-    if (hit) {
-      absl::StatusOr<std::string> dylib = jit_->AddObject(hit->object);
-      if (dylib.ok()) {
-        ++cache_stats_.hits;
-        return std::make_pair(*std::move(hit), *std::move(dylib));
-      }
-      rejected = true;
-    }
-    cache_stats_.rejected += rejected;
   }
-  QD_ASSIGN_OR_RETURN(offline_cache::KernelArtifact artifact,
-                      Generate(offloaded, snodes));
-  QD_ASSIGN_OR_RETURN(std::string dylib, jit_->AddObject(artifact.object));
-  if (cache_) {
-    ++cache_stats_.misses;
-    if (absl::Status stored = cache_->Store(key, artifact); !stored.ok()) {
-      ++cache_stats_.store_failures;
-      cache_stats_.last_store_error = std::string(stored.message());
-    }
-  }
-  return std::make_pair(std::move(artifact), std::move(dylib));
+  return offline_cache::LoadOrGenerate<std::string>(
+      cache_ ? &*cache_ : nullptr, key, &cache_stats_,
+      [&] { return Generate(offloaded, snodes); },
+      [&](const offline_cache::KernelArtifact& artifact) {
+        return jit_->AddObject(artifact.object);
+      });
 }
 
 absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(

@@ -33,7 +33,9 @@ namespace quadrants::cuda {
   X(cuMemFree, "cuMemFree_v2")                                 \
   X(cuMemcpyHtoD, "cuMemcpyHtoD_v2")                           \
   X(cuMemcpyDtoH, "cuMemcpyDtoH_v2")                           \
-  X(cuLaunchKernel, "cuLaunchKernel")
+  X(cuLaunchKernel, "cuLaunchKernel")                          \
+  X(cuMemAllocManaged, "cuMemAllocManaged")                    \
+  X(cuModuleLoadDataEx, "cuModuleLoadDataEx")
 
 // The loaded driver library with an initialized primary context on device 0.
 class CudaDriver {

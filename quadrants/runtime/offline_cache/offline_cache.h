@@ -3,14 +3,17 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 #include "quadrants/codegen/llvm/lowered_kernel.h"
 #include "quadrants/ir/kernel.h"
 #include "quadrants/ir/print_format.h"
 #include "quadrants/ir/snode.h"
+#include "quadrants/runtime/backend.h"
 
 namespace quadrants::offline_cache {
 
@@ -66,6 +69,45 @@ class OfflineCache {
  private:
   std::string directory_;
 };
+
+// A backend's compile through the cache: the entry for `key` when `cache`
+// (null: caching is off) has one that `load` accepts (`load` makes the
+// backend's loaded form, e.g. JIT-linked code or a GPU module), else what
+// `generate` makes, loaded and stored for later runs. `stats` counts hits,
+// misses, rejected entries and failed stores.
+template <typename Loaded>
+absl::StatusOr<std::pair<KernelArtifact, Loaded>> LoadOrGenerate(
+    const OfflineCache* cache, const std::string& key, OfflineCacheStats* stats,
+    absl::FunctionRef<absl::StatusOr<KernelArtifact>()> generate,
+    absl::FunctionRef<absl::StatusOr<Loaded>(const KernelArtifact&)> load) {
+  if (cache != nullptr) {
+    bool rejected = false;
+    std::optional<KernelArtifact> hit = cache->Load(key, &rejected);
+    if (hit) {
+      absl::StatusOr<Loaded> loaded = load(*hit);
+      if (loaded.ok()) {
+        ++stats->hits;
+        return std::make_pair(*std::move(hit), *std::move(loaded));
+      }
+      rejected = true;
+    }
+    stats->rejected += rejected;
+  }
+  absl::StatusOr<KernelArtifact> artifact = generate();
+  if (!artifact.ok())
+    return artifact.status();
+  absl::StatusOr<Loaded> loaded = load(*artifact);
+  if (!loaded.ok())
+    return loaded.status();
+  if (cache != nullptr) {
+    ++stats->misses;
+    if (absl::Status stored = cache->Store(key, *artifact); !stored.ok()) {
+      ++stats->store_failures;
+      stats->last_store_error = std::string(stored.message());
+    }
+  }
+  return std::make_pair(*std::move(artifact), *std::move(loaded));
+}
 
 }  // namespace quadrants::offline_cache
 
