@@ -18,6 +18,7 @@
 #include "quadrants/ir/printer.h"
 #include "quadrants/program/scalar_access.h"
 #include "quadrants/runtime/cpu/cpu_backend.h"
+#include "quadrants/runtime/cuda/cuda_backend.h"
 #include "quadrants/transforms/pipeline.h"
 
 namespace quadrants {
@@ -30,12 +31,16 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
       QD_ASSIGN_OR_RETURN(auto backend, cpu::CpuBackend::Create(config));
       return std::unique_ptr<Backend>(std::move(backend));
     }
+    case Arch::kCuda: {
+      QD_ASSIGN_OR_RETURN(auto backend, cuda::CudaBackend::Create(config));
+      return std::unique_ptr<Backend>(std::move(backend));
+    }
     default:
       return MakeError(
           ErrorKind::kUnavailable,
           absl::StrCat("arch '", ArchName(config.arch),
                        "' is not available: this build runs kernels "
-                       "on the cpu arch only"));
+                       "on the cpu and cuda archs only"));
   }
 }
 
@@ -153,6 +158,21 @@ Program::Program(const CompileConfig& config, std::unique_ptr<Backend> backend)
     : config_(config), backend_(std::move(backend)) {}
 
 Program::~Program() = default;
+
+absl::Status Program::ProbeArch(Arch arch) {
+  switch (arch) {
+    case Arch::kCpu:
+      return absl::OkStatus();
+    case Arch::kCuda:
+      return cuda::CudaBackend::Probe();
+    default:
+      return MakeError(ErrorKind::kUnavailable,
+                       absl::StrCat("the ", ArchName(arch),
+                                    " backend is not available in this build "
+                                    "of Quadrants (kernels run on qd.cpu and "
+                                    "qd.cuda)"));
+  }
+}
 
 absl::StatusOr<std::unique_ptr<Program>> Program::Create(
     const CompileConfig& config) {

@@ -31,6 +31,8 @@ struct LaunchStats {
 // the deferred run-time errors that sync() reports.
 class Program {
  public:
+  // OK when kernels can run on `arch` here, else why not (kUnavailable).
+  static absl::Status ProbeArch(Arch arch);
   static absl::StatusOr<std::unique_ptr<Program>> Create(
       const CompileConfig& config);
   ~Program();

@@ -491,6 +491,15 @@ PYBIND11_MODULE(_quadrants_core, m) {
   using namespace quadrants;
   using namespace quadrants::python;
   m.doc() = "Quadrants C++ core";
+  m.def(
+      "arch_unavailable_reason",
+      [](const std::string& name) -> py::object {
+        absl::Status status = Program::ProbeArch(Unwrap(ParseArch(name)));
+        if (status.ok())
+          return py::none();
+        return py::str(std::string(status.message()));
+      },
+      "Why kernels cannot run on the arch `name` here, or None.");
 
   py::register_exception_translator([](std::exception_ptr error) {
     try {

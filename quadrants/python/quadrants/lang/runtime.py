@@ -92,14 +92,18 @@ def _validate(name, value):
     return value
 
 
+_probed = {}  # arch -> why it cannot run here (None: it can), probed once
+
+
 def arch_unavailable_reason(arch):
     """Why `arch` cannot run here, or None when it can."""
     if arch == cpu:
         return None
     if arch == metal:
         return "Metal runs on macOS only (this build generates MSL but cannot run it)"
-    return (f"the {arch.name} backend is not available in this build of Quadrants "
-            f"(kernels run on qd.cpu only)")
+    if arch not in _probed:
+        _probed[arch] = core.arch_unavailable_reason(arch.name)
+    return _probed[arch]
 
 
 def is_arch_available(arch):

@@ -1,0 +1,108 @@
+#ifndef QUADRANTS_RUNTIME_CUDA_CUDA_BACKEND_H_
+#define QUADRANTS_RUNTIME_CUDA_CUDA_BACKEND_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "quadrants/codegen/cuda/ptx_compiler.h"
+#include "quadrants/codegen/llvm/kernel_lowering.h"
+#include "quadrants/runtime/adstack/launch_sizer.h"
+#include "quadrants/runtime/backend.h"
+#include "quadrants/runtime/cuda/cuda_driver.h"
+#include "quadrants/runtime/cuda/device_buffer.h"
+#include "quadrants/runtime/llvm/host/launch_state.h"
+#include "quadrants/runtime/llvm/runtime_module/runtime_abi.h"
+#include "quadrants/runtime/offline_cache/offline_cache.h"
+
+namespace quadrants::cuda {
+
+// The CUDA backend: kernels lowered by the shared LLVM lowering, compiled
+// to PTX for the device found at init and loaded through the driver API.
+// Fields and ndarrays live in unified memory (the host reads them after a
+// synchronize); the runtime record, the launch context and the adstack heap
+// and metadata live in device memory. A launch runs its tasks in order and
+// synchronizes at its end, so errors and prints are known when it returns.
+class CudaBackend : public Backend {
+ public:
+  static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(
+      const CompileConfig& config);
+  // OK when a driver, a device and the toolkit's libdevice are present;
+  // else the Unavailable error saying which is missing.
+  static absl::Status Probe();
+
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(
+      const ir::Kernel& offloaded, const ir::SNodeTree& snodes) override;
+  void SetRoot(char* root) override { runtime_.root = root; }
+  absl::StatusOr<BackendLaunchStats> Launch(
+      const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
+      absl::Span<const uint64_t> field_generations) override;
+  absl::Status Synchronize() override;
+  absl::optional<RuntimeErrorRecord> TakeError() override;
+  PrintBatch TakePrints() override;
+  std::shared_ptr<SharedMemoryAllocator> memory() override { return memory_; }
+  bool stages_host_arrays() const override { return true; }
+  // Threads the device keeps resident: the most an adstack task runs.
+  int num_threads() const override { return resident_threads_; }
+  const AdStackStats& adstack_stats() const override { return adstack_stats_; }
+  const OfflineCacheStats& offline_cache_stats() const override {
+    return cache_stats_;
+  }
+
+  CudaBackend(const CompileConfig& config, std::shared_ptr<CudaDriver> driver,
+              std::unique_ptr<codegen::PtxCompiler> compiler);
+
+  // One task of a compiled kernel, as launched.
+  struct TaskLaunch;
+
+ private:
+  codegen::LoweringOptions LoweringOptions() const;
+  absl::StatusOr<offline_cache::KernelArtifact> Generate(
+      const ir::Kernel& offloaded, const ir::SNodeTree& snodes);
+  // Grid and block for `iterations` iterations of a task.
+  void Shape(int64_t iterations, bool has_stacks, unsigned* grid,
+             unsigned* block) const;
+  // Sizes the task's stacks, grows the heap and publishes the layout.
+  absl::Status PublishAdStacks(const CompiledKernel& kernel, int task,
+                               int64_t threads, const QdLaunchContext& ctx,
+                               absl::Span<const ResolvedArgument> args,
+                               absl::Span<const uint64_t> field_generations);
+  absl::Status RunTask(const TaskLaunch& task, const CompiledKernel& kernel,
+                       int index, const QdLaunchContext& ctx,
+                       absl::Span<const ResolvedArgument> args,
+                       absl::Span<const uint64_t> field_generations);
+  // Copies the host's runtime record to the device, and back.
+  absl::Status UploadRuntime();
+  absl::Status DownloadRuntime();
+
+  CompileConfig config_;
+  std::shared_ptr<CudaDriver> driver_;
+  std::unique_ptr<codegen::PtxCompiler> compiler_;
+  std::shared_ptr<SharedMemoryAllocator> memory_;
+  const ir::SNodeTree* snodes_ = nullptr;
+  int multiprocessors_ = 1;
+  int resident_threads_ = 1;
+
+  QdRuntime runtime_{};  // the host's copy; the device's is device_runtime_
+  DeviceBuffer device_runtime_;
+  DeviceBuffer device_context_;
+  DeviceBuffer device_bounds_;
+  llvm_runtime::PrintBuffer prints_{memory_};
+  std::optional<RuntimeErrorRecord> pending_;
+  uint64_t launches_ = 0;
+
+  // One heap per runtime, grown by amortized doubling, never shrunk.
+  DeviceBuffer adstack_heap_;
+  DeviceBuffer adstack_offsets_;
+  DeviceBuffer adstack_capacities_;
+  adstack::AdStackLayout adstack_layout_;  // of the task being launched
+  AdStackStats adstack_stats_;
+
+  std::optional<offline_cache::OfflineCache> cache_;
+  OfflineCacheStats cache_stats_;
+};
+
+}  // namespace quadrants::cuda
+
+#endif  // QUADRANTS_RUNTIME_CUDA_CUDA_BACKEND_H_
