@@ -595,7 +595,14 @@ PYBIND11_MODULE(_quadrants_core, m) {
   py::class_<CompiledKernel, std::shared_ptr<CompiledKernel>>(m,
                                                               "CompiledKernel")
       .def_property_readonly("name", &CompiledKernel::name)
-      .def_property_readonly("num_tasks", &CompiledKernel::num_tasks);
+      .def_property_readonly("num_tasks", &CompiledKernel::num_tasks)
+      .def_property_readonly("has_adstacks", [](const CompiledKernel& k) {
+        for (const auto& stacks : k.task_adstacks()) {
+          if (!stacks.empty())
+            return true;
+        }
+        return false;
+      });
 
   py::class_<PyProgram>(m, "Program")
       .def(py::init<const CompileConfig&>())

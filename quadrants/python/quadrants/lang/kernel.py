@@ -11,7 +11,8 @@ import numpy as np
 from quadrants._core import core
 from quadrants.lang import context, runtime, types
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsCompilationError,
-                                      QuadrantsSyntaxError, QuadrantsTypeError)
+                                      QuadrantsRuntimeError, QuadrantsSyntaxError,
+                                      QuadrantsTypeError)
 from quadrants.lang.expr import Expr, GlobalRef, NdarrayArg, Var
 from quadrants.lang.field import Field
 from quadrants.lang.ndarray import Ndarray
@@ -160,6 +161,7 @@ class Kernel:
         self._signature = inspect.signature(fn)
         self._cache = {}
         self._cache_generation = -1
+        self.graph = False  # set by @qd.kernel(graph=True)
         functools.update_wrapper(self, fn)
 
     def _prepare(self):
@@ -263,6 +265,11 @@ class Kernel:
         self._prepare()
         args = self._bind(args, kwargs)
         compiled, _ = self._compiled(args, mode)
+        if self.graph and compiled.has_adstacks:
+            raise QuadrantsRuntimeError(
+                f"kernel '{self.name}' uses the adstack and cannot be launched with "
+                f"graph=True: its adstacks are sized on the host at every launch, which "
+                f"a graph replay skips; drop graph=True for this kernel")
         launch_args, copy_back = _launch_arguments(self._specs, args)
         if mode == REVERSE:
             launch_args += _adjoint_arguments(self._specs, args, copy_back)
@@ -427,8 +434,23 @@ class Func:
                                    f"kernel source")
 
 
-def kernel(fn):
-    return Kernel(fn)
+def kernel(fn=None, *, graph=False):
+    """@qd.kernel, or @qd.kernel(graph=True).
+
+    graph=True asks for the kernel's task launches to be replayed as one
+    captured graph where the backend supports it; elsewhere it is a normal
+    launch. A kernel that uses the adstack cannot be captured: its heap is
+    sized on the host at every launch, which a replay would skip, so such a
+    kernel raises QuadrantsRuntimeError when launched with graph=True.
+    """
+    if not isinstance(graph, bool):
+        raise QuadrantsTypeError(f"qd.kernel(graph=...) must be a bool, got {graph!r}")
+
+    def make(function):
+        k = Kernel(function)
+        k.graph = graph
+        return k
+    return make if fn is None else make(fn)
 
 
 def func(fn):
