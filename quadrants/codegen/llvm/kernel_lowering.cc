@@ -137,6 +137,9 @@ class FunctionEmitter {
     int id;
     llvm::Value* base;      // the i64 count, then the slots
     llvm::Value* capacity;  // i64, published by the host per launch
+    // Interleaved layout: bytes between consecutive 8-byte words of one
+    // thread's stack (8 x threads); null for contiguous per-thread slices.
+    llvm::Value* word_stride;
     int64_t slot_bytes;
     int64_t elem_bytes;
     // Bounds checks are elided only where the capacity is exact (a constant
@@ -402,21 +405,36 @@ void FunctionEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
   spec.loc = s.loc();
   const int id = static_cast<int>(task_stacks_->size());
   task_stacks_->push_back(spec);
-  // This thread's slice: heap + thread_id * stride + offset[id].
   llvm::Value* heap = Call("qd_adstack_heap", b_.getPtrTy(), {ctx_});
-  llvm::Value* stride = Call("qd_adstack_stride", b_.getInt64Ty(), {ctx_});
   llvm::Value* offset =
       Call("qd_adstack_offset", b_.getInt64Ty(), {ctx_, b_.getInt32(id)});
   llvm::Value* capacity =
       Call("qd_adstack_max_size", b_.getInt64Ty(), {ctx_, b_.getInt32(id)});
   llvm::Value* thread = b_.CreateSExt(function_->getArg(3), b_.getInt64Ty());
-  llvm::Value* base = b_.CreateGEP(
-      b_.getInt8Ty(), heap, b_.CreateAdd(b_.CreateMul(thread, stride), offset));
+  llvm::Value* base = nullptr;
+  llvm::Value* word_stride = nullptr;
+  if (options_.interleave_adstacks) {
+    // Word w of every thread's slice lies together, thread t at 8 * t, so
+    // threads pushing in lockstep touch consecutive words (coalesced):
+    // byte b of the stack is at heap + offset * T + 8 * t + (b / 8) * 8T
+    // + b % 8, with T the threads of the launch.
+    llvm::Value* threads =
+        Call("qd_adstack_threads", b_.getInt64Ty(), {ctx_});
+    word_stride = b_.CreateMul(threads, b_.getInt64(8));
+    base = b_.CreateGEP(b_.getInt8Ty(), heap,
+                        b_.CreateAdd(b_.CreateMul(offset, threads),
+                                     b_.CreateMul(thread, b_.getInt64(8))));
+  } else {
+    // This thread's slice: heap + thread_id * stride + offset[id].
+    llvm::Value* stride = Call("qd_adstack_stride", b_.getInt64Ty(), {ctx_});
+    base = b_.CreateGEP(b_.getInt8Ty(), heap,
+                        b_.CreateAdd(b_.CreateMul(thread, stride), offset));
+  }
   b_.CreateStore(b_.getInt64(0), base);
   const bool exact =
       (s.max_size() > 0 || s.size_expr()) && !options_.ad_stack_size_forced;
-  stacks_[&s] = {
-      id, base, capacity, spec.slot_bytes, elem, options_.debug || !exact};
+  stacks_[&s] = {id,   base, capacity, word_stride, spec.slot_bytes,
+                 elem, options_.debug || !exact};
   values_[&s] = base;
 }
 
@@ -437,6 +455,11 @@ llvm::Value* FunctionEmitter::StackSlot(const Stmt* stack, llvm::Value* index,
   llvm::Value* offset =
       b_.CreateAdd(b_.getInt64(8 + (adjoint ? st.elem_bytes : 0)),
                    b_.CreateMul(index, b_.getInt64(st.slot_bytes)));
+  if (st.word_stride != nullptr) {
+    offset = b_.CreateAdd(
+        b_.CreateMul(b_.CreateLShr(offset, b_.getInt64(3)), st.word_stride),
+        b_.CreateAnd(offset, b_.getInt64(7)));
+  }
   return b_.CreateGEP(b_.getInt8Ty(), st.base, offset);
 }
 
@@ -1097,7 +1120,8 @@ absl::Status FunctionEmitter::EmitStmt(const Stmt& s) {
 
 std::string LoweringOptions::ToString() const {
   return absl::StrCat("bounds=", check_out_of_bound, " debug=", debug,
-                      " forced=", ad_stack_size_forced, " triple=", triple,
+                      " forced=", ad_stack_size_forced,
+                      " interleave=", interleave_adstacks, " triple=", triple,
                       " layout=", data_layout);
 }
 

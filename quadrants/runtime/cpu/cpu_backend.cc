@@ -210,6 +210,7 @@ absl::Status CpuBackend::PublishAdStacks(
   }
   runtime_.adstack_heap = adstack_heap_.get();
   runtime_.adstack_per_thread_stride = adstack_layout_.stride;
+  runtime_.adstack_threads = threads;
   runtime_.adstack_offsets = adstack_layout_.offsets.data();
   runtime_.adstack_max_sizes = adstack_layout_.capacities.data();
   runtime_.adstack_overflow = 0;

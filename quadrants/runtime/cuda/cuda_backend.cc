@@ -145,6 +145,7 @@ codegen::LoweringOptions CudaBackend::LoweringOptions() const {
   options.check_out_of_bound = config_.checks_bounds();
   options.debug = config_.debug;
   options.ad_stack_size_forced = config_.ad_stack_size > 0;
+  options.interleave_adstacks = true;
   options.triple = compiler_->triple();
   options.data_layout = compiler_->data_layout();
   return options;
@@ -279,6 +280,7 @@ absl::Status CudaBackend::PublishAdStacks(
       adstack_layout_.capacities.data(), metadata_bytes));
   runtime_.adstack_heap = reinterpret_cast<char*>(adstack_heap_.get());
   runtime_.adstack_per_thread_stride = adstack_layout_.stride;
+  runtime_.adstack_threads = threads;
   runtime_.adstack_offsets = reinterpret_cast<qd_i64*>(adstack_offsets_.get());
   runtime_.adstack_max_sizes =
       reinterpret_cast<qd_i64*>(adstack_capacities_.get());

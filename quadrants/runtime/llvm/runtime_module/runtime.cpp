@@ -116,6 +116,10 @@ QD_EXPORT qd_i64 qd_adstack_stride(QdLaunchContext* ctx) {
   return ctx->runtime->adstack_per_thread_stride;
 }
 
+QD_EXPORT qd_i64 qd_adstack_threads(QdLaunchContext* ctx) {
+  return ctx->runtime->adstack_threads;
+}
+
 QD_EXPORT qd_i64 qd_adstack_offset(QdLaunchContext* ctx, qd_i32 stack) {
   return ctx->runtime->adstack_offsets[stack];
 }

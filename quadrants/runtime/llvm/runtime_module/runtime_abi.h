@@ -30,6 +30,7 @@ typedef struct QdRuntime {
   // capacities published by the host before each launch.
   char* adstack_heap;
   qd_i64 adstack_per_thread_stride;
+  qd_i64 adstack_threads;  // threads the heap is laid out for (interleaved)
   qd_i64* adstack_offsets;
   qd_i64* adstack_max_sizes;
   qd_i32 adstack_overflow;  // first overflowing stack id + 1, or 0
