@@ -528,7 +528,7 @@ _GUARD_PAGE_SCRIPT = textwrap.dedent("""
 """)
 
 
-@test_utils.test(arch=qd.cpu)  # the work runs in a subprocess
+@test_utils.test()  # the work runs in a subprocess
 def test_mismatched_lengths_sizing_reads_nothing_past_either_array(tmp_path):
     script = tmp_path / "guard_page.py"
     script.write_text(_GUARD_PAGE_SCRIPT)

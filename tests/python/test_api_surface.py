@@ -27,7 +27,7 @@ def _line_of(kernel, marker):
 
 # ---- qd.select -----------------------------------------------------------------
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_select_in_kernel_elementwise_with_promotion():
     @qd.kernel
     def relu_like(x: qd.types.ndarray(), out: qd.types.ndarray()):
@@ -50,7 +50,7 @@ def test_select_in_kernel_elementwise_with_promotion():
     np.testing.assert_array_equal(out_i, [0, -1, 20, -3])
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_select_folds_compile_time_values():
     assert qd.select(True, 1, 2) == 1
     assert qd.select(0, 1.5, 2.5) == 2.5
@@ -69,7 +69,7 @@ def test_select_folds_compile_time_values():
     assert "select" not in folded.ir(out)
 
 
-@test_utils.test(arch=qd.cpu, default_fp=qd.f64, require=qd.extension.data64)
+@test_utils.test(default_fp=qd.f64, require=qd.extension.data64)
 def test_select_is_differentiable():
     n = 6
     x = qd.field(qd.f64, shape=n, needs_grad=True)
@@ -89,7 +89,7 @@ def test_select_is_differentiable():
     np.testing.assert_allclose(x.grad.to_numpy(), np.where(xv > 0, 2 * xv, 3.0), rtol=1e-12)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_select_bad_condition():
     @qd.kernel
     def float_cond(x: qd.types.ndarray()):
@@ -108,7 +108,7 @@ def test_select_bad_condition():
 
 # ---- qd.types.NDArray ------------------------------------------------------------
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_ndarray_annotation_alias():
     @qd.kernel
     def typed(a: qd.types.NDArray[qd.f32, 1], b: qd.types.NDArray[qd.i32, 2]):
@@ -147,7 +147,7 @@ def test_ndarray_annotation_bad_parameters():
 
 # ---- current_cfg / get_host_arch_list ---------------------------------------------
 
-@test_utils.test(arch=qd.cpu, debug=True, ad_stack_size=64, default_fp=qd.f64,
+@test_utils.test(debug=True, ad_stack_size=64, default_fp=qd.f64,
                  cpu_max_num_threads=3, require=qd.extension.data64)
 def test_current_cfg_reflects_init_options():
     cfg = qd.lang.impl.current_cfg()
@@ -212,7 +212,7 @@ def _scaling_setup(n=4):
     return x, y, loss, scale, scale_backward_doubled, total
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_grad_replaced_runs_custom_backward_under_tape():
     x, y, loss, scale, scale_backward_doubled, total = _scaling_setup()
     calls = []
@@ -239,7 +239,7 @@ def test_grad_replaced_runs_custom_backward_under_tape():
     assert forward.__name__ == "forward"
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_grad_replaced_without_tape_and_direct_grad_call():
     x, y, _, scale, scale_backward_doubled, _ = _scaling_setup()
 
@@ -258,7 +258,7 @@ def test_grad_replaced_without_tape_and_direct_grad_call():
     np.testing.assert_array_equal(x.grad.to_numpy(), [4, 4, 4, 4])
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_no_grad_contributes_nothing():
     x, _, loss, scale, _, total = _scaling_setup()
 
@@ -273,7 +273,7 @@ def test_no_grad_contributes_nothing():
     np.testing.assert_array_equal(x.grad.to_numpy(), [0, 0, 0, 0])
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_grad_for_errors():
     _, _, loss, scale, _, total = _scaling_setup()
 
@@ -310,7 +310,7 @@ def test_grad_for_errors():
 
 # ---- qd.loop_config ---------------------------------------------------------------
 
-@test_utils.test(arch=qd.cpu, cpu_max_num_threads=4)
+@test_utils.test(cpu_max_num_threads=4)
 def test_serialized_outermost_loop_runs_in_order():
     n = 1 << 13
     work = qd.ndarray(qd.i32, n)
@@ -341,7 +341,7 @@ def test_serialized_outermost_loop_runs_in_order():
         np.testing.assert_array_equal(order.to_numpy()[:n - 1], np.arange(1, n))
 
 
-@test_utils.test(arch=qd.cpu, cpu_max_num_threads=4)
+@test_utils.test(cpu_max_num_threads=4)
 def test_serialize_applies_to_the_next_loop_only():
     @qd.kernel
     def two_loops(a: qd.types.ndarray(), hits: qd.types.ndarray()):
@@ -370,7 +370,7 @@ def test_serialize_applies_to_the_next_loop_only():
         parallel_break(a)
 
 
-@test_utils.test(arch=qd.cpu, cpu_max_num_threads=4)
+@test_utils.test(cpu_max_num_threads=4)
 def test_serialize_over_field_and_ndrange():
     f = qd.field(qd.i32, shape=(3, 4))
 
@@ -396,7 +396,7 @@ def test_serialize_over_field_and_ndrange():
     np.testing.assert_array_equal(g.to_numpy(), np.arange(10).reshape(2, 5))
 
 
-@test_utils.test(arch=qd.cpu, cpu_max_num_threads=4, default_fp=qd.f64,
+@test_utils.test(cpu_max_num_threads=4, default_fp=qd.f64,
                  require=qd.extension.data64)
 def test_serialized_loop_reverse_mode():
     n = 6
@@ -421,7 +421,7 @@ def test_serialized_loop_reverse_mode():
     np.testing.assert_allclose(x.grad.to_numpy(), np.prod(xv) / xv, rtol=1e-12)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_block_dim_is_accepted_on_cpu():
     @qd.kernel
     def fill(a: qd.types.ndarray()):
@@ -434,7 +434,7 @@ def test_block_dim_is_accepted_on_cpu():
     np.testing.assert_array_equal(a, np.arange(100))
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_loop_config_errors():
     a = np.zeros(4, dtype=np.int32)
 

@@ -29,7 +29,7 @@ def _skip_without_link_dual():
         pytest.skip("the built C++ core has no Program.link_dual binding yet")
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_grad_placed_without_needs_grad_receives_gradients():
     n = 6
     x = qd.field(qd.f32)
@@ -50,7 +50,7 @@ def test_grad_placed_without_needs_grad_receives_gradients():
     np.testing.assert_array_equal(x.grad.to_numpy(), 2 * xv)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_grad_placed_before_its_primal_is_linked():
     n = 4
     x = qd.field(qd.f64)
@@ -70,7 +70,7 @@ def test_grad_placed_before_its_primal_is_linked():
     np.testing.assert_allclose(x.grad.to_numpy(), 3 * xv ** 2, rtol=1e-12)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_field_without_placed_grad_is_a_constant():
     n = 5
     c = qd.field(qd.f32, shape=n)          # .grad exists but is never placed
@@ -95,7 +95,7 @@ def test_field_without_placed_grad_is_a_constant():
         c.grad.to_numpy()
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_lazy_grad_places_missing_adjoints_only():
     n = 3
     x = qd.field(qd.f64)
@@ -125,7 +125,7 @@ def test_lazy_grad_places_missing_adjoints_only():
     np.testing.assert_allclose(y.grad.to_numpy(), xv, rtol=1e-12)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_lazy_grad_2d_layout():
     x = qd.field(qd.f32)
     qd.root.dense(qd.ij, (3, 4)).place(x)
@@ -144,7 +144,7 @@ def test_lazy_grad_2d_layout():
     np.testing.assert_array_equal(x.grad.to_numpy(), expected)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_companions_exist_only_on_float_primals():
     f = qd.field(qd.f32, shape=2)
     assert isinstance(f.grad, qd.Field) and isinstance(f.dual, qd.Field)
@@ -155,7 +155,7 @@ def test_companions_exist_only_on_float_primals():
         assert g.grad is None and g.dual is None
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_integer_field_with_needs_grad_is_an_error():
     for flag in ("needs_grad", "needs_dual"):
         with pytest.raises(QuadrantsGradientError, match=rf"i32.*{flag}=True") as info:
@@ -165,7 +165,7 @@ def test_integer_field_with_needs_grad_is_an_error():
         assert isinstance(info.value, qd.QuadrantsTypeError)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_field_flag_must_be_bool():
     with pytest.raises(qd.QuadrantsTypeError, match="needs_grad must be a bool"):
         qd.field(qd.f32, shape=2, needs_grad=1)
@@ -173,7 +173,7 @@ def test_field_flag_must_be_bool():
         qd.field(qd.f32, shape=2, needs_dual="yes")
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_grad_placed_with_a_different_shape_is_an_error():
     x = qd.field(qd.f32)
     qd.root.dense(qd.i, 4).place(x)
@@ -182,7 +182,7 @@ def test_grad_placed_with_a_different_shape_is_an_error():
         qd.root.dense(qd.i, 5).place(x.grad)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_unplaced_grad_in_kernel_is_an_error():
     x = qd.field(qd.f32, shape=3)
 
@@ -195,7 +195,7 @@ def test_unplaced_grad_in_kernel_is_an_error():
         touch()
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_zero_d_loss_without_shape_places_its_adjoint_on_first_use():
     loss = qd.field(qd.f32, needs_grad=True)  # 0-D, placed when first used
     x = qd.field(qd.f32, shape=3, needs_grad=True)
@@ -214,7 +214,7 @@ def test_zero_d_loss_without_shape_places_its_adjoint_on_first_use():
 
 # ---- .dual ---------------------------------------------------------------------
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_dual_placed_and_linked():
     _skip_without_link_dual()
     x = qd.field(qd.f32)
@@ -225,7 +225,7 @@ def test_dual_placed_and_linked():
     np.testing.assert_array_equal(x.to_numpy(), [0, 0, 0])  # separate storage
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_needs_dual_places_dual_with_shape():
     _skip_without_link_dual()
     x = qd.field(qd.f64, shape=(2, 3), needs_dual=True)
@@ -233,7 +233,7 @@ def test_needs_dual_places_dual_with_shape():
     assert not x.grad.placed
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_lazy_dual_places_missing_duals():
     _skip_without_link_dual()
     x = qd.field(qd.f32)
@@ -246,7 +246,7 @@ def test_lazy_dual_places_missing_duals():
     assert n.dual is None
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_unplaced_dual_is_an_error():
     x = qd.field(qd.f32, shape=2)
     with pytest.raises(qd.QuadrantsRuntimeError, match=r"\.dual' is not placed.*lazy_dual"):

@@ -257,7 +257,7 @@ def _check(name, kernel, loss, param, values, dt):
 
 @pytest.mark.parametrize("dt", [qd.f32, qd.f64], ids=["f32", "f64"])
 @pytest.mark.parametrize("name", sorted(UNARY))
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_unary_op_tangent_matches_reverse_and_finite_differences(name, dt):
     op, xs = UNARY[name]
     x, _, loss = _fields(dt, binary=False)
@@ -273,7 +273,7 @@ def test_unary_op_tangent_matches_reverse_and_finite_differences(name, dt):
 @pytest.mark.parametrize("wrt", ["lhs", "rhs"])
 @pytest.mark.parametrize("dt", [qd.f32, qd.f64], ids=["f32", "f64"])
 @pytest.mark.parametrize("name", sorted(BINARY))
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_binary_op_tangent_matches_reverse_and_finite_differences(name, dt, wrt):
     op, ys = BINARY[name]
     x, y, loss = _fields(dt, binary=True)
@@ -293,7 +293,7 @@ def test_binary_op_tangent_matches_reverse_and_finite_differences(name, dt, wrt)
 
 
 @pytest.mark.parametrize("dt", [qd.f32, qd.f64], ids=["f32", "f64"])
-@test_utils.test(arch=qd.cpu, ad_stack_experimental_enabled=True)
+@test_utils.test(ad_stack_experimental_enabled=True)
 def test_dynamic_loop_tangent_matches_reverse_and_finite_differences(dt):
     x, _, loss = _fields(dt, binary=False)
     steps = qd.field(qd.i32, shape=N)
@@ -310,7 +310,7 @@ def test_dynamic_loop_tangent_matches_reverse_and_finite_differences(dt):
     _check("dynamic_loop", compute, loss, x, np.array([0.1, -0.4, 0.7, 0.25, -0.9]), dt)
 
 
-@test_utils.test(arch=qd.cpu, default_fp=qd.f64)
+@test_utils.test(default_fp=qd.f64)
 def test_tangents_flow_through_intermediate_fields_and_kernels():
     x = qd.field(qd.f64, shape=(), needs_dual=True)
     y = qd.field(qd.f64, shape=3, needs_dual=True)
@@ -337,7 +337,7 @@ def test_tangents_flow_through_intermediate_fields_and_kernels():
     assert list(y.dual.to_numpy()) == [1.0, 2.0, 3.0]  # d y_i / dx = i + 1
 
 
-@test_utils.test(arch=qd.cpu, default_fp=qd.f64)
+@test_utils.test(default_fp=qd.f64)
 def test_placed_duals_and_lazy_dual():
     x = qd.field(qd.f64)
     loss = qd.field(qd.f64)
@@ -356,7 +356,7 @@ def test_placed_duals_and_lazy_dual():
     assert loss.dual[None] == pytest.approx(1 + np.exp(0.5), rel=1e-14)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_fwd_mode_errors():
     x = qd.field(qd.f32, shape=3, needs_dual=True)
     no_dual = qd.field(qd.f32, shape=())
@@ -379,7 +379,7 @@ def test_fwd_mode_errors():
                 pass
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_atomic_max_into_a_dual_field_is_rejected():
     x = qd.field(qd.f32, shape=3, needs_dual=True)
     peak = qd.field(qd.f32, shape=(), needs_dual=True)

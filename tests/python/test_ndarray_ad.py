@@ -39,7 +39,7 @@ def _central_differences(run_loss, values, h_rel=1e-6):
 
 # ---- qd.ndarray(..., needs_grad=True) ------------------------------------------
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_needs_grad_for_float_dtypes():
     for dtype in (qd.f16, qd.f32, qd.f64):
         a = qd.ndarray(dtype, (2, 3), needs_grad=True)
@@ -50,7 +50,7 @@ def test_needs_grad_for_float_dtypes():
     assert qd.ndarray(qd.f32, 4).grad is None
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_needs_grad_on_integer_dtype_is_an_error():
     for dtype in (qd.i32, qd.i8, qd.u64, qd.u1):
         with pytest.raises(QuadrantsGradientError, match=rf"{dtype.name} is not "
@@ -71,7 +71,7 @@ def _sin_weighted_loss(x: qd.types.ndarray(), w: qd.types.ndarray(), loss: qd.ty
 
 
 @pytest.mark.parametrize("loss_shape", [(), (1,), (1, 1)])
-@test_utils.test(arch=qd.cpu, **F64)
+@test_utils.test(**F64)
 def test_tape_with_ndarray_loss_matches_finite_differences(loss_shape):
     n = 5
     rng = np.random.default_rng(3)
@@ -110,7 +110,7 @@ def test_tape_with_ndarray_loss_matches_finite_differences(loss_shape):
     np.testing.assert_allclose(w.grad.to_numpy(), np.sin(xv) * xv, rtol=1e-12)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_tape_clears_ndarray_adjoints_on_entry():
     x = qd.ndarray(qd.f32, 3, needs_grad=True)
     w = qd.ndarray(qd.f32, 3)
@@ -126,7 +126,7 @@ def test_tape_clears_ndarray_adjoints_on_entry():
         np.testing.assert_allclose(x.grad.to_numpy(), expected, rtol=1e-5)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_tape_ndarray_loss_errors():
     x = qd.ndarray(qd.f32, 4, needs_grad=True)
     big = qd.ndarray(qd.f32, 2, needs_grad=True)
@@ -147,7 +147,7 @@ def test_tape_ndarray_loss_errors():
 
 # ---- struct-for over ndarrays ----------------------------------------------------
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_struct_for_over_1d_ndarray_visits_every_index_once():
     n = 37
     a = qd.ndarray(qd.i32, n)
@@ -164,7 +164,7 @@ def test_struct_for_over_1d_ndarray_visits_every_index_once():
     np.testing.assert_array_equal(b, np.arange(5) * 3 + 1)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_struct_for_over_2d_and_3d_ndarrays():
     @qd.kernel
     def index2(a: qd.types.ndarray(dtype=qd.i32, ndim=2)):
@@ -186,7 +186,7 @@ def test_struct_for_over_2d_and_3d_ndarrays():
     np.testing.assert_array_equal(c, i * 100 + j * 10 + k + 1)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_struct_for_over_empty_ndarray_runs_nothing():
     @qd.kernel
     def count(a: qd.types.ndarray(), n: qd.types.ndarray()):
@@ -200,7 +200,7 @@ def test_struct_for_over_empty_ndarray_runs_nothing():
     assert n[0] == 6
 
 
-@test_utils.test(arch=qd.cpu, **F64)
+@test_utils.test(**F64)
 def test_struct_for_ndarray_reverse_mode_1d_kernel_grad():
     n = 6
     rng = np.random.default_rng(7)
@@ -229,7 +229,7 @@ def test_struct_for_ndarray_reverse_mode_1d_kernel_grad():
     np.testing.assert_allclose(x.grad.to_numpy(), np.exp(xv) * (xv + 1) + 4 * xv, rtol=1e-12)
 
 
-@test_utils.test(arch=qd.cpu, **F64)
+@test_utils.test(**F64)
 def test_struct_for_ndarray_reverse_mode_2d_under_tape():
     shape = (3, 4)
     rng = np.random.default_rng(11)
@@ -258,7 +258,7 @@ def test_struct_for_ndarray_reverse_mode_2d_under_tape():
     np.testing.assert_allclose(x.grad.to_numpy(), (i + 1) / xv + 2 * xv * j, rtol=1e-12)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_struct_for_ndarray_nested_in_a_loop():
     # Inner ndarray loops are serial loops of each thread.
     @qd.kernel
@@ -273,7 +273,7 @@ def test_struct_for_ndarray_nested_in_a_loop():
     np.testing.assert_array_equal(out, [7.0, 14.0, 21.0])
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_struct_for_ndarray_wrong_number_of_targets():
     @qd.kernel
     def two_for_one(a: qd.types.ndarray(ndim=1)):

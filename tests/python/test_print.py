@@ -8,7 +8,7 @@ from quadrants.lang import runtime
 from tests import test_utils
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_mixed_arguments(capsys):
     x = qd.field(qd.f32, shape=3)
     y = qd.field(qd.f64, shape=())
@@ -24,7 +24,7 @@ def test_mixed_arguments(capsys):
     assert capsys.readouterr().out == "x = 2.500000 3 0.125000 True 7 1.500000 end\n"
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_output_appears_at_sync_not_before(capsys):
     x = qd.field(qd.i32, shape=2)
 
@@ -43,7 +43,7 @@ def test_output_appears_at_sync_not_before(capsys):
     assert capsys.readouterr().out == "value 5\n"
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_sep_and_end(capsys):
     @qd.kernel
     def show(k: qd.i32):
@@ -60,7 +60,7 @@ def test_sep_and_end(capsys):
         "hello 42 world!\na 42 bc 42 d\np42q\n42, 42.\n\n")
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_fstrings_and_format_with_runtime_values(capsys):
     a = qd.field(qd.f32, shape=2)
 
@@ -85,7 +85,7 @@ def test_fstrings_and_format_with_runtime_values(capsys):
         "17 233.25\n")
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_integer_extremes_and_small_types(capsys):
     @qd.kernel
     def show(a: qd.u64, b: qd.i64, c: qd.u8, d: qd.i8, e: qd.u32, f: qd.f16):
@@ -98,7 +98,7 @@ def test_integer_extremes_and_small_types(capsys):
         f"{2**64 - 1} {-2**63} 255 -1 {2**32 - 1} 0.500000\nff FFFFFFFF 377\n")
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_lists_and_compile_time_values(capsys):
     @qd.kernel
     def show(k: qd.i32):
@@ -109,7 +109,7 @@ def test_lists_and_compile_time_values(capsys):
     assert capsys.readouterr().out == "[4, 2, [4, t]] None %d %s\n"
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_serial_order_is_preserved(capsys):
     @qd.kernel
     def show(n: qd.i32):
@@ -125,7 +125,7 @@ def test_serial_order_is_preserved(capsys):
     assert capsys.readouterr().out == expected
 
 
-@test_utils.test(arch=qd.cpu, cpu_max_num_threads=4)
+@test_utils.test(cpu_max_num_threads=4)
 def test_parallel_prints_come_out_whole(capsys):
     x = qd.field(qd.f32, shape=1000)
 
@@ -141,7 +141,7 @@ def test_parallel_prints_come_out_whole(capsys):
     assert sorted(lines) == sorted(f"x[ {i} ]= {i * 0.5:f}" for i in range(1000))
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_print_in_func(capsys):
     @qd.func
     def report(v, tag: qd.template()):
@@ -156,7 +156,7 @@ def test_print_in_func(capsys):
     assert capsys.readouterr().out == "twice: 42\n"
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_spec_mismatch_is_a_type_error():
     @qd.kernel
     def float_as_int(k: qd.f32):
@@ -174,7 +174,7 @@ def test_spec_mismatch_is_a_type_error():
         signed_as_unsigned(1)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_unsupported_uses_are_errors():
     @qd.kernel
     def to_file(n: qd.i32):
@@ -197,7 +197,7 @@ def test_unsupported_uses_are_errors():
         huge_width(1)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_full_buffer_drops_with_a_note_then_grows(capsys):
     # Each print(j) record takes 16 bytes; the first buffer holds 1 MiB.
     fits = (1 << 20) // 16
@@ -220,7 +220,7 @@ def test_full_buffer_drops_with_a_note_then_grows(capsys):
     assert capsys.readouterr().out.splitlines() == [str(j) for j in range(n)]
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_gradient_kernel_does_not_print(capsys):
     x = qd.field(qd.f32, shape=4, needs_grad=True)
     loss = qd.field(qd.f32, shape=(), needs_grad=True)
@@ -242,7 +242,7 @@ def test_gradient_kernel_does_not_print(capsys):
     np.testing.assert_allclose(x.grad.to_numpy(), 2 * np.arange(4))
 
 
-@test_utils.test(arch=qd.cpu, debug=True)
+@test_utils.test(debug=True)
 def test_output_comes_before_the_error_it_precedes(capsys):
     @qd.kernel
     def check(n: qd.i32):
@@ -255,7 +255,7 @@ def test_output_comes_before_the_error_it_precedes(capsys):
     assert capsys.readouterr().out == "checking 3\n"
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_reset_shows_pending_output(capsys):
     @qd.kernel
     def show():
@@ -267,7 +267,7 @@ def test_reset_shows_pending_output(capsys):
     qd.init(arch=qd.cpu)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_kernels_differing_only_in_text_do_not_share_code(capsys):
     @qd.kernel
     def alpha(n: qd.i32):
@@ -314,7 +314,7 @@ def test_offline_cache_hit_prints_the_same(tmp_path, capsys):
     assert capsys.readouterr().out == "other 5 2.500e-01 True;\n"
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_printf_style_specs_on_compile_time_values(capsys):
     @qd.kernel
     def show(k: qd.f32):

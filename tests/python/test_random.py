@@ -45,7 +45,7 @@ def _check_unit_uniform(a):
     assert abs(a.var() - 1 / 12) < 1.2e-3
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_f32_uniform_in_unit_interval():
     a = _samples(qd.f32)
     _check_unit_uniform(a)
@@ -53,7 +53,7 @@ def test_f32_uniform_in_unit_interval():
     assert np.all(a * 2.0**24 == np.floor(a * 2.0**24))
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_default_dtype_is_default_fp():
     out = np.zeros(N, dtype=np.float32)
 
@@ -66,7 +66,7 @@ def test_default_dtype_is_default_fp():
     _check_unit_uniform(out)
 
 
-@test_utils.test(arch=qd.cpu, default_fp=qd.f64)
+@test_utils.test(default_fp=qd.f64)
 def test_f64_and_float_follow_default_fp():
     out = np.zeros(N, dtype=np.float64)
 
@@ -82,14 +82,14 @@ def test_f64_and_float_follow_default_fp():
     _check_unit_uniform(_samples(qd.f64))
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_f16_uniform_in_unit_interval():
     a = _samples(qd.f16)
     assert a.max() < 1.0
     _check_unit_uniform(a)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_i32_covers_the_whole_range():
     a = _samples(qd.i32)
     scaled = a.astype(np.float64) / 2.0**31
@@ -99,7 +99,7 @@ def test_i32_covers_the_whole_range():
     assert np.all(np.abs(bits.mean(axis=0) - 0.5) < 8e-3)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_u32_and_u1():
     u = _samples(qd.u32).astype(np.float64) / 2.0**32
     assert abs(u.mean() - 0.5) < 4.6e-3
@@ -107,7 +107,7 @@ def test_u32_and_u1():
     assert abs(b.mean() - 0.5) < 8e-3
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_draws_within_an_iteration_are_independent():
     a = np.zeros(N, np.float32)
     b = np.zeros(N, np.float32)
@@ -163,7 +163,7 @@ def test_same_seed_same_numbers_different_seed_different():
     assert np.mean(a[0] == a[1]) < 0.01 and sa[0] != sa[1]
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_bad_dtype_is_a_type_error():
     @qd.kernel
     def bad():
@@ -177,7 +177,7 @@ def test_bad_dtype_is_a_type_error():
         qd.random()
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_differentiating_a_kernel_that_draws_is_an_error():
     x = qd.field(qd.f32, shape=8, needs_grad=True)
     loss = qd.field(qd.f32, shape=(), needs_grad=True)

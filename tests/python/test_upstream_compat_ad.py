@@ -283,7 +283,7 @@ def _forward_check(kfunc, value, deriv):
 
 
 @pytest.mark.parametrize("name", sorted(_CASES))
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_unary_derivatives_reverse_and_forward(name):
     kfunc, value, deriv = _CASES[name]
     _reverse_check(kfunc, value, deriv)
@@ -291,14 +291,14 @@ def test_unary_derivatives_reverse_and_forward(name):
 
 
 @pytest.mark.parametrize("name", ["atan2_const_y", "atan2_const_x", "const_pow", "pow_const"])
-@test_utils.test(arch=qd.cpu, require=qd.extension.data64, default_fp=qd.f64)
+@test_utils.test(require=qd.extension.data64, default_fp=qd.f64)
 def test_unary_derivatives_f64(name):
     kfunc, value, deriv = _CASES[name]
     _reverse_check(kfunc, value, deriv)
     _forward_check(kfunc, value, deriv)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_integer_mod_has_no_gradient_and_does_not_fail():
     x = qd.field(qd.i32)
     y = qd.field(qd.i32)
@@ -321,7 +321,7 @@ def test_integer_mod_has_no_gradient_and_does_not_fail():
     assert y[0] == 2
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_float_mod_under_forward_mode():
     x = qd.field(qd.f32)
     y = qd.field(qd.f32)
@@ -343,7 +343,7 @@ def test_float_mod_under_forward_mode():
     assert y[0] == test_utils.approx(3.0)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_select_reverse():
     n = 5
     loss = qd.field(qd.f32, shape=n)
@@ -368,7 +368,7 @@ def test_select_reverse():
         assert y.grad[i] == float(1 - i % 2)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_select_forward():
     n = 5
     loss = qd.field(qd.f32, shape=n)
@@ -395,7 +395,7 @@ def test_select_forward():
         assert loss.dual[i] == float(1 - i % 2)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_static_unrolled_accumulation():
     x = qd.field(qd.f32)
     y = qd.field(qd.f32)
@@ -416,7 +416,7 @@ def test_static_unrolled_accumulation():
     assert x.grad[0] == test_utils.approx(37 * 3)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_store_then_static_accumulate_compiles():
     x = qd.field(qd.f32)
     y = qd.field(qd.f32)
@@ -444,7 +444,7 @@ def test_store_then_static_accumulate_compiles():
     accumulate_first.grad()
 
 
-@test_utils.test(arch=qd.cpu, require=qd.extension.data64)
+@test_utils.test(require=qd.extension.data64)
 def test_nested_casts_print():
     @qd.kernel
     def casts():
@@ -454,7 +454,7 @@ def test_nested_casts_print():
     qd.sync()
 
 
-@test_utils.test(arch=qd.cpu, require=qd.extension.data64)
+@test_utils.test(require=qd.extension.data64)
 def test_grad_across_precisions_without_forward_launch():
     loss = qd.field(qd.f32, shape=())
     x = qd.field(qd.f64, shape=())
@@ -469,7 +469,7 @@ def test_grad_across_precisions_without_forward_launch():
     assert x.grad[None] == 1
 
 
-@test_utils.test(arch=qd.cpu, require=qd.extension.data64)
+@test_utils.test(require=qd.extension.data64)
 def test_tape_positional_loss_f64_from_f32():
     loss = qd.field(qd.f64, shape=())
     x = qd.field(qd.f32, shape=())
@@ -484,7 +484,7 @@ def test_tape_positional_loss_f64_from_f32():
     assert x.grad[None] == 1
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_fractional_part_through_template_kernels():
     @qd.func
     def frac(v):
@@ -514,7 +514,7 @@ def test_fractional_part_through_template_kernels():
     np.testing.assert_allclose(a.grad.to_numpy(), expected, rtol=1e-4, atol=1e-6)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_store_chain_in_one_kernel():
     x, a, b, c, d, e = (qd.field(dtype=qd.f32, shape=(), needs_grad=True) for _ in range(6))
 
@@ -535,7 +535,7 @@ def test_store_chain_in_one_kernel():
         assert intermediate.grad[None] == 0.0
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_last_overwrite_of_loss_wins():
     x = qd.field(dtype=qd.f32, shape=(), needs_grad=True)
     loss = qd.field(dtype=qd.f32, shape=(), needs_grad=True)
@@ -567,7 +567,7 @@ def test_last_overwrite_of_loss_wins():
 
 # ---- test_ad_basics_fwd / test_ad_atomic_fwd -----------------------------------
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_fwd_scaled_add_of_one_element():
     n = 5
     x = qd.field(qd.f32, shape=n)
@@ -585,7 +585,7 @@ def test_fwd_scaled_add_of_one_element():
     assert loss.dual[1] == 2
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_fwd_product_of_two_elements():
     n = 5
     x = qd.field(qd.f32, shape=n)
@@ -603,7 +603,7 @@ def test_fwd_product_of_two_elements():
     assert loss.dual[1] == 7  # d(x3 x4) along (e3 + e4) = x4 + x3
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_fwd_two_losses_two_params():
     n = 5
     a = qd.field(float, shape=n)
@@ -635,7 +635,7 @@ def test_fwd_two_losses_two_params():
     assert loss_2.dual[None] == 48  # 12 a4
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_fwd_default_seed_for_one_element_params():
     a = qd.field(float)
     b = qd.field(float)
@@ -654,7 +654,7 @@ def test_fwd_default_seed_for_one_element_params():
         nothing()
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_fwd_duals_are_cleared_between_scopes():
     x = qd.field(float, shape=(), needs_dual=True)
     y = qd.field(float, shape=(), needs_dual=True)
@@ -673,7 +673,7 @@ def test_fwd_duals_are_cleared_between_scopes():
         assert y.dual[None] == 4.0
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_fwd_sum_of_squares_reduction():
     n = 16
     x = qd.field(dtype=qd.f32, shape=n)
@@ -695,7 +695,7 @@ def test_fwd_sum_of_squares_reduction():
 
 # ---- test_ad_for: reverse mode through dynamic loops ---------------------------
 
-@test_utils.test(arch=qd.cpu, require=qd.extension.adstack, **ADSTACK)
+@test_utils.test(require=qd.extension.adstack, **ADSTACK)
 def test_empty_nested_loops_under_tape():
     loss = qd.field(float, shape=(), needs_grad=True)
 
@@ -710,7 +710,7 @@ def test_empty_nested_loops_under_tape():
 
 
 @pytest.mark.parametrize("augmented", [False, True])
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_dynamic_linear_sum(augmented):
     n = 10
     a = qd.field(qd.f32, shape=n, needs_grad=True)
@@ -746,7 +746,7 @@ def test_dynamic_linear_sum(augmented):
         assert a.grad[i] == i
 
 
-@test_utils.test(arch=qd.cpu, require=qd.extension.adstack, **ADSTACK)
+@test_utils.test(require=qd.extension.adstack, **ADSTACK)
 def test_dynamic_power():
     n = 10
     a = qd.field(qd.f32, shape=n, needs_grad=True)
@@ -773,7 +773,7 @@ def test_dynamic_power():
         assert a.grad[i] == i * 3**(i - 1) if i else a.grad[i] == 0
 
 
-@test_utils.test(arch=qd.cpu, require=qd.extension.adstack, **ADSTACK)
+@test_utils.test(require=qd.extension.adstack, **ADSTACK)
 def test_dynamic_fibonacci_pair():
     n = 15
     a = qd.field(qd.f32, shape=n, needs_grad=True)
@@ -802,7 +802,7 @@ def test_dynamic_fibonacci_pair():
         assert b.grad[i] == f[i]
 
 
-@test_utils.test(arch=qd.cpu, require=qd.extension.adstack, **ADSTACK)
+@test_utils.test(require=qd.extension.adstack, **ADSTACK)
 def test_fibonacci_values_as_indices():
     n, m = 5, 10
     a = qd.field(qd.f32, shape=m, needs_grad=True)
@@ -830,7 +830,7 @@ def test_fibonacci_values_as_indices():
         assert b[i] == hit * n
 
 
-@test_utils.test(arch=qd.cpu, require=qd.extension.adstack, **ADSTACK)
+@test_utils.test(require=qd.extension.adstack, **ADSTACK)
 def test_loop_carried_index_into_field():
     n = 5
     a = qd.field(qd.f32, shape=n, needs_grad=True)
@@ -856,7 +856,7 @@ def test_loop_carried_index_into_field():
         assert a.grad[i] == 2 * i * n
 
 
-@test_utils.test(arch=qd.cpu, require=qd.extension.adstack, **ADSTACK)
+@test_utils.test(require=qd.extension.adstack, **ADSTACK)
 def test_integer_loop_carried_weight():
     n = 5
     a = qd.field(qd.f32, shape=n, needs_grad=True)
@@ -889,7 +889,7 @@ def test_integer_loop_carried_weight():
         repunit = repunit * 10 + 1
 
 
-@test_utils.test(arch=qd.cpu, require=qd.extension.adstack, **ADSTACK)
+@test_utils.test(require=qd.extension.adstack, **ADSTACK)
 def test_two_dynamic_loops_in_sequence():
     n = 5
     a = qd.field(qd.f32, shape=n, needs_grad=True)
@@ -922,7 +922,7 @@ def test_two_dynamic_loops_in_sequence():
         assert b.grad[i] == 2 * i
 
 
-@test_utils.test(arch=qd.cpu, require=qd.extension.adstack, **ADSTACK)
+@test_utils.test(require=qd.extension.adstack, **ADSTACK)
 def test_two_dynamic_loops_under_a_static_bounded_loop():
     n = 6
     a = qd.field(qd.f32, shape=n, needs_grad=True)
@@ -958,7 +958,7 @@ def test_two_dynamic_loops_under_a_static_bounded_loop():
         assert b.grad[i] == sum(2 * (i + k) for k in range(n // 2))
 
 
-@test_utils.test(arch=qd.cpu, require=[qd.extension.adstack, qd.extension.data64], **ADSTACK)
+@test_utils.test(require=[qd.extension.adstack, qd.extension.data64], **ADSTACK)
 def test_loop_body_with_precision_round_trip():
     n = 5
     a = qd.field(qd.f32, shape=n, needs_grad=True)
@@ -1003,7 +1003,7 @@ def _mixed_inner_loops_kernel(x, arr, loss):
 
 
 @pytest.mark.parametrize("use_tape", [False, True])
-@test_utils.test(arch=qd.cpu, require=qd.extension.adstack, **ADSTACK)
+@test_utils.test(require=qd.extension.adstack, **ADSTACK)
 def test_mixed_inner_loops(use_tape):
     x = qd.field(dtype=qd.f32, shape=(), needs_grad=True)
     arr = qd.field(dtype=qd.f32, shape=5)
@@ -1103,7 +1103,7 @@ _LOCAL_CASES = {
 def test_local_accumulators_in_inner_loops(case, use_tape, stack_size):
     builder, want_loss, want_grad = _LOCAL_CASES[case]
 
-    @test_utils.test(arch=qd.cpu, require=qd.extension.adstack, ad_stack_size=stack_size,
+    @test_utils.test(require=qd.extension.adstack, ad_stack_size=stack_size,
                      **ADSTACK)
     def run():
         x = qd.field(dtype=float, shape=(), needs_grad=True)
@@ -1126,7 +1126,7 @@ def test_local_accumulators_in_inner_loops(case, use_tape, stack_size):
 
 @pytest.mark.parametrize("stack_size", [0, 1])
 def test_large_triple_loop_accumulation(stack_size):
-    @test_utils.test(arch=qd.cpu, require=qd.extension.adstack, ad_stack_size=stack_size,
+    @test_utils.test(require=qd.extension.adstack, ad_stack_size=stack_size,
                      **ADSTACK)
     def run():
         x = qd.field(dtype=float, shape=(), needs_grad=True)
@@ -1250,7 +1250,7 @@ _IB_CASES = {f.__name__: f for f in (_ib_two, _ib_two_outermost, _ib_two_outermo
 
 
 @pytest.mark.parametrize("case", sorted(_IB_CASES))
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_inner_accumulation_loops_reverse_and_forward(case):
     x = qd.field(float, (), needs_grad=True, needs_dual=True)
     y = qd.field(float, (), needs_grad=True, needs_dual=True)
@@ -1267,7 +1267,7 @@ def test_inner_accumulation_loops_reverse_and_forward(case):
     assert y.dual[None] == count
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_inner_loops_bounded_by_outer_index():
     n = 10
     x = qd.field(float, shape=n, needs_grad=True)
@@ -1296,7 +1296,7 @@ def test_inner_loops_bounded_by_outer_index():
         assert x.grad[i] == i * 10.0
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_value_loaded_before_dynamic_loop_then_store():
     n = 10
     a = qd.field(qd.f32, shape=n, needs_grad=True)
@@ -1323,7 +1323,7 @@ def test_value_loaded_before_dynamic_loop_then_store():
         assert a.grad[i] == i
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_row_sum_exp_matches_hand_written_gradient():
     n, m = 2, 2
     x = qd.field(qd.f32, shape=(n, m), needs_grad=True)
@@ -1359,7 +1359,7 @@ def test_row_sum_exp_matches_hand_written_gradient():
 
 # ---- test_ad_for_fwd ----------------------------------------------------------
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_fwd_dynamic_sum_and_param_dual_reset():
     n = 10
     a = qd.field(qd.f32, shape=n)
@@ -1390,7 +1390,7 @@ def test_fwd_dynamic_sum_and_param_dual_reset():
         assert p.dual[i] == i
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_fwd_dynamic_power_and_fibonacci():
     n = 10
     a = qd.field(qd.f32, shape=n)
@@ -1416,7 +1416,7 @@ def test_fwd_dynamic_power_and_fibonacci():
         assert p.dual[i] == (i * 3**(i - 1) if i else 0)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_fwd_fibonacci_pair():
     n = 15
     a = qd.field(qd.f32, shape=n)
@@ -1448,7 +1448,7 @@ def test_fwd_fibonacci_pair():
         assert f.dual[i] == f[i]
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_fwd_fibonacci_values_as_indices():
     n, m = 5, 10
     a = qd.field(qd.f32, shape=m)
@@ -1476,7 +1476,7 @@ def test_fwd_fibonacci_values_as_indices():
         assert b[i] == hit * n
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_fwd_two_dynamic_loops():
     n = 6
     a = qd.field(qd.f32, shape=n, needs_dual=True)
@@ -1513,7 +1513,7 @@ def test_fwd_two_dynamic_loops():
             assert f.dual[i, k] == 2 * (i + k)
 
 
-@test_utils.test(arch=qd.cpu, require=qd.extension.data64)
+@test_utils.test(require=qd.extension.data64)
 def test_fwd_loop_body_with_precision_round_trip():
     n = 5
     a = qd.field(qd.f32, shape=n, needs_dual=True)
@@ -1547,7 +1547,7 @@ def test_fwd_loop_body_with_precision_round_trip():
 
 
 @pytest.mark.parametrize("case", sorted(_LOCAL_CASES))
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_fwd_local_accumulators_in_inner_loops(case):
     builder, want_loss, want_dual = _LOCAL_CASES[case]
     x = qd.field(dtype=float, shape=(), needs_dual=True)
@@ -1561,7 +1561,7 @@ def test_fwd_local_accumulators_in_inner_loops(case):
     assert loss.dual[None] == want_dual
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_fwd_mixed_inner_loops_and_large_loop():
     x = qd.field(dtype=qd.f32, shape=(), needs_dual=True)
     arr = qd.field(dtype=qd.f32, shape=5)
@@ -1590,7 +1590,7 @@ def test_fwd_mixed_inner_loops_and_large_loop():
 
 # ---- test_ad_if / test_ad_if_fwd ----------------------------------------------
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_if_guarded_store_outside_loops():
     x = qd.field(qd.f32, shape=())
     y = qd.field(qd.f32, shape=())
@@ -1609,7 +1609,7 @@ def test_if_guarded_store_outside_loops():
 
 
 @pytest.mark.parametrize("via_local", [False, True])
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_if_else_with_scalar_index_argument(via_local):
     x = qd.field(qd.f32, shape=2)
     y = qd.field(qd.f32, shape=2)
@@ -1643,7 +1643,7 @@ def test_if_else_with_scalar_index_argument(via_local):
     assert x.grad[1] == 1
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_nested_if_chain():
     n = 20
     x = qd.field(qd.f32, shape=n)
@@ -1679,7 +1679,7 @@ def test_nested_if_chain():
 
 @pytest.mark.parametrize("fp", [qd.f32, qd.f64])
 def test_if_else_in_parallel_loop(fp):
-    @test_utils.test(arch=qd.cpu, default_fp=fp)
+    @test_utils.test(default_fp=fp)
     def run():
         x = qd.field(fp, shape=2)
         y = qd.field(fp, shape=2)
@@ -1708,7 +1708,7 @@ def test_if_else_in_parallel_loop(fp):
 
 @pytest.mark.parametrize("fp", [qd.f32, qd.f64])
 def test_conditional_reciprocal_with_parallelize(fp):
-    @test_utils.test(arch=qd.cpu, default_fp=fp)
+    @test_utils.test(default_fp=fp)
     def run():
         x = qd.field(fp, shape=2)
         y = qd.field(fp, shape=2)
@@ -1740,7 +1740,7 @@ def test_conditional_reciprocal_with_parallelize(fp):
     run(qd.cpu)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_fwd_if_variants():
     x = qd.field(qd.f32, shape=2)
     y = qd.field(qd.f32, shape=2)
@@ -1786,7 +1786,7 @@ def test_fwd_if_variants():
     assert y.dual[1] == 1
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_fwd_nested_if_chain():
     n = 20
     x = qd.field(qd.f32, shape=n)
@@ -1819,7 +1819,7 @@ def test_fwd_nested_if_chain():
 
 # ---- test_ad_ndarray ------------------------------------------------------------
 
-@test_utils.test(arch=qd.cpu, default_fp=qd.f64, require=qd.extension.adstack, **ADSTACK)
+@test_utils.test(default_fp=qd.f64, require=qd.extension.adstack, **ADSTACK)
 def test_ndarray_dynamic_loops_reverse():
     n = 10
     a = qd.ndarray(qd.f32, shape=n, needs_grad=True)
@@ -1846,7 +1846,7 @@ def test_ndarray_dynamic_loops_reverse():
         assert a.grad[i] == (i * 3**(i - 1) if i else 0)
 
 
-@test_utils.test(arch=qd.cpu, default_fp=qd.f64, require=qd.extension.adstack, **ADSTACK)
+@test_utils.test(default_fp=qd.f64, require=qd.extension.adstack, **ADSTACK)
 def test_ndarray_fibonacci_and_integer_weights():
     n = 15
     a = qd.ndarray(qd.f32, shape=n, needs_grad=True)
@@ -1876,7 +1876,7 @@ def test_ndarray_fibonacci_and_integer_weights():
         assert b.grad[i] == f[i]
 
 
-@test_utils.test(arch=qd.cpu, require=qd.extension.adstack, **ADSTACK)
+@test_utils.test(require=qd.extension.adstack, **ADSTACK)
 def test_ndarray_fibonacci_indices_zero_dim_loss():
     n, m = 5, 10
     a = qd.ndarray(qd.f32, shape=m, needs_grad=True)
@@ -1905,7 +1905,7 @@ def test_ndarray_fibonacci_indices_zero_dim_loss():
 
 
 @pytest.mark.parametrize("use_tape", [False, True])
-@test_utils.test(arch=qd.cpu, default_fp=qd.f64, require=qd.extension.adstack, **ADSTACK)
+@test_utils.test(default_fp=qd.f64, require=qd.extension.adstack, **ADSTACK)
 def test_ndarray_struct_for_mixed_inner_loops(use_tape):
     x = qd.ndarray(dtype=qd.f32, shape=(1,), needs_grad=True)
     arr = qd.ndarray(dtype=qd.f32, shape=5)
@@ -1932,7 +1932,7 @@ def test_ndarray_struct_for_mixed_inner_loops(use_tape):
 
 @pytest.mark.parametrize("stack_size", [0, 32])
 def test_ndarray_zero_dim_stacked_loops(stack_size):
-    @test_utils.test(arch=qd.cpu, require=qd.extension.adstack, ad_stack_size=stack_size,
+    @test_utils.test(require=qd.extension.adstack, ad_stack_size=stack_size,
                      **ADSTACK)
     def run():
         x = qd.ndarray(dtype=float, shape=(), needs_grad=True)
@@ -1965,7 +1965,7 @@ def test_ndarray_zero_dim_stacked_loops(stack_size):
     run(qd.cpu)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_ndarray_inner_loops_bounded_by_outer_index():
     n = 10
     x = qd.ndarray(float, shape=n, needs_grad=True)
@@ -1994,7 +1994,7 @@ def test_ndarray_inner_loops_bounded_by_outer_index():
         assert x.grad[i] == i * 10.0
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_ndarray_zero_dim_tape_inner_loops():
     x = qd.ndarray(float, (), needs_grad=True)
     y = qd.ndarray(float, (), needs_grad=True)
@@ -2014,7 +2014,7 @@ def test_ndarray_zero_dim_tape_inner_loops():
     assert x.grad[None] == 12.0
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_ndarray_if_variants():
     x = qd.ndarray(qd.f32, shape=2, needs_grad=True)
     y = qd.ndarray(qd.f32, shape=2, needs_grad=True)
@@ -2057,7 +2057,7 @@ def test_ndarray_if_variants():
     assert x.grad[1] == -0.25
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_ndarray_nested_if_struct_for():
     n = 20
     x = qd.ndarray(qd.f32, shape=n, needs_grad=True)
@@ -2090,13 +2090,13 @@ def test_ndarray_nested_if_struct_for():
         assert z.grad[i] == i % 4
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_ndarray_integer_needs_grad_is_rejected():
     with pytest.raises(qd.QuadrantsRuntimeError, match=r"i32 is not supported for ndarray"):
         qd.ndarray(qd.i32, shape=3, needs_grad=True)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_ndarray_last_overwrite_of_loss_wins():
     x = qd.ndarray(dtype=qd.f32, shape=(), needs_grad=True)
     loss = qd.ndarray(dtype=qd.f32, shape=(), needs_grad=True)
@@ -2126,7 +2126,7 @@ def test_ndarray_last_overwrite_of_loss_wins():
     assert x.grad[None] == 4
 
 
-@test_utils.test(arch=qd.cpu, require=qd.extension.adstack, **ADSTACK)
+@test_utils.test(require=qd.extension.adstack, **ADSTACK)
 def test_ndarray_annotation_needs_grad_false_discards_gradient():
     n = 3
 
@@ -2149,7 +2149,7 @@ def test_ndarray_annotation_needs_grad_false_discards_gradient():
 
 # ---- test_ad_global_data_access_rule_checker ------------------------------------
 
-@test_utils.test(arch=qd.cpu, debug=True)
+@test_utils.test(debug=True)
 def test_validation_tape_over_self_loss():
     x = qd.field(float, shape=(), needs_grad=True)
     y = qd.field(float)
@@ -2163,7 +2163,7 @@ def test_validation_tape_over_self_loss():
         set_x()
 
 
-@test_utils.test(arch=qd.cpu, debug=False)
+@test_utils.test(debug=False)
 def test_validation_without_debug_checks_without_warning():
     # Upstream warns that validation needs debug=True; here the rule is a
     # compile-time check independent of debug, so no warning is due.
@@ -2192,7 +2192,7 @@ def _rule_breaking_fields():
     return x, loss, b
 
 
-@test_utils.test(arch=qd.cpu, debug=True)
+@test_utils.test(debug=True)
 def test_read_then_accumulate_same_element_is_an_assertion_error():
     x, loss, b = _rule_breaking_fields()
 
@@ -2206,7 +2206,7 @@ def test_read_then_accumulate_same_element_is_an_assertion_error():
             breaks_rule()
 
 
-@test_utils.test(arch=qd.cpu, debug=True)
+@test_utils.test(debug=True)
 def test_grad_replaced_function_is_not_validated():
     x, loss, b = _rule_breaking_fields()
 
@@ -2223,7 +2223,7 @@ def test_grad_replaced_function_is_not_validated():
         host_side()
 
 
-@test_utils.test(arch=qd.cpu, debug=True)
+@test_utils.test(debug=True)
 def test_validation_tape_records_every_call():
     x, loss, b = _rule_breaking_fields()
     steps = 8
@@ -2246,7 +2246,7 @@ def test_validation_tape_records_every_call():
 
 # ---- test_clear_all_gradients ----------------------------------------------------
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_clear_all_gradients_over_nested_dense_layouts():
     x = qd.field(qd.f32)
     y = qd.field(qd.f32)
@@ -2289,7 +2289,7 @@ def _custom_grad_fields():
     return x, total, scaled_sum
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_grad_replaced_under_tape_and_direct():
     x, total, scaled_sum = _custom_grad_fields()
 
@@ -2313,7 +2313,7 @@ def test_grad_replaced_under_tape_and_direct():
     assert x.grad[0] == 4
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_grad_replaced_through_a_proxy_function():
     x, total, scaled_sum = _custom_grad_fields()
 
@@ -2334,7 +2334,7 @@ def test_grad_replaced_through_a_proxy_function():
     assert x.grad[0] == 4
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_grad_for_a_kernel_is_a_runtime_error():
     x, total, scaled_sum = _custom_grad_fields()
     with pytest.raises(RuntimeError):
@@ -2348,7 +2348,7 @@ def test_grad_for_a_kernel_is_a_runtime_error():
     assert x.grad[0] == 4
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_no_grad_function_under_tape_and_direct():
     x, total, scaled_sum = _custom_grad_fields()
 

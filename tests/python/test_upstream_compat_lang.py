@@ -10,7 +10,7 @@ from tests import test_utils
 
 
 @pytest.mark.parametrize("struct_for", [False, True])
-@test_utils.test(arch=qd.cpu, cpu_max_num_threads=1)
+@test_utils.test(cpu_max_num_threads=1)
 def test_single_thread_runs_iterations_in_order(struct_for):
     n = 1024 * 32
     s = qd.field(dtype=qd.i32, shape=n)
@@ -32,7 +32,7 @@ def test_single_thread_runs_iterations_in_order(struct_for):
     np.testing.assert_array_equal(s.to_numpy(), np.arange(n))
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_loop_config_parallelize_one_is_serial_and_ordered():
     n = 4096
     s = qd.field(dtype=qd.i32, shape=n)
@@ -49,7 +49,7 @@ def test_loop_config_parallelize_one_is_serial_and_ordered():
     np.testing.assert_array_equal(s.to_numpy(), np.arange(n))
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_loop_config_upstream_options_are_accepted():
     n = 64
     out = qd.field(dtype=qd.f32, shape=n)
@@ -64,7 +64,7 @@ def test_loop_config_upstream_options_are_accepted():
     np.testing.assert_array_equal(out.to_numpy(), np.arange(n) * 0.5)
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_loop_config_parallelize_rejects_non_positive():
     out = qd.field(dtype=qd.f32, shape=4)
 
@@ -78,7 +78,7 @@ def test_loop_config_parallelize_rejects_non_positive():
         bad()
 
 
-@test_utils.test(arch=qd.cpu)
+@test_utils.test()
 def test_struct_for_over_2d_ndarray_visits_every_index():
     a = qd.ndarray(qd.i32, shape=(3, 5))
 

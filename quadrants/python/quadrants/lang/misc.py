@@ -11,6 +11,7 @@ class extension:  # pylint: disable=invalid-name
 # arch -> extensions it supports in this build.
 _SUPPORTED = {
     runtime.cpu: {extension.adstack, extension.data64},
+    runtime.cuda: {extension.adstack, extension.data64},
 }
 
 
