@@ -387,6 +387,7 @@ class Func:
     """A @qd.func: inlined into the kernels that call it."""
 
     _qd_func = True
+    _label = "qd.func"  # how errors name the callee
 
     def __init__(self, fn):
         self.fn = fn
@@ -398,13 +399,13 @@ class Func:
         if self._source is None:
             self._source = FunctionSource(self.fn)
         if ctx.inline_depth > 64:
-            raise QuadrantsCompilationError(f"{caller.where(node)}: qd.func '{self.name}': "
-                                            f"recursion is not supported")
+            raise caller.error(node, f"{self._label} '{self.name}': recursion is not "
+                               f"supported", QuadrantsCompilationError)
         try:
             bound = inspect.signature(self.fn).bind(*args, **kwargs)
         except TypeError as e:
-            raise QuadrantsTypeError(f"{caller.where(node)}: qd.func '{self.name}': {e}") \
-                from None
+            raise caller.error(node, f"{self._label} '{self.name}': {e}",
+                               QuadrantsTypeError) from None
         bound.apply_defaults()
         saved = (ctx.name, ctx.kind)
         ctx.inline_depth += 1
@@ -432,6 +433,148 @@ class Func:
                                        f"kernel code")
         raise QuadrantsSyntaxError(f"qd.func '{self.name}' must be called directly from "
                                    f"kernel source")
+
+
+# ---- plain Python functions and lambdas called from kernel code ---------------
+#
+# Kernel code may call a plain Python function or lambda (not a @qd.func)
+# with run-time values, as upstream allows: `y[i] = f(x[i])`. Such a call is
+# inlined like a @qd.func, compiled from the callee's AST. Expr has no Python
+# operator overloading (`a + b` on two Exprs is not an IR add), so running
+# the callee in Python on Exprs is not an option; compiling its AST also
+# gives it the kernel language (if/while/loops), its error locations and
+# autodiff through it, exactly as for a @qd.func.
+
+
+class _LambdaSource:
+    """The source of a lambda, shaped like a FunctionSource of a one-line
+    def whose body returns the lambda's expression.
+
+    inspect gives a lambda only the lines of the statement it sits in, which
+    may not parse alone (a lambda in a multi-line call or dict), so the whole
+    file is parsed and the Lambda node is found by its line and parameter
+    names; several lambdas matching on one line are told apart by the
+    column positions the code object records for its instructions (Python
+    3.11+), innermost match first.
+    """
+
+    def __init__(self, fn):
+        code = fn.__code__
+        lines, _ = inspect.findsource(fn)  # OSError when there is no source
+        self.file = inspect.getsourcefile(fn) or code.co_filename
+        self.line_offset = 0               # node line numbers are the file's
+        self.name = fn.__name__
+        lam = _find_lambda(_parse_cached("".join(lines)), code)
+        body = ast.Return(value=lam.body)
+        ast.copy_location(body, lam.body)
+        self.node = ast.FunctionDef(name="<lambda>", args=lam.args, body=[body],
+                                    decorator_list=[], returns=None, type_comment=None)
+        ast.copy_location(self.node, lam)
+        self.assigned = set()
+        self.globals = _LiveNames(fn)
+
+
+@functools.lru_cache(maxsize=16)
+def _parse_cached(text):
+    return ast.parse(text)
+
+
+def _lambda_params(code):
+    count = code.co_argcount + code.co_kwonlyargcount
+    names = list(code.co_varnames[:count])
+    if code.co_flags & inspect.CO_VARARGS:
+        names.append("*" + code.co_varnames[count])
+        count += 1
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        names.append("**" + code.co_varnames[count])
+    return names
+
+
+def _node_params(lam):
+    a = lam.args
+    names = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+    if a.vararg is not None:
+        names.append("*" + a.vararg.arg)
+    if a.kwarg is not None:
+        names.append("**" + a.kwarg.arg)
+    return names
+
+
+class _AmbiguousLambda(Exception):
+    pass
+
+
+def _find_lambda(tree, code):
+    params = _lambda_params(code)
+    candidates = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)
+                  and n.lineno == code.co_firstlineno and _node_params(n) == params]
+    if len(candidates) == 1:
+        return candidates[0]
+    # Zero-width positions belong to synthetic instructions (RESUME, the
+    # implicit return) that point at the start of the line, not the body.
+    positions = {(line, col) for line, end_line, col, end_col in code.co_positions()
+                 if None not in (line, end_line, col, end_col)
+                 and (line, col) != (end_line, end_col)}
+
+    def contains(lam, line, col):
+        b = lam.body
+        return (b.lineno, b.col_offset) <= (line, col) <= (b.end_lineno, b.end_col_offset)
+    if positions:
+        candidates = [n for n in candidates
+                      if all(contains(n, line, col) for line, col in positions)]
+        # A lambda nested in another's body matches both: take the innermost.
+        candidates.sort(key=lambda n: (n.body.end_lineno - n.body.lineno,
+                                       n.body.end_col_offset - n.body.col_offset))
+        if candidates:
+            return candidates[0]
+    raise _AmbiguousLambda(f"cannot tell which lambda on line {code.co_firstlineno} it "
+                           f"is; define it with def or put it on a line of its own")
+
+
+class _PythonFunc(Func):
+    """A plain Python function or lambda inlined into kernel code."""
+
+    _qd_func = False  # not a @qd.func: the transformer decides when to inline
+    _label = "Python function"
+
+    def __init__(self, fn, source):
+        super().__init__(fn)
+        self._source = source
+
+
+def python_callable(fn):
+    """The inlinable form of plain Python function `fn` (a _PythonFunc), made
+    once per function object; raises QuadrantsSyntaxError (without a
+    location: the caller adds the call site) when its source is not
+    available."""
+    cached = fn.__dict__.get("_qd_inline")
+    if cached is not None and cached.fn is fn:
+        return cached
+    name = fn.__qualname__
+    hint = "define it in a source file, or make it a @qd.func"
+    try:
+        if fn.__name__ == "<lambda>":
+            source = _LambdaSource(fn)
+        else:
+            source = FunctionSource(fn)
+            if not isinstance(source.node, ast.FunctionDef) or \
+                    source.node.name != fn.__name__:
+                raise OSError("its source is not a plain def")
+    except _AmbiguousLambda as e:
+        raise QuadrantsSyntaxError(f"cannot inline Python lambda {name} called with "
+                                   f"run-time values: {e}, or make it a @qd.func") from None
+    except QuadrantsSyntaxError as e:
+        raise QuadrantsSyntaxError(f"cannot inline Python function {name} called with "
+                                   f"run-time values: {e}; {hint}") from None
+    except (OSError, TypeError, SyntaxError) as e:
+        reason = e
+        raise QuadrantsSyntaxError(f"cannot inline Python function {name} called with "
+                                   f"run-time values: its source is not available "
+                                   f"({reason}); {hint}") from None
+    wrapper = _PythonFunc(fn, source)
+    # Kept on the function object itself, so it lives exactly as long.
+    fn._qd_inline = wrapper
+    return wrapper
 
 
 def kernel(fn=None, *, graph=False):

@@ -8,6 +8,7 @@ import ast
 import builtins
 import contextlib
 import numbers
+import types as pytypes
 
 from quadrants.lang import context, ops, printing, types
 from quadrants.lang.exception import (QuadrantsCompilationError, QuadrantsError,
@@ -152,8 +153,10 @@ class FunctionCompiler(ast.NodeVisitor):
                     raise self.error(stmt, "return is only supported as the last "
                                      "statement of a qd.func", QuadrantsSyntaxError)
                 self.locate(stmt)
-                self.return_value = (None if stmt.value is None
-                                     else context.load(self.eval(stmt.value)))
+                value = None if stmt.value is None else self.eval(stmt.value)
+                # A returned tuple holds values, not the callee's variables.
+                self.return_value = (tuple(context.load(v) for v in value)
+                                     if isinstance(value, tuple) else context.load(value))
                 return
             self.visit(stmt)
             self.check_loop_config_target(body, i)
@@ -756,12 +759,33 @@ class FunctionCompiler(ast.NodeVisitor):
         if getattr(fn, "_qd_kernel", False):
             raise self.error(node, "a kernel cannot call another kernel; make the callee "
                              "a @qd.func", QuadrantsSyntaxError)
+        if _needs_inlining(args, kwargs):
+            inlined = self.inline_python(node, fn, args, kwargs)
+            if inlined is not _NOT_INLINABLE:
+                return inlined
         loaded = [context.load(a) for a in args]
         if any(is_runtime(a) for a in loaded) or any(is_runtime(v) for v in kwargs.values()):
             raise self.error(node, f"cannot call Python function "
                              f"{getattr(fn, '__name__', fn)!s} with run-time values; "
                              f"use a @qd.func", QuadrantsTypeError)
         return fn(*loaded, **kwargs)
+
+    def inline_python(self, node, fn, args, kwargs):
+        """Inlines a call of a plain Python function, lambda or bound method
+        like a @qd.func, or returns _NOT_INLINABLE for other callables
+        (builtins, classes, callable objects), which keep running in Python."""
+        from quadrants.lang import kernel  # pylint: disable=import-outside-toplevel
+        if isinstance(fn, pytypes.MethodType) and isinstance(fn.__func__,
+                                                             pytypes.FunctionType):
+            args = [fn.__self__] + list(args)
+            fn = fn.__func__
+        if not isinstance(fn, pytypes.FunctionType):
+            return _NOT_INLINABLE
+        try:
+            wrapper = kernel.python_callable(fn)
+        except QuadrantsSyntaxError as e:
+            raise self.error(node, str(e), QuadrantsSyntaxError) from None
+        return wrapper.inline(self.ctx, node, self, args, kwargs)
 
     def set_loop_config(self, node):
         if node.args:
@@ -816,6 +840,28 @@ class FunctionCompiler(ast.NodeVisitor):
                 return RuntimeRange(args[0], args[1])
             self.fail_step(node)
         return range(*args)
+
+
+_NOT_INLINABLE = object()
+
+
+def _holds_kernel_data(value):
+    """Whether a call argument is (or holds) a run-time value or kernel data
+    (a field or ndarray parameter), which Python code cannot evaluate at
+    compile time: indexing a field in Python would read the host copy once,
+    at compile time, where the kernel must read it at run time."""
+    if is_runtime(value) or isinstance(value, (Field, NdarrayArg)):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_holds_kernel_data(v) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_kernel_data(v) for v in value.values())
+    return False
+
+
+def _needs_inlining(args, kwargs):
+    return any(_holds_kernel_data(a) for a in args) or \
+        any(_holds_kernel_data(v) for v in kwargs.values())
 
 
 class RuntimeRange:
