@@ -1,5 +1,6 @@
 """Plain Python functions, lambdas and bound methods called from kernel code
-with run-time values (inlined like a @qd.func).
+with run-time values (inlined like a @qd.func), and Field / Ndarray
+has_grad() / has_dual().
 
 Values are compared with numpy references. Gradients are compared with the
 closed-form derivatives; inputs lie in [-1, 1] where every derivative used
@@ -513,3 +514,44 @@ def test_lambdas_on_one_line_without_column_info(tmp_path):
     assert "cannot tell which lambda on line 5" in stripped.stdout
     assert "@qd.func" in stripped.stdout
 
+
+# ---- has_grad / has_dual ----------------------------------------------------------
+
+@test_utils.test()
+def test_field_has_grad_and_has_dual():
+    plain = qd.field(qd.f32, shape=4)
+    with_grad = qd.field(qd.f32, shape=4, needs_grad=True)
+    with_dual = qd.field(qd.f32, shape=4, needs_dual=True)
+    ints = qd.field(qd.i32, shape=4)
+    assert (plain.has_grad(), plain.has_dual()) == (False, False)
+    assert (with_grad.has_grad(), with_grad.has_dual()) == (True, False)
+    assert (with_dual.has_grad(), with_dual.has_dual()) == (False, True)
+    assert (ints.has_grad(), ints.has_dual()) == (False, False)
+    assert with_grad.grad.has_grad() is False  # a companion has no adjoint of its own
+
+
+@test_utils.test()
+def test_field_has_grad_after_explicit_place_and_lazy_grad():
+    a = qd.field(qd.f32)
+    b = qd.field(qd.f32)
+    unplaced = qd.field(qd.f32, needs_grad=True)  # its adjoint comes with it
+    assert unplaced.has_grad() is True
+    qd.root.dense(qd.i, 4).place(a, a.grad)
+    qd.root.dense(qd.i, 4).place(b)
+    assert a.has_grad() is True
+    assert b.has_grad() is False
+    qd.root.lazy_grad()
+    assert b.has_grad() is True
+    assert b.has_dual() is False
+    qd.root.lazy_dual()
+    assert b.has_dual() is True
+
+
+@test_utils.test()
+def test_ndarray_has_grad_and_has_dual():
+    with_grad = qd.ndarray(qd.f32, shape=(3,), needs_grad=True)
+    plain = qd.ndarray(qd.f32, shape=(3,))
+    assert with_grad.has_grad() is True
+    assert plain.has_grad() is False
+    assert with_grad.has_dual() is False and plain.has_dual() is False
+    assert with_grad.grad.has_grad() is False

@@ -114,6 +114,17 @@ class Field:
             else:
                 prog.link_dual(self.primal._place, self._place)
 
+    def has_grad(self):
+        """Whether this field has an adjoint (reverse-mode gradient): .grad is
+        placed, or is placed along with the field (needs_grad=True). A
+        companion (x.grad) has no adjoint of its own."""
+        return self.grad is not None and (self.grad.placed or self._needs_grad)
+
+    def has_dual(self):
+        """Whether this field has a dual (forward-mode tangent): .dual is
+        placed, or is placed along with the field (needs_dual=True)."""
+        return self.dual is not None and (self.dual.placed or self._needs_dual)
+
     def place_id(self):
         """The place SNode, placing the field first if it never was."""
         self._check_alive()

@@ -40,6 +40,16 @@ class Ndarray:
         if self.grad is not None:
             _with_grad.add(self)
 
+    def has_grad(self):
+        """Whether this ndarray has a gradient companion (.grad): True iff it
+        was created with needs_grad=True."""
+        return self.grad is not None
+
+    def has_dual(self):
+        """Whether this ndarray has a dual (forward-mode) companion: ndarrays
+        have none, so always False."""
+        return False
+
     @property
     def ndim(self):
         return len(self.shape)
