@@ -522,6 +522,9 @@ PYBIND11_MODULE(_quadrants_core, m) {
           })
       .def_readwrite("debug", &CompileConfig::debug)
       .def_readwrite("check_out_of_bound", &CompileConfig::check_out_of_bound)
+      .def_readwrite("device_memory_GB", &CompileConfig::device_memory_GB)
+      .def_readwrite("device_memory_fraction",
+                     &CompileConfig::device_memory_fraction)
       .def_property(
           "default_fp",
           [](const CompileConfig& c) { return DtypeName(c.default_fp); },

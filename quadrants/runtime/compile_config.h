@@ -31,6 +31,11 @@ struct CompileConfig {
   std::string offline_cache_file_path;  // empty: the default directory
   // Seeds qd.random(); run-time only, so it changes no generated code.
   int64_t random_seed = 0;
+  // GPU memory the runtime may take for its own buffers (the adstack heap):
+  // this many GiB when > 0, else this fraction of the device when > 0,
+  // else half the device. Run-time only.
+  double device_memory_GB = 0;
+  double device_memory_fraction = 0;
 
   // Out-of-bound checks are on when asked for or in debug mode.
   bool checks_bounds() const { return check_out_of_bound || debug; }

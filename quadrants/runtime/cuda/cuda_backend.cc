@@ -124,6 +124,15 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
           driver->device()),
       "cuDeviceGetAttribute"));
   backend->resident_threads_ = backend->multiprocessors_ * per_sm;
+  size_t total = 0;
+  QD_RETURN_IF_ERROR(driver->Check(
+      driver->cuDeviceTotalMem(&total, driver->device()), "cuDeviceTotalMem"));
+  backend->heap_budget_ =
+      config.device_memory_GB > 0
+          ? static_cast<int64_t>(config.device_memory_GB * (1LL << 30))
+      : config.device_memory_fraction > 0
+          ? static_cast<int64_t>(config.device_memory_fraction * total)
+          : static_cast<int64_t>(total / 2);
   QD_ASSIGN_OR_RETURN(backend->device_runtime_,
                       DeviceBuffer::Allocate(driver, sizeof(QdRuntime)));
   QD_ASSIGN_OR_RETURN(backend->device_context_,
@@ -249,15 +258,36 @@ absl::Status CudaBackend::Synchronize() {
   return driver_->Check(driver_->cuCtxSynchronize(), "cuCtxSynchronize");
 }
 
-absl::Status CudaBackend::PublishAdStacks(
-    const CompiledKernel& kernel, int task, int64_t threads,
-    const QdLaunchContext& ctx, absl::Span<const ResolvedArgument> args,
-    absl::Span<const uint64_t> field_generations) {
+absl::Status CudaBackend::SizeAdStacks(
+    const CompiledKernel& kernel, int task, const QdLaunchContext& ctx,
+    absl::Span<const ResolvedArgument> args,
+    absl::Span<const uint64_t> field_generations, unsigned block,
+    unsigned* grid) {
   const auto& compiled = static_cast<const CudaCompiledKernel&>(kernel);
   QD_ASSIGN_OR_RETURN(
       adstack_layout_,
       compiled.sizer->Size(config_, kernel, task, *snodes_, runtime_.root, ctx,
                            args, field_generations, &adstack_stats_));
+  // Fewer threads, each looping over more iterations, when the heap for
+  // every resident thread would not fit.
+  const int64_t stride = std::max<int64_t>(adstack_layout_.stride, 1);
+  const int64_t blocks = heap_budget_ / (stride * block);
+  if (blocks < 1) {
+    return MakeError(
+        ErrorKind::kRuntime,
+        absl::StrCat("kernel '", kernel.name(), "' (task ", task,
+                     "): its adstacks need ", stride,
+                     " bytes per thread, and ", block, " threads exceed the ",
+                     heap_budget_,
+                     " bytes the adstack heap may take (raise "
+                     "qd.init(device_memory_GB=...) or lower ad_stack_size)"));
+  }
+  *grid = static_cast<unsigned>(std::min<int64_t>(*grid, blocks));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::PublishAdStacks(const CompiledKernel& kernel,
+                                          int task, int64_t threads) {
   const int64_t need = adstack_layout_.stride * threads;
   if (need > adstack_stats_.heap_bytes) {
     const int64_t grown = std::max(need, 2 * adstack_stats_.heap_bytes);
@@ -325,9 +355,9 @@ absl::Status CudaBackend::RunTask(
   if (task.kind != ir::TaskKind::kSerial)
     Shape(range[1] - range[0], !stacks.empty(), &grid, &block);
   if (!stacks.empty()) {
-    QD_RETURN_IF_ERROR(PublishAdStacks(kernel, index,
-                                       int64_t{grid} * block, ctx, args,
-                                       field_generations));
+    QD_RETURN_IF_ERROR(SizeAdStacks(kernel, index, ctx, args,
+                                    field_generations, block, &grid));
+    QD_RETURN_IF_ERROR(PublishAdStacks(kernel, index, int64_t{grid} * block));
   }
   QD_RETURN_IF_ERROR(UploadRuntime());
   void* params[] = {&ctx_ptr, &range[0], &range[1]};

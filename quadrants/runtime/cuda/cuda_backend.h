@@ -63,11 +63,16 @@ class CudaBackend : public Backend {
   // Grid and block for `iterations` iterations of a task.
   void Shape(int64_t iterations, bool has_stacks, unsigned* grid,
              unsigned* block) const;
-  // Sizes the task's stacks, grows the heap and publishes the layout.
+  // Sizes the task's stacks for this launch (into adstack_layout_) and
+  // lowers `grid` so the heap stays within the budget.
+  absl::Status SizeAdStacks(const CompiledKernel& kernel, int task,
+                            const QdLaunchContext& ctx,
+                            absl::Span<const ResolvedArgument> args,
+                            absl::Span<const uint64_t> field_generations,
+                            unsigned block, unsigned* grid);
+  // Grows the heap for `threads` and publishes the layout.
   absl::Status PublishAdStacks(const CompiledKernel& kernel, int task,
-                               int64_t threads, const QdLaunchContext& ctx,
-                               absl::Span<const ResolvedArgument> args,
-                               absl::Span<const uint64_t> field_generations);
+                               int64_t threads);
   absl::Status RunTask(const TaskLaunch& task, const CompiledKernel& kernel,
                        int index, const QdLaunchContext& ctx,
                        absl::Span<const ResolvedArgument> args,
@@ -83,6 +88,7 @@ class CudaBackend : public Backend {
   const ir::SNodeTree* snodes_ = nullptr;
   int multiprocessors_ = 1;
   int resident_threads_ = 1;
+  int64_t heap_budget_ = 0;  // bytes the adstack heap may take
 
   QdRuntime runtime_{};  // the host's copy; the device's is device_runtime_
   DeviceBuffer device_runtime_;

@@ -35,7 +35,8 @@ namespace quadrants::cuda {
   X(cuMemcpyDtoH, "cuMemcpyDtoH_v2")                           \
   X(cuLaunchKernel, "cuLaunchKernel")                          \
   X(cuMemAllocManaged, "cuMemAllocManaged")                    \
-  X(cuModuleLoadDataEx, "cuModuleLoadDataEx")
+  X(cuModuleLoadDataEx, "cuModuleLoadDataEx")                  \
+  X(cuDeviceTotalMem, "cuDeviceTotalMem_v2")
 
 // The loaded driver library with an initialized primary context on device 0.
 class CudaDriver {
