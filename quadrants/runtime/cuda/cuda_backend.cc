@@ -290,7 +290,9 @@ absl::Status CudaBackend::PublishAdStacks(const CompiledKernel& kernel,
                                           int task, int64_t threads) {
   const int64_t need = adstack_layout_.stride * threads;
   if (need > adstack_stats_.heap_bytes) {
-    const int64_t grown = std::max(need, 2 * adstack_stats_.heap_bytes);
+    // Amortized doubling, but never past the budget for the doubling alone.
+    const int64_t grown = std::max(
+        need, std::min(2 * adstack_stats_.heap_bytes, heap_budget_));
     adstack_heap_ = DeviceBuffer();  // free the old heap before growing
     QD_ASSIGN_OR_RETURN(adstack_heap_, DeviceBuffer::Allocate(driver_, grown));
     adstack_stats_.heap_bytes = grown;
