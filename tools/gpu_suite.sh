@@ -100,7 +100,10 @@ run() {
   export QD_WANTED_ARCHS="${QD_WANTED_ARCHS:-cuda}"
   local log; log=$(mktemp)
   set +e
-  "$PYTHON" -s -m pytest -p no:cacheprovider -q -rs tests/python "$@" | tee "$log"
+  # The whole suite unless test files or directories are named.
+  local targets=(tests/python) arg
+  for arg in "$@"; do [[ "$arg" == tests/* ]] && targets=(); done
+  "$PYTHON" -s -m pytest -p no:cacheprovider -q -rs "${targets[@]}" "$@" | tee "$log"
   set -e
   # pytest's last line, e.g. "3 failed, 812 passed, 40 skipped in 90.1s".
   local summary passed=0 failed=0 count
