@@ -9,6 +9,7 @@
 # isolated from the machine's own Python.
 #
 #   tools/gpu_suite.sh pack
+#   tools/gpu_suite.sh update-core                # after a rebuild
 #   tools/gpu_suite.sh run [pytest args]          # QD_WANTED_ARCHS=cuda
 #   tools/gpu_suite.sh python script.py [args]    # any script, bundled Python
 set -euo pipefail
@@ -89,7 +90,7 @@ prepare() {
   cp -f "$BUNDLE/_quadrants_core.so" quadrants/python/quadrants/_quadrants_core.so
   local root="$PWD/$BUNDLE/root/usr"
   export PYTHONHOME="$root"
-  export PYTHONPATH="$root/lib/python3/dist-packages"
+  export PYTHONPATH="$root/lib/python3/dist-packages:$PWD/quadrants/python"
   export PYTHONNOUSERSITE=1 PYTHONDONTWRITEBYTECODE=1
   export LD_LIBRARY_PATH="$PWD/$BUNDLE/lib:$root/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu/blas:$root/lib/x86_64-linux-gnu/lapack"
   PYTHON="$root/bin/python3.11"
@@ -123,9 +124,17 @@ python_script() {
   exec "$PYTHON" -s "$@"
 }
 
+# After a rebuild only the extension changes: refresh it in the bundle.
+update_core() {
+  bazel build //quadrants/python:all >&2
+  [ -f "$BUNDLE/root.tar.xz" ] || die "no bundle: run 'tools/gpu_suite.sh pack' first"
+  cp -fL "$CORE" "$BUNDLE/"
+}
+
 case "${1:-}" in
   pack) pack ;;
+  update-core) update_core ;;
   run) shift; run "$@" ;;
   python) shift; python_script "$@" ;;
-  *) die "usage: tools/gpu_suite.sh pack | run [pytest args] | python script.py [args]" ;;
+  *) die "usage: tools/gpu_suite.sh pack | update-core | run [pytest args] | python script.py [args]" ;;
 esac

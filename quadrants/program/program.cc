@@ -16,6 +16,8 @@
 #include "quadrants/ir/cloner.h"
 #include "quadrants/ir/hash.h"
 #include "quadrants/ir/printer.h"
+#include "quadrants/ir/statements.h"
+#include "quadrants/ir/walk.h"
 #include "quadrants/program/scalar_access.h"
 #include "quadrants/runtime/cpu/cpu_backend.h"
 #include "quadrants/runtime/cuda/cuda_backend.h"
@@ -150,6 +152,26 @@ int64_t HostArrayBytes(const KernelArgument& array) {
   for (int64_t extent : array.shape)
     count *= extent;
   return count * std::max(1, ir::BitWidth(array.dtype) / 8);
+}
+
+// Field places and ndarray parameters a kernel may write.
+void CollectWrites(const ir::Kernel& kernel, std::vector<int>* snodes,
+                   std::vector<int>* args) {
+  ir::WalkKernel(kernel, [&](const ir::Stmt* s) {
+    if (!ir::Isa<ir::GlobalStoreStmt>(s) && !ir::Isa<ir::AtomicOpStmt>(s))
+      return;
+    const ir::Stmt* ptr = s->operand(0);
+    if (const auto* field = ir::DynCast<ir::FieldPtrStmt>(ptr)) {
+      if (std::find(snodes->begin(), snodes->end(), field->snode_id()) ==
+          snodes->end()) {
+        snodes->push_back(field->snode_id());
+      }
+    } else if (const auto* array = ir::DynCast<ir::NdarrayPtrStmt>(ptr)) {
+      if (std::find(args->begin(), args->end(), array->arg()) == args->end()) {
+        args->push_back(array->arg());
+      }
+    }
+  });
 }
 
 }  // namespace
@@ -315,6 +337,9 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
         "offline_cache_file_path to a writable directory or "
         "offline_cache=False"));
   }
+  std::vector<int> written_snodes, written_args;
+  CollectWrites(*lowered, &written_snodes, &written_args);
+  compiled->set_written(std::move(written_snodes), std::move(written_args));
   if (config_.ad_stack_size <= 0)
     WarnAboutDefaultSizedStacks(*compiled);
   cache_[key] = compiled;

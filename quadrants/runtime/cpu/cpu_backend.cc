@@ -50,26 +50,6 @@ class CpuCompiledKernel : public CompiledKernel {
   std::vector<CpuTask> tasks_;
 };
 
-// Field places and ndarray parameters a kernel may write.
-void CollectWrites(const ir::Kernel& kernel, std::vector<int>* snodes,
-                   std::vector<int>* args) {
-  ir::WalkKernel(kernel, [&](const ir::Stmt* s) {
-    if (!ir::Isa<ir::GlobalStoreStmt>(s) && !ir::Isa<ir::AtomicOpStmt>(s))
-      return;
-    const ir::Stmt* ptr = s->operand(0);
-    if (const auto* field = ir::DynCast<ir::FieldPtrStmt>(ptr)) {
-      if (std::find(snodes->begin(), snodes->end(), field->snode_id()) ==
-          snodes->end()) {
-        snodes->push_back(field->snode_id());
-      }
-    } else if (const auto* array = ir::DynCast<ir::NdarrayPtrStmt>(ptr)) {
-      if (std::find(args->begin(), args->end(), array->arg()) == args->end()) {
-        args->push_back(array->arg());
-      }
-    }
-  });
-}
-
 }  // namespace
 
 CpuBackend::CpuBackend(const CompileConfig& config,
@@ -185,9 +165,6 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
       offloaded, std::move(sites), std::move(tasks), std::move(task_adstacks));
   compiled->sizer =
       std::make_unique<adstack::LaunchSizer>(compiled->task_adstacks());
-  std::vector<int> written_snodes, written_args;
-  CollectWrites(offloaded, &written_snodes, &written_args);
-  compiled->set_written(std::move(written_snodes), std::move(written_args));
   compiled->set_print_sites(lowered.print_sites);
   return compiled;
 }
