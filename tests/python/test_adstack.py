@@ -1055,8 +1055,8 @@ _SUBPROCESS_SCRIPT = textwrap.dedent("""
     import numpy as np
     import quadrants as qd
 
-    qd.init(arch=qd.cpu, ad_stack_experimental_enabled=True, default_fp=qd.f64,
-            debug=True, ad_stack_size=32)
+    qd.init(arch=getattr(qd, sys.argv[1]), ad_stack_experimental_enabled=True,
+            default_fp=qd.f64, debug=True, ad_stack_size=32)
     x = qd.field(qd.f64, shape=256, needs_grad=True)
     loss = qd.field(qd.f64, shape=(), needs_grad=True)
 
@@ -1091,8 +1091,9 @@ def test_process_exits_cleanly_after_caught_overflow(tmp_path):
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(qd.__file__)))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([package_root] + [p for p in sys.path if p])
-    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
-    proc = subprocess.run([python, str(script)], env=env, capture_output=True, text=True,
-                          timeout=300, check=False)
+    python = sys.executable  # the interpreter (and environment) running the tests
+    arch = qd.lang.runtime.state.arch.name
+    proc = subprocess.run([python, str(script), arch], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
     assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
     assert "caught adstack overflow" in proc.stdout, (proc.stdout, proc.stderr)

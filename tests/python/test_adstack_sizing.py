@@ -537,7 +537,7 @@ def test_mismatched_lengths_sizing_reads_nothing_past_either_array(tmp_path):
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(qd.__file__)))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([repo_root, package_root] + [p for p in sys.path if p])
-    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    python = sys.executable  # the interpreter (and environment) running the tests
     proc = subprocess.run([python, str(script), json.dumps(xv.tolist()), json.dumps(wv.tolist())],
                           env=env, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
