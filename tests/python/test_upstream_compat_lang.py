@@ -9,8 +9,9 @@ import quadrants as qd
 from tests import test_utils
 
 
+# CPU-specific by nature: cpu_max_num_threads bounds the CPU thread pool only.
 @pytest.mark.parametrize("struct_for", [False, True])
-@test_utils.test(cpu_max_num_threads=1)
+@test_utils.test(arch=qd.cpu, cpu_max_num_threads=1)
 def test_single_thread_runs_iterations_in_order(struct_for):
     n = 1024 * 32
     s = qd.field(dtype=qd.i32, shape=n)
