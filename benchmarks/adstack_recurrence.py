@@ -106,10 +106,15 @@ def cuda_main(args):
         stats = qd.lang.runtime.adstack_stats()
         with tempfile.TemporaryDirectory() as tmp:
             saved = os.path.join(tmp, "grad.npy")
+            # The references run in the machine's own Python: none of this
+            # interpreter's environment (a bundled Python's home and paths).
+            env = {k: v for k, v in os.environ.items()
+                   if k not in ("PYTHONHOME", "PYTHONPATH", "LD_LIBRARY_PATH",
+                                "PYTHONNOUSERSITE")}
             run = subprocess.run(
                 [args.references_python, os.path.join(here, "gpu_references.py"),
                  "--threads", str(threads), "--iterations", str(ITERATIONS),
-                 "--save-grad", saved], capture_output=True, text=True)
+                 "--save-grad", saved], capture_output=True, text=True, env=env)
             refs = json.loads(run.stdout) if run.returncode == 0 else {}
             reference_grad = np.load(saved) if os.path.exists(saved) else None
         print(f"{threads} threads x {ITERATIONS} iterations of v = sin(v) * a + x[i] "
