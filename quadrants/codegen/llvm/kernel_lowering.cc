@@ -135,7 +135,8 @@ class FunctionEmitter {
 
   struct StackState {
     int id;
-    llvm::Value* base;      // the i64 count, then the slots
+    llvm::Value* base;      // the stack's slice: 8 reserved bytes, the slots
+    llvm::Value* count;     // i64 alloca: pushes minus pops (a register)
     llvm::Value* capacity;  // i64, published by the host per launch
     // Interleaved layout: bytes between consecutive 8-byte words of one
     // thread's stack (8 x threads); null for contiguous per-thread slices.
@@ -430,18 +431,22 @@ void FunctionEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
     base = b_.CreateGEP(b_.getInt8Ty(), heap,
                         b_.CreateAdd(b_.CreateMul(thread, stride), offset));
   }
-  b_.CreateStore(b_.getInt64(0), base);
+  // The count lives in a local, not in the heap: it stays in a register
+  // instead of a memory round trip at every push and pop.
+  llvm::AllocaInst* count = EntryAlloca(b_.getInt64Ty(), "adstack.count");
+  b_.CreateStore(b_.getInt64(0), count);
   const bool exact =
       (s.max_size() > 0 || s.size_expr()) && !options_.ad_stack_size_forced;
-  stacks_[&s] = {id,   base, capacity, word_stride, spec.slot_bytes,
-                 elem, options_.debug || !exact};
+  stacks_[&s] = {id,          base,           count,
+                 capacity,    word_stride,    spec.slot_bytes,
+                 elem,        options_.debug || !exact};
   values_[&s] = base;
 }
 
 llvm::Value* FunctionEmitter::StackTopIndex(const Stmt* stack) {
   const StackState& st = stacks_.at(stack);
   llvm::Value* top =
-      b_.CreateSub(b_.CreateLoad(b_.getInt64Ty(), st.base), b_.getInt64(1));
+      b_.CreateSub(b_.CreateLoad(b_.getInt64Ty(), st.count), b_.getInt64(1));
   // An empty stack reads slot 0 instead of underflowing (checked stacks).
   if (st.checked) {
     top = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, top, b_.getInt64(0));
@@ -466,7 +471,7 @@ llvm::Value* FunctionEmitter::StackSlot(const Stmt* stack, llvm::Value* index,
 void FunctionEmitter::EmitAdStackPush(const ir::AdStackPushStmt& s) {
   const StackState& st = stacks_.at(s.stack());
   const PrimitiveType t = s.value()->type().element();
-  llvm::Value* count = b_.CreateLoad(b_.getInt64Ty(), st.base);
+  llvm::Value* count = b_.CreateLoad(b_.getInt64Ty(), st.count);
   llvm::Value* index = count;
   llvm::Value* next = b_.CreateAdd(count, b_.getInt64(1));
   if (st.checked) {
@@ -495,18 +500,18 @@ void FunctionEmitter::EmitAdStackPush(const ir::AdStackPushStmt& s) {
     b_.CreateStore(llvm::ConstantFP::get(RegisterType(t), 0.0),
                    StackSlot(s.stack(), index, true));
   }
-  b_.CreateStore(next, st.base);
+  b_.CreateStore(next, st.count);
 }
 
 void FunctionEmitter::EmitAdStackPop(const ir::AdStackPopStmt& s) {
   const StackState& st = stacks_.at(s.stack());
   llvm::Value* next =
-      b_.CreateSub(b_.CreateLoad(b_.getInt64Ty(), st.base), b_.getInt64(1));
+      b_.CreateSub(b_.CreateLoad(b_.getInt64Ty(), st.count), b_.getInt64(1));
   if (st.checked) {
     next =
         b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, next, b_.getInt64(0));
   }
-  b_.CreateStore(next, st.base);
+  b_.CreateStore(next, st.count);
 }
 
 absl::Status FunctionEmitter::EmitBlock(const ir::Block& block) {
