@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
@@ -14,6 +15,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/ir/statements.h"
+#include "quadrants/codegen/llvm/warp_atomics.h"
 #include "quadrants/ir/walk.h"
 
 namespace quadrants::codegen {
@@ -149,6 +151,12 @@ class FunctionEmitter {
     bool checked;
   };
   absl::flat_hash_map<const Stmt*, StackState> stacks_;
+  // Whether an address is the same for every thread (constant indices).
+  bool IsLaunchUniform(const Stmt& ptr) const;
+  // Whether any statement reads `s`'s value.
+  bool IsUsed(const Stmt* s);
+  absl::flat_hash_set<const Stmt*> used_;
+  bool used_computed_ = false;
   std::vector<AdStackSpec>* task_stacks_ = nullptr;
   int task_index_ = 0;
   // The current iteration's random state (an i64 slot); null when the task
@@ -819,10 +827,38 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitAtomic(
   llvm::Value* value = Get(s.value());
   if (t == PrimitiveType::kU1)
     value = b_.CreateZExt(value, b_.getInt8Ty());
+  if (options_.warp_aggregate_atomics && f &&
+      (op == Op::FAdd || op == Op::FSub) && t != PrimitiveType::kF16 &&
+      IsLaunchUniform(*s.ptr()) && !IsUsed(&s)) {
+    EmitWarpAggregatedAdd(b_, Get(s.ptr()),
+                          op == Op::FSub ? b_.CreateFNeg(value) : value);
+    return llvm::UndefValue::get(RegisterType(t));  // nobody reads it
+  }
   llvm::Value* old =
       b_.CreateAtomicRMW(op, Get(s.ptr()), value, llvm::MaybeAlign(),
                          llvm::AtomicOrdering::Monotonic);
   return t == PrimitiveType::kU1 ? b_.CreateICmpNE(old, b_.getInt8(0)) : old;
+}
+
+bool FunctionEmitter::IsLaunchUniform(const Stmt& ptr) const {
+  if (!ir::Isa<ir::FieldPtrStmt>(&ptr) && !ir::Isa<ir::NdarrayPtrStmt>(&ptr))
+    return false;
+  for (const Stmt* index : ptr.operands()) {
+    if (!ir::Isa<ir::ConstStmt>(index))
+      return false;
+  }
+  return true;
+}
+
+bool FunctionEmitter::IsUsed(const Stmt* s) {
+  if (!used_computed_) {
+    ir::WalkKernel(kernel_, [&](const Stmt* stmt) {
+      for (const Stmt* operand : stmt->operands())
+        used_.insert(operand);
+    });
+    used_computed_ = true;
+  }
+  return used_.contains(s);
 }
 
 absl::Status FunctionEmitter::EmitRangeFor(const ir::RangeForStmt& s) {
@@ -1126,7 +1162,9 @@ absl::Status FunctionEmitter::EmitStmt(const Stmt& s) {
 std::string LoweringOptions::ToString() const {
   return absl::StrCat("bounds=", check_out_of_bound, " debug=", debug,
                       " forced=", ad_stack_size_forced,
-                      " interleave=", interleave_adstacks, " triple=", triple,
+                      " interleave=", interleave_adstacks,
+                      " warp_atomics=", warp_aggregate_atomics,
+                      " triple=", triple,
                       " layout=", data_layout);
 }
 

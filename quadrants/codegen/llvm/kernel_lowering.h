@@ -21,6 +21,10 @@ struct LoweringOptions {
   // where a warp pushes in lockstep) instead of one contiguous slice per
   // thread (CPUs, where a thread's slice stays in its cache).
   bool interleave_adstacks = false;
+  // Sum float atomic adds to a launch-wide address (e.g. a scalar loss)
+  // across each converged warp first (NVPTX), so the address sees one
+  // atomic per warp.
+  bool warp_aggregate_atomics = false;
   std::string triple;
   std::string data_layout;
 

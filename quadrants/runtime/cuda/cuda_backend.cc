@@ -155,6 +155,7 @@ codegen::LoweringOptions CudaBackend::LoweringOptions() const {
   options.debug = config_.debug;
   options.ad_stack_size_forced = config_.ad_stack_size > 0;
   options.interleave_adstacks = true;
+  options.warp_aggregate_atomics = true;
   options.triple = compiler_->triple();
   options.data_layout = compiler_->data_layout();
   return options;

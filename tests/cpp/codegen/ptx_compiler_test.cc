@@ -50,6 +50,8 @@ std::string CompileToPtx(PtxCompiler& compiler, const ir::Kernel& kernel,
   LoweringOptions options;
   options.debug = debug;
   options.check_out_of_bound = debug;
+  options.interleave_adstacks = true;  // as the CUDA backend lowers
+  options.warp_aggregate_atomics = true;
   options.triple = compiler.triple();
   options.data_layout = compiler.data_layout();
   auto lowered =
