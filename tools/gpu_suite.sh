@@ -1,140 +1,383 @@
 #!/usr/bin/env bash
-# Runs the Python test suite (or a script) on a GPU machine that is unlike
-# this one: another distribution, another Python, none of our Debian
-# packages. `pack` (here) builds and writes .gpu_bundle/ (ignored, at most
-# 64 MiB): Debian's Python 3.11 with numpy and pytest, our extension and the
-# shared libraries it needs that such a machine lacks, large files
-# xz-compressed. `run` (there, from a copy of the working tree holding the
-# bundle) unpacks once and runs the suite with the bundled interpreter,
-# isolated from the machine's own Python.
+# Runs the Python test suite (or one script) on a GPU machine unlike this one:
+# another distribution (Ubuntu 24.04), another system Python (3.12), none of
+# our Debian packages, no network.
 #
-#   tools/gpu_suite.sh pack
-#   tools/gpu_suite.sh update-core                # after a rebuild
-#   tools/gpu_suite.sh run [pytest args]          # QD_WANTED_ARCHS=cuda
-#   tools/gpu_suite.sh python script.py [args]    # any script, bundled Python
+#   tools/gpu_suite.sh pack [--no-build]    # here: build, write .gpu_bundle/
+#   tools/gpu_suite.sh update-core [--no-build]  # here: refresh only src/
+#   tools/gpu_suite.sh run [pytest args]    # there: the suite, QD_WANTED_ARCHS=cuda
+#   tools/gpu_suite.sh python SCRIPT [args] # there: one script, bundled Python
+#   tools/gpu_suite.sh check                # there: is the bundle isolated?
+#
+# The bundle (.gpu_bundle/, ignored by git, at most 64 MiB so the device tool
+# can carry it) holds:
+#   runtime.tar.xz  Debian 12's python3.11 + stdlib, numpy, pytest and their
+#                   Python deps (apt-get download + dpkg -x, so the set is
+#                   explicit), every non-glibc shared library the interpreter,
+#                   numpy and our extension load (libLLVM-19 included), and
+#                   CUDA's libdevice.10.bc; every ELF file gets an $ORIGIN
+#                   rpath, so no LD_LIBRARY_PATH is needed (and none leaks
+#                   into the system's python3 that benchmarks start).
+#   src/            a snapshot of conftest.py, the quadrants package with the
+#                   built _quadrants_core.so, tests/, examples/, benchmarks/
+#                   (the .so and these sources must match).
+#   MANIFEST.txt    the packages and libraries inside.
+# `run` unpacks runtime.tar.xz once into .gpu_bundle_unpacked/ (reused while
+# the bundle is unchanged) and copies src/ next to it.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-BUNDLE=.gpu_bundle
-DEB_CACHE="${QD_DEB_CACHE:-$HOME/.cache/quadrants/debs}"
-CORE=bazel-bin/quadrants/python/quadrants/_quadrants_core.so
-# Debian packages of the interpreter, numpy (with its reference BLAS/LAPACK)
-# and pytest.
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUNDLE="$ROOT/.gpu_bundle"
+UNPACKED="$ROOT/.gpu_bundle_unpacked"
+CACHE="${GPU_SUITE_CACHE:-$HOME/.cache/quadrants/gpu_suite}"
+CORE_TARGET=//quadrants/python:quadrants/_quadrants_core.so
+CORE="quadrants/python/quadrants/_quadrants_core.so"
+TAPE_TARGET=//benchmarks:tape_reference
+MAX_BYTES=$((64 * 1024 * 1024))
+
+# The interpreter, numpy and pytest with what `apt-cache depends` lists for
+# them on Python 3.11 (exceptiongroup and tomli are only for older Pythons).
+# Shared libraries are not listed: pack finds them with ldd.
 PYTHON_PACKAGES=(
   python3.11-minimal libpython3.11-minimal libpython3.11-stdlib
-  python3-numpy libblas3 liblapack3 libgfortran5 libquadmath0
+  python3-numpy
   python3-pytest python3-pluggy python3-iniconfig python3-packaging
-  python3-py python3-attr python3-more-itertools
+  python3-py python3-attr python3-more-itertools python3-pkg-resources
 )
-# Libraries every glibc distribution has (newer is compatible); the rest of
-# what the extension loads is bundled. libxml2 comes from the target too:
-# Debian's build needs ICU 72, which the target would lack.
-SYSTEM_LIBS='^(linux-vdso|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux-x86-64|libz|libzstd|liblzma|libffi|libtinfo|libexpat|libxml2|libicuuc|libicudata)\.so'
-# Parts of the stdlib and numpy the suite never imports.
+# Libraries every glibc distribution ships, in a version at least as new as
+# Debian 12's (glibc 2.36, GCC 12): Ubuntu 24.04 has glibc 2.39 and GCC 14's
+# libstdc++/libgcc_s, which are backward compatible. Everything else is bundled.
+SYSTEM_LIBS_RE='^(linux-vdso\.so|ld-linux-x86-64\.so|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libresolv\.so|libutil\.so|libanl\.so|libstdc\+\+\.so|libgcc_s\.so)'
+# Parts of the extracted packages the suite never uses.
 TRIM=(
-  usr/share usr/lib/python3.11/test usr/lib/python3.11/idlelib
-  usr/lib/python3.11/tkinter usr/lib/python3.11/ensurepip
-  usr/lib/python3.11/lib2to3 usr/lib/python3.11/pydoc_data
-  usr/lib/python3.11/turtledemo
+  usr/share usr/include etc
+  usr/lib/python3.11/idlelib usr/lib/python3.11/tkinter usr/lib/python3.11/turtledemo
+  usr/lib/python3.11/ensurepip usr/lib/python3.11/lib2to3 usr/lib/python3.11/pydoc_data
+  usr/lib/python3.11/sitecustomize.py  # Debian's link to /etc (apport hook)
 )
 
 die() { echo "gpu_suite: $*" >&2; exit 1; }
+note() { echo "gpu_suite: $*" >&2; }
 
+# ---- pack (on the build machine) ---------------------------------------------------
+
+# Downloads the given packages into $CACHE/debs (once): the installed
+# version where installed and still on the mirror, so the bundled libraries
+# are the ones we linked against; else the mirror's current one (e.g. a
+# security update of the same Debian release).
 download_debs() {
-  mkdir -p "$DEB_CACHE"
-  local missing=()
-  for pkg in "${PYTHON_PACKAGES[@]}"; do
-    compgen -G "$DEB_CACHE/${pkg}_*.deb" >/dev/null || missing+=("$pkg")
+  mkdir -p "$CACHE/debs"
+  local pkg version updated=0
+  for pkg in "$@"; do
+    compgen -G "$CACHE/debs/${pkg}_*.deb" >/dev/null && continue
+    version="$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null || true)"
+    note "downloading $pkg${version:+ $version}"
+    if [ -n "$version" ] && (cd "$CACHE/debs" && apt-get download -q "$pkg=$version" >/dev/null 2>&1); then
+      continue
+    fi
+    if ! (cd "$CACHE/debs" && apt-get download -q "$pkg" >/dev/null 2>&1); then
+      [ "$updated" -eq 0 ] || die "apt-get download $pkg failed"
+      apt-get update -q >&2; updated=1
+      (cd "$CACHE/debs" && apt-get download -q "$pkg" >&2) || die "apt-get download $pkg failed"
+    fi
+    [ -z "$version" ] || note "  ($pkg $version is no longer on the mirror: took $(basename "$(deb_of "$pkg")"))"
   done
-  [ "${#missing[@]}" -eq 0 ] && return
-  (cd "$DEB_CACHE" && apt-get download "${missing[@]}") ||
-    { apt-get update -q >&2 && (cd "$DEB_CACHE" && apt-get download "${missing[@]}"); }
 }
 
-bundle_libraries() {
-  ldd "$CORE" | awk '/=> \// { print $1, $3 }' | grep -vE "$SYSTEM_LIBS" |
-    while read -r name path; do cp -L "$path" "$BUNDLE/lib/$name"; done
-  for lib in "$BUNDLE"/lib/*; do
-    [ "$(stat -c %s "$lib")" -gt 2000000 ] && xz -T0 -9 "$lib"
+# The .deb file of a package in the cache (the newest if several).
+deb_of() { ls -1 "$CACHE"/debs/"$1"_*.deb 2>/dev/null | sort -V | tail -n 1; }
+
+# patchelf (to set rpaths) runs from the cache: no change to this system.
+patchelf_bin() {
+  local dir="$CACHE/tools"
+  if [ ! -x "$dir/usr/bin/patchelf" ]; then
+    download_debs patchelf
+    dpkg -x "$(deb_of patchelf)" "$dir"
+  fi
+  echo "$dir/usr/bin/patchelf"
+}
+
+# The Debian package owning a file (merged /usr: try both spellings).
+owner_of() {
+  local path="$1" alt
+  case "$path" in
+    /usr/lib/*) alt="${path#/usr}" ;;
+    /lib/*) alt="/usr$path" ;;
+    *) alt="$path" ;;
+  esac
+  { dpkg -S "$path" 2>/dev/null || dpkg -S "$alt" 2>/dev/null; } | head -n 1 | cut -d: -f1
+}
+
+# Prints "soname realpath" for each non-system library the ELF files load
+# (ldd gives the transitive closure), resolved on this machine.
+needed_libs() {
+  local elf
+  for elf in "$@"; do
+    if ldd "$elf" | grep -q 'not found'; then
+      ldd "$elf" | grep 'not found' >&2
+      die "$elf needs a library that is not installed here"
+    fi
+    ldd "$elf" | awk '/=> \// { print $1, $3 }'
+  done | grep -vE "$SYSTEM_LIBS_RE" | sort -u |
+    while read -r soname path; do echo "$soname $(realpath "$path")"; done
+}
+
+# Copies each needed library out of its own extracted .deb into $stage/lib,
+# named by its soname; records "soname package" in $stage/libs.txt.
+bundle_libs() {
+  local stage="$1"; shift
+  local list pkgs
+  list="$(needed_libs "$@")"
+  mkdir -p "$stage/lib"
+  : > "$stage/libs.txt"
+  declare -A owner=()
+  local soname path pkg
+  while read -r soname path; do
+    pkg="$(owner_of "$path")"
+    [ -n "$pkg" ] || die "no Debian package owns $path (needed as $soname)"
+    owner["$path"]="$pkg"
+  done <<< "$list"
+  pkgs="$(printf '%s\n' "${owner[@]}" | sort -u)"
+  # shellcheck disable=SC2086
+  download_debs $pkgs
+  for pkg in $pkgs; do
+    rm -rf "$CACHE/libdebs/$pkg"; mkdir -p "$CACHE/libdebs/$pkg"
+    dpkg -x "$(deb_of "$pkg")" "$CACHE/libdebs/$pkg"
   done
-  return 0
+  while read -r soname path; do
+    pkg="${owner[$path]}"
+    local src="$CACHE/libdebs/$pkg$path"
+    [ -e "$src" ] || src="$CACHE/libdebs/$pkg/usr$path"
+    [ -e "$src" ] || src="$CACHE/libdebs/$pkg${path#/usr}"
+    [ -e "$src" ] || die "$path is not in $pkg's .deb"
+    cp -L "$src" "$stage/lib/$soname"
+    chmod u+w "$stage/lib/$soname"
+    echo "$soname $pkg" >> "$stage/libs.txt"
+  done <<< "$list"
+}
+
+# Gives every ELF file under $1 an rpath to $1/lib relative to itself.
+# DT_RPATH (not RUNPATH): it wins over an LD_LIBRARY_PATH the machine sets,
+# and applies to the libraries it loads in turn.
+set_rpaths() {
+  local top="$1" patchelf file rel
+  patchelf="$(patchelf_bin)"
+  while IFS= read -r -d '' file; do
+    head -c 4 "$file" | grep -q 'ELF' || continue
+    rel="$(realpath --relative-to="$(dirname "$file")" "$top/lib")"
+    "$patchelf" --force-rpath --set-rpath "\$ORIGIN/$rel" "$file"
+  done < <(find "$top" -type f \( -name '*.so*' -o -path '*/usr/bin/python3.11' \) -print0)
+}
+
+# Turns absolute symlinks into relative ones inside the tree (or drops them
+# when their target is not in it), so nothing points into the target's /.
+fix_symlinks() {
+  local top="$1" link target
+  while IFS= read -r -d '' link; do
+    target="$(readlink "$link")"
+    [[ "$target" == /* ]] || continue
+    if [ -e "$top$target" ]; then
+      ln -sfn "$(realpath --relative-to="$(dirname "$link")" "$top$target")" "$link"
+    else
+      rm -f "$link"
+    fi
+  done < <(find "$top" -type l -print0)
+}
+
+# Builds the runtime tree (interpreter, packages, libraries, libdevice) in
+# $1, given the extension's path for ldd.
+make_runtime() {
+  local stage="$1" core="$2" pkg
+  rm -rf "$stage"; mkdir -p "$stage"
+  download_debs "${PYTHON_PACKAGES[@]}"
+  : > "$stage/packages.txt"
+  for pkg in "${PYTHON_PACKAGES[@]}"; do
+    dpkg -x "$(deb_of "$pkg")" "$stage"
+    basename "$(deb_of "$pkg")" >> "$stage/packages.txt"
+  done
+  local dir
+  for dir in "${TRIM[@]}"; do rm -rf "${stage:?}/$dir"; done
+  find "$stage" -depth -type d \( -name __pycache__ -o -name tests \) \
+    -path '*-packages/*' -exec rm -rf {} +
+  find "$stage" -depth -type d -name __pycache__ -exec rm -rf {} +
+  fix_symlinks "$stage"
+  # Everything the interpreter, its C modules, numpy and the extension load.
+  local elves
+  mapfile -t elves < <(find "$stage/usr/lib" -name '*.so' -type f)
+  bundle_libs "$stage" "$stage/usr/bin/python3.11" "$core" "${elves[@]}"
+  # CUDA's math library: the CUDA backend links it into every kernel. Not in
+  # Debian main, so it comes from this machine's toolkit (CUDA_HOME).
+  local libdevice="${CUDA_HOME:-/usr/local/cuda}/nvvm/libdevice/libdevice.10.bc"
+  if [ -f "$libdevice" ]; then
+    mkdir -p "$stage/cuda/nvvm/libdevice"
+    cp -L "$libdevice" "$stage/cuda/nvvm/libdevice/"
+  else
+    note "warning: no $libdevice here; CUDA on the target then needs its own CUDA_HOME"
+  fi
+  # The package on sys.path without PYTHONPATH (which -I ignores): a .pth in
+  # the bundled dist-packages, relative to it, naming the unpacked snapshot.
+  echo "../../../../src/quadrants/python" > "$stage/usr/lib/python3/dist-packages/quadrants_src.pth"
+  set_rpaths "$stage"
+}
+
+# The sources the suite needs, with the extension (rpath into ../lib once
+# run copies src/ next to the unpacked runtime).
+make_src() {
+  local src="$1"
+  rm -rf "$src"; mkdir -p "$src"
+  (cd "$ROOT" &&
+    git ls-files -co --exclude-standard -- conftest.py quadrants/python tests/__init__.py \
+      tests/python examples benchmarks | grep -v '\.so$' |
+    while read -r f; do [ -f "$f" ] && echo "$f"; done |
+    tar -cf - -T -) | tar -C "$src" -xf -
+  cp -L "$ROOT/bazel-bin/$CORE" "$src/$CORE"
+  chmod u+w "$src/$CORE"
+  local patchelf; patchelf="$(patchelf_bin)"
+  "$patchelf" --force-rpath --set-rpath "\$ORIGIN/$(realpath --relative-to="$src/$(dirname "$CORE")" "$src/..")/lib" "$src/$CORE"
+  local tape="$ROOT/bazel-bin/benchmarks/tape_reference"
+  if [ -x "$tape" ]; then cp -L "$tape" "$src/benchmarks/"; fi
 }
 
 pack() {
-  bazel build //quadrants/python:all >&2
-  [ -f "$CORE" ] || die "$CORE was not built"
-  download_debs
-  rm -rf "$BUNDLE"
-  mkdir -p "$BUNDLE/root" "$BUNDLE/lib"
-  for deb in "$DEB_CACHE"/*.deb; do dpkg -x "$deb" "$BUNDLE/root"; done
-  for dir in "${TRIM[@]}"; do rm -rf "${BUNDLE:?}/root/$dir"; done
-  find "$BUNDLE/root" -type d \( -name tests -o -name __pycache__ \) -prune \
-    -exec rm -rf {} +
-  cp -L "$CORE" "$BUNDLE/"
-  bundle_libraries
-  tar -C "$BUNDLE" -cf - root | xz -T0 -9 > "$BUNDLE/root.tar.xz"
-  rm -rf "${BUNDLE:?}/root"
-  du -sh "$BUNDLE"
-  local bytes; bytes=$(du -sb "$BUNDLE" | cut -f1)
-  [ "$bytes" -le $((64 * 1024 * 1024)) ] || die "bundle is $bytes bytes (> 64 MiB)"
+  local build=1
+  [ "${1:-}" = "--no-build" ] && build=0
+  cd "$ROOT"
+  if [ "$build" -eq 1 ]; then
+    # One build of just what the bundle needs (another engineer may build
+    # here too: bazel waits for the other command's lock itself).
+    bazel build "$CORE_TARGET" "$TAPE_TARGET" >&2
+  fi
+  [ -f "bazel-bin/$CORE" ] || die "bazel-bin/$CORE is not built (run without --no-build)"
+
+  local stage="$CACHE/stage" key runtime
+  make_runtime "$stage/runtime" "bazel-bin/$CORE"
+  # The compressed runtime is cached by content: repacking after a C++ or
+  # Python change only redoes src/.
+  key="$(cd "$stage/runtime" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)"
+  runtime="$CACHE/runtime-$key.tar.xz"
+  if [ ! -f "$runtime" ]; then
+    note "compressing the runtime (xz -9, a minute or two)"
+    tar -C "$stage/runtime" --sort=name --owner=0 --group=0 -cf - . |
+      xz -T0 -9 > "$runtime.tmp"
+    mv "$runtime.tmp" "$runtime"
+  fi
+
+  # Written next to the old bundle and swapped in at the end, so a copy of
+  # the tree taken meanwhile never sees half a bundle.
+  local out="$BUNDLE.new"
+  rm -rf "$out"; mkdir -p "$out"
+  cp "$runtime" "$out/runtime.tar.xz"
+  echo "$key" > "$out/runtime.key"
+  make_src "$out/src"
+  {
+    echo "# Built $(date -u +%FT%TZ) from $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || echo ' (+ uncommitted changes)')"
+    echo "# Debian packages (dpkg -x):"; sed 's/^/  /' "$stage/runtime/packages.txt"
+    echo "# Shared libraries (soname package):"; sed 's/^/  /' "$stage/runtime/libs.txt"
+    echo "# CUDA libdevice: $(ls "$stage/runtime/cuda/nvvm/libdevice" 2>/dev/null || echo none)"
+  } > "$out/MANIFEST.txt"
+  rm -rf "$BUNDLE"; mv "$out" "$BUNDLE"
+  grep -qxF '/.gpu_bundle/' "$ROOT/.gitignore" || note "warning: .gpu_bundle/ is not in .gitignore"
+
+  local bytes; bytes="$(du -sb "$BUNDLE" | cut -f1)"
+  echo "gpu_suite: .gpu_bundle is $((bytes / 1024)) KiB ($(du -sh "$BUNDLE" | cut -f1)); runtime.tar.xz $(du -h "$BUNDLE/runtime.tar.xz" | cut -f1), src $(du -sh "$BUNDLE/src" | cut -f1)"
+  [ "$bytes" -le "$MAX_BYTES" ] || die "the bundle is over 64 MiB ($bytes bytes)"
 }
 
-# Unpacks what is compressed, once, and sets up the isolated interpreter.
+# After a rebuild or a Python change: refreshes only src/ (the extension and
+# the sources), keeping the runtime.
+update_core() {
+  [ -f "$BUNDLE/runtime.tar.xz" ] || die "no bundle: run 'tools/gpu_suite.sh pack' first"
+  cd "$ROOT"
+  [ "${1:-}" = "--no-build" ] || bazel build "$CORE_TARGET" "$TAPE_TARGET" >&2
+  make_src "$BUNDLE/src.new"
+  rm -rf "$BUNDLE/src"; mv "$BUNDLE/src.new" "$BUNDLE/src"
+  echo "gpu_suite: refreshed $BUNDLE/src; .gpu_bundle is $(du -sh "$BUNDLE" | cut -f1)"
+}
+
+# ---- run (on the GPU machine) ------------------------------------------------------
+
+# Unpacks the runtime (once per bundle) and refreshes the src/ snapshot.
 prepare() {
-  [ -f "$BUNDLE/root.tar.xz" ] || die "no bundle: run 'tools/gpu_suite.sh pack' first"
-  [ -d "$BUNDLE/root" ] || xz -dc "$BUNDLE/root.tar.xz" | tar -C "$BUNDLE" -xf -
-  for lib in "$BUNDLE"/lib/*.xz; do
-    [ -e "$lib" ] && [ ! -e "${lib%.xz}" ] && xz -dk "$lib"
+  [ -f "$BUNDLE/runtime.tar.xz" ] || die "no bundle in $BUNDLE: run 'tools/gpu_suite.sh pack' on the build machine"
+  local key; key="$(cat "$BUNDLE/runtime.key")"
+  if [ "$(cat "$UNPACKED/.key" 2>/dev/null || true)" != "$key" ]; then
+    note "unpacking the runtime into $UNPACKED"
+    rm -rf "$UNPACKED" "$UNPACKED.tmp"; mkdir -p "$UNPACKED.tmp"
+    if command -v xz >/dev/null; then
+      xz -dc "$BUNDLE/runtime.tar.xz" | tar -C "$UNPACKED.tmp" -xf -
+    else  # no xz-utils: any python3's tarfile reads it
+      python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+        "$BUNDLE/runtime.tar.xz" "$UNPACKED.tmp"
+    fi
+    echo "$key" > "$UNPACKED.tmp/.key"
+    mv "$UNPACKED.tmp" "$UNPACKED"
+  fi
+  rm -rf "$UNPACKED/src"
+  cp -a "$BUNDLE/src" "$UNPACKED/src"
+  PY="$UNPACKED/usr/bin/python3.11"
+  # Child processes the tests start with sys.executable (no -I) stay isolated
+  # too; the parent runs with -I (no PYTHON* variables, no user site, no cwd).
+  unset PYTHONPATH PYTHONHOME PYTHONSTARTUP PYTHONUSERBASE PYTHONSAFEPATH VIRTUAL_ENV
+  export PYTHONNOUSERSITE=1
+  if [ -z "${CUDA_HOME:-}" ] && [ -d "$UNPACKED/cuda" ]; then
+    export CUDA_HOME="$UNPACKED/cuda"
+  fi
+}
+
+# Warns when the working tree's tests or package differ from the snapshot
+# that was packed with the extension.
+warn_if_stale() {
+  local d
+  for d in quadrants/python/quadrants tests/python; do
+    [ -d "$ROOT/$d" ] || continue
+    if ! diff -rq -x __pycache__ -x '*.so' "$ROOT/$d" "$BUNDLE/src/$d" >/dev/null 2>&1; then
+      note "warning: $d differs from the bundle's snapshot; repack to test the working tree"
+    fi
   done
-  # The package finds its core next to itself in this copy of the tree.
-  cp -f "$BUNDLE/_quadrants_core.so" quadrants/python/quadrants/_quadrants_core.so
-  local root="$PWD/$BUNDLE/root/usr"
-  export PYTHONHOME="$root"
-  export PYTHONPATH="$root/lib/python3/dist-packages:$PWD/quadrants/python"
-  export PYTHONNOUSERSITE=1 PYTHONDONTWRITEBYTECODE=1
-  export LD_LIBRARY_PATH="$PWD/$BUNDLE/lib:$root/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu/blas:$root/lib/x86_64-linux-gnu/lapack"
-  PYTHON="$root/bin/python3.11"
+}
+
+helper() { "$PY" -I -u "$ROOT/tools/gpu_suite_helper.py" "$@"; }
+
+check() {
+  prepare
+  helper check "$UNPACKED"
 }
 
 run() {
   prepare
+  warn_if_stale
   export QD_WANTED_ARCHS="${QD_WANTED_ARCHS:-cuda}"
-  local log; log=$(mktemp)
-  set +e
-  # The whole suite unless test files or directories are named.
-  local targets=(tests/python) arg
-  for arg in "$@"; do [[ "$arg" == tests/* ]] && targets=(); done
-  "$PYTHON" -s -m pytest -p no:cacheprovider -q -rs "${targets[@]}" "$@" | tee "$log"
-  set -e
-  # pytest's last line, e.g. "3 failed, 812 passed, 40 skipped in 90.1s".
-  local summary passed=0 failed=0 count
-  summary=$(tail -n 1 "$log")
-  for count in $(grep -oE '[0-9]+ (passed|failed|errors?)' <<<"$summary" | tr ' ' ':'); do
-    case "${count#*:}" in
-      passed) passed=${count%%:*} ;;
-      *) failed=$((failed + ${count%%:*})) ;;
-    esac
+  helper check "$UNPACKED"
+  note "QD_WANTED_ARCHS=$QD_WANTED_ARCHS CUDA_HOME=${CUDA_HOME:-}"
+  # Default to the whole suite unless a test path is given.
+  local arg has_path=0
+  for arg in "$@"; do
+    [ -e "$UNPACKED/src/${arg%%::*}" ] && has_path=1
   done
-  echo "$passed passed, $failed failed"
-  [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+  local args=(-p no:cacheprovider -rfEs "$@")
+  [ "$has_path" -eq 1 ] || args+=(tests/python)
+  local results="$UNPACKED/results.txt" rc=0 start=$SECONDS
+  rm -f "$results"
+  (cd "$UNPACKED/src" && helper pytest "$results" "${args[@]}") || rc=$?
+  note "pytest exit status $rc, $((SECONDS - start)) s"
+  helper summary "$results" "$rc"
 }
 
 python_script() {
+  [ $# -ge 1 ] || die "usage: tools/gpu_suite.sh python SCRIPT [args]"
   prepare
-  exec "$PYTHON" -s "$@"
-}
-
-# After a rebuild only the extension changes: refresh it in the bundle.
-update_core() {
-  bazel build //quadrants/python:all >&2
-  [ -f "$BUNDLE/root.tar.xz" ] || die "no bundle: run 'tools/gpu_suite.sh pack' first"
-  cp -fL "$CORE" "$BUNDLE/"
+  local script="$1"; shift
+  # Scripts of the snapshot (e.g. benchmarks/x.py) run from it, next to what
+  # they load (benchmarks/tape_reference).
+  [ -f "$UNPACKED/src/$script" ] && script="$UNPACKED/src/$script"
+  exec "$PY" -I "$script" "$@"
 }
 
 case "${1:-}" in
-  pack) pack ;;
-  update-core) update_core ;;
+  pack) shift; pack "$@" ;;
+  update-core) shift; update_core "$@" ;;
   run) shift; run "$@" ;;
   python) shift; python_script "$@" ;;
-  *) die "usage: tools/gpu_suite.sh pack | update-core | run [pytest args] | python script.py [args]" ;;
+  check) check ;;
+  *) die "usage: tools/gpu_suite.sh pack [--no-build] | update-core [--no-build] | run [pytest args] | python SCRIPT [args] | check" ;;
 esac
