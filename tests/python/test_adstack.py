@@ -3,16 +3,35 @@ value across iterations (SPEC section 3).
 
 Every gradient is checked two ways:
 
-* against PyTorch autograd on CPU, running the same recurrence in the same
-  precision (f64: rel 1e-12, i.e. a few dozen roundings along chains of at
-  most ~40 ops; f32: rel 1e-4);
+* against a reference written outside Quadrants: each test's ref_loss
+  re-implements the kernel's recurrence on arrays of the module `xp`.
+  - Where PyTorch is importable, xp is torch and the reference is its
+    autograd on CPU in the kernel's precision (f64: rel 1e-12, i.e. a few
+    dozen roundings along chains of at most ~40 ops; f32: rel 1e-4).
+  - Where it is not (the GPU machine's Python has numpy only), xp is numpy
+    and the reference gradient is the central finite differences of ref_loss
+    in f64 at the kernel's (for f32, f32-rounded) inputs, with the h and
+    error bounds of the next point. f64 kernels: rel 1e-6 / abs 1e-7
+    (FD_F64). f32 kernels are now compared with the exact derivative rather
+    than with torch's identically rounded float32 one, so their own rounding
+    counts in full and dominates the ~1e-8 of the differences: each step's
+    f32 rounding (6e-8) is amplified by the later steps (sin with scale 2
+    doubles a perturbation per step), and the shifted intermediate values
+    move the derivative factors. That reaches ~3e-4 relative for sin over 10
+    steps, ~1e-6 for the others, so rel 1e-3 / abs 1e-6; a missing or wrong
+    adjoint term is still off by O(1). The loss value is compared too, so a
+    forward kernel computing the wrong function is caught either way: f64 at
+    rel 1e-12 (both sides evaluate the same ops in f64), f32 at rel 1e-4
+    (the f32 loss is off by ~3e-6 at most).
 * in f64, against central finite differences of the *forward* kernel,
   h = 1e-6 * max(1, |x|). Truncation error h^2 |f'''| / 6 is ~1e-12 for the
   O(1)-scaled, O(1)-derivative recurrences below; round-off is
-  ~ (a few ulps of a loss of magnitude <= 50) / 2h ~ 1e-8. So rel 1e-6 plus
-  abs 1e-7 is safe, while a missing or wrong adjoint term is off by O(1) in
-  relative terms. (f32 forward kernels are too coarse for finite
-  differences; there torch in float32 is the reference.)
+  ~ (a few ulps of a loss of magnitude <= 50) / 2h ~ 1e-8 (eps * |sum| / h:
+  only the perturbed element's chain and the final sum round differently
+  between the two runs). So rel 1e-6 plus abs 1e-7 is safe, while a missing
+  or wrong adjoint term is off by O(1) in relative terms. (f32 forward
+  kernels are too coarse for finite differences; there the reference above
+  is the only one.)
 
 Sizing, the heap and the overflow check are observed through
 qd.lang.runtime.adstack_stats() and the errors raised by qd.sync().
@@ -37,6 +56,11 @@ try:
 except ImportError:  # pragma: no cover - exercised only where torch is missing
     torch = None
 
+# The array module the reference losses are written against: torch (for
+# autograd) where it is importable, numpy (for finite differences) otherwise.
+# The losses use only functions both spell the same way.
+xp = torch if torch is not None else np
+
 AD = dict(ad_stack_experimental_enabled=True)
 F64 = dict(AD, default_fp=qd.f64, require=qd.extension.data64)
 F32 = dict(AD, default_fp=qd.f32)
@@ -44,6 +68,12 @@ F32 = dict(AD, default_fp=qd.f32)
 TORCH_F64 = dict(rel=1e-12, abs=1e-14)
 TORCH_F32 = dict(rel=1e-4, abs=1e-6)
 FD_F64 = dict(rel=1e-6, abs=1e-7)
+# Without torch (see the module docstring): loss values as against torch; f32
+# gradients against the exact (f64 differences) derivative, which their own
+# rounding, amplified along the chain, misses by up to ~3e-4.
+NUMPY_LOSS_F64 = TORCH_F64
+NUMPY_LOSS_F32 = TORCH_F32
+NUMPY_F32 = dict(rel=1e-3, abs=1e-6)
 
 # Dynamic loops whose trip count is not known at compile time may warn (tested
 # on its own below); keep the other tests' output quiet.
@@ -55,21 +85,14 @@ DEFAULT_WARNING = "is not known at compile time"
 
 # ---- helpers ---------------------------------------------------------------------
 
-def _torch():
-    if torch is None:
-        pytest.skip("PyTorch is not installed: the autograd reference is unavailable")
-    return torch
-
-
 def _torch_dtype(dtype):
-    return {qd.f64: _torch().float64, qd.f32: _torch().float32}[dtype]
+    return {qd.f64: torch.float64, qd.f32: torch.float32}[dtype]
 
 
 def torch_grads(loss_fn, arrays, dtype=qd.f64):
     """(loss, gradients) of the scalar loss_fn(*tensors) w.r.t. each input
     array, by PyTorch autograd on CPU in `dtype`."""
-    th = _torch()
-    tensors = [th.tensor(np.asarray(a), dtype=_torch_dtype(dtype), requires_grad=True)
+    tensors = [torch.tensor(np.asarray(a), dtype=_torch_dtype(dtype), requires_grad=True)
                for a in arrays]
     loss = loss_fn(*tensors)
     loss.backward()
@@ -90,6 +113,19 @@ def finite_differences(run_loss, values, h_rel=1e-6):
             / (plus[k] - minus[k])
     run_loss(values)  # leave the inputs as they were
     return out.reshape(values.shape)
+
+
+def numpy_grads(loss_fn, arrays):
+    """(loss, gradients) of the scalar loss_fn(*arrays) w.r.t. each input
+    array, loss_fn written against numpy and run in f64; the gradients are
+    its central finite differences."""
+    arrays = [np.array(a, dtype=np.float64) for a in arrays]
+    grads = []
+    for k in range(len(arrays)):
+        def run(v, k=k):
+            return float(loss_fn(*arrays[:k], v, *arrays[k + 1:]))
+        grads.append(finite_differences(run, arrays[k]))
+    return float(loss_fn(*arrays)), grads
 
 
 def fd_grads(kernel, loss, fields, values, *args):
@@ -118,22 +154,30 @@ def qd_grads(kernel, loss, fields, *args):
     return [field.grad.to_numpy().astype(np.float64) for field in fields]
 
 
-def check_grads(kernel, loss, fields, values, torch_loss, *args, dtype=qd.f64,
+def check_grads(kernel, loss, fields, values, ref_loss, *args, dtype=qd.f64,
                 torch_tol=None, fd_tol=None):
-    """Quadrants' gradients vs torch autograd (always) and vs f64 finite
-    differences (f64 only). Returns Quadrants' gradients."""
+    """Quadrants' gradients vs ref_loss's (always: torch autograd, or numpy
+    finite differences where torch is missing) and vs f64 finite differences
+    of the forward kernel (f64 only). Returns Quadrants' gradients."""
     for field, v in zip(fields, values):
         field.from_numpy(np.asarray(v, dtype=field.to_numpy().dtype))
     got = qd_grads(kernel, loss, fields, *args)
     bits = 64 if dtype == qd.f64 else 32
-    tol = torch_tol or (TORCH_F64 if bits == 64 else TORCH_F32)
     ref_values = [np.asarray(v, dtype=np.float64 if bits == 64 else np.float32)
                   for v in values]
-    expected_loss, expected = torch_grads(torch_loss, ref_values, dtype)
+    if torch is not None:
+        loss_tol = tol = torch_tol or (TORCH_F64 if bits == 64 else TORCH_F32)
+        expected_loss, expected = torch_grads(ref_loss, ref_values, dtype)
+        reference = "torch"
+    else:
+        loss_tol = NUMPY_LOSS_F64 if bits == 64 else NUMPY_LOSS_F32
+        tol = (fd_tol or FD_F64) if bits == 64 else NUMPY_F32
+        expected_loss, expected = numpy_grads(ref_loss, ref_values)
+        reference = "numpy FD"
     # The forward kernel computes the function the reference differentiates.
-    assert loss[None] == test_utils.approx(expected_loss, bits=bits, **tol)
+    assert loss[None] == test_utils.approx(expected_loss, bits=bits, **loss_tol)
     for k, (g, e) in enumerate(zip(got, expected)):
-        assert g == test_utils.approx(e, bits=bits, **tol), f"input {k} vs torch"
+        assert g == test_utils.approx(e, bits=bits, **tol), f"input {k} vs {reference}"
     if bits == 64:
         fd = fd_grads(kernel, loss, fields, values, *args)
         for k, (g, e) in enumerate(zip(got, fd)):
@@ -185,11 +229,11 @@ def _deep_recurrence(x, loss):
     return deep_recurrence
 
 
-def _torch_deep(n):
+def _ref_deep(n):
     def loss_fn(xs):
         v = xs
         for _ in range(n):
-            v = v * 0.97 + 0.1 * torch.sin(v + 0.3)
+            v = v * 0.97 + 0.1 * xp.sin(v + 0.3)
         return v.sum()
     return loss_fn
 
@@ -202,7 +246,7 @@ def _torch_deep(n):
 # _check_domain: tan's argument within [-0.54, 0.89], log/sqrt/rsqrt's above
 # 0.1, asin/acos's within [-0.11, 0.88], abs's at least 0.007 away from its
 # kink, crossing it both ways) and every gradient between 0.05 and 40 for
-# n_iter <= 10, so neither torch nor finite differences compare vanishing
+# n_iter <= 10, so neither reference nor finite differences compare vanishing
 # numbers.
 RECURRENCES = {
     "sin": (2.0, -0.05, -1.0),
@@ -232,9 +276,8 @@ DOMAIN = {  # what the op's argument must satisfy, with margin
 X_VALUES = np.linspace(0.11, 0.87, 8)
 
 
-def _torch_op(name):
-    th = _torch()
-    return {"abs": th.abs, "rsqrt": th.rsqrt}.get(name) or getattr(th, name)
+def _ref_op(name):
+    return getattr(torch, name) if torch is not None else NUMPY_OPS[name]
 
 
 def _check_domain(name, xs, n_iter):
@@ -263,9 +306,9 @@ def _recurrence_kernel(name, x, loss):
     return recurrence
 
 
-def _torch_recurrence(name, n_iter):
+def _ref_recurrence(name, n_iter):
     scale, step, offset = RECURRENCES[name]
-    op = _torch_op(name)
+    op = _ref_op(name)
 
     def loss_fn(xs):
         v = xs
@@ -283,7 +326,7 @@ def test_recurrence_through_unary_op_f64(name, n_iter):
     _check_domain(name, X_VALUES, n_iter)
     x, loss = _scalar_fields(len(X_VALUES), qd.f64)
     kernel = _recurrence_kernel(name, x, loss)
-    (grad,) = check_grads(kernel, loss, [x], [X_VALUES], _torch_recurrence(name, n_iter),
+    (grad,) = check_grads(kernel, loss, [x], [X_VALUES], _ref_recurrence(name, n_iter),
                           n_iter)
     assert np.all(np.abs(grad) > 1e-2), grad  # the recurrence is really differentiated
 
@@ -296,7 +339,7 @@ def test_recurrence_through_unary_op_f32(name, n_iter):
     x, loss = _scalar_fields(len(X_VALUES), qd.f32)
     kernel = _recurrence_kernel(name, x, loss)
     (grad,) = check_grads(kernel, loss, [x], [X_VALUES.astype(np.float32)],
-                          _torch_recurrence(name, n_iter), n_iter, dtype=qd.f32)
+                          _ref_recurrence(name, n_iter), n_iter, dtype=qd.f32)
     assert x.grad.to_numpy().dtype == np.float32
     assert np.all(np.abs(grad) > 1e-2), grad
 
@@ -308,7 +351,7 @@ def test_same_kernel_relaunched_with_different_trip_counts():
     x, loss = _scalar_fields(len(X_VALUES), qd.f64)
     kernel = _deep_recurrence(x, loss)
     for n_iter in (10, 0, 3, 25, 1):
-        grad = check_grads(kernel, loss, [x], [X_VALUES], _torch_deep(n_iter), n_iter)[0]
+        grad = check_grads(kernel, loss, [x], [X_VALUES], _ref_deep(n_iter), n_iter)[0]
         if n_iter == 0:
             np.testing.assert_array_equal(grad, np.ones_like(X_VALUES))
 
@@ -340,7 +383,7 @@ def test_branch_condition_on_carried_value(n_iter):
 
     margins, taken = [], set()
 
-    def torch_loss(xs):
+    def ref_loss(xs):
         total = 0
         for i in range(len(xs)):
             v = xs[i]
@@ -348,17 +391,17 @@ def test_branch_condition_on_carried_value(n_iter):
                 margins.append(abs(float(v) - 0.6))
                 if float(v) > 0.6:
                     taken.add(True)
-                    v = torch.sin(v) * 0.9 + 0.01 * j
+                    v = xp.sin(v) * 0.9 + 0.01 * j
                 else:
                     taken.add(False)
                     v = v * v + 0.45
             total = total + v
         return total
 
-    torch_loss(_torch().tensor(xv))
+    ref_loss(xp.asarray(xv))
     _margin_check(margins)
     assert taken == {True, False}  # both branches really run
-    check_grads(branchy, loss, [x], [xv], torch_loss, n_iter)
+    check_grads(branchy, loss, [x], [xv], ref_loss, n_iter)
 
 
 @pytest.mark.parametrize("n_iter", [1, 5, 11])
@@ -380,7 +423,7 @@ def test_carried_integer_index_into_field(n_iter):
                 v = v * w[k] + x[i]
             loss[None] += v
 
-    def torch_loss(xs, ws):
+    def ref_loss(xs, ws):
         total = 0
         for i in range(len(xs)):
             v, k = xs[i], i % m
@@ -390,7 +433,7 @@ def test_carried_integer_index_into_field(n_iter):
             total = total + v
         return total
 
-    gx, gw = check_grads(indexed, loss, [x, w], [xv, wv], torch_loss, n_iter)
+    gx, gw = check_grads(indexed, loss, [x, w], [xv, wv], ref_loss, n_iter)
     assert np.all(gw != 0) and np.all(gx != 0)
 
 
@@ -407,16 +450,16 @@ def test_triangular_inner_loop_bounded_by_parallel_index():
                 v = v * 0.9 + 0.3 * qd.sin(v + 0.5 * x[j])
             loss[None] += v
 
-    def torch_loss(xs):
+    def ref_loss(xs):
         total = 0
         for i in range(len(xs)):
             v = xs[i]
             for j in range(i):
-                v = v * 0.9 + 0.3 * torch.sin(v + 0.5 * xs[j])
+                v = v * 0.9 + 0.3 * xp.sin(v + 0.5 * xs[j])
             total = total + v
         return total
 
-    check_grads(triangular, loss, [x], [xv], torch_loss)
+    check_grads(triangular, loss, [x], [xv], ref_loss)
 
 
 @pytest.mark.parametrize("n1,n2", [(3, 5), (0, 4), (6, 0), (9, 9)])
@@ -436,16 +479,16 @@ def test_sibling_dynamic_loops(n1, n2):
                 v = v * 0.9 + 0.2 * qd.exp(-v) + u * 0.2 + 0.05 * j
             loss[None] += v
 
-    def torch_loss(xs):
+    def ref_loss(xs):
         v = xs
         for j in range(n1):
-            v = v * 0.9 + 0.3 * torch.sin(v + 0.1 * j)
+            v = v * 0.9 + 0.3 * xp.sin(v + 0.1 * j)
         u = v * v
         for j in range(n2):
-            v = v * 0.9 + 0.2 * torch.exp(-v) + u * 0.2 + 0.05 * j
+            v = v * 0.9 + 0.2 * xp.exp(-v) + u * 0.2 + 0.05 * j
         return v.sum()
 
-    check_grads(siblings, loss, [x], [xv], torch_loss, n1, n2)
+    check_grads(siblings, loss, [x], [xv], ref_loss, n1, n2)
 
 
 @pytest.mark.parametrize("n_outer,n_inner", [(3, 4), (1, 7), (5, 1), (4, 0), (0, 3)])
@@ -465,16 +508,16 @@ def test_nested_dynamic_loops_carrying_one_value(n_outer, n_inner):
                 v = v * v + 0.2
             loss[None] += v
 
-    def torch_loss(xs):
+    def ref_loss(xs):
         v = xs
         for a in range(n_outer):
-            v = torch.cos(v) + 0.1 * a
+            v = xp.cos(v) + 0.1 * a
             for b in range(n_inner):
-                v = torch.sin(v * 1.1 + 0.05 * b)
+                v = xp.sin(v * 1.1 + 0.05 * b)
             v = v * v + 0.2
         return v.sum()
 
-    check_grads(nested, loss, [x], [xv], torch_loss, n_outer, n_inner)
+    check_grads(nested, loss, [x], [xv], ref_loss, n_outer, n_inner)
 
 
 @test_utils.test(**F64)
@@ -492,18 +535,18 @@ def test_nested_loops_inner_bound_from_outer_index():
                 v = v + 0.3
             loss[None] += v
 
-    def torch_loss(xs):
+    def ref_loss(xs):
         total = 0
         for i in range(len(xs)):
             v = xs[i]
             for a in range(5):
                 for b in range(a + i % 3):
-                    v = v * 0.9 + 0.2 * torch.tanh(v * 1.3 + 0.1 * b - 0.05 * a)
+                    v = v * 0.9 + 0.2 * xp.tanh(v * 1.3 + 0.1 * b - 0.05 * a)
                 v = v + 0.3
             total = total + v
         return total
 
-    check_grads(nested, loss, [x], [xv], torch_loss, 5)
+    check_grads(nested, loss, [x], [xv], ref_loss, 5)
 
 
 @test_utils.test(**F64)
@@ -523,13 +566,13 @@ def test_dynamic_bound_read_from_0d_field():
     for trips in (3, 9, 1):  # the bound is read at each launch
         n[None] = trips
 
-        def torch_loss(xs, trips=trips):
+        def ref_loss(xs, trips=trips):
             v = xs
             for j in range(trips):
-                v = v * 0.8 + 0.5 * torch.tanh(v + 0.1 * j)
+                v = v * 0.8 + 0.5 * xp.tanh(v + 0.1 * j)
             return v.sum()
 
-        check_grads(bounded, loss, [x], [xv], torch_loss)
+        check_grads(bounded, loss, [x], [xv], ref_loss)
         assert min(all_capacities()) >= trips + 2, stats()  # never too small
 
 
@@ -549,13 +592,13 @@ def test_while_loop_carrying_value(n_iter):
                 k += 1
             loss[None] += v
 
-    def torch_loss(xs):
+    def ref_loss(xs):
         v = xs
         for _ in range(n_iter):
-            v = torch.sin(v)
+            v = xp.sin(v)
         return v.sum()
 
-    check_grads(repeated_sin, loss, [x], [xv], torch_loss, n_iter)
+    check_grads(repeated_sin, loss, [x], [xv], ref_loss, n_iter)
 
 
 @test_utils.test(**F64)
@@ -576,7 +619,7 @@ def test_while_loop_exit_depends_on_carried_value():
 
     margins, trips = [], set()
 
-    def torch_loss(xs):
+    def ref_loss(xs):
         total = 0
         for i in range(len(xs)):
             v, k = xs[i], 0
@@ -584,16 +627,16 @@ def test_while_loop_exit_depends_on_carried_value():
                 margins.append(abs(float(v) - 3.0))
                 if not (float(v) < 3.0 and k < 50):
                     break
-                v = v * torch.sqrt(v + 1.0) + 0.1
+                v = v * xp.sqrt(v + 1.0) + 0.1
                 k += 1
             trips.add(k)
             total = total + v
         return total
 
-    torch_loss(_torch().tensor(xv))
+    ref_loss(xp.asarray(xv))
     _margin_check(margins)
     assert len(trips) >= 3
-    check_grads(grow, loss, [x], [xv], torch_loss)
+    check_grads(grow, loss, [x], [xv], ref_loss)
 
 
 @test_utils.test(**F64)
@@ -613,21 +656,21 @@ def test_break_out_of_dynamic_loop_on_carried_value():
 
     margins = []
 
-    def torch_loss(xs):
+    def ref_loss(xs):
         total = 0
         for i in range(len(xs)):
             v = xs[i]
             for j in range(20):
-                v = v * 1.2 + torch.sin(v) * 0.3 + 0.02 * j
+                v = v * 1.2 + xp.sin(v) * 0.3 + 0.02 * j
                 margins.append(abs(float(v) - 2.5))
                 if float(v) > 2.5:
                     break
             total = total + v
         return total
 
-    torch_loss(_torch().tensor(xv))
+    ref_loss(xp.asarray(xv))
     _margin_check(margins)
-    check_grads(until, loss, [x], [xv], torch_loss, 20)
+    check_grads(until, loss, [x], [xv], ref_loss, 20)
 
 
 # ---- 3. sizing -------------------------------------------------------------------
@@ -653,16 +696,16 @@ def test_constant_trip_count_gives_capacity_k_plus_2():
                 v = v * 0.98 + 0.05 * qd.cos(v + 0.01 * j)
             loss[None] += v
 
-    def torch_five(xs):
+    def ref_five(xs):
         v = xs
         for j in range(5):
-            v = torch.sin(v + 0.1 * j)
+            v = xp.sin(v + 0.1 * j)
         return v.sum()
 
-    def torch_forty(xs):
+    def ref_forty(xs):
         v = xs
         for j in range(40):
-            v = v * 0.98 + 0.05 * torch.cos(v + 0.01 * j)
+            v = v * 0.98 + 0.05 * xp.cos(v + 0.01 * j)
         return v.sum()
 
     with warnings.catch_warnings(record=True) as caught:
@@ -674,8 +717,8 @@ def test_constant_trip_count_gives_capacity_k_plus_2():
         assert all_capacities() and set(all_capacities()) == {42}, stats()
     # Known trip counts need no fallback, hence no warning.
     assert not [w for w in caught if DEFAULT_WARNING in str(w.message)]
-    check_grads(five, loss, [x], [xv], torch_five)
-    check_grads(forty, loss, [x], [xv], torch_forty)
+    check_grads(five, loss, [x], [xv], ref_five)
+    check_grads(forty, loss, [x], [xv], ref_forty)
 
 
 @test_utils.test(**F64)
@@ -695,15 +738,15 @@ def test_static_and_dynamic_loops_in_one_kernel_are_sized_separately():
                 u = u * 0.995 + 0.02 * qd.cos(u)
             loss[None] += u
 
-    def torch_loss(xs):
+    def ref_loss(xs):
         v = xs
         for j in range(6):
-            v = v * 0.9 + 0.2 * torch.sin(v + 0.1 * j)
+            v = v * 0.9 + 0.2 * xp.sin(v + 0.1 * j)
         for j in range(30):
-            v = v * 0.995 + 0.02 * torch.cos(v)
+            v = v * 0.995 + 0.02 * xp.cos(v)
         return v.sum()
 
-    check_grads(mixed, loss, [x], [xv], torch_loss)
+    check_grads(mixed, loss, [x], [xv], ref_loss)
     assert sorted(set(all_capacities())) == [8, 256], stats()
 
 
@@ -723,15 +766,15 @@ def test_forced_ad_stack_size_applies_to_every_stack():
                 u = u * 0.995 + 0.02 * qd.cos(u)
             loss[None] += u
 
-    def torch_loss(xs, n=90):
+    def ref_loss(xs, n=90):
         v = xs
         for j in range(6):
-            v = v * 0.9 + 0.2 * torch.sin(v + 0.1 * j)
+            v = v * 0.9 + 0.2 * xp.sin(v + 0.1 * j)
         for j in range(n):
-            v = v * 0.995 + 0.02 * torch.cos(v)
+            v = v * 0.995 + 0.02 * xp.cos(v)
         return v.sum()
 
-    check_grads(mixed, loss, [x], [xv], torch_loss, 90)
+    check_grads(mixed, loss, [x], [xv], ref_loss, 90)
     capacities = all_capacities()
     assert len(capacities) >= 2 and set(capacities) == {100}, stats()
 
@@ -764,15 +807,15 @@ def test_bound_inside_the_sizing_grammar_is_sized_at_launch(bound):
         n[None] = trips
         arr = np.zeros(trips)
 
-        def torch_loss(xs, trips=trips):
+        def ref_loss(xs, trips=trips):
             v = xs
             for _ in range(trips):
-                v = v * 0.99 + 0.02 * torch.sin(v + 0.1)
+                v = v * 0.99 + 0.02 * xp.sin(v + 0.1)
             return v.sum()
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            check_grads(kernel, loss, [x], [xv], torch_loss, arr)
+            check_grads(kernel, loss, [x], [xv], ref_loss, arr)
             qd.sync()
         assert not [w for w in caught if DEFAULT_WARNING in str(w.message)], \
             [str(w.message) for w in caught]
@@ -896,12 +939,12 @@ def test_heap_grows_for_a_larger_need_and_not_on_repeats():
         qd_grads(kernel, loss, [x])
         assert stats()["heap_grows"] == 2 and stats()["heap_bytes"] == second["heap_bytes"]
     # The heap is not shrunk, and results are still right after reuse.
-    def torch_large(xs):
+    def ref_large(xs):
         v = xs
         for _ in range(300):
-            v = v * 0.99 + 0.02 * torch.sin(v + 0.1)
+            v = v * 0.99 + 0.02 * xp.sin(v + 0.1)
         return v.sum()
-    check_grads(large, loss, [x], [xv], torch_large)
+    check_grads(large, loss, [x], [xv], ref_large)
 
 
 @test_utils.test(**F64, ad_stack_size=4096)
@@ -930,18 +973,18 @@ def test_five_carried_f64_values_at_4096_slots():
                 e = ne
             loss[None] += a + 2.0 * b + 3.0 * c + 4.0 * d + 5.0 * e
 
-    def torch_loss(xs, n=40):
+    def ref_loss(xs, n=40):
         a = xs
-        b, c, d, e = a * 0.5, torch.cos(a), a * a, 0.3 + 0.0 * a
+        b, c, d, e = a * 0.5, xp.cos(a), a * a, 0.3 + 0.0 * a
         for j in range(n):
-            a, b, c, d, e = (a * 0.9 + 0.1 * torch.sin(a + b),
-                             b * 0.9 + 0.1 * torch.cos(c + 0.01 * j),
-                             c * 0.9 + 0.1 * torch.tanh(d),
-                             d * 0.9 + 0.1 * torch.sin(e),
-                             e * 0.9 + 0.1 * torch.exp(-a * a))
+            a, b, c, d, e = (a * 0.9 + 0.1 * xp.sin(a + b),
+                             b * 0.9 + 0.1 * xp.cos(c + 0.01 * j),
+                             c * 0.9 + 0.1 * xp.tanh(d),
+                             d * 0.9 + 0.1 * xp.sin(e),
+                             e * 0.9 + 0.1 * xp.exp(-a * a))
         return (a + 2.0 * b + 3.0 * c + 4.0 * d + 5.0 * e).sum()
 
-    check_grads(five, loss, [x], [xv], torch_loss, 40)
+    check_grads(five, loss, [x], [xv], ref_loss, 40)
     s = stats()
     capacities = all_capacities()
     assert len(capacities) >= 5 and set(capacities) == {4096}, s
@@ -1011,7 +1054,7 @@ def test_overflow_raises_at_sync_then_later_launches_run_clean():
     qd.sync()  # the flag was reset
 
     # Within capacity (20 + 2 <= 32): clean, with the right gradient.
-    check_grads(kernel, loss, [x], [xv], _torch_deep(20), 20)
+    check_grads(kernel, loss, [x], [xv], _ref_deep(20), 20)
     qd.sync()
 
 
@@ -1020,7 +1063,7 @@ def test_trip_count_of_capacity_minus_two_fits():
     xv = np.linspace(0.1, 0.8, 4)
     x, loss = _scalar_fields(len(xv), qd.f64)
     kernel = _deep_recurrence(x, loss)
-    check_grads(kernel, loss, [x], [xv], _torch_deep(30), 30)
+    check_grads(kernel, loss, [x], [xv], _ref_deep(30), 30)
     qd.sync()
 
 
