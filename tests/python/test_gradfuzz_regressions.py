@@ -76,3 +76,31 @@ def test_parallel_continue_then_loop_reading_field_pointer_from_before():
 @test_utils.test(ad_stack_experimental_enabled=True, **F64)
 def test_parallel_continue_then_loop_reading_field_pointer_from_before_adstack():
     _parallel_continue_then_loop()
+
+
+# The flag that structures a `break` was declared next to its loop; after a
+# parallel-loop `continue` that is inside an `if` branch, where the reverse
+# sweep (in its own copy of the branch) cannot see it (an IR verification
+# error "value has type *u1, expected u1").
+@test_utils.test(ad_stack_experimental_enabled=True, **F64)
+def test_parallel_continue_then_loop_with_break():
+    x = qd.field(qd.f64, shape=4, needs_grad=True)
+    skip = qd.field(qd.i32, shape=4)
+    loss = qd.field(qd.f64, shape=(), needs_grad=True)
+
+    @qd.kernel
+    def forward(n: qd.i32):
+        for i in x:
+            if skip[i] == 1:
+                continue
+            v = x[i]
+            for j in range(n):
+                v = qd.sin(v) + 0.5
+                if v > 1.2:
+                    break
+            loss[None] += v
+
+    skip[2] = 1
+    xv = np.array([0.1, 0.9, -0.3, 0.4])
+    grad = _tape_matches_finite_differences(forward, x, loss, xv, 4)
+    assert grad[2] == 0 and np.all(grad[[0, 1, 3]] != 0)
