@@ -75,15 +75,27 @@ bool HasTopLevelBreak(const ir::Block& body) {
   return false;
 }
 
+// The block where a flag for `loop` is declared: the body of its task. The
+// reverse sweep runs in its own copies of the blocks around the loop (the
+// `if` branches a `continue` above the loop creates), which see only
+// variables declared in the blocks enclosing both.
+ir::Block* FlagHome(Stmt& loop) {
+  for (Stmt* s = loop.enclosing(); s != nullptr; s = s->enclosing()) {
+    if (auto* task = ir::DynCast<ir::OffloadedTaskStmt>(s))
+      return task->body();
+  }
+  return loop.parent();
+}
+
 // `for ...: body-with-breaks` -> `done = False; for ...: if not done: body`.
 void StructureBreaks(Stmt& loop) {
   ir::Block& body = *loop.blocks()[0];
   const SourceLocation loc = loop.loc();
+  Stmt* done = Add<ir::AllocaStmt>(FlagHome(loop), 0, loc, PrimitiveType::kU1);
   ir::Block* home = loop.parent();
   const size_t at = home->IndexOf(&loop);
-  Stmt* done = Add<ir::AllocaStmt>(home, at, loc, PrimitiveType::kU1);
-  Stmt* no = Add<ir::ConstStmt>(home, at + 1, loc, ir::Constant::Bool(false));
-  Add<ir::LocalStoreStmt>(home, at + 2, loc, done, no);
+  Stmt* no = Add<ir::ConstStmt>(home, at, loc, ir::Constant::Bool(false));
+  Add<ir::LocalStoreStmt>(home, at + 1, loc, done, no);
 
   std::vector<std::unique_ptr<Stmt>> statements = body.TakeAll();
   Stmt* finished = Add<ir::LocalLoadStmt>(&body, 0, loc, done);
