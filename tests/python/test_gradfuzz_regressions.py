@@ -104,3 +104,76 @@ def test_parallel_continue_then_loop_with_break():
     xv = np.array([0.1, 0.9, -0.3, 0.4])
     grad = _tape_matches_finite_differences(forward, x, loss, xv, 4)
     assert grad[2] == 0 and np.all(grad[[0, 1, 3]] != 0)
+
+
+# `if a: continue` followed by `if b: break`, both at the top of a loop body
+# (the supported shape): structuring the continue first moved the break
+# into a branch, where reverse mode rejected it as nested.
+@test_utils.test(ad_stack_experimental_enabled=True, **F64)
+def test_continue_then_break_at_the_top_of_one_loop_body():
+    x = qd.field(qd.f64, shape=4, needs_grad=True)
+    loss = qd.field(qd.f64, shape=(), needs_grad=True)
+
+    @qd.kernel
+    def forward(n: qd.i32):
+        for i in x:
+            v = x[i]
+            for j in range(n):
+                if j % 3 == 1:
+                    continue
+                v = qd.sin(v) * 1.3 + 0.2
+                if v > 1.1:
+                    break
+                v = v * v
+            loss[None] += v
+
+    def reference(v, n):
+        for j in range(n):
+            if j % 3 == 1:
+                continue
+            v = np.sin(v) * 1.3 + 0.2
+            if v > 1.1:
+                break
+            v = v * v
+        return v
+
+    xv = np.array([0.1, 0.9, -0.3, 0.6])
+    grad = _tape_matches_finite_differences(forward, x, loss, xv, 6)
+    h = 1e-6
+    expected = (reference(xv + h, 6) - reference(xv - h, 6)) / (2 * h)
+    assert grad == pytest.approx(expected, **FD)
+
+
+@test_utils.test(ad_stack_experimental_enabled=True, **F64)
+def test_break_then_continue_at_the_top_of_one_loop_body():
+    x = qd.field(qd.f64, shape=4, needs_grad=True)
+    loss = qd.field(qd.f64, shape=(), needs_grad=True)
+
+    @qd.kernel
+    def forward(n: qd.i32):
+        for i in x:
+            v = x[i]
+            for j in range(n):
+                v = qd.sin(v) * 1.3 + 0.2
+                if v > 1.1:
+                    break
+                if j % 2 == 1:
+                    continue
+                v = v * v + 0.1
+            loss[None] += v
+
+    def reference(v, n):
+        for j in range(n):
+            v = np.sin(v) * 1.3 + 0.2
+            if v > 1.1:
+                break
+            if j % 2 == 1:
+                continue
+            v = v * v + 0.1
+        return v
+
+    xv = np.array([0.1, 0.9, -0.3, 0.6])
+    grad = _tape_matches_finite_differences(forward, x, loss, xv, 6)
+    h = 1e-6
+    expected = (reference(xv + h, 6) - reference(xv - h, 6)) / (2 * h)
+    assert grad == pytest.approx(expected, **FD)
