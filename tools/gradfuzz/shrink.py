@@ -111,12 +111,16 @@ def _decl_candidates(spec):
 
 def shrink(spec, still_fails, log=None):
     """The smallest spec reached by one-step edits that keep still_fails(spec)
-    true. Accepts the first failing candidate and restarts, to a fixed point."""
+    true. Accepts the first failing candidate that is smaller (shorter source,
+    then lexicographically smaller: a well-order, so this terminates) and
+    restarts, to a fixed point."""
     tried = 0
     progress = True
     while progress:
         progress = False
         for candidate in candidates(spec):
+            if _order(candidate) >= _order(spec):
+                continue
             tried += 1
             if still_fails(candidate):
                 spec, progress = candidate, True
@@ -128,3 +132,8 @@ def shrink(spec, still_fails, log=None):
 
 def _size(spec):
     return sum(1 + sum(len(list(e.walk())) for e in s.exprs()) for s in spec.all_stmts())
+
+
+def _order(spec):
+    source = spec.source()
+    return (len(source), source)
