@@ -189,8 +189,10 @@ def init(arch, fp, threads):
             offline_cache=False, cpu_max_num_threads=threads)
 
 
-def check_draw(mod, seed, draw, arch="cpu", threads=2, checks=("fd", "tape", "fwd", "f32")):
-    """Failures of one input draw as {check: message}; exceptions propagate."""
+def check_draw(mod, seed, draw, arch="cpu", threads=2, checks=("fd", "tape", "fwd", "f32"),
+               stats=None):
+    """Failures of one input draw as {check: message}; exceptions propagate.
+    `stats`, a dict, receives the largest |gradient entry| ('grad_max')."""
     inputs = draw_inputs(mod, seed, draw)
     h_rel, rtol = fd_step_and_rtol(mod.OP_CLASSES)
     failures = {}
@@ -201,6 +203,8 @@ def check_draw(mod, seed, draw, arch="cpu", threads=2, checks=("fd", "tape", "fw
         if not np.isfinite(loss64):
             return {"nonfinite": f"loss {loss64}"}
         grad = inst.kernel_grad(inputs)
+        if stats is not None:
+            stats["grad_max"] = max(float(np.max(np.abs(g))) for g in grad.values())
         roundoff = 100 * EPS64 * (1 + abs(loss64)) / h_rel
         if "fd" in checks:
             _note(failures, "fd", compare(grad, inst.central_differences(inputs, h_rel),
@@ -232,7 +236,8 @@ def _note(failures, check, message):
         failures[check] = message
 
 
-def check_module(mod, seed, arch="cpu", threads=2, checks=("fd", "tape", "fwd", "f32")):
+def check_module(mod, seed, arch="cpu", threads=2, checks=("fd", "tape", "fwd", "f32"),
+                 stats=None):
     """Checks a module over up to DRAWS input draws.
 
     Returns (status, details): status is 'ok', 'flaky' (one draw of DRAWS
@@ -242,7 +247,7 @@ def check_module(mod, seed, arch="cpu", threads=2, checks=("fd", "tape", "fwd", 
     failed = []
     for draw in range(DRAWS):
         try:
-            failures = check_draw(mod, seed, draw, arch, threads, checks)
+            failures = check_draw(mod, seed, draw, arch, threads, checks, stats)
         except (qd.QuadrantsCompilationError, qd.QuadrantsSyntaxError) as err:
             return "compile_error", f"{type(err).__name__}: {err}"
         except Exception as err:  # pylint: disable=broad-except

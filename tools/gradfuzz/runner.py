@@ -69,9 +69,10 @@ def fuzz_one(seed, arch, threads, loader, out_dir, do_shrink=True):
     from tools.gradfuzz import generator, oracle, shrink
     spec = generator.generate(seed)
     module = loader.load(spec.source(), f"k{seed}")
-    status, details = oracle.check_module(module, seed, arch, threads)
+    stats = {}
+    status, details = oracle.check_module(module, seed, arch, threads, stats=stats)
     result = dict(seed=seed, status=status, features=sorted(spec.features()),
-                  details=str(details)[:2000])
+                  details=str(details)[:2000], grad_max=stats.get("grad_max", 0.0))
     if status in FINDINGS:
         key = oracle.failure_key(status, details)
 
@@ -199,6 +200,8 @@ def summarize(results, arch, seconds):
             f"{counts['mismatch']} mismatches, {counts['crash']} crashes, "
             f"{counts['hang']} hangs, {counts['compile_error']} compile errors, "
             f"{counts['error']} errors")
+    nonzero = sum(1 for r in results if r.get("grad_max", 0) > 0)
+    head += f"\n{nonzero} of {len(results)} kernels have a nonzero gradient"
     features = collections.Counter(f for r in results for f in r["features"])
     groups = collections.defaultdict(list)
     for name, n in sorted(features.items()):
