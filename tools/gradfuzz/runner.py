@@ -233,9 +233,10 @@ def main(argv=None):
     if reason:
         print(f"gradfuzz: cannot run on arch {args.arch!r}: {reason}", file=sys.stderr)
         return 2
+    out = os.path.join(os.environ.get("BUILD_WORKING_DIRECTORY", ""), args.out)  # bazel run
     first, count = (0, 300) if args.quick else (args.start, args.count)
     _, summary = run(range(first, first + count), args.arch, args.workers, args.threads,
-                     args.out, args.no_shrink)
+                     out, args.no_shrink)
     print(summary)
     return 0
 
