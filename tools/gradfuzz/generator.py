@@ -15,9 +15,13 @@ Every generated kernel stays inside the subset Quadrants supports (README,
 
 Values stay in the domains of the ops and bounded: every domain-restricted
 op squashes its argument with tanh plus an offset (log(1.5 + tanh a) has an
-argument in (0.5, 2.5)), and carried floats are only updated through a
-bounded function (tanh/sin/cos) or a damped step, so long loops neither
-overflow nor turn chaotic. The same seed gives the same kernel.
+argument in (0.5, 2.5)). floor and ceil jump at integers, and values land
+on or next to integers by construction (tanh(0) = 0, cos(acos(0)) = 6e-17 in
+f64 but -4e-8 in f32, tanh saturating at 1, a recurrence converging to 0),
+where f32 and f64 round to different sides of the jump: their arguments are
+shifted by 0.5 so the jumps sit at half-integers instead. Carried floats are
+only updated through a bounded function (tanh/sin/cos) or a damped step, so
+long loops neither overflow nor turn chaotic. The same seed gives the same kernel.
 """
 import copy
 import random
@@ -45,8 +49,8 @@ UNARY_OPS = {
     "acos": ("qd.acos(0.9 * qd.tanh({a}))", "steep"),
     "square": ("({a}) ** 2", "smooth"),
     "abs": ("qd.abs({a})", "kinked"),
-    "floor": ("qd.floor({a})", "zero_derivative"),
-    "ceil": ("qd.ceil({a})", "zero_derivative"),
+    "floor": ("qd.floor({a} + 0.5)", "zero_derivative"),
+    "ceil": ("qd.ceil({a} + 0.5)", "zero_derivative"),
 }
 BINARY_OPS = {
     "add": ("({a} + {b})", "smooth"),
