@@ -23,6 +23,8 @@ happens in a vanishing fraction of draws. So a failing draw is retried with
 two fresh draws and the kernel fails when at least 2 of the 3 draws fail:
 a wrong derivative fails every draw that reaches it.
 """
+import re
+
 import numpy as np
 import quadrants as qd
 
@@ -263,7 +265,11 @@ def check_module(mod, seed, arch="cpu", threads=2, checks=("fd", "tape", "fwd", 
 
 def failure_key(status, details):
     """What a shrunk kernel must keep failing with: the status plus, for a
-    mismatch, the checks that failed in every failing draw."""
+    mismatch, the checks that failed in every failing draw, else the first
+    line of the error without file names, line and statement numbers."""
+    if status in ("compile_error", "error"):
+        first_line = str(details).splitlines()[0] if str(details) else ""
+        return (status, re.sub(r"\S+\.py:\d+:?|\$\d+|\d+", "", first_line))
     if status != "mismatch":
         return (status,)
     common = set.intersection(*(set(f) for _, f in details))
