@@ -44,9 +44,10 @@ def _tape_matches_finite_differences(kernel, x, loss, xv, *args):
 
 
 # A `continue` at the top of the parallel loop moves the rest of the body into
-# an `if` branch; a field pointer computed there and read again by the
-# reverse sweep of a later loop was backed up into a float local
-# (an IR verification error "value has type *f64, expected f64").
+# an `if` branch. The reverse sweep of the later loop reads the field pointer
+# of x[i] computed in that branch: it must be recomputed there, not backed up
+# into a float local (which failed IR verification: "value has type *f64,
+# expected f64").
 def _parallel_continue_then_loop():
     x = qd.field(qd.f64, shape=4, needs_grad=True)
     skip = qd.field(qd.i32, shape=4)
@@ -78,10 +79,10 @@ def test_parallel_continue_then_loop_reading_field_pointer_from_before_adstack()
     _parallel_continue_then_loop()
 
 
-# The flag that structures a `break` was declared next to its loop; after a
-# parallel-loop `continue` that is inside an `if` branch, where the reverse
-# sweep (in its own copy of the branch) cannot see it (an IR verification
-# error "value has type *u1, expected u1").
+# The flag that structures a `break` must be visible to the reverse sweep,
+# which runs in its own copy of the `if` branch that a parallel-loop
+# `continue` creates around the loop (declared next to the loop, it failed IR
+# verification: "value has type *u1, expected u1").
 @test_utils.test(ad_stack_experimental_enabled=True, **F64)
 def test_parallel_continue_then_loop_with_break():
     x = qd.field(qd.f64, shape=4, needs_grad=True)
@@ -106,9 +107,9 @@ def test_parallel_continue_then_loop_with_break():
     assert grad[2] == 0 and np.all(grad[[0, 1, 3]] != 0)
 
 
-# `if a: continue` followed by `if b: break`, both at the top of a loop body
-# (the supported shape): structuring the continue first moved the break
-# into a branch, where reverse mode rejected it as nested.
+# `if a: continue` and `if b: break`, both at the top of one loop body (the
+# supported shape), in either order. Structuring the continue alone first
+# would move the break into a branch, where reverse mode rejects it as nested.
 @test_utils.test(ad_stack_experimental_enabled=True, **F64)
 def test_continue_then_break_at_the_top_of_one_loop_body():
     x = qd.field(qd.f64, shape=4, needs_grad=True)
