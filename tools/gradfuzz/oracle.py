@@ -1,7 +1,7 @@
 """The gradfuzz oracle: checks one generated kernel module.
 
 This file only imports numpy and quadrants, so its source is appended
-verbatim to every repro file (tools/gradfuzz/repro.py) and a failure is a
+verbatim to every repro file (runner.repro_source) and a failure is a
 single runnable script.
 
 A module defines N, M, W, TS, DATA, OP_CLASSES and build(fp) (see
