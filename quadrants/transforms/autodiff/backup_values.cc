@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "quadrants/ir/cloner.h"
 #include "quadrants/ir/statements.h"
 
 namespace quadrants::transforms::autodiff {
@@ -66,9 +67,37 @@ ir::OffloadedTaskStmt* TaskOf(Stmt* s) {
   return nullptr;
 }
 
+// Field and ndarray element pointers are pure address computations that a
+// local variable cannot hold (locals hold scalars).
+bool IsElementPointer(const Stmt* s) {
+  return ir::Isa<ir::FieldPtrStmt>(s) || ir::Isa<ir::NdarrayPtrStmt>(s);
+}
+
+// Recomputes each out-of-scope element pointer right before its use. The
+// copy's own operands (indices) may be out of scope there too; the next walk
+// finds them. Returns whether anything changed.
+bool RecomputeOutOfScopePointers(ir::Kernel& kernel) {
+  bool changed = false;
+  for (const Use& use : ScopeWalker().Run(kernel)) {
+    Stmt* value = use.user->operand(use.operand);
+    if (!IsElementPointer(value))
+      continue;
+    auto copy = ir::CloneStmt(*value);
+    copy->set_loc(value->loc());
+    Block* block = use.user->parent();
+    Stmt* pointer = block->Insert(block->IndexOf(use.user), std::move(copy));
+    use.user->set_operand(use.operand, pointer);
+    changed = true;
+  }
+  return changed;
+}
+
 }  // namespace
 
 bool BackupOutOfScopeValues(ir::Kernel& kernel) {
+  bool changed = false;
+  while (RecomputeOutOfScopePointers(kernel))
+    changed = true;
   std::vector<Use> uses = ScopeWalker().Run(kernel);
   absl::flat_hash_map<Stmt*, Stmt*> slots;  // value -> its backup variable
   for (const Use& use : uses) {
@@ -92,7 +121,7 @@ bool BackupOutOfScopeValues(ir::Kernel& kernel) {
     Stmt* loaded = block->Insert(block->IndexOf(use.user), std::move(load));
     use.user->set_operand(use.operand, loaded);
   }
-  return !uses.empty();
+  return changed || !uses.empty();
 }
 
 }  // namespace quadrants::transforms::autodiff

@@ -9,7 +9,9 @@ namespace quadrants::transforms::autodiff {
 // enclose it (the replayed `if` branches). Each such value is stored to a
 // local variable declared at the start of its task right after it is
 // computed, and loaded back right before each out-of-scope use. Returns
-// whether anything changed.
+// whether anything changed. Out-of-scope field and ndarray element pointers
+// are recomputed at their uses instead (a local holds a scalar, not an
+// address).
 bool BackupOutOfScopeValues(ir::Kernel& kernel);
 
 }  // namespace quadrants::transforms::autodiff

@@ -1,0 +1,5 @@
+import sys
+
+from tools.gradfuzz.runner import main
+
+sys.exit(main())
