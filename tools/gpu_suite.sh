@@ -227,7 +227,7 @@ make_src() {
   rm -rf "$src"; mkdir -p "$src"
   (cd "$ROOT" &&
     git ls-files -co --exclude-standard -- conftest.py quadrants/python tests/__init__.py \
-      tests/python examples benchmarks | grep -v '\.so$' |
+      tests/python examples benchmarks tools/gradfuzz | grep -v '\.so$' |
     while read -r f; do [ -f "$f" ] && echo "$f"; done |
     tar -cf - -T -) | tar -C "$src" -xf -
   cp -L "$ROOT/bazel-bin/$CORE" "$src/$CORE"
@@ -370,6 +370,7 @@ python_script() {
   # Scripts of the snapshot (e.g. benchmarks/x.py) run from it, next to what
   # they load (benchmarks/tape_reference).
   [ -f "$UNPACKED/src/$script" ] && script="$UNPACKED/src/$script"
+  cd "$UNPACKED/src"  # e.g. `python -c ...` importing tools.gradfuzz from here
   exec "$PY" -I "$script" "$@"
 }
 
