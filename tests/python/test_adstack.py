@@ -988,8 +988,9 @@ def test_five_carried_f64_values_at_4096_slots():
     s = stats()
     capacities = all_capacities()
     assert len(capacities) >= 5 and set(capacities) == {4096}, s
-    # Each f64 stack holds (primal, adjoint) per slot.
-    assert s["per_thread_stride"][0] >= 5 * 4096 * 2 * 8, s
+    # Each f64 stack holds its primal per slot (reverse mode recomputes
+    # adjoints rather than keeping them on the stack).
+    assert s["per_thread_stride"][0] >= 5 * 4096 * 8, s
     assert s["heap_bytes"] >= s["bytes_needed"] >= s["per_thread_stride"][0]
 
 

@@ -149,12 +149,17 @@ class FunctionEmitter {
     // trip count or a launch-time expression); default-sized and forced
     // stacks are always checked, so a longer loop overflows cleanly.
     bool checked;
+    bool adjoint;  // slots hold (primal, adjoint)
   };
   absl::flat_hash_map<const Stmt*, StackState> stacks_;
   // Whether an address is the same for every thread (constant indices).
   bool IsLaunchUniform(const Stmt& ptr) const;
   // Whether any statement reads `s`'s value.
   bool IsUsed(const Stmt* s);
+  // Whether the kernel reads or accumulates adjoints of stack `s`.
+  bool HasStackAdjoint(const Stmt* s);
+  absl::flat_hash_set<const Stmt*> adjoint_stacks_;
+  bool adjoint_stacks_computed_ = false;
   absl::flat_hash_set<const Stmt*> used_;
   bool used_computed_ = false;
   std::vector<AdStackSpec>* task_stacks_ = nullptr;
@@ -407,8 +412,11 @@ void FunctionEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
   const int64_t elem = std::max(1, ir::BitWidth(t) / 8);
   AdStackSpec spec;
   spec.dtype = t;
-  spec.slot_bytes =
-      ir::IsFloat(t) ? 2 * elem : elem;  // floats keep an adjoint too
+  // A float slot holds an adjoint after its primal only when the kernel
+  // reads or accumulates stack adjoints; otherwise pushes move half the
+  // bytes.
+  const bool adjoint = ir::IsFloat(t) && HasStackAdjoint(&s);
+  spec.slot_bytes = adjoint ? 2 * elem : elem;
   spec.static_capacity = s.max_size();
   spec.size_expr = s.size_expr();
   spec.loc = s.loc();
@@ -447,7 +455,7 @@ void FunctionEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
       (s.max_size() > 0 || s.size_expr()) && !options_.ad_stack_size_forced;
   stacks_[&s] = {id,          base,           count,
                  capacity,    word_stride,    spec.slot_bytes,
-                 elem,        options_.debug || !exact};
+                 elem,        options_.debug || !exact, adjoint};
   values_[&s] = base;
 }
 
@@ -504,7 +512,7 @@ void FunctionEmitter::EmitAdStackPush(const ir::AdStackPushStmt& s) {
   if (t == PrimitiveType::kU1)
     value = b_.CreateZExt(value, b_.getInt8Ty());
   b_.CreateStore(value, StackSlot(s.stack(), index, false));
-  if (ir::IsFloat(t)) {
+  if (st.adjoint) {
     b_.CreateStore(llvm::ConstantFP::get(RegisterType(t), 0.0),
                    StackSlot(s.stack(), index, true));
   }
@@ -848,6 +856,19 @@ bool FunctionEmitter::IsLaunchUniform(const Stmt& ptr) const {
       return false;
   }
   return true;
+}
+
+bool FunctionEmitter::HasStackAdjoint(const Stmt* s) {
+  if (!adjoint_stacks_computed_) {
+    ir::WalkKernel(kernel_, [&](const Stmt* stmt) {
+      if (ir::Isa<ir::AdStackLoadTopAdjStmt>(stmt) ||
+          ir::Isa<ir::AdStackAccAdjointStmt>(stmt)) {
+        adjoint_stacks_.insert(stmt->operand(0));
+      }
+    });
+    adjoint_stacks_computed_ = true;
+  }
+  return adjoint_stacks_.contains(s);
 }
 
 bool FunctionEmitter::IsUsed(const Stmt* s) {
