@@ -142,10 +142,13 @@ def cuda_main(args):
                          np.maximum(np.abs(reference_grad), 1e-6))
             print(f"  gradient vs hand-written kernel: max relative difference {rel:.2e}")
         resident = qd.lang.runtime.program().num_cpu_threads
-        exact = min(threads, resident) * (ITERATIONS + 2) * 4 * 2
+        # The threads dispatched (capped at those resident), each holding one
+        # f32 primal per slot of its K + 2 slots.
+        dispatched = stats["bytes_needed"] // max(1, stats["per_thread_stride"][0])
+        exact = dispatched * (ITERATIONS + 2) * 4
         print(f"  adstack heap {stats['heap_bytes']} bytes, needed {stats['bytes_needed']} "
-              f"bytes for {min(threads, resident)} resident threads; exact (primal + "
-              f"adjoint f32 slots) {exact} bytes")
+              f"bytes for {dispatched} threads; exact (one f32 per slot) {exact} bytes, "
+              f"needed / exact = {stats['bytes_needed'] / exact:.3f}")
 
 
 def main():
@@ -201,7 +204,8 @@ def cpu_main():
     exact = workers * ITERATIONS * 4  # one f32 primal per iteration per thread
     print(f"adstack: capacity {capacity} slots per thread, heap {stats['heap_bytes']} bytes, "
           f"needed {stats['bytes_needed']} bytes, exact primal bytes {exact} "
-          f"(heap / exact = {stats['heap_bytes'] / exact:.2f}; slots also hold adjoints)")
+          f"(heap / exact = {stats['heap_bytes'] / exact:.2f}; each stack also reserves "
+          f"8 bytes and 2 setup slots)")
 
 
 if __name__ == "__main__":
