@@ -141,7 +141,6 @@ def cuda_main(args):
             rel = np.max(np.abs(ours_grad - reference_grad) /
                          np.maximum(np.abs(reference_grad), 1e-6))
             print(f"  gradient vs hand-written kernel: max relative difference {rel:.2e}")
-        resident = qd.lang.runtime.program().num_cpu_threads
         # The threads dispatched (capped at those resident), each holding one
         # f32 primal per slot of its K + 2 slots.
         dispatched = stats["bytes_needed"] // max(1, stats["per_thread_stride"][0])
