@@ -54,14 +54,10 @@ class CpuCompiledKernel : public CompiledKernel {
 
 CpuBackend::CpuBackend(const CompileConfig& config,
                        std::unique_ptr<codegen::CpuJit> jit)
-    : config_(config), jit_(std::move(jit)), pool_(config.cpu_max_num_threads) {
-  if (config.offline_cache && !offline_cache::CompilerIdentity().empty()) {
-    cache_.emplace(config.offline_cache_file_path.empty()
-                       ? offline_cache::OfflineCache::DefaultDirectory()
-                       : config.offline_cache_file_path);
-    cache_stats_.directory = cache_->directory();
-  }
-}
+    : config_(config),
+      jit_(std::move(jit)),
+      pool_(config.cpu_max_num_threads),
+      cache_(offline_cache::OpenOfflineCache(config, &cache_stats_)) {}
 
 absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(
     const CompileConfig& config) {
@@ -138,14 +134,7 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
   const offline_cache::KernelArtifact& lowered = generated.first;
   const std::string& dylib = generated.second;
   std::vector<CpuTask> tasks;
-  std::vector<std::vector<AdStackInfo>> task_adstacks;
   for (const auto& task : lowered.tasks) {
-    std::vector<AdStackInfo> stacks;
-    for (const auto& spec : task.ad_stacks) {
-      stacks.push_back({spec.dtype, spec.slot_bytes, spec.static_capacity,
-                        spec.size_expr, spec.loc});
-    }
-    task_adstacks.push_back(std::move(stacks));
     CpuTask cpu{task.kind};
     QD_ASSIGN_OR_RETURN(void* run, jit_->Lookup(dylib, task.function));
     cpu.run = reinterpret_cast<TaskFn>(run);
@@ -157,12 +146,9 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
     cpu.cells = task.struct_for_cells;
     tasks.push_back(cpu);
   }
-  std::vector<RuntimeErrorSite> sites;
-  for (const auto& site : lowered.error_sites) {
-    sites.push_back({site.description, site.loc, site.value_types});
-  }
   auto compiled = std::make_shared<CpuCompiledKernel>(
-      offloaded, std::move(sites), std::move(tasks), std::move(task_adstacks));
+      offloaded, offline_cache::ErrorSites(lowered), std::move(tasks),
+      offline_cache::TaskAdStacks(lowered));
   compiled->sizer =
       std::make_unique<adstack::LaunchSizer>(compiled->task_adstacks());
   compiled->set_print_sites(lowered.print_sites);

@@ -73,8 +73,8 @@ class CpuBackend : public Backend {
   std::unique_ptr<char[]> adstack_heap_;
   adstack::AdStackLayout adstack_layout_;  // of the task being launched
   AdStackStats adstack_stats_;
+  OfflineCacheStats cache_stats_;  // before cache_, which notes its directory
   std::optional<offline_cache::OfflineCache> cache_;
-  OfflineCacheStats cache_stats_;
   llvm_runtime::PrintBuffer prints_{memory_};
   // Launches so far: each one draws from fresh random streams.
   uint64_t launches_ = 0;

@@ -94,14 +94,8 @@ CudaBackend::CudaBackend(const CompileConfig& config,
     : config_(config),
       driver_(std::move(driver)),
       compiler_(std::move(compiler)),
-      memory_(std::make_shared<ManagedMemoryAllocator>(driver_)) {
-  if (config.offline_cache && !offline_cache::CompilerIdentity().empty()) {
-    cache_.emplace(config.offline_cache_file_path.empty()
-                       ? offline_cache::OfflineCache::DefaultDirectory()
-                       : config.offline_cache_file_path);
-    cache_stats_.directory = cache_->directory();
-  }
-}
+      memory_(std::make_shared<ManagedMemoryAllocator>(driver_)),
+      cache_(offline_cache::OpenOfflineCache(config, &cache_stats_)) {}
 
 absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
     const CompileConfig& config) {
@@ -198,20 +192,9 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CudaBackend::Compile(
             return LoadModule(driver_, artifact.object);
           }));
   const offline_cache::KernelArtifact& artifact = generated.first;
-  std::vector<std::vector<AdStackInfo>> task_adstacks;
-  for (const auto& task : artifact.tasks) {
-    std::vector<AdStackInfo> stacks;
-    for (const auto& spec : task.ad_stacks) {
-      stacks.push_back({spec.dtype, spec.slot_bytes, spec.static_capacity,
-                        spec.size_expr, spec.loc});
-    }
-    task_adstacks.push_back(std::move(stacks));
-  }
-  std::vector<RuntimeErrorSite> sites;
-  for (const auto& site : artifact.error_sites)
-    sites.push_back({site.description, site.loc, site.value_types});
   auto compiled = std::make_shared<CudaCompiledKernel>(
-      offloaded, std::move(sites), generated.second, std::move(task_adstacks));
+      offloaded, offline_cache::ErrorSites(artifact), generated.second,
+      offline_cache::TaskAdStacks(artifact));
   for (const auto& task : artifact.tasks) {
     TaskLaunch launch;
     launch.kind = task.kind;

@@ -105,8 +105,8 @@ class CudaBackend : public Backend {
   adstack::AdStackLayout adstack_layout_;  // of the task being launched
   AdStackStats adstack_stats_;
 
+  OfflineCacheStats cache_stats_;  // before cache_, which notes its directory
   std::optional<offline_cache::OfflineCache> cache_;
-  OfflineCacheStats cache_stats_;
 };
 
 }  // namespace quadrants::cuda

@@ -348,4 +348,36 @@ absl::Status OfflineCache::Store(absl::string_view key,
   return absl::OkStatus();
 }
 
+std::optional<OfflineCache> OpenOfflineCache(const CompileConfig& config,
+                                             OfflineCacheStats* stats) {
+  if (!config.offline_cache || CompilerIdentity().empty())
+    return std::nullopt;
+  OfflineCache cache(config.offline_cache_file_path.empty()
+                         ? OfflineCache::DefaultDirectory()
+                         : config.offline_cache_file_path);
+  stats->directory = cache.directory();
+  return cache;
+}
+
+std::vector<std::vector<AdStackInfo>> TaskAdStacks(
+    const KernelArtifact& artifact) {
+  std::vector<std::vector<AdStackInfo>> tasks;
+  for (const auto& task : artifact.tasks) {
+    std::vector<AdStackInfo> stacks;
+    for (const auto& spec : task.ad_stacks) {
+      stacks.push_back({spec.dtype, spec.slot_bytes, spec.static_capacity,
+                        spec.size_expr, spec.loc});
+    }
+    tasks.push_back(std::move(stacks));
+  }
+  return tasks;
+}
+
+std::vector<RuntimeErrorSite> ErrorSites(const KernelArtifact& artifact) {
+  std::vector<RuntimeErrorSite> sites;
+  for (const auto& site : artifact.error_sites)
+    sites.push_back({site.description, site.loc, site.value_types});
+  return sites;
+}
+
 }  // namespace quadrants::offline_cache

@@ -70,6 +70,17 @@ class OfflineCache {
   std::string directory_;
 };
 
+// The cache `config` asks for (nothing when it is off, or when the
+// compiler's identity cannot be read), its directory noted in `stats`.
+std::optional<OfflineCache> OpenOfflineCache(const CompileConfig& config,
+                                             OfflineCacheStats* stats);
+
+// What a launch needs from an artifact, in the runtime's terms: the
+// adstacks of each task and the error sites.
+std::vector<std::vector<AdStackInfo>> TaskAdStacks(
+    const KernelArtifact& artifact);
+std::vector<RuntimeErrorSite> ErrorSites(const KernelArtifact& artifact);
+
 // A backend's compile through the cache: the entry for `key` when `cache`
 // (null: caching is off) has one that `load` accepts (`load` makes the
 // backend's loaded form, e.g. JIT-linked code or a GPU module), else what
