@@ -20,14 +20,24 @@ import pytest
 
 import quadrants as qd
 from quadrants.lang import runtime
+from tests import test_utils
 
 N = 6
 
 
-def _run_recurrence(cache_dir, **options):
+def _cache_archs():
+    """The LLVM archs with an offline cache that can run here (and are wanted)."""
+    archs = test_utils._wanted([qd.cpu, qd.cuda])  # pylint: disable=protected-access
+    return [pytest.param(a, id=a.name, marks=pytest.mark.skipif(
+        runtime.arch_unavailable_reason(a) is not None,
+        reason=f"arch {a.name} unavailable: {runtime.arch_unavailable_reason(a)}"))
+            for a in archs]
+
+
+def _run_recurrence(cache_dir, arch=qd.cpu, **options):
     """Inits with the cache at `cache_dir`, runs forward + grad of the
     recurrence and returns (loss, x.grad, adstack capacities, cache stats)."""
-    qd.init(arch=qd.cpu, ad_stack_experimental_enabled=True, default_fp=qd.f64,
+    qd.init(arch=arch, ad_stack_experimental_enabled=True, default_fp=qd.f64,
             offline_cache=True, offline_cache_file_path=str(cache_dir), **options)
     x = qd.field(qd.f64, shape=N, needs_grad=True)
     trips = qd.field(qd.i32, shape=N)
@@ -70,14 +80,15 @@ def _entries(cache_dir):
     return sorted(p for p in os.listdir(cache_dir) if p.endswith(".qdk"))
 
 
-def test_second_session_hits_and_matches_a_fresh_compile(tmp_path):
-    loss0, grad0, caps0, stats0 = _run_recurrence(tmp_path)
+@pytest.mark.parametrize("arch", _cache_archs())
+def test_second_session_hits_and_matches_a_fresh_compile(tmp_path, arch):
+    loss0, grad0, caps0, stats0 = _run_recurrence(tmp_path, arch)
     assert stats0["directory"] == str(tmp_path)
     assert stats0["misses"] >= 2 and stats0["hits"] == 0  # forward and grad
     assert len(_entries(tmp_path)) == stats0["misses"]
     np.testing.assert_allclose(grad0, _reference_gradient(), rtol=1e-6, atol=1e-9)
 
-    loss1, grad1, caps1, stats1 = _run_recurrence(tmp_path)
+    loss1, grad1, caps1, stats1 = _run_recurrence(tmp_path, arch)
     assert stats1["hits"] == stats0["misses"] and stats1["misses"] == 0
     assert loss1 == loss0
     np.testing.assert_array_equal(grad1, grad0)
@@ -102,10 +113,11 @@ def test_another_process_hits(tmp_path):
     assert int(hits) >= 2 and int(misses) == 0
 
 
+@pytest.mark.parametrize("arch", _cache_archs())
 @pytest.mark.parametrize("damage", ["truncate_half", "truncate_to_zero", "flip_byte",
                                     "garbage", "append"])
-def test_corrupt_entries_are_recompiled(tmp_path, damage):
-    _, grad0, caps0, stats0 = _run_recurrence(tmp_path)
+def test_corrupt_entries_are_recompiled(tmp_path, damage, arch):
+    _, grad0, caps0, stats0 = _run_recurrence(tmp_path, arch)
     for name in _entries(tmp_path):
         path = os.path.join(tmp_path, name)
         data = bytearray(open(path, "rb").read())
@@ -121,13 +133,13 @@ def test_corrupt_entries_are_recompiled(tmp_path, damage):
             data += b"\x00trailing"
         open(path, "wb").write(bytes(data))
 
-    _, grad1, caps1, stats1 = _run_recurrence(tmp_path)
+    _, grad1, caps1, stats1 = _run_recurrence(tmp_path, arch)
     assert stats1["hits"] == 0
     assert stats1["rejected"] == stats0["misses"] == stats1["misses"]
     np.testing.assert_array_equal(grad1, grad0)
     assert caps1 == caps0
     # The entries were rewritten, so the next session hits again.
-    assert _run_recurrence(tmp_path)[3]["hits"] == stats0["misses"]
+    assert _run_recurrence(tmp_path, arch)[3]["hits"] == stats0["misses"]
 
 
 def test_codegen_options_key_the_cache(tmp_path):
