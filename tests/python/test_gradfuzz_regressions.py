@@ -13,7 +13,7 @@ import pytest
 import quadrants as qd
 from tests import test_utils
 
-F64 = dict(arch=qd.cpu, default_fp=qd.f64)
+F64 = dict(default_fp=qd.f64, require=qd.extension.data64)
 FD = dict(rel=1e-6, abs=1e-8)
 H = 1e-6
 

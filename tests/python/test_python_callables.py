@@ -494,6 +494,8 @@ _AMBIGUOUS_SCRIPT = textwrap.dedent("""
 """)
 
 
+# Front-end only (the subprocess compiles on the CPU): which lambda a line
+# means does not depend on the backend.
 @test_utils.test(arch=qd.cpu)
 def test_lambdas_on_one_line_without_column_info(tmp_path):
     # Without column positions (-X no_debug_ranges) two lambdas with the same
