@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
@@ -382,6 +383,12 @@ class GradTaskBuilder {
       case StmtKind::kGlobalLoad: {
         if (!IsFloatValue(&s))
           return absl::OkStatus();
+        if (auto it = deferred_.find(&s); it != deferred_.end()) {
+          b_.LocalStore(it->second,
+                        b_.Add(b_.LocalLoad(it->second), LoadAdjoint(&s)));
+          ResetAdjoint(&s);
+          return absl::OkStatus();
+        }
         QD_ASSIGN_OR_RETURN(Stmt * grad, GradPtr(*s.operand(0), primal));
         if (grad != nullptr)
           b_.Atomic(ir::AtomicOpKind::kAdd, grad, LoadAdjoint(&s));
@@ -593,7 +600,70 @@ class GradTaskBuilder {
     ResetAdjoint(&s);
   }
 
+  // The reversed loop, with the adjoints of loads whose element is the same
+  // in every iteration summed in locals and added to the gradient once
+  // after it: one atomic instead of one per iteration.
   absl::Status ReverseLoop(const Stmt& loop, Map& primal) {
+    std::vector<const Stmt*> deferred = LoopInvariantLoads(loop);
+    for (const Stmt* load : deferred) {
+      Stmt* sum = b_.InsertAt(task_->body(), 0,
+                              std::make_unique<ir::AllocaStmt>(
+                                  load->type().element()));
+      b_.LocalStore(sum, Zero(load->type().element()));
+      deferred_[load] = sum;
+    }
+    QD_RETURN_IF_ERROR(ReverseLoopIterations(loop, primal));
+    for (const Stmt* load : deferred) {
+      Stmt* sum = deferred_.at(load);
+      deferred_.erase(load);
+      QD_ASSIGN_OR_RETURN(Stmt * grad, GradPtr(*load->operand(0), primal));
+      if (grad != nullptr)  // null: a field without gradient, a constant
+        b_.Atomic(ir::AtomicOpKind::kAdd, grad, b_.LocalLoad(sum));
+    }
+    return absl::OkStatus();
+  }
+
+  // Float loads directly in `loop` (not in a nested loop) whose address
+  // does not change across its iterations and whose field or ndarray the
+  // loop never writes (a write would read the gradient back in the same
+  // iteration).
+  std::vector<const Stmt*> LoopInvariantLoads(const Stmt& loop) {
+    absl::flat_hash_set<int64_t> written;
+    std::vector<const Stmt*> loads;
+    auto target = [](const Stmt* ptr) -> int64_t {
+      if (const auto* f = ir::DynCast<ir::FieldPtrStmt>(ptr))
+        return f->snode_id();
+      return -1 - static_cast<const ir::NdarrayPtrStmt*>(ptr)->arg();
+    };
+    for (const Block* block : loop.blocks()) {
+      ir::WalkBlock(*block, [&](const Stmt* s) {
+        if (ir::Isa<ir::GlobalStoreStmt>(s) || ir::Isa<ir::AtomicOpStmt>(s)) {
+          written.insert(target(s->operand(0)));
+          return;
+        }
+        if (!ir::Isa<ir::GlobalLoadStmt>(s) || !IsFloatValue(s))
+          return;
+        const Stmt* inner = s->enclosing();
+        while (inner != nullptr && !ir::IsBreakableLoop(inner))
+          inner = inner->enclosing();
+        if (inner != &loop)
+          return;
+        for (const Stmt* index : s->operand(0)->operands()) {
+          if (index->IsInside(&loop))
+            return;
+        }
+        loads.push_back(s);
+      });
+    }
+    std::vector<const Stmt*> invariant;
+    for (const Stmt* load : loads) {
+      if (!written.contains(target(load->operand(0))))
+        invariant.push_back(load);
+    }
+    return invariant;
+  }
+
+  absl::Status ReverseLoopIterations(const Stmt& loop, Map& primal) {
     const bool stacked = NeedsStack(loop);
     if (!stacked) {
       if (auto why = NeedsPerIterationPrimals(loop)) {
@@ -713,6 +783,9 @@ class GradTaskBuilder {
   absl::flat_hash_map<std::pair<const Stmt*, const Stmt*>, Stmt*> stacks_;
   absl::flat_hash_map<const Stmt*, Stmt*> counters_;
   Map frozen_;
+  // Loads whose adjoints are summed in a local until their loop's reversal
+  // ends (see ReverseLoop).
+  Map deferred_;
   Map index_override_;
 };
 
