@@ -1015,8 +1015,8 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitRandom(
     case PrimitiveType::kU1:
       return b_.CreateICmpSLT(bits, b_.getInt64(0));  // the top bit
     default:
-      return b_.CreateTrunc(bits,
-                            RegisterType(t));  // every value equally likely
+      // Integers keep the low bits: every value is equally likely.
+      return b_.CreateTrunc(bits, RegisterType(t));
   }
 }
 
