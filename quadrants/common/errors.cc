@@ -14,6 +14,7 @@ absl::StatusCode CodeFor(ErrorKind kind) {
     case ErrorKind::kSyntax:
     case ErrorKind::kType:
     case ErrorKind::kGlobalDataAccess:
+    case ErrorKind::kGradient:
       return absl::StatusCode::kInvalidArgument;
     case ErrorKind::kAssertion:
       return absl::StatusCode::kFailedPrecondition;
@@ -43,6 +44,8 @@ absl::string_view ErrorKindName(ErrorKind kind) {
       return "QuadrantsUnavailableError";
     case ErrorKind::kGlobalDataAccess:
       return "QuadrantsGlobalDataAccessError";
+    case ErrorKind::kGradient:
+      return "QuadrantsGradientError";
   }
   return "QuadrantsError";
 }
@@ -63,7 +66,7 @@ ErrorKind GetErrorKind(const absl::Status& status) {
   if (absl::optional<absl::Cord> payload = status.GetPayload(kKindPayloadUrl)) {
     int value = std::stoi(std::string(*payload));
     if (value >= 0 &&
-        value <= static_cast<int>(ErrorKind::kGlobalDataAccess)) {
+        value <= static_cast<int>(ErrorKind::kGradient)) {
       return static_cast<ErrorKind>(value);
     }
   }

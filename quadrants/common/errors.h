@@ -24,6 +24,9 @@ enum class ErrorKind {
   // element it read (a compilation error and, as upstream reports it under
   // Tape validation, an assertion error).
   kGlobalDataAccess,
+  // QuadrantsGradientError: a kernel or value that cannot take part in
+  // autodiff as asked (both a type and a runtime error, as upstream).
+  kGradient,
 };
 
 absl::string_view ErrorKindName(ErrorKind kind);

@@ -192,3 +192,7 @@ def test_differentiating_a_kernel_that_draws_is_an_error():
                        match=r"test_random.py:\d+: in kernel 'noisy': qd.random\(\) cannot "
                              r"be used in a kernel that is differentiated"):
         noisy.grad()
+    # Upstream raises a RuntimeError here; ours is both kinds of error.
+    with pytest.raises(RuntimeError, match="qd.random"):
+        with qd.ad.Tape(loss=loss):
+            noisy()

@@ -97,12 +97,14 @@ class GradTaskBuilder {
         return absl::OkStatus();  // no side effects in the gradient kernel
       case StmtKind::kRandom:
         // The replay would draw new numbers, not the forward pass's ones.
-        return Error(s,
+        return MakeError(
+            ErrorKind::kGradient, s.loc(),
+            absl::StrCat("in kernel '", kernel_.name(), "': ",
                      "qd.random() cannot be used in a kernel that is "
                      "differentiated: the gradient kernel recomputes the "
                      "forward pass and would draw different random numbers, "
                      "so the gradients would be wrong; draw them in a "
-                     "separate kernel into a field or ndarray and read that");
+                     "separate kernel into a field or ndarray and read that"));
       case StmtKind::kAtomicOp:
         primal[&s] = b_.GlobalLoad(primal.at(s.operand(0)));
         return absl::OkStatus();

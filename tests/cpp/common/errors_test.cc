@@ -41,7 +41,7 @@ TEST(ErrorsTest, EveryKindRoundTripsThroughStatusAndException) {
   for (ErrorKind kind :
        {ErrorKind::kCompilation, ErrorKind::kSyntax, ErrorKind::kType,
         ErrorKind::kAssertion, ErrorKind::kRuntime, ErrorKind::kUnavailable,
-        ErrorKind::kGlobalDataAccess}) {
+        ErrorKind::kGlobalDataAccess, ErrorKind::kGradient}) {
     absl::Status status = MakeError(kind, "boom");
     EXPECT_EQ(GetErrorKind(status), kind) << ErrorKindName(kind);
     try {
