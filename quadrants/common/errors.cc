@@ -65,8 +65,7 @@ absl::Status MakeError(ErrorKind kind, const SourceLocation& where,
 ErrorKind GetErrorKind(const absl::Status& status) {
   if (absl::optional<absl::Cord> payload = status.GetPayload(kKindPayloadUrl)) {
     int value = std::stoi(std::string(*payload));
-    if (value >= 0 &&
-        value <= static_cast<int>(ErrorKind::kGradient)) {
+    if (value >= 0 && value <= static_cast<int>(ErrorKind::kGradient)) {
       return static_cast<ErrorKind>(value);
     }
   }

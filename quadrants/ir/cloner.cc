@@ -37,8 +37,8 @@ std::unique_ptr<Stmt> CopyAttributes(const Stmt& s) {
     }
     case StmtKind::kFieldPtr: {
       const auto& x = static_cast<const FieldPtrStmt&>(s);
-      auto ptr = std::make_unique<FieldPtrStmt>(x.snode_id(),
-                                                s.type().element(), ops);
+      auto ptr =
+          std::make_unique<FieldPtrStmt>(x.snode_id(), s.type().element(), ops);
       ptr->set_label(x.label());
       copy = std::move(ptr);
       break;

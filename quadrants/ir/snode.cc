@@ -132,7 +132,7 @@ absl::StatusOr<int> SNodeTree::AddPlace(int parent, PrimitiveType dtype,
 }
 
 absl::Status SNodeTree::CheckCompanion(int primal, int companion,
-                                      absl::string_view what) const {
+                                       absl::string_view what) const {
   for (int id : {primal, companion}) {
     if (id < 0 || id >= size() || nodes_[id].kind != SNode::Kind::kPlace) {
       return TreeError(absl::StrCat("SNode ", id, " is not a place"));

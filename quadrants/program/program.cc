@@ -134,8 +134,8 @@ void DumpIr(const ir::Kernel& kernel, uint64_t hash,
               << error.message() << std::endl;
     return;
   }
-  const std::string path = absl::StrFormat(
-      "%s/%s%s_%016x.ir", dir, kernel.name(), suffix, hash);
+  const std::string path =
+      absl::StrFormat("%s/%s%s_%016x.ir", dir, kernel.name(), suffix, hash);
   std::ofstream(path) << ir::PrintKernel(kernel, {.locations = true});
   std::cerr << "[quadrants] QD_DUMP_IR: wrote the IR of kernel '"
             << kernel.name() << "' to " << path << std::endl;

@@ -38,7 +38,9 @@ SharedBuffer& SharedBuffer::operator=(SharedBuffer&& other) noexcept {
   return *this;
 }
 
-SharedBuffer::~SharedBuffer() { reset(); }
+SharedBuffer::~SharedBuffer() {
+  reset();
+}
 
 void SharedBuffer::reset() {
   if (data_ != nullptr)
@@ -52,14 +54,16 @@ absl::StatusOr<void*> HostMemoryAllocator::Allocate(int64_t bytes) {
   const size_t size = (static_cast<size_t>(bytes) + 255) / 256 * 256;
   void* data = std::aligned_alloc(256, size);
   if (data == nullptr) {
-    return MakeError(ErrorKind::kRuntime,
-                     absl::StrCat("out of host memory allocating ", bytes,
-                                  " bytes"));
+    return MakeError(
+        ErrorKind::kRuntime,
+        absl::StrCat("out of host memory allocating ", bytes, " bytes"));
   }
   std::memset(data, 0, size);
   return data;
 }
 
-void HostMemoryAllocator::Free(void* data) { std::free(data); }
+void HostMemoryAllocator::Free(void* data) {
+  std::free(data);
+}
 
 }  // namespace quadrants

@@ -58,7 +58,8 @@ absl::Status LowerToTasks(ir::Kernel& kernel, const PipelineOptions& options) {
   Cleanup(kernel);
   if (options.autodiff != AutodiffMode::kNone) {
     if (options.snodes == nullptr) {
-      return MakeError(ErrorKind::kCompilation, "autodiff needs the SNode tree");
+      return MakeError(ErrorKind::kCompilation,
+                       "autodiff needs the SNode tree");
     }
     if (options.autodiff == AutodiffMode::kReverse) {
       QD_RETURN_IF_ERROR(autodiff::MakeGradKernel(

@@ -27,8 +27,8 @@ struct PipelineOptions {
 };
 
 // The front half of compilation: type check, simplify, CSE, DCE, offload,
-// optionally autodiff (reverse or forward mode), and a final cleanup, leaving a kernel of
-// offloaded tasks for a backend.
+// optionally autodiff (reverse or forward mode), and a final cleanup, leaving a
+// kernel of offloaded tasks for a backend.
 absl::Status LowerToTasks(ir::Kernel& kernel,
                           const PipelineOptions& options = {});
 

@@ -79,9 +79,8 @@ absl::StatusOr<std::string> ReadLibdevice() {
 
 llvm::Value* SpecialRegister(llvm::IRBuilder<>& b, llvm::Intrinsic::ID id) {
   llvm::Module* module = b.GetInsertBlock()->getModule();
-  return b.CreateZExt(
-      b.CreateCall(llvm::Intrinsic::getDeclaration(module, id)),
-      b.getInt64Ty());
+  return b.CreateZExt(b.CreateCall(llvm::Intrinsic::getDeclaration(module, id)),
+                      b.getInt64Ty());
 }
 
 void MarkKernel(llvm::Function* fn) {
@@ -108,12 +107,13 @@ void AddTaskEntry(llvm::Module& module, const std::string& function) {
                              PtxCompiler::EntryName(function), module);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", entry));
   llvm::Value* thread = b.CreateAdd(
-      b.CreateMul(SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
-                  SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x)),
+      b.CreateMul(
+          SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
+          SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x)),
       SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x));
-  llvm::Value* step =
-      b.CreateMul(SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x),
-                  SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x));
+  llvm::Value* step = b.CreateMul(
+      SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x),
+      SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x));
   llvm::Value* begin = entry->getArg(1);
   llvm::Value* end = entry->getArg(2);
   llvm::BasicBlock* head = llvm::BasicBlock::Create(context, "head", entry);
@@ -172,7 +172,8 @@ absl::StatusOr<std::unique_ptr<PtxCompiler>> PtxCompiler::Create(
     LLVMInitializeNVPTXAsmPrinter();
   });
   std::string error;
-  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(kTriple, error);
+  const llvm::Target* target =
+      llvm::TargetRegistry::lookupTarget(kTriple, error);
   if (target == nullptr)
     return Unavailable(absl::StrCat("LLVM has no NVPTX target: ", error));
   const std::string cpu = absl::StrCat("sm_", compute_capability);
@@ -204,12 +205,12 @@ absl::StatusOr<std::string> PtxCompiler::Compile(LoweredKernel& lowered) {
       module,
       absl::MakeConstSpan(kRuntimeBitcodeNvptx64, kRuntimeBitcodeNvptx64_size),
       entries));
-  QD_RETURN_IF_ERROR(LinkRuntime(
-      module,
-      absl::MakeConstSpan(
-          reinterpret_cast<const unsigned char*>(libdevice_.data()),
-          libdevice_.size()),
-      entries));
+  QD_RETURN_IF_ERROR(
+      LinkRuntime(module,
+                  absl::MakeConstSpan(
+                      reinterpret_cast<const unsigned char*>(libdevice_.data()),
+                      libdevice_.size()),
+                  entries));
   // libdevice asks __nvvm_reflect whether denormals flush to zero: they
   // do not, matching the CPU.
   module.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz",
@@ -217,9 +218,9 @@ absl::StatusOr<std::string> PtxCompiler::Compile(LoweredKernel& lowered) {
   std::string problems;
   llvm::raw_string_ostream stream(problems);
   if (llvm::verifyModule(module, &stream)) {
-    return MakeError(ErrorKind::kCompilation,
-                     absl::StrCat("internal error: invalid NVPTX module: ",
-                                  problems));
+    return MakeError(
+        ErrorKind::kCompilation,
+        absl::StrCat("internal error: invalid NVPTX module: ", problems));
   }
   OptimizeModule(module, *machine_);
   llvm::SmallString<0> ptx;

@@ -13,9 +13,9 @@
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/Support/raw_ostream.h"
+#include "quadrants/codegen/llvm/warp_atomics.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/ir/statements.h"
-#include "quadrants/codegen/llvm/warp_atomics.h"
 #include "quadrants/ir/walk.h"
 
 namespace quadrants::codegen {
@@ -435,8 +435,7 @@ void FunctionEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
     // threads pushing in lockstep touch consecutive words (coalesced):
     // byte b of the stack is at heap + offset * T + 8 * t + (b / 8) * 8T
     // + b % 8, with T the threads of the launch.
-    llvm::Value* threads =
-        Call("qd_adstack_threads", b_.getInt64Ty(), {ctx_});
+    llvm::Value* threads = Call("qd_adstack_threads", b_.getInt64Ty(), {ctx_});
     word_stride = b_.CreateMul(threads, b_.getInt64(8));
     base = b_.CreateGEP(b_.getInt8Ty(), heap,
                         b_.CreateAdd(b_.CreateMul(offset, threads),
@@ -453,9 +452,11 @@ void FunctionEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
   b_.CreateStore(b_.getInt64(0), count);
   const bool exact =
       (s.max_size() > 0 || s.size_expr()) && !options_.ad_stack_size_forced;
-  stacks_[&s] = {id,          base,           count,
-                 capacity,    word_stride,    spec.slot_bytes,
-                 elem,        options_.debug || !exact, adjoint};
+  stacks_[&s] = {id,          base,
+                 count,       capacity,
+                 word_stride, spec.slot_bytes,
+                 elem,        options_.debug || !exact,
+                 adjoint};
   values_[&s] = base;
 }
 
@@ -1185,8 +1186,7 @@ std::string LoweringOptions::ToString() const {
                       " forced=", ad_stack_size_forced,
                       " interleave=", interleave_adstacks,
                       " warp_atomics=", warp_aggregate_atomics,
-                      " triple=", triple,
-                      " layout=", data_layout);
+                      " triple=", triple, " layout=", data_layout);
 }
 
 absl::StatusOr<LoweredKernel> LowerKernel(const ir::Kernel& kernel,

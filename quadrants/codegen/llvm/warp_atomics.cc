@@ -49,8 +49,8 @@ void EmitWarpAggregatedAdd(llvm::IRBuilder<>& b, llvm::Value* ptr,
   auto* leader = llvm::BasicBlock::Create(context, "warp.leader", fn);
   auto* partial = llvm::BasicBlock::Create(context, "warp.partial", fn);
   auto* done = llvm::BasicBlock::Create(context, "warp.done", fn);
-  llvm::Value* active = b.CreateCall(
-      llvm::Intrinsic::getDeclaration(module, llvm::Intrinsic::nvvm_activemask));
+  llvm::Value* active = b.CreateCall(llvm::Intrinsic::getDeclaration(
+      module, llvm::Intrinsic::nvvm_activemask));
   b.CreateCondBr(b.CreateICmpEQ(active, b.getInt32(-1)), full, partial);
 
   b.SetInsertPoint(full);

@@ -142,9 +142,10 @@ absl::StatusOr<AdStackLayout> LaunchSizer::Size(
   }
   const bool forced = config.ad_stack_size > 0;
   const bool evaluated =
-      !forced && (deps.any() ||
-                  std::any_of(stacks.begin(), stacks.end(),
-                              [](const AdStackInfo& s) { return s.size_expr; }));
+      !forced && (deps.any() || std::any_of(stacks.begin(), stacks.end(),
+                                            [](const AdStackInfo& s) {
+                                              return s.size_expr;
+                                            }));
   AdStackLayout layout;
   if (evaluated && cacheable && cache.valid && cache.signature == signature) {
     layout.capacities = cache.capacities;
@@ -158,15 +159,15 @@ absl::StatusOr<AdStackLayout> LaunchSizer::Size(
       } else if (stack.static_capacity > 0) {
         capacity = stack.static_capacity;
       } else if (stack.size_expr) {
-        absl::StatusOr<int64_t> value = EvaluateSizeExpr(*stack.size_expr, inputs);
+        absl::StatusOr<int64_t> value =
+            EvaluateSizeExpr(*stack.size_expr, inputs);
         ++stats->tree_evaluations;
         if (!value.ok()) {
-          return MakeError(
-              ErrorKind::kRuntime,
-              absl::StrCat("kernel '", kernel.name(),
-                           "': sizing the adstack of the loop at ",
-                           stack.loc.ToString(), ": ",
-                           value.status().message()));
+          return MakeError(ErrorKind::kRuntime,
+                           absl::StrCat("kernel '", kernel.name(),
+                                        "': sizing the adstack of the loop at ",
+                                        stack.loc.ToString(), ": ",
+                                        value.status().message()));
         }
         capacity = std::max<int64_t>(*value, 2);  // the two setup slots
       }
@@ -195,8 +196,7 @@ void RecordLayout(const AdStackLayout& layout, int task, int num_tasks,
   }
   stats->capacities[task] = layout.capacities;
   stats->per_thread_stride[task] = layout.stride;
-  stats->bytes_needed =
-      std::max(stats->bytes_needed, layout.stride * threads);
+  stats->bytes_needed = std::max(stats->bytes_needed, layout.stride * threads);
 }
 
 }  // namespace quadrants::adstack

@@ -183,8 +183,9 @@ absl::Status CpuBackend::PublishAdStacks(
 }
 
 void CpuBackend::CheckAdStackOverflow(int task) {
-  absl::optional<RuntimeErrorRecord> overflow = llvm_runtime::TakeAdStackOverflow(
-      &runtime_, task, adstack_layout_.capacities);
+  absl::optional<RuntimeErrorRecord> overflow =
+      llvm_runtime::TakeAdStackOverflow(&runtime_, task,
+                                        adstack_layout_.capacities);
   if (overflow && !pending_)
     pending_ = overflow;
 }

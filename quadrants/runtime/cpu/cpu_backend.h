@@ -10,8 +10,8 @@
 #include "quadrants/codegen/llvm/kernel_lowering.h"
 #include "quadrants/runtime/adstack/launch_sizer.h"
 #include "quadrants/runtime/backend.h"
-#include "quadrants/runtime/llvm/host/launch_state.h"
 #include "quadrants/runtime/cpu/thread_pool.h"
+#include "quadrants/runtime/llvm/host/launch_state.h"
 #include "quadrants/runtime/llvm/runtime_module/runtime_abi.h"
 #include "quadrants/runtime/offline_cache/offline_cache.h"
 

@@ -29,9 +29,9 @@ class CudaModule {
 
   absl::StatusOr<CUfunction> Function(const std::string& name) const {
     CUfunction fn = nullptr;
-    QD_RETURN_IF_ERROR(driver_->Check(
-        driver_->cuModuleGetFunction(&fn, module_, name.c_str()),
-        "cuModuleGetFunction"));
+    QD_RETURN_IF_ERROR(
+        driver_->Check(driver_->cuModuleGetFunction(&fn, module_, name.c_str()),
+                       "cuModuleGetFunction"));
     return fn;
   }
 
@@ -104,8 +104,8 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
   QD_ASSIGN_OR_RETURN(auto compiler,
                       codegen::PtxCompiler::Create(driver->compute_capability(),
                                                    driver->driver_version()));
-  auto backend = std::make_unique<CudaBackend>(config, driver,
-                                               std::move(compiler));
+  auto backend =
+      std::make_unique<CudaBackend>(config, driver, std::move(compiler));
   int per_sm = 0;
   QD_RETURN_IF_ERROR(driver->Check(
       driver->cuDeviceGetAttribute(&backend->multiprocessors_,
@@ -174,9 +174,9 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CudaBackend::Compile(
   snodes_ = &snodes;
   std::string key;
   if (cache_) {
-    static const uint64_t runtime_hash = llvm::xxh3_64bits(
-        llvm::ArrayRef<uint8_t>(kRuntimeBitcodeNvptx64,
-                                kRuntimeBitcodeNvptx64_size));
+    static const uint64_t runtime_hash =
+        llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(kRuntimeBitcodeNvptx64,
+                                                  kRuntimeBitcodeNvptx64_size));
     key = offline_cache::CacheKey(
         offloaded, snodes,
         absl::StrCat(LoweringOptions().ToString(), " runtime=", runtime_hash),
@@ -200,14 +200,14 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CudaBackend::Compile(
     launch.kind = task.kind;
     launch.cells = task.struct_for_cells;
     launch.loc = task.loc;
-    QD_ASSIGN_OR_RETURN(launch.run, compiled->module->Function(
-                                        codegen::PtxCompiler::EntryName(
-                                            task.function)));
+    QD_ASSIGN_OR_RETURN(launch.run,
+                        compiled->module->Function(
+                            codegen::PtxCompiler::EntryName(task.function)));
     if (!task.bounds_function.empty()) {
-      QD_ASSIGN_OR_RETURN(launch.bounds,
-                          compiled->module->Function(
-                              codegen::PtxCompiler::EntryName(
-                                  task.bounds_function)));
+      QD_ASSIGN_OR_RETURN(
+          launch.bounds,
+          compiled->module->Function(
+              codegen::PtxCompiler::EntryName(task.bounds_function)));
     }
     compiled->tasks.push_back(launch);
   }
@@ -260,9 +260,8 @@ absl::Status CudaBackend::SizeAdStacks(
     return MakeError(
         ErrorKind::kRuntime,
         absl::StrCat("kernel '", kernel.name(), "' (task ", task,
-                     "): its adstacks need ", stride,
-                     " bytes per thread, and ", block, " threads exceed the ",
-                     heap_budget_,
+                     "): its adstacks need ", stride, " bytes per thread, and ",
+                     block, " threads exceed the ", heap_budget_,
                      " bytes the adstack heap may take (raise "
                      "qd.init(device_memory_GB=...) or lower ad_stack_size)"));
   }
@@ -275,8 +274,8 @@ absl::Status CudaBackend::PublishAdStacks(const CompiledKernel& kernel,
   const int64_t need = adstack_layout_.stride * threads;
   if (need > adstack_stats_.heap_bytes) {
     // Amortized doubling, but never past the budget for the doubling alone.
-    const int64_t grown = std::max(
-        need, std::min(2 * adstack_stats_.heap_bytes, heap_budget_));
+    const int64_t grown =
+        std::max(need, std::min(2 * adstack_stats_.heap_bytes, heap_budget_));
     adstack_heap_ = DeviceBuffer();  // free the old heap before growing
     QD_ASSIGN_OR_RETURN(adstack_heap_, DeviceBuffer::Allocate(driver_, grown));
     adstack_stats_.heap_bytes = grown;
@@ -317,8 +316,7 @@ absl::Status CudaBackend::RunTask(
     absl::Status status = driver_->Check(result, call);
     if (status.ok())
       return status;
-    return MakeError(ErrorKind::kRuntime,
-                     absl::StrCat(what, status.message()));
+    return MakeError(ErrorKind::kRuntime, absl::StrCat(what, status.message()));
   };
   CUdeviceptr ctx_ptr = device_context_.get();
   int64_t range[2] = {0, 1};
@@ -326,10 +324,10 @@ absl::Status CudaBackend::RunTask(
     QD_RETURN_IF_ERROR(UploadRuntime());
     CUdeviceptr out = device_bounds_.get();
     void* params[] = {&ctx_ptr, &out};
-    QD_RETURN_IF_ERROR(check(driver_->cuLaunchKernel(task.bounds, 1, 1, 1, 1,
-                                                     1, 1, 0, nullptr, params,
-                                                     nullptr),
-                             "cuLaunchKernel"));
+    QD_RETURN_IF_ERROR(
+        check(driver_->cuLaunchKernel(task.bounds, 1, 1, 1, 1, 1, 1, 0, nullptr,
+                                      params, nullptr),
+              "cuLaunchKernel"));
     QD_RETURN_IF_ERROR(device_bounds_.Download(range, sizeof(range)));
   } else if (task.kind == ir::TaskKind::kStructFor) {
     range[1] = task.cells;
@@ -341,16 +339,16 @@ absl::Status CudaBackend::RunTask(
   if (task.kind != ir::TaskKind::kSerial)
     Shape(range[1] - range[0], !stacks.empty(), &grid, &block);
   if (!stacks.empty()) {
-    QD_RETURN_IF_ERROR(SizeAdStacks(kernel, index, ctx, args,
-                                    field_generations, block, &grid));
+    QD_RETURN_IF_ERROR(SizeAdStacks(kernel, index, ctx, args, field_generations,
+                                    block, &grid));
     QD_RETURN_IF_ERROR(PublishAdStacks(kernel, index, int64_t{grid} * block));
   }
   QD_RETURN_IF_ERROR(UploadRuntime());
   void* params[] = {&ctx_ptr, &range[0], &range[1]};
-  QD_RETURN_IF_ERROR(check(driver_->cuLaunchKernel(task.run, grid, 1, 1, block,
-                                                   1, 1, 0, nullptr, params,
-                                                   nullptr),
-                           "cuLaunchKernel"));
+  QD_RETURN_IF_ERROR(
+      check(driver_->cuLaunchKernel(task.run, grid, 1, 1, block, 1, 1, 0,
+                                    nullptr, params, nullptr),
+            "cuLaunchKernel"));
   QD_RETURN_IF_ERROR(check(driver_->cuCtxSynchronize(), "cuCtxSynchronize"));
   QD_RETURN_IF_ERROR(DownloadRuntime());
   if (!stacks.empty() && !pending_) {

@@ -24,7 +24,9 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   return *this;
 }
 
-DeviceBuffer::~DeviceBuffer() { Release(); }
+DeviceBuffer::~DeviceBuffer() {
+  Release();
+}
 
 void DeviceBuffer::Release() {
   if (ptr_ != 0)
@@ -37,8 +39,8 @@ absl::StatusOr<DeviceBuffer> DeviceBuffer::Allocate(
     std::shared_ptr<CudaDriver> driver, int64_t bytes) {
   DeviceBuffer buffer;
   const size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 1));
-  QD_RETURN_IF_ERROR(driver->Check(driver->cuMemAlloc(&buffer.ptr_, size),
-                                   "cuMemAlloc"));
+  QD_RETURN_IF_ERROR(
+      driver->Check(driver->cuMemAlloc(&buffer.ptr_, size), "cuMemAlloc"));
   buffer.driver_ = std::move(driver);
   buffer.bytes_ = static_cast<int64_t>(size);
   return buffer;

@@ -90,8 +90,9 @@ void DescribeSNodes(const ir::SNodeTree& snodes, std::string* out) {
     absl::StrAppend(out, "snode ", id, " kind=", static_cast<int>(n.kind),
                     " parent=", n.parent, " dtype=", static_cast<int>(n.dtype),
                     " name=", n.name, " grad=", n.is_grad, ",", n.grad_snode,
-                    ",", n.needs_grad, ",", n.primal_snode, " dual=", n.dual_snode,
-                    " bytes=", n.cell_bytes, "@", n.offset_in_parent, " axes=");
+                    ",", n.needs_grad, ",", n.primal_snode,
+                    " dual=", n.dual_snode, " bytes=", n.cell_bytes, "@",
+                    n.offset_in_parent, " axes=");
     for (int a : n.axes)
       absl::StrAppend(out, a, ",");
     absl::StrAppend(out, " sizes=");

@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "quadrants/codegen/llvm/lowered_kernel.h"
 #include "quadrants/ir/kernel.h"

@@ -151,8 +151,7 @@ class TangentBuilder {
       case StmtKind::kGlobalStore:
         if (s.operand(1)->type().is_float_scalar()) {
           if (Stmt* dual = DualPtr(*s.operand(0))) {
-            b_.GlobalStore(dual,
-                           TOrZero(s.operand(1), dual->type().element()));
+            b_.GlobalStore(dual, TOrZero(s.operand(1), dual->type().element()));
           }
         }
         return absl::OkStatus();
@@ -283,10 +282,9 @@ class TangentBuilder {
         Stmt* power = b_.Binary(BinaryOpKind::kPow, x, b_.Sub(y, Const(t, 1)));
         Stmt* by_base = b_.Mul(b_.Mul(dx, y), power);
         // d/dy x^y = x^y log x, defined for x > 0.
-        Stmt* by_exponent =
-            b_.Select(b_.Binary(BinaryOpKind::kGt, x, Zero(t)),
-                      b_.Mul(b_.Mul(dy, z), b_.Unary(UnaryOpKind::kLog, x)),
-                      Zero(t));
+        Stmt* by_exponent = b_.Select(
+            b_.Binary(BinaryOpKind::kGt, x, Zero(t)),
+            b_.Mul(b_.Mul(dy, z), b_.Unary(UnaryOpKind::kLog, x)), Zero(t));
         out = b_.Add(by_base, by_exponent);
         break;
       }
@@ -305,8 +303,7 @@ class TangentBuilder {
         break;
       }
       case BinaryOpKind::kMod:
-        out = b_.Sub(dx,
-                     b_.Mul(dy, b_.Binary(BinaryOpKind::kFloorDiv, x, y)));
+        out = b_.Sub(dx, b_.Mul(dy, b_.Binary(BinaryOpKind::kFloorDiv, x, y)));
         break;
       default:
         return;  // floordiv: zero almost everywhere

@@ -64,8 +64,7 @@ Affine ToAffine(const Stmt* s) {
     return a;
   }
   if (const auto* unary = ir::DynCast<ir::UnaryOpStmt>(s)) {
-    const bool int_cast = unary->is_cast() &&
-                          s->type().is_integer_scalar() &&
+    const bool int_cast = unary->is_cast() && s->type().is_integer_scalar() &&
                           unary->input()->type().is_integer_scalar();
     if (int_cast)
       return ToAffine(unary->input());
@@ -282,8 +281,8 @@ class RuleChecker {
     std::string label;
     std::string kind;
     if (const auto* f = ir::DynCast<ir::FieldPtrStmt>(access.ptr)) {
-      label = f->label().empty() ? snodes_.node(f->snode_id()).name
-                                 : f->label();
+      label =
+          f->label().empty() ? snodes_.node(f->snode_id()).name : f->label();
       kind = "field";
     } else {
       const auto* a = static_cast<const ir::NdarrayPtrStmt*>(access.ptr);

@@ -99,12 +99,13 @@ class GradTaskBuilder {
         // The replay would draw new numbers, not the forward pass's ones.
         return MakeError(
             ErrorKind::kGradient, s.loc(),
-            absl::StrCat("in kernel '", kernel_.name(), "': ",
-                     "qd.random() cannot be used in a kernel that is "
-                     "differentiated: the gradient kernel recomputes the "
-                     "forward pass and would draw different random numbers, "
-                     "so the gradients would be wrong; draw them in a "
-                     "separate kernel into a field or ndarray and read that"));
+            absl::StrCat(
+                "in kernel '", kernel_.name(), "': ",
+                "qd.random() cannot be used in a kernel that is "
+                "differentiated: the gradient kernel recomputes the "
+                "forward pass and would draw different random numbers, "
+                "so the gradients would be wrong; draw them in a "
+                "separate kernel into a field or ndarray and read that"));
       case StmtKind::kAtomicOp:
         primal[&s] = b_.GlobalLoad(primal.at(s.operand(0)));
         return absl::OkStatus();
@@ -608,9 +609,9 @@ class GradTaskBuilder {
   absl::Status ReverseLoop(const Stmt& loop, Map& primal) {
     std::vector<const Stmt*> deferred = LoopInvariantLoads(loop);
     for (const Stmt* load : deferred) {
-      Stmt* sum = b_.InsertAt(task_->body(), 0,
-                              std::make_unique<ir::AllocaStmt>(
-                                  load->type().element()));
+      Stmt* sum =
+          b_.InsertAt(task_->body(), 0,
+                      std::make_unique<ir::AllocaStmt>(load->type().element()));
       b_.LocalStore(sum, Zero(load->type().element()));
       deferred_[load] = sum;
     }

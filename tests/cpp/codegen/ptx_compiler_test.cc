@@ -75,11 +75,10 @@ void ExpectPtxasAccepts(const std::string& ptx, const std::string& name) {
   const char* ptxas = Ptxas();
   if (ptxas == nullptr)
     return;
-  const std::string path =
-      ::testing::TempDir() + "/quadrants_" + name + ".ptx";
+  const std::string path = ::testing::TempDir() + "/quadrants_" + name + ".ptx";
   std::ofstream(path) << ptx;
-  const std::string command = std::string(ptxas) + " -arch=sm_90 " + path +
-                              " -o /dev/null 2>&1";
+  const std::string command =
+      std::string(ptxas) + " -arch=sm_90 " + path + " -o /dev/null 2>&1";
   EXPECT_EQ(std::system(command.c_str()), 0) << name << ":\n" << ptx;
 }
 
@@ -90,9 +89,9 @@ TEST(PtxCompilerTest, EverySampleKernelAndGradientCompilesForSm90) {
   EXPECT_EQ(compiler->target_description(), "sm_90 +ptx84");
   int compiled = 0;
   for (auto& sample : ir::samples::AllSampleKernels()) {
-    for (auto mode : {transforms::AutodiffMode::kNone,
-                      transforms::AutodiffMode::kReverse,
-                      transforms::AutodiffMode::kForward}) {
+    for (auto mode :
+         {transforms::AutodiffMode::kNone, transforms::AutodiffMode::kReverse,
+          transforms::AutodiffMode::kForward}) {
       std::unique_ptr<ir::Kernel> kernel = ir::CloneKernel(*sample.kernel);
       transforms::PipelineOptions options;
       options.snodes = &ir::samples::SampleTree();
@@ -108,7 +107,8 @@ TEST(PtxCompilerTest, EverySampleKernelAndGradientCompilesForSm90) {
         // driver to resolve.
         EXPECT_EQ(ptx.find("__nv_"), std::string::npos) << ptx;
         EXPECT_EQ(ptx.find(".extern .func"), std::string::npos) << ptx;
-        ExpectPtxasAccepts(ptx, sample.kernel->name() + std::to_string(compiled));
+        ExpectPtxasAccepts(ptx,
+                           sample.kernel->name() + std::to_string(compiled));
         ++compiled;
       }
     }

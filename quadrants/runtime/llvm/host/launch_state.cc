@@ -49,8 +49,8 @@ uint64_t LaunchRandomKey(int64_t seed, uint64_t launch) {
 absl::Status PrintBuffer::Prepare(const CompiledKernel& kernel,
                                   QdRuntime* runtime) {
   if (!kernel.print_sites().empty() && !buffer_) {
-    QD_ASSIGN_OR_RETURN(buffer_,
-                        SharedBuffer::Allocate(memory_, kInitialPrintBufferBytes));
+    QD_ASSIGN_OR_RETURN(
+        buffer_, SharedBuffer::Allocate(memory_, kInitialPrintBufferBytes));
   }
   runtime->print_buffer = buffer_.get();
   runtime->print_capacity = buffer_ ? buffer_.size() : 0;

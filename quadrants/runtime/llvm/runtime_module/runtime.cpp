@@ -235,11 +235,15 @@ QD_EXPORT double qd_pow_f64(double x, double y) {
 #elif defined(__NVPTX__)
 // CUDA: libdevice's correctly rounded or few-ulp versions, linked by the CUDA
 // backend after this module (NVPTX intrinsics alone are approximations).
-#define QD_MATH1(name)                                                    \
-  extern "C" float __nv_##name##f(float);                                 \
-  extern "C" double __nv_##name(double);                                  \
-  QD_EXPORT float qd_##name##_f32(float x) { return __nv_##name##f(x); } \
-  QD_EXPORT double qd_##name##_f64(double x) { return __nv_##name(x); }
+#define QD_MATH1(name)                         \
+  extern "C" float __nv_##name##f(float);      \
+  extern "C" double __nv_##name(double);       \
+  QD_EXPORT float qd_##name##_f32(float x) {   \
+    return __nv_##name##f(x);                  \
+  }                                            \
+  QD_EXPORT double qd_##name##_f64(double x) { \
+    return __nv_##name(x);                     \
+  }
 
 QD_MATH1(sin)
 QD_MATH1(cos)
