@@ -103,3 +103,12 @@ def test_arch_passes_through_to_qd_init(tmp_path):
     module = _load(tmp_path, generator.generate(0))
     status, details = oracle.check_module(module, 0, arch="vulkan")
     assert status == "error" and "arch vulkan is not available" in details
+
+
+def test_progress_lines_count_kernels_as_they_finish(tmp_path):
+    lines = []
+    results, summary = runner.run(range(7000, 7004), workers=1, threads=1,
+                                  out=str(tmp_path), log=lines.append, progress_every=2)
+    progress = [line for line in lines if "so far" in line]
+    assert [line.split()[1] for line in progress] == ["2", "4"]
+    assert len(results) == 4 and "4 kernels on cpu" in summary

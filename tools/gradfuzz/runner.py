@@ -136,8 +136,10 @@ def _restart_after(worker, seed):
 
 
 def run(seeds, arch="cpu", workers=2, threads=2, out="gradfuzz_out", no_shrink=False,
-        hang_s=300, log=print):
-    """Fuzzes `seeds`; returns (results, summary text)."""
+        hang_s=300, log=print, progress_every=0):
+    """Fuzzes `seeds`; returns (results, summary text). With `progress_every`
+    > 0, a running count is logged every that many kernels, so a run cut short
+    (e.g. by a time limit) still says how far it got and what it found."""
     options = argparse.Namespace(arch=arch, threads=threads, out=os.path.abspath(out),
                                  no_shrink=no_shrink)
     seeds = list(seeds)
@@ -148,7 +150,10 @@ def run(seeds, arch="cpu", workers=2, threads=2, out="gradfuzz_out", no_shrink=F
         ready, _, _ = select.select([w.proc.stdout for w in live], [], [], 5)
         for w in live:
             if w.proc.stdout in ready:
+                before = len(results)
                 _read(w, results, options, log)
+                if progress_every and len(results) // progress_every > before // progress_every:
+                    log(_progress(results, time.time() - begin))
             elif time.time() - w.since > hang_s and w.current is not None:
                 w.proc.kill()
                 w.proc.wait()
@@ -182,6 +187,14 @@ def _read(w, results, options, log):
         if record["status"] in FINDINGS:
             log(f"gradfuzz: seed {record['seed']}: {record['status']}: "
                 f"{record['details'][:300]} -> {record.get('repro')}")
+
+
+def _progress(results, seconds):
+    counts = collections.Counter(r["status"] for r in results)
+    findings = sum(counts[f] for f in FINDINGS)
+    return (f"gradfuzz: {len(results)} kernels so far in {seconds:.0f} s, "
+            f"{counts['ok']} ok, {counts['flaky']} flaky, {findings} findings "
+            f"(highest seed done {max(r['seed'] for r in results)})")
 
 
 def _lost(seed, status, options, details):
@@ -223,6 +236,8 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=2, help="cpu_max_num_threads")
     parser.add_argument("--out", default="gradfuzz_out", help="directory for repro files")
     parser.add_argument("--no-shrink", action="store_true")
+    parser.add_argument("--progress", type=int, default=0, metavar="N",
+                        help="print a running count every N kernels (flushed)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--first", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--stride", type=int, default=1, help=argparse.SUPPRESS)
@@ -235,8 +250,10 @@ def main(argv=None):
         return 2
     out = os.path.join(os.environ.get("BUILD_WORKING_DIRECTORY", ""), args.out)  # bazel run
     first, count = (0, 300) if args.quick else (args.start, args.count)
+    def log(line):
+        print(line, flush=True)
     _, summary = run(range(first, first + count), args.arch, args.workers, args.threads,
-                     out, args.no_shrink)
+                     out, args.no_shrink, log=log, progress_every=args.progress)
     print(summary)
     return 0
 
