@@ -22,7 +22,8 @@ namespace quadrants::ir {
   X(kAsin, "asin")              \
   X(kAcos, "acos")              \
   X(kFloor, "floor")            \
-  X(kCeil, "ceil")
+  X(kCeil, "ceil")              \
+  X(kStopGrad, "stop_grad")
 
 #define QD_FOR_EACH_BINARY_OP(X) \
   X(kAdd, "add")                 \

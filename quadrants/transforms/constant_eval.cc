@@ -30,6 +30,9 @@ absl::optional<Constant> EvalFloatUnary(UnaryOpKind op, double x,
     case UnaryOpKind::kAbs:
       r = std::fabs(x);
       break;
+    case UnaryOpKind::kStopGrad:
+      r = x;
+      break;
     case UnaryOpKind::kFloor:
       r = std::floor(x);
       break;
@@ -106,6 +109,7 @@ absl::optional<Constant> EvalIntUnary(UnaryOpKind op, const Constant& x,
                                   : x.as_int());
     case UnaryOpKind::kFloor:
     case UnaryOpKind::kCeil:
+    case UnaryOpKind::kStopGrad:
       return Constant::Int(t, x.as_int());
     default:
       return absl::nullopt;

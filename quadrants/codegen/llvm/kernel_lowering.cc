@@ -682,6 +682,8 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitUnary(
       if (!ir::IsSigned(in))
         return x;
       return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b_.getFalse());
+    case UnaryOpKind::kStopGrad:
+      return x;  // the value itself; only autodiff treats it as a constant
     case UnaryOpKind::kFloor:
       return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x) : x;
     case UnaryOpKind::kCeil:

@@ -18,8 +18,8 @@ from quadrants.lang.misc import extension, is_extension_supported
 from quadrants.lang.ndarray import Ndarray, ndarray
 from quadrants.lang.ops import (abs, acos, asin, atan2, atomic_add, atomic_and, atomic_max,
                                 atomic_min, atomic_or, atomic_sub, atomic_xor, cast, ceil, cos,
-                                exp, floor, log, max, min, pow, rsqrt, select, sin, sqrt, tan,
-                                tanh)
+                                exp, floor, log, max, min, pow, rsqrt, select, sin, sqrt,
+                                stop_grad, tan, tanh)
 from quadrants.lang.ops import random
 from quadrants.lang.runtime import (amdgpu, cpu, cuda, gpu, init, metal, reset, sync, vulkan,
                                     x64)

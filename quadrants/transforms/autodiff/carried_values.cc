@@ -14,6 +14,7 @@ using ir::UnaryOpKind;
 bool IsLinearUnary(UnaryOpKind op) {
   return op == UnaryOpKind::kNeg || op == UnaryOpKind::kCast ||
          op == UnaryOpKind::kFloor || op == UnaryOpKind::kCeil ||
+         op == UnaryOpKind::kStopGrad ||
          op == UnaryOpKind::kBitNot || op == UnaryOpKind::kLogicalNot;
 }
 

@@ -43,6 +43,9 @@ log = _unary("log", math.log)
 asin = _unary("asin", math.asin)
 acos = _unary("acos", math.acos)
 floor = _unary("floor", math.floor)
+# qd.stop_grad(x): x itself, through which no gradient flows (reverse or
+# forward mode treat it as a constant).
+stop_grad = _unary("stop_grad", lambda v: v)
 ceil = _unary("ceil", math.ceil)
 abs = _unary("abs", builtins.abs)  # pylint: disable=redefined-builtin
 
