@@ -14,8 +14,8 @@ using ir::UnaryOpKind;
 bool IsLinearUnary(UnaryOpKind op) {
   return op == UnaryOpKind::kNeg || op == UnaryOpKind::kCast ||
          op == UnaryOpKind::kFloor || op == UnaryOpKind::kCeil ||
-         op == UnaryOpKind::kStopGrad ||
-         op == UnaryOpKind::kBitNot || op == UnaryOpKind::kLogicalNot;
+         op == UnaryOpKind::kStopGrad || op == UnaryOpKind::kBitNot ||
+         op == UnaryOpKind::kLogicalNot;
 }
 
 // Why using tainted operand `index` of `user` needs its primal value.
