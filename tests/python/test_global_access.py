@@ -435,3 +435,57 @@ def test_serialized_outer_time_loop_matches_finite_differences():
     with qd.ad.Tape(loss=loss):
         run(x0)
     assert x.grad.to_numpy()[0] == pytest.approx(_central_differences(run, x0), **FD)
+
+
+# ---- what the gradient kernel cannot replay: clear errors -----------------------
+
+@test_utils.test(**F64)
+def test_using_an_atomic_result_in_a_differentiated_kernel_is_an_error():
+    n = 4
+    x = qd.field(qd.f64, shape=n, needs_grad=True)
+    y = qd.field(qd.f64, shape=(), needs_grad=True)
+    loss = qd.field(qd.f64, shape=(), needs_grad=True)
+
+    @qd.kernel
+    def running_sum():
+        for _ in range(1):
+            for i in range(n):
+                old = qd.atomic_add(y[None], x[i])  # the replay would see the final y
+                loss[None] += old * x[i]
+
+    running_sum()
+    with pytest.raises(qd.QuadrantsCompilationError, match="atomic operation returns"):
+        running_sum.grad()
+    with pytest.raises(RuntimeError, match="running_sum"):  # also a RuntimeError
+        running_sum.grad()
+
+
+@test_utils.test(**F64)
+def test_a_narrowing_index_cast_is_not_assumed_distinct():
+    n = 4
+    x = qd.field(qd.f64, shape=n, needs_grad=True)
+    loss = qd.field(qd.f64, shape=(), needs_grad=True)
+
+    @qd.kernel
+    def wraps():
+        for i in range(n):
+            loss[None] += x[i] * x[i]
+            x[qd.cast(i + 256, qd.u8)] = 5.0  # u8 wraps i + 256 back onto i
+
+    with pytest.raises(qd.QuadrantsCompilationError, match="'x'"):
+        wraps.grad()
+
+
+@test_utils.test(**F64)
+def test_a_nested_struct_for_that_stores_is_an_error():
+    x = qd.field(qd.f64, shape=4, needs_grad=True)
+    y = qd.field(qd.f64, shape=1, needs_grad=True)
+
+    @qd.kernel
+    def last_wins():
+        for _ in range(1):
+            for j in x:  # only the last cell's store survives
+                y[0] = x[j] * x[j]
+
+    with pytest.raises(qd.QuadrantsCompilationError, match="struct-for"):
+        last_wins.grad()

@@ -276,18 +276,24 @@ absl::Status CudaBackend::PublishAdStacks(const CompiledKernel& kernel,
     // Amortized doubling, but never past the budget for the doubling alone.
     const int64_t grown =
         std::max(need, std::min(2 * adstack_stats_.heap_bytes, heap_budget_));
-    adstack_heap_ = DeviceBuffer();  // free the old heap before growing
+    // Free the old heap before growing; until the new one exists nothing is
+    // allocated, so a failure here is retried by the next launch.
+    adstack_heap_ = DeviceBuffer();
+    adstack_stats_.heap_bytes = 0;
     QD_ASSIGN_OR_RETURN(adstack_heap_, DeviceBuffer::Allocate(driver_, grown));
     adstack_stats_.heap_bytes = grown;
     ++adstack_stats_.heap_grows;
   }
   const int64_t metadata_bytes =
       static_cast<int64_t>(adstack_layout_.offsets.size() * sizeof(int64_t));
-  if (metadata_bytes > adstack_offsets_.size()) {
-    QD_ASSIGN_OR_RETURN(adstack_offsets_,
+  if (metadata_bytes >
+      std::min(adstack_offsets_.size(), adstack_capacities_.size())) {
+    QD_ASSIGN_OR_RETURN(DeviceBuffer offsets,
                         DeviceBuffer::Allocate(driver_, metadata_bytes));
-    QD_ASSIGN_OR_RETURN(adstack_capacities_,
+    QD_ASSIGN_OR_RETURN(DeviceBuffer capacities,
                         DeviceBuffer::Allocate(driver_, metadata_bytes));
+    adstack_offsets_ = std::move(offsets);
+    adstack_capacities_ = std::move(capacities);
   }
   QD_RETURN_IF_ERROR(
       adstack_offsets_.Upload(adstack_layout_.offsets.data(), metadata_bytes));

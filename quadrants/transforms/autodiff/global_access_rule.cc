@@ -64,8 +64,14 @@ Affine ToAffine(const Stmt* s) {
     return a;
   }
   if (const auto* unary = ir::DynCast<ir::UnaryOpStmt>(s)) {
+    // Only casts that keep every value look through: a narrowing or
+    // sign-changing cast may wrap two different indices onto one element.
+    const ir::PrimitiveType to = s->type().element();
+    const ir::PrimitiveType from = unary->input()->type().element();
     const bool int_cast = unary->is_cast() && s->type().is_integer_scalar() &&
-                          unary->input()->type().is_integer_scalar();
+                          unary->input()->type().is_integer_scalar() &&
+                          ir::IsSigned(to) == ir::IsSigned(from) &&
+                          ir::BitWidth(to) >= ir::BitWidth(from);
     if (int_cast)
       return ToAffine(unary->input());
     if (unary->op() == ir::UnaryOpKind::kNeg) {

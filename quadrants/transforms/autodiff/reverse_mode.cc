@@ -666,6 +666,16 @@ class GradTaskBuilder {
     return invariant;
   }
 
+  static bool StoresToGlobals(const Stmt& loop) {
+    bool stores = false;
+    for (const Block* block : loop.blocks()) {
+      ir::WalkBlock(*block, [&](const Stmt* s) {
+        stores |= ir::Isa<ir::GlobalStoreStmt>(s);
+      });
+    }
+    return stores;
+  }
+
   absl::Status ReverseLoopIterations(const Stmt& loop, Map& primal) {
     const bool stacked = NeedsStack(loop);
     if (!stacked) {
@@ -689,6 +699,14 @@ class GradTaskBuilder {
           loop,
           "a struct-for loop that carries values needing the adstack is "
           "not supported; use range() over the field's shape");
+    }
+    if (ir::Isa<ir::StructForStmt>(&loop) && StoresToGlobals(loop)) {
+      // Its reversal visits cells in forward order, so of several stores to
+      // one element the wrong one would keep the gradient.
+      return Error(loop,
+                   "a struct-for loop nested in a differentiated kernel may "
+                   "not store to fields or ndarrays; iterate with range() or "
+                   "qd.ndrange() over the shape instead");
     }
     const bool is_while = ir::Isa<ir::WhileStmt>(&loop);
     const Block& body = *loop.blocks()[0];
@@ -811,9 +829,33 @@ absl::Status CheckTaskJumps(const ir::Kernel& kernel,
 
 }  // namespace
 
+// The gradient kernel replays an atomic as a load of the element, which by
+// then holds the final value, not the one the atomic returned.
+absl::Status CheckAtomicResultsUnused(const ir::Kernel& kernel) {
+  absl::flat_hash_set<const Stmt*> atomics;
+  absl::Status status;
+  ir::WalkKernel(kernel, [&](const Stmt* s) {
+    if (ir::Isa<ir::AtomicOpStmt>(s))
+      atomics.insert(s);
+    for (const Stmt* operand : s->operands()) {
+      if (status.ok() && atomics.contains(operand)) {
+        status = MakeError(
+            ErrorKind::kGradient, operand->loc(),
+            absl::StrCat("in kernel '", kernel.name(),
+                         "': the value an atomic operation returns is used, "
+                         "so the kernel cannot be differentiated (its "
+                         "gradient would replay the atomic with the final "
+                         "value); compute that value in a separate kernel"));
+      }
+    }
+  });
+  return status;
+}
+
 absl::Status MakeGradKernel(ir::Kernel& kernel, const ir::SNodeTree& snodes,
                             const ReverseModeOptions& options) {
   StructureContinues(kernel);
+  QD_RETURN_IF_ERROR(CheckAtomicResultsUnused(kernel));
   QD_RETURN_IF_ERROR(CheckGlobalDataAccessRule(kernel, snodes));
   absl::flat_hash_map<int, int> adjoint_args;
   const int num_params = static_cast<int>(kernel.params().size());
