@@ -377,6 +377,9 @@ def test_fwd_mode_errors():
         with pytest.raises(qd.QuadrantsRuntimeError, match="cannot be nested"):
             with qd.ad.FwdMode(loss=loss, param=x, seed=[1, 0, 0]):
                 pass
+        with pytest.raises(qd.QuadrantsRuntimeError, match="inside qd.ad.FwdMode"):
+            with qd.ad.Tape(loss=loss):
+                pass
 
 
 @test_utils.test()

@@ -51,6 +51,8 @@ class Tape:
         runtime.program()
         if runtime.state.tape is not None:
             raise QuadrantsRuntimeError("qd.ad.Tape cannot be nested")
+        if runtime.state.fwd_mode is not None:
+            raise QuadrantsRuntimeError("qd.ad.Tape cannot be used inside qd.ad.FwdMode")
         if self.loss is not None:
             _check_loss(self.loss)
         if self.clear_gradients:
