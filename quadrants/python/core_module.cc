@@ -599,6 +599,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
                                                               "CompiledKernel")
       .def_property_readonly("name", &CompiledKernel::name)
       .def_property_readonly("num_tasks", &CompiledKernel::num_tasks)
+      .def_property_readonly("written_args", &CompiledKernel::written_args)
       .def_property_readonly("has_adstacks", [](const CompiledKernel& k) {
         for (const auto& stacks : k.task_adstacks()) {
           if (!stacks.empty())

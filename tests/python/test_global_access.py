@@ -489,3 +489,26 @@ def test_a_nested_struct_for_that_stores_is_an_error():
 
     with pytest.raises(qd.QuadrantsCompilationError, match="struct-for"):
         last_wins.grad()
+
+
+@test_utils.test(**F64)
+def test_one_array_bound_to_two_parameters_one_written_is_an_error():
+    n = 3
+
+    @qd.kernel
+    def k(p: qd.types.ndarray(), q: qd.types.ndarray(), out: qd.types.ndarray()):
+        for i in range(n):
+            out[0] += p[i] * p[i]
+            q[i] = 0.0
+
+    a = qd.ndarray(qd.f64, n, needs_grad=True)
+    loss = qd.ndarray(qd.f64, 1, needs_grad=True)
+    a.from_numpy(np.array([1.0, 2.0, 3.0]))
+    k(a, a, loss)
+    with pytest.raises(qd.QuadrantsCompilationError, match="'p' and 'q' are the same array"):
+        k.grad(a, a, loss)
+    b = qd.ndarray(qd.f64, n, needs_grad=True)  # distinct arrays are fine
+    b.from_numpy(np.array([1.0, 2.0, 3.0]))
+    loss.grad[0] = 1.0
+    k.grad(b, a, loss)
+    np.testing.assert_allclose(b.grad.to_numpy(), [2.0, 4.0, 6.0])

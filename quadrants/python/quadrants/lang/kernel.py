@@ -11,6 +11,7 @@ import numpy as np
 from quadrants._core import core
 from quadrants.lang import context, runtime, types
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsCompilationError,
+                                      QuadrantsGlobalDataAccessError,
                                       QuadrantsRuntimeError, QuadrantsSyntaxError,
                                       QuadrantsTypeError)
 from quadrants.lang.expr import Expr, GlobalRef, NdarrayArg, Var
@@ -270,6 +271,8 @@ class Kernel:
                 f"kernel '{self.name}' uses the adstack and cannot be launched with "
                 f"graph=True: its adstacks are sized on the host at every launch, which "
                 f"a graph replay skips; drop graph=True for this kernel")
+        if mode == REVERSE:
+            self._check_no_aliased_writes(args)
         launch_args, copy_back = _launch_arguments(self._specs, args)
         if mode == REVERSE:
             launch_args += _adjoint_arguments(self._specs, args, copy_back)
@@ -284,6 +287,27 @@ class Kernel:
         .grad of ndarray arguments."""
         return _GradLauncher(self)
 
+    def _check_no_aliased_writes(self, args):
+        """Two ndarray parameters bound to one array, one of them written,
+        break the global data access rule in a way the compiler cannot see
+        (it takes parameters to be different memory)."""
+        forward, _ = self._compiled(args, PRIMAL)
+        written = set(forward.written_args)
+        arrays, ir_index = [], 0
+        for spec, arg in zip(self._specs, args):
+            if isinstance(spec, _TemplateParam):
+                continue
+            if isinstance(spec, _NdarrayParam):
+                arrays.append((ir_index, spec.name, arg))
+            ir_index += 1
+        for a, (ia, name_a, xa) in enumerate(arrays):
+            for ib, name_b, xb in arrays[a + 1:]:
+                if (ia in written or ib in written) and _same_memory(xa, xb):
+                    raise QuadrantsGlobalDataAccessError(
+                        f"kernel '{self.name}': ndarray arguments '{name_a}' and "
+                        f"'{name_b}' are the same array and the kernel writes it, so its "
+                        f"gradient cannot be computed; pass a copy to one of them")
+
     def check_gradient(self, *args, **kwargs):
         """Compiles the gradient kernel for these arguments without running
         it, raising the errors kernel.grad would (e.g. the global data access
@@ -295,6 +319,12 @@ class Kernel:
         """The kernel's IR for these arguments, as text (for inspection)."""
         self._prepare()
         return self._compiled(self._bind(args, {}))[1].print()
+
+
+def _same_memory(a, b):
+    if isinstance(a, Ndarray) or isinstance(b, Ndarray):
+        return a is b
+    return bool(np.may_share_memory(a, b))
 
 
 def _array_signature(kernel_name, spec, arg):
