@@ -291,6 +291,8 @@ class Kernel:
         """Two ndarray parameters bound to one array, one of them written,
         break the global data access rule in a way the compiler cannot see
         (it takes parameters to be different memory)."""
+        if sum(isinstance(spec, _NdarrayParam) for spec in self._specs) < 2:
+            return  # nothing can alias: no lookup on the launch path
         forward, _ = self._compiled(args, PRIMAL)
         written = set(forward.written_args)
         arrays, ir_index = [], 0
