@@ -416,7 +416,8 @@ absl::Status Program::CheckArguments(
 }
 
 absl::Status Program::Launch(const CompiledKernel& kernel,
-                             absl::Span<const KernelArgument> args) {
+                             absl::Span<const KernelArgument> args,
+                             const LaunchOptions& options) {
   QD_RETURN_IF_ERROR(CheckArguments(kernel, args));
   std::vector<ResolvedArgument> resolved(args.size());
   // Host arrays the backend cannot address, copied in and (when written)
@@ -446,9 +447,10 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
         break;
     }
   }
-  QD_ASSIGN_OR_RETURN(BackendLaunchStats stats,
-                      backend_->Launch(kernel, resolved, field_generation_));
-  last_launch_ = {stats.tasks, stats.max_threads_used};
+  QD_ASSIGN_OR_RETURN(
+      BackendLaunchStats stats,
+      backend_->Launch(kernel, resolved, field_generation_, options));
+  last_launch_ = {stats.tasks, stats.max_threads_used, stats.graph_replayed};
   // Only what the kernel may have written changes generation.
   for (int place : kernel.written_snodes())
     NoteFieldWrite(place);

@@ -24,6 +24,7 @@ namespace quadrants {
 struct LaunchStats {
   int tasks = 0;
   int max_threads_used = 0;  // over the launch's parallel tasks
+  bool graph_replayed = false;
 };
 
 // Ties the pieces together: configuration, the SNode tree and its root
@@ -78,7 +79,8 @@ class Program {
   // Runs the kernel. Argument errors are reported now; errors inside the
   // kernel (failed checks, assertions) are reported by the next Sync().
   absl::Status Launch(const CompiledKernel& kernel,
-                      absl::Span<const KernelArgument> args);
+                      absl::Span<const KernelArgument> args,
+                      const LaunchOptions& options = {});
   const LaunchStats& last_launch() const { return last_launch_; }
   const AdStackStats& adstack_stats() const {
     return backend_->adstack_stats();

@@ -267,7 +267,7 @@ class PyProgram {
     return Unwrap(program_->CompileForward(kernel));
   }
 
-  void Launch(const CompiledKernel& kernel, py::list args) {
+  void Launch(const CompiledKernel& kernel, py::list args, bool graph) {
     const auto& params = kernel.params();
     if (args.size() != params.size()) {
       throw QuadrantsError(
@@ -302,7 +302,9 @@ class PyProgram {
             KernelArgument::Scalar(ir::Constant::Int(PrimitiveType::kI32, 0)));
       }
     }
-    Check(program_->Launch(kernel, resolved));
+    LaunchOptions options;
+    options.graph = graph;
+    Check(program_->Launch(kernel, resolved, options));
   }
 
  private:
@@ -626,7 +628,8 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("compile", &PyProgram::Compile)
       .def("compile_grad", &PyProgram::CompileGrad)
       .def("compile_forward", &PyProgram::CompileForward)
-      .def("launch", &PyProgram::Launch)
+      .def("launch", &PyProgram::Launch, py::arg("kernel"), py::arg("args"),
+           py::arg("graph") = false)
       .def("sync",
            [](PyProgram& p) {
              WriteOutput(p.get().TakeOutput());
@@ -642,6 +645,9 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def_property_readonly(
           "last_threads_used",
           [](PyProgram& p) { return p.get().last_launch().max_threads_used; })
+      .def_property_readonly(
+          "last_launch_replayed_graph",
+          [](PyProgram& p) { return p.get().last_launch().graph_replayed; })
       .def_property_readonly(
           "compile_warnings",
           [](PyProgram& p) { return p.get().compile_warnings(); })

@@ -137,6 +137,13 @@ struct ResolvedArgument {
 struct BackendLaunchStats {
   int tasks = 0;
   int max_threads_used = 0;
+  bool graph_replayed = false;  // the tasks ran as one replayed graph
+};
+
+struct LaunchOptions {
+  // Replay the kernel's tasks as one graph captured at the first launch,
+  // where the backend has graphs; elsewhere a plain launch.
+  bool graph = false;
 };
 
 // One code generator + runtime pair (CPU, CUDA, ...).
@@ -153,7 +160,8 @@ class Backend {
   // tell whether fields changed since they were filled.
   virtual absl::StatusOr<BackendLaunchStats> Launch(
       const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
-      absl::Span<const uint64_t> field_generations) = 0;
+      absl::Span<const uint64_t> field_generations,
+      const LaunchOptions& options) = 0;
   // Waits for outstanding work.
   virtual absl::Status Synchronize() = 0;
   // The first error recorded since the last call, clearing it.

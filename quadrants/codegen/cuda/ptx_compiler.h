@@ -18,6 +18,10 @@ namespace quadrants::codegen {
 // the number of threads launched, where `thread` is the global thread index
 // (the adstack slice), and a range task's bounds run on the device through
 //   void <bounds_function>_entry(QdLaunchContext* ctx, i64* out).
+// A range task also gets
+//   void <function>_device_range_entry(QdLaunchContext* ctx)
+// which finds its range on the device, for launches the host does not wait
+// on (queued tasks, graph replays).
 class PtxCompiler {
  public:
   // `compute_capability` as major * 10 + minor; `driver_version` as
@@ -38,6 +42,9 @@ class PtxCompiler {
 
   static std::string EntryName(const std::string& function) {
     return function + "_entry";
+  }
+  static std::string DeviceRangeEntryName(const std::string& function) {
+    return function + "_device_range_entry";
   }
 
   PtxCompiler(std::unique_ptr<llvm::TargetMachine> machine,

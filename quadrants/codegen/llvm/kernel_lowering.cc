@@ -143,6 +143,7 @@ class FunctionEmitter {
     // Interleaved layout: bytes between consecutive 8-byte words of one
     // thread's stack (8 x threads); null for contiguous per-thread slices.
     llvm::Value* word_stride;
+    int64_t unit;  // bytes per interleaved word: 4 or 8
     int64_t slot_bytes;
     int64_t elem_bytes;
     // Bounds checks are elided only where the capacity is exact (a constant
@@ -430,16 +431,20 @@ void FunctionEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
   llvm::Value* thread = b_.CreateSExt(function_->getArg(3), b_.getInt64Ty());
   llvm::Value* base = nullptr;
   llvm::Value* word_stride = nullptr;
+  // Interleaving unit: one element, so a warp pushing in lockstep writes
+  // whole consecutive elements (4-byte slots in 8-byte words would leave
+  // every other word of the rows it touches unwritten).
+  const int64_t unit = elem == 4 ? 4 : 8;
   if (options_.interleave_adstacks) {
-    // Word w of every thread's slice lies together, thread t at 8 * t, so
+    // Word w of every thread's slice lies together, thread t at u * t, so
     // threads pushing in lockstep touch consecutive words (coalesced):
-    // byte b of the stack is at heap + offset * T + 8 * t + (b / 8) * 8T
-    // + b % 8, with T the threads of the launch.
+    // byte b of the stack is at heap + offset * T + u * t + (b / u) * uT
+    // + b % u, with T the threads of the launch and u the unit.
     llvm::Value* threads = Call("qd_adstack_threads", b_.getInt64Ty(), {ctx_});
-    word_stride = b_.CreateMul(threads, b_.getInt64(8));
+    word_stride = b_.CreateMul(threads, b_.getInt64(unit));
     base = b_.CreateGEP(b_.getInt8Ty(), heap,
                         b_.CreateAdd(b_.CreateMul(offset, threads),
-                                     b_.CreateMul(thread, b_.getInt64(8))));
+                                     b_.CreateMul(thread, b_.getInt64(unit))));
   } else {
     // This thread's slice: heap + thread_id * stride + offset[id].
     llvm::Value* stride = Call("qd_adstack_stride", b_.getInt64Ty(), {ctx_});
@@ -452,10 +457,15 @@ void FunctionEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
   b_.CreateStore(b_.getInt64(0), count);
   const bool exact =
       (s.max_size() > 0 || s.size_expr()) && !options_.ad_stack_size_forced;
-  stacks_[&s] = {id,          base,
-                 count,       capacity,
-                 word_stride, spec.slot_bytes,
-                 elem,        options_.debug || !exact,
+  stacks_[&s] = {id,
+                 base,
+                 count,
+                 capacity,
+                 word_stride,
+                 unit,
+                 spec.slot_bytes,
+                 elem,
+                 options_.debug || !exact,
                  adjoint};
   values_[&s] = base;
 }
@@ -479,8 +489,9 @@ llvm::Value* FunctionEmitter::StackSlot(const Stmt* stack, llvm::Value* index,
                    b_.CreateMul(index, b_.getInt64(st.slot_bytes)));
   if (st.word_stride != nullptr) {
     offset = b_.CreateAdd(
-        b_.CreateMul(b_.CreateLShr(offset, b_.getInt64(3)), st.word_stride),
-        b_.CreateAnd(offset, b_.getInt64(7)));
+        b_.CreateMul(b_.CreateLShr(offset, b_.getInt64(st.unit == 4 ? 2 : 3)),
+                     st.word_stride),
+        b_.CreateAnd(offset, b_.getInt64(st.unit - 1)));
   }
   return b_.CreateGEP(b_.getInt8Ty(), st.base, offset);
 }

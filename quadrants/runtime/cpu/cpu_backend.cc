@@ -192,7 +192,9 @@ void CpuBackend::CheckAdStackOverflow(int task) {
 
 absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
     const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
-    absl::Span<const uint64_t> field_generations) {
+    absl::Span<const uint64_t> field_generations,
+    const LaunchOptions& /*options*/) {
+  // Graphs would save launch overhead the CPU does not have: plain launch.
   const auto& compiled = static_cast<const CpuCompiledKernel&>(kernel);
   QdLaunchContext ctx;
   QD_RETURN_IF_ERROR(llvm_runtime::FillLaunchContext(

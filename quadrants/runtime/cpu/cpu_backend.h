@@ -29,7 +29,8 @@ class CpuBackend : public Backend {
   void SetRoot(char* root) override { runtime_.root = root; }
   absl::StatusOr<BackendLaunchStats> Launch(
       const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
-      absl::Span<const uint64_t> field_generations) override;
+      absl::Span<const uint64_t> field_generations,
+      const LaunchOptions& options) override;
   absl::Status Synchronize() override { return absl::OkStatus(); }
   absl::optional<RuntimeErrorRecord> TakeError() override;
   PrintBatch TakePrints() override;

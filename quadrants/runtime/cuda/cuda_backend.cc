@@ -1,6 +1,7 @@
 #include "quadrants/runtime/cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "llvm/Support/xxhash.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
+#include "quadrants/runtime/cuda/cuda_graph.h"
 #include "quadrants/runtime/llvm/runtime_module/runtime_nvptx64.h"
 
 namespace quadrants::cuda {
@@ -64,6 +66,7 @@ struct CudaBackend::TaskLaunch {
   ir::TaskKind kind = ir::TaskKind::kSerial;
   CUfunction run = nullptr;
   CUfunction bounds = nullptr;
+  CUfunction device_range_run = nullptr;  // range_for: finds its own range
   int64_t cells = 0;
   SourceLocation loc;
 };
@@ -84,6 +87,10 @@ class CudaCompiledKernel : public CompiledKernel {
   std::vector<CudaBackend::TaskLaunch> tasks;
   // Sizes the tasks' adstacks at launch (its caches change per launch).
   mutable std::unique_ptr<adstack::LaunchSizer> sizer;
+  // The tasks as one graph, built at the first graph=True launch. Its
+  // parameters (the context and runtime addresses) never change: arguments
+  // reach the replay through the context's contents.
+  mutable std::unique_ptr<CudaGraph> graph;
 };
 
 }  // namespace
@@ -208,6 +215,10 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CudaBackend::Compile(
           launch.bounds,
           compiled->module->Function(
               codegen::PtxCompiler::EntryName(task.bounds_function)));
+      QD_ASSIGN_OR_RETURN(
+          launch.device_range_run,
+          compiled->module->Function(
+              codegen::PtxCompiler::DeviceRangeEntryName(task.function)));
     }
     compiled->tasks.push_back(launch);
   }
@@ -231,11 +242,21 @@ void CudaBackend::Shape(int64_t iterations, bool has_stacks, unsigned* grid,
 }
 
 absl::Status CudaBackend::UploadRuntime() {
-  return device_runtime_.Upload(&runtime_, sizeof(runtime_));
+  if (device_runtime_copy_ &&
+      std::memcmp(&*device_runtime_copy_, &runtime_, sizeof(runtime_)) == 0) {
+    return absl::OkStatus();
+  }
+  device_runtime_copy_.reset();
+  QD_RETURN_IF_ERROR(device_runtime_.Upload(&runtime_, sizeof(runtime_)));
+  device_runtime_copy_ = runtime_;
+  return absl::OkStatus();
 }
 
 absl::Status CudaBackend::DownloadRuntime() {
-  return device_runtime_.Download(&runtime_, sizeof(runtime_));
+  device_runtime_copy_.reset();
+  QD_RETURN_IF_ERROR(device_runtime_.Download(&runtime_, sizeof(runtime_)));
+  device_runtime_copy_ = runtime_;
+  return absl::OkStatus();
 }
 
 absl::Status CudaBackend::Synchronize() {
@@ -284,27 +305,29 @@ absl::Status CudaBackend::PublishAdStacks(const CompiledKernel& kernel,
     adstack_stats_.heap_bytes = grown;
     ++adstack_stats_.heap_grows;
   }
+  std::vector<int64_t> metadata = adstack_layout_.offsets;
+  metadata.insert(metadata.end(), adstack_layout_.capacities.begin(),
+                  adstack_layout_.capacities.end());
   const int64_t metadata_bytes =
-      static_cast<int64_t>(adstack_layout_.offsets.size() * sizeof(int64_t));
-  if (metadata_bytes >
-      std::min(adstack_offsets_.size(), adstack_capacities_.size())) {
-    QD_ASSIGN_OR_RETURN(DeviceBuffer offsets,
+      static_cast<int64_t>(metadata.size() * sizeof(int64_t));
+  if (metadata_bytes > adstack_metadata_.size()) {
+    published_metadata_.clear();
+    adstack_metadata_ = DeviceBuffer();
+    QD_ASSIGN_OR_RETURN(adstack_metadata_,
                         DeviceBuffer::Allocate(driver_, metadata_bytes));
-    QD_ASSIGN_OR_RETURN(DeviceBuffer capacities,
-                        DeviceBuffer::Allocate(driver_, metadata_bytes));
-    adstack_offsets_ = std::move(offsets);
-    adstack_capacities_ = std::move(capacities);
   }
-  QD_RETURN_IF_ERROR(
-      adstack_offsets_.Upload(adstack_layout_.offsets.data(), metadata_bytes));
-  QD_RETURN_IF_ERROR(adstack_capacities_.Upload(
-      adstack_layout_.capacities.data(), metadata_bytes));
+  if (metadata != published_metadata_) {
+    published_metadata_.clear();
+    QD_RETURN_IF_ERROR(
+        adstack_metadata_.Upload(metadata.data(), metadata_bytes));
+    published_metadata_ = std::move(metadata);
+  }
+  auto* offsets = reinterpret_cast<qd_i64*>(adstack_metadata_.get());
   runtime_.adstack_heap = reinterpret_cast<char*>(adstack_heap_.get());
   runtime_.adstack_per_thread_stride = adstack_layout_.stride;
   runtime_.adstack_threads = threads;
-  runtime_.adstack_offsets = reinterpret_cast<qd_i64*>(adstack_offsets_.get());
-  runtime_.adstack_max_sizes =
-      reinterpret_cast<qd_i64*>(adstack_capacities_.get());
+  runtime_.adstack_offsets = offsets;
+  runtime_.adstack_max_sizes = offsets + adstack_layout_.offsets.size();
   runtime_.adstack_overflow = 0;
   adstack::RecordLayout(adstack_layout_, task, kernel.num_tasks(), threads,
                         &adstack_stats_);
@@ -367,32 +390,133 @@ absl::Status CudaBackend::RunTask(
   return absl::OkStatus();
 }
 
+KernelLaunch CudaBackend::QueuedLaunch(const TaskLaunch& task) const {
+  KernelLaunch launch;
+  const uint64_t ctx = device_context_.get();
+  switch (task.kind) {
+    case ir::TaskKind::kRangeFor:
+      // The range is known only on the device: one resident wave of
+      // threads covers any range grid-stride.
+      launch.function = task.device_range_run;
+      launch.params = {ctx};
+      Shape(resident_threads_, /*has_stacks=*/false, &launch.grid,
+            &launch.block);
+      break;
+    case ir::TaskKind::kStructFor:
+      launch.function = task.run;
+      launch.params = {ctx, 0, static_cast<uint64_t>(task.cells)};
+      Shape(task.cells, /*has_stacks=*/false, &launch.grid, &launch.block);
+      break;
+    case ir::TaskKind::kSerial:
+      launch.function = task.run;
+      launch.params = {ctx, 0, 1};
+      break;
+  }
+  return launch;
+}
+
+absl::Status CudaBackend::FinishQueued(const CompiledKernel& kernel,
+                                       bool* queued) {
+  if (!*queued)
+    return absl::OkStatus();
+  *queued = false;
+  QD_RETURN_IF_ERROR(Synchronize());
+  // Only error checks, assertions and print() write the runtime record.
+  if (kernel.error_sites().empty() && kernel.print_sites().empty())
+    return absl::OkStatus();
+  return DownloadRuntime();
+}
+
+absl::Status CudaBackend::ReplayGraph(const CompiledKernel& kernel) {
+  const auto& compiled = static_cast<const CudaCompiledKernel&>(kernel);
+  if (!compiled.graph) {
+    std::vector<KernelLaunch> launches;
+    for (const TaskLaunch& task : compiled.tasks) {
+      if (task.kind != ir::TaskKind::kStructFor || task.cells > 0)
+        launches.push_back(QueuedLaunch(task));
+    }
+    absl::StatusOr<std::unique_ptr<CudaGraph>> graph =
+        CudaGraph::Build(driver_, launches);
+    if (!graph.ok()) {
+      return MakeError(ErrorKind::kRuntime,
+                       absl::StrCat("kernel '", kernel.name(),
+                                    "': building its CUDA graph: ",
+                                    graph.status().message()));
+    }
+    compiled.graph = *std::move(graph);
+  }
+  absl::Status replayed = compiled.graph->Launch();
+  if (!replayed.ok()) {
+    return MakeError(
+        ErrorKind::kRuntime,
+        absl::StrCat("kernel '", kernel.name(), "': ", replayed.message()));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<BackendLaunchStats> CudaBackend::Launch(
     const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
-    absl::Span<const uint64_t> field_generations) {
+    absl::Span<const uint64_t> field_generations,
+    const LaunchOptions& options) {
   const auto& compiled = static_cast<const CudaCompiledKernel&>(kernel);
-  // Sizing reads fields and ndarrays on the host: nothing may still run.
-  QD_RETURN_IF_ERROR(Synchronize());
+  bool any_stacks = false;
+  for (const auto& stacks : kernel.task_adstacks())
+    any_stacks = any_stacks || !stacks.empty();
+  if (options.graph && any_stacks) {
+    return MakeError(
+        ErrorKind::kRuntime,
+        absl::StrCat("kernel '", kernel.name(),
+                     "' uses the adstack and cannot be replayed as a graph "
+                     "(graph=True): its heap is sized on the host at every "
+                     "launch"));
+  }
+  // The last launch finished at its end, and copies from pageable host
+  // memory wait for queued work: nothing still runs that sizing could race.
   QdLaunchContext ctx;
   QD_RETURN_IF_ERROR(llvm_runtime::FillLaunchContext(
       kernel, args, reinterpret_cast<QdRuntime*>(device_runtime_.get()),
       llvm_runtime::LaunchRandomKey(config_.random_seed, ++launches_), &ctx));
   QD_RETURN_IF_ERROR(prints_.Prepare(kernel, &runtime_));
   QD_RETURN_IF_ERROR(device_context_.Upload(&ctx, sizeof(ctx)));
+  QD_RETURN_IF_ERROR(UploadRuntime());
   BackendLaunchStats stats;
-  bool any_stacks = false;
-  for (size_t t = 0; t < compiled.tasks.size(); ++t) {
-    if (!kernel.task_adstacks()[t].empty() && !any_stacks) {
-      // This launch's numbers replace the last ones.
-      any_stacks = true;
-      adstack_stats_.bytes_needed = 0;
-      adstack_stats_.capacities.assign(compiled.tasks.size(), {});
-      adstack_stats_.per_thread_stride.assign(compiled.tasks.size(), 0);
-    }
-    QD_RETURN_IF_ERROR(RunTask(compiled.tasks[t], kernel, static_cast<int>(t),
-                               ctx, args, field_generations));
-    ++stats.tasks;
+  stats.tasks = static_cast<int>(compiled.tasks.size());
+  if (options.graph) {
+    QD_RETURN_IF_ERROR(ReplayGraph(kernel));
+    stats.graph_replayed = true;
+    bool queued = true;
+    QD_RETURN_IF_ERROR(FinishQueued(kernel, &queued));
+    return stats;
   }
+  if (any_stacks) {
+    // This launch's numbers replace the last ones.
+    adstack_stats_.bytes_needed = 0;
+    adstack_stats_.capacities.assign(compiled.tasks.size(), {});
+    adstack_stats_.per_thread_stride.assign(compiled.tasks.size(), 0);
+  }
+  // Tasks without adstacks are queued back to back; a task with adstacks
+  // is sized on the host, so what runs before it must have finished.
+  bool queued = false;
+  for (size_t t = 0; t < compiled.tasks.size(); ++t) {
+    const TaskLaunch& task = compiled.tasks[t];
+    if (kernel.task_adstacks()[t].empty()) {
+      if (task.kind == ir::TaskKind::kStructFor && task.cells == 0)
+        continue;
+      absl::Status status = QueuedLaunch(task).Enqueue(*driver_);
+      if (!status.ok()) {
+        return MakeError(
+            ErrorKind::kRuntime,
+            absl::StrCat("kernel '", kernel.name(), "' (task ", t, " at ",
+                         task.loc.ToString(), "): ", status.message()));
+      }
+      queued = true;
+      continue;
+    }
+    QD_RETURN_IF_ERROR(FinishQueued(kernel, &queued));
+    QD_RETURN_IF_ERROR(RunTask(task, kernel, static_cast<int>(t), ctx, args,
+                               field_generations));
+  }
+  QD_RETURN_IF_ERROR(FinishQueued(kernel, &queued));
   return stats;
 }
 

@@ -11,6 +11,7 @@
 #include "quadrants/runtime/adstack/launch_sizer.h"
 #include "quadrants/runtime/backend.h"
 #include "quadrants/runtime/cuda/cuda_driver.h"
+#include "quadrants/runtime/cuda/cuda_graph.h"
 #include "quadrants/runtime/cuda/device_buffer.h"
 #include "quadrants/runtime/llvm/host/launch_state.h"
 #include "quadrants/runtime/llvm/runtime_module/runtime_abi.h"
@@ -22,8 +23,10 @@ namespace quadrants::cuda {
 // to PTX for the device found at init and loaded through the driver API.
 // Fields and ndarrays live in unified memory (the host reads them after a
 // synchronize); the runtime record, the launch context and the adstack heap
-// and metadata live in device memory. A launch runs its tasks in order and
+// and metadata live in device memory. A launch queues its tasks in order
+// (waiting before a task whose adstacks are sized on the host) and
 // synchronizes at its end, so errors and prints are known when it returns.
+// With LaunchOptions::graph the tasks replay as one CUDA graph.
 class CudaBackend : public Backend {
  public:
   static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(
@@ -37,7 +40,8 @@ class CudaBackend : public Backend {
   void SetRoot(char* root) override { runtime_.root = root; }
   absl::StatusOr<BackendLaunchStats> Launch(
       const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
-      absl::Span<const uint64_t> field_generations) override;
+      absl::Span<const uint64_t> field_generations,
+      const LaunchOptions& options) override;
   absl::Status Synchronize() override;
   absl::optional<RuntimeErrorRecord> TakeError() override;
   PrintBatch TakePrints() override;
@@ -73,11 +77,20 @@ class CudaBackend : public Backend {
   // Grows the heap for `threads` and publishes the layout.
   absl::Status PublishAdStacks(const CompiledKernel& kernel, int task,
                                int64_t threads);
+  // The launch of a task without adstacks that needs nothing from the
+  // host at launch time, so it can be queued or put in a graph.
+  KernelLaunch QueuedLaunch(const TaskLaunch& task) const;
+  // Waits for queued tasks (when `*queued`) and reads back the runtime
+  // record they may have written.
+  absl::Status FinishQueued(const CompiledKernel& kernel, bool* queued);
+  absl::Status ReplayGraph(const CompiledKernel& kernel);
+  // Sizes, publishes and runs a task with adstacks, synchronously.
   absl::Status RunTask(const TaskLaunch& task, const CompiledKernel& kernel,
                        int index, const QdLaunchContext& ctx,
                        absl::Span<const ResolvedArgument> args,
                        absl::Span<const uint64_t> field_generations);
-  // Copies the host's runtime record to the device, and back.
+  // Copies the host's runtime record to the device when it differs from
+  // what the device holds, and back.
   absl::Status UploadRuntime();
   absl::Status DownloadRuntime();
 
@@ -91,6 +104,8 @@ class CudaBackend : public Backend {
   int64_t heap_budget_ = 0;  // bytes the adstack heap may take
 
   QdRuntime runtime_{};  // the host's copy; the device's is device_runtime_
+  // What device_runtime_ holds, unless a kernel that may write it ran.
+  std::optional<QdRuntime> device_runtime_copy_;
   DeviceBuffer device_runtime_;
   DeviceBuffer device_context_;
   DeviceBuffer device_bounds_;
@@ -100,8 +115,10 @@ class CudaBackend : public Backend {
 
   // One heap per runtime, grown by amortized doubling, never shrunk.
   DeviceBuffer adstack_heap_;
-  DeviceBuffer adstack_offsets_;
-  DeviceBuffer adstack_capacities_;
+  // Per-stack offsets, then capacities; `published_metadata_` is what the
+  // device holds, so an unchanged layout is not copied again.
+  DeviceBuffer adstack_metadata_;
+  std::vector<int64_t> published_metadata_;
   adstack::AdStackLayout adstack_layout_;  // of the task being launched
   AdStackStats adstack_stats_;
 

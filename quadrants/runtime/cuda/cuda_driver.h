@@ -36,7 +36,13 @@ namespace quadrants::cuda {
   X(cuLaunchKernel, "cuLaunchKernel")                          \
   X(cuMemAllocManaged, "cuMemAllocManaged")                    \
   X(cuModuleLoadDataEx, "cuModuleLoadDataEx")                  \
-  X(cuDeviceTotalMem, "cuDeviceTotalMem_v2")
+  X(cuDeviceTotalMem, "cuDeviceTotalMem_v2")                   \
+  X(cuGraphCreate, "cuGraphCreate")                            \
+  X(cuGraphAddKernelNode, "cuGraphAddKernelNode_v2")           \
+  X(cuGraphInstantiate, "cuGraphInstantiateWithFlags")         \
+  X(cuGraphLaunch, "cuGraphLaunch")                            \
+  X(cuGraphExecDestroy, "cuGraphExecDestroy")                  \
+  X(cuGraphDestroy, "cuGraphDestroy")
 
 // The loaded driver library with an initialized primary context on device 0.
 class CudaDriver {

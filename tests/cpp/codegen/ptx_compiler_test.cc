@@ -60,8 +60,11 @@ std::string CompileToPtx(PtxCompiler& compiler, const ir::Kernel& kernel,
   if (!lowered.ok())
     return "";
   std::vector<std::string> entries;
-  for (const LoweredTask& task : lowered->tasks)
+  for (const LoweredTask& task : lowered->tasks) {
     entries.push_back(PtxCompiler::EntryName(task.function));
+    if (!task.bounds_function.empty())
+      entries.push_back(PtxCompiler::DeviceRangeEntryName(task.function));
+  }
   auto ptx = compiler.Compile(*lowered);
   EXPECT_TRUE(ptx.ok()) << ptx.status();
   if (!ptx.ok())

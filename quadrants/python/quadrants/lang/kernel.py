@@ -276,7 +276,7 @@ class Kernel:
         launch_args, copy_back = _launch_arguments(self._specs, args)
         if mode == REVERSE:
             launch_args += _adjoint_arguments(self._specs, args, copy_back)
-        prog.launch(compiled, launch_args)
+        prog.launch(compiled, launch_args, self.graph)
         for original, contiguous in copy_back:
             original[...] = contiguous
 
