@@ -1,15 +1,18 @@
 #!/usr/bin/python3
 """Runs the Bazel tests and prints one summary line `N passed, N failed`.
 
-usage: run_tests.py [bazel test args, e.g. --config=cpu] [targets]
+usage: run_tests.py [-v] [bazel test args, e.g. --config=cpu] [targets]
 
 Counts individual test cases (GoogleTest and pytest write JUnit XML); a test
-target without case-level results counts as one. Every skipped case is listed
-with its reason, so nothing is skipped silently. Exits non-zero when anything
-failed or the build broke.
+target without case-level results counts as one. Skipped cases are reported
+as one line per (backend, reason) with a count, so nothing is skipped
+silently; `-v` (or QD_TEST_VERBOSE=1) lists every skipped case instead. Exits
+non-zero when anything failed or the build broke.
 """
+import collections
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -18,7 +21,12 @@ import xml.etree.ElementTree as ElementTree
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+VERBOSE_FLAGS = ("-v", "--verbose")
+BACKENDS = ("cpu", "cuda", "vulkan", "amdgpu", "metal")
+
+
 def split_args(argv):
+    argv = [a for a in argv if a not in VERBOSE_FLAGS]
     targets = [a for a in argv if a.startswith("//") or a.startswith(":")]
     flags = [a for a in argv if a not in targets]
     return flags, targets or ["//..."]
@@ -75,7 +83,31 @@ def count_cases(path):
     return passed, failed, skipped
 
 
+def backend_of(case_name):
+    """The backend a parametrized case runs on (`test_x[vulkan-f32]`)."""
+    match = re.search(r"\[([^\]]*)\]", case_name)
+    params = re.split(r"[-,]", match.group(1)) if match else []
+    return next((p for p in params if p in BACKENDS), "any")
+
+
+def report_skipped(skipped, verbose):
+    """Prints the skipped cases, grouped unless verbose."""
+    if verbose:
+        for label, name, reason in skipped:
+            print(f"SKIPPED {label} {name}: {reason}")
+    else:
+        groups = collections.Counter(
+            (backend_of(name), reason) for _, name, reason in skipped)
+        for (backend, reason), count in sorted(groups.items()):
+            print(f"SKIPPED {count:5d} on {backend}: {reason}")
+    if skipped:
+        more = "" if verbose else "; -v or QD_TEST_VERBOSE=1 lists every case"
+        print(f"{len(skipped)} skipped (reasons above{more})")
+
+
 def main(argv):
+    verbose = (any(a in VERBOSE_FLAGS for a in argv)
+               or os.environ.get("QD_TEST_VERBOSE", "") not in ("", "0"))
     flags, targets = split_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         bep = os.path.join(tmp, "bep.json")
@@ -108,10 +140,7 @@ def main(argv):
     if code not in (0, 3, 4) and failed == 0:
         print(f"FAILED build: bazel exited with code {code}")
         failed += 1
-    for label, name, reason in skipped:
-        print(f"SKIPPED {label} {name}: {reason}")
-    if skipped:
-        print(f"{len(skipped)} skipped (reasons above)")
+    report_skipped(skipped, verbose)
     print(f"{passed} passed, {failed} failed", flush=True)
     return 1 if failed else 0
 
