@@ -170,7 +170,7 @@ def test_contended_atomics_on_every_path(monkeypatch, variable):
 
 
 @needs_vulkan
-def test_f64_on_a_device_without_it_names_the_type(monkeypatch):
+def test_f64_on_a_device_without_it_names_the_type(monkeypatch, capsys):
     _with_env(monkeypatch, QD_VULKAN_NO_FLOAT64="1")
     qd.init(arch=qd.vulkan, offline_cache=False)
     try:
@@ -195,6 +195,17 @@ def test_f64_on_a_device_without_it_names_the_type(monkeypatch):
 
         trig()
         np.testing.assert_allclose(y.to_numpy(), np.sin(0.5 * np.arange(4)) - 8, rtol=1e-5)
+
+        # print() of f32 values: the host reads f64 bits, widened by hand.
+        @qd.kernel
+        def show():
+            for i in range(1):
+                print(y[1], -0.25, 3e10)
+
+        show()
+        qd.sync()
+        expected = [y[1], -0.25, float(np.float32(3e10))]
+        assert capsys.readouterr().out.split() == ["%f" % v for v in expected]
     finally:
         qd.reset()
 
