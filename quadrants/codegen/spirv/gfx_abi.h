@@ -14,10 +14,11 @@ constexpr uint32_t kPushConstantBytes = 8;
 // The launch context (one per launch).
 constexpr uint32_t kMaxArgs = 64;
 constexpr uint32_t kMaxNdim = 8;
-constexpr uint32_t kCtxRuntime = 0;    // u64: the runtime record
-constexpr uint32_t kCtxRandomKey = 8;  // u64: this launch's random key
-constexpr uint32_t kCtxBounds = 16;    // u64: per-task range records
-constexpr uint32_t kCtxArgs = 24;      // u64[kMaxArgs]: scalar slots
+constexpr uint32_t kCtxRuntime = 0;     // u64: the runtime record
+constexpr uint32_t kCtxRandomKey = 8;   // u64: this launch's random key
+constexpr uint32_t kCtxBounds = 16;     // u64: per-task range records
+constexpr uint32_t kCtxMaxGroups = 24;  // u64: workgroups per dispatch, at most
+constexpr uint32_t kCtxArgs = 32;       // u64[kMaxArgs]: scalar slots
 constexpr uint32_t kCtxNdarrayData = kCtxArgs + 8 * kMaxArgs;  // u64[]
 constexpr uint32_t kCtxNdarrayShape =
     kCtxNdarrayData + 8 * kMaxArgs;  // i64[kMaxArgs][kMaxNdim]
@@ -49,7 +50,8 @@ constexpr uint32_t kErrorOutOfBound = 1;
 constexpr uint32_t kErrorAssertion = 2;
 
 // Threads per workgroup of parallel tasks, and the most workgroups one
-// dispatch uses (the rest of a range is covered grid-stride).
+// dispatch uses (the rest of a range is covered grid-stride); a device may
+// ask for fewer through kCtxMaxGroups.
 constexpr uint32_t kBlockSize = 128;
 constexpr uint32_t kMaxGroups = 65535;
 

@@ -719,8 +719,9 @@ absl::StatusOr<std::vector<uint32_t>> ShaderEmitter::EmitBounds(
                       static_cast<uint64_t>(task_index_) * abi::kRangeBytes);
   Store(AddrAdd(record, abi::kRangeBegin), begin, i64, 8);
   Store(AddrAdd(record, abi::kRangeEnd), end, i64, 8);
-  // Workgroups: enough for one iteration per invocation, at most kMaxGroups
-  // (the loop covers the rest grid-stride), none for an empty range.
+  // Workgroups: enough for one iteration per invocation, at most the
+  // context's cap (the loop covers the rest grid-stride), none for an empty
+  // range.
   Id count = b_.Op(spv::OpISub, i64, {end, begin});
   count = b_.Op(spv::OpSelect, i64,
                 {b_.Op(spv::OpSLessThan, Bool(), {count, b_.ConstI64(0)}),
@@ -729,10 +730,10 @@ absl::StatusOr<std::vector<uint32_t>> ShaderEmitter::EmitBounds(
       b_.Op(spv::OpSDiv, i64,
             {b_.Op(spv::OpIAdd, i64, {count, b_.ConstI64(abi::kBlockSize - 1)}),
              b_.ConstI64(abi::kBlockSize)});
-  groups = b_.Op(spv::OpSelect, i64,
-                 {b_.Op(spv::OpSGreaterThan, Bool(),
-                        {groups, b_.ConstI64(abi::kMaxGroups)}),
-                  b_.ConstI64(abi::kMaxGroups), groups});
+  Id cap = b_.Op(spv::OpBitcast, i64, {CtxWord(abi::kCtxMaxGroups)});
+  groups =
+      b_.Op(spv::OpSelect, i64,
+            {b_.Op(spv::OpSGreaterThan, Bool(), {groups, cap}), cap, groups});
   Id groups32 =
       b_.Op(spv::OpUConvert, u32, {b_.Op(spv::OpBitcast, U64(), {groups})});
   Store(AddrAdd(record, abi::kRangeDispatch), groups32, u32, 4);

@@ -338,7 +338,7 @@ VulkanBackend::~VulkanBackend() {
 }
 
 int VulkanBackend::num_threads() const {
-  return static_cast<int>(abi::kBlockSize * abi::kMaxGroups);
+  return static_cast<int>(abi::kBlockSize * device_->max_groups());
 }
 
 spirv::CodegenOptions VulkanBackend::CodegenOptions() const {
@@ -486,6 +486,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
   put64(ctx, abi::kCtxRandomKey,
         llvm_runtime::LaunchRandomKey(config_.random_seed, ++launches_));
   put64(ctx, abi::kCtxBounds, bounds_.address);
+  put64(ctx, abi::kCtxMaxGroups, device_->max_groups());
   if (args.size() > abi::kMaxArgs) {
     return MakeError(
         ErrorKind::kType,
@@ -591,7 +592,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
       case ir::TaskKind::kStructFor: {
         const int64_t groups = std::min<int64_t>(
             (task.cells + abi::kBlockSize - 1) / abi::kBlockSize,
-            abi::kMaxGroups);
+            int64_t{device_->max_groups()});
         if (groups == 0)
           break;
         api.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE,

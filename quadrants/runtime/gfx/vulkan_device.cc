@@ -16,6 +16,9 @@ bool EnvFlag(const char* name) {
   return value != nullptr && value[0] != '\0' && std::strcmp(value, "0") != 0;
 }
 
+// Workgroups per dispatch on a CPU device (see max_groups()).
+constexpr uint32_t kCpuDeviceMaxGroups = 256;
+
 absl::Status Unavailable(absl::string_view reason) {
   return MakeError(ErrorKind::kUnavailable,
                    absl::StrCat("Vulkan not available: ", reason));
@@ -148,6 +151,7 @@ absl::Status VulkanDevice::Initialize(const FeatureOverrides& overrides) {
     const int rank = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 0 : 1;
     if (rank > best_rank) {
       best_rank = rank;
+      max_groups_ = rank == 0 ? kCpuDeviceMaxGroups : 65535;
       physical_ = candidate;
       queue_family_ = static_cast<uint32_t>(family);
       caps_.device_name = props.deviceName;

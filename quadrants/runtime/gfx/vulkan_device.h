@@ -42,6 +42,12 @@ class VulkanDevice {
   std::string Description() const;
   const std::string& name() const { return caps_.device_name; }
 
+  // The most workgroups a dispatch uses. A CPU device (lavapipe) runs one
+  // workgroup per thread at a time, so a few hundred keep it busy while
+  // each invocation runs several iterations, spreading the per-invocation
+  // work (context loads, the loop's setup) over them.
+  uint32_t max_groups() const { return max_groups_; }
+
   // A memory type for buffers: host-visible and coherent (always exists),
   // or device-local (preferred for fields and ndarrays).
   uint32_t host_memory_type() const { return host_memory_type_; }
@@ -68,6 +74,7 @@ class VulkanDevice {
   uint32_t host_memory_type_ = 0;
   uint32_t device_memory_type_ = 0;
   bool device_memory_mappable_ = true;
+  uint32_t max_groups_ = 65535;
 };
 
 }  // namespace quadrants::gfx
