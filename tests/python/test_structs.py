@@ -112,7 +112,7 @@ def test_struct_field_via_root_and_qd_struct_field():
 def test_gradient_through_struct_members():
     State = qd.types.struct(pos=vec2, vel=vec2)
     s = State.field(shape=3, needs_grad=True)
-    loss = qd.field(qd.f64, shape=(), needs_grad=True)
+    loss = qd.field(qd.f32, shape=(), needs_grad=True)
 
     @qd.kernel
     def run():

@@ -20,7 +20,15 @@ import numpy as np
 import pytest
 
 import quadrants as qd
+from quadrants.lang import runtime
 from tests import test_utils
+
+
+def _require_dtype(dt):
+    """f64 cases skip on archs without 64-bit data (qd.extension.data64)."""
+    arch = runtime.state.options.get("arch", runtime.cpu)
+    if dt == "f64" and not qd.is_extension_supported(arch, qd.extension.data64):
+        pytest.skip(f"arch {arch} has no f64 (qd.extension.data64)")
 
 N = 4
 _TOL = {"f64": dict(rtol=1e-10, atol=1e-10), "f32": dict(rtol=1e-5, atol=1e-5)}
@@ -172,6 +180,7 @@ def _setup(name, dt, seed=1):
 @pytest.mark.parametrize("name", sorted(OPS))
 @test_utils.test()
 def test_forward(name, dt):
+    _require_dtype(dt)
     fn, ref, inputs, fields, out = _setup(name, dt)
     _APPLY[len(fields)](fn, *fields, out)
     expected = ref(*inputs)
@@ -197,6 +206,7 @@ def _central_difference(ref, inputs, weights, h=1e-6):
 @pytest.mark.parametrize("name", sorted(n for n in OPS if OPS[n][3]))
 @test_utils.test()
 def test_gradient(name, dt):
+    _require_dtype(dt)
     fn, ref, inputs, fields, out = _setup(name, dt)
     apply = _APPLY[len(fields)]
     apply(fn, *fields, out)

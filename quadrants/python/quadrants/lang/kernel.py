@@ -140,7 +140,8 @@ def _param_specs(fn, source):
             raise QuadrantsSyntaxError(f"{where}: kernel '{fn.__name__}': parameter "
                                        f"'{p.name}' needs a type annotation (e.g. qd.f32, "
                                        f"qd.types.ndarray(), qd.template())")
-        if isinstance(ann, types.Template):
+        if isinstance(ann, types.Template) or ann is types.Template:
+            # qd.template() or the class itself (qd.Template), as upstream allows.
             specs.append(_TemplateParam(p.name))
         elif isinstance(ann, types.NdarrayType):
             specs.append(_NdarrayParam(p.name, ann))

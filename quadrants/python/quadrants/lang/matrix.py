@@ -843,6 +843,10 @@ def atomic(name, ref, value):
     """An atomic update of every component of `ref` (a Matrix of refs) by
     `value` (a matrix of the same shape, or a scalar for all), returning
     the old values."""
+    if not isinstance(ref, Matrix):
+        raise QuadrantsTypeError(f"qd.{name}() on {ref._describe()}: index the component "
+                                 f"with a compile-time index, or use an augmented "
+                                 f"assignment (+=), which is atomic per component")
     value = context.load(value)
     if isinstance(value, (list, tuple)):
         value = Matrix(value, ndim=ref.ndim)

@@ -98,7 +98,8 @@ class Ndarray:
         from quadrants.lang.composite_field import host_value  # pylint: disable=import-outside-toplevel
         values = [self._core.read(index + c) for c in self._components()]
         return host_value(np.array(values, dtype=types.to_numpy_dtype(self._scalar))
-                          .reshape(self._element_shape))
+                          .reshape(self._element_shape),
+                          store=lambda value: self.__setitem__(key, value))
 
     def __setitem__(self, key, value):
         self._check_alive().sync()

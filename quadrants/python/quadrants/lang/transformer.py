@@ -294,6 +294,10 @@ class FunctionCompiler(ast.NodeVisitor):
             self.assign_name(target, target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             value = context.load(value) if not isinstance(value, (tuple, list)) else value
+            if isinstance(value, (tuple, list)):
+                # Every value is read before any target is written (a, b = b, a).
+                value = [context.load(v) if isinstance(v, (Var, GlobalRef, Composite)) else v
+                         for v in value]
             if not isinstance(value, (tuple, list)) or len(value) != len(target.elts):
                 raise self.error(node, "cannot unpack this value into "
                                  f"{len(target.elts)} targets", QuadrantsSyntaxError)
@@ -363,6 +367,13 @@ class FunctionCompiler(ast.NodeVisitor):
                         ref.ptr, context.to_expr(result, like=ref.dtype).stmt)
                 else:
                     matrix.store(ref, result, "augmented assignment")
+                return
+            if isinstance(ref, matrix.DynamicElement) and op in _ATOMIC_AUG and any(
+                    isinstance(e, GlobalRef) for e in ref.entries):
+                # A run-time component of a field element: atomic in the
+                # branch that selects it.
+                value = context.load(self.eval(node.value))
+                ref.store(lambda e: getattr(ops, _ATOMIC_AUG[op])(e, value))
                 return
             if isinstance(ref, (Var, Composite)):
                 name, python_fn = _BINARY[op]
@@ -654,6 +665,8 @@ class FunctionCompiler(ast.NodeVisitor):
         return value
 
     def static_for(self, node, iterable):
+        if isinstance(iterable, NdRange):
+            iterable = _static_ndrange(self, node, iterable)
         try:
             items = list(iterable)
         except TypeError:
@@ -984,6 +997,18 @@ def _holds_kernel_data(value):
 def _needs_inlining(args, kwargs):
     return any(_holds_kernel_data(a) for a in args) or \
         any(_holds_kernel_data(v) for v in kwargs.values())
+
+
+def _static_ndrange(compiler, node, ndrange):
+    import itertools  # pylint: disable=import-outside-toplevel
+    bounds = []
+    for lo, hi in ndrange.bounds:
+        lo, hi = context.load(lo), context.load(hi)
+        if isinstance(lo, Expr) or isinstance(hi, Expr):
+            raise compiler.error(node, "qd.ndrange() here needs compile-time bounds",
+                                 QuadrantsSyntaxError)
+        bounds.append(range(lo, hi))
+    return list(itertools.product(*bounds))
 
 
 class RuntimeRange:
