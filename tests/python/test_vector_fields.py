@@ -160,12 +160,19 @@ def test_locals_static_loops_and_dynamic_index():
             v[j] += 100               # a run-time index
             out[i] = v + w[j] * 0
             out[i][3] += v[j] // 100  # augmented assignment on an element
+        for _ in range(1):
+            z = qd.Vector([1, 2, 3, 4])
+            z.fill(7)
+            w = z * 0
+            w = 5                     # a scalar is broadcast to every component
+            out[2][0] += z.sum() - w.sum()
 
     k()
     exp = np.array([[c * 10 + i for c in range(4)] for i in range(3)])
     for i in range(3):
         exp[i, (i + 1) % 4] += 100
         exp[i, 3] += 1
+    exp[2, 0] += 28 - 20
     np.testing.assert_array_equal(out.to_numpy(), exp)
 
 

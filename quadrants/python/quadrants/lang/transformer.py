@@ -545,6 +545,7 @@ class FunctionCompiler(ast.NodeVisitor):
             self.ctx.region = (loop, 0)
             self.ctx.in_parallel = True
         self.loops.append(LoopFrame(parallel=parallel, static=False))
+        before = set(self.scope)
         try:
             for name, value in bindings(loop).items():
                 self.scope[name] = value
@@ -553,6 +554,17 @@ class FunctionCompiler(ast.NodeVisitor):
             self.loops.pop()
             self.ctx.region, self.ctx.in_parallel = saved_region, saved_parallel
             b.pop_block()
+            if parallel:
+                self.forget_locals(before)
+
+    def forget_locals(self, before):
+        """Drops the local variables first bound in a parallel loop's body:
+        they live in that loop's task, so a later loop that reuses a name
+        gets a variable of its own."""
+        for name in list(self.scope):
+            if name not in before and (isinstance(self.scope[name], Var) or
+                                       matrix.is_local(self.scope[name])):
+                del self.scope[name]
 
     def grouped_for(self, node, target):
         if not isinstance(node.target, ast.Name):
