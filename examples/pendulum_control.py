@@ -7,7 +7,7 @@ squared miss between each pendulum's final angle and its target. Its
 gradient with respect to the launch speeds needs every intermediate angle in
 reverse order, which the adstack replays. The demo runs a few dozen gradient
 descent iterations and prints the loss of each. It then checks one gradient
-against central finite differences and writes the loss curve as a PNG.
+against central finite differences and plots the loss curve (matplotlib).
 """
 import argparse
 import os
@@ -18,7 +18,7 @@ import numpy as np
 import quadrants as qd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from png_plot import write_log_curve_png  # noqa: E402  pylint: disable=wrong-import-position
+from loss_plot import save_loss_curve  # noqa: E402  pylint: disable=wrong-import-position
 
 N = 64
 DT = 0.01
@@ -114,8 +114,8 @@ def main(argv=None):
 
     plot = args.plot or os.path.join(
         os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd()), "quadrants_demo_loss.png")
-    write_log_curve_png(plot, history)
-    print(f"loss curve written to {plot}")
+    skipped = save_loss_curve(plot, history, "Pendulum launch speeds: loss per iteration")
+    print(f"loss curve skipped: {skipped}" if skipped else f"loss curve written to {plot}")
     if rel > 1e-6:
         raise SystemExit("gradient check failed")
     if history[-1] > history[0] * 1e-2:

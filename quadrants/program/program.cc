@@ -21,6 +21,7 @@
 #include "quadrants/program/scalar_access.h"
 #include "quadrants/runtime/cpu/cpu_backend.h"
 #include "quadrants/runtime/cuda/cuda_backend.h"
+#include "quadrants/runtime/gfx/vulkan_backend.h"
 #include "quadrants/transforms/pipeline.h"
 
 namespace quadrants {
@@ -37,12 +38,16 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
       QD_ASSIGN_OR_RETURN(auto backend, cuda::CudaBackend::Create(config));
       return std::unique_ptr<Backend>(std::move(backend));
     }
+    case Arch::kVulkan: {
+      QD_ASSIGN_OR_RETURN(auto backend, gfx::VulkanBackend::Create(config));
+      return std::unique_ptr<Backend>(std::move(backend));
+    }
     default:
       return MakeError(
           ErrorKind::kUnavailable,
           absl::StrCat("arch '", ArchName(config.arch),
                        "' is not available: this build runs kernels "
-                       "on the cpu and cuda archs only"));
+                       "on the cpu, cuda and vulkan archs only"));
   }
 }
 
@@ -187,12 +192,14 @@ absl::Status Program::ProbeArch(Arch arch) {
       return absl::OkStatus();
     case Arch::kCuda:
       return cuda::CudaBackend::Probe();
+    case Arch::kVulkan:
+      return gfx::VulkanBackend::Probe();
     default:
       return MakeError(ErrorKind::kUnavailable,
                        absl::StrCat("the ", ArchName(arch),
                                     " backend is not available in this build "
-                                    "of Quadrants (kernels run on qd.cpu and "
-                                    "qd.cuda)"));
+                                    "of Quadrants (kernels run on qd.cpu, "
+                                    "qd.cuda and qd.vulkan)"));
   }
 }
 

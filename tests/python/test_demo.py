@@ -1,12 +1,12 @@
 """The main demo (examples/pendulum_control.py): gradient descent through
-adstack-backed dynamic loops, a finite-difference check and a PNG plot."""
+adstack-backed dynamic loops, a finite-difference check and a matplotlib plot."""
 import importlib.util
 import os
 import re
-import struct
-import zlib
+import sys
 
 import numpy as np
+import pytest
 
 import quadrants as qd
 
@@ -20,31 +20,22 @@ def _load(name):
     return module
 
 
-def _decode_png(data):
-    """(width, height, rgb array) of an 8-bit RGB PNG, checking every CRC."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, chunks = 8, {}
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos:pos + 4])
-        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
-        (crc,) = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])
-        assert crc == zlib.crc32(kind + body), kind
-        chunks[kind] = chunks.get(kind, b"") + body
-        pos += 12 + length
-    w, h, depth, color, _, _, _ = struct.unpack(">IIBBBBB", chunks[b"IHDR"])
-    assert (depth, color) == (8, 2)
-    raw = zlib.decompress(chunks[b"IDAT"])
-    rows = np.frombuffer(raw, dtype=np.uint8).reshape(h, 1 + 3 * w)
-    assert (rows[:, 0] == 0).all()  # filter type "none" on every row
-    return w, h, rows[:, 1:].reshape(h, w, 3)
+def _read_png(path):
+    """(height, width, rgb floats in [0, 1]) of a PNG file, via matplotlib."""
+    import matplotlib.image  # pylint: disable=import-outside-toplevel
+    with open(path, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    image = matplotlib.image.imread(path)
+    return image.shape[0], image.shape[1], image[:, :, :3]
 
 
-def test_png_round_trip():
-    png_plot = _load("png_plot")
-    image = np.random.default_rng(0).integers(0, 256, size=(7, 5, 3), dtype=np.uint8)
-    w, h, decoded = _decode_png(png_plot.encode_png(image))
-    assert (w, h) == (5, 7)
-    np.testing.assert_array_equal(decoded, image)
+def test_plot_is_skipped_with_a_reason_without_matplotlib(tmp_path, monkeypatch):
+    loss_plot = _load("loss_plot")
+    for name in ("matplotlib", "matplotlib.pyplot"):
+        monkeypatch.setitem(sys.modules, name, None)  # import raises ImportError
+    reason = loss_plot.save_loss_curve(str(tmp_path / "x.png"), [1.0, 0.5], "t")
+    assert "python3-matplotlib" in reason
+    assert not (tmp_path / "x.png").exists()
 
 
 def test_demo_optimizes_checks_a_gradient_and_plots(tmp_path, capsys):
@@ -64,8 +55,15 @@ def test_demo_optimizes_checks_a_gradient_and_plots(tmp_path, capsys):
     assert rel < 1e-6
     match = re.search(r"relative difference (\S+)", out)
     assert match and float(match.group(1)) < 1e-6
+    try:
+        import matplotlib  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    except ImportError:
+        # A bundle without matplotlib (tools/gpu_suite.sh) still runs the demo.
+        assert "loss curve skipped: matplotlib is not importable" in out
+        pytest.skip("matplotlib is not importable here: the plot checks need it")
     assert f"written to {plot}" in out
-    w, h, image = _decode_png(plot.read_bytes())
+    h, w, image = _read_png(str(plot))
     assert (w, h) == (640, 400)
-    curve = (image[:, :, 2] > 150) & (image[:, :, 0] < 100)
-    assert curve.sum() > 300  # the blue loss curve was drawn
+    # matplotlib's default blue (31, 119, 180) marks the drawn loss curve.
+    blue = np.abs(image - np.array([31, 119, 180]) / 255.0).max(axis=2) < 0.08
+    assert blue.sum() > 300

@@ -8,7 +8,7 @@ namespace quadrants::cuda {
 namespace {
 
 // Pointers to each parameter value, as the driver takes them.
-std::vector<void*> ParamPointers(const KernelLaunch& launch) {
+std::vector<void*> ParamPointers(const gpu::KernelLaunch& launch) {
   std::vector<void*> pointers;
   for (const uint64_t& value : launch.params)
     pointers.push_back(const_cast<uint64_t*>(&value));
@@ -17,27 +17,19 @@ std::vector<void*> ParamPointers(const KernelLaunch& launch) {
 
 }  // namespace
 
-absl::Status KernelLaunch::Enqueue(const CudaDriver& driver) const {
-  std::vector<void*> pointers = ParamPointers(*this);
-  return driver.Check(
-      driver.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, nullptr,
-                            pointers.data(), nullptr),
-      "cuLaunchKernel");
-}
-
 absl::StatusOr<std::unique_ptr<CudaGraph>> CudaGraph::Build(
     std::shared_ptr<CudaDriver> driver,
-    absl::Span<const KernelLaunch> launches) {
+    absl::Span<const gpu::KernelLaunch> launches) {
   CUgraph graph = nullptr;
   QD_RETURN_IF_ERROR(
       driver->Check(driver->cuGraphCreate(&graph, 0), "cuGraphCreate"));
   // Owns the graph until it is instantiated.
   auto destroy = [&] { driver->cuGraphDestroy(graph); };
   CUgraphNode previous = nullptr;
-  for (const KernelLaunch& launch : launches) {
+  for (const gpu::KernelLaunch& launch : launches) {
     std::vector<void*> pointers = ParamPointers(launch);
     CUDA_KERNEL_NODE_PARAMS params = {};
-    params.func = launch.function;
+    params.func = static_cast<CUfunction>(launch.function);
     params.gridDimX = launch.grid;
     params.gridDimY = params.gridDimZ = 1;
     params.blockDimX = launch.block;

@@ -8,20 +8,9 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "quadrants/runtime/cuda/cuda_driver.h"
+#include "quadrants/runtime/gpu/device.h"
 
 namespace quadrants::cuda {
-
-// One kernel launch: the function, its shape and its parameters, each a
-// 64-bit value (device pointers and i64 range ends).
-struct KernelLaunch {
-  CUfunction function = nullptr;
-  unsigned grid = 1;
-  unsigned block = 1;
-  std::vector<uint64_t> params;
-
-  // Queues the launch on the default stream.
-  absl::Status Enqueue(const CudaDriver& driver) const;
-};
 
 // An instantiated CUDA graph running a list of launches in order, each
 // waiting for the one before. The parameters are fixed when it is built.
@@ -29,7 +18,7 @@ class CudaGraph {
  public:
   static absl::StatusOr<std::unique_ptr<CudaGraph>> Build(
       std::shared_ptr<CudaDriver> driver,
-      absl::Span<const KernelLaunch> launches);
+      absl::Span<const gpu::KernelLaunch> launches);
 
   CudaGraph(std::shared_ptr<CudaDriver> driver, CUgraph graph, CUgraphExec exec)
       : driver_(std::move(driver)), graph_(graph), exec_(exec) {}

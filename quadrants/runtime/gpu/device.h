@@ -1,0 +1,44 @@
+#ifndef QUADRANTS_RUNTIME_GPU_DEVICE_H_
+#define QUADRANTS_RUNTIME_GPU_DEVICE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace quadrants::gpu {
+
+// One kernel launch: a function of a loaded module (the driver's handle),
+// a 1-D shape and the parameters, each a 64-bit value (device pointers and
+// i64 range ends).
+struct KernelLaunch {
+  void* function = nullptr;
+  unsigned grid = 1;
+  unsigned block = 1;
+  std::vector<uint64_t> params;
+};
+
+// What the shared GPU launcher needs from a driver (CUDA, HIP): device
+// memory, copies to and from it, launches queued in order on one stream and
+// a wait for them. Errors name the driver call that failed.
+class Device {
+ public:
+  virtual ~Device() = default;
+  // `bytes` (at least one) of device memory; its address as the kernels
+  // see it.
+  virtual absl::StatusOr<uint64_t> Allocate(int64_t bytes) = 0;
+  // At teardown a failure has no one to tell, so freeing reports nothing.
+  virtual void Free(uint64_t address) = 0;
+  // Synchronous copies; they wait for queued work touching the memory.
+  virtual absl::Status CopyToDevice(uint64_t address, const void* data,
+                                    int64_t bytes) = 0;
+  virtual absl::Status CopyToHost(void* data, uint64_t address,
+                                  int64_t bytes) = 0;
+  virtual absl::Status Launch(const KernelLaunch& launch) = 0;
+  virtual absl::Status Synchronize() = 0;
+};
+
+}  // namespace quadrants::gpu
+
+#endif  // QUADRANTS_RUNTIME_GPU_DEVICE_H_

@@ -1,0 +1,265 @@
+#include "quadrants/runtime/gpu/gpu_backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "quadrants/common/errors.h"
+#include "quadrants/common/status_macros.h"
+
+namespace quadrants::gpu {
+namespace {
+
+// Threads per block: a multiple of the warp and wavefront sizes that keeps
+// enough blocks resident per multiprocessor for the register use of typical
+// kernels.
+constexpr unsigned kBlockSize = 128;
+
+// `status` with "kernel '<name>'..." in front, as a runtime error.
+absl::Status InKernel(const std::string& prefix, const absl::Status& status) {
+  if (status.ok())
+    return status;
+  return MakeError(ErrorKind::kRuntime, absl::StrCat(prefix, status.message()));
+}
+
+}  // namespace
+
+GpuBackend::GpuBackend(const CompileConfig& config,
+                       std::shared_ptr<Device> device,
+                       std::shared_ptr<SharedMemoryAllocator> memory)
+    : config_(config), device_(std::move(device)), memory_(std::move(memory)) {}
+
+absl::Status GpuBackend::InitDevice(int resident_threads,
+                                    int64_t total_memory) {
+  resident_threads_ = std::max(resident_threads, 1);
+  const int64_t budget =
+      config_.device_memory_GB > 0
+          ? static_cast<int64_t>(config_.device_memory_GB * (1LL << 30))
+      : config_.device_memory_fraction > 0
+          ? static_cast<int64_t>(config_.device_memory_fraction * total_memory)
+          : total_memory / 2;
+  adstack_heap_ = std::make_unique<AdStackHeap>(device_, budget);
+  QD_ASSIGN_OR_RETURN(device_runtime_,
+                      DeviceBuffer::Allocate(device_, sizeof(QdRuntime)));
+  QD_ASSIGN_OR_RETURN(device_context_,
+                      DeviceBuffer::Allocate(device_, sizeof(QdLaunchContext)));
+  QD_ASSIGN_OR_RETURN(device_bounds_,
+                      DeviceBuffer::Allocate(device_, 2 * sizeof(int64_t)));
+  return absl::OkStatus();
+}
+
+absl::Status GpuBackend::ReplayGraph(const GpuCompiledKernel& kernel) {
+  return MakeError(ErrorKind::kRuntime,
+                   absl::StrCat("kernel '", kernel.name(),
+                                "': this backend replays no graphs"));
+}
+
+void GpuBackend::Shape(int64_t iterations, bool has_stacks, unsigned* grid,
+                       unsigned* block) const {
+  *block = kBlockSize;
+  // Grid-stride loops cover the rest: an adstack task never runs more
+  // threads than stay resident, so its heap is bounded by the device, not
+  // by the range.
+  const int64_t resident_blocks =
+      std::max<int64_t>(1, resident_threads_ / kBlockSize);
+  const int64_t cap = has_stacks ? resident_blocks : 16 * resident_blocks;
+  const int64_t wanted = (iterations + kBlockSize - 1) / kBlockSize;
+  *grid = static_cast<unsigned>(std::clamp<int64_t>(wanted, 1, cap));
+}
+
+absl::Status GpuBackend::UploadRuntime() {
+  if (device_runtime_copy_ &&
+      std::memcmp(&*device_runtime_copy_, &runtime_, sizeof(runtime_)) == 0) {
+    return absl::OkStatus();
+  }
+  device_runtime_copy_.reset();
+  QD_RETURN_IF_ERROR(device_runtime_.Upload(&runtime_, sizeof(runtime_)));
+  device_runtime_copy_ = runtime_;
+  return absl::OkStatus();
+}
+
+absl::Status GpuBackend::DownloadRuntime() {
+  device_runtime_copy_.reset();
+  QD_RETURN_IF_ERROR(device_runtime_.Download(&runtime_, sizeof(runtime_)));
+  device_runtime_copy_ = runtime_;
+  return absl::OkStatus();
+}
+
+absl::Status GpuBackend::Synchronize() {
+  return device_->Synchronize();
+}
+
+absl::Status GpuBackend::ResolveRange(const GpuTask& task, int64_t range[2]) {
+  QD_RETURN_IF_ERROR(UploadRuntime());
+  KernelLaunch bounds;
+  bounds.function = task.bounds;
+  bounds.params = {device_context_.get(), device_bounds_.get()};
+  QD_RETURN_IF_ERROR(device_->Launch(bounds));
+  return device_bounds_.Download(range, 2 * sizeof(int64_t));
+}
+
+absl::Status GpuBackend::RunTask(const GpuTask& task,
+                                 const GpuCompiledKernel& kernel, int index,
+                                 const QdLaunchContext& ctx,
+                                 absl::Span<const ResolvedArgument> args,
+                                 absl::Span<const uint64_t> field_generations) {
+  const std::string what =
+      absl::StrCat("kernel '", kernel.name(), "' (task ", index, " at ",
+                   task.loc.ToString(), "): ");
+  int64_t range[2] = {0, 1};
+  if (task.kind == ir::TaskKind::kRangeFor) {
+    QD_RETURN_IF_ERROR(InKernel(what, ResolveRange(task, range)));
+  } else if (task.kind == ir::TaskKind::kStructFor) {
+    range[1] = task.cells;
+  }
+  if (range[1] <= range[0])
+    return absl::OkStatus();
+  KernelLaunch run;
+  run.function = task.run;
+  const auto& stacks = kernel.task_adstacks()[index];
+  if (task.kind != ir::TaskKind::kSerial)
+    Shape(range[1] - range[0], !stacks.empty(), &run.grid, &run.block);
+  if (!stacks.empty()) {
+    QD_ASSIGN_OR_RETURN(
+        adstack_layout_,
+        kernel.sizer->Size(config_, kernel, index, *snodes_, runtime_.root, ctx,
+                           args, field_generations, &adstack_stats_));
+    QD_RETURN_IF_ERROR(adstack_heap_->FitGrid(
+        kernel.name(), index, adstack_layout_.stride, run.block, &run.grid));
+    QD_RETURN_IF_ERROR(adstack_heap_->Publish(
+        adstack_layout_, index, kernel.num_tasks(),
+        int64_t{run.grid} * run.block, &runtime_, &adstack_stats_));
+  }
+  QD_RETURN_IF_ERROR(UploadRuntime());
+  run.params = {device_context_.get(), static_cast<uint64_t>(range[0]),
+                static_cast<uint64_t>(range[1])};
+  QD_RETURN_IF_ERROR(InKernel(what, device_->Launch(run)));
+  QD_RETURN_IF_ERROR(InKernel(what, device_->Synchronize()));
+  QD_RETURN_IF_ERROR(DownloadRuntime());
+  if (!stacks.empty() && !pending_) {
+    absl::optional<RuntimeErrorRecord> overflow =
+        llvm_runtime::TakeAdStackOverflow(&runtime_, index,
+                                          adstack_layout_.capacities);
+    if (overflow)
+      pending_ = *overflow;
+  }
+  return absl::OkStatus();
+}
+
+KernelLaunch GpuBackend::QueuedLaunch(const GpuTask& task) const {
+  KernelLaunch launch;
+  const uint64_t ctx = device_context_.get();
+  switch (task.kind) {
+    case ir::TaskKind::kRangeFor:
+      // The range is known only on the device: one resident wave of
+      // threads covers any range grid-stride.
+      launch.function = task.device_range_run;
+      launch.params = {ctx};
+      Shape(resident_threads_, /*has_stacks=*/false, &launch.grid,
+            &launch.block);
+      break;
+    case ir::TaskKind::kStructFor:
+      launch.function = task.run;
+      launch.params = {ctx, 0, static_cast<uint64_t>(task.cells)};
+      Shape(task.cells, /*has_stacks=*/false, &launch.grid, &launch.block);
+      break;
+    case ir::TaskKind::kSerial:
+      launch.function = task.run;
+      launch.params = {ctx, 0, 1};
+      break;
+  }
+  return launch;
+}
+
+absl::Status GpuBackend::FinishQueued(const CompiledKernel& kernel,
+                                      bool* queued) {
+  if (!*queued)
+    return absl::OkStatus();
+  *queued = false;
+  QD_RETURN_IF_ERROR(Synchronize());
+  // Only error checks, assertions and print() write the runtime record.
+  if (kernel.error_sites().empty() && kernel.print_sites().empty())
+    return absl::OkStatus();
+  return DownloadRuntime();
+}
+
+absl::StatusOr<BackendLaunchStats> GpuBackend::Launch(
+    const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
+    absl::Span<const uint64_t> field_generations,
+    const LaunchOptions& options) {
+  const auto& compiled = static_cast<const GpuCompiledKernel&>(kernel);
+  bool any_stacks = false;
+  for (const auto& stacks : kernel.task_adstacks())
+    any_stacks = any_stacks || !stacks.empty();
+  const bool graph = options.graph && HasGraphs();
+  if (graph && any_stacks) {
+    return MakeError(
+        ErrorKind::kRuntime,
+        absl::StrCat("kernel '", kernel.name(),
+                     "' uses the adstack and cannot be replayed as a graph "
+                     "(graph=True): its heap is sized on the host at every "
+                     "launch"));
+  }
+  // The last launch finished at its end, and copies from pageable host
+  // memory wait for queued work: nothing still runs that sizing could race.
+  QdLaunchContext ctx;
+  QD_RETURN_IF_ERROR(llvm_runtime::FillLaunchContext(
+      kernel, args, reinterpret_cast<QdRuntime*>(device_runtime_.get()),
+      llvm_runtime::LaunchRandomKey(config_.random_seed, ++launches_), &ctx));
+  QD_RETURN_IF_ERROR(prints_.Prepare(kernel, &runtime_));
+  QD_RETURN_IF_ERROR(device_context_.Upload(&ctx, sizeof(ctx)));
+  QD_RETURN_IF_ERROR(UploadRuntime());
+  BackendLaunchStats stats;
+  stats.tasks = static_cast<int>(compiled.tasks.size());
+  if (graph) {
+    QD_RETURN_IF_ERROR(ReplayGraph(compiled));
+    stats.graph_replayed = true;
+    bool queued = true;
+    QD_RETURN_IF_ERROR(FinishQueued(kernel, &queued));
+    return stats;
+  }
+  if (any_stacks) {
+    // This launch's numbers replace the last ones.
+    adstack_stats_.bytes_needed = 0;
+    adstack_stats_.capacities.assign(compiled.tasks.size(), {});
+    adstack_stats_.per_thread_stride.assign(compiled.tasks.size(), 0);
+  }
+  // Tasks without adstacks are queued back to back; a task with adstacks
+  // is sized on the host, so what runs before it must have finished.
+  bool queued = false;
+  for (size_t t = 0; t < compiled.tasks.size(); ++t) {
+    const GpuTask& task = compiled.tasks[t];
+    if (kernel.task_adstacks()[t].empty()) {
+      if (task.kind == ir::TaskKind::kStructFor && task.cells == 0)
+        continue;
+      QD_RETURN_IF_ERROR(
+          InKernel(absl::StrCat("kernel '", kernel.name(), "' (task ", t,
+                                " at ", task.loc.ToString(), "): "),
+                   device_->Launch(QueuedLaunch(task))));
+      queued = true;
+      continue;
+    }
+    QD_RETURN_IF_ERROR(FinishQueued(kernel, &queued));
+    QD_RETURN_IF_ERROR(RunTask(task, compiled, static_cast<int>(t), ctx, args,
+                               field_generations));
+  }
+  QD_RETURN_IF_ERROR(FinishQueued(kernel, &queued));
+  return stats;
+}
+
+absl::optional<RuntimeErrorRecord> GpuBackend::TakeError() {
+  if (pending_) {
+    absl::optional<RuntimeErrorRecord> record = *pending_;
+    pending_.reset();
+    runtime_.error_code = QD_ERROR_NONE;
+    return record;
+  }
+  return llvm_runtime::TakeRecordedError(&runtime_);
+}
+
+PrintBatch GpuBackend::TakePrints() {
+  return prints_.Take(&runtime_);
+}
+
+}  // namespace quadrants::gpu

@@ -1,0 +1,135 @@
+#ifndef QUADRANTS_RUNTIME_GPU_GPU_BACKEND_H_
+#define QUADRANTS_RUNTIME_GPU_GPU_BACKEND_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "quadrants/ir/op_kinds.h"
+#include "quadrants/runtime/adstack/launch_sizer.h"
+#include "quadrants/runtime/backend.h"
+#include "quadrants/runtime/gpu/adstack_heap.h"
+#include "quadrants/runtime/gpu/device.h"
+#include "quadrants/runtime/gpu/device_buffer.h"
+#include "quadrants/runtime/llvm/host/launch_state.h"
+#include "quadrants/runtime/llvm/runtime_module/runtime_abi.h"
+
+namespace quadrants::gpu {
+
+// One task of a compiled kernel as the launcher runs it, with its entry
+// points in the loaded module (see codegen's PTX and HSACO compilers):
+//   run(ctx, begin, end)              grid-stride over [begin, end)
+//   bounds(ctx, out)                  range_for: the range, one thread
+//   device_range_run(ctx)             range_for: finds its own range
+struct GpuTask {
+  ir::TaskKind kind = ir::TaskKind::kSerial;
+  void* run = nullptr;
+  void* bounds = nullptr;
+  void* device_range_run = nullptr;
+  int64_t cells = 0;  // struct_for: iterations
+  SourceLocation loc;
+};
+
+class GpuCompiledKernel : public CompiledKernel {
+ public:
+  GpuCompiledKernel(const ir::Kernel& kernel,
+                    std::vector<RuntimeErrorSite> sites,
+                    std::vector<std::vector<AdStackInfo>> stacks)
+      : CompiledKernel(kernel.name(), kernel.params(), std::move(sites),
+                       static_cast<int>(stacks.size()), std::move(stacks)),
+        sizer(std::make_unique<adstack::LaunchSizer>(task_adstacks())) {}
+
+  std::vector<GpuTask> tasks;
+  // Sizes the tasks' adstacks at launch (its caches change per launch).
+  mutable std::unique_ptr<adstack::LaunchSizer> sizer;
+};
+
+// The launch path CUDA and AMDGPU share, over a gpu::Device. The runtime
+// record, the launch context, the range read-back and the adstack heap and
+// metadata live in device memory, since HIP kernels cannot dereference
+// ordinary host memory. A launch queues its tasks in order (waiting before
+// a task whose adstacks are sized on the host) and synchronizes at its end,
+// so errors and prints are known when it returns.
+class GpuBackend : public Backend {
+ public:
+  void SetRoot(char* root) override { runtime_.root = root; }
+  absl::StatusOr<BackendLaunchStats> Launch(
+      const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
+      absl::Span<const uint64_t> field_generations,
+      const LaunchOptions& options) override;
+  absl::Status Synchronize() override;
+  absl::optional<RuntimeErrorRecord> TakeError() override;
+  PrintBatch TakePrints() override;
+  std::shared_ptr<SharedMemoryAllocator> memory() override { return memory_; }
+  bool stages_host_arrays() const override { return true; }
+  // Threads the device keeps resident: the most an adstack task runs.
+  int num_threads() const override { return resident_threads_; }
+  const AdStackStats& adstack_stats() const override { return adstack_stats_; }
+
+ protected:
+  // `memory` holds fields and ndarrays (host-accessible after a sync).
+  GpuBackend(const CompileConfig& config, std::shared_ptr<Device> device,
+             std::shared_ptr<SharedMemoryAllocator> memory);
+
+  // Allocates the device-side runtime record, launch context and range
+  // read-back, and sets the adstack heap budget from the config and the
+  // device's `total_memory` bytes.
+  absl::Status InitDevice(int resident_threads, int64_t total_memory);
+
+  // For backends with graphs: replays the kernel's queued launches (see
+  // QueuedLaunch) as one graph; the context already holds the arguments.
+  virtual bool HasGraphs() const { return false; }
+  virtual absl::Status ReplayGraph(const GpuCompiledKernel& kernel);
+
+  // The launch of a task without adstacks that needs nothing from the
+  // host at launch time, so it can be queued or put in a graph.
+  KernelLaunch QueuedLaunch(const GpuTask& task) const;
+
+  // The tree fields are laid out by (the size expressions read it).
+  void set_snodes(const ir::SNodeTree* snodes) { snodes_ = snodes; }
+  const CompileConfig& config() const { return config_; }
+  const std::shared_ptr<Device>& device() const { return device_; }
+
+ private:
+  // Grid and block for `iterations` iterations of a task.
+  void Shape(int64_t iterations, bool has_stacks, unsigned* grid,
+             unsigned* block) const;
+  // Reads a range task's [begin, end) by running its bounds entry.
+  absl::Status ResolveRange(const GpuTask& task, int64_t range[2]);
+  absl::Status FinishQueued(const CompiledKernel& kernel, bool* queued);
+  // Resolves the range, sizes, publishes and runs a task with adstacks,
+  // synchronously.
+  absl::Status RunTask(const GpuTask& task, const GpuCompiledKernel& kernel,
+                       int index, const QdLaunchContext& ctx,
+                       absl::Span<const ResolvedArgument> args,
+                       absl::Span<const uint64_t> field_generations);
+  // Copies the host's runtime record to the device when it differs from
+  // what the device holds, and back.
+  absl::Status UploadRuntime();
+  absl::Status DownloadRuntime();
+
+  CompileConfig config_;
+  std::shared_ptr<Device> device_;
+  std::shared_ptr<SharedMemoryAllocator> memory_;
+  const ir::SNodeTree* snodes_ = nullptr;
+  int resident_threads_ = 1;
+
+  QdRuntime runtime_{};  // the host's copy; the device's is device_runtime_
+  // What device_runtime_ holds, unless a kernel that may write it ran.
+  std::optional<QdRuntime> device_runtime_copy_;
+  DeviceBuffer device_runtime_;
+  DeviceBuffer device_context_;
+  DeviceBuffer device_bounds_;
+  llvm_runtime::PrintBuffer prints_{memory_};
+  std::optional<RuntimeErrorRecord> pending_;
+  uint64_t launches_ = 0;
+
+  std::unique_ptr<AdStackHeap> adstack_heap_;
+  adstack::AdStackLayout adstack_layout_;  // of the task being launched
+  AdStackStats adstack_stats_;
+};
+
+}  // namespace quadrants::gpu
+
+#endif  // QUADRANTS_RUNTIME_GPU_GPU_BACKEND_H_

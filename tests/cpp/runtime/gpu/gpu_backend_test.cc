@@ -1,0 +1,275 @@
+// The launch path CUDA and AMDGPU share, against a fake device whose memory
+// is host memory and whose kernels are host callbacks: range resolution,
+// adstack heap growth and metadata publication, with no GPU.
+#include "quadrants/runtime/gpu/gpu_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "quadrants/common/errors.h"
+#include "quadrants/runtime/gpu/adstack_heap.h"
+
+namespace quadrants::gpu {
+namespace {
+
+// A kernel of the fake device: what it does with its launch's parameters.
+using FakeKernel = std::function<void(const KernelLaunch&)>;
+
+class FakeDevice : public Device {
+ public:
+  absl::StatusOr<uint64_t> Allocate(int64_t bytes) override {
+    if (fail_allocations)
+      return absl::ResourceExhaustedError("fakeMalloc failed: out of memory");
+    auto block = std::make_unique<char[]>(bytes);
+    std::memset(block.get(), 0, bytes);
+    const auto address = reinterpret_cast<uint64_t>(block.get());
+    live[address] = std::move(block);
+    sizes[address] = bytes;
+    ++allocations;
+    return address;
+  }
+  void Free(uint64_t address) override {
+    live.erase(address);
+    sizes.erase(address);
+    ++frees;
+  }
+  absl::Status CopyToDevice(uint64_t address, const void* data,
+                            int64_t bytes) override {
+    EXPECT_TRUE(Holds(address, bytes));
+    std::memcpy(reinterpret_cast<void*>(address), data, bytes);
+    ++uploads;
+    return absl::OkStatus();
+  }
+  absl::Status CopyToHost(void* data, uint64_t address,
+                          int64_t bytes) override {
+    EXPECT_TRUE(Holds(address, bytes));
+    std::memcpy(data, reinterpret_cast<const void*>(address), bytes);
+    return absl::OkStatus();
+  }
+  absl::Status Launch(const KernelLaunch& launch) override {
+    launches.push_back(launch);
+    (*static_cast<FakeKernel*>(launch.function))(launch);
+    return absl::OkStatus();
+  }
+  absl::Status Synchronize() override {
+    ++syncs;
+    return absl::OkStatus();
+  }
+
+  // Whether [address, address + bytes) lies in one live allocation.
+  bool Holds(uint64_t address, int64_t bytes) const {
+    for (const auto& [start, size] : sizes) {
+      if (address >= start && address + bytes <= start + size)
+        return true;
+    }
+    return false;
+  }
+
+  std::map<uint64_t, std::unique_ptr<char[]>> live;
+  std::map<uint64_t, int64_t> sizes;
+  std::vector<KernelLaunch> launches;
+  int allocations = 0, frees = 0, uploads = 0, syncs = 0;
+  bool fail_allocations = false;
+};
+
+adstack::AdStackLayout Layout(int64_t stride, std::vector<int64_t> offsets,
+                              std::vector<int64_t> capacities) {
+  adstack::AdStackLayout layout;
+  layout.stride = stride;
+  layout.offsets = std::move(offsets);
+  layout.capacities = std::move(capacities);
+  return layout;
+}
+
+TEST(AdStackHeapTest, GrowsByDoublingAndPublishesChangedMetadataOnce) {
+  auto device = std::make_shared<FakeDevice>();
+  AdStackHeap heap(device, int64_t{1} << 20);
+  QdRuntime runtime{};
+  AdStackStats stats;
+  const auto layout = Layout(64, {0, 32}, {3, 3});
+
+  ASSERT_TRUE(heap.Publish(layout, 0, 1, 128, &runtime, &stats).ok());
+  EXPECT_EQ(stats.heap_bytes, 64 * 128);
+  EXPECT_EQ(stats.heap_grows, 1);
+  EXPECT_TRUE(device->Holds(reinterpret_cast<uint64_t>(runtime.adstack_heap),
+                            64 * 128));
+  EXPECT_EQ(runtime.adstack_per_thread_stride, 64);
+  EXPECT_EQ(runtime.adstack_threads, 128);
+  // The kernels read offsets, then capacities, from device memory.
+  EXPECT_EQ(runtime.adstack_offsets[1], 32);
+  EXPECT_EQ(runtime.adstack_max_sizes[0], 3);
+  EXPECT_EQ(runtime.adstack_max_sizes, runtime.adstack_offsets + 2);
+  const int uploads = device->uploads;
+
+  // Same layout, same threads: nothing allocated, nothing copied.
+  ASSERT_TRUE(heap.Publish(layout, 0, 1, 128, &runtime, &stats).ok());
+  EXPECT_EQ(stats.heap_grows, 1);
+  EXPECT_EQ(device->uploads, uploads);
+
+  // Twice the threads: the heap doubles.
+  ASSERT_TRUE(heap.Publish(layout, 0, 1, 256, &runtime, &stats).ok());
+  EXPECT_EQ(stats.heap_bytes, 2 * 64 * 128);
+  EXPECT_EQ(stats.heap_grows, 2);
+  // A little more: doubling again, not just the need.
+  ASSERT_TRUE(heap.Publish(layout, 0, 1, 300, &runtime, &stats).ok());
+  EXPECT_EQ(stats.heap_bytes, 4 * 64 * 128);
+  EXPECT_EQ(stats.heap_grows, 3);
+  EXPECT_EQ(device->uploads, uploads);
+  // The old heaps were freed as the new ones came.
+  EXPECT_EQ(device->allocations - device->frees, 2);  // heap and metadata
+
+  // New capacities are uploaded.
+  ASSERT_TRUE(
+      heap.Publish(Layout(64, {0, 32}, {5, 3}), 0, 1, 300, &runtime, &stats)
+          .ok());
+  EXPECT_EQ(device->uploads, uploads + 1);
+  EXPECT_EQ(runtime.adstack_max_sizes[0], 5);
+  EXPECT_EQ(stats.capacities[0], (std::vector<int64_t>{5, 3}));
+}
+
+TEST(AdStackHeapTest, FailedGrowthLeavesNoStaleSize) {
+  auto device = std::make_shared<FakeDevice>();
+  AdStackHeap heap(device, int64_t{1} << 20);
+  QdRuntime runtime{};
+  AdStackStats stats;
+  const auto layout = Layout(64, {0}, {4});
+  ASSERT_TRUE(heap.Publish(layout, 0, 1, 16, &runtime, &stats).ok());
+  device->fail_allocations = true;
+  absl::Status grown = heap.Publish(layout, 0, 1, 1024, &runtime, &stats);
+  EXPECT_FALSE(grown.ok());
+  EXPECT_NE(grown.message().find("fakeMalloc"), absl::string_view::npos);
+  EXPECT_EQ(stats.heap_bytes, 0);
+  device->fail_allocations = false;
+  ASSERT_TRUE(heap.Publish(layout, 0, 1, 1024, &runtime, &stats).ok());
+  EXPECT_EQ(stats.heap_bytes, 64 * 1024);
+}
+
+TEST(AdStackHeapTest, FitGridLowersTheGridOrNamesTheKernel) {
+  auto device = std::make_shared<FakeDevice>();
+  AdStackHeap heap(device, 128 * 100 * 10);
+  unsigned grid = 1000;
+  ASSERT_TRUE(heap.FitGrid("k", 0, 100, 128, &grid).ok());
+  EXPECT_EQ(grid, 10u);
+  absl::Status too_big = heap.FitGrid("deep", 2, 100000, 128, &grid);
+  EXPECT_EQ(GetErrorKind(too_big), ErrorKind::kRuntime);
+  EXPECT_NE(too_big.message().find("kernel 'deep' (task 2)"),
+            absl::string_view::npos);
+}
+
+// A GpuBackend over the fake device, running one prebuilt kernel.
+class FakeBackend : public GpuBackend {
+ public:
+  FakeBackend(const CompileConfig& config, std::shared_ptr<FakeDevice> device)
+      : GpuBackend(config, device, std::make_shared<HostMemoryAllocator>()) {
+    set_snodes(&snodes_);
+  }
+  absl::Status Init() { return InitDevice(1024, int64_t{1} << 30); }
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(
+      const ir::Kernel&, const ir::SNodeTree&) override {
+    return absl::UnimplementedError("prebuilt kernels only");
+  }
+
+ private:
+  ir::SNodeTree snodes_;
+};
+
+TEST(GpuBackendTest, RangeTaskWithAdStacksReadsItsRangeAndSizesTheHeap) {
+  auto device = std::make_shared<FakeDevice>();
+  CompileConfig config;
+  config.default_ad_stack_size = 7;
+  FakeBackend backend(config, device);
+  ASSERT_TRUE(backend.Init().ok());
+
+  // The bounds kernel writes [3, 1003) where the launcher reads it back;
+  // the task's kernel sees the context in device memory.
+  FakeKernel bounds = [&](const KernelLaunch& launch) {
+    ASSERT_EQ(launch.params.size(), 2u);
+    EXPECT_TRUE(device->Holds(launch.params[0], sizeof(QdLaunchContext)));
+    auto* out = reinterpret_cast<int64_t*>(launch.params[1]);
+    out[0] = 3;
+    out[1] = 1003;
+  };
+  int runs = 0;
+  FakeKernel run = [&](const KernelLaunch& launch) {
+    ++runs;
+    ASSERT_EQ(launch.params.size(), 3u);
+    auto* ctx = reinterpret_cast<QdLaunchContext*>(launch.params[0]);
+    EXPECT_TRUE(device->Holds(launch.params[0], sizeof(QdLaunchContext)));
+    // The runtime record the context points at is device memory too, and
+    // holds the published heap.
+    EXPECT_TRUE(device->Holds(reinterpret_cast<uint64_t>(ctx->runtime),
+                              sizeof(QdRuntime)));
+    EXPECT_NE(ctx->runtime->adstack_heap, nullptr);
+    EXPECT_EQ(launch.params[1], 3u);
+    EXPECT_EQ(launch.params[2], 1003u);
+  };
+  ir::Kernel ir_kernel("recurrence");
+  AdStackInfo stack;
+  stack.slot_bytes = 8;
+  GpuCompiledKernel kernel(ir_kernel, {}, {{stack}});
+  GpuTask task;
+  task.kind = ir::TaskKind::kRangeFor;
+  task.run = &run;
+  task.bounds = &bounds;
+  kernel.tasks.push_back(task);
+
+  auto stats = backend.Launch(kernel, {}, {}, LaunchOptions{});
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(runs, 1);
+  ASSERT_EQ(device->launches.size(), 2u);
+  const KernelLaunch& launched = device->launches[1];
+  // 1000 iterations at 128 threads a block: 8 blocks, all resident.
+  EXPECT_EQ(launched.block, 128u);
+  EXPECT_EQ(launched.grid, 8u);
+  const AdStackStats& adstack = backend.adstack_stats();
+  ASSERT_EQ(adstack.capacities.size(), 1u);
+  EXPECT_EQ(adstack.capacities[0], std::vector<int64_t>{7});
+  EXPECT_GE(adstack.heap_bytes, adstack.per_thread_stride[0] * 8 * 128);
+  EXPECT_EQ(adstack.heap_grows, 1);
+
+  // An empty range runs nothing and grows nothing.
+  bounds = [](const KernelLaunch& launch) {
+    auto* out = reinterpret_cast<int64_t*>(launch.params[1]);
+    out[0] = 5;
+    out[1] = 5;
+  };
+  ASSERT_TRUE(backend.Launch(kernel, {}, {}, LaunchOptions{}).ok());
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(backend.adstack_stats().heap_grows, 1);
+}
+
+TEST(GpuBackendTest, TasksWithoutAdStacksAreQueuedWithTheirRangeOnDevice) {
+  auto device = std::make_shared<FakeDevice>();
+  FakeBackend backend(CompileConfig{}, device);
+  ASSERT_TRUE(backend.Init().ok());
+  FakeKernel nothing = [](const KernelLaunch&) {};
+  ir::Kernel ir_kernel("saxpy");
+  GpuCompiledKernel kernel(ir_kernel, {}, {{}, {}});
+  GpuTask range;
+  range.kind = ir::TaskKind::kRangeFor;
+  range.run = range.bounds = range.device_range_run = &nothing;
+  GpuTask cells;
+  cells.kind = ir::TaskKind::kStructFor;
+  cells.run = &nothing;
+  cells.cells = 300;
+  kernel.tasks = {range, cells};
+  // Graphs are asked for but this backend has none: a plain launch.
+  LaunchOptions graph;
+  graph.graph = true;
+  auto stats = backend.Launch(kernel, {}, {}, graph);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_FALSE(stats->graph_replayed);
+  ASSERT_EQ(device->launches.size(), 2u);
+  EXPECT_EQ(device->launches[0].params.size(), 1u);  // device_range_run(ctx)
+  EXPECT_EQ(device->launches[1].params[2], 300u);
+  EXPECT_EQ(device->launches[1].grid, 3u);
+  EXPECT_EQ(device->syncs, 1);  // once, at the end
+}
+
+}  // namespace
+}  // namespace quadrants::gpu
