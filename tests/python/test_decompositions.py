@@ -43,26 +43,10 @@ def _polar_ref(a):
     return u @ vt, vt.T @ np.diag(s) @ vt
 
 
-@pytest.mark.parametrize("dt", ["f32", "f64"])
-@pytest.mark.parametrize("n", [2, 3])
-@test_utils.test()
-def test_svd_and_polar_forward(n, dt):
-    _require_dtype(dt)
-    qd_dt, np_dt = _DT[dt]
-    A = qd.Matrix.field(n, n, qd_dt, shape=N)
-    U, S, V = (qd.Matrix.field(n, n, qd_dt, shape=N) for _ in range(3))
-    R, P = (qd.Matrix.field(n, n, qd_dt, shape=N) for _ in range(2))
-
-    @qd.kernel
-    def k():
-        for i in A:
-            U[i], S[i], V[i] = qd.svd(A[i])
-            R[i], P[i] = qd.polar_decompose(A[i])
-
-    A.from_numpy(_inputs(n).astype(np_dt))
-    k()
-    a = A.to_numpy().astype(np.float64)
-    u, s, v, r, p = (f.to_numpy() for f in (U, S, V, R, P))
+def _check_forward(a, u, s, v, r, p, n, dt):
+    """U S V^T = A with rotations U, V and S diagonal and sorted like numpy's;
+    R P = A with R a rotation and P symmetric, equal to numpy's polar
+    factors."""
     tol = _FTOL[dt]
     np.testing.assert_allclose(u @ s @ np.swapaxes(v, 1, 2), a, **tol)
     np.testing.assert_allclose(np.diagonal(s, axis1=1, axis2=2), np.linalg.svd(a)[1], **tol)
@@ -91,18 +75,21 @@ def _central(fn, x, h=1e-6):
 @pytest.mark.parametrize("dt", ["f32", "f64"])
 @pytest.mark.parametrize("n", [2, 3])
 @test_utils.test()
-def test_svd_and_polar_gradient(n, dt):
+def test_svd_and_polar(n, dt):
     _require_dtype(dt)
     qd_dt, np_dt = _DT[dt]
     A = qd.Matrix.field(n, n, qd_dt, shape=N, needs_grad=True)
     W1, W2, W3 = (qd.Matrix.field(n, n, qd_dt, shape=N) for _ in range(3))
+    outputs = [qd.Matrix.field(n, n, qd_dt, shape=N) for _ in range(5)]
+    Uf, Sf, Vf, Rf, Pf = outputs
     loss = qd.field(qd_dt, shape=(), needs_grad=True)
 
     @qd.kernel
     def k():
         for i in A:
-            _, S, _ = qd.svd(A[i])
+            U, S, V = qd.svd(A[i])
             R, P = qd.polar_decompose(A[i])
+            Uf[i], Sf[i], Vf[i], Rf[i], Pf[i] = U, S, V, R, P
             loss[None] += (S * W1[i]).sum() + (R * W2[i]).sum() + (P * W3[i]).sum()
 
     rng = np.random.default_rng(11)
@@ -123,6 +110,7 @@ def test_svd_and_polar_gradient(n, dt):
 
     with qd.ad.Tape(loss=loss):
         k()
+    _check_forward(a, *(f.to_numpy() for f in outputs), n, dt)
     assert loss[None] == pytest.approx(ref(a), rel=_FTOL[dt]["rtol"] * 10)
     np.testing.assert_allclose(A.grad.to_numpy(), _central(ref, a), **_GTOL[dt])
 

@@ -17,7 +17,7 @@ from quadrants.lang.kernel import func, kernel
 from quadrants.lang.misc import extension, is_extension_supported
 from quadrants.lang.ndarray import Ndarray, ndarray
 from quadrants.lang import mathlib as math  # qd.math
-from quadrants.lang.composite_field import MatrixField
+from quadrants.lang.composite_field import Layout, MatrixField
 from quadrants.lang.decompositions import polar_decompose, solve, svd, sym_eig
 from quadrants.lang.matrix import Matrix, Vector
 from quadrants.lang import struct as _struct_module

@@ -61,6 +61,15 @@ def host_value(array, store=None):
     return out
 
 
+class Layout:  # pylint: disable=too-few-public-methods
+    """qd.Layout.AOS / SOA, accepted by the vector/matrix/struct field
+    constructors. Components are always separate fields here (SOA); the
+    choice changes memory order upstream, never results, so both are
+    accepted."""
+    AOS = "aos"
+    SOA = "soa"
+
+
 def element_array(value, element_shape, what):
     """A host value for one vector/matrix element as a numpy array of
     element_shape (a scalar fills every component)."""
