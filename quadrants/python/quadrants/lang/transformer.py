@@ -787,6 +787,12 @@ class FunctionCompiler(ast.NodeVisitor):
         if len(indices) != base.ndim:
             raise self.error(node, f"ndarray '{base.name}' has {base.ndim} dimensions, "
                              f"indexed with {len(indices)}", QuadrantsTypeError)
+        if isinstance(base.element, StructType):
+            leaves = len(base.element._flat_dtypes())
+            refs = [GlobalRef(b.ndarray_ptr(base.arg, indices + [
+                context.constant(k, types.i32).stmt], label), base.dtype)
+                for k in range(leaves)]
+            return base.element._from_flat(refs)
         if base.element is not None:
             et = base.element
             refs = []
