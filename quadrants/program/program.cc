@@ -19,6 +19,8 @@
 #include "quadrants/ir/statements.h"
 #include "quadrants/ir/walk.h"
 #include "quadrants/program/scalar_access.h"
+#include "quadrants/runtime/amdgpu/amdgpu_backend.h"
+#include "quadrants/runtime/amdgpu/codegen_only.h"
 #include "quadrants/runtime/cpu/cpu_backend.h"
 #include "quadrants/runtime/cuda/cuda_backend.h"
 #include "quadrants/transforms/pipeline.h"
@@ -37,6 +39,8 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
       QD_ASSIGN_OR_RETURN(auto backend, cuda::CudaBackend::Create(config));
       return std::unique_ptr<Backend>(std::move(backend));
     }
+    case Arch::kAmdgpu:
+      return amdgpu::CreateBackend(config);
     default:
       return MakeError(
           ErrorKind::kUnavailable,
@@ -187,6 +191,8 @@ absl::Status Program::ProbeArch(Arch arch) {
       return absl::OkStatus();
     case Arch::kCuda:
       return cuda::CudaBackend::Probe();
+    case Arch::kAmdgpu:
+      return amdgpu::ProbeBackend();
     default:
       return MakeError(ErrorKind::kUnavailable,
                        absl::StrCat("the ", ArchName(arch),
@@ -199,6 +205,8 @@ absl::Status Program::ProbeArch(Arch arch) {
 absl::StatusOr<std::unique_ptr<Program>> Program::Create(
     const CompileConfig& config) {
   QD_ASSIGN_OR_RETURN(auto backend, CreateBackend(config));
+  QD_ASSIGN_OR_RETURN(backend,
+                      amdgpu::WithCodegenOnlyCheck(config, std::move(backend)));
   return std::make_unique<Program>(config, std::move(backend));
 }
 

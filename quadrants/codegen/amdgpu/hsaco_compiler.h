@@ -40,6 +40,8 @@ class HsacoCompiler {
   const std::string& gfx_target() const { return gfx_target_; }
   // "gfx942 wave64 cov5": what the code object is valid for.
   const std::string& target_description() const { return description_; }
+  // The bytes of the device library the code links, for cache keys.
+  const std::string& device_library() const { return ocml_; }
 
   // Adds the entries, links the runtime module and ocml, optimizes, emits
   // an object and links it into a code object.
