@@ -1,7 +1,8 @@
 """Differentiable mass-spring chain: learn spring rest lengths by gradient descent.
 
 A chain of point masses joined by damped springs hangs from a fixed anchor
-(mass 0). Its state is stepped through fields indexed by time step,
+(mass 0). Its state (2-D vector fields of positions, velocities and forces)
+is stepped through fields indexed by time step,
 `x[t + 1, i] = x[t, i] + dt * v[t + 1, i]`, one launch per step, so the
 reverse pass can read every intermediate state. The loss is the squared
 distance between the free end of the chain at the final step and where a
@@ -31,53 +32,47 @@ HIDDEN_REST = (0.6, 0.35, 0.55, 0.4)
 
 
 def build():
-    """Fields and kernels of the simulation, as a dict."""
-    px = qd.field(qd.f64, shape=(STEPS + 1, N_MASSES), needs_grad=True, name="px")
-    py = qd.field(qd.f64, shape=(STEPS + 1, N_MASSES), needs_grad=True, name="py")
-    vx = qd.field(qd.f64, shape=(STEPS + 1, N_MASSES), needs_grad=True, name="vx")
-    vy = qd.field(qd.f64, shape=(STEPS + 1, N_MASSES), needs_grad=True, name="vy")
-    fx = qd.field(qd.f64, shape=(STEPS, N_MASSES), needs_grad=True, name="fx")
-    fy = qd.field(qd.f64, shape=(STEPS, N_MASSES), needs_grad=True, name="fy")
+    """Fields and kernels of the simulation, as a dict. Positions, velocities
+    and forces are 2-D vectors (qd.math.vec2 with default_fp=f64)."""
+    vec2 = qd.math.vec2
+    x = qd.Vector.field(2, qd.f64, shape=(STEPS + 1, N_MASSES), needs_grad=True, name="x")
+    v = qd.Vector.field(2, qd.f64, shape=(STEPS + 1, N_MASSES), needs_grad=True, name="v")
+    f = qd.Vector.field(2, qd.f64, shape=(STEPS, N_MASSES), needs_grad=True, name="f")
     rest = qd.field(qd.f64, shape=N_SPRINGS, needs_grad=True, name="rest")
     loss = qd.field(qd.f64, shape=(), needs_grad=True, name="loss")
-    target = qd.field(qd.f64, shape=2, name="target")
+    target = qd.Vector.field(2, qd.f64, shape=(), name="target")
 
     @qd.kernel
     def spring_forces(t: qd.i32):
         for s in range(N_SPRINGS):
-            dx = px[t, s + 1] - px[t, s]
-            dy = py[t, s + 1] - py[t, s]
-            length = qd.sqrt(dx * dx + dy * dy)
-            pull = STIFFNESS * (length - rest[s]) / length
-            fx[t, s] += pull * dx
-            fy[t, s] += pull * dy
-            fx[t, s + 1] -= pull * dx
-            fy[t, s + 1] -= pull * dy
+            d = x[t, s + 1] - x[t, s]
+            length = d.norm()
+            pull = STIFFNESS * (length - rest[s]) / length * d
+            f[t, s] += pull
+            f[t, s + 1] -= pull
 
     @qd.kernel
     def advance(t: qd.i32):
         for i in range(N_MASSES):
             anchored = 1.0 if i == 0 else 0.0
-            vx[t + 1, i] = (1.0 - anchored) * (vx[t, i] * DAMPING + DT * fx[t, i])
-            vy[t + 1, i] = (1.0 - anchored) * (vy[t, i] * DAMPING + DT * (fy[t, i] + GRAVITY))
-            px[t + 1, i] = px[t, i] + DT * vx[t + 1, i]
-            py[t + 1, i] = py[t, i] + DT * vy[t + 1, i]
+            v[t + 1, i] = (1.0 - anchored) * (v[t, i] * DAMPING +
+                                              DT * (f[t, i] + vec2(0.0, GRAVITY)))
+            x[t + 1, i] = x[t, i] + DT * v[t + 1, i]
 
     @qd.kernel
     def miss():
-        end = N_MASSES - 1
-        loss[None] = (px[STEPS, end] - target[0]) ** 2 + (py[STEPS, end] - target[1]) ** 2
+        loss[None] = (x[STEPS, N_MASSES - 1] - target[None]).norm_sqr()
 
-    return dict(px=px, py=py, vx=vx, vy=vy, fx=fx, fy=fy, rest=rest, loss=loss, target=target,
+    return dict(x=x, v=v, f=f, rest=rest, loss=loss, target=target,
                 spring_forces=spring_forces, advance=advance, miss=miss)
 
 
 def simulate(sim):
     """Runs STEPS steps from the chain lying along x at rest; returns the loss."""
-    for name in ("px", "py", "vx", "vy", "fx", "fy"):
+    for name in ("x", "v", "f"):
         sim[name].fill(0)
     for i in range(N_MASSES):
-        sim["px"][0, i] = 0.4 * i
+        sim["x"][0, i] = [0.4 * i, 0.0]
     for t in range(STEPS):
         sim["spring_forces"](t)
         sim["advance"](t)
@@ -117,9 +112,9 @@ def main(argv=None):
     # Observe where the free end of the hidden chain ends up.
     sim["rest"].from_numpy(np.array(HIDDEN_REST))
     simulate(sim)
-    end = N_MASSES - 1
-    sim["target"].from_numpy(np.array([sim["px"][STEPS, end], sim["py"][STEPS, end]]))
-    print(f"target: the free end at ({sim['target'][0]:.4f}, {sim['target'][1]:.4f})")
+    sim["target"][None] = sim["x"][STEPS, N_MASSES - 1]
+    end = sim["target"][None]
+    print(f"target: the free end at ({end[0]:.4f}, {end[1]:.4f})")
     sim["rest"].from_numpy(np.full(N_SPRINGS, 0.4))
     tape, fd, rel = finite_difference_check(sim)
     print(f"d loss / d rest[1] at the start: tape {tape:.10e}, central differences "

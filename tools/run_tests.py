@@ -53,14 +53,27 @@ def test_summaries(events):
     return summaries
 
 
+def target_backends(events):
+    """label -> the backend tag a test target carries (cpu, vulkan, ...)."""
+    backends = {}
+    for event in events:
+        label = event.get("id", {}).get("targetConfigured", {}).get("label")
+        tags = event.get("configured", {}).get("tag", [])
+        backend = next((t for t in tags if t in BACKENDS), None)
+        if label and backend:
+            backends[label] = backend
+    return backends
+
+
 def xml_path(label):
     package, name = label.lstrip("/").split(":")
     return os.path.join(ROOT, "bazel-testlogs", package, name, "test.xml")
 
 
 def count_cases(path):
-    """(passed, failed, skipped [(case, reason)]) from one JUnit XML file."""
-    passed, failed, skipped = 0, 0, []
+    """(passed, failed, skipped [(case, reason)]) from one JUnit XML file;
+    passed and failed are lists of case names."""
+    passed, failed, skipped = [], [], []
     try:
         tree = ElementTree.parse(path)
     except (OSError, ElementTree.ParseError):
@@ -68,7 +81,7 @@ def count_cases(path):
     for case in tree.iter("testcase"):
         name = case.get("classname", "") + "." + case.get("name", "")
         if case.find("failure") is not None or case.find("error") is not None:
-            failed += 1
+            failed.append(name)
         elif (case.find("skipped") is not None
               or case.get("result") == "skipped"
               or case.get("status") == "notrun"):
@@ -77,32 +90,44 @@ def count_cases(path):
             reason = " ".join(reason.split())
             skipped.append((name, reason or "no reason given"))
         else:
-            passed += 1
-    if passed + failed + len(skipped) == 0:
+            passed.append(name)
+    if len(passed) + len(failed) + len(skipped) == 0:
         return None
     return passed, failed, skipped
 
 
-def backend_of(case_name):
+def backend_of(case_name, default="any"):
     """The backend a parametrized case runs on (`test_x[vulkan-f32]`)."""
     match = re.search(r"\[([^\]]*)\]", case_name)
     params = re.split(r"[-,]", match.group(1)) if match else []
-    return next((p for p in params if p in BACKENDS), "any")
+    return next((p for p in params if p in BACKENDS), default)
 
 
-def report_skipped(skipped, verbose):
-    """Prints the skipped cases, grouped unless verbose."""
+def report_skipped(skipped, verbose, tags=None):
+    """Prints the skipped cases, grouped unless verbose; `tags` maps a target
+    to its backend tag, for cases that name no backend."""
+    tags = tags or {}
     if verbose:
         for label, name, reason in skipped:
             print(f"SKIPPED {label} {name}: {reason}")
     else:
         groups = collections.Counter(
-            (backend_of(name), reason) for _, name, reason in skipped)
+            (backend_of(name, tags.get(label, "any")), reason)
+            for label, name, reason in skipped)
         for (backend, reason), count in sorted(groups.items()):
             print(f"SKIPPED {count:5d} on {backend}: {reason}")
     if skipped:
         more = "" if verbose else "; -v or QD_TEST_VERBOSE=1 lists every case"
         print(f"{len(skipped)} skipped (reasons above{more})")
+
+
+def report_backends(outcomes):
+    """Prints `backend NAME N passed, N failed, N skipped` per backend."""
+    backends = sorted({backend for backend, _ in outcomes})
+    for backend in backends:
+        counts = [outcomes[(backend, kind)] for kind in ("passed", "failed", "skipped")]
+        print(f"backend {backend:7s} {counts[0]} passed, {counts[1]} failed, "
+              f"{counts[2]} skipped")
 
 
 def main(argv):
@@ -119,28 +144,39 @@ def main(argv):
 
     passed = failed = 0
     skipped = []
+    # (backend, passed|failed|skipped) -> cases: a parametrized case counts
+    # for the backend it names, any other for its target's backend tag.
+    outcomes = collections.Counter()
+    tags = target_backends(events)
     for label, status in sorted(test_summaries(events).items()):
+        tag = tags.get(label, "any")
         cases = count_cases(xml_path(label)) if status != "FAILED_TO_BUILD" else None
         if cases is None:
             ok = status == "PASSED"
             passed, failed = passed + ok, failed + (not ok)
+            outcomes[(tag, "passed" if ok else "failed")] += 1
             if not ok:
                 print(f"FAILED {label}: {status}")
             continue
         case_passed, case_failed, case_skipped = cases
-        if status != "PASSED" and case_failed == 0:
-            case_failed = 1  # crashed or timed out after its cases reported
+        if status != "PASSED" and not case_failed:
+            case_failed = [label]  # crashed or timed out after its cases reported
             print(f"FAILED {label}: {status}")
-        passed += case_passed
-        failed += case_failed
+        passed += len(case_passed)
+        failed += len(case_failed)
         skipped += [(label, name, reason) for name, reason in case_skipped]
+        for kind, names in (("passed", case_passed), ("failed", case_failed),
+                            ("skipped", [n for n, _ in case_skipped])):
+            for name in names:
+                outcomes[(backend_of(name, tag), kind)] += 1
 
     # 0: all passed; 3: some tests failed; 4: no tests matched. Anything else
     # means the build itself broke.
     if code not in (0, 3, 4) and failed == 0:
         print(f"FAILED build: bazel exited with code {code}")
         failed += 1
-    report_skipped(skipped, verbose)
+    report_skipped(skipped, verbose, tags)
+    report_backends(outcomes)
     print(f"{passed} passed, {failed} failed", flush=True)
     return 1 if failed else 0
 

@@ -23,6 +23,7 @@
 #include "quadrants/runtime/amdgpu/codegen_only.h"
 #include "quadrants/runtime/cpu/cpu_backend.h"
 #include "quadrants/runtime/cuda/cuda_backend.h"
+#include "quadrants/runtime/gfx/vulkan_backend.h"
 #include "quadrants/transforms/pipeline.h"
 
 namespace quadrants {
@@ -41,12 +42,16 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
     }
     case Arch::kAmdgpu:
       return amdgpu::CreateBackend(config);
+    case Arch::kVulkan: {
+      QD_ASSIGN_OR_RETURN(auto backend, gfx::VulkanBackend::Create(config));
+      return std::unique_ptr<Backend>(std::move(backend));
+    }
     default:
       return MakeError(
           ErrorKind::kUnavailable,
           absl::StrCat("arch '", ArchName(config.arch),
                        "' is not available: this build runs kernels "
-                       "on the cpu and cuda archs only"));
+                       "on the cpu, cuda, amdgpu and vulkan archs only"));
   }
 }
 
@@ -193,12 +198,14 @@ absl::Status Program::ProbeArch(Arch arch) {
       return cuda::CudaBackend::Probe();
     case Arch::kAmdgpu:
       return amdgpu::ProbeBackend();
+    case Arch::kVulkan:
+      return gfx::VulkanBackend::Probe();
     default:
       return MakeError(ErrorKind::kUnavailable,
                        absl::StrCat("the ", ArchName(arch),
                                     " backend is not available in this build "
-                                    "of Quadrants (kernels run on qd.cpu and "
-                                    "qd.cuda)"));
+                                    "of Quadrants (kernels run on qd.cpu, "
+                                    "qd.cuda, qd.amdgpu and qd.vulkan)"));
   }
 }
 

@@ -1128,7 +1128,7 @@ _SUBPROCESS_SCRIPT = textwrap.dedent("""
 """)
 
 
-@test_utils.test()
+@test_utils.test(require=qd.extension.adstack)
 def test_process_exits_cleanly_after_caught_overflow(tmp_path):
     script = tmp_path / "overflow_then_exit.py"
     script.write_text(_SUBPROCESS_SCRIPT)

@@ -152,7 +152,7 @@ def test_ndarray_annotation_bad_parameters():
 def test_current_cfg_reflects_init_options():
     cfg = qd.lang.impl.current_cfg()
     assert cfg.arch == qd.lang.runtime.state.arch  # the arch the test runs on
-    assert cfg.arch in (qd.cpu, qd.cuda)
+    assert cfg.arch in (qd.cpu, qd.cuda, qd.vulkan)
     assert cfg.debug is True
     assert cfg.ad_stack_size == 64
     assert cfg.default_fp == qd.f64

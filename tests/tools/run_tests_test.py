@@ -18,10 +18,10 @@ SKIPPED = [
 ]
 
 
-def report(skipped, verbose):
+def report(skipped, verbose, tags=None):
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        run_tests.report_skipped(skipped, verbose)
+        run_tests.report_skipped(skipped, verbose, tags)
     return out.getvalue().splitlines()
 
 
@@ -51,6 +51,31 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(run_tests.backend_of("m.t[f32-metal]"), "metal")
         self.assertEqual(run_tests.backend_of("m.t[3]"), "any")
         self.assertEqual(run_tests.backend_of("Suite.Case"), "any")
+
+    def test_case_without_backend_counts_for_its_target_tag(self):
+        lines = report(SKIPPED, verbose=False, tags={"//tests/cpp:c": "cpu"})
+        self.assertEqual(lines[0], "SKIPPED     1 on cpu: no GPU")
+
+    def test_target_backends_from_build_events(self):
+        events = [
+            {"id": {"targetConfigured": {"label": "//t:a"}},
+             "configured": {"targetKind": "py_test rule", "tag": ["vulkan"]}},
+            {"id": {"targetConfigured": {"label": "//t:b"}},
+             "configured": {"tag": ["manual"]}},
+            {"id": {"testSummary": {"label": "//t:a"}}},
+        ]
+        self.assertEqual(run_tests.target_backends(events), {"//t:a": "vulkan"})
+
+    def test_backend_lines(self):
+        outcomes = run_tests.collections.Counter({
+            ("cpu", "passed"): 3, ("cpu", "skipped"): 1, ("vulkan", "failed"): 2})
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            run_tests.report_backends(outcomes)
+        self.assertEqual(out.getvalue().splitlines(), [
+            "backend cpu     3 passed, 0 failed, 1 skipped",
+            "backend vulkan  0 passed, 2 failed, 0 skipped",
+        ])
 
     def test_verbose_flag_is_not_passed_to_bazel(self):
         flags, targets = run_tests.split_args(["-v", "--config=cpu"])

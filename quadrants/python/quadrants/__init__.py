@@ -16,6 +16,13 @@ from quadrants.lang.field import Field, field, i, ij, ijk, ijkl, j, k, l, root
 from quadrants.lang.kernel import func, kernel
 from quadrants.lang.misc import extension, is_extension_supported
 from quadrants.lang.ndarray import Ndarray, ndarray
+from quadrants.lang import mathlib as math  # qd.math
+from quadrants.lang.composite_field import MatrixField
+from quadrants.lang.decompositions import polar_decompose, svd
+from quadrants.lang.matrix import Matrix, Vector
+from quadrants.lang import struct as _struct_module
+from quadrants.lang.struct import Struct, StructField, dataclass
+from quadrants.lang.transformer import grouped
 from quadrants.lang.ops import (abs, acos, asin, atan2, atomic_add, atomic_and, atomic_max,
                                 atomic_min, atomic_or, atomic_sub, atomic_xor, cast, ceil, cos,
                                 exp, floor, log, max, min, pow, rsqrt, select, sin, sqrt,
@@ -27,5 +34,11 @@ from quadrants.lang.transformer import NdRange as ndrange
 from quadrants.lang.transformer import loop_config, static
 from quadrants.lang.types import (f16, f32, f64, i8, i16, i32, i64, template, u1, u8, u16,
                                   u32, u64)
+
+# qd.types.vector / matrix / struct live with their classes; the types
+# module cannot import them (they import it).
+types.vector = math.vector
+types.matrix = math.matrix
+types.struct = _struct_module.struct
 
 __version__ = "0.1.0"

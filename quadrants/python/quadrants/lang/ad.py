@@ -234,6 +234,11 @@ class FwdMode:
 
     def _write_seed(self, values):
         dual = self.param.dual
+        if hasattr(self.param, "element_shape"):
+            dual.from_numpy(np.asarray(values).reshape(
+                tuple(self.param.shape) + self.param.element_shape)
+                .astype(types.to_numpy_dtype(self.param.dtype)))
+            return
         if len(self.param.shape) == 0:
             dual[None] = values[0]
             return
@@ -242,12 +247,17 @@ class FwdMode:
 
     def __exit__(self, exc_type, exc, traceback):
         runtime.state.fwd_mode = None
-        if runtime.state.generation == self.param._generation:
+        generation = self.param._leaf_fields()[0]._generation if \
+            hasattr(self.param, "_leaf_fields") else self.param._generation
+        if runtime.state.generation == generation:
             self.param.dual.fill(0)
         return False
 
 
 def _check_has_dual(f, role):
+    if hasattr(f, "element_shape") and hasattr(f, "_leaf_fields"):
+        # A vector/matrix field: every component has the same dtype and dual.
+        f = f._leaf_fields()[0]
     if not isinstance(f, field_module.Field):
         raise QuadrantsTypeError(f"qd.ad.FwdMode({role}=...) needs a qd.field, got "
                                  f"{type(f).__name__}")
@@ -262,7 +272,7 @@ def _check_has_dual(f, role):
 
 def _seed_values(param, seed):
     size = 1
-    for extent in param.shape:
+    for extent in tuple(param.shape) + tuple(getattr(param, "element_shape", ())):
         size *= extent
     if seed is None:
         if size != 1:

@@ -3,7 +3,7 @@ import numbers
 
 from quadrants.lang import runtime, types
 from quadrants.lang.exception import QuadrantsTypeError
-from quadrants.lang.expr import Expr, GlobalRef, Var
+from quadrants.lang.expr import Composite, Expr, GlobalRef, Var
 
 _stack = []
 
@@ -31,6 +31,8 @@ def load(x):
         return Expr(ctx.builder.local_load(x.alloca), x.dtype)
     if isinstance(x, GlobalRef):
         return Expr(ctx.builder.global_load(x.ptr), x.dtype)
+    if isinstance(x, Composite):
+        return x._load()
     return x
 
 
@@ -70,4 +72,6 @@ def to_expr(x, like=None):
     x = load(x)
     if isinstance(x, Expr):
         return x
+    if isinstance(x, Composite):
+        raise QuadrantsTypeError(f"expected a scalar, got {x._describe()}")
     return constant(x, literal_type(x, like.dtype if isinstance(like, Expr) else like))

@@ -48,11 +48,12 @@ class GlobalRef:
 class NdarrayArg:
     """An ndarray parameter inside a kernel."""
 
-    def __init__(self, arg, dtype, ndim, name):
+    def __init__(self, arg, dtype, ndim, name, element=None):
         self.arg = arg
-        self.dtype = dtype
-        self.ndim = ndim
+        self.dtype = dtype          # the scalar dtype of the components
+        self.ndim = ndim            # the array's own dimensions
         self.name = name
+        self.element = element      # a vector/matrix element type, or None
 
     @property
     def shape(self):
@@ -80,6 +81,21 @@ class ShapeProxy:
 
     def __iter__(self):
         return (self[k] for k in range(self.array.ndim))
+
+
+class Composite:
+    """A value made of several scalars (a vector, matrix or struct), each an
+    Expr, Var, GlobalRef or Python number: the front end scalarizes them,
+    so the IR only ever sees their components."""
+    __slots__ = ()
+
+    def _load(self):
+        """The same value with every component loaded (an Expr or number)."""
+        raise NotImplementedError
+
+    def _leaves(self):
+        """The scalar components, in a fixed order."""
+        raise NotImplementedError
 
 
 def is_runtime(x):

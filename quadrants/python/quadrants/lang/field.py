@@ -289,9 +289,12 @@ class SNode:
 
     def place(self, *fields):
         for f in fields:
-            if not isinstance(f, Field):
-                raise QuadrantsTypeError(f"place() takes fields, got {f!r}")
-            f._place_at(self._id, self._shape)
+            # Vector, matrix and struct fields place all their components here.
+            leaves = f._leaf_fields() if hasattr(f, "_leaf_fields") else [f]
+            for leaf in leaves:
+                if not isinstance(leaf, Field):
+                    raise QuadrantsTypeError(f"place() takes fields, got {f!r}")
+                leaf._place_at(self._id, self._shape)
         return self
 
     def lazy_grad(self):

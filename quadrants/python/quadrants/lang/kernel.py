@@ -14,7 +14,9 @@ from quadrants.lang.exception import (ArgumentValueError, QuadrantsCompilationEr
                                       QuadrantsGlobalDataAccessError,
                                       QuadrantsRuntimeError, QuadrantsSyntaxError,
                                       QuadrantsTypeError)
-from quadrants.lang.expr import Expr, GlobalRef, NdarrayArg, Var
+from quadrants.lang.expr import Composite, Expr, GlobalRef, NdarrayArg, Var
+from quadrants.lang.matrix import MatrixType
+from quadrants.lang.struct import StructType
 from quadrants.lang.field import Field
 from quadrants.lang.ndarray import Ndarray
 from quadrants.lang.transformer import FunctionCompiler
@@ -107,6 +109,25 @@ class _TemplateParam:
         self.name = name
 
 
+class _CompositeParam:
+    """A vector, matrix or struct parameter: passed as its scalar leaves."""
+
+    def __init__(self, name, ctype):
+        self.name, self.ctype = name, ctype
+
+    def flat_dtypes(self):
+        return self.ctype._flat_dtypes()
+
+
+def _ir_slots(spec):
+    """How many IR parameters a parameter spec takes."""
+    if isinstance(spec, _TemplateParam):
+        return 0
+    if isinstance(spec, _CompositeParam):
+        return len(spec.flat_dtypes())
+    return 1
+
+
 def _param_specs(fn, source):
     specs = []
     for p in inspect.signature(fn).parameters.values():
@@ -123,6 +144,8 @@ def _param_specs(fn, source):
             specs.append(_TemplateParam(p.name))
         elif isinstance(ann, types.NdarrayType):
             specs.append(_NdarrayParam(p.name, ann))
+        elif isinstance(ann, (MatrixType, StructType)):
+            specs.append(_CompositeParam(p.name, ann))
         else:
             try:
                 dtype = ann if isinstance(ann, types.DataType) else types.normalize(ann)
@@ -193,6 +216,8 @@ class Kernel:
             elif isinstance(spec, _NdarrayParam):
                 dtype, ndim = _array_signature(self.name, spec, arg)
                 key.append((dtype, ndim))
+            elif isinstance(spec, _CompositeParam):
+                key.append(spec.ctype.dtype if isinstance(spec.ctype, MatrixType) else None)
             else:
                 _check_scalar(self.name, spec, arg)
         return tuple(key)
@@ -225,9 +250,19 @@ class Kernel:
                 scope[spec.name] = arg
             elif isinstance(spec, _NdarrayParam):
                 dtype, ndim = _array_signature(self.name, spec, arg)
-                kernel_ir.add_ndarray_param(spec.name, dtype.name, ndim)
-                scope[spec.name] = NdarrayArg(ir_index, dtype, ndim, spec.name)
+                if isinstance(dtype, MatrixType):
+                    kernel_ir.add_ndarray_param(spec.name, dtype.dtype.name,
+                                                ndim + len(dtype.shape))
+                    scope[spec.name] = NdarrayArg(ir_index, dtype.dtype, ndim, spec.name,
+                                                  element=dtype)
+                else:
+                    kernel_ir.add_ndarray_param(spec.name, dtype.name, ndim)
+                    scope[spec.name] = NdarrayArg(ir_index, dtype, ndim, spec.name)
                 ir_index += 1
+            elif isinstance(spec, _CompositeParam):
+                for k, dt in enumerate(spec.flat_dtypes()):
+                    kernel_ir.add_scalar_param(f"{spec.name}[{k}]", dt.name)
+                    ir_index += 1
             else:
                 kernel_ir.add_scalar_param(spec.name, spec.dtype.name)
                 ir_index += 1
@@ -243,8 +278,15 @@ class Kernel:
                         compiler.declare(spec.name, value)  # the body reassigns it
                     else:
                         scope[spec.name] = value
-                if not isinstance(spec, _TemplateParam):
-                    index += 1
+                elif isinstance(spec, _CompositeParam):
+                    leaves = [Expr(ctx.builder.arg_load(index + k), dt)
+                              for k, dt in enumerate(spec.flat_dtypes())]
+                    value = spec.ctype._from_flat(leaves)
+                    if spec.name in src.assigned:
+                        compiler.declare(spec.name, value)
+                    else:
+                        scope[spec.name] = value
+                index += _ir_slots(spec)
             compiler.compile_body(src.node.body)
         finally:
             context.pop()
@@ -297,11 +339,9 @@ class Kernel:
         written = set(forward.written_args)
         arrays, ir_index = [], 0
         for spec, arg in zip(self._specs, args):
-            if isinstance(spec, _TemplateParam):
-                continue
             if isinstance(spec, _NdarrayParam):
                 arrays.append((ir_index, spec.name, arg))
-            ir_index += 1
+            ir_index += _ir_slots(spec)
         for a, (ia, name_a, xa) in enumerate(arrays):
             for ib, name_b, xb in arrays[a + 1:]:
                 if (ia in written or ib in written) and _same_memory(xa, xb):
@@ -335,6 +375,19 @@ def _array_signature(kernel_name, spec, arg):
         dtype, ndim = arg.dtype, arg.ndim
     elif isinstance(arg, np.ndarray):
         dtype, ndim = types.from_numpy_dtype(arg.dtype), arg.ndim
+        if isinstance(ann.dtype, MatrixType):
+            # A numpy array holds vector elements along its trailing axes.
+            elem = ann.dtype.shape
+            if arg.ndim < len(elem) or tuple(arg.shape[arg.ndim - len(elem):]) != elem:
+                raise ArgumentValueError(
+                    f"kernel '{kernel_name}' argument '{spec.name}' expects an ndarray of "
+                    f"{ann.dtype._describe()} elements (trailing shape {elem}), got a "
+                    f"numpy array of shape {arg.shape}")
+            if dtype != ann.dtype.dtype:
+                raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{spec.name}' "
+                                         f"expects an ndarray of {ann.dtype}, got one of "
+                                         f"{dtype}")
+            dtype, ndim = ann.dtype, arg.ndim - len(elem)
     else:
         raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects an "
                                  f"ndarray (qd.ndarray or numpy array), got "
@@ -371,6 +424,12 @@ class _GradLauncher:
         self.kernel._launch(args, kwargs, REVERSE)
 
 
+def _scalar_dtype(arg):
+    if isinstance(arg, Ndarray):
+        return arg.dtype.dtype if isinstance(arg.dtype, MatrixType) else arg.dtype
+    return types.from_numpy_dtype(arg.dtype)
+
+
 def _adjoint_arguments(specs, args, copy_back):
     """The adjoint arrays of the float ndarray arguments, in order. An array
     without .grad, or passed to a parameter annotated needs_grad=False, gets
@@ -379,7 +438,7 @@ def _adjoint_arguments(specs, args, copy_back):
     for spec, arg in zip(specs, args):
         if not isinstance(spec, _NdarrayParam):
             continue
-        dtype = arg.dtype if isinstance(arg, Ndarray) else types.from_numpy_dtype(arg.dtype)
+        dtype = _scalar_dtype(arg)
         if not dtype.is_float:
             continue
         grad = getattr(arg, "grad", None) if spec.annotation.needs_grad is not False else None
@@ -388,7 +447,8 @@ def _adjoint_arguments(specs, args, copy_back):
         elif isinstance(grad, np.ndarray):
             adjoints.append(grad)
         else:
-            adjoints.append(np.zeros(arg.shape, dtype=types.to_numpy_dtype(dtype)))
+            shape = arg._core_shape if isinstance(arg, Ndarray) else arg.shape
+            adjoints.append(np.zeros(shape, dtype=types.to_numpy_dtype(dtype)))
     return adjoints
 
 
@@ -410,6 +470,11 @@ def _launch_arguments(specs, args):
                 launch.append(contiguous)
                 if arg.flags.writeable:
                     copy_back.append((arg, contiguous))
+        elif isinstance(spec, _CompositeParam):
+            flat = spec.ctype._flatten_host(arg, f"argument '{spec.name}'")
+            for dt, v in zip(spec.flat_dtypes(), flat):
+                v = v.item() if isinstance(v, np.generic) else v
+                launch.append(float(v) if dt.is_float else int(v))
         else:
             launch.append(arg.item() if isinstance(arg, np.generic) else arg)
     return launch, copy_back
@@ -427,7 +492,9 @@ class Func:
         self._source = None
         functools.update_wrapper(self, fn)
 
-    def inline(self, ctx, node, caller, args, kwargs):
+    def inline(self, ctx, node, caller, args, kwargs, by_reference=0):
+        """Inlines the body; the first `by_reference` positional arguments
+        (a method's self) are bound as they are, the others by value."""
         if self._source is None:
             self._source = FunctionSource(self.fn)
         if ctx.inline_depth > 64:
@@ -444,10 +511,17 @@ class Func:
         try:
             compiler = FunctionCompiler(ctx, self._source, {}, self._source.globals,
                                         is_kernel=False)
-            for name, value in bound.arguments.items():
-                # Scalars are passed by value into locals the func may
-                # reassign; fields and ndarrays by reference.
-                value = context.load(value) if isinstance(value, (Var, GlobalRef)) else value
+            for position, (name, value) in enumerate(bound.arguments.items()):
+                if position < by_reference:
+                    compiler.scope[name] = value
+                    continue
+                # Scalars, vectors and structs are passed by value into locals
+                # the func may reassign; fields and ndarrays by reference.
+                if isinstance(value, (Var, GlobalRef, Composite)):
+                    value = context.load(value)
+                if name in self._source.assigned and isinstance(value, Composite):
+                    compiler.declare(name, value)
+                    continue
                 if name in self._source.assigned and isinstance(value, (Expr, numbers.Number)):
                     compiler.declare(name, value)  # the body reassigns it
                 else:

@@ -8,7 +8,7 @@ import numpy as np
 
 from quadrants.lang import context, types
 from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
-from quadrants.lang.expr import Expr, GlobalRef, Var, is_runtime
+from quadrants.lang.expr import Composite, Expr, GlobalRef, Var, is_runtime
 
 
 def intrinsic(fn):
@@ -20,6 +20,8 @@ def _unary(name, python_fn):
     @intrinsic
     def op(x):
         x = context.load(x) if context.current() else x
+        if isinstance(x, Composite):
+            return _map_composite(op, x)
         if isinstance(x, Expr):
             return Expr(context.builder().unary(name, x.stmt))
         return python_fn(x)
@@ -50,10 +52,21 @@ ceil = _unary("ceil", math.ceil)
 abs = _unary("abs", builtins.abs)  # pylint: disable=redefined-builtin
 
 
+def _map_composite(fn, x):
+    from quadrants.lang import matrix  # pylint: disable=import-outside-toplevel
+    if not isinstance(x, matrix.Matrix):
+        raise QuadrantsTypeError(f"{getattr(fn, '__name__', fn)}() needs a scalar or a "
+                                 f"vector/matrix, got {x._describe()}")
+    return x._like([fn(e) for e in x.entries])
+
+
 def binary(name, a, b, python_fn):
     """a `name` b, building IR when either side is a run-time value."""
     if context.current() is not None:
         a, b = context.load(a), context.load(b)
+    if isinstance(a, Composite) or isinstance(b, Composite):
+        from quadrants.lang import matrix  # pylint: disable=import-outside-toplevel
+        return matrix.elementwise(name, a, b, python_fn)
     if isinstance(a, Expr) or isinstance(b, Expr):
         ea = context.to_expr(a, like=b if isinstance(b, Expr) else None)
         eb = context.to_expr(b, like=ea)
@@ -94,9 +107,11 @@ max = _fold("max", _py_max)  # pylint: disable=redefined-builtin
 @intrinsic
 def cast(x, dtype):
     """qd.cast(x, dtype): float -> int truncates toward zero."""
-    dtype = types.normalize(dtype)
     if context.current() is not None:
         x = context.load(x)
+    if isinstance(x, Composite):
+        return _map_composite(lambda e: cast(e, dtype), x)
+    dtype = types.normalize(dtype)
     if isinstance(x, Expr):
         if x.dtype == dtype:
             return x
@@ -149,6 +164,9 @@ def random(dtype=float):
 def _atomic(name, python_op):
     @intrinsic
     def op(target, value):
+        if isinstance(target, Composite):
+            from quadrants.lang import matrix  # pylint: disable=import-outside-toplevel
+            return matrix.atomic(name, target, value)
         if not is_runtime(target):
             raise QuadrantsTypeError(f"qd.{name}() needs a field/ndarray element or a "
                                      f"local variable as its first argument")
@@ -184,6 +202,8 @@ def select(cond, a, b):
     value; with numpy arrays it is numpy.where."""
     if context.current() is not None:
         cond, a, b = context.load(cond), context.load(a), context.load(b)
+    if any(isinstance(v, Composite) for v in (cond, a, b)):
+        return _select_composite(cond, a, b)
     if not isinstance(cond, Expr):
         if isinstance(cond, np.ndarray) or isinstance(a, np.ndarray) or \
                 isinstance(b, np.ndarray):
@@ -201,3 +221,22 @@ def select(cond, a, b):
     ea = context.to_expr(a, like=b if isinstance(b, Expr) else None)
     eb = context.to_expr(b, like=ea)
     return Expr(context.builder().select(cond.stmt, ea.stmt, eb.stmt))
+
+
+def _select_composite(cond, a, b):
+    """qd.select with vectors: component-wise, scalars broadcast."""
+    from quadrants.lang import matrix  # pylint: disable=import-outside-toplevel
+    shaped = next(v for v in (cond, a, b) if isinstance(v, Composite))
+    if not isinstance(shaped, matrix.Matrix):
+        raise QuadrantsTypeError(f"qd.select() needs scalars or vectors/matrices, got "
+                                 f"{shaped._describe()}")
+
+    def part(v, k):
+        if isinstance(v, matrix.Matrix):
+            if (v.n, v.m) != (shaped.n, shaped.m):
+                raise QuadrantsTypeError(f"qd.select(): shapes do not match: "
+                                         f"{v._describe()} and {shaped._describe()}")
+            return v.entries[k]
+        return v
+    return shaped._like([select(part(cond, k), part(a, k), part(b, k))
+                         for k in range(len(shaped.entries))])

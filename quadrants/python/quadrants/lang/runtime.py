@@ -20,7 +20,8 @@ amdgpu = Arch("amdgpu")
 vulkan = Arch("vulkan")
 metal = Arch("metal")
 gpu = Arch("gpu")
-GPU_ARCHS = [cuda, amdgpu, vulkan, metal]
+# qd.gpu takes the first available in this order: CUDA, then Vulkan.
+GPU_ARCHS = [cuda, vulkan, amdgpu, metal]
 ALL_ARCHS = [cpu] + GPU_ARCHS
 
 # name -> (expected Python type(s), default, validator or None)

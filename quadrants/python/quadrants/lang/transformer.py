@@ -13,8 +13,12 @@ import types as pytypes
 from quadrants.lang import context, ops, printing, types
 from quadrants.lang.exception import (QuadrantsCompilationError, QuadrantsError,
                                       QuadrantsSyntaxError, QuadrantsTypeError)
-from quadrants.lang.expr import Expr, GlobalRef, NdarrayArg, ShapeProxy, Var, is_runtime
+from quadrants.lang import matrix
+from quadrants.lang.composite_field import MatrixField
+from quadrants.lang.expr import (Composite, Expr, GlobalRef, NdarrayArg, ShapeProxy, Var,
+                                 is_runtime)
 from quadrants.lang.field import Field
+from quadrants.lang.struct import StructField, StructType
 
 _BINARY = {
     ast.Add: ("add", lambda a, b: a + b),
@@ -29,6 +33,7 @@ _BINARY = {
     ast.BitXor: ("bit_xor", lambda a, b: a ^ b),
     ast.LShift: ("shl", lambda a, b: a << b),
     ast.RShift: ("shr", lambda a, b: a >> b),
+    ast.MatMult: ("matmul", lambda a, b: a @ b),
 }
 
 _COMPARE = {
@@ -74,6 +79,19 @@ class NdRange:
                 self.bounds.append((d[0], d[1]))
             else:
                 self.bounds.append((0, d))
+
+
+class Grouped:
+    """qd.grouped(x): loops over the indices of x as one index vector."""
+
+    def __init__(self, target):
+        self.target = target
+
+
+def grouped(x):
+    """for I in qd.grouped(x): I is the index vector of a field, ndarray or
+    qd.ndrange (x[I] indexes with it)."""
+    return Grouped(x)
 
 
 class LoopConfig:
@@ -225,22 +243,38 @@ class FunctionCompiler(ast.NodeVisitor):
 
     def declare(self, name, value):
         """Binds `name` to a new local variable holding `value`."""
+        if isinstance(value, Composite):
+            self.scope[name] = matrix.make_local(self, name, value)
+            return self.scope[name]
         expr = context.to_expr(value)
         var = self.new_var(name, expr.dtype)
         self.ctx.builder.local_store(var.alloca, expr.stmt)
         return var
 
     def new_var(self, name, dtype):
-        region, which = self.ctx.region
-        alloca = self.ctx.builder.alloca_at_start(region, which, dtype.name)
-        var = Var(alloca, dtype, name)
+        var = self.new_scalar_var(name, dtype)
         self.scope[name] = var
         return var
+
+    def new_scalar_var(self, name, dtype):
+        """A local scalar variable, not bound to a name."""
+        region, which = self.ctx.region
+        alloca = self.ctx.builder.alloca_at_start(region, which, dtype.name)
+        return Var(alloca, dtype, name)
 
     def assign_name(self, node, name, value):
         current = self.scope.get(name)
         if isinstance(current, Var):
+            if isinstance(value, Composite):
+                raise self.error(node, f"'{name}' is a scalar variable and cannot be "
+                                 f"assigned {value._describe()}", QuadrantsTypeError)
             self.store_var(current, value)
+            return
+        if matrix.is_local(current):
+            matrix.store(current, value, f"assignment to '{name}'")
+            return
+        if isinstance(value, Composite):
+            self.scope[name] = matrix.make_local(self, name, value)
             return
         value = context.load(value)
         if isinstance(value, (Expr, numbers.Number)):
@@ -265,13 +299,17 @@ class FunctionCompiler(ast.NodeVisitor):
                                  f"{len(target.elts)} targets", QuadrantsSyntaxError)
             for t, v in zip(target.elts, value):
                 self.assign(node, t, v)
-        elif isinstance(target, ast.Subscript):
+        elif isinstance(target, (ast.Subscript, ast.Attribute)):
             ref = self.eval(target)
-            if not isinstance(ref, GlobalRef):
-                raise self.error(node, "only field and ndarray elements can be assigned "
-                                 "by subscript", QuadrantsSyntaxError)
-            expr = context.to_expr(value, like=ref.dtype)
-            self.ctx.builder.global_store(ref.ptr, expr.stmt)
+            if isinstance(ref, GlobalRef) and not isinstance(value, Composite):
+                expr = context.to_expr(value, like=ref.dtype)
+                self.ctx.builder.global_store(ref.ptr, expr.stmt)
+            elif isinstance(ref, (Var, GlobalRef, Composite)):
+                matrix.store(ref, value, f"assignment to {ast.unparse(target)}")
+            else:
+                raise self.error(node, "only field and ndarray elements and components "
+                                 "of local vectors, matrices and structs can be assigned "
+                                 "by subscript or attribute", QuadrantsSyntaxError)
         else:
             raise self.error(node, "unsupported assignment target", QuadrantsSyntaxError)
 
@@ -293,7 +331,15 @@ class FunctionCompiler(ast.NodeVisitor):
         if not isinstance(node.target, ast.Name):
             raise self.error(node, "annotated assignment needs a plain name",
                              QuadrantsSyntaxError)
-        dtype = types.normalize(self.eval(node.annotation))
+        annotation = self.eval(node.annotation)
+        if isinstance(annotation, (matrix.MatrixType, StructType)):
+            if node.value is None:
+                raise self.error(node, "a vector, matrix or struct variable needs an "
+                                 "initial value", QuadrantsSyntaxError)
+            value = annotation.cast(self.eval(node.value))
+            self.scope[node.target.id] = matrix.make_local(self, node.target.id, value)
+            return
+        dtype = types.normalize(annotation)
         var = self.new_var(node.target.id, dtype)
         if node.value is not None:
             self.store_var(var, self.eval(node.value))
@@ -302,17 +348,27 @@ class FunctionCompiler(ast.NodeVisitor):
         op = type(node.op)
         if op not in _BINARY:
             raise self.error(node, "unsupported augmented assignment", QuadrantsSyntaxError)
-        if isinstance(node.target, ast.Subscript):
+        if isinstance(node.target, (ast.Subscript, ast.Attribute)):
             ref = self.eval(node.target)
-            if isinstance(ref, GlobalRef):
+            if isinstance(ref, GlobalRef) or (isinstance(ref, matrix.Matrix) and any(
+                    isinstance(e, GlobalRef) for e in ref.entries)):
                 value = self.eval(node.value)
                 if op in _ATOMIC_AUG:
                     getattr(ops, _ATOMIC_AUG[op])(ref, value)
                     return
                 name, python_fn = _BINARY[op]
                 result = ops.binary(name, ref, value, python_fn)
-                self.ctx.builder.global_store(
-                    ref.ptr, context.to_expr(result, like=ref.dtype).stmt)
+                if isinstance(ref, GlobalRef):
+                    self.ctx.builder.global_store(
+                        ref.ptr, context.to_expr(result, like=ref.dtype).stmt)
+                else:
+                    matrix.store(ref, result, "augmented assignment")
+                return
+            if isinstance(ref, (Var, Composite)):
+                name, python_fn = _BINARY[op]
+                result = ops.binary(name, ref, self.eval(node.value), python_fn)
+                matrix.store(ref, result, f"augmented assignment to "
+                             f"{ast.unparse(node.target)}")
                 return
         current = self.eval(node.target)
         name, python_fn = _BINARY[op]
@@ -441,6 +497,10 @@ class FunctionCompiler(ast.NodeVisitor):
             iterable = NdRange((iterable.begin, iterable.end))
         if isinstance(iterable, NdRange):
             return self.range_for(node, iterable)
+        if isinstance(iterable, Grouped):
+            return self.grouped_for(node, iterable.target)
+        if isinstance(iterable, (MatrixField, StructField)):
+            return self.struct_for(node, iterable._leaf_fields()[0])
         if isinstance(iterable, Field):
             return self.struct_for(node, iterable)
         if isinstance(iterable, NdarrayArg):
@@ -483,8 +543,37 @@ class FunctionCompiler(ast.NodeVisitor):
             self.ctx.region, self.ctx.in_parallel = saved_region, saved_parallel
             b.pop_block()
 
-    def range_for(self, node, ndrange):
-        names = self.targets(node, len(ndrange.bounds))
+    def grouped_for(self, node, target):
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node, "a qd.grouped loop has one target", QuadrantsSyntaxError)
+        if isinstance(target, range):
+            target = NdRange((target.start, target.stop))
+        elif isinstance(target, (Field, MatrixField, StructField)):
+            target = NdRange(*target.shape)
+        elif isinstance(target, NdarrayArg):
+            target = NdRange(*[target.shape[k] for k in range(target.ndim)])
+        elif not isinstance(target, NdRange):
+            raise self.error(node, "qd.grouped() takes a field, an ndarray or qd.ndrange()",
+                             QuadrantsTypeError)
+        return self.range_for(node, target, group=node.target.id)
+
+    def range_for(self, node, ndrange, group=None):
+        if group is not None:
+            names = [f"{group}[{k}]" for k in range(len(ndrange.bounds))]
+            bind = self._bind_group
+        else:
+            names = self.targets(node, len(ndrange.bounds))
+            bind = None
+        return self._range_for(node, ndrange, names, group, bind)
+
+    @staticmethod
+    def _bind_group(group, names, values):
+        exprs = [values[n] for n in names]
+        return {group: matrix.Matrix._make(exprs, len(exprs), 1, 1)}
+
+    def _range_for(self, node, ndrange, names, group, bind):
+        def regroup(bindings):
+            return bindings if bind is None else bind(group, names, bindings)
         b = self.ctx.builder
         begins = [context.load(lo) for lo, _ in ndrange.bounds]
         parallel = self.is_outermost()
@@ -494,7 +583,7 @@ class FunctionCompiler(ast.NodeVisitor):
             loop = b.range_for(first.stmt, context.to_expr(end, like=first).stmt)
 
             def bind_one(lp):
-                return {names[0]: Expr(b.loop_index(lp, 0))}
+                return regroup({names[0]: Expr(b.loop_index(lp, 0))})
             return self.run_loop_body(node, loop, bind_one, parallel)
         # Several dimensions run as one flat loop; indices are recovered by
         # division, the last dimension varying fastest.
@@ -514,7 +603,7 @@ class FunctionCompiler(ast.NodeVisitor):
                 values[axis] = ops.binary("add", index, begins[axis], None)
                 if axis:
                     flat = ops.binary("floordiv", flat, extent, None)
-            return dict(zip(names, values))
+            return regroup(dict(zip(names, values)))
         self.run_loop_body(node, loop, bind_many, parallel)
 
     def ndarray_for(self, node, array):
@@ -625,8 +714,10 @@ class FunctionCompiler(ast.NodeVisitor):
     def visit_Subscript(self, node):
         base = self.eval(node.value)
         index = self.eval(node.slice)
-        if isinstance(base, (Field, NdarrayArg)):
+        if isinstance(base, (Field, NdarrayArg, MatrixField, StructField)):
             return self.element(node, base, index)
+        if isinstance(base, matrix.Matrix):
+            return base[index]
         if is_runtime(base):
             raise self.error(node, "cannot subscript a scalar run-time value",
                              QuadrantsTypeError)
@@ -641,8 +732,13 @@ class FunctionCompiler(ast.NodeVisitor):
             index = ()
         elif not isinstance(index, tuple):
             index = (index,)
-        indices = []
+        flat = []
         for v in index:
+            # A vector index (qd.grouped) stands for its components.
+            v = context.load(v)
+            flat.extend(v.entries if isinstance(v, matrix.Matrix) else [v])
+        indices = []
+        for v in flat:
             e = context.to_expr(v)
             if e.dtype.is_float:
                 raise self.error(node, f"an index must be an integer, found {e.dtype}",
@@ -651,6 +747,12 @@ class FunctionCompiler(ast.NodeVisitor):
         b = self.ctx.builder
         # Errors about this access name the variable as the user wrote it.
         label = ast.unparse(node.value) if isinstance(node, ast.Subscript) else base.name
+        if isinstance(base, (MatrixField, StructField)):
+            if len(indices) != len(base.shape):
+                raise self.error(node, f"field '{base.name}' has {len(base.shape)} "
+                                 f"dimensions, indexed with {len(indices)}",
+                                 QuadrantsTypeError)
+            return base._element(lambda f: b.field_ptr(f.place_id(), indices, label))
         if isinstance(base, Field):
             if len(indices) != len(base.shape):
                 raise self.error(node, f"field '{base.name}' has {len(base.shape)} "
@@ -660,6 +762,15 @@ class FunctionCompiler(ast.NodeVisitor):
         if len(indices) != base.ndim:
             raise self.error(node, f"ndarray '{base.name}' has {base.ndim} dimensions, "
                              f"indexed with {len(indices)}", QuadrantsTypeError)
+        if base.element is not None:
+            et = base.element
+            refs = []
+            for k in range(et.n * et.m):
+                sub = [k] if et.ndim == 1 else [k // et.m, k % et.m]
+                ptr = b.ndarray_ptr(base.arg, indices + [context.constant(c, types.i32).stmt
+                                                         for c in sub], label)
+                refs.append(GlobalRef(ptr, base.dtype))
+            return matrix.Matrix._make(refs, et.n, et.m, et.ndim)
         return GlobalRef(b.ndarray_ptr(base.arg, indices, label), base.dtype)
 
     def visit_Slice(self, node):
@@ -676,6 +787,14 @@ class FunctionCompiler(ast.NodeVisitor):
     def visit_UnaryOp(self, node):
         value = context.load(self.eval(node.operand))
         op = type(node.op)
+        if isinstance(value, matrix.Matrix):
+            if op is ast.USub:
+                return -value
+            if op is ast.UAdd:
+                return value
+            name = {ast.Not: "logical_not", ast.Invert: "bit_not"}[op]
+            return value._like([Expr(self.ctx.builder.unary(name, context.to_expr(e).stmt))
+                                for e in value.entries])
         if not isinstance(value, Expr):
             return {ast.USub: lambda v: -v, ast.UAdd: lambda v: +v,
                     ast.Not: lambda v: not v, ast.Invert: lambda v: ~v}[op](value)
@@ -726,6 +845,8 @@ class FunctionCompiler(ast.NodeVisitor):
             return self.eval(node.body if cond else node.orelse)
         a = context.load(self.eval(node.body))
         c = context.load(self.eval(node.orelse))
+        if isinstance(a, Composite) or isinstance(c, Composite):
+            return ops.select(cond, a, c)
         ea = context.to_expr(a, like=c if isinstance(c, Expr) else None)
         ec = context.to_expr(c, like=ea)
         return Expr(self.ctx.builder.select(cond.stmt, ea.stmt, ec.stmt))
@@ -850,7 +971,8 @@ def _holds_kernel_data(value):
     (a field or ndarray parameter), which Python code cannot evaluate at
     compile time: indexing a field in Python would read the host copy once,
     at compile time, where the kernel must read it at run time."""
-    if is_runtime(value) or isinstance(value, (Field, NdarrayArg)):
+    if is_runtime(value) or isinstance(value, (Field, NdarrayArg, Composite, MatrixField,
+                                               StructField)):
         return True
     if isinstance(value, (tuple, list)):
         return any(_holds_kernel_data(v) for v in value)

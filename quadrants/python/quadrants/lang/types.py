@@ -133,7 +133,10 @@ class NdarrayType:
     """
 
     def __init__(self, dtype=None, ndim=None, needs_grad=None):
-        self.dtype = None if dtype is None else normalize(dtype)
+        # A vector/matrix dtype (qd.math.vec3) stays a type: each element is
+        # stored as its components along extra trailing axes.
+        self.dtype = None if dtype is None else \
+            dtype if hasattr(dtype, "_flat_dtypes") else normalize(dtype)
         if ndim is not None and (not isinstance(ndim, int) or not 0 <= ndim <= 8):
             raise QuadrantsTypeError(f"ndarray ndim must be an int in [0, 8], got {ndim!r}")
         self.ndim = ndim

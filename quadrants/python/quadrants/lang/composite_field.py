@@ -1,0 +1,241 @@
+"""Fields of vectors, matrices and structs.
+
+A MatrixField is n*m scalar fields (its components, row-major) placed side
+by side under one dense SNode; a StructField is one field (scalar, matrix
+or struct) per member, placed together. Kernels index them into a Matrix or
+Struct of GlobalRefs, so every access and every gradient is per component.
+Host access gathers and scatters the components as numpy arrays of shape
+`shape + (n,)` or `shape + (n, m)`.
+"""
+import numpy as np
+
+from quadrants.lang import runtime, types
+from quadrants.lang import field as field_module
+from quadrants.lang.exception import (ArgumentValueError, QuadrantsGradientError,
+                                      QuadrantsTypeError)
+from quadrants.lang.expr import GlobalRef
+
+
+class HostVector(np.ndarray):
+    """A host copy of one vector/matrix element: a numpy array that also has
+    the .x/.y/.z/.w components and to_numpy() of upstream's host values."""
+
+    def to_numpy(self):
+        return np.asarray(self).copy()
+
+    def _comp(self, k):
+        return np.asarray(self)[k]
+
+    x = property(lambda self: self._comp(0))
+    y = property(lambda self: self._comp(1))
+    z = property(lambda self: self._comp(2))
+    w = property(lambda self: self._comp(3))
+
+    @property
+    def n(self):
+        return self.shape[0]
+
+    @property
+    def m(self):
+        return self.shape[1] if self.ndim == 2 else 1
+
+
+def host_value(array):
+    return np.asarray(array).view(HostVector)
+
+
+def element_array(value, element_shape, what):
+    """A host value for one vector/matrix element as a numpy array of
+    element_shape (a scalar fills every component)."""
+    value = np.asarray(value.to_list() if hasattr(value, "to_list") else value)
+    if value.shape == ():
+        value = np.full(element_shape, value)
+    if value.shape != tuple(element_shape):
+        raise ArgumentValueError(f"{what} has elements of shape {tuple(element_shape)}; "
+                                 f"the value has shape {value.shape}")
+    return value
+
+
+def _place_group(fields, shape):
+    """Places `fields` side by side: in one new dense node of `shape`, or at
+    the root when 0-D."""
+    prog = runtime.program()
+    if len(shape) == 0:
+        for f in fields:
+            f._place_at(0, ())
+        return
+    dense = prog.add_dense(0, list(range(len(shape))), list(shape))
+    for f in fields:
+        f._place_at(dense, shape)
+
+
+class MatrixField:
+    """qd.Vector.field / qd.Matrix.field: a field whose elements are
+    vectors or matrices."""
+
+    def __init__(self, comps, n, m, ndim, name):
+        self._comps = comps
+        self.n, self.m, self.ndim_element = n, m, ndim
+        self.name = name
+        self._grad = self._dual = None
+
+    # ---- structure ---------------------------------------------------------
+    @property
+    def dtype(self):
+        return self._comps[0].dtype
+
+    @property
+    def element_type(self):
+        from quadrants.lang import matrix  # pylint: disable=import-outside-toplevel
+        return matrix.MatrixType(self.n, self.m, self.ndim_element, self.dtype)
+
+    @property
+    def element_shape(self):
+        return (self.n,) if self.ndim_element == 1 else (self.n, self.m)
+
+    def get_shape(self):
+        return self.shape
+
+    @property
+    def shape(self):
+        return self._comps[0].shape
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def _leaf_fields(self):
+        return list(self._comps)
+
+    def _companion(self, role):
+        comps = [getattr(c, role) for c in self._comps]
+        if comps[0] is None:
+            return None
+        return MatrixField(comps, self.n, self.m, self.ndim_element, f"{self.name}.{role}")
+
+    @property
+    def grad(self):
+        if self._grad is None:
+            self._grad = self._companion("grad")
+        return self._grad
+
+    @property
+    def dual(self):
+        if self._dual is None:
+            self._dual = self._companion("dual")
+        return self._dual
+
+    def has_grad(self):
+        return self._comps[0].has_grad()
+
+    def has_dual(self):
+        return self._comps[0].has_dual()
+
+    @property
+    def placed(self):
+        return self._comps[0].placed
+
+    def __repr__(self):
+        return f"<qd.{'Vector' if self.ndim_element == 1 else 'Matrix'}.field {self.name}: " \
+               f"{self.dtype}{list(self.element_shape)}{list(self.shape)}>"
+
+    # ---- kernel access -------------------------------------------------------
+    def _element(self, make_ptr):
+        """The element at the indices make_ptr applies (a Matrix of refs)."""
+        from quadrants.lang import matrix  # pylint: disable=import-outside-toplevel
+        refs = [GlobalRef(make_ptr(c), c.dtype) for c in self._comps]
+        return matrix.Matrix._make(refs, self.n, self.m, self.ndim_element)
+
+    # ---- host access ---------------------------------------------------------
+    def _check_array(self, array, what):
+        want = tuple(self.shape) + self.element_shape
+        if tuple(array.shape) != want:
+            raise ArgumentValueError(f"{what}: field '{self.name}' of shape "
+                                     f"{tuple(self.shape)} with {self._describe()} elements "
+                                     f"needs an array of shape {want}, got "
+                                     f"{tuple(array.shape)}")
+
+    def _describe(self):
+        return f"vector({self.n})" if self.ndim_element == 1 else \
+            f"matrix({self.n}, {self.m})"
+
+    def __getitem__(self, key):
+        values = [c[key] for c in self._comps]
+        return host_value(np.array(values, dtype=types.to_numpy_dtype(self.dtype))
+                          .reshape(self.element_shape))
+
+    def __setitem__(self, key, value):
+        value = element_array(value, self.element_shape, f"field '{self.name}'")
+        for c, v in zip(self._comps, value.reshape(-1).tolist()):
+            c[key] = v
+
+    def to_numpy(self, dtype=None, keep_dims=False):  # pylint: disable=unused-argument
+        parts = [c.to_numpy() for c in self._comps]
+        out = np.stack(parts, axis=-1).reshape(tuple(self.shape) + self.element_shape)
+        return out if dtype is None else out.astype(dtype)
+
+    def from_numpy(self, array):
+        array = np.asarray(array)
+        self._check_array(array, "from_numpy")
+        flat = array.reshape(tuple(self.shape) + (self.n * self.m,))
+        for k, c in enumerate(self._comps):
+            c.from_numpy(flat[..., k].copy())
+
+    def fill(self, value):
+        value = np.asarray(value.to_list() if hasattr(value, "to_list") else value)
+        if value.shape == ():
+            for c in self._comps:
+                c.fill(value.item())
+            return
+        if value.shape != self.element_shape:
+            raise ArgumentValueError(f"fill: field '{self.name}' has {self._describe()} "
+                                     f"elements; the value has shape {value.shape}")
+        for c, v in zip(self._comps, value.reshape(-1).tolist()):
+            c.fill(v)
+
+
+def _check_flags(dtype, needs_grad, needs_dual, what):
+    for flag, value in (("needs_grad", needs_grad), ("needs_dual", needs_dual)):
+        if not isinstance(value, bool):
+            raise QuadrantsTypeError(f"{flag} must be a bool, got {value!r}")
+    if (needs_grad or needs_dual) and not dtype.is_float:
+        flag = "needs_grad" if needs_grad else "needs_dual"
+        raise QuadrantsGradientError(f"{what}: {dtype} is not differentiable, so it cannot "
+                                     f"have {flag}=True; use a floating-point dtype")
+
+
+def _new_name(name):
+    if name is not None and not isinstance(name, str):
+        raise QuadrantsTypeError(f"field name must be a str, got {name!r}")
+    runtime.state.unnamed_fields += not name
+    return name or f"field{runtime.state.unnamed_fields}"
+
+
+def _place_new(leaves, shape):
+    """Places freshly made leaf fields and the companions they asked for."""
+    if shape is None:
+        return
+    _place_group(leaves, shape)
+    for role in ("grad", "dual"):
+        wanted = [getattr(f, role) for f in leaves
+                  if getattr(f, f"_needs_{role}") and not getattr(f, role).placed]
+        if wanted:
+            _place_group(wanted, shape)
+
+
+def _matrix_components(n, m, dtype, shape, needs_grad, needs_dual, name):
+    return [field_module.Field(dtype, shape, f"{name}[{k}]", needs_grad=needs_grad,
+                               needs_dual=needs_dual) for k in range(n * m)]
+
+
+def matrix_field(n, m, ndim, dtype, shape, needs_grad, needs_dual, name):
+    runtime.program()
+    dtype = types.normalize(dtype)
+    shape = field_module._shape_tuple(shape)  # pylint: disable=protected-access
+    _check_flags(dtype, needs_grad, needs_dual, "qd.Vector.field()" if ndim == 1
+                 else "qd.Matrix.field()")
+    name = _new_name(name)
+    comps = _matrix_components(n, m, dtype, shape, needs_grad, needs_dual, name)
+    f = MatrixField(comps, n, m, ndim, name)
+    _place_new(comps, shape)
+    return f

@@ -1,0 +1,684 @@
+#include "quadrants/runtime/gfx/vulkan_backend.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "quadrants/codegen/spirv/gfx_abi.h"
+#include "quadrants/codegen/spirv/msl_export.h"
+#include "quadrants/codegen/spirv/spirv_tools.h"
+#include "quadrants/common/errors.h"
+#include "quadrants/common/status_macros.h"
+#include "quadrants/runtime/llvm/host/launch_state.h"
+
+namespace quadrants::gfx {
+namespace abi = spirv::abi;
+
+namespace {
+
+bool EnvFlag(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && value[0] != '\0' && std::strcmp(value, "0") != 0;
+}
+
+// A directory named by `dir_variable`, else `fallback`, announced on stderr
+// the first time something is written there.
+std::string DumpDirectory(const char* dir_variable, const char* fallback,
+                          const char* what) {
+  const char* env = std::getenv(dir_variable);
+  std::string dir = env != nullptr && env[0] != '\0' ? env : fallback;
+  static std::mutex mutex;
+  static std::map<std::string, bool> announced;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!announced[dir]) {
+    std::error_code error;
+    std::filesystem::create_directories(dir, error);
+    std::cerr << "[quadrants] " << what << ": writing to " << dir << std::endl;
+    announced[dir] = true;
+  }
+  return dir;
+}
+
+// One process-wide device per set of feature overrides: a Program per
+// qd.init() reuses it instead of creating an instance and device again.
+absl::StatusOr<std::shared_ptr<VulkanDevice>> SharedDevice(
+    const FeatureOverrides& overrides) {
+  static std::mutex mutex;
+  // Never destroyed: buffers and pipelines of a Program that outlives
+  // static destruction would otherwise reach a destroyed device.
+  static auto* devices = new std::map<std::tuple<bool, bool, bool, bool>,
+                                      std::shared_ptr<VulkanDevice>>();
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto key =
+      std::make_tuple(overrides.no_int64_atomics, overrides.no_float_atomics,
+                      overrides.no_float64, overrides.force_staging);
+  auto it = devices->find(key);
+  if (it != devices->end())
+    return it->second;
+  QD_ASSIGN_OR_RETURN(std::unique_ptr<VulkanDevice> created,
+                      VulkanDevice::Create(overrides));
+  std::shared_ptr<VulkanDevice> device = std::move(created);
+  (*devices)[key] = device;
+  return device;
+}
+
+// The first word of every SPIR-V module.
+constexpr uint32_t kSpirvMagic = 0x07230203;
+
+// The modules of every task, as stored in an offline cache entry's object:
+// per task, the task module and the bounds module (empty for tasks without
+// one), each as a word count followed by the words.
+std::string PackModules(const spirv::SpirvKernel& kernel) {
+  std::string out;
+  auto put = [&](const std::vector<uint32_t>& words) {
+    const uint32_t count = static_cast<uint32_t>(words.size());
+    out.append(reinterpret_cast<const char*>(&count), 4);
+    out.append(reinterpret_cast<const char*>(words.data()), 4 * words.size());
+  };
+  for (const auto& task : kernel.tasks) {
+    put(task.code);
+    put(task.bounds_code);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::vector<uint32_t>>> UnpackModules(
+    const std::string& bytes, size_t tasks) {
+  std::vector<std::vector<uint32_t>> modules;
+  size_t at = 0;
+  for (size_t k = 0; k < 2 * tasks; ++k) {
+    uint32_t count = 0;
+    if (at + 4 > bytes.size())
+      return absl::DataLossError("truncated SPIR-V module list");
+    std::memcpy(&count, bytes.data() + at, 4);
+    at += 4;
+    if (count > (bytes.size() - at) / 4)
+      return absl::DataLossError("truncated SPIR-V module");
+    std::vector<uint32_t> words(count);
+    std::memcpy(words.data(), bytes.data() + at, 4 * size_t{count});
+    at += 4 * size_t{count};
+    const bool bounds = k % 2 == 1;
+    if ((!bounds || count > 0) && (count < 5 || words[0] != kSpirvMagic)) {
+      return absl::DataLossError("not a SPIR-V module");
+    }
+    modules.push_back(std::move(words));
+  }
+  if (at != bytes.size())
+    return absl::DataLossError("trailing bytes after the SPIR-V modules");
+  return modules;
+}
+
+struct GfxTask {
+  ir::TaskKind kind = ir::TaskKind::kSerial;
+  int64_t cells = 0;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkPipeline bounds = VK_NULL_HANDLE;
+};
+
+// A kernel's pipelines; destroyed with the kernel.
+struct PipelineSet {
+  std::shared_ptr<VulkanDevice> device;
+  std::vector<GfxTask> tasks;
+  ~PipelineSet() {
+    for (const GfxTask& task : tasks) {
+      if (task.pipeline != VK_NULL_HANDLE)
+        device->api().vkDestroyPipeline(device->device(), task.pipeline,
+                                        nullptr);
+      if (task.bounds != VK_NULL_HANDLE)
+        device->api().vkDestroyPipeline(device->device(), task.bounds, nullptr);
+    }
+  }
+};
+
+class GfxCompiledKernel : public CompiledKernel {
+ public:
+  GfxCompiledKernel(const ir::Kernel& kernel,
+                    std::vector<RuntimeErrorSite> sites,
+                    std::shared_ptr<PipelineSet> pipelines)
+      : CompiledKernel(
+            kernel.name(), kernel.params(), std::move(sites),
+            static_cast<int>(pipelines->tasks.size()),
+            std::vector<std::vector<AdStackInfo>>(pipelines->tasks.size())),
+        pipelines_(std::move(pipelines)) {}
+  const std::vector<GfxTask>& tasks() const { return pipelines_->tasks; }
+
+ private:
+  std::shared_ptr<PipelineSet> pipelines_;
+};
+
+absl::StatusOr<VkPipeline> CreatePipeline(const VulkanDevice& device,
+                                          VkPipelineLayout layout,
+                                          const std::vector<uint32_t>& words,
+                                          const std::string& what) {
+  const VulkanApi& api = device.api();
+  VkShaderModuleCreateInfo module_info{
+      VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  module_info.codeSize = 4 * words.size();
+  module_info.pCode = words.data();
+  VkShaderModule module = VK_NULL_HANDLE;
+  VkResult result =
+      api.vkCreateShaderModule(device.device(), &module_info, nullptr, &module);
+  if (result != VK_SUCCESS) {
+    return MakeError(
+        ErrorKind::kCompilation,
+        absl::StrCat(
+            "Vulkan could not load the shader of ", what, ": ",
+            VulkanApi::Check(result, "vkCreateShaderModule").message()));
+  }
+  VkComputePipelineCreateInfo info{
+      VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  info.stage.module = module;
+  info.stage.pName = "main";
+  info.layout = layout;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  result = api.vkCreateComputePipelines(device.device(), VK_NULL_HANDLE, 1,
+                                        &info, nullptr, &pipeline);
+  api.vkDestroyShaderModule(device.device(), module, nullptr);
+  if (result != VK_SUCCESS) {
+    return MakeError(
+        ErrorKind::kCompilation,
+        absl::StrCat(
+            "Vulkan could not create the pipeline of ", what, ": ",
+            VulkanApi::Check(result, "vkCreateComputePipelines").message()));
+  }
+  return pipeline;
+}
+
+std::string TaskName(const std::string& kernel, size_t task,
+                     const codegen::LoweredTask& lowered, bool bounds) {
+  return absl::StrCat("kernel '", kernel, "' task ", task, " (",
+                      ir::TaskKindName(lowered.kind), bounds ? " bounds" : "",
+                      " at ", lowered.loc.ToString(), ")");
+}
+
+// The file name (without extension) for a task's module under `dir`,
+// unique within the process.
+std::string DumpPath(const std::string& dir, const std::string& kernel,
+                     size_t task, bool bounds) {
+  const std::string stem =
+      absl::StrCat(kernel, "_task", task, bounds ? "_bounds" : "");
+  static std::mutex mutex;
+  static std::map<std::string, int> counts;
+  std::lock_guard<std::mutex> lock(mutex);
+  const int n = counts[dir + "/" + stem]++;
+  return absl::StrCat(dir, "/", stem, n == 0 ? "" : absl::StrCat("_", n));
+}
+
+// What QD_VALIDATE_SPIRV / debug and QD_DUMP_SPIRV ask for, on every module
+// a kernel runs (freshly generated or from the cache).
+absl::Status Inspect(const std::string& kernel, size_t task, bool bounds,
+                     const std::vector<uint32_t>& words,
+                     const std::string& what, bool validate) {
+  if (validate)
+    QD_RETURN_IF_ERROR(spirv::ValidateModule(words, what));
+  if (EnvFlag("QD_DUMP_SPIRV")) {
+    const std::string dir = DumpDirectory(
+        "QD_DUMP_SPIRV_DIR", "/tmp/quadrants_spirv", "QD_DUMP_SPIRV");
+    std::ofstream(DumpPath(dir, kernel, task, bounds) + ".spv",
+                  std::ios::binary)
+        .write(reinterpret_cast<const char*>(words.data()), 4 * words.size());
+  }
+  return absl::OkStatus();
+}
+
+// QD_DUMP_MSL: the kernel lowered for Metal's capabilities (no 64-bit or
+// float atomics), not optimized (SPIRV-Tools would inline the atomic helper
+// functions SPIRV-Cross needs), and cross-compiled to MSL, one file per
+// shader; a failure is written next to them and reported on stderr.
+void ExportMsl(const ir::Kernel& kernel, const ir::SNodeTree& snodes,
+               spirv::CodegenOptions options, bool validate) {
+  const std::string dir =
+      DumpDirectory("QD_DUMP_MSL_DIR", "/tmp/quadrants_msl", "QD_DUMP_MSL");
+  options.caps = spirv::DeviceCaps::Metal();
+  absl::StatusOr<spirv::SpirvKernel> spirv =
+      spirv::GenerateSpirv(kernel, snodes, options);
+  if (!spirv.ok()) {
+    std::ofstream(DumpPath(dir, kernel.name(), 0, false) + ".msl_error")
+        << spirv.status().message() << "\n";
+    std::cerr << "[quadrants] QD_DUMP_MSL: no MSL for kernel '" << kernel.name()
+              << "': " << spirv.status().message() << std::endl;
+    return;
+  }
+  for (size_t t = 0; t < spirv->tasks.size(); ++t) {
+    for (bool bounds : {false, true}) {
+      const auto& words =
+          bounds ? spirv->tasks[t].bounds_code : spirv->tasks[t].code;
+      if (words.empty())
+        continue;
+      const std::string path = DumpPath(dir, kernel.name(), t, bounds);
+      const std::string what = absl::StrCat(
+          "kernel '", kernel.name(), "' task ", t, bounds ? " bounds" : "");
+      absl::Status valid =
+          validate ? spirv::ValidateModule(words, what) : absl::OkStatus();
+      absl::StatusOr<std::string> msl =
+          valid.ok() ? spirv::CrossCompileToMsl(words)
+                     : absl::StatusOr<std::string>(valid);
+      if (msl.ok()) {
+        std::ofstream(path + ".metal") << *msl;
+      } else {
+        std::ofstream(path + ".msl_error") << msl.status().message() << "\n";
+        std::cerr << "[quadrants] QD_DUMP_MSL: no MSL for " << what << ": "
+                  << msl.status().message() << std::endl;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+absl::Status VulkanBackend::Probe() {
+  return SharedDevice(FeatureOverrides()).status();
+}
+
+absl::StatusOr<std::unique_ptr<VulkanBackend>> VulkanBackend::Create(
+    const CompileConfig& config) {
+  QD_ASSIGN_OR_RETURN(std::shared_ptr<VulkanDevice> device,
+                      SharedDevice(FeatureOverrides::FromEnvironment()));
+  auto backend = std::make_unique<VulkanBackend>(config, device);
+  const VulkanApi& api = device->api();
+  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                            abi::kPushConstantBytes};
+  VkPipelineLayoutCreateInfo layout{
+      VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  layout.pushConstantRangeCount = 1;
+  layout.pPushConstantRanges = &range;
+  QD_RETURN_IF_ERROR(
+      VulkanApi::Check(api.vkCreatePipelineLayout(device->device(), &layout,
+                                                  nullptr, &backend->layout_),
+                       "vkCreatePipelineLayout"));
+  VkCommandBufferAllocateInfo commands{
+      VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  commands.commandPool = device->command_pool();
+  commands.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  commands.commandBufferCount = 1;
+  QD_RETURN_IF_ERROR(
+      VulkanApi::Check(api.vkAllocateCommandBuffers(device->device(), &commands,
+                                                    &backend->commands_),
+                       "vkAllocateCommandBuffers"));
+  VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  QD_RETURN_IF_ERROR(VulkanApi::Check(
+      api.vkCreateFence(device->device(), &fence, nullptr, &backend->fence_),
+      "vkCreateFence"));
+  QD_ASSIGN_OR_RETURN(backend->runtime_,
+                      CreateBuffer(*device, abi::kRtBytes, false));
+  QD_ASSIGN_OR_RETURN(backend->context_,
+                      CreateBuffer(*device, abi::kCtxBytes, false));
+  return backend;
+}
+
+VulkanBackend::VulkanBackend(const CompileConfig& config,
+                             std::shared_ptr<VulkanDevice> device)
+    : config_(config),
+      device_(std::move(device)),
+      memory_(std::make_shared<VulkanMemory>(device_)),
+      cache_(offline_cache::OpenOfflineCache(config, &cache_stats_)) {}
+
+VulkanBackend::~VulkanBackend() {
+  const VulkanApi& api = device_->api();
+  VkDevice d = device_->device();
+  api.vkDeviceWaitIdle(d);
+  for (GfxBuffer* buffer : {&runtime_, &context_, &bounds_, &prints_})
+    DestroyBuffer(*device_, buffer);
+  if (fence_ != VK_NULL_HANDLE)
+    api.vkDestroyFence(d, fence_, nullptr);
+  if (commands_ != VK_NULL_HANDLE)
+    api.vkFreeCommandBuffers(d, device_->command_pool(), 1, &commands_);
+  if (layout_ != VK_NULL_HANDLE)
+    api.vkDestroyPipelineLayout(d, layout_, nullptr);
+}
+
+int VulkanBackend::num_threads() const {
+  return static_cast<int>(abi::kBlockSize * abi::kMaxGroups);
+}
+
+spirv::CodegenOptions VulkanBackend::CodegenOptions() const {
+  spirv::CodegenOptions options;
+  options.caps = device_->caps();
+  options.check_out_of_bound = config_.checks_bounds();
+  options.debug = config_.debug;
+  return options;
+}
+
+absl::StatusOr<offline_cache::KernelArtifact> VulkanBackend::Generate(
+    const ir::Kernel& offloaded, const ir::SNodeTree& snodes) {
+  QD_ASSIGN_OR_RETURN(
+      spirv::SpirvKernel kernel,
+      spirv::GenerateSpirv(offloaded, snodes, CodegenOptions()));
+  // Release builds run SPIRV-Tools' performance passes; debug keeps the
+  // emitted code as it is.
+  if (!config_.debug) {
+    for (size_t t = 0; t < kernel.tasks.size(); ++t) {
+      auto& task = kernel.tasks[t];
+      const std::string what =
+          absl::StrCat("kernel '", offloaded.name(), "' task ", t);
+      QD_ASSIGN_OR_RETURN(task.code, spirv::OptimizeModule(task.code, what));
+      if (!task.bounds_code.empty()) {
+        QD_ASSIGN_OR_RETURN(task.bounds_code,
+                            spirv::OptimizeModule(task.bounds_code, what));
+      }
+    }
+  }
+  offline_cache::KernelArtifact artifact;
+  artifact.object = PackModules(kernel);
+  for (const auto& task : kernel.tasks) {
+    codegen::LoweredTask lowered;
+    lowered.kind = task.kind;
+    lowered.function = "main";
+    lowered.bounds_function = task.bounds_code.empty() ? "" : "main";
+    lowered.struct_for_cells = task.struct_for_cells;
+    lowered.loc = task.loc;
+    artifact.tasks.push_back(std::move(lowered));
+  }
+  for (const RuntimeErrorSite& site : kernel.error_sites) {
+    artifact.error_sites.push_back(
+        codegen::ErrorSite{site.description, site.loc, site.value_types});
+  }
+  artifact.print_sites = std::move(kernel.print_sites);
+  return artifact;
+}
+
+absl::StatusOr<std::shared_ptr<CompiledKernel>> VulkanBackend::Compile(
+    const ir::Kernel& offloaded, const ir::SNodeTree& snodes) {
+  std::string key;
+  if (cache_) {
+    key = offline_cache::CacheKey(
+        offloaded, snodes,
+        absl::StrCat("spirv ", CodegenOptions().ToString(),
+                     " optimized=", !config_.debug),
+        absl::StrCat("vulkan ", device_->Description()));
+  }
+  const bool validate = config_.debug || EnvFlag("QD_VALIDATE_SPIRV");
+  auto load = [&](const offline_cache::KernelArtifact& artifact)
+      -> absl::StatusOr<std::shared_ptr<PipelineSet>> {
+    QD_ASSIGN_OR_RETURN(auto modules,
+                        UnpackModules(artifact.object, artifact.tasks.size()));
+    auto set = std::make_shared<PipelineSet>();
+    set->device = device_;
+    for (size_t t = 0; t < artifact.tasks.size(); ++t) {
+      const codegen::LoweredTask& lowered = artifact.tasks[t];
+      GfxTask task;
+      task.kind = lowered.kind;
+      task.cells = lowered.struct_for_cells;
+      const std::string what = TaskName(offloaded.name(), t, lowered, false);
+      QD_RETURN_IF_ERROR(
+          Inspect(offloaded.name(), t, false, modules[2 * t], what, validate));
+      QD_ASSIGN_OR_RETURN(task.pipeline, CreatePipeline(*device_, layout_,
+                                                        modules[2 * t], what));
+      set->tasks.push_back(task);
+      if (lowered.kind == ir::TaskKind::kRangeFor) {
+        if (modules[2 * t + 1].empty())
+          return absl::DataLossError("a range_for task without bounds");
+        const std::string bounds = TaskName(offloaded.name(), t, lowered, true);
+        QD_RETURN_IF_ERROR(Inspect(offloaded.name(), t, true,
+                                   modules[2 * t + 1], bounds, validate));
+        QD_ASSIGN_OR_RETURN(
+            set->tasks.back().bounds,
+            CreatePipeline(*device_, layout_, modules[2 * t + 1], bounds));
+      }
+    }
+    return set;
+  };
+  QD_ASSIGN_OR_RETURN(
+      auto generated,
+      (offline_cache::LoadOrGenerate<std::shared_ptr<PipelineSet>>(
+          cache_ ? &*cache_ : nullptr, key, &cache_stats_,
+          [&] { return Generate(offloaded, snodes); }, load)));
+  if (EnvFlag("QD_DUMP_MSL"))
+    ExportMsl(offloaded, snodes, CodegenOptions(), validate);
+  auto compiled = std::make_shared<GfxCompiledKernel>(
+      offloaded, offline_cache::ErrorSites(generated.first),
+      std::move(generated.second));
+  compiled->set_print_sites(generated.first.print_sites);
+  return compiled;
+}
+
+absl::Status VulkanBackend::EnsureBounds(int tasks) {
+  const int64_t need = std::max(1, tasks) * int64_t{abi::kRangeBytes};
+  if (bounds_.buffer != VK_NULL_HANDLE && bounds_.bytes >= need)
+    return absl::OkStatus();
+  DestroyBuffer(*device_, &bounds_);
+  QD_ASSIGN_OR_RETURN(bounds_, CreateBuffer(*device_, need, false));
+  return absl::OkStatus();
+}
+
+absl::Status VulkanBackend::EnsurePrintBuffer(int64_t bytes) {
+  if (prints_.buffer != VK_NULL_HANDLE && prints_.bytes >= bytes)
+    return absl::OkStatus();
+  DestroyBuffer(*device_, &prints_);
+  QD_ASSIGN_OR_RETURN(prints_, CreateBuffer(*device_, bytes, false));
+  print_capacity_ = bytes;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
+    const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
+    absl::Span<const uint64_t> /*field_generations*/,
+    const LaunchOptions& /*options*/) {
+  const auto& compiled = static_cast<const GfxCompiledKernel&>(kernel);
+  const VulkanApi& api = device_->api();
+  QD_RETURN_IF_ERROR(EnsureBounds(kernel.num_tasks()));
+  if (!kernel.print_sites().empty()) {
+    // A launch whose records did not fit makes the next buffer larger.
+    int64_t want = std::max<int64_t>(print_capacity_, 1 << 20);
+    if (print_overflowed_)
+      want *= 4;
+    print_overflowed_ = false;
+    QD_RETURN_IF_ERROR(EnsurePrintBuffer(std::min<int64_t>(want, 1ll << 30)));
+  }
+
+  // The launch context.
+  char* ctx = context_.host;
+  std::memset(ctx, 0, abi::kCtxBytes);
+  auto put64 = [](char* base, uint32_t offset, uint64_t value) {
+    std::memcpy(base + offset, &value, 8);
+  };
+  put64(ctx, abi::kCtxRuntime, runtime_.address);
+  put64(ctx, abi::kCtxRandomKey,
+        llvm_runtime::LaunchRandomKey(config_.random_seed, ++launches_));
+  put64(ctx, abi::kCtxBounds, bounds_.address);
+  if (args.size() > abi::kMaxArgs) {
+    return MakeError(
+        ErrorKind::kType,
+        absl::StrCat("kernel '", kernel.name(), "' has ", args.size(),
+                     " arguments; at most ", abi::kMaxArgs, " are supported"));
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ir::KernelParam& param = kernel.params()[i];
+    put64(ctx, abi::kCtxArgs + 8 * i, static_cast<uint64_t>(args[i].slot));
+    if (param.kind != ir::KernelParam::Kind::kNdarray)
+      continue;
+    const uint64_t address =
+        args[i].data == nullptr ? 0 : memory_->DeviceAddress(args[i].data);
+    if (address == 0 && args[i].data != nullptr) {
+      return MakeError(
+          ErrorKind::kRuntime,
+          absl::StrCat("kernel '", kernel.name(), "' argument ", i, " ('",
+                       param.name,
+                       "') is not in memory the Vulkan device can address"));
+    }
+    put64(ctx, abi::kCtxNdarrayData + 8 * i, address);
+    if (args[i].shape.size() > abi::kMaxNdim) {
+      return MakeError(
+          ErrorKind::kType,
+          absl::StrCat("kernel '", kernel.name(), "' argument ", i,
+                       " has more than ", abi::kMaxNdim, " dimensions"));
+    }
+    for (size_t axis = 0; axis < args[i].shape.size(); ++axis) {
+      put64(ctx, abi::kCtxNdarrayShape + 8 * (abi::kMaxNdim * i + axis),
+            static_cast<uint64_t>(args[i].shape[axis]));
+    }
+  }
+  // The runtime record.
+  char* rt = runtime_.host;
+  put64(rt, abi::kRtRoot, root_ == nullptr ? 0 : memory_->DeviceAddress(root_));
+  put64(rt, abi::kRtPrintBuffer, prints_.address);
+  const uint32_t capacity =
+      kernel.print_sites().empty() ? 0 : static_cast<uint32_t>(prints_.bytes);
+  const uint32_t zero = 0;
+  std::memcpy(rt + abi::kRtPrintCapacity, &capacity, 4);
+  std::memcpy(rt + abi::kRtPrintUsed, &zero, 4);
+  std::memcpy(rt + abi::kRtPrintDropped, &zero, 4);
+
+  // One command buffer: staged inputs in, the tasks with barriers between
+  // them, staged outputs back.
+  VkCommandBuffer cmd = commands_;
+  QD_RETURN_IF_ERROR(VulkanApi::Check(api.vkResetCommandBuffer(cmd, 0),
+                                      "vkResetCommandBuffer"));
+  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  QD_RETURN_IF_ERROR(VulkanApi::Check(api.vkBeginCommandBuffer(cmd, &begin),
+                                      "vkBeginCommandBuffer"));
+  auto barrier = [&](VkPipelineStageFlags src, VkAccessFlags src_access,
+                     VkPipelineStageFlags dst, VkAccessFlags dst_access) {
+    VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    b.srcAccessMask = src_access;
+    b.dstAccessMask = dst_access;
+    api.vkCmdPipelineBarrier(cmd, src, dst, 0, 1, &b, 0, nullptr, 0, nullptr);
+  };
+  const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
+  const VkAccessFlags shader_rw =
+      VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  const bool staged = memory_->has_staged();
+  if (staged) {
+    memory_->RecordCopies(cmd, true);
+    barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+            compute, shader_rw);
+  }
+  const uint64_t ctx_address = context_.address;
+  BackendLaunchStats stats;
+  bool first = true;
+  for (size_t t = 0; t < compiled.tasks().size(); ++t) {
+    const GfxTask& task = compiled.tasks()[t];
+    if (!first) {
+      barrier(compute, VK_ACCESS_SHADER_WRITE_BIT, compute, shader_rw);
+    }
+    first = false;
+    ++stats.tasks;
+    switch (task.kind) {
+      case ir::TaskKind::kSerial:
+        api.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
+                              task.pipeline);
+        api.vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8,
+                               &ctx_address);
+        api.vkCmdDispatch(cmd, 1, 1, 1);
+        break;
+      case ir::TaskKind::kRangeFor:
+        // The range (and the dispatch size) come from the bounds shader.
+        api.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, task.bounds);
+        api.vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8,
+                               &ctx_address);
+        api.vkCmdDispatch(cmd, 1, 1, 1);
+        barrier(compute, VK_ACCESS_SHADER_WRITE_BIT,
+                compute | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
+                shader_rw | VK_ACCESS_INDIRECT_COMMAND_READ_BIT);
+        api.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
+                              task.pipeline);
+        api.vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8,
+                               &ctx_address);
+        api.vkCmdDispatchIndirect(cmd, bounds_.buffer,
+                                  t * abi::kRangeBytes + abi::kRangeDispatch);
+        break;
+      case ir::TaskKind::kStructFor: {
+        const int64_t groups = std::min<int64_t>(
+            (task.cells + abi::kBlockSize - 1) / abi::kBlockSize,
+            abi::kMaxGroups);
+        if (groups == 0)
+          break;
+        api.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
+                              task.pipeline);
+        api.vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8,
+                               &ctx_address);
+        api.vkCmdDispatch(cmd, static_cast<uint32_t>(groups), 1, 1);
+        stats.max_threads_used = std::max<int>(
+            stats.max_threads_used, static_cast<int>(std::min<int64_t>(
+                                        task.cells, groups * abi::kBlockSize)));
+        break;
+      }
+    }
+  }
+  if (staged) {
+    barrier(compute, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+            VK_ACCESS_TRANSFER_READ_BIT);
+    memory_->RecordCopies(cmd, false);
+    barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+            VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+  }
+  barrier(compute, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+          VK_ACCESS_HOST_READ_BIT);
+  QD_RETURN_IF_ERROR(
+      VulkanApi::Check(api.vkEndCommandBuffer(cmd), "vkEndCommandBuffer"));
+  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &cmd;
+  QD_RETURN_IF_ERROR(
+      VulkanApi::Check(api.vkQueueSubmit(device_->queue(), 1, &submit, fence_),
+                       "vkQueueSubmit"));
+  QD_RETURN_IF_ERROR(VulkanApi::Check(
+      api.vkWaitForFences(device_->device(), 1, &fence_, VK_TRUE, UINT64_MAX),
+      "vkWaitForFences"));
+  QD_RETURN_IF_ERROR(VulkanApi::Check(
+      api.vkResetFences(device_->device(), 1, &fence_), "vkResetFences"));
+
+  // Errors and prints the kernel recorded.
+  uint32_t code = 0;
+  std::memcpy(&code, rt + abi::kRtErrorCode, 4);
+  if (code != 0) {
+    RuntimeErrorRecord record;
+    record.code = static_cast<RuntimeErrorRecord::Code>(code);
+    uint32_t site = 0;
+    std::memcpy(&site, rt + abi::kRtErrorSite, 4);
+    record.site = static_cast<int>(site);
+    std::memcpy(record.values, rt + abi::kRtErrorValues, 24);
+    if (!pending_)
+      pending_ = record;
+    std::memset(rt + abi::kRtErrorCode, 0, 4);
+  }
+  if (!kernel.print_sites().empty()) {
+    uint32_t used = 0, dropped = 0;
+    std::memcpy(&used, rt + abi::kRtPrintUsed, 4);
+    std::memcpy(&dropped, rt + abi::kRtPrintDropped, 4);
+    const int64_t valid = std::min<int64_t>(used, capacity);
+    int64_t at = 0;
+    while (at + 8 <= valid) {
+      int32_t header[2];
+      std::memcpy(header, prints_.host + at, 8);
+      const int64_t bytes = 8 + 8 * int64_t{std::max(header[1], 0)};
+      if (header[1] < 0 || at + bytes > valid)
+        break;
+      PrintRecord record;
+      record.site = header[0];
+      record.values.resize(header[1]);
+      std::memcpy(record.values.data(), prints_.host + at + 8,
+                  8 * record.values.size());
+      pending_prints_.records.push_back(std::move(record));
+      at += bytes;
+    }
+    pending_prints_.dropped += dropped;
+    print_overflowed_ = dropped > 0;
+  }
+  return stats;
+}
+
+absl::optional<RuntimeErrorRecord> VulkanBackend::TakeError() {
+  absl::optional<RuntimeErrorRecord> record = pending_;
+  pending_.reset();
+  return record;
+}
+
+PrintBatch VulkanBackend::TakePrints() {
+  PrintBatch batch = std::move(pending_prints_);
+  pending_prints_ = PrintBatch();
+  return batch;
+}
+
+}  // namespace quadrants::gfx

@@ -1,0 +1,84 @@
+#ifndef QUADRANTS_RUNTIME_GFX_VULKAN_BACKEND_H_
+#define QUADRANTS_RUNTIME_GFX_VULKAN_BACKEND_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "quadrants/codegen/spirv/kernel_codegen.h"
+#include "quadrants/runtime/backend.h"
+#include "quadrants/runtime/gfx/vulkan_device.h"
+#include "quadrants/runtime/gfx/vulkan_memory.h"
+#include "quadrants/runtime/offline_cache/offline_cache.h"
+
+namespace quadrants::gfx {
+
+// The Vulkan backend: kernels lowered to SPIR-V (one compute pipeline per
+// task, plus one per range_for task computing its range on the device),
+// fields and ndarrays in device buffers addressed through buffer device
+// addresses. A launch records its tasks into one command buffer with a
+// barrier between consecutive dispatches, submits it and waits on a fence,
+// so errors and prints are known when it returns.
+class VulkanBackend : public Backend {
+ public:
+  static absl::StatusOr<std::unique_ptr<VulkanBackend>> Create(
+      const CompileConfig& config);
+  // OK when a loader and a usable device are present; else the Unavailable
+  // error naming what is missing.
+  static absl::Status Probe();
+
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(
+      const ir::Kernel& offloaded, const ir::SNodeTree& snodes) override;
+  void SetRoot(char* root) override { root_ = root; }
+  absl::StatusOr<BackendLaunchStats> Launch(
+      const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
+      absl::Span<const uint64_t> field_generations,
+      const LaunchOptions& options) override;
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+  absl::optional<RuntimeErrorRecord> TakeError() override;
+  PrintBatch TakePrints() override;
+  std::shared_ptr<SharedMemoryAllocator> memory() override { return memory_; }
+  bool stages_host_arrays() const override { return true; }
+  int num_threads() const override;
+  const AdStackStats& adstack_stats() const override { return adstack_stats_; }
+  const OfflineCacheStats& offline_cache_stats() const override {
+    return cache_stats_;
+  }
+
+  VulkanBackend(const CompileConfig& config,
+                std::shared_ptr<VulkanDevice> device);
+  ~VulkanBackend() override;
+
+ private:
+  spirv::CodegenOptions CodegenOptions() const;
+  absl::StatusOr<offline_cache::KernelArtifact> Generate(
+      const ir::Kernel& offloaded, const ir::SNodeTree& snodes);
+  absl::Status EnsureBounds(int tasks);
+  absl::Status EnsurePrintBuffer(int64_t bytes);
+
+  CompileConfig config_;
+  std::shared_ptr<VulkanDevice> device_;
+  std::shared_ptr<VulkanMemory> memory_;
+  char* root_ = nullptr;
+  VkPipelineLayout layout_ = VK_NULL_HANDLE;
+  VkCommandBuffer commands_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  GfxBuffer runtime_;  // the runtime record (gfx_abi.h)
+  GfxBuffer context_;  // the launch context
+  GfxBuffer bounds_;   // per-task range records
+  GfxBuffer prints_;   // print() records
+  int64_t print_capacity_ = 0;
+  bool print_overflowed_ = false;
+  PrintBatch pending_prints_;
+  absl::optional<RuntimeErrorRecord> pending_;
+  uint64_t launches_ = 0;
+  AdStackStats adstack_stats_;
+  OfflineCacheStats cache_stats_;  // before cache_, which notes its directory
+  std::optional<offline_cache::OfflineCache> cache_;
+};
+
+}  // namespace quadrants::gfx
+
+#endif  // QUADRANTS_RUNTIME_GFX_VULKAN_BACKEND_H_

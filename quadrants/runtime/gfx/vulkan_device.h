@@ -1,0 +1,75 @@
+#ifndef QUADRANTS_RUNTIME_GFX_VULKAN_DEVICE_H_
+#define QUADRANTS_RUNTIME_GFX_VULKAN_DEVICE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "quadrants/codegen/spirv/device_caps.h"
+#include "quadrants/runtime/gfx/vulkan_api.h"
+
+namespace quadrants::gfx {
+
+// Features a test can take away from the device, to exercise the paths of
+// devices that lack them (set from QD_VULKAN_* environment variables).
+struct FeatureOverrides {
+  bool no_int64_atomics = false;  // QD_VULKAN_NO_INT64_ATOMICS
+  bool no_float_atomics = false;  // QD_VULKAN_NO_FLOAT_ATOMICS
+  bool no_float64 = false;        // QD_VULKAN_NO_FLOAT64
+  bool force_staging = false;     // QD_VULKAN_FORCE_STAGING
+  static FeatureOverrides FromEnvironment();
+};
+
+// A Vulkan instance, the chosen physical device (one with a compute queue,
+// buffer device addresses and 64-bit integers; a GPU before a CPU device)
+// and a logical device with one compute queue and a command pool.
+class VulkanDevice {
+ public:
+  // Fails with kUnavailable "Vulkan not available: <what is missing>".
+  static absl::StatusOr<std::unique_ptr<VulkanDevice>> Create(
+      const FeatureOverrides& overrides);
+  ~VulkanDevice();
+  VulkanDevice(const VulkanDevice&) = delete;
+  VulkanDevice& operator=(const VulkanDevice&) = delete;
+
+  const VulkanApi& api() const { return *api_; }
+  VkDevice device() const { return device_; }
+  VkQueue queue() const { return queue_; }
+  VkCommandPool command_pool() const { return command_pool_; }
+  const spirv::DeviceCaps& caps() const { return caps_; }
+  // Name, driver and API version: what compiled code may depend on.
+  std::string Description() const;
+  const std::string& name() const { return caps_.device_name; }
+
+  // A memory type for buffers: host-visible and coherent (always exists),
+  // or device-local (preferred for fields and ndarrays).
+  uint32_t host_memory_type() const { return host_memory_type_; }
+  uint32_t device_memory_type() const { return device_memory_type_; }
+  // Whether device_memory_type() can be mapped; if not, host access goes
+  // through staging copies.
+  bool device_memory_mappable() const { return device_memory_mappable_; }
+
+  VulkanDevice() = default;  // for std::make_unique; use Create()
+
+ private:
+  absl::Status Initialize(const FeatureOverrides& overrides);
+
+  std::unique_ptr<VulkanApi> api_;
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  VkCommandPool command_pool_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  spirv::DeviceCaps caps_;
+  uint32_t driver_version_ = 0;
+  uint32_t api_version_ = 0;
+  uint32_t host_memory_type_ = 0;
+  uint32_t device_memory_type_ = 0;
+  bool device_memory_mappable_ = true;
+};
+
+}  // namespace quadrants::gfx
+
+#endif  // QUADRANTS_RUNTIME_GFX_VULKAN_DEVICE_H_

@@ -1,0 +1,135 @@
+"""Structs: qd.types.struct, @qd.dataclass with @qd.func methods, struct
+fields and their host round trips, struct locals and kernel/func
+arguments, and gradients through struct members."""
+import numpy as np
+import pytest
+
+import quadrants as qd
+from tests import test_utils
+
+vec2, vec3 = qd.math.vec2, qd.math.vec3
+
+
+@qd.dataclass
+class Particle:
+    x: vec3
+    v: vec3
+    mass: qd.f32
+
+    @qd.func
+    def kinetic(self):
+        return 0.5 * self.mass * self.v.norm_sqr()
+
+    @qd.func
+    def advance(self, dt):
+        self.x += dt * self.v
+
+
+@test_utils.test()
+def test_dataclass_field_methods_and_host_round_trip():
+    ps = Particle.field(shape=4)
+    energy = qd.field(qd.f32, shape=4)
+    rng = np.random.default_rng(0)
+    data = {"x": rng.uniform(-1, 1, (4, 3)).astype(np.float32),
+            "v": rng.uniform(-1, 1, (4, 3)).astype(np.float32),
+            "mass": rng.uniform(1, 2, 4).astype(np.float32)}
+    ps.from_numpy(data)
+    back = ps.to_numpy()
+    assert set(back) == {"x", "v", "mass"}
+    assert back["x"].shape == (4, 3) and back["mass"].shape == (4,)
+    for k in data:
+        np.testing.assert_array_equal(back[k], data[k])
+
+    @qd.kernel
+    def step(dt: qd.f32):
+        for i in ps:
+            energy[i] = ps[i].kinetic()
+            ps[i].advance(dt)
+
+    step(0.5)
+    np.testing.assert_allclose(energy.to_numpy(),
+                               0.5 * data["mass"] * (data["v"] ** 2).sum(-1), rtol=1e-6)
+    np.testing.assert_allclose(ps.x.to_numpy(), data["x"] + 0.5 * data["v"], rtol=1e-6)
+    assert ps[2].mass == pytest.approx(data["mass"][2])
+    np.testing.assert_allclose(ps[2].v, data["v"][2])
+    ps[1] = {"mass": 9.0}
+    assert ps.mass.to_numpy()[1] == 9.0
+    with pytest.raises(ValueError):
+        ps.from_numpy({"x": np.zeros((4, 2), np.float32)})
+
+
+@test_utils.test()
+def test_struct_type_locals_args_and_returns():
+    Ray = qd.types.struct(origin=vec2, direction=vec2, steps=qd.i32)
+    hits = qd.Vector.field(2, qd.f32, shape=3)
+
+    @qd.func
+    def make_ray(i) -> Ray:
+        return Ray(origin=vec2(i, 0.0), direction=vec2(0.0, 1.0), steps=i + 1)
+
+    @qd.func
+    def march(r: Ray):
+        p = r.origin
+        for _ in range(r.steps):
+            p += r.direction
+        return p
+
+    @qd.kernel
+    def k(base: Ray):
+        for i in range(3):
+            r = make_ray(i)
+            r.origin += base.origin
+            r.direction = r.direction * base.steps
+            hits[i] = march(r)
+
+    k({"origin": [10, 20], "direction": [0, 0], "steps": 2})
+    np.testing.assert_allclose(hits.to_numpy(), [[10 + i, 20 + 2 * (i + 1)] for i in range(3)])
+
+
+@test_utils.test()
+def test_struct_field_via_root_and_qd_struct_field():
+    S = qd.types.struct(a=qd.f32, b=qd.types.matrix(2, 2, qd.f32))
+    f = S.field()
+    qd.root.dense(qd.i, 5).place(f)
+    g = qd.Struct.field({"p": vec3, "n": qd.i32}, shape=2)
+
+    @qd.kernel
+    def k():
+        for i in f:
+            f[i].a = i
+            f[i].b = qd.Matrix([[i, 1.0], [0.0, i]])
+        for j in g:
+            g[j] = qd.types.struct(p=vec3, n=qd.i32)(p=vec3(j), n=j * 3)
+
+    k()
+    np.testing.assert_array_equal(f.to_numpy()["a"], np.arange(5))
+    np.testing.assert_array_equal(f.to_numpy()["b"][3], [[3, 1], [0, 3]])
+    np.testing.assert_array_equal(g.to_numpy()["n"], [0, 3])
+    np.testing.assert_array_equal(g.p.to_numpy()[1], [1, 1, 1])
+
+
+@test_utils.test()
+def test_gradient_through_struct_members():
+    State = qd.types.struct(pos=vec2, vel=vec2)
+    s = State.field(shape=3, needs_grad=True)
+    loss = qd.field(qd.f64, shape=(), needs_grad=True)
+
+    @qd.kernel
+    def run():
+        for i in s:
+            st = s[i]
+            st.pos += 0.5 * st.vel
+            loss[None] += st.pos.norm_sqr() * st.vel.x
+
+    rng = np.random.default_rng(2)
+    pos, vel = rng.uniform(-1, 1, (3, 2)), rng.uniform(-1, 1, (3, 2))
+    s.from_numpy({"pos": pos.astype(np.float32), "vel": vel.astype(np.float32)})
+    pos, vel = s.pos.to_numpy().astype(np.float64), s.vel.to_numpy().astype(np.float64)
+    with qd.ad.Tape(loss=loss):
+        run()
+    # d/dpos = 2 (pos + vel/2) vel.x; d/dvel = (pos + vel/2) vel.x + |.|^2 e_x
+    q = pos + 0.5 * vel
+    np.testing.assert_allclose(s.grad.pos.to_numpy(), 2 * q * vel[:, :1], rtol=1e-5, atol=1e-6)
+    gvel = q * vel[:, :1]
+    gvel[:, 0] += (q ** 2).sum(-1)
+    np.testing.assert_allclose(s.grad.vel.to_numpy(), gvel, rtol=1e-5, atol=1e-6)

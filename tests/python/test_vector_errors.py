@@ -1,0 +1,106 @@
+"""Shape errors of vectors and matrices: compile errors that name the
+kernel, the source file:line and both shapes; host errors that name both
+shapes."""
+import inspect
+import re
+
+import numpy as np
+import pytest
+
+import quadrants as qd
+from tests import test_utils
+
+
+def _line_of(fn, text):
+    lines, start = inspect.getsourcelines(fn)
+    for k, line in enumerate(lines):
+        if text in line:
+            return start + k
+    raise AssertionError(text)
+
+
+def _expect(kernel, text, pattern, exc=qd.QuadrantsTypeError):
+    with pytest.raises(exc) as info:
+        kernel()
+    message = str(info.value)
+    where = f"{__file__}:{_line_of(kernel.fn, text)}"
+    assert where in message, message
+    assert f"'{kernel.name}'" in message, message
+    assert re.search(pattern, message), message
+
+
+@test_utils.test()
+def test_matmul_shape_mismatch():
+    out = qd.Vector.field(3, qd.f32, shape=())
+
+    @qd.kernel
+    def bad_matmul():
+        m = qd.math.mat3(1.0)
+        v = qd.math.vec2(1.0, 2.0)
+        out[None] = m @ v
+
+    _expect(bad_matmul, "m @ v", r"3x3 matrix @ vector of 2")
+
+
+@test_utils.test()
+def test_elementwise_shape_mismatch():
+    @qd.kernel
+    def bad_add():
+        a = qd.Vector([1.0, 2.0, 3.0])
+        b = qd.Vector([1.0, 2.0])
+        c = a + b
+        c.x += 1.0
+
+    _expect(bad_add, "a + b", r"vector of 3 and vector of 2")
+
+
+@test_utils.test()
+def test_static_index_out_of_range():
+    @qd.kernel
+    def bad_index():
+        a = qd.Vector([1.0, 2.0, 3.0])
+        a[3] = 1.0
+
+    _expect(bad_index, "a[3]", r"index 3 is out of range .*vector of 3")
+
+    @qd.kernel
+    def bad_swizzle():
+        a = qd.Vector([1.0, 2.0])
+        b = a.xz
+        b.x += 1.0
+
+    _expect(bad_swizzle, "a.xz", r"\.xz .*vector of 2")
+
+
+@test_utils.test()
+def test_assigning_another_shape():
+    x = qd.Vector.field(3, qd.f32, shape=())
+
+    @qd.kernel
+    def bad_store():
+        x[None] = qd.Vector([1.0, 2.0])
+
+    _expect(bad_store, "x[None] =", r"vector of 3 is assigned a vector of 2")
+
+
+@test_utils.test()
+def test_unsupported_sizes():
+    @qd.kernel
+    def bad_inverse():
+        a = qd.Matrix([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+        b = a.inverse()
+        b[0, 0] += 1.0
+
+    _expect(bad_inverse, "a.inverse()", r"square matrix, got a 2x3 matrix")
+
+
+@test_utils.test()
+def test_kernel_argument_shapes():
+    @qd.kernel
+    def k(v: qd.math.vec3, a: qd.types.ndarray(dtype=qd.math.vec2, ndim=1)):
+        a[0] = v.xy
+
+    with pytest.raises(ValueError, match=r"vector of 3.*shape \(3,\).*\(2,\)"):
+        k([1, 2], np.zeros((2, 2), np.float32))
+    with pytest.raises(ValueError, match=r"trailing shape \(2,\).*\(2, 3\)"):
+        k([1, 2, 3], np.zeros((2, 3), np.float32))
