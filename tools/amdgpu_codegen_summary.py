@@ -3,8 +3,9 @@
 
 Each Python test target writes amdgpu_codegen_counts.json to its undeclared
 outputs (see tests/python/pytest_runner.py); this adds them up per target
-and exits non-zero when a kernel failed, a test target wrote no counts, or
-there are none at all.
+and exits non-zero when a kernel failed or there are no counts at all. Test
+targets without counts (not tagged amdgpu, so last run under another config)
+are listed.
 
     bazel test --config=amdgpu //tests/python/... && tools/amdgpu_codegen_summary.py
 """
@@ -57,8 +58,8 @@ def main():
         print(f"{target}: {compiled[target]} code objects checked, {failed[target]} failed")
     print(f"over {targets} test targets")
     if missing:
-        print("no counts from: " + ", ".join(missing))
-    if not compiled or missing or any(failed.values()):
+        print("no counts (not run under --config=amdgpu) from: " + ", ".join(missing))
+    if not compiled or any(failed.values()):
         print("FAILED")
         return 1
     return 0
