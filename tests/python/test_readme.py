@@ -117,28 +117,3 @@ def test_offline_cache_lines(tmp_path):
     ns = _run(tmp_path, "stats = " + code.rstrip().splitlines()[-1].split("#")[0] + "\n",
               "\n".join(code.splitlines()[:2]) + "\n")
     assert {"directory", "hits", "misses"} <= set(ns["stats"])
-
-
-def test_vectors_fragment(tmp_path):
-    prelude = ("qd.init(arch=qd.cpu)\n"
-               "n, dt = 4, 0.1\n"
-               "steps = qd.field(qd.i32, shape=())\n")
-    ns = _run(tmp_path, _snippet("qd.Vector.field(3"), prelude)
-    x, R, steps = ns["x"], ns["R"], ns["steps"]
-    rng = np.random.default_rng(0)
-    x0 = rng.uniform(-1, 1, (4, 3)).astype(np.float32)
-    c, s = np.cos(0.2), np.sin(0.2)
-    rot = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]], np.float32)
-    x.from_numpy(x0)
-    R[None] = rot
-    steps[None] = 3
-    a = qd.ndarray(ns["vec3"], 4)
-    v = np.array([0.5, 0.0, -0.25], np.float32)
-    ns["advance"](v, a)
-    expected = []
-    for p in x0.astype(np.float64):
-        for _ in range(3):
-            p = rot @ p + 0.1 * v
-        expected.append(p / np.linalg.norm(p) + np.cross(p, [0, 0, 1]))
-    # f32: three rotations and a normalization, a few ulp.
-    np.testing.assert_allclose(a.to_numpy(), np.array(expected), rtol=1e-5, atol=1e-6)
