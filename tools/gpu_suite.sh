@@ -343,7 +343,7 @@ warn_if_stale() {
   local d
   for d in quadrants/python/quadrants tests/python; do
     [ -d "$ROOT/$d" ] || continue
-    if ! diff -rq -x __pycache__ -x '*.so' "$ROOT/$d" "$BUNDLE/src/$d" >/dev/null 2>&1; then
+    if ! diff -rq -x __pycache__ -x '*.so' -x '*.so.xz' "$ROOT/$d" "$BUNDLE/src/$d" >/dev/null 2>&1; then
       note "warning: $d differs from the bundle's snapshot; repack to test the working tree"
     fi
   done
