@@ -177,3 +177,86 @@ def test_overflow_in_65536_invocations_raises_once_then_clears():
     for _ in range(20):
         v, d = np.sin(v) * 0.9 + 0.1, 0.9 * np.cos(v) * d
     assert x.grad.to_numpy() == pytest.approx(d, rel=1e-4, abs=1e-6)
+
+
+def _many_stacks_reverse_code(tmp_path, monkeypatch, stacks):
+    """The MSL (from the unoptimized module, as QD_DUMP_MSL writes it) and
+    the optimized SPIR-V of the reverse task of a kernel carrying a
+    `stacks`-component vector through one dynamic loop: one adstack per
+    component, each pushed once per iteration."""
+    msl_dir, spv_dir = tmp_path / f"msl{stacks}", tmp_path / f"spv{stacks}"
+    monkeypatch.setenv("QD_DUMP_MSL", "1")
+    monkeypatch.setenv("QD_DUMP_MSL_DIR", str(msl_dir))
+    monkeypatch.setenv("QD_DUMP_SPIRV", "1")
+    monkeypatch.setenv("QD_DUMP_SPIRV_DIR", str(spv_dir))
+    p0 = qd.Vector.field(stacks, qd.f32, shape=4, needs_grad=True)
+    loss = qd.field(qd.f32, shape=(), needs_grad=True)
+    n = qd.field(qd.i32, shape=())
+
+    @qd.kernel
+    def many_stacks():
+        for i in p0:
+            p = p0[i]
+            for _ in range(n[None]):
+                p = p * p * 0.5 + 0.25
+            loss[None] += p.sum()
+
+    n[None] = 3
+    with qd.ad.Tape(loss=loss):
+        many_stacks()
+    caps = [c for task in runtime.adstack_stats()["capacities"] for c in task]
+    assert caps == [3 + 2] * stacks, caps
+    # The reverse task (the forward kernel's name, dumped second) is the
+    # largest module of the kernels compiled here.
+    metal = max(msl_dir.glob("*.metal"), key=lambda p: p.stat().st_size)
+    spv = max(spv_dir.glob("*.spv"), key=lambda p: p.stat().st_size)
+    assert metal.stem.endswith("_1") and spv.stem.endswith("_1"), (metal, spv)
+    assert not list(msl_dir.glob("*.msl_error"))
+    return metal.read_text(), spv
+
+
+def _push_sites(msl):
+    """Lines of each push in `msl`: from the read of the stack's counter to
+    its increment (the slot store and, for stacks with adjoints, the
+    adjoint's zeroing lie between)."""
+    import re  # pylint: disable=import-outside-toplevel
+    counters = re.search(r"spvUnsafeArray<uint, \d+> (\w+);", msl).group(1)
+    lines = [line.strip() for line in msl.splitlines() if line.strip()]
+    read_at = {}
+    sites = []
+    for k, line in enumerate(lines):
+        read = re.fullmatch(rf"uint (\w+) = {counters}\[([^\]]+)\];", line)
+        if read:
+            read_at[(read.group(1), read.group(2))] = k
+        bump = re.fullmatch(rf"{counters}\[([^\]]+)\] = (\w+) \+ 1u;", line)
+        if bump and (bump.group(2), bump.group(1)) in read_at:
+            sites.append(k - read_at[(bump.group(2), bump.group(1))] + 1)
+    return sites
+
+
+@test_utils.test(**VULKAN)
+def test_msl_lines_per_push_and_no_per_stack_phis(tmp_path, monkeypatch):
+    import subprocess  # pylint: disable=import-outside-toplevel
+    msl100, spv100 = _many_stacks_reverse_code(tmp_path, monkeypatch, 100)
+    msl200, _ = _many_stacks_reverse_code(tmp_path, monkeypatch, 200)
+    sites = _push_sites(msl200)
+    # Every component's stack is pushed at least once per iteration.
+    assert len(sites) >= 200, len(sites)
+    per_push = sum(sites) / len(sites)
+    print(f"MSL: {len(sites)} pushes with 200 stacks, {per_push:.2f} lines per push "
+          f"(longest {max(sites)})")
+    assert per_push <= 5 and max(sites) <= 5, sites
+    # A push is no structured branch: the number of `if` does not grow
+    # with the stacks.
+    assert msl200.count("if (") == msl100.count("if ("), (
+        msl100.count("if ("), msl200.count("if ("))
+    # The counters are one array indexed by stack id, in the MSL and after
+    # SPIRV-Tools' optimizer (no phi per stack at the loop headers).
+    assert "100>" in msl100 or "[100]" in msl100
+    text = subprocess.run(["spirv-dis", str(spv100)], capture_output=True, text=True,
+                          check=True).stdout
+    phis = sum(1 for line in text.splitlines() if "OpPhi %uint" in line)
+    print(f"optimized reverse task with 100 stacks: {phis} u32 OpPhi")
+    # The float phis are the carried components and their adjoints, which
+    # the kernel itself carries; counters would add u32 phis per stack.
+    assert phis < 10, phis

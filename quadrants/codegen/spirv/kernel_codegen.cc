@@ -164,7 +164,8 @@ class ShaderEmitter {
   uint32_t ad_record_offset_ = 0;
   uint32_t ad_num_stacks_ = 0;  // allocas in the task
   Id ad_counters_ = 0;
-  Id invocation_ = 0;  // u64: this invocation's index into the heap slices
+  Id ad_counter_base_ = 0;  // u32 0 that optimizers cannot fold
+  Id invocation_ = 0;       // u64: this invocation's index into the heap slices
   absl::flat_hash_map<uint32_t, Id> ad_words_;
   absl::flat_hash_map<const Stmt*, AdStack> stacks_;
   absl::flat_hash_map<const Stmt*, bool> adjoint_stacks_;
@@ -697,9 +698,10 @@ Id ShaderEmitter::AdWord(uint32_t offset) {
 }
 
 Id ShaderEmitter::AdCounter(uint32_t id) {
-  return b_.Op(spv::OpAccessChain,
-               b_.PointerType(spv::StorageClassFunction, U32()),
-               {ad_counters_, b_.ConstU32(id)});
+  return b_.Op(
+      spv::OpAccessChain, b_.PointerType(spv::StorageClassFunction, U32()),
+      {ad_counters_,
+       b_.Op(spv::OpIAdd, U32(), {ad_counter_base_, b_.ConstU32(id)})});
 }
 
 bool ShaderEmitter::HasStackAdjoint(const Stmt* stack) {
@@ -844,6 +846,13 @@ absl::StatusOr<std::vector<uint32_t>> ShaderEmitter::EmitTask(
   });
   if (ad_num_stacks_ > 0) {
     ad_counters_ = b_.LocalVariable(b_.ArrayType(U32(), ad_num_stacks_));
+    // Counters are indexed from a base read from memory (always 0: the
+    // invocation count is below 2^63): with constant indices SPIRV-Tools'
+    // scalar replacement would split the array into one variable per
+    // stack, and then a phi per stack at every loop header.
+    Id high = b_.EntryOp(spv::OpShiftRightLogical, U64(),
+                         {AdWord(abi::kAdInvocations), b_.ConstU64(63)});
+    ad_counter_base_ = b_.EntryOp(spv::OpUConvert, U32(), {high});
   }
   absl::Status status;
   if (serial) {
