@@ -226,16 +226,20 @@ make_src() {
   local src="$1"
   rm -rf "$src"; mkdir -p "$src"
   (cd "$ROOT" &&
-    git ls-files -co --exclude-standard -- conftest.py quadrants/python tests/__init__.py \
+    git ls-files -co --exclude-standard -- conftest.py README.md quadrants/python tests/__init__.py \
       tests/python examples benchmarks tools/gradfuzz | grep -v '\.so$' |
     while read -r f; do [ -f "$f" ] && echo "$f"; done |
     tar -cf - -T -) | tar -C "$src" -xf -
   cp -L "$ROOT/bazel-bin/$CORE" "$src/$CORE"
   chmod u+w "$src/$CORE"
+  strip --strip-unneeded "$src/$CORE"
   local patchelf; patchelf="$(patchelf_bin)"
   "$patchelf" --force-rpath --set-rpath "\$ORIGIN/$(realpath --relative-to="$src/$(dirname "$CORE")" "$src/..")/lib" "$src/$CORE"
   local tape="$ROOT/bazel-bin/benchmarks/tape_reference"
   if [ -x "$tape" ]; then cp -L "$tape" "$src/benchmarks/"; fi
+  # The device tool carries 64 MiB with the working tree: the extension
+  # travels stripped and xz-compressed, and `run` restores it.
+  xz -9 -T0 "$src/$CORE"
 }
 
 pack() {
@@ -314,6 +318,15 @@ prepare() {
   fi
   rm -rf "$UNPACKED/src"
   cp -a "$BUNDLE/src" "$UNPACKED/src"
+  if [ -f "$UNPACKED/src/$CORE.xz" ]; then
+    if command -v xz >/dev/null; then
+      xz -dc "$UNPACKED/src/$CORE.xz" > "$UNPACKED/src/$CORE"
+    else
+      python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+        "$UNPACKED/src/$CORE.xz" "$UNPACKED/src/$CORE"
+    fi
+    chmod +x "$UNPACKED/src/$CORE"; rm -f "$UNPACKED/src/$CORE.xz"
+  fi
   PY="$UNPACKED/usr/bin/python3.11"
   # Child processes the tests start with sys.executable (no -I) stay isolated
   # too; the parent runs with -I (no PYTHON* variables, no user site, no cwd).
@@ -330,7 +343,7 @@ warn_if_stale() {
   local d
   for d in quadrants/python/quadrants tests/python; do
     [ -d "$ROOT/$d" ] || continue
-    if ! diff -rq -x __pycache__ -x '*.so' "$ROOT/$d" "$BUNDLE/src/$d" >/dev/null 2>&1; then
+    if ! diff -rq -x __pycache__ -x '*.so' -x '*.so.xz' "$ROOT/$d" "$BUNDLE/src/$d" >/dev/null 2>&1; then
       note "warning: $d differs from the bundle's snapshot; repack to test the working tree"
     fi
   done

@@ -19,6 +19,8 @@
 #include "quadrants/ir/statements.h"
 #include "quadrants/ir/walk.h"
 #include "quadrants/program/scalar_access.h"
+#include "quadrants/runtime/amdgpu/amdgpu_backend.h"
+#include "quadrants/runtime/amdgpu/codegen_only.h"
 #include "quadrants/runtime/cpu/cpu_backend.h"
 #include "quadrants/runtime/cuda/cuda_backend.h"
 #include "quadrants/runtime/gfx/vulkan_backend.h"
@@ -38,6 +40,8 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
       QD_ASSIGN_OR_RETURN(auto backend, cuda::CudaBackend::Create(config));
       return std::unique_ptr<Backend>(std::move(backend));
     }
+    case Arch::kAmdgpu:
+      return amdgpu::CreateBackend(config);
     case Arch::kVulkan: {
       QD_ASSIGN_OR_RETURN(auto backend, gfx::VulkanBackend::Create(config));
       return std::unique_ptr<Backend>(std::move(backend));
@@ -47,7 +51,7 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
           ErrorKind::kUnavailable,
           absl::StrCat("arch '", ArchName(config.arch),
                        "' is not available: this build runs kernels "
-                       "on the cpu, cuda and vulkan archs only"));
+                       "on the cpu, cuda, amdgpu and vulkan archs only"));
   }
 }
 
@@ -192,6 +196,8 @@ absl::Status Program::ProbeArch(Arch arch) {
       return absl::OkStatus();
     case Arch::kCuda:
       return cuda::CudaBackend::Probe();
+    case Arch::kAmdgpu:
+      return amdgpu::ProbeBackend();
     case Arch::kVulkan:
       return gfx::VulkanBackend::Probe();
     default:
@@ -199,13 +205,15 @@ absl::Status Program::ProbeArch(Arch arch) {
                        absl::StrCat("the ", ArchName(arch),
                                     " backend is not available in this build "
                                     "of Quadrants (kernels run on qd.cpu, "
-                                    "qd.cuda and qd.vulkan)"));
+                                    "qd.cuda, qd.amdgpu and qd.vulkan)"));
   }
 }
 
 absl::StatusOr<std::unique_ptr<Program>> Program::Create(
     const CompileConfig& config) {
   QD_ASSIGN_OR_RETURN(auto backend, CreateBackend(config));
+  QD_ASSIGN_OR_RETURN(backend,
+                      amdgpu::WithCodegenOnlyCheck(config, std::move(backend)));
   return std::make_unique<Program>(config, std::move(backend));
 }
 

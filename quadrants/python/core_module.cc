@@ -16,6 +16,7 @@
 #include "quadrants/ir/statements.h"
 #include "quadrants/program/program.h"
 #include "quadrants/program/scalar_access.h"
+#include "quadrants/runtime/amdgpu/codegen_only.h"
 #include "quadrants/transforms/type_check.h"
 
 namespace py = pybind11;
@@ -502,6 +503,19 @@ PYBIND11_MODULE(_quadrants_core, m) {
         return py::str(std::string(status.message()));
       },
       "Why kernels cannot run on the arch `name` here, or None.");
+  m.def(
+      "amdgpu_codegen_only_counts",
+      [] {
+        py::list counts;
+        for (const amdgpu::CodegenOnlyCount& count :
+             amdgpu::CodegenOnlyCounts()) {
+          counts.append(
+              py::make_tuple(count.target, count.compiled, count.failed));
+        }
+        return counts;
+      },
+      "(target, code objects compiled and checked, kernels failed) per "
+      "target of QD_AMDGPU_CODEGEN_ONLY in this process.");
 
   py::register_exception_translator([](std::exception_ptr error) {
     try {

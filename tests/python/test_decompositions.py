@@ -16,7 +16,15 @@ import numpy as np
 import pytest
 
 import quadrants as qd
+from quadrants.lang import runtime
 from tests import test_utils
+
+
+def _require_dtype(dt):
+    """f64 cases skip on archs without 64-bit data (qd.extension.data64)."""
+    arch = runtime.state.options.get("arch", runtime.cpu)
+    if dt == "f64" and not qd.is_extension_supported(arch, qd.extension.data64):
+        pytest.skip(f"arch {arch} has no f64 (qd.extension.data64)")
 
 N = 3
 _DT = {"f64": (qd.f64, np.float64), "f32": (qd.f32, np.float32)}
@@ -35,25 +43,10 @@ def _polar_ref(a):
     return u @ vt, vt.T @ np.diag(s) @ vt
 
 
-@pytest.mark.parametrize("dt", ["f32", "f64"])
-@pytest.mark.parametrize("n", [2, 3])
-@test_utils.test()
-def test_svd_and_polar_forward(n, dt):
-    qd_dt, np_dt = _DT[dt]
-    A = qd.Matrix.field(n, n, qd_dt, shape=N)
-    U, S, V = (qd.Matrix.field(n, n, qd_dt, shape=N) for _ in range(3))
-    R, P = (qd.Matrix.field(n, n, qd_dt, shape=N) for _ in range(2))
-
-    @qd.kernel
-    def k():
-        for i in A:
-            U[i], S[i], V[i] = qd.svd(A[i])
-            R[i], P[i] = qd.polar_decompose(A[i])
-
-    A.from_numpy(_inputs(n).astype(np_dt))
-    k()
-    a = A.to_numpy().astype(np.float64)
-    u, s, v, r, p = (f.to_numpy() for f in (U, S, V, R, P))
+def _check_forward(a, u, s, v, r, p, n, dt):
+    """U S V^T = A with rotations U, V and S diagonal and sorted like numpy's;
+    R P = A with R a rotation and P symmetric, equal to numpy's polar
+    factors."""
     tol = _FTOL[dt]
     np.testing.assert_allclose(u @ s @ np.swapaxes(v, 1, 2), a, **tol)
     np.testing.assert_allclose(np.diagonal(s, axis1=1, axis2=2), np.linalg.svd(a)[1], **tol)
@@ -82,17 +75,21 @@ def _central(fn, x, h=1e-6):
 @pytest.mark.parametrize("dt", ["f32", "f64"])
 @pytest.mark.parametrize("n", [2, 3])
 @test_utils.test()
-def test_svd_and_polar_gradient(n, dt):
+def test_svd_and_polar(n, dt):
+    _require_dtype(dt)
     qd_dt, np_dt = _DT[dt]
     A = qd.Matrix.field(n, n, qd_dt, shape=N, needs_grad=True)
     W1, W2, W3 = (qd.Matrix.field(n, n, qd_dt, shape=N) for _ in range(3))
+    outputs = [qd.Matrix.field(n, n, qd_dt, shape=N) for _ in range(5)]
+    Uf, Sf, Vf, Rf, Pf = outputs
     loss = qd.field(qd_dt, shape=(), needs_grad=True)
 
     @qd.kernel
     def k():
         for i in A:
-            _, S, _ = qd.svd(A[i])
+            U, S, V = qd.svd(A[i])
             R, P = qd.polar_decompose(A[i])
+            Uf[i], Sf[i], Vf[i], Rf[i], Pf[i] = U, S, V, R, P
             loss[None] += (S * W1[i]).sum() + (R * W2[i]).sum() + (P * W3[i]).sum()
 
     rng = np.random.default_rng(11)
@@ -113,6 +110,7 @@ def test_svd_and_polar_gradient(n, dt):
 
     with qd.ad.Tape(loss=loss):
         k()
+    _check_forward(a, *(f.to_numpy() for f in outputs), n, dt)
     assert loss[None] == pytest.approx(ref(a), rel=_FTOL[dt]["rtol"] * 10)
     np.testing.assert_allclose(A.grad.to_numpy(), _central(ref, a), **_GTOL[dt])
 
@@ -128,3 +126,52 @@ def test_decompositions_reject_other_sizes():
 
     with pytest.raises(qd.QuadrantsTypeError, match="2x2 and 3x3.*4x4"):
         k()
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64"])
+@pytest.mark.parametrize("n", [2, 3])
+@test_utils.test()
+def test_sym_eig_and_solve(n, dt):
+    _require_dtype(dt)
+    qd_dt, np_dt = _DT[dt]
+    A = qd.Matrix.field(n, n, qd_dt, shape=N, needs_grad=True)
+    b = qd.Vector.field(n, qd_dt, shape=N, needs_grad=True)
+    lam = qd.Vector.field(n, qd_dt, shape=N)
+    vecs = qd.Matrix.field(n, n, qd_dt, shape=N)
+    x = qd.Vector.field(n, qd_dt, shape=N)
+    loss = qd.field(qd_dt, shape=(), needs_grad=True)
+    weights = np.linspace(1.0, 2.0, n)
+
+    @qd.kernel
+    def k():
+        for i in A:
+            S = A[i] + A[i].transpose()
+            ev, V = qd.sym_eig(S)
+            sol = qd.solve(A[i], b[i])
+            lam[i], vecs[i], x[i] = ev, V, sol
+            for c in qd.static(range(n)):
+                loss[None] += weights[c] * ev[c] + sol[c] * (c + 1.0)
+
+    rng = np.random.default_rng(4)
+    A.from_numpy(_inputs(n, 2).astype(np_dt))
+    b.from_numpy(rng.uniform(-1, 1, (N, n)).astype(np_dt))
+    a, bv = A.to_numpy().astype(np.float64), b.to_numpy().astype(np.float64)
+
+    def ref(a_, b_):
+        total = 0.0
+        for i in range(N):
+            ev = np.linalg.eigvalsh(a_[i] + a_[i].T)[::-1]
+            total += np.sum(weights * ev) + np.sum(np.linalg.solve(a_[i], b_[i]) *
+                                                   np.arange(1, n + 1))
+        return total
+
+    with qd.ad.Tape(loss=loss):
+        k()
+    s = a + np.swapaxes(a, 1, 2)
+    l_np, v_np = lam.to_numpy(), vecs.to_numpy()
+    tol = _FTOL[dt]
+    np.testing.assert_allclose(l_np, np.stack([np.linalg.eigvalsh(m)[::-1] for m in s]), **tol)
+    np.testing.assert_allclose(s @ v_np, v_np * l_np[:, None, :], **tol)
+    np.testing.assert_allclose(x.to_numpy(), np.linalg.solve(a, bv[..., None])[..., 0], **tol)
+    np.testing.assert_allclose(A.grad.to_numpy(), _central(lambda v: ref(v, bv), a), **_GTOL[dt])
+    np.testing.assert_allclose(b.grad.to_numpy(), _central(lambda v: ref(a, v), bv), **_GTOL[dt])

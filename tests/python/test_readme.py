@@ -45,7 +45,7 @@ def _fresh_runtime():
 
 
 def test_every_python_snippet_is_covered():
-    assert len(_snippets()) == 5
+    assert len(_snippets()) == 6
 
 
 def test_first_kernel_saxpy(tmp_path):
@@ -87,6 +87,29 @@ def test_forward_mode_fragment(tmp_path):
     ns = _run(tmp_path, _snippet("qd.ad.FwdMode"), prelude)
     # d loss / d x[0] at x = 0 is 3 cos(0).
     assert ns["loss"].dual[None] == pytest.approx(3.0, rel=1e-6)
+
+
+def test_vectors_and_matrices_fragment(tmp_path):
+    prelude = ("qd.init(arch=qd.cpu, ad_stack_experimental_enabled=True)\n"
+               "n, dt = 4, 0.1\n"
+               "steps = qd.field(qd.i32, shape=())\n")
+    ns = _run(tmp_path, _snippet("def advance("), prelude)
+    c, s = math.cos(0.3), math.sin(0.3)
+    rot = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+    x0 = np.arange(12).reshape(4, 3) / 7 + 0.5
+    v = np.array([0.1, 0.2, 0.3])
+    ns["steps"][None] = 3
+    ns["R"].from_numpy(rot.astype(np.float32))
+    ns["x"].from_numpy(x0.astype(np.float32))
+    assert ns["x"].to_numpy().shape == (4, 3)
+    a = np.zeros((4, 3), dtype=np.float32)
+    ns["advance"](ns["vec3"](*v), a)
+    p = x0.copy()
+    for _ in range(3):
+        p = p @ rot.T + 0.1 * v
+    want = p / np.linalg.norm(p, axis=1, keepdims=True) + np.cross(p, [0, 0, 1])
+    # f32: three rotations and a normalization, each a few ulps of O(1) values.
+    np.testing.assert_allclose(a, want, rtol=1e-5, atol=1e-5)
 
 
 def test_offline_cache_lines(tmp_path):

@@ -17,10 +17,11 @@ from quadrants.lang import runtime
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Files whose tests do not compile kernels on vulkan, or that need data
-# outside this package (examples), or this file itself.
+# outside this package (examples, the README), or this file itself.
 # (the gradient fuzzer's own tests run on the CPU).
 _EXCLUDED = {"test_spirv_msl_audit.py", "test_demo.py", "test_mass_spring_example.py",
-             "test_gradfuzz.py", "test_gradfuzz_quick.py", "test_utils.py"}
+             "test_diff_mpm_example.py", "test_gradfuzz.py", "test_gradfuzz_quick.py",
+             "test_readme.py", "test_utils.py"}
 
 
 def test_every_module_of_the_suite_validates_and_cross_compiles(tmp_path):

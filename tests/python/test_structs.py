@@ -112,7 +112,7 @@ def test_struct_field_via_root_and_qd_struct_field():
 def test_gradient_through_struct_members():
     State = qd.types.struct(pos=vec2, vel=vec2)
     s = State.field(shape=3, needs_grad=True)
-    loss = qd.field(qd.f64, shape=(), needs_grad=True)
+    loss = qd.field(qd.f32, shape=(), needs_grad=True)
 
     @qd.kernel
     def run():
@@ -133,3 +133,42 @@ def test_gradient_through_struct_members():
     gvel = q * vel[:, :1]
     gvel[:, 0] += (q ** 2).sum(-1)
     np.testing.assert_allclose(s.grad.vel.to_numpy(), gvel, rtol=1e-5, atol=1e-6)
+
+
+@test_utils.test()
+def test_ndarray_of_structs_round_trip_kernel_and_gradient():
+    Body = qd.types.struct(pos=vec2, vel=vec2, mass=qd.f32)
+    bodies = qd.ndarray(Body, 3, needs_grad=True)
+    rng = np.random.default_rng(6)
+    data = {"pos": rng.uniform(-1, 1, (3, 2)).astype(np.float32),
+            "vel": rng.uniform(-1, 1, (3, 2)).astype(np.float32),
+            "mass": np.array([1.0, 2.0, 3.0], np.float32)}
+    bodies.from_numpy(data)
+    back = bodies.to_numpy()
+    assert back["pos"].shape == (3, 2) and back["mass"].shape == (3,)
+    for k in data:
+        np.testing.assert_array_equal(back[k], data[k])
+    assert bodies[1].mass == 2.0
+    np.testing.assert_array_equal(np.asarray(bodies[2].vel.to_list()), data["vel"][2])
+    bodies[0] = {"pos": [5, 6], "vel": [0, 0], "mass": 4.0}
+    bodies[1].mass = 7.0       # writes through to the ndarray
+    assert bodies.to_numpy()["mass"].tolist() == [4.0, 7.0, 3.0]
+    bodies.from_numpy(data)
+    energy = qd.ndarray(qd.f32, (), needs_grad=True)
+
+    @qd.kernel
+    def kinetic(b: qd.types.ndarray(dtype=Body, ndim=1), e: qd.types.ndarray()):
+        for i in b:
+            e[None] += 0.5 * b[i].mass * b[i].vel.norm_sqr()
+            b[i].pos += b[i].vel
+
+    with qd.ad.Tape(loss=energy):
+        kinetic(bodies, energy)
+    assert energy[None] == pytest.approx(
+        float(np.sum(0.5 * data["mass"] * (data["vel"] ** 2).sum(-1))), rel=1e-6)
+    np.testing.assert_allclose(bodies.to_numpy()["pos"], data["pos"] + data["vel"], rtol=1e-6)
+    grad = bodies.grad.to_numpy()
+    np.testing.assert_allclose(grad["vel"], data["mass"][:, None] * data["vel"], rtol=1e-6)
+    np.testing.assert_allclose(grad["mass"], 0.5 * (data["vel"] ** 2).sum(-1), rtol=1e-6)
+    with pytest.raises(qd.QuadrantsTypeError, match="one scalar type"):
+        qd.ndarray(qd.types.struct(a=qd.i32, b=qd.f32), 2)

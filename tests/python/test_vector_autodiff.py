@@ -14,6 +14,13 @@ import quadrants as qd
 from quadrants.lang import runtime
 from tests import test_utils
 
+
+def _require_dtype(dt):
+    """f64 cases skip on archs without 64-bit data (qd.extension.data64)."""
+    arch = runtime.state.options.get("arch", runtime.cpu)
+    if dt == "f64" and not qd.is_extension_supported(arch, qd.extension.data64):
+        pytest.skip(f"arch {arch} has no f64 (qd.extension.data64)")
+
 _GTOL = {"f64": dict(rtol=1e-7, atol=1e-8), "f32": dict(rtol=2e-4, atol=2e-4)}
 _DT = {"f64": (qd.f64, np.float64), "f32": (qd.f32, np.float32)}
 
@@ -44,6 +51,7 @@ def _central(fn, x, h=1e-6):
 @test_utils.test(require=qd.extension.adstack, ad_stack_experimental_enabled=True,
                  debug=True, default_ad_stack_size=2)
 def test_loop_carried_vec3_adstack(dt_name):
+    _require_dtype(dt_name)
     qd_dt, np_dt = _DT[dt_name]
     samples = 3
     p0 = qd.Vector.field(3, qd_dt, shape=samples, needs_grad=True)
@@ -123,6 +131,7 @@ def _spring_ref(x, k):
 @pytest.mark.parametrize("dt_name", ["f32", "f64"])
 @test_utils.test()
 def test_tape_over_vector_fields(dt_name):
+    _require_dtype(dt_name)
     qd_dt, np_dt = _DT[dt_name]
     pts = 6
     x = qd.Vector.field(2, qd_dt, shape=pts, needs_grad=True)
@@ -147,6 +156,7 @@ def test_tape_over_vector_fields(dt_name):
 @pytest.mark.parametrize("dt_name", ["f32", "f64"])
 @test_utils.test()
 def test_forward_mode_vector_param(dt_name):
+    _require_dtype(dt_name)
     qd_dt, np_dt = _DT[dt_name]
     x = qd.Vector.field(3, qd_dt, shape=2, needs_dual=True)
     M = qd.Matrix.field(3, 3, qd_dt, shape=(), needs_dual=True)

@@ -29,9 +29,9 @@ def test_vector_field_host_round_trip():
 
 @test_utils.test()
 def test_matrix_field_host_round_trip():
-    m = qd.Matrix.field(2, 3, qd.f64, shape=6)
+    m = qd.Matrix.field(2, 3, qd.f32, shape=6)
     assert m.to_numpy().shape == (6, 2, 3)
-    data = np.arange(36, dtype=np.float64).reshape(6, 2, 3)
+    data = np.arange(36, dtype=np.float32).reshape(6, 2, 3)
     m.from_numpy(data)
     np.testing.assert_array_equal(m.to_numpy(), data)
     np.testing.assert_array_equal(m[4], data[4])
@@ -160,12 +160,19 @@ def test_locals_static_loops_and_dynamic_index():
             v[j] += 100               # a run-time index
             out[i] = v + w[j] * 0
             out[i][3] += v[j] // 100  # augmented assignment on an element
+        for _ in range(1):
+            z = qd.Vector([1, 2, 3, 4])
+            z.fill(7)
+            w = z * 0
+            w = 5                     # a scalar is broadcast to every component
+            out[2][0] += z.sum() - w.sum()
 
     k()
     exp = np.array([[c * 10 + i for c in range(4)] for i in range(3)])
     for i in range(3):
         exp[i, (i + 1) % 4] += 100
         exp[i, 3] += 1
+    exp[2, 0] += 28 - 20
     np.testing.assert_array_equal(out.to_numpy(), exp)
 
 
@@ -216,3 +223,53 @@ def test_python_scope_values():
     assert qd.math.vec3(1).to_list() == [1.0, 1.0, 1.0]
     assert qd.math.ivec2(3, 4).to_list() == [3, 4]
     assert np.asarray(m).shape == (2, 2)
+
+
+@test_utils.test()
+def test_dynamic_component_atomics_swaps_and_printing(capfd):
+    x = qd.Vector.field(3, qd.i32, shape=())
+    y = qd.Vector.field(2, qd.i32, shape=2)
+
+    @qd.kernel
+    def k():
+        for i in range(300):
+            x[None][i % 3] += 1           # run-time component: atomic
+        for _ in range(1):
+            a = qd.Vector([1, 2])
+            b = qd.Vector([3, 4])
+            a, b = b, a                   # both read before either is written
+            y[0], y[1] = a, b
+            print("a =", a, qd.Matrix([[1, 2], [3, 4]]))
+
+    k()
+    qd.sync()
+    np.testing.assert_array_equal(x.to_numpy(), [100, 100, 100])
+    np.testing.assert_array_equal(y.to_numpy(), [[3, 4], [1, 2]])
+    assert "a = [3, 4] [[1, 2], [3, 4]]" in capfd.readouterr().out
+
+
+@test_utils.test()
+def test_field_of_vector_and_struct_dtypes_and_host_write_through():
+    vec3f = qd.types.vector(3, qd.f32)
+    pos = qd.field(vec3f, shape=4)
+    rot = qd.field(qd.types.matrix(2, 2, qd.f32), shape=4)
+    S = qd.types.struct(a=qd.i32, v=vec3f)
+    s = qd.field(S, shape=2)
+    assert pos.to_numpy().shape == (4, 3) and rot.to_numpy().shape == (4, 2, 2)
+
+    @qd.kernel
+    def init(p: qd.Template, r: qd.template()):
+        for i in range(4):
+            p[i] = qd.Vector([0.0, 0.0, i])
+            r[i] = qd.Matrix.diag(2, 2.0)
+
+    init(pos, rot)
+    np.testing.assert_array_equal(rot.to_numpy()[3], [[2, 0], [0, 2]])
+    element = pos[2]
+    element[0] = 7.0          # writes through to the field, as upstream's proxies do
+    element.y = 8.0
+    np.testing.assert_array_equal(pos.to_numpy()[2], [7, 8, 2])
+    s[1].a = 5
+    s[1].v[2] = 9.0
+    assert s.to_numpy()["a"].tolist() == [0, 5]
+    assert s.to_numpy()["v"][1].tolist() == [0, 0, 9]

@@ -16,6 +16,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetOptions.h"
+#include "quadrants/codegen/llvm/gpu_entries.h"
 #include "quadrants/codegen/llvm/optimize.h"
 #include "quadrants/codegen/llvm/runtime_linker.h"
 #include "quadrants/common/errors.h"
@@ -94,92 +95,24 @@ void MarkKernel(llvm::Function* fn) {
       ->addOperand(llvm::MDNode::get(context, operands));
 }
 
-llvm::Function* CreateEntry(llvm::Module& module, const std::string& name,
-                            llvm::ArrayRef<llvm::Type*> params) {
-  llvm::LLVMContext& context = module.getContext();
-  auto* type =
-      llvm::FunctionType::get(llvm::Type::getVoidTy(context), params, false);
-  return llvm::Function::Create(type, llvm::Function::ExternalLinkage, name,
-                                module);
-}
-
-// Calls `task` for i = begin + thread, stepping by the threads launched,
-// and returns from `entry`.
-void EmitGridStride(llvm::IRBuilder<>& b, llvm::Function* entry,
-                    llvm::Function* task, llvm::Value* begin,
-                    llvm::Value* end) {
-  llvm::LLVMContext& context = entry->getContext();
-  llvm::Value* thread = b.CreateAdd(
-      b.CreateMul(
-          SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
-          SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x)),
-      SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x));
-  llvm::Value* step = b.CreateMul(
-      SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x),
-      SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x));
-  llvm::BasicBlock* head = llvm::BasicBlock::Create(context, "head", entry);
-  llvm::BasicBlock* body = llvm::BasicBlock::Create(context, "body", entry);
-  llvm::BasicBlock* done = llvm::BasicBlock::Create(context, "done", entry);
-  llvm::BasicBlock* start = b.GetInsertBlock();
-  llvm::Value* first = b.CreateAdd(begin, thread);
-  b.CreateBr(head);
-  b.SetInsertPoint(head);
-  llvm::PHINode* i = b.CreatePHI(b.getInt64Ty(), 2);
-  i->addIncoming(first, start);
-  b.CreateCondBr(b.CreateICmpSLT(i, end), body, done);
-  b.SetInsertPoint(body);
-  b.CreateCall(task, {entry->getArg(0), i, b.CreateAdd(i, b.getInt64(1)),
-                      b.CreateTrunc(thread, b.getInt32Ty())});
-  i->addIncoming(b.CreateAdd(i, step), body);
-  b.CreateBr(head);
-  b.SetInsertPoint(done);
-  b.CreateRetVoid();
-}
-
-// void <fn>_entry(ptr ctx, i64 begin, i64 end): grid-stride over the range.
-void AddTaskEntry(llvm::Module& module, const std::string& function) {
-  llvm::LLVMContext& context = module.getContext();
-  auto* i64 = llvm::Type::getInt64Ty(context);
-  llvm::Function* entry =
-      CreateEntry(module, PtxCompiler::EntryName(function),
-                  {llvm::PointerType::get(context, 0), i64, i64});
-  llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", entry));
-  EmitGridStride(b, entry, module.getFunction(function), entry->getArg(1),
-                 entry->getArg(2));
-  MarkKernel(entry);
-}
-
-// void <fn>_device_range_entry(ptr ctx): every thread evaluates the bounds
-// function, then runs its share of the range grid-stride. The launch needs
-// no range from the host, so it can be queued or replayed in a graph.
-void AddDeviceRangeEntry(llvm::Module& module, const std::string& function,
-                         const std::string& bounds_function) {
-  llvm::LLVMContext& context = module.getContext();
-  llvm::Function* entry =
-      CreateEntry(module, PtxCompiler::DeviceRangeEntryName(function),
-                  {llvm::PointerType::get(context, 0)});
-  llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", entry));
-  llvm::Type* pair = llvm::ArrayType::get(b.getInt64Ty(), 2);
-  llvm::Value* range = b.CreateAlloca(pair);
-  b.CreateCall(module.getFunction(bounds_function), {entry->getArg(0), range});
-  llvm::Value* begin = b.CreateLoad(b.getInt64Ty(), range);
-  llvm::Value* end = b.CreateLoad(
-      b.getInt64Ty(), b.CreateConstInBoundsGEP2_32(pair, range, 0, 1));
-  EmitGridStride(b, entry, module.getFunction(function), begin, end);
-  MarkKernel(entry);
-}
-
-// void <bounds>_entry(ptr ctx, ptr out): the bounds function, one thread.
-void AddBoundsEntry(llvm::Module& module, const std::string& function) {
-  llvm::LLVMContext& context = module.getContext();
-  auto* ptr = llvm::PointerType::get(context, 0);
-  llvm::Function* entry =
-      CreateEntry(module, PtxCompiler::EntryName(function), {ptr, ptr});
-  llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", entry));
-  b.CreateCall(module.getFunction(function),
-               {entry->getArg(0), entry->getArg(1)});
-  b.CreateRetVoid();
-  MarkKernel(entry);
+// The NVPTX spelling of the kernel entries: the global thread index from
+// the block and thread ids, and nvvm.annotations marking kernels.
+GpuEntryTarget NvptxEntries() {
+  GpuEntryTarget target;
+  target.thread_index = [](llvm::IRBuilder<>& b) {
+    return b.CreateAdd(
+        b.CreateMul(
+            SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
+            SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x)),
+        SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x));
+  };
+  target.thread_count = [](llvm::IRBuilder<>& b) {
+    return b.CreateMul(
+        SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x),
+        SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x));
+  };
+  target.mark_kernel = MarkKernel;
+  return target;
 }
 
 }  // namespace
@@ -222,17 +155,8 @@ absl::StatusOr<std::unique_ptr<PtxCompiler>> PtxCompiler::Create(
 
 absl::StatusOr<std::string> PtxCompiler::Compile(LoweredKernel& lowered) {
   llvm::Module& module = *lowered.module;
-  std::vector<std::string> entries;
-  for (const LoweredTask& task : lowered.tasks) {
-    AddTaskEntry(module, task.function);
-    entries.push_back(EntryName(task.function));
-    if (!task.bounds_function.empty()) {
-      AddBoundsEntry(module, task.bounds_function);
-      entries.push_back(EntryName(task.bounds_function));
-      AddDeviceRangeEntry(module, task.function, task.bounds_function);
-      entries.push_back(DeviceRangeEntryName(task.function));
-    }
-  }
+  const std::vector<std::string> entries =
+      AddGpuEntries(module, lowered.tasks, NvptxEntries());
   QD_RETURN_IF_ERROR(LinkRuntime(
       module,
       absl::MakeConstSpan(kRuntimeBitcodeNvptx64, kRuntimeBitcodeNvptx64_size),

@@ -7,21 +7,13 @@
 
 #include "absl/status/statusor.h"
 #include "llvm/Target/TargetMachine.h"
+#include "quadrants/codegen/llvm/gpu_entries.h"
 #include "quadrants/codegen/llvm/lowered_kernel.h"
 
 namespace quadrants::codegen {
 
-// Turns lowered kernels into PTX for one NVIDIA GPU. Each task gets a
-// `__global__` entry that runs the task's iterations grid-stride:
-//   void <function>_entry(QdLaunchContext* ctx, i64 begin, i64 end)
-// calls <function>(ctx, i, i + 1, thread) for i = begin + thread, stepping by
-// the number of threads launched, where `thread` is the global thread index
-// (the adstack slice), and a range task's bounds run on the device through
-//   void <bounds_function>_entry(QdLaunchContext* ctx, i64* out).
-// A range task also gets
-//   void <function>_device_range_entry(QdLaunchContext* ctx)
-// which finds its range on the device, for launches the host does not wait
-// on (queued tasks, graph replays).
+// Turns lowered kernels into PTX for one NVIDIA GPU. Each task gets the
+// `__global__` entries of codegen/llvm/gpu_entries.h.
 class PtxCompiler {
  public:
   // `compute_capability` as major * 10 + minor; `driver_version` as
@@ -41,10 +33,10 @@ class PtxCompiler {
   absl::StatusOr<std::string> Compile(LoweredKernel& lowered);
 
   static std::string EntryName(const std::string& function) {
-    return function + "_entry";
+    return GpuEntryName(function);
   }
   static std::string DeviceRangeEntryName(const std::string& function) {
-    return function + "_device_range_entry";
+    return GpuDeviceRangeEntryName(function);
   }
 
   PtxCompiler(std::unique_ptr<llvm::TargetMachine> machine,

@@ -585,7 +585,7 @@ int64_t ShaderEmitter::Size(const Stmt* s) {
 
 int ShaderEmitter::UnrollFactor(const Stmt* loop) {
   // Statements after unrolling: short constant loops unroll completely,
-  // others by up to 8.
+  // others by up to 16.
   constexpr int64_t kFullBudget = 2048;
   constexpr int64_t kBudget = 1024;
   int64_t body = 0;
@@ -614,7 +614,7 @@ int ShaderEmitter::UnrollFactor(const Stmt* loop) {
   }
   if (trip >= 0 && trip <= 256 && trip * body <= kFullBudget)
     return static_cast<int>(std::max<int64_t>(trip, 1));
-  for (int unroll : {8, 4, 2}) {
+  for (int unroll : {16, 8, 4, 2}) {
     if (unroll * body <= kBudget)
       return unroll;
   }

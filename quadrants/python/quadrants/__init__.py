@@ -17,8 +17,8 @@ from quadrants.lang.kernel import func, kernel
 from quadrants.lang.misc import extension, is_extension_supported
 from quadrants.lang.ndarray import Ndarray, ndarray
 from quadrants.lang import mathlib as math  # qd.math
-from quadrants.lang.composite_field import MatrixField
-from quadrants.lang.decompositions import polar_decompose, svd
+from quadrants.lang.composite_field import Layout, MatrixField
+from quadrants.lang.decompositions import polar_decompose, solve, svd, sym_eig
 from quadrants.lang.matrix import Matrix, Vector
 from quadrants.lang import struct as _struct_module
 from quadrants.lang.struct import Struct, StructField, dataclass
@@ -34,6 +34,7 @@ from quadrants.lang.transformer import NdRange as ndrange
 from quadrants.lang.transformer import loop_config, static
 from quadrants.lang.types import (f16, f32, f64, i8, i16, i32, i64, template, u1, u8, u16,
                                   u32, u64)
+from quadrants.lang.types import Template
 
 # qd.types.vector / matrix / struct live with their classes; the types
 # module cannot import them (they import it).

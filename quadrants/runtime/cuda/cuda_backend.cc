@@ -173,26 +173,11 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CudaBackend::Compile(
   auto compiled = std::make_shared<CudaCompiledKernel>(
       offloaded, offline_cache::ErrorSites(artifact), generated.second,
       offline_cache::TaskAdStacks(artifact));
-  for (const auto& task : artifact.tasks) {
-    gpu::GpuTask launch;
-    launch.kind = task.kind;
-    launch.cells = task.struct_for_cells;
-    launch.loc = task.loc;
-    QD_ASSIGN_OR_RETURN(launch.run,
-                        compiled->module->Function(
-                            codegen::PtxCompiler::EntryName(task.function)));
-    if (!task.bounds_function.empty()) {
-      QD_ASSIGN_OR_RETURN(
-          launch.bounds,
-          compiled->module->Function(
-              codegen::PtxCompiler::EntryName(task.bounds_function)));
-      QD_ASSIGN_OR_RETURN(
-          launch.device_range_run,
-          compiled->module->Function(
-              codegen::PtxCompiler::DeviceRangeEntryName(task.function)));
-    }
-    compiled->tasks.push_back(launch);
-  }
+  QD_RETURN_IF_ERROR(compiled->AddTasks(
+      artifact.tasks, [&](const std::string& name) -> absl::StatusOr<void*> {
+        QD_ASSIGN_OR_RETURN(auto function, compiled->module->Function(name));
+        return static_cast<void*>(function);
+      }));
   compiled->set_print_sites(artifact.print_sites);
   return compiled;
 }

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "quadrants/codegen/llvm/gpu_entries.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
 
@@ -24,6 +25,28 @@ absl::Status InKernel(const std::string& prefix, const absl::Status& status) {
 }
 
 }  // namespace
+
+absl::Status GpuCompiledKernel::AddTasks(
+    const std::vector<codegen::LoweredTask>& compiled,
+    absl::FunctionRef<absl::StatusOr<void*>(const std::string&)> function) {
+  for (const codegen::LoweredTask& task : compiled) {
+    GpuTask launch;
+    launch.kind = task.kind;
+    launch.cells = task.struct_for_cells;
+    launch.loc = task.loc;
+    QD_ASSIGN_OR_RETURN(launch.run,
+                        function(codegen::GpuEntryName(task.function)));
+    if (!task.bounds_function.empty()) {
+      QD_ASSIGN_OR_RETURN(
+          launch.bounds, function(codegen::GpuEntryName(task.bounds_function)));
+      QD_ASSIGN_OR_RETURN(
+          launch.device_range_run,
+          function(codegen::GpuDeviceRangeEntryName(task.function)));
+    }
+    tasks.push_back(launch);
+  }
+  return absl::OkStatus();
+}
 
 GpuBackend::GpuBackend(const CompileConfig& config,
                        std::shared_ptr<Device> device,

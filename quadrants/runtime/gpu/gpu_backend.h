@@ -6,6 +6,8 @@
 #include <optional>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
+#include "quadrants/codegen/llvm/lowered_kernel.h"
 #include "quadrants/ir/op_kinds.h"
 #include "quadrants/runtime/adstack/launch_sizer.h"
 #include "quadrants/runtime/backend.h"
@@ -39,6 +41,12 @@ class GpuCompiledKernel : public CompiledKernel {
       : CompiledKernel(kernel.name(), kernel.params(), std::move(sites),
                        static_cast<int>(stacks.size()), std::move(stacks)),
         sizer(std::make_unique<adstack::LaunchSizer>(task_adstacks())) {}
+
+  // Fills `tasks` from the compiled tasks, finding each entry (see
+  // codegen/llvm/gpu_entries.h) in the loaded module through `function`.
+  absl::Status AddTasks(
+      const std::vector<codegen::LoweredTask>& compiled,
+      absl::FunctionRef<absl::StatusOr<void*>(const std::string&)> function);
 
   std::vector<GpuTask> tasks;
   // Sizes the tasks' adstacks at launch (its caches change per launch).

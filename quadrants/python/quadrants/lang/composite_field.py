@@ -18,18 +18,33 @@ from quadrants.lang.expr import GlobalRef
 
 class HostVector(np.ndarray):
     """A host copy of one vector/matrix element: a numpy array that also has
-    the .x/.y/.z/.w components and to_numpy() of upstream's host values."""
+    the .x/.y/.z/.w components and to_numpy() of upstream's host values.
+    Writing a component (v[0] = 1, v.x = 1) also writes the element it was
+    read from, as upstream's host element proxies do."""
+
+    _qd_store = None  # writes the whole element back, when read from one
 
     def to_numpy(self):
         return np.asarray(self).copy()
 
+    def to_list(self):
+        return np.asarray(self).tolist()
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        if self._qd_store is not None:
+            self._qd_store(np.asarray(self))
+
     def _comp(self, k):
         return np.asarray(self)[k]
 
-    x = property(lambda self: self._comp(0))
-    y = property(lambda self: self._comp(1))
-    z = property(lambda self: self._comp(2))
-    w = property(lambda self: self._comp(3))
+    def _set_comp(self, k, value):
+        self[k] = value
+
+    x = property(lambda self: self._comp(0), lambda self, v: self._set_comp(0, v))
+    y = property(lambda self: self._comp(1), lambda self, v: self._set_comp(1, v))
+    z = property(lambda self: self._comp(2), lambda self, v: self._set_comp(2, v))
+    w = property(lambda self: self._comp(3), lambda self, v: self._set_comp(3, v))
 
     @property
     def n(self):
@@ -40,8 +55,19 @@ class HostVector(np.ndarray):
         return self.shape[1] if self.ndim == 2 else 1
 
 
-def host_value(array):
-    return np.asarray(array).view(HostVector)
+def host_value(array, store=None):
+    out = np.asarray(array).view(HostVector)
+    out._qd_store = store
+    return out
+
+
+class Layout:  # pylint: disable=too-few-public-methods
+    """qd.Layout.AOS / SOA, accepted by the vector/matrix/struct field
+    constructors. Components are always separate fields here (SOA); the
+    choice changes memory order upstream, never results, so both are
+    accepted."""
+    AOS = "aos"
+    SOA = "soa"
 
 
 def element_array(value, element_shape, what):
@@ -162,7 +188,8 @@ class MatrixField:
     def __getitem__(self, key):
         values = [c[key] for c in self._comps]
         return host_value(np.array(values, dtype=types.to_numpy_dtype(self.dtype))
-                          .reshape(self.element_shape))
+                          .reshape(self.element_shape),
+                          store=lambda value: self.__setitem__(key, value))
 
     def __setitem__(self, key, value):
         value = element_array(value, self.element_shape, f"field '{self.name}'")

@@ -13,11 +13,11 @@ from quadrants.lang import context, ops
 from quadrants.lang.exception import QuadrantsTypeError
 from quadrants.lang.matrix import Matrix
 
-# Each sweep rotates every column pair once. Jacobi converges quadratically:
-# three sweeps reach f32 precision for 3x3 and two are exact to rounding for
-# 2x2 (one rotation orthogonalizes two columns); one more sweep leaves
-# margin for f64.
-_SWEEPS = {2: 2, 3: 5}
+# Each sweep rotates every column pair once. Jacobi converges quadratically
+# once the off-diagonal part is small: three sweeps reach f32 precision for
+# 3x3 and four f64 precision; for 2x2 one rotation orthogonalizes the two
+# columns and a second one removes its rounding.
+_SWEEPS = {2: 2, 3: 4}
 
 
 def _b(name, fn):
@@ -38,8 +38,8 @@ def _check(a, what):
         a = context.load(a)
     if not isinstance(a, Matrix) or a.ndim != 2 or a.n != a.m or a.n not in (2, 3):
         shape = a._describe() if isinstance(a, Matrix) else type(a).__name__
-        raise QuadrantsTypeError(f"{what} is implemented for 2x2 and 3x3 matrices, got a "
-                                 f"{shape}")
+        raise QuadrantsTypeError(f"{what} only supports 2D and 3D matrices (2x2 and 3x3), "
+                                 f"got a {shape}")
     return a
 
 
@@ -139,5 +139,49 @@ def polar_decompose(A, dt=None):  # pylint: disable=invalid-name
     return u @ v.transpose(), v @ s @ v.transpose()
 
 
-svd._qd_intrinsic = True
-polar_decompose._qd_intrinsic = True
+def sym_eig(A, dt=None):  # pylint: disable=invalid-name
+    """qd.sym_eig(A) for symmetric 2x2 and 3x3 A: (eigenvalues, eigenvectors),
+    a vector and a matrix whose columns are the unit eigenvectors, eigenvalues
+    in decreasing order. Two-sided Jacobi: each rotation zeroes one
+    off-diagonal pair of R^T A R."""
+    a = _cast(_check(A, "qd.sym_eig()"), dt)
+    n = a.n
+    m = [list(a.entries[i * n:(i + 1) * n]) for i in range(n)]
+    v = [[1.0 if i == j else 0.0 for i in range(n)] for j in range(n)]  # columns
+    pairs = [(0, 1)] if n == 2 else [(0, 1), (0, 2), (1, 2)]
+    for _ in range(_SWEEPS[n]):
+        for p, q in pairs:
+            theta = _mul(0.5, ops.atan2(_mul(2.0, m[p][q]), _sub(m[q][q], m[p][p])))
+            c, s = ops.cos(theta), ops.sin(theta)
+            # Columns p, q of M R, then rows p, q of R^T (M R).
+            for row in m:
+                row[p], row[q] = _sub(_mul(c, row[p]), _mul(s, row[q])), \
+                    _add(_mul(s, row[p]), _mul(c, row[q]))
+            m[p], m[q] = [_sub(_mul(c, x), _mul(s, y)) for x, y in zip(m[p], m[q])], \
+                [_add(_mul(s, x), _mul(c, y)) for x, y in zip(m[p], m[q])]
+            v[p], v[q] = [_sub(_mul(c, x), _mul(s, y)) for x, y in zip(v[p], v[q])], \
+                [_add(_mul(s, x), _mul(c, y)) for x, y in zip(v[p], v[q])]
+    lam = [m[k][k] for k in range(n)]
+    order = [(0, 1)] if n == 2 else [(0, 1), (1, 2), (0, 1)]
+    for i, j in order:
+        cond = _lt(lam[i], lam[j])
+        lam[i], lam[j] = ops.select(cond, lam[j], lam[i]), ops.select(cond, lam[i], lam[j])
+        v[i], v[j] = _swap_if(cond, v[i], v[j])
+    return Matrix._make(lam, n, 1, 1), _from_cols(v)
+
+
+def solve(A, b, dt=None):  # pylint: disable=invalid-name
+    """qd.solve(A, b): x with A @ x = b, for 2x2 and 3x3 A (through the
+    cofactor inverse)."""
+    a = _cast(_check(A, "qd.solve()"), dt)
+    if context.current() is not None:
+        b = context.load(b)
+    if not isinstance(b, Matrix) or b.ndim != 1 or b.n != a.n:
+        shape = b._describe() if isinstance(b, Matrix) else type(b).__name__
+        raise QuadrantsTypeError(f"qd.solve(): A is a {a._describe()}, so b must be a "
+                                 f"vector of {a.n}, got a {shape}")
+    return a.inverse() @ _cast(b, dt)
+
+
+for _fn in (svd, polar_decompose, sym_eig, solve):
+    _fn._qd_intrinsic = True

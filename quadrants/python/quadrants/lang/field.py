@@ -197,6 +197,11 @@ def field(dtype, shape=None, needs_grad=False, name=None, needs_dual=False):
     waits for qd.root....place(x), or becomes a 0-D field at first use.
     """
     runtime.program()
+    if hasattr(dtype, "field"):
+        # qd.field(qd.math.vec3, ...) / qd.field(MyStruct, ...): a field of
+        # vectors, matrices or structs.
+        return dtype.field(shape=shape, needs_grad=needs_grad, needs_dual=needs_dual,
+                           name=name)
     dtype = types.normalize(dtype)
     shape = _shape_tuple(shape)
     for flag, value in (("needs_grad", needs_grad), ("needs_dual", needs_dual)):

@@ -140,7 +140,8 @@ def _param_specs(fn, source):
             raise QuadrantsSyntaxError(f"{where}: kernel '{fn.__name__}': parameter "
                                        f"'{p.name}' needs a type annotation (e.g. qd.f32, "
                                        f"qd.types.ndarray(), qd.template())")
-        if isinstance(ann, types.Template):
+        if isinstance(ann, types.Template) or ann is types.Template:
+            # qd.template() or the class itself (qd.Template), as upstream allows.
             specs.append(_TemplateParam(p.name))
         elif isinstance(ann, types.NdarrayType):
             specs.append(_NdarrayParam(p.name, ann))
@@ -250,10 +251,10 @@ class Kernel:
                 scope[spec.name] = arg
             elif isinstance(spec, _NdarrayParam):
                 dtype, ndim = _array_signature(self.name, spec, arg)
-                if isinstance(dtype, MatrixType):
-                    kernel_ir.add_ndarray_param(spec.name, dtype.dtype.name,
-                                                ndim + len(dtype.shape))
-                    scope[spec.name] = NdarrayArg(ir_index, dtype.dtype, ndim, spec.name,
+                if isinstance(dtype, (MatrixType, StructType)):
+                    scalar, elem = _element_layout(dtype)
+                    kernel_ir.add_ndarray_param(spec.name, scalar.name, ndim + len(elem))
+                    scope[spec.name] = NdarrayArg(ir_index, scalar, ndim, spec.name,
                                                   element=dtype)
                 else:
                     kernel_ir.add_ndarray_param(spec.name, dtype.name, ndim)
@@ -375,15 +376,18 @@ def _array_signature(kernel_name, spec, arg):
         dtype, ndim = arg.dtype, arg.ndim
     elif isinstance(arg, np.ndarray):
         dtype, ndim = types.from_numpy_dtype(arg.dtype), arg.ndim
-        if isinstance(ann.dtype, MatrixType):
-            # A numpy array holds vector elements along its trailing axes.
-            elem = ann.dtype.shape
+        if isinstance(ann.dtype, (MatrixType, StructType)):
+            # A numpy array holds vector elements (a struct's leaves) along its
+            # trailing axes.
+            scalar, elem = _element_layout(ann.dtype)
             if arg.ndim < len(elem) or tuple(arg.shape[arg.ndim - len(elem):]) != elem:
+                what = ann.dtype._describe() if isinstance(ann.dtype, MatrixType) else \
+                    repr(ann.dtype)
                 raise ArgumentValueError(
                     f"kernel '{kernel_name}' argument '{spec.name}' expects an ndarray of "
-                    f"{ann.dtype._describe()} elements (trailing shape {elem}), got a "
+                    f"{what} elements (trailing shape {elem}), got a "
                     f"numpy array of shape {arg.shape}")
-            if dtype != ann.dtype.dtype:
+            if dtype != scalar:
                 raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{spec.name}' "
                                          f"expects an ndarray of {ann.dtype}, got one of "
                                          f"{dtype}")
@@ -424,9 +428,18 @@ class _GradLauncher:
         self.kernel._launch(args, kwargs, REVERSE)
 
 
+def _element_layout(dtype):
+    """The scalar type and the trailing element shape of an ndarray element
+    type: a matrix's own shape, a struct's leaves along one axis."""
+    if isinstance(dtype, MatrixType):
+        return dtype.dtype, tuple(dtype.shape)
+    leaves = dtype._flat_dtypes()
+    return leaves[0], (len(leaves),)
+
+
 def _scalar_dtype(arg):
     if isinstance(arg, Ndarray):
-        return arg.dtype.dtype if isinstance(arg.dtype, MatrixType) else arg.dtype
+        return arg._scalar
     return types.from_numpy_dtype(arg.dtype)
 
 

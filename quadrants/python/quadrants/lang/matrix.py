@@ -417,8 +417,11 @@ class Matrix(Composite):
         return np.array(self.to_list(), dtype=dtype)
 
     def fill(self, value):
+        """Sets every component to `value` (in kernels, of a local variable
+        or a field/ndarray element)."""
         if _in_kernel():
-            raise QuadrantsSyntaxError("fill() on a matrix value is host-only")
+            store(self, value, "fill()")
+            return
         self.entries = [value] * len(self.entries)
 
     # ---- constructors ----------------------------------------------------------
@@ -831,8 +834,10 @@ def store(value_ref, value, what="assignment"):
         if isinstance(value, Composite):
             raise QuadrantsTypeError(f"{what}: a {value_ref._describe()} is assigned "
                                      f"{value._describe()}")
-        raise QuadrantsTypeError(f"{what}: a {value_ref._describe()} is assigned a scalar; "
-                                 f"use qd.Vector/qd.Matrix or fill it component-wise")
+        # A scalar is broadcast to every component (like numpy assignment).
+        for r in value_ref.entries:
+            store(r, value, what)
+        return
     if isinstance(value_ref, Composite):
         value_ref._store(value, what)
         return
@@ -843,6 +848,10 @@ def atomic(name, ref, value):
     """An atomic update of every component of `ref` (a Matrix of refs) by
     `value` (a matrix of the same shape, or a scalar for all), returning
     the old values."""
+    if not isinstance(ref, Matrix):
+        raise QuadrantsTypeError(f"qd.{name}() on {ref._describe()}: index the component "
+                                 f"with a compile-time index, or use an augmented "
+                                 f"assignment (+=), which is atomic per component")
     value = context.load(value)
     if isinstance(value, (list, tuple)):
         value = Matrix(value, ndim=ref.ndim)

@@ -20,10 +20,19 @@ class Ndarray:
         prog = runtime.program()
         # Vector/matrix elements are stored as their components along
         # trailing axes of the underlying array (shape + element shape).
-        if hasattr(dtype, "_flat_dtypes"):
-            if not hasattr(dtype, "shape"):
-                raise QuadrantsTypeError("qd.ndarray() of structs is not supported; use a "
-                                         "struct field, or one ndarray per member")
+        # Struct elements are their scalar leaves along one trailing axis, so
+        # every member must have the same scalar type.
+        self._struct = None
+        if hasattr(dtype, "_flat_dtypes") and not hasattr(dtype, "shape"):
+            leaves = dtype._flat_dtypes()
+            if len(set(leaves)) != 1:
+                raise QuadrantsTypeError(
+                    f"qd.ndarray() of struct {dtype!r}: its members have the scalar types "
+                    f"{sorted({t.name for t in leaves})}; an ndarray of structs needs one "
+                    f"scalar type for all members (use a struct field otherwise)")
+            self.dtype, self._struct = dtype, dtype
+            scalar, self._element_shape = leaves[0], (len(leaves),)
+        elif hasattr(dtype, "_flat_dtypes"):
             self.dtype = dtype
             scalar, self._element_shape = dtype.dtype, tuple(dtype.shape)
         else:
@@ -90,21 +99,40 @@ class Ndarray:
     def _components(self):
         return [list(c) for c in np.ndindex(*self._element_shape)]
 
+    def _read_flat(self, index):
+        return [self._core.read(index + c) for c in self._components()]
+
     def __getitem__(self, key):
         self._check_alive().sync()
         index = self._index(key)
         if not self._element_shape:
             return self._core.read(index)
+        if self._struct is not None:
+            from quadrants.lang.struct import HostStruct  # pylint: disable=import-outside-toplevel
+            value = self._struct._from_flat(self._read_flat(index))
+
+            def write_member(name, member):
+                current = self._struct._from_flat(self._read_flat(index))
+                members = dict(current.items())
+                members[name] = member
+                self[key] = members
+            return HostStruct(self._struct, dict(value.items()), write_member)
         from quadrants.lang.composite_field import host_value  # pylint: disable=import-outside-toplevel
         values = [self._core.read(index + c) for c in self._components()]
         return host_value(np.array(values, dtype=types.to_numpy_dtype(self._scalar))
-                          .reshape(self._element_shape))
+                          .reshape(self._element_shape),
+                          store=lambda value: self.__setitem__(key, value))
 
     def __setitem__(self, key, value):
         self._check_alive().sync()
         index = self._index(key)
         if not self._element_shape:
             self._core.write(index, value)
+            return
+        if self._struct is not None:
+            flat = self._struct._flatten_host(value, "this ndarray's element")
+            for c, v in zip(self._components(), flat):
+                self._core.write(index + c, v.item() if isinstance(v, np.generic) else v)
             return
         from quadrants.lang.composite_field import element_array  # pylint: disable=import-outside-toplevel
         value = element_array(value, self._element_shape, "this ndarray")
@@ -113,10 +141,17 @@ class Ndarray:
 
     def to_numpy(self):
         self._check_alive().sync()
+        if self._struct is not None:
+            return _struct_split(self._struct, self._core.to_numpy(), self.shape)
         return self._core.to_numpy()
 
     def from_numpy(self, array):
         self._check_alive().sync()
+        if self._struct is not None:
+            full = self._core.to_numpy()
+            _struct_merge(self._struct, full, array, self.shape)
+            self._core.from_numpy(full)
+            return
         array = np.asarray(array)
         if tuple(array.shape) != self._core_shape:
             what = f"shape {self.shape}" if not self._element_shape else \
@@ -151,3 +186,51 @@ class Ndarray:
 def ndarray(dtype, shape, needs_grad=False):
     """qd.ndarray(dtype, shape, needs_grad=False), zero-initialized."""
     return Ndarray(dtype, shape, needs_grad)
+
+
+def _struct_layout(stype):
+    """(member, type, offset, count) of each member along the leaf axis."""
+    out, offset = [], 0
+    for name, t in stype.members.items():
+        count = len(t._flat_dtypes()) if hasattr(t, "_flat_dtypes") else 1
+        out.append((name, t, offset, count))
+        offset += count
+    return out
+
+
+def _member_shape(t):
+    return tuple(t.shape) if hasattr(t, "shape") and hasattr(t, "_flat_dtypes") else ()
+
+
+def _struct_split(stype, flat, shape):
+    """The struct array `flat` (shape + (leaves,)) as a dict of member arrays."""
+    out = {}
+    for name, t, offset, count in _struct_layout(stype):
+        part = flat[..., offset:offset + count]
+        if hasattr(t, "_flat_dtypes") and not hasattr(t, "shape"):
+            out[name] = _struct_split(t, part, shape)
+        else:
+            out[name] = part.reshape(tuple(shape) + _member_shape(t)).copy()
+    return out
+
+
+def _struct_merge(stype, flat, arrays, shape):
+    """Writes the member arrays of dict `arrays` into `flat`."""
+    if not isinstance(arrays, dict):
+        raise ArgumentValueError(f"from_numpy: an ndarray of struct {stype!r} takes a dict of "
+                                 f"arrays, one per member")
+    layout = {name: (t, offset, count) for name, t, offset, count in _struct_layout(stype)}
+    for name, value in arrays.items():
+        if name not in layout:
+            raise ArgumentValueError(f"from_numpy: struct {stype!r} has no member '{name}'")
+        t, offset, count = layout[name]
+        if hasattr(t, "_flat_dtypes") and not hasattr(t, "shape"):
+            part = flat[..., offset:offset + count]
+            _struct_merge(t, part, value, shape)
+            continue
+        value = np.asarray(value)
+        want = tuple(shape) + _member_shape(t)
+        if value.shape != want:
+            raise ArgumentValueError(f"from_numpy: member '{name}' needs an array of shape "
+                                     f"{want}, got {value.shape}")
+        flat[..., offset:offset + count] = value.reshape(tuple(shape) + (count,))

@@ -36,7 +36,7 @@ import numpy as np
 
 from quadrants.lang import context
 from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
-from quadrants.lang.expr import Expr, is_runtime
+from quadrants.lang.expr import Composite, Expr, is_runtime
 
 _SPEC = re.compile(r"^([-+ #0]*)(\d*)(?:\.(\d*))?(?:hh|h|ll|l|L|q|j|z|t)?([a-zA-Z]?)$")
 _FLOAT_CONVERSIONS = "eEfFgGaA"
@@ -114,6 +114,17 @@ def _parts(value, spec=""):
         return out
     if isinstance(value, Formatted):
         return _parts(value.value, value.spec)
+    if isinstance(value, Composite):
+        # Vectors and matrices print as (nested) lists, structs as dicts.
+        value = context.load(value)
+        if hasattr(value, "to_list"):
+            return _parts(value.to_list(), spec)
+        out = ["{"]
+        for k, (name, member) in enumerate(value.items()):
+            out.append(f"{', ' if k else ''}{name}: ")
+            out.extend(_parts(member, spec))
+        out.append("}")
+        return out
     if is_runtime(value):
         expr = context.load(value)
         return [(expr, printf_spec(spec, expr.dtype))]
@@ -173,7 +184,7 @@ def kernel_print(*args, sep=" ", end="\n", **unsupported):
 def format_value(value, conversion, spec):
     """One replacement field of an f-string or str.format(): text when Python
     can format it now, else a Formatted part that print() formats."""
-    if is_runtime(value):
+    if is_runtime(value) or isinstance(value, Composite):
         return Formatted(value, spec)
     if conversion == "r":
         value = repr(value)
@@ -201,8 +212,8 @@ def join_text(parts):
 def format_string(template, args, kwargs):
     """template.format(*args, **kwargs) in kernel code. Without run-time
     values Python formats it, unless it rejects a printf-style spec."""
-    if not any(is_runtime(a) for a in args) and \
-            not any(is_runtime(v) for v in kwargs.values()):
+    if not any(is_runtime(a) or isinstance(a, Composite) for a in args) and \
+            not any(is_runtime(v) or isinstance(v, Composite) for v in kwargs.values()):
         try:
             return template.format(*args, **kwargs)
         except ValueError:

@@ -129,9 +129,15 @@ def init(arch=None, **options):
         raise QuadrantsTypeError(f"qd.init(): arch must be one of qd.cpu, qd.cuda, "
                                  f"qd.amdgpu, qd.vulkan, qd.metal, qd.gpu; got {arch!r}")
     if arch == gpu:
-        available = [a for a in GPU_ARCHS if is_arch_available(a)]
+        # Codegen-only AMDGPU (QD_AMDGPU_CODEGEN_ONLY) runs no kernels.
+        codegen_only = os.environ.get("QD_AMDGPU_CODEGEN_ONLY", "").strip()
+        available = [a for a in GPU_ARCHS
+                     if is_arch_available(a) and not (a == amdgpu and codegen_only)]
         if not available:
-            reasons = "; ".join(f"{a.name}: {arch_unavailable_reason(a)}" for a in GPU_ARCHS)
+            reasons = "; ".join(
+                f"{a.name}: "
+                f"{arch_unavailable_reason(a) or 'QD_AMDGPU_CODEGEN_ONLY compiles without running'}"
+                for a in GPU_ARCHS)
             raise QuadrantsRuntimeError(f"qd.gpu: no GPU backend is available ({reasons})")
         arch = available[0]
     reason = arch_unavailable_reason(arch)

@@ -107,6 +107,21 @@ class Struct(Composite):
         return f"Struct({self._members!r})"
 
 
+class HostStruct(Struct):
+    """A struct field element read on the host: setting a member also writes
+    the field."""
+
+    __slots__ = ("_writer",)
+
+    def __init__(self, stype, members, writer):
+        super().__init__(stype, members)
+        object.__setattr__(self, "_writer", writer)
+
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        self._writer(name, value)
+
+
 class BoundMethod:
     """A dataclass method bound to its struct: inlined like a @qd.func with
     the struct (by reference) as `self`."""
@@ -304,7 +319,8 @@ class StructField:
         return Struct(self._stype, members)
 
     def __getitem__(self, key):
-        return Struct(self._stype, {k: f[key] for k, f in self._members.items()})
+        return HostStruct(self._stype, {k: f[key] for k, f in self._members.items()},
+                          lambda name, value: self._members[name].__setitem__(key, value))
 
     def __setitem__(self, key, value):
         if isinstance(value, Struct):

@@ -294,6 +294,10 @@ class FunctionCompiler(ast.NodeVisitor):
             self.assign_name(target, target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             value = context.load(value) if not isinstance(value, (tuple, list)) else value
+            if isinstance(value, (tuple, list)):
+                # Every value is read before any target is written (a, b = b, a).
+                value = [context.load(v) if isinstance(v, (Var, GlobalRef, Composite)) else v
+                         for v in value]
             if not isinstance(value, (tuple, list)) or len(value) != len(target.elts):
                 raise self.error(node, "cannot unpack this value into "
                                  f"{len(target.elts)} targets", QuadrantsSyntaxError)
@@ -363,6 +367,13 @@ class FunctionCompiler(ast.NodeVisitor):
                         ref.ptr, context.to_expr(result, like=ref.dtype).stmt)
                 else:
                     matrix.store(ref, result, "augmented assignment")
+                return
+            if isinstance(ref, matrix.DynamicElement) and op in _ATOMIC_AUG and any(
+                    isinstance(e, GlobalRef) for e in ref.entries):
+                # A run-time component of a field element: atomic in the
+                # branch that selects it.
+                value = context.load(self.eval(node.value))
+                ref.store(lambda e: getattr(ops, _ATOMIC_AUG[op])(e, value))
                 return
             if isinstance(ref, (Var, Composite)):
                 name, python_fn = _BINARY[op]
@@ -534,6 +545,7 @@ class FunctionCompiler(ast.NodeVisitor):
             self.ctx.region = (loop, 0)
             self.ctx.in_parallel = True
         self.loops.append(LoopFrame(parallel=parallel, static=False))
+        before = set(self.scope)
         try:
             for name, value in bindings(loop).items():
                 self.scope[name] = value
@@ -542,6 +554,17 @@ class FunctionCompiler(ast.NodeVisitor):
             self.loops.pop()
             self.ctx.region, self.ctx.in_parallel = saved_region, saved_parallel
             b.pop_block()
+            if parallel:
+                self.forget_locals(before)
+
+    def forget_locals(self, before):
+        """Drops the local variables first bound in a parallel loop's body:
+        they live in that loop's task, so a later loop that reuses a name
+        gets a variable of its own."""
+        for name in list(self.scope):
+            if name not in before and (isinstance(self.scope[name], Var) or
+                                       matrix.is_local(self.scope[name])):
+                del self.scope[name]
 
     def grouped_for(self, node, target):
         if not isinstance(node.target, ast.Name):
@@ -654,6 +677,8 @@ class FunctionCompiler(ast.NodeVisitor):
         return value
 
     def static_for(self, node, iterable):
+        if isinstance(iterable, NdRange):
+            iterable = _static_ndrange(self, node, iterable)
         try:
             items = list(iterable)
         except TypeError:
@@ -762,6 +787,12 @@ class FunctionCompiler(ast.NodeVisitor):
         if len(indices) != base.ndim:
             raise self.error(node, f"ndarray '{base.name}' has {base.ndim} dimensions, "
                              f"indexed with {len(indices)}", QuadrantsTypeError)
+        if isinstance(base.element, StructType):
+            leaves = len(base.element._flat_dtypes())
+            refs = [GlobalRef(b.ndarray_ptr(base.arg, indices + [
+                context.constant(k, types.i32).stmt], label), base.dtype)
+                for k in range(leaves)]
+            return base.element._from_flat(refs)
         if base.element is not None:
             et = base.element
             refs = []
@@ -984,6 +1015,18 @@ def _holds_kernel_data(value):
 def _needs_inlining(args, kwargs):
     return any(_holds_kernel_data(a) for a in args) or \
         any(_holds_kernel_data(v) for v in kwargs.values())
+
+
+def _static_ndrange(compiler, node, ndrange):
+    import itertools  # pylint: disable=import-outside-toplevel
+    bounds = []
+    for lo, hi in ndrange.bounds:
+        lo, hi = context.load(lo), context.load(hi)
+        if isinstance(lo, Expr) or isinstance(hi, Expr):
+            raise compiler.error(node, "qd.ndrange() here needs compile-time bounds",
+                                 QuadrantsSyntaxError)
+        bounds.append(range(lo, hi))
+    return list(itertools.product(*bounds))
 
 
 class RuntimeRange:

@@ -270,4 +270,43 @@ QD_EXPORT float qd_pow_f32(float x, float y) {
 QD_EXPORT double qd_pow_f64(double x, double y) {
   return __nv_pow(x, y);
 }
+#elif defined(__AMDGPU__)
+// AMDGPU: the ROCm device library's (ocml) versions, linked by the AMDGPU
+// backend after this module; LLVM's AMDGPU target has no f64
+// transcendentals and only approximate f32 ones.
+#define QD_MATH1(name)                           \
+  extern "C" float __ocml_##name##_f32(float);   \
+  extern "C" double __ocml_##name##_f64(double); \
+  QD_EXPORT float qd_##name##_f32(float x) {     \
+    return __ocml_##name##_f32(x);               \
+  }                                              \
+  QD_EXPORT double qd_##name##_f64(double x) {   \
+    return __ocml_##name##_f64(x);               \
+  }
+
+QD_MATH1(sin)
+QD_MATH1(cos)
+QD_MATH1(tan)
+QD_MATH1(tanh)
+QD_MATH1(exp)
+QD_MATH1(log)
+QD_MATH1(asin)
+QD_MATH1(acos)
+
+extern "C" float __ocml_atan2_f32(float, float);
+extern "C" double __ocml_atan2_f64(double, double);
+extern "C" float __ocml_pow_f32(float, float);
+extern "C" double __ocml_pow_f64(double, double);
+QD_EXPORT float qd_atan2_f32(float y, float x) {
+  return __ocml_atan2_f32(y, x);
+}
+QD_EXPORT double qd_atan2_f64(double y, double x) {
+  return __ocml_atan2_f64(y, x);
+}
+QD_EXPORT float qd_pow_f32(float x, float y) {
+  return __ocml_pow_f32(x, y);
+}
+QD_EXPORT double qd_pow_f64(double x, double y) {
+  return __ocml_pow_f64(x, y);
+}
 #endif

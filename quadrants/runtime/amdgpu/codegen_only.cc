@@ -1,0 +1,252 @@
+#include "quadrants/runtime/amdgpu/codegen_only.h"
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "quadrants/codegen/amdgpu/code_object.h"
+#include "quadrants/common/errors.h"
+#include "quadrants/common/status_macros.h"
+#include "quadrants/runtime/amdgpu/amdgpu_codegen.h"
+
+namespace quadrants::amdgpu {
+namespace {
+
+// Process-wide counts, in target order of first use.
+struct Counts {
+  std::mutex mutex;
+  std::vector<CodegenOnlyCount> targets;
+
+  void Add(const std::string& target, bool ok) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (CodegenOnlyCount& count : targets) {
+      if (count.target == target) {
+        ++(ok ? count.compiled : count.failed);
+        return;
+      }
+    }
+    targets.push_back({target, ok ? 1 : 0, ok ? 0 : 1});
+  }
+};
+
+Counts& GlobalCounts() {
+  static Counts* counts = new Counts();
+  return *counts;
+}
+
+absl::StatusOr<offline_cache::KernelArtifact> CompileChecked(
+    const ir::Kernel& offloaded, const ir::SNodeTree& snodes,
+    const CompileConfig& config, codegen::HsacoCompiler& compiler,
+    const offline_cache::OfflineCache* cache, OfflineCacheStats* cache_stats) {
+  const std::string key =
+      cache ? HsacoCacheKey(offloaded, snodes, config, compiler) : "";
+  OfflineCacheStats unused;
+  auto check = [&](const offline_cache::KernelArtifact& artifact)
+      -> absl::StatusOr<bool> {
+    QD_RETURN_IF_ERROR(codegen::CheckCodeObject(
+        artifact.object, compiler.gfx_target(), HsacoEntries(artifact)));
+    return true;
+  };
+  QD_ASSIGN_OR_RETURN(
+      auto generated,
+      offline_cache::LoadOrGenerate<bool>(
+          cache, key, cache_stats ? cache_stats : &unused,
+          [&] { return GenerateHsaco(offloaded, snodes, config, compiler); },
+          check));
+  return std::move(generated.first);
+}
+
+// A kernel the codegen-only backend compiled: launching it does nothing.
+class CodegenOnlyKernel : public CompiledKernel {
+ public:
+  CodegenOnlyKernel(const ir::Kernel& kernel,
+                    const offline_cache::KernelArtifact& artifact)
+      : CompiledKernel(kernel.name(), kernel.params(),
+                       offline_cache::ErrorSites(artifact),
+                       static_cast<int>(artifact.tasks.size()),
+                       offline_cache::TaskAdStacks(artifact)) {
+    set_print_sites(artifact.print_sites);
+  }
+};
+
+class CodegenOnlyBackend : public Backend {
+ public:
+  CodegenOnlyBackend(const CompileConfig& config,
+                     std::unique_ptr<CodegenOnlyCompiler> compiler)
+      : config_(config),
+        compiler_(std::move(compiler)),
+        cache_(offline_cache::OpenOfflineCache(config, &cache_stats_)) {}
+
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(
+      const ir::Kernel& offloaded, const ir::SNodeTree& snodes) override {
+    QD_ASSIGN_OR_RETURN(
+        auto artifacts,
+        compiler_->Compile(offloaded, snodes, config_,
+                           cache_ ? &*cache_ : nullptr, &cache_stats_));
+    return std::make_shared<CodegenOnlyKernel>(offloaded, artifacts.front());
+  }
+  void SetRoot(char*) override {}
+  absl::StatusOr<BackendLaunchStats> Launch(const CompiledKernel& kernel,
+                                            absl::Span<const ResolvedArgument>,
+                                            absl::Span<const uint64_t>,
+                                            const LaunchOptions&) override {
+    BackendLaunchStats stats;
+    stats.tasks = kernel.num_tasks();
+    return stats;
+  }
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+  absl::optional<RuntimeErrorRecord> TakeError() override {
+    return absl::nullopt;
+  }
+  std::shared_ptr<SharedMemoryAllocator> memory() override { return memory_; }
+  int num_threads() const override { return 1; }
+  const AdStackStats& adstack_stats() const override { return adstack_stats_; }
+  const OfflineCacheStats& offline_cache_stats() const override {
+    return cache_stats_;
+  }
+
+ private:
+  CompileConfig config_;
+  std::unique_ptr<CodegenOnlyCompiler> compiler_;
+  std::shared_ptr<SharedMemoryAllocator> memory_ =
+      std::make_shared<HostMemoryAllocator>();
+  AdStackStats adstack_stats_;
+  OfflineCacheStats cache_stats_;  // before cache_, which notes its directory
+  std::optional<offline_cache::OfflineCache> cache_;
+};
+
+// Forwards to the backend that runs the kernels, and compiles each kernel
+// it compiles for the codegen-only targets too.
+class CheckingBackend : public Backend {
+ public:
+  CheckingBackend(const CompileConfig& config, std::unique_ptr<Backend> inner,
+                  std::unique_ptr<CodegenOnlyCompiler> compiler)
+      : config_(config),
+        inner_(std::move(inner)),
+        compiler_(std::move(compiler)) {}
+
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(
+      const ir::Kernel& offloaded, const ir::SNodeTree& snodes) override {
+    QD_ASSIGN_OR_RETURN(auto compiled, inner_->Compile(offloaded, snodes));
+    // No cache: every kernel the suite builds is compiled and counted.
+    QD_RETURN_IF_ERROR(
+        compiler_->Compile(offloaded, snodes, config_, nullptr, nullptr)
+            .status());
+    return compiled;
+  }
+  void SetRoot(char* root) override { inner_->SetRoot(root); }
+  absl::StatusOr<BackendLaunchStats> Launch(
+      const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
+      absl::Span<const uint64_t> field_generations,
+      const LaunchOptions& options) override {
+    return inner_->Launch(kernel, args, field_generations, options);
+  }
+  absl::Status Synchronize() override { return inner_->Synchronize(); }
+  absl::optional<RuntimeErrorRecord> TakeError() override {
+    return inner_->TakeError();
+  }
+  PrintBatch TakePrints() override { return inner_->TakePrints(); }
+  std::shared_ptr<SharedMemoryAllocator> memory() override {
+    return inner_->memory();
+  }
+  bool stages_host_arrays() const override {
+    return inner_->stages_host_arrays();
+  }
+  int num_threads() const override { return inner_->num_threads(); }
+  const AdStackStats& adstack_stats() const override {
+    return inner_->adstack_stats();
+  }
+  const OfflineCacheStats& offline_cache_stats() const override {
+    return inner_->offline_cache_stats();
+  }
+
+ private:
+  CompileConfig config_;
+  std::unique_ptr<Backend> inner_;
+  std::unique_ptr<CodegenOnlyCompiler> compiler_;
+};
+
+}  // namespace
+
+std::vector<std::string> CodegenOnlyTargets() {
+  std::vector<std::string> targets;
+  const char* value = std::getenv("QD_AMDGPU_CODEGEN_ONLY");
+  if (value == nullptr)
+    return targets;
+  for (absl::string_view part : absl::StrSplit(value, ',')) {
+    part = absl::StripAsciiWhitespace(part);
+    if (!part.empty())
+      targets.emplace_back(part);
+  }
+  return targets;
+}
+
+std::vector<CodegenOnlyCount> CodegenOnlyCounts() {
+  Counts& counts = GlobalCounts();
+  std::lock_guard<std::mutex> lock(counts.mutex);
+  return counts.targets;
+}
+
+absl::StatusOr<std::unique_ptr<CodegenOnlyCompiler>>
+CodegenOnlyCompiler::Create(const std::vector<std::string>& targets) {
+  std::vector<std::unique_ptr<codegen::HsacoCompiler>> compilers;
+  for (const std::string& target : targets) {
+    absl::StatusOr<std::unique_ptr<codegen::HsacoCompiler>> compiler =
+        codegen::HsacoCompiler::Create(target);
+    if (!compiler.ok()) {
+      return MakeError(GetErrorKind(compiler.status()),
+                       absl::StrCat("QD_AMDGPU_CODEGEN_ONLY=", target, ": ",
+                                    compiler.status().message()));
+    }
+    compilers.push_back(*std::move(compiler));
+  }
+  return std::make_unique<CodegenOnlyCompiler>(std::move(compilers));
+}
+
+absl::StatusOr<std::vector<offline_cache::KernelArtifact>>
+CodegenOnlyCompiler::Compile(const ir::Kernel& offloaded,
+                             const ir::SNodeTree& snodes,
+                             const CompileConfig& config,
+                             const offline_cache::OfflineCache* cache,
+                             OfflineCacheStats* cache_stats) {
+  std::vector<offline_cache::KernelArtifact> artifacts;
+  for (const auto& compiler : compilers_) {
+    absl::StatusOr<offline_cache::KernelArtifact> artifact = CompileChecked(
+        offloaded, snodes, config, *compiler, cache, cache_stats);
+    GlobalCounts().Add(compiler->gfx_target(), artifact.ok());
+    if (!artifact.ok()) {
+      return MakeError(
+          ErrorKind::kCompilation,
+          absl::StrCat(
+              "kernel '", offloaded.name(), "': AMDGPU code object for ",
+              compiler->gfx_target(),
+              " (QD_AMDGPU_CODEGEN_ONLY): ", artifact.status().message()));
+    }
+    artifacts.push_back(*std::move(artifact));
+  }
+  return artifacts;
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> WithCodegenOnlyCheck(
+    const CompileConfig& config, std::unique_ptr<Backend> backend) {
+  const std::vector<std::string> targets = CodegenOnlyTargets();
+  if (targets.empty() || config.arch == Arch::kAmdgpu)
+    return backend;
+  QD_ASSIGN_OR_RETURN(auto compiler, CodegenOnlyCompiler::Create(targets));
+  return std::unique_ptr<Backend>(std::make_unique<CheckingBackend>(
+      config, std::move(backend), std::move(compiler)));
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateCodegenOnlyBackend(
+    const CompileConfig& config, const std::vector<std::string>& targets) {
+  QD_ASSIGN_OR_RETURN(auto compiler, CodegenOnlyCompiler::Create(targets));
+  return std::unique_ptr<Backend>(
+      std::make_unique<CodegenOnlyBackend>(config, std::move(compiler)));
+}
+
+}  // namespace quadrants::amdgpu
