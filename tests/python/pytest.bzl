@@ -9,6 +9,9 @@ def qd_pytest_files(srcs, data = []):
             args = ["$(location %s)" % src],
             data = data,
             python_version = "PY3",
+            # Each file runs on cpu and vulkan (lavapipe shares the two
+            # cores), so a loaded machine needs more than the medium 300 s.
+            timeout = "long",
             tags = ["cpu", "vulkan", "cuda", "amdgpu", "metal"],
             deps = [":harness"],
         )
