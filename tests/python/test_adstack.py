@@ -174,6 +174,13 @@ def check_grads(kernel, loss, fields, values, ref_loss, *args, dtype=qd.f64,
         tol = (fd_tol or FD_F64) if bits == 64 else NUMPY_F32
         expected_loss, expected = numpy_grads(ref_loss, ref_values)
         reference = "numpy FD"
+    if bits == 32 and runtime.state.options.get("arch") != runtime.cpu:
+        # The f32 reference carries its own rounding amplified along the
+        # chain (up to ~3e-4 off the exact derivative for the recurrences
+        # here; the CPU matches it because it rounds the same operations
+        # the same way): a backend rounding differently, even closer to the
+        # exact value, is compared at the exact-derivative tolerance.
+        tol = dict(tol, rel=max(tol["rel"], NUMPY_F32["rel"]))
     # The forward kernel computes the function the reference differentiates.
     assert loss[None] == test_utils.approx(expected_loss, bits=bits, **loss_tol)
     for k, (g, e) in enumerate(zip(got, expected)):

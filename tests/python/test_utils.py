@@ -21,10 +21,7 @@ import pytest
 
 import quadrants as qd
 from quadrants.lang import runtime
-from quadrants.lang.misc import ADSTACK_NOT_BUILT, extension, is_extension_supported
-
-# Archs whose kernels compile to SPIR-V (no adstack yet).
-_SPIRV_ARCHS = ("vulkan", "metal")
+from quadrants.lang.misc import extension, is_extension_supported
 
 
 def _wanted(archs):
@@ -57,20 +54,11 @@ def test(arch=None, require=None, exclude=None, **init_options):
             if reason is not None:
                 pytest.skip(f"arch {qd_arch.name} unavailable: {reason}")
             for ext in requirements:
-                if ext == extension.adstack and qd_arch.name in _SPIRV_ARCHS:
-                    pytest.skip(ADSTACK_NOT_BUILT)
                 if not is_extension_supported(qd_arch, ext):
                     pytest.skip(f"arch {qd_arch.name} does not support extension {ext}")
             qd.init(arch=qd_arch, **init_options)
             try:
                 fn(*args, **kwargs)
-            except qd.QuadrantsError as error:
-                # A kernel that needs the adstack cannot compile to SPIR-V
-                # yet: the test skips with that reason (any other error is a
-                # failure).
-                if qd_arch.name in _SPIRV_ARCHS and ADSTACK_NOT_BUILT in str(error):
-                    pytest.skip(ADSTACK_NOT_BUILT)
-                raise
             finally:
                 qd.reset()
 

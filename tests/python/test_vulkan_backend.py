@@ -18,7 +18,6 @@ import pytest
 
 import quadrants as qd
 from quadrants.lang import runtime
-from quadrants.lang.misc import ADSTACK_NOT_BUILT
 from tests import test_utils
 
 _VULKAN_REASON = runtime.arch_unavailable_reason(qd.vulkan)
@@ -208,31 +207,6 @@ def test_f64_on_a_device_without_it_names_the_type(monkeypatch, capsys):
         assert capsys.readouterr().out.split() == ["%f" % v for v in expected]
     finally:
         qd.reset()
-
-
-@test_utils.test(arch=qd.vulkan, ad_stack_experimental_enabled=True)
-def test_kernel_needing_the_adstack_is_a_clear_error():
-    x = qd.field(qd.f32, shape=4, needs_grad=True)
-    n = qd.field(qd.i32, shape=())
-    loss = qd.field(qd.f32, shape=(), needs_grad=True)
-
-    @qd.kernel
-    def iterate():
-        for i in x:
-            v = x[i]
-            for _ in range(n[None]):
-                v = qd.sin(v)
-            loss[None] += v
-
-    iterate()  # the forward kernel needs no adstack
-    try:
-        iterate.grad()
-    except qd.QuadrantsCompilationError as error:
-        message = str(error)
-        assert ADSTACK_NOT_BUILT in message and "iterate" in message
-        assert "test_vulkan_backend.py" in message
-    else:
-        pytest.fail("the gradient kernel compiled without an adstack")
 
 
 @needs_vulkan

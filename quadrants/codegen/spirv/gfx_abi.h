@@ -22,7 +22,30 @@ constexpr uint32_t kCtxArgs = 32;       // u64[kMaxArgs]: scalar slots
 constexpr uint32_t kCtxNdarrayData = kCtxArgs + 8 * kMaxArgs;  // u64[]
 constexpr uint32_t kCtxNdarrayShape =
     kCtxNdarrayData + 8 * kMaxArgs;  // i64[kMaxArgs][kMaxNdim]
-constexpr uint32_t kCtxBytes = kCtxNdarrayShape + 8 * kMaxArgs * kMaxNdim;
+constexpr uint32_t kCtxAdStack =
+    kCtxNdarrayShape + 8 * kMaxArgs * kMaxNdim;  // u64: adstack records
+constexpr uint32_t kCtxBytes = kCtxAdStack + 8;
+
+// The adstack records of a launch, one per task with stacks, consecutive
+// in task order (a task without stacks has none): a header, then two u64
+// words per stack. A stack's slots live in the float heap (f32/f64 values,
+// (primal, adjoint) per slot when the kernel reads adjoints) or the int
+// heap (integers, bool widened to i32), interleaved per invocation: with T
+// the invocations the heap is laid out for and u the element's bytes,
+// element e of invocation g of a stack at per-invocation offset o lies at
+// heap + o * T + u * g + e * u * T, so invocations pushing together write
+// consecutive elements.
+constexpr uint32_t kAdFloatHeap = 0;  // u64: float heap address
+constexpr uint32_t kAdIntHeap = 8;    // u64: int heap address
+// u64: T; invocations from T on idle (their iterations go to the others).
+constexpr uint32_t kAdInvocations = 16;
+constexpr uint32_t kAdHeaderBytes = 24;
+constexpr uint32_t kAdStackOffset = 0;    // u64: o, bytes
+constexpr uint32_t kAdStackCapacity = 8;  // u64: slots
+constexpr uint32_t kAdStackBytes = 16;
+constexpr uint32_t AdRecordBytes(uint32_t stacks) {
+  return kAdHeaderBytes + kAdStackBytes * stacks;
+}
 
 // One range record per task: the iteration range a bounds shader computed
 // and the indirect dispatch size it chose.
@@ -40,8 +63,12 @@ constexpr uint32_t kRtErrorValues = 24;    // i64[3]
 constexpr uint32_t kRtPrintCapacity = 48;  // u32 bytes
 constexpr uint32_t kRtPrintUsed = 52;      // u32 bytes asked for
 constexpr uint32_t kRtPrintDropped = 56;   // u32 records
-constexpr uint32_t kRtScratch = 64;        // 64 bytes for failed checks
-constexpr uint32_t kRtLocks = 128;         // u32[kNumLocks] spin locks
+// u32: the largest (task << 16) + stack + 1 of a push past capacity this
+// launch (an atomic maximum, so any number of overflowing invocations
+// leave one record); 0 when none overflowed.
+constexpr uint32_t kRtAdStackOverflow = 60;
+constexpr uint32_t kRtScratch = 64;  // 64 bytes for failed checks
+constexpr uint32_t kRtLocks = 128;   // u32[kNumLocks] spin locks
 constexpr uint32_t kNumLocks = 1024;
 constexpr uint32_t kRtBytes = kRtLocks + 4 * kNumLocks;
 

@@ -48,8 +48,24 @@ class ShaderEmitter {
       const ir::OffloadedTaskStmt& task);
   absl::StatusOr<std::vector<uint32_t>> EmitBounds(
       const ir::OffloadedTaskStmt& task);
+  // Where this task's adstack record starts in the launch's records
+  // (gfx_abi.h), and the stacks its code allocated.
+  void set_ad_record_offset(uint32_t offset) { ad_record_offset_ = offset; }
+  std::vector<AdStackInfo> TakeAdStacks() { return std::move(ad_stacks_); }
 
  private:
+  // One adstack of the task: its slice of a heap and its counter.
+  struct AdStack {
+    uint32_t id = 0;        // position in the task's stacks
+    PrimitiveType dtype;    // the IR element type
+    PrimitiveType stored;   // the heap element type (f32/f64/i32/i64)
+    uint32_t unit = 4;      // bytes of a heap element
+    Id base = 0;            // u64: element 0 of this invocation
+    Id element_stride = 0;  // u64: bytes between its elements
+    Id capacity = 0;        // u32: slots
+    bool adjoint = false;   // (primal, adjoint) per slot
+    bool checked = false;   // clamp and record overflows
+  };
   struct LoopTargets {
     Id continue_to;  // 0: return (the top of a serial task)
     Id break_to;
@@ -131,6 +147,30 @@ class ShaderEmitter {
   absl::flat_hash_map<const Stmt*, const Stmt*> continue_targets_;
   bool continue_targets_computed_ = false;
   void ReportError(uint32_t code, int site, Id v0, Id v1, Id v2);
+
+  // ---- adstack ------------------------------------------------------------
+  // A u64 of this task's adstack record, loaded once in the entry block.
+  Id AdWord(uint32_t offset);
+  // The task's counters: one Function-scope u32 array indexed by stack id,
+  // so optimizers keep one array instead of a phi per stack at each loop
+  // header.
+  Id AdCounter(uint32_t id);
+  Id AdElement(const AdStack& st, Id slot, bool adjoint);
+  Id AdTop(const AdStack& st);
+  void EmitAdStackAlloca(const ir::AdStackAllocaStmt& s);
+  void EmitAdStackPush(const ir::AdStackPushStmt& s);
+  void EmitAdStackPop(const ir::AdStackPopStmt& s);
+  bool HasStackAdjoint(const Stmt* stack);
+  uint32_t ad_record_offset_ = 0;
+  uint32_t ad_num_stacks_ = 0;  // allocas in the task
+  Id ad_counters_ = 0;
+  Id ad_counter_base_ = 0;  // u32 0 that optimizers cannot fold
+  Id invocation_ = 0;       // u64: this invocation's index into the heap slices
+  absl::flat_hash_map<uint32_t, Id> ad_words_;
+  absl::flat_hash_map<const Stmt*, AdStack> stacks_;
+  absl::flat_hash_map<const Stmt*, bool> adjoint_stacks_;
+  bool adjoint_stacks_computed_ = false;
+  std::vector<AdStackInfo> ad_stacks_;
 
   // ---- statements ---------------------------------------------------------
   absl::Status EmitBlock(const ir::Block& block);
@@ -639,6 +679,154 @@ void ShaderEmitter::ReportError(uint32_t code, int site, Id v0, Id v1, Id v2) {
   });
 }
 
+// ---- adstack ----------------------------------------------------------------
+
+Id ShaderEmitter::AdWord(uint32_t offset) {
+  auto it = ad_words_.find(offset);
+  if (it != ad_words_.end())
+    return it->second;
+  const Id u64 = U64();
+  Id addr = b_.EntryOp(
+      spv::OpIAdd, u64,
+      {CtxWord(abi::kCtxAdStack), b_.ConstU64(ad_record_offset_ + offset)});
+  Id ptr = b_.EntryOp(
+      spv::OpConvertUToPtr,
+      b_.PointerType(spv::StorageClassPhysicalStorageBuffer, u64), {addr});
+  Id value = b_.EntryOp(spv::OpLoad, u64, {ptr, kAligned, 8});
+  ad_words_[offset] = value;
+  return value;
+}
+
+Id ShaderEmitter::AdCounter(uint32_t id) {
+  return b_.Op(
+      spv::OpAccessChain, b_.PointerType(spv::StorageClassFunction, U32()),
+      {ad_counters_,
+       b_.Op(spv::OpIAdd, U32(), {ad_counter_base_, b_.ConstU32(id)})});
+}
+
+bool ShaderEmitter::HasStackAdjoint(const Stmt* stack) {
+  if (!adjoint_stacks_computed_) {
+    ir::WalkKernel(kernel_, [&](const Stmt* s) {
+      if (ir::Isa<ir::AdStackLoadTopAdjStmt>(s) ||
+          ir::Isa<ir::AdStackAccAdjointStmt>(s)) {
+        adjoint_stacks_[s->operand(0)] = true;
+      }
+    });
+    adjoint_stacks_computed_ = true;
+  }
+  return adjoint_stacks_.contains(stack);
+}
+
+void ShaderEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
+  const Id u64 = U64(), u32 = U32();
+  AdStack st;
+  st.id = static_cast<uint32_t>(stacks_.size());
+  st.dtype = s.dtype();
+  const bool is_float = ir::IsFloat(st.dtype);
+  const bool wide = ir::BitWidth(st.dtype) == 64;
+  // Narrow values widen to 32 bits: heap elements are whole words.
+  st.stored = is_float ? (wide ? PrimitiveType::kF64 : PrimitiveType::kF32)
+                       : (wide ? PrimitiveType::kI64 : PrimitiveType::kI32);
+  st.unit = wide ? 8 : 4;
+  // Adjoint slots only where the kernel reads or accumulates adjoints:
+  // otherwise pushes move half the bytes.
+  st.adjoint = is_float && HasStackAdjoint(&s);
+  const bool exact =
+      (s.max_size() > 0 || s.size_expr()) && !options_.ad_stack_size_forced;
+  st.checked = options_.debug || options_.check_out_of_bound || !exact;
+  const uint32_t words = abi::kAdHeaderBytes + abi::kAdStackBytes * st.id;
+  Id heap = AdWord(is_float ? abi::kAdFloatHeap : abi::kAdIntHeap);
+  Id invocations = AdWord(abi::kAdInvocations);
+  Id offset = AdWord(words + abi::kAdStackOffset);
+  st.capacity =
+      b_.Op(spv::OpUConvert, u32, {AdWord(words + abi::kAdStackCapacity)});
+  st.element_stride =
+      b_.Op(spv::OpIMul, u64, {invocations, b_.ConstU64(st.unit)});
+  st.base = b_.Op(
+      spv::OpIAdd, u64,
+      {heap,
+       b_.Op(spv::OpIAdd, u64,
+             {b_.Op(spv::OpIMul, u64, {offset, invocations}),
+              b_.Op(spv::OpIMul, u64, {invocation_, b_.ConstU64(st.unit)})})});
+  b_.OpVoid(spv::OpStore, {AdCounter(st.id), b_.ConstU32(0)});
+  AdStackInfo info;
+  info.dtype = st.dtype;
+  info.slot_bytes = st.unit * (st.adjoint ? 2 : 1);
+  info.static_capacity = s.max_size();
+  info.size_expr = s.size_expr();
+  info.loc = s.loc();
+  ad_stacks_.push_back(std::move(info));
+  stacks_[&s] = st;
+}
+
+Id ShaderEmitter::AdElement(const AdStack& st, Id slot, bool adjoint) {
+  const Id u64 = U64();
+  Id element = b_.Op(spv::OpUConvert, u64, {slot});
+  if (st.adjoint) {
+    element =
+        b_.Op(spv::OpIAdd, u64,
+              {b_.Op(spv::OpShiftLeftLogical, u64, {element, b_.ConstU64(1)}),
+               b_.ConstU64(adjoint ? 1 : 0)});
+  }
+  return b_.Op(
+      spv::OpIAdd, u64,
+      {st.base, b_.Op(spv::OpIMul, u64, {element, st.element_stride})});
+}
+
+Id ShaderEmitter::AdTop(const AdStack& st) {
+  const Id u32 = U32();
+  Id count = b_.Op(spv::OpLoad, u32, {AdCounter(st.id)});
+  if (!st.checked)
+    return b_.Op(spv::OpISub, u32, {count, b_.ConstU32(1)});
+  // min(count, capacity) - 1, never below slot 0: an overflowed or empty
+  // stack reads a slot of its own slice.
+  Id top = b_.Glsl(GLSLstd450UMin, u32, {count, st.capacity});
+  return b_.Op(spv::OpISub, u32,
+               {top, b_.Glsl(GLSLstd450UMin, u32, {top, b_.ConstU32(1)})});
+}
+
+void ShaderEmitter::EmitAdStackPush(const ir::AdStackPushStmt& s) {
+  const AdStack& st = stacks_.at(s.stack());
+  const Id u32 = U32();
+  Id counter = AdCounter(st.id);
+  Id count = b_.Op(spv::OpLoad, u32, {counter});
+  // Checked pushes clamp to the last slot and record the overflow through
+  // selects and one atomic maximum: no branch per push.
+  Id slot = st.checked ? b_.Glsl(GLSLstd450UMin, u32,
+                                 {count, b_.Op(spv::OpISub, u32,
+                                               {st.capacity, b_.ConstU32(1)})})
+                       : count;
+  const Id type = RegType(st.stored);
+  Store(AdElement(st, slot, false), Cast(Get(s.value()), st.dtype, st.stored),
+        type, st.unit);
+  if (st.adjoint)
+    Store(AdElement(st, slot, true), Zero(st.stored), type, st.unit);
+  Id next = b_.Op(spv::OpIAdd, u32, {count, b_.ConstU32(1)});
+  b_.OpVoid(spv::OpStore, {counter, next});
+  if (st.checked) {
+    const uint32_t code =
+        (static_cast<uint32_t>(task_index_) << 16) + st.id + 1;
+    Id signal = b_.Op(spv::OpSelect, u32,
+                      {b_.Op(spv::OpUGreaterThan, Bool(), {next, st.capacity}),
+                       b_.ConstU32(code), b_.ConstU32(0)});
+    Id word = Pointer(u32, AddrAdd(RuntimeAddr(), abi::kRtAdStackOverflow));
+    Atomic(spv::OpAtomicUMax, u32,
+           {word, b_.ConstU32(spv::ScopeDevice), b_.ConstU32(0), signal});
+  }
+}
+
+void ShaderEmitter::EmitAdStackPop(const ir::AdStackPopStmt& s) {
+  const AdStack& st = stacks_.at(s.stack());
+  const Id u32 = U32();
+  Id counter = AdCounter(st.id);
+  Id count = b_.Op(spv::OpLoad, u32, {counter});
+  Id decrement = st.checked
+                     ? b_.Glsl(GLSLstd450UMin, u32, {count, b_.ConstU32(1)})
+                     : b_.ConstU32(1);
+  b_.OpVoid(spv::OpStore,
+            {counter, b_.Op(spv::OpISub, u32, {count, decrement})});
+}
+
 // ---- tasks ------------------------------------------------------------------
 
 absl::StatusOr<std::vector<uint32_t>> ShaderEmitter::EmitTask(
@@ -653,8 +841,22 @@ absl::StatusOr<std::vector<uint32_t>> ShaderEmitter::EmitTask(
   });
   if (draws)
     random_state_ = b_.LocalVariable(U64());
+  ir::WalkBlock(*task.body(), [&](const Stmt* s) {
+    ad_num_stacks_ += ir::Isa<ir::AdStackAllocaStmt>(s) ? 1 : 0;
+  });
+  if (ad_num_stacks_ > 0) {
+    ad_counters_ = b_.LocalVariable(b_.ArrayType(U32(), ad_num_stacks_));
+    // Counters are indexed from a base read from memory (always 0: the
+    // invocation count is below 2^63): with constant indices SPIRV-Tools'
+    // scalar replacement would split the array into one variable per
+    // stack, and then a phi per stack at every loop header.
+    Id high = b_.EntryOp(spv::OpShiftRightLogical, U64(),
+                         {AdWord(abi::kAdInvocations), b_.ConstU64(63)});
+    ad_counter_base_ = b_.EntryOp(spv::OpUConvert, U32(), {high});
+  }
   absl::Status status;
   if (serial) {
+    invocation_ = b_.ConstU64(0);
     loops_.push_back({0, 0});
     SeedRandom(b_.ConstI64(0));
     status = EmitBlock(*task.body());
@@ -670,8 +872,8 @@ absl::StatusOr<std::vector<uint32_t>> ShaderEmitter::EmitTask(
         spv::OpIMul, i64,
         {b_.Op(spv::OpBitcast, i64, {b_.Op(spv::OpUConvert, U64(), {groups})}),
          b_.ConstI64(abi::kBlockSize)});
-    Id offset =
-        b_.Op(spv::OpBitcast, i64, {b_.Op(spv::OpUConvert, U64(), {gid})});
+    invocation_ = b_.Op(spv::OpUConvert, U64(), {gid});
+    Id offset = b_.Op(spv::OpBitcast, i64, {invocation_});
     Id begin, end;
     if (task.task_kind() == ir::TaskKind::kRangeFor) {
       Id record =
@@ -687,6 +889,17 @@ absl::StatusOr<std::vector<uint32_t>> ShaderEmitter::EmitTask(
       end = b_.ConstI64(cells);
     }
     Id first = b_.Op(spv::OpIAdd, i64, {begin, offset});
+    if (ad_num_stacks_ > 0) {
+      // The heaps hold slices for the record's invocations only: those
+      // past them idle and the rest stride over the range in their place.
+      Id sliced = b_.Op(spv::OpBitcast, i64, {AdWord(abi::kAdInvocations)});
+      stride = b_.Op(spv::OpSelect, i64,
+                     {b_.Op(spv::OpSGreaterThan, Bool(), {stride, sliced}),
+                      sliced, stride});
+      first = b_.Op(
+          spv::OpSelect, i64,
+          {b_.Op(spv::OpSLessThan, Bool(), {offset, sliced}), first, end});
+    }
     status = CountedLoop(first, end, stride, [&](Id i) {
       if (task.task_kind() == ir::TaskKind::kRangeFor) {
         const PrimitiveType index_type = task.begin()->type().element();
@@ -731,6 +944,22 @@ absl::StatusOr<std::vector<uint32_t>> ShaderEmitter::EmitBounds(
             {b_.Op(spv::OpIAdd, i64, {count, b_.ConstI64(abi::kBlockSize - 1)}),
              b_.ConstI64(abi::kBlockSize)});
   Id cap = b_.Op(spv::OpBitcast, i64, {CtxWord(abi::kCtxMaxGroups)});
+  bool stacks = false;
+  ir::WalkBlock(*task.body(), [&](const Stmt* s) {
+    stacks = stacks || ir::Isa<ir::AdStackAllocaStmt>(s);
+  });
+  if (stacks) {
+    // The adstack heaps hold slices for this many invocations only.
+    Id sliced =
+        b_.Op(spv::OpSDiv, i64,
+              {b_.Op(spv::OpIAdd, i64,
+                     {b_.Op(spv::OpBitcast, i64, {AdWord(abi::kAdInvocations)}),
+                      b_.ConstI64(abi::kBlockSize - 1)}),
+               b_.ConstI64(abi::kBlockSize)});
+    cap =
+        b_.Op(spv::OpSelect, i64,
+              {b_.Op(spv::OpSGreaterThan, Bool(), {cap, sliced}), sliced, cap});
+  }
   groups =
       b_.Op(spv::OpSelect, i64,
             {b_.Op(spv::OpSGreaterThan, Bool(), {groups, cap}), cap, groups});
@@ -1924,16 +2153,33 @@ absl::Status ShaderEmitter::EmitStmt(const Stmt& s) {
     case StmtKind::kOffloadedTask:
       return Unsupported(s, "a nested offloaded task");
     case StmtKind::kAdStackAlloca:
+      EmitAdStackAlloca(static_cast<const ir::AdStackAllocaStmt&>(s));
+      return absl::OkStatus();
     case StmtKind::kAdStackPush:
+      EmitAdStackPush(static_cast<const ir::AdStackPushStmt&>(s));
+      return absl::OkStatus();
     case StmtKind::kAdStackPop:
+      EmitAdStackPop(static_cast<const ir::AdStackPopStmt&>(s));
+      return absl::OkStatus();
     case StmtKind::kAdStackLoadTop:
-    case StmtKind::kAdStackLoadTopAdj:
-    case StmtKind::kAdStackAccAdjoint:
-      return MakeError(
-          ErrorKind::kCompilation, s.loc(),
-          absl::StrCat("in kernel '", kernel_.name(), "': ", kAdStackNotBuilt,
-                       " (the loop here needs one; run it on "
-                       "qd.cpu or qd.cuda)"));
+    case StmtKind::kAdStackLoadTopAdj: {
+      const AdStack& st = stacks_.at(s.operand(0));
+      const bool adjoint = s.kind() == StmtKind::kAdStackLoadTopAdj;
+      Id v =
+          Load(RegType(st.stored), AdElement(st, AdTop(st), adjoint), st.unit);
+      values_[&s] = Cast(v, st.stored, st.dtype);
+      return absl::OkStatus();
+    }
+    case StmtKind::kAdStackAccAdjoint: {
+      const AdStack& st = stacks_.at(s.operand(0));
+      const Id type = RegType(st.stored);
+      Id addr = AdElement(st, AdTop(st), true);
+      Id sum = b_.Op(spv::OpFAdd, type,
+                     {Load(type, addr, st.unit),
+                      Cast(Get(s.operand(1)), st.dtype, st.stored)});
+      Store(addr, sum, type, st.unit);
+      return absl::OkStatus();
+    }
   }
   return Unsupported(s, "this statement");
 }
@@ -1941,14 +2187,15 @@ absl::Status ShaderEmitter::EmitStmt(const Stmt& s) {
 }  // namespace
 
 std::string CodegenOptions::ToString() const {
-  return absl::StrCat("bounds=", check_out_of_bound, " debug=", debug, " ",
-                      caps.ToString());
+  return absl::StrCat("bounds=", check_out_of_bound, " debug=", debug,
+                      " forced=", ad_stack_size_forced, " ", caps.ToString());
 }
 
 absl::StatusOr<SpirvKernel> GenerateSpirv(const ir::Kernel& kernel,
                                           const ir::SNodeTree& snodes,
                                           const CodegenOptions& options) {
   SpirvKernel out;
+  uint32_t ad_record_offset = 0;
   for (size_t t = 0; t < kernel.body()->size(); ++t) {
     const auto* task = ir::DynCast<ir::OffloadedTaskStmt>(kernel.body()->at(t));
     if (task == nullptr) {
@@ -1963,14 +2210,17 @@ absl::StatusOr<SpirvKernel> GenerateSpirv(const ir::Kernel& kernel,
     {
       ShaderEmitter emitter(kernel, snodes, options, static_cast<int>(t),
                             out.error_sites, out.print_sites);
+      emitter.set_ad_record_offset(ad_record_offset);
       absl::StatusOr<std::vector<uint32_t>> code = emitter.EmitTask(*task);
       if (!code.ok())
         return code.status();
       spirv_task.code = *std::move(code);
+      spirv_task.ad_stacks = emitter.TakeAdStacks();
     }
     if (task->task_kind() == ir::TaskKind::kRangeFor) {
       ShaderEmitter emitter(kernel, snodes, options, static_cast<int>(t),
                             out.error_sites, out.print_sites);
+      emitter.set_ad_record_offset(ad_record_offset);
       absl::StatusOr<std::vector<uint32_t>> code = emitter.EmitBounds(*task);
       if (!code.ok())
         return code.status();
@@ -1982,6 +2232,10 @@ absl::StatusOr<SpirvKernel> GenerateSpirv(const ir::Kernel& kernel,
         for (int64_t size : snodes.node(id).sizes)
           spirv_task.struct_for_cells *= size;
       }
+    }
+    if (!spirv_task.ad_stacks.empty()) {
+      ad_record_offset += abi::AdRecordBytes(
+          static_cast<uint32_t>(spirv_task.ad_stacks.size()));
     }
     out.tasks.push_back(std::move(spirv_task));
   }

@@ -20,6 +20,8 @@ struct CodegenOptions {
   DeviceCaps caps;
   bool check_out_of_bound = false;  // index checks on every access
   bool debug = false;               // assert statements
+  // ad_stack_size forces every adstack's capacity: pushes check it.
+  bool ad_stack_size_forced = false;
   // Every field as text (part of compile-cache keys).
   std::string ToString() const;
 };
@@ -37,6 +39,9 @@ struct SpirvTask {
   std::vector<uint32_t> bounds_code;
   int64_t struct_for_cells = 0;
   SourceLocation loc;
+  // The task's adstacks, by id; their records (gfx_abi.h) follow each
+  // other in task order.
+  std::vector<AdStackInfo> ad_stacks;
 };
 
 struct SpirvKernel {
@@ -44,11 +49,6 @@ struct SpirvKernel {
   std::vector<RuntimeErrorSite> error_sites;
   std::vector<ir::PrintSite> print_sites;
 };
-
-// The message of the error a kernel that needs the adstack gets on SPIR-V
-// backends (tests match it).
-inline constexpr char kAdStackNotBuilt[] =
-    "adstack on SPIR-V backends: not built yet";
 
 // Lowers a kernel of offloaded tasks to one SPIR-V module per shader. Types
 // the device lacks are a compilation error naming the type and the feature.

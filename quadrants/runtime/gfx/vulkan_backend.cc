@@ -17,6 +17,7 @@
 #include "quadrants/codegen/spirv/spirv_tools.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
+#include "quadrants/runtime/adstack/launch_sizer.h"
 #include "quadrants/runtime/llvm/host/launch_state.h"
 
 namespace quadrants::gfx {
@@ -142,17 +143,56 @@ class GfxCompiledKernel : public CompiledKernel {
  public:
   GfxCompiledKernel(const ir::Kernel& kernel,
                     std::vector<RuntimeErrorSite> sites,
-                    std::shared_ptr<PipelineSet> pipelines)
-      : CompiledKernel(
-            kernel.name(), kernel.params(), std::move(sites),
-            static_cast<int>(pipelines->tasks.size()),
-            std::vector<std::vector<AdStackInfo>>(pipelines->tasks.size())),
-        pipelines_(std::move(pipelines)) {}
+                    std::shared_ptr<PipelineSet> pipelines,
+                    std::vector<std::vector<AdStackInfo>> task_adstacks)
+      : CompiledKernel(kernel.name(), kernel.params(), std::move(sites),
+                       static_cast<int>(pipelines->tasks.size()),
+                       std::move(task_adstacks)),
+        pipelines_(std::move(pipelines)),
+        sizer(std::make_unique<adstack::LaunchSizer>(this->task_adstacks())) {
+    // Records follow each other in task order, as the code generator
+    // placed them.
+    for (const auto& stacks : this->task_adstacks()) {
+      record_offsets.push_back(record_bytes);
+      if (!stacks.empty())
+        record_bytes +=
+            abi::AdRecordBytes(static_cast<uint32_t>(stacks.size()));
+    }
+  }
   const std::vector<GfxTask>& tasks() const { return pipelines_->tasks; }
 
  private:
   std::shared_ptr<PipelineSet> pipelines_;
+
+ public:
+  // Sizes the tasks' adstacks at launch (its caches change per launch).
+  mutable std::unique_ptr<adstack::LaunchSizer> sizer;
+  std::vector<uint32_t> record_offsets;  // per task
+  uint32_t record_bytes = 0;
+  // Per task: whether its size expressions read a field or ndarray the
+  // kernel writes (then earlier tasks must finish before it is sized on
+  // the host); computed at the first launch.
+  mutable std::vector<bool> sizes_from_own_writes;
 };
+
+// Whether `expr` reads a field place in `snodes` or the data of an ndarray
+// argument in `args`.
+bool ReadsAny(const ir::SizeExpr& expr, const std::vector<int>& snodes,
+              const std::vector<int>& args) {
+  auto has = [](const std::vector<int>& list, int v) {
+    return std::find(list.begin(), list.end(), v) != list.end();
+  };
+  if (expr.kind() == ir::SizeExprKind::kFieldLoad &&
+      has(snodes, expr.snode_id()))
+    return true;
+  if (expr.kind() == ir::SizeExprKind::kNdarrayRead && has(args, expr.arg()))
+    return true;
+  for (const auto& child : expr.children()) {
+    if (ReadsAny(*child, snodes, args))
+      return true;
+  }
+  return false;
+}
 
 absl::StatusOr<VkPipeline> CreatePipeline(const VulkanDevice& device,
                                           VkPipelineLayout layout,
@@ -321,6 +361,7 @@ VulkanBackend::VulkanBackend(const CompileConfig& config,
     : config_(config),
       device_(std::move(device)),
       memory_(std::make_shared<VulkanMemory>(device_)),
+      adstacks_(device_),
       cache_(offline_cache::OpenOfflineCache(config, &cache_stats_)) {}
 
 VulkanBackend::~VulkanBackend() {
@@ -346,6 +387,7 @@ spirv::CodegenOptions VulkanBackend::CodegenOptions() const {
   options.caps = device_->caps();
   options.check_out_of_bound = config_.checks_bounds();
   options.debug = config_.debug;
+  options.ad_stack_size_forced = config_.ad_stack_size > 0;
   return options;
 }
 
@@ -377,6 +419,11 @@ absl::StatusOr<offline_cache::KernelArtifact> VulkanBackend::Generate(
     lowered.bounds_function = task.bounds_code.empty() ? "" : "main";
     lowered.struct_for_cells = task.struct_for_cells;
     lowered.loc = task.loc;
+    for (const AdStackInfo& stack : task.ad_stacks) {
+      lowered.ad_stacks.push_back({stack.dtype, stack.slot_bytes,
+                                   stack.static_capacity, stack.size_expr,
+                                   stack.loc});
+    }
     artifact.tasks.push_back(std::move(lowered));
   }
   for (const RuntimeErrorSite& site : kernel.error_sites) {
@@ -435,9 +482,11 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> VulkanBackend::Compile(
           [&] { return Generate(offloaded, snodes); }, load)));
   if (EnvFlag("QD_DUMP_MSL"))
     ExportMsl(offloaded, snodes, CodegenOptions(), validate);
+  snodes_ = &snodes;
   auto compiled = std::make_shared<GfxCompiledKernel>(
       offloaded, offline_cache::ErrorSites(generated.first),
-      std::move(generated.second));
+      std::move(generated.second),
+      offline_cache::TaskAdStacks(generated.first));
   compiled->set_print_sites(generated.first.print_sites);
   return compiled;
 }
@@ -462,7 +511,7 @@ absl::Status VulkanBackend::EnsurePrintBuffer(int64_t bytes) {
 
 absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
     const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
-    absl::Span<const uint64_t> /*field_generations*/,
+    absl::Span<const uint64_t> field_generations,
     const LaunchOptions& /*options*/) {
   const auto& compiled = static_cast<const GfxCompiledKernel&>(kernel);
   const VulkanApi& api = device_->api();
@@ -530,15 +579,45 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
   std::memcpy(rt + abi::kRtPrintUsed, &zero, 4);
   std::memcpy(rt + abi::kRtPrintDropped, &zero, 4);
 
-  // One command buffer: staged inputs in, the tasks with barriers between
-  // them, staged outputs back.
+  // Adstack records and the host's view of the launch for sizing them.
+  const auto& task_stacks = kernel.task_adstacks();
+  const bool any_stacks =
+      std::any_of(task_stacks.begin(), task_stacks.end(),
+                  [](const auto& stacks) { return !stacks.empty(); });
+  QdLaunchContext host_ctx{};
+  std::vector<GfxAdStackLayout> layouts(task_stacks.size());
+  if (any_stacks) {
+    QD_RETURN_IF_ERROR(adstacks_.EnsureRecords(compiled.record_bytes));
+    put64(ctx, abi::kCtxAdStack, adstacks_.records_address());
+    for (size_t i = 0; i < args.size(); ++i) {
+      host_ctx.args[i] = args[i].slot;
+      host_ctx.ndarray_data[i] = args[i].data;
+      for (size_t axis = 0; axis < args[i].shape.size(); ++axis)
+        host_ctx.ndarray_shape[i][axis] = args[i].shape[axis];
+    }
+    if (compiled.sizes_from_own_writes.empty()) {
+      for (const auto& stacks : task_stacks) {
+        bool reads = false;
+        for (const AdStackInfo& stack : stacks) {
+          reads = reads || (stack.size_expr &&
+                            ReadsAny(*stack.size_expr, kernel.written_snodes(),
+                                     kernel.written_args()));
+        }
+        compiled.sizes_from_own_writes.push_back(reads);
+      }
+    }
+    // This launch's numbers replace the last ones; tasks without stacks
+    // report none.
+    adstack_stats_.bytes_needed = 0;
+    adstack_stats_.capacities.assign(task_stacks.size(), {});
+    adstack_stats_.per_thread_stride.assign(task_stacks.size(), 0);
+  }
+
+  // Command buffers: staged inputs in, the tasks with barriers between
+  // them, staged outputs back. One per launch, unless a task's adstacks
+  // are sized from values earlier tasks write or need larger heaps: the
+  // work recorded so far then runs first.
   VkCommandBuffer cmd = commands_;
-  QD_RETURN_IF_ERROR(VulkanApi::Check(api.vkResetCommandBuffer(cmd, 0),
-                                      "vkResetCommandBuffer"));
-  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  QD_RETURN_IF_ERROR(VulkanApi::Check(api.vkBeginCommandBuffer(cmd, &begin),
-                                      "vkBeginCommandBuffer"));
   auto barrier = [&](VkPipelineStageFlags src, VkAccessFlags src_access,
                      VkPipelineStageFlags dst, VkAccessFlags dst_access) {
     VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
@@ -550,20 +629,96 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
   const VkAccessFlags shader_rw =
       VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
   const bool staged = memory_->has_staged();
-  if (staged) {
-    memory_->RecordCopies(cmd, true);
-    barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
-            compute, shader_rw);
-  }
+  bool recorded = false;  // dispatches since the command buffer began
+  auto begin_commands = [&]() -> absl::Status {
+    QD_RETURN_IF_ERROR(VulkanApi::Check(api.vkResetCommandBuffer(cmd, 0),
+                                        "vkResetCommandBuffer"));
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    QD_RETURN_IF_ERROR(VulkanApi::Check(api.vkBeginCommandBuffer(cmd, &begin),
+                                        "vkBeginCommandBuffer"));
+    if (staged) {
+      memory_->RecordCopies(cmd, true);
+      barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+              compute, shader_rw);
+    }
+    recorded = false;
+    return absl::OkStatus();
+  };
+  auto submit_commands = [&]() -> absl::Status {
+    if (staged) {
+      barrier(compute, VK_ACCESS_SHADER_WRITE_BIT,
+              VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+      memory_->RecordCopies(cmd, false);
+      barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+              VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+    }
+    barrier(compute, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+            VK_ACCESS_HOST_READ_BIT);
+    QD_RETURN_IF_ERROR(
+        VulkanApi::Check(api.vkEndCommandBuffer(cmd), "vkEndCommandBuffer"));
+    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &cmd;
+    QD_RETURN_IF_ERROR(VulkanApi::Check(
+        api.vkQueueSubmit(device_->queue(), 1, &submit, fence_),
+        "vkQueueSubmit"));
+    QD_RETURN_IF_ERROR(VulkanApi::Check(
+        api.vkWaitForFences(device_->device(), 1, &fence_, VK_TRUE, UINT64_MAX),
+        "vkWaitForFences"));
+    return VulkanApi::Check(api.vkResetFences(device_->device(), 1, &fence_),
+                            "vkResetFences");
+  };
+  QD_RETURN_IF_ERROR(begin_commands());
   const uint64_t ctx_address = context_.address;
   BackendLaunchStats stats;
-  bool first = true;
   for (size_t t = 0; t < compiled.tasks().size(); ++t) {
     const GfxTask& task = compiled.tasks()[t];
-    if (!first) {
+    const int64_t block = abi::kBlockSize;
+    int64_t groups = device_->max_groups();
+    if (task.kind == ir::TaskKind::kStructFor) {
+      groups = std::min<int64_t>((task.cells + block - 1) / block, groups);
+    }
+    if (!task_stacks[t].empty()) {
+      if (recorded && compiled.sizes_from_own_writes[t]) {
+        QD_RETURN_IF_ERROR(submit_commands());
+        QD_RETURN_IF_ERROR(begin_commands());
+      }
+      QD_ASSIGN_OR_RETURN(
+          adstack::AdStackLayout sized,
+          compiled.sizer->Size(config_, kernel, static_cast<int>(t), *snodes_,
+                               root_, host_ctx, args, field_generations,
+                               &adstack_stats_));
+      // A struct_for needs no more invocations than cells.
+      int64_t invocations = std::max<int64_t>(groups, 1) * block;
+      if (task.kind == ir::TaskKind::kSerial)
+        invocations = 1;
+      else if (task.kind == ir::TaskKind::kStructFor)
+        invocations = std::max<int64_t>(std::min(invocations, task.cells), 1);
+      QD_ASSIGN_OR_RETURN(
+          layouts[t],
+          adstacks_.Plan(kernel.name(), static_cast<int>(t), task_stacks[t],
+                         sized.capacities, invocations));
+      if (recorded && adstacks_.NeedsGrowth(layouts[t])) {
+        QD_RETURN_IF_ERROR(submit_commands());
+        QD_RETURN_IF_ERROR(begin_commands());
+      }
+      QD_RETURN_IF_ERROR(adstacks_.Publish(
+          layouts[t], compiled.record_offsets[t], &adstack_stats_));
+      if (task.kind == ir::TaskKind::kStructFor) {
+        groups = std::min(groups, (layouts[t].invocations + block - 1) / block);
+      }
+      adstack::AdStackLayout reported;
+      reported.capacities = layouts[t].capacities;
+      reported.offsets = layouts[t].offsets;
+      reported.stride = layouts[t].float_stride + layouts[t].int_stride;
+      adstack::RecordLayout(reported, static_cast<int>(t), kernel.num_tasks(),
+                            layouts[t].invocations, &adstack_stats_);
+    }
+    if (recorded) {
       barrier(compute, VK_ACCESS_SHADER_WRITE_BIT, compute, shader_rw);
     }
-    first = false;
+    recorded = true;
     ++stats.tasks;
     switch (task.kind) {
       case ir::TaskKind::kSerial:
@@ -590,9 +745,6 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
                                   t * abi::kRangeBytes + abi::kRangeDispatch);
         break;
       case ir::TaskKind::kStructFor: {
-        const int64_t groups = std::min<int64_t>(
-            (task.cells + abi::kBlockSize - 1) / abi::kBlockSize,
-            int64_t{device_->max_groups()});
         if (groups == 0)
           break;
         api.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
@@ -607,28 +759,14 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
       }
     }
   }
-  if (staged) {
-    barrier(compute, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
-            VK_ACCESS_TRANSFER_READ_BIT);
-    memory_->RecordCopies(cmd, false);
-    barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
-            VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+  QD_RETURN_IF_ERROR(submit_commands());
+  if (any_stacks) {
+    if (absl::optional<RuntimeErrorRecord> overflow =
+            TakeAdStackOverflow(layouts)) {
+      if (!pending_)
+        pending_ = overflow;
+    }
   }
-  barrier(compute, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
-          VK_ACCESS_HOST_READ_BIT);
-  QD_RETURN_IF_ERROR(
-      VulkanApi::Check(api.vkEndCommandBuffer(cmd), "vkEndCommandBuffer"));
-  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &cmd;
-  QD_RETURN_IF_ERROR(
-      VulkanApi::Check(api.vkQueueSubmit(device_->queue(), 1, &submit, fence_),
-                       "vkQueueSubmit"));
-  QD_RETURN_IF_ERROR(VulkanApi::Check(
-      api.vkWaitForFences(device_->device(), 1, &fence_, VK_TRUE, UINT64_MAX),
-      "vkWaitForFences"));
-  QD_RETURN_IF_ERROR(VulkanApi::Check(
-      api.vkResetFences(device_->device(), 1, &fence_), "vkResetFences"));
 
   // Errors and prints the kernel recorded.
   uint32_t code = 0;
@@ -668,6 +806,29 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
     print_overflowed_ = dropped > 0;
   }
   return stats;
+}
+
+absl::optional<RuntimeErrorRecord> VulkanBackend::TakeAdStackOverflow(
+    const std::vector<GfxAdStackLayout>& layouts) {
+  char* word = runtime_.host + abi::kRtAdStackOverflow;
+  uint32_t signal = 0;
+  std::memcpy(&signal, word, 4);
+  if (signal == 0)
+    return absl::nullopt;
+  std::memset(word, 0, 4);
+  const int task = static_cast<int>(signal >> 16);
+  const int stack = static_cast<int>(signal & 0xffff) - 1;
+  RuntimeErrorRecord record;
+  record.code = RuntimeErrorRecord::Code::kAdStackOverflow;
+  record.site = stack;
+  record.values[0] = task;
+  record.values[1] = stack;
+  record.values[2] = 0;
+  if (task < static_cast<int>(layouts.size()) && stack >= 0 &&
+      stack < static_cast<int>(layouts[task].capacities.size())) {
+    record.values[2] = layouts[task].capacities[stack];
+  }
+  return record;
 }
 
 absl::optional<RuntimeErrorRecord> VulkanBackend::TakeError() {

@@ -9,6 +9,7 @@
 
 #include "quadrants/codegen/spirv/kernel_codegen.h"
 #include "quadrants/runtime/backend.h"
+#include "quadrants/runtime/gfx/vulkan_adstack.h"
 #include "quadrants/runtime/gfx/vulkan_device.h"
 #include "quadrants/runtime/gfx/vulkan_memory.h"
 #include "quadrants/runtime/offline_cache/offline_cache.h"
@@ -57,11 +58,17 @@ class VulkanBackend : public Backend {
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes);
   absl::Status EnsureBounds(int tasks);
   absl::Status EnsurePrintBuffer(int64_t bytes);
+  // The record of the adstack overflow the launch's pushes left, if any
+  // (then cleared), for the task layouts it ran with.
+  absl::optional<RuntimeErrorRecord> TakeAdStackOverflow(
+      const std::vector<GfxAdStackLayout>& layouts);
 
   CompileConfig config_;
   std::shared_ptr<VulkanDevice> device_;
   std::shared_ptr<VulkanMemory> memory_;
   char* root_ = nullptr;
+  const ir::SNodeTree* snodes_ = nullptr;
+  VulkanAdStacks adstacks_;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
   VkCommandBuffer commands_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;

@@ -35,7 +35,7 @@ DeviceCaps MinimalCaps() {
 }
 
 TEST(SpirvCodegenTest, EverySampleKernelValidatesOptimizesAndCrossCompiles) {
-  int modules = 0, msl = 0, adstack_errors = 0, type_errors = 0;
+  int modules = 0, msl = 0, adstack_tasks = 0, type_errors = 0;
   for (auto& sample : ir::samples::AllSampleKernels()) {
     for (auto mode :
          {transforms::AutodiffMode::kNone, transforms::AutodiffMode::kReverse,
@@ -57,11 +57,6 @@ TEST(SpirvCodegenTest, EverySampleKernelValidatesOptimizesAndCrossCompiles) {
               GenerateSpirv(*kernel, ir::samples::SampleTree(), codegen);
           if (!spirv.ok()) {
             const std::string message(spirv.status().message());
-            if (message.find(kAdStackNotBuilt) != std::string::npos) {
-              EXPECT_EQ(GetErrorKind(spirv.status()), ErrorKind::kCompilation);
-              ++adstack_errors;
-              continue;
-            }
             ASSERT_EQ(GetErrorKind(spirv.status()), ErrorKind::kType)
                 << spirv.status();
             EXPECT_NE(message.find("minimal device"), std::string::npos)
@@ -70,6 +65,7 @@ TEST(SpirvCodegenTest, EverySampleKernelValidatesOptimizesAndCrossCompiles) {
             continue;
           }
           for (const SpirvTask& task : spirv->tasks) {
+            adstack_tasks += task.ad_stacks.empty() ? 0 : 1;
             for (const auto* words : {&task.code, &task.bounds_code}) {
               if (words->empty())
                 continue;
@@ -97,9 +93,10 @@ TEST(SpirvCodegenTest, EverySampleKernelValidatesOptimizesAndCrossCompiles) {
     }
   }
   EXPECT_GE(modules, 20);
-  EXPECT_GE(adstack_errors, 1);
-  std::printf("%d modules valid, %d MSL, %d adstack errors, %d type errors\n",
-              modules, msl, adstack_errors, type_errors);
+  // Reverse-mode samples through dynamic loops lower with their adstacks.
+  EXPECT_GE(adstack_tasks, 1);
+  std::printf("%d modules valid, %d MSL, %d adstack tasks, %d type errors\n",
+              modules, msl, adstack_tasks, type_errors);
 }
 
 TEST(ModuleBuilderTest, TypesAndConstantsAreDeduplicated) {

@@ -12,15 +12,10 @@ class extension:  # pylint: disable=invalid-name
 _SUPPORTED = {
     runtime.cpu: {extension.adstack, extension.data64},
     runtime.cuda: {extension.adstack, extension.data64},
-    # The SPIR-V backends have no adstack yet (ADSTACK_NOT_BUILT); 64-bit
-    # types need a device with shaderInt64/shaderFloat64, which kernels
-    # check when they compile.
-    runtime.vulkan: {extension.data64},
+    # 64-bit types need a device with shaderInt64/shaderFloat64, which
+    # kernels check when they compile.
+    runtime.vulkan: {extension.adstack, extension.data64},
 }
-
-# Why kernels that need the adstack do not compile on the SPIR-V backends
-# (the message of their compile error, and the reason tests skip with).
-ADSTACK_NOT_BUILT = "adstack on SPIR-V backends: not built yet"
 
 
 def is_extension_supported(arch, ext):

@@ -1,0 +1,105 @@
+#include "quadrants/runtime/gfx/vulkan_adstack.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "quadrants/codegen/spirv/gfx_abi.h"
+#include "quadrants/common/errors.h"
+#include "quadrants/common/status_macros.h"
+
+namespace quadrants::gfx {
+namespace abi = spirv::abi;
+
+namespace {
+
+// The most bytes one heap takes: a launch whose slices would need more
+// runs fewer invocations (grid-stride covers the rest).
+constexpr int64_t kHeapBudget = int64_t{1} << 30;
+
+}  // namespace
+
+VulkanAdStacks::~VulkanAdStacks() {
+  for (GfxBuffer* buffer : {&float_heap_, &int_heap_, &records_})
+    DestroyBuffer(*device_, buffer);
+}
+
+absl::StatusOr<GfxAdStackLayout> VulkanAdStacks::Plan(
+    const std::string& kernel, int task, absl::Span<const AdStackInfo> stacks,
+    std::vector<int64_t> capacities, int64_t max_invocations) const {
+  GfxAdStackLayout layout;
+  layout.capacities = std::move(capacities);
+  for (size_t k = 0; k < stacks.size(); ++k) {
+    // A stack of capacity 0 would clamp to slot -1.
+    layout.capacities[k] = std::max<int64_t>(layout.capacities[k], 1);
+    const bool is_float = ir::IsFloat(stacks[k].dtype);
+    int64_t& stride = is_float ? layout.float_stride : layout.int_stride;
+    layout.offsets.push_back(stride);
+    // Every stack starts 8-byte aligned in each invocation's slice.
+    stride += (layout.capacities[k] * stacks[k].slot_bytes + 7) / 8 * 8;
+  }
+  const int64_t widest = std::max(layout.float_stride, layout.int_stride);
+  int64_t invocations = max_invocations;
+  if (widest > kHeapBudget) {
+    return MakeError(
+        ErrorKind::kRuntime,
+        absl::StrCat("kernel '", kernel, "' task ", task, ": its adstacks ",
+                     "need ", widest, " bytes per invocation, more than the ",
+                     kHeapBudget, "-byte adstack heap budget"));
+  }
+  if (widest > 0)
+    invocations = std::min(invocations, kHeapBudget / widest);
+  layout.invocations = invocations;
+  return layout;
+}
+
+bool VulkanAdStacks::NeedsGrowth(const GfxAdStackLayout& layout) const {
+  return layout.float_stride * layout.invocations > float_heap_.bytes ||
+         layout.int_stride * layout.invocations > int_heap_.bytes;
+}
+
+absl::Status VulkanAdStacks::Grow(GfxBuffer* heap, int64_t need,
+                                  AdStackStats* stats) {
+  if (need <= heap->bytes)
+    return absl::OkStatus();
+  const int64_t grown = std::max(need, 2 * heap->bytes);
+  DestroyBuffer(*device_, heap);
+  QD_ASSIGN_OR_RETURN(*heap, CreateBuffer(*device_, grown, true));
+  ++stats->heap_grows;
+  stats->heap_bytes = float_heap_.bytes + int_heap_.bytes;
+  return absl::OkStatus();
+}
+
+absl::Status VulkanAdStacks::EnsureRecords(int64_t bytes) {
+  if (records_.buffer != VK_NULL_HANDLE && records_.bytes >= bytes)
+    return absl::OkStatus();
+  DestroyBuffer(*device_, &records_);
+  QD_ASSIGN_OR_RETURN(
+      records_, CreateBuffer(*device_, std::max<int64_t>(bytes, 256), false));
+  return absl::OkStatus();
+}
+
+absl::Status VulkanAdStacks::Publish(const GfxAdStackLayout& layout,
+                                     uint32_t record_offset,
+                                     AdStackStats* stats) {
+  QD_RETURN_IF_ERROR(
+      Grow(&float_heap_, layout.float_stride * layout.invocations, stats));
+  QD_RETURN_IF_ERROR(
+      Grow(&int_heap_, layout.int_stride * layout.invocations, stats));
+  char* record = records_.host + record_offset;
+  auto put = [&](uint32_t offset, uint64_t value) {
+    std::memcpy(record + offset, &value, 8);
+  };
+  put(abi::kAdFloatHeap, float_heap_.address);
+  put(abi::kAdIntHeap, int_heap_.address);
+  put(abi::kAdInvocations, static_cast<uint64_t>(layout.invocations));
+  for (size_t k = 0; k < layout.capacities.size(); ++k) {
+    const uint32_t at = abi::kAdHeaderBytes + abi::kAdStackBytes * k;
+    put(at + abi::kAdStackOffset, static_cast<uint64_t>(layout.offsets[k]));
+    put(at + abi::kAdStackCapacity,
+        static_cast<uint64_t>(layout.capacities[k]));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace quadrants::gfx

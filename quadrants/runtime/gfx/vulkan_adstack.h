@@ -1,0 +1,68 @@
+#ifndef QUADRANTS_RUNTIME_GFX_VULKAN_ADSTACK_H_
+#define QUADRANTS_RUNTIME_GFX_VULKAN_ADSTACK_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "quadrants/runtime/backend.h"
+#include "quadrants/runtime/gfx/vulkan_device.h"
+#include "quadrants/runtime/gfx/vulkan_memory.h"
+
+namespace quadrants::gfx {
+
+// Where one task's adstacks live for one launch: per-stack capacities and
+// per-invocation offsets into the float or int heap (gfx_abi.h), and the
+// invocations the heaps are sliced for.
+struct GfxAdStackLayout {
+  std::vector<int64_t> capacities;
+  std::vector<int64_t> offsets;
+  int64_t float_stride = 0;  // bytes per invocation
+  int64_t int_stride = 0;
+  int64_t invocations = 0;
+};
+
+// The adstack storage of the Vulkan runtime: the float and int heaps, grown
+// by amortized doubling and reused across launches, and the host-mapped
+// buffer of per-task records that generated code reads.
+class VulkanAdStacks {
+ public:
+  explicit VulkanAdStacks(std::shared_ptr<VulkanDevice> device)
+      : device_(std::move(device)) {}
+  ~VulkanAdStacks();
+  VulkanAdStacks(const VulkanAdStacks&) = delete;
+  VulkanAdStacks& operator=(const VulkanAdStacks&) = delete;
+
+  // Lays out `stacks` with `capacities` for at most `max_invocations`,
+  // fewer when the heaps would pass the byte budget (the others idle); an
+  // error naming the kernel and task when one invocation does not fit.
+  absl::StatusOr<GfxAdStackLayout> Plan(const std::string& kernel, int task,
+                                        absl::Span<const AdStackInfo> stacks,
+                                        std::vector<int64_t> capacities,
+                                        int64_t max_invocations) const;
+  // Whether `layout` needs larger heaps (which replaces the buffers: work
+  // recorded against the current ones must finish first).
+  bool NeedsGrowth(const GfxAdStackLayout& layout) const;
+  // Makes the records buffer hold `bytes` (replacing it: nothing recorded
+  // may read the old one).
+  absl::Status EnsureRecords(int64_t bytes);
+  uint64_t records_address() const { return records_.address; }
+  // Grows the heaps for `layout` and writes its record at `record_offset`.
+  absl::Status Publish(const GfxAdStackLayout& layout, uint32_t record_offset,
+                       AdStackStats* stats);
+
+ private:
+  absl::Status Grow(GfxBuffer* heap, int64_t need, AdStackStats* stats);
+
+  std::shared_ptr<VulkanDevice> device_;
+  GfxBuffer float_heap_;
+  GfxBuffer int_heap_;
+  GfxBuffer records_;
+};
+
+}  // namespace quadrants::gfx
+
+#endif  // QUADRANTS_RUNTIME_GFX_VULKAN_ADSTACK_H_
