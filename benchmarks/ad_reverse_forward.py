@@ -9,6 +9,7 @@ import time
 import numpy as np
 
 import quadrants as qd
+from progress import phase
 
 N = 1_000_000
 
@@ -41,8 +42,10 @@ def main():
             e = qd.tanh(d) + qd.log(b + 2.0)  # 4
             loss[None] += e * 0.5            # 1 (+ atomic)
 
+    phase("forward kernel")
     forward = best_time(chain)
     loss.grad[None] = 1.0
+    phase("gradient kernel")
     reverse = best_time(chain.grad)
     print(f"threads: {N}, chain of 20 ops into a scalar loss (CPU, "
           f"{qd.lang.runtime.program().num_cpu_threads} threads)")

@@ -28,6 +28,7 @@ import time
 import numpy as np
 
 import quadrants as qd
+from progress import phase
 
 THREADS = 1 << 16
 ITERATIONS = 256
@@ -95,6 +96,7 @@ def cuda_main(args):
                     v = qd.sin(v) * A + x[i]
                 loss[None] += v
 
+        phase(f"cuda, {threads} threads: forward and reverse")
         forward = best(recurrence)
         loss.grad[None] = 1.0
 
@@ -108,6 +110,7 @@ def cuda_main(args):
         stats = qd.lang.runtime.adstack_stats()
         with tempfile.TemporaryDirectory() as tmp:
             saved = os.path.join(tmp, "grad.npy")
+            phase(f"{threads} threads: CuPy, JAX and PyTorch references")
             # The references run in the machine's own Python: none of this
             # interpreter's environment (a bundled Python's home and paths).
             env = {k: v for k, v in os.environ.items()
@@ -170,6 +173,7 @@ def main():
 def forward_and_reverse(arch):
     """(forward s, reverse s, adstack stats, x.grad) of the recurrence on
     `arch`, in a fresh runtime."""
+    phase(f"{arch.name}: forward and reverse")
     qd.init(arch=arch, ad_stack_experimental_enabled=True)
     try:
         x = qd.field(qd.f32, shape=THREADS, needs_grad=True)
@@ -225,12 +229,15 @@ def cpu_main():
                 v = qd.sin(v) * A + x[i]
             loss[None] += v
 
+    phase("cpu: forward and reverse")
     forward = best(recurrence)
     loss.grad[None] = 1.0
     reverse = best(recurrence.grad)
     stats = qd.lang.runtime.adstack_stats()
     workers = qd.lang.runtime.program().num_cpu_threads
+    phase("C++ tape reference")
     reference = reference_seconds(workers)
+    phase("PyTorch autograd reference")
     torch_time, torch_note = torch_seconds(x0)
 
     print(f"{THREADS} threads x {ITERATIONS} iterations of v = sin(v) * a + x[i] "

@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 import quadrants as qd
+from progress import phase
 
 N = 4096
 TASKS = 10
@@ -66,7 +67,9 @@ def main():
     replayed = prog.last_launch_replayed_graph
     np.testing.assert_array_equal(y.to_numpy(), expected)
 
+    phase(f"{args.calls} plain launches")
     t_plain = per_launch(plain, args.calls)
+    phase(f"{args.calls} graph launches")
     t_graph = per_launch(graph, args.calls)
     print(f"arch {args.arch}: {TASKS} tasks over {N} elements, {args.calls} launches")
     print(f"  plain launch        {t_plain * 1e6:9.2f} us/launch")

@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 import quadrants as qd
+from progress import phase
 
 
 def best_time(fn, repeats):
@@ -50,6 +51,7 @@ def measure(arch, n, repeats):
             for i in range(x.shape[0]):
                 total[None] += x[i] * x[i]
 
+        phase(f"{arch.name}: saxpy and reduction")
         t_saxpy = best_time(lambda: saxpy(0.5, x, y), repeats)
         total[None] = 0.0
         t_reduce = best_time(lambda: reduce(x), repeats)

@@ -11,6 +11,7 @@ counts as failed).
 import os
 import re
 import sys
+import time
 
 # Shared libraries any glibc system has (the bundle leaves them out on
 # purpose); any other file mapped from outside the bundle is a leak.
@@ -66,10 +67,28 @@ def check(top):
 
 
 class Recorder:
-    """Appends `<outcome>\\t<nodeid>` lines as tests start and finish."""
+    """Appends `<outcome>\\t<nodeid>` lines as tests start and finish, and
+    prints a progress line to stderr at most every PROGRESS_S seconds, since
+    a whole suite runs for minutes under a quiet `-q`."""
+
+    PROGRESS_S = 30
 
     def __init__(self, path):
         self.out = open(path, "a", buffering=1)  # pylint: disable=consider-using-with
+        self.total = 0
+        self.done = 0
+        self.failed = 0
+        self.begin = self.last = time.monotonic()
+
+    def pytest_collection_finish(self, session):
+        self.total = len(session.items)
+
+    def _progress(self):
+        now = time.monotonic()
+        if now - self.last >= self.PROGRESS_S:
+            self.last = now
+            print(f"\ngpu_suite: {self.done}/{self.total} tests done, {self.failed} failed, "
+                  f"{now - self.begin:.0f} s", file=sys.stderr, flush=True)
 
     def _write(self, outcome, nodeid):
         self.out.write(f"{outcome}\t{nodeid}\n")
@@ -78,7 +97,11 @@ class Recorder:
         self._write("started", nodeid)
 
     def pytest_runtest_logreport(self, report):
+        if report.when == "teardown":
+            self.done += 1
+            self._progress()
         if report.failed:
+            self.failed += 1
             self._write("failed", report.nodeid)
         elif report.skipped:
             self._write("skipped", report.nodeid)
