@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds and runs the consumer program from a fresh, throwaway output base,
+# Builds and runs the consumer programs from a fresh, throwaway output base,
 # as a clean checkout of a dependent project would; extra arguments go to the
-# program. Exits with the program's status.
+# C++ program. Exits non-zero when either program fails.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -15,4 +15,5 @@ cleanup() {
 trap cleanup EXIT
 
 # No bazel-* links: they would point into the deleted output base.
+bazel --output_base="$output_base" run --symlink_prefix=/ //:py_check
 bazel --output_base="$output_base" run --symlink_prefix=/ //:sin_power -- "$@"
