@@ -6,8 +6,10 @@ usage: run_tests.py [-v] [bazel test args, e.g. --config=cpu] [targets]
 Counts individual test cases (GoogleTest and pytest write JUnit XML); a test
 target without case-level results counts as one. Skipped cases are reported
 as one line per (backend, reason) with a count, so nothing is skipped
-silently; `-v` (or QD_TEST_VERBOSE=1) lists every skipped case instead. Exits
-non-zero when anything failed or the build broke.
+silently; `-v` (or QD_TEST_VERBOSE=1) lists every skipped case instead. With
+the whole suite on the CPU it also builds and runs examples/bazel_consumer
+from a clean output base, counted as one case (QD_TEST_CONSUMER=0 skips it).
+Exits non-zero when anything failed or the build broke.
 """
 import collections
 import json
@@ -130,6 +132,36 @@ def report_backends(outcomes):
               f"{counts[2]} skipped")
 
 
+CONSUMER_LABEL = "examples/bazel_consumer (outside workspace, clean output base)"
+
+
+def wants_consumer(flags, targets):
+    """The outside-workspace check runs with the whole suite on the CPU: no
+    explicit targets, no other backend's config, not turned off by
+    QD_TEST_CONSUMER=0."""
+    if os.environ.get("QD_TEST_CONSUMER", "") == "0" or targets != ["//..."]:
+        return False
+    configs = [f.split("=", 1)[1] for f in flags if f.startswith("--config=")]
+    return all(c == "cpu" for c in configs)
+
+
+def run_consumer():
+    """Builds and runs examples/bazel_consumer from a fresh output base; True
+    when its program printed PASS and exited 0."""
+    command = [os.path.join(ROOT, "examples", "bazel_consumer", "run.sh")]
+    print("+ " + command[0], flush=True)
+    result = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    lines = result.stdout.splitlines()
+    ok = result.returncode == 0 and any(l.startswith("PASS") for l in lines)
+    if ok:
+        print(f"PASSED {CONSUMER_LABEL}")
+    else:
+        print("\n".join(lines[-40:]))
+        print(f"FAILED {CONSUMER_LABEL}: exit code {result.returncode}")
+    return ok
+
+
 def main(argv):
     verbose = (any(a in VERBOSE_FLAGS for a in argv)
                or os.environ.get("QD_TEST_VERBOSE", "") not in ("", "0"))
@@ -175,6 +207,10 @@ def main(argv):
     if code not in (0, 3, 4) and failed == 0:
         print(f"FAILED build: bazel exited with code {code}")
         failed += 1
+    if wants_consumer(flags, targets):
+        ok = run_consumer()
+        passed, failed = passed + ok, failed + (not ok)
+        outcomes[("cpu", "passed" if ok else "failed")] += 1
     report_skipped(skipped, verbose, tags)
     report_backends(outcomes)
     print(f"{passed} passed, {failed} failed", flush=True)

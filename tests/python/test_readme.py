@@ -4,7 +4,9 @@ Fragments (snippets that use names defined elsewhere) get a small prelude;
 every snippet's own lines run unchanged. The shell commands in the README are
 run by their own tests: `./qd demo` by test_demo, `./qd test` by CI itself,
 the fuzzer command by test_gradfuzz, the GPU-suite commands by
-tools/gpu_suite_selftest.sh.
+tools/gpu_suite_selftest.sh, examples/bazel_consumer/run.sh by ./qd test
+(tools/run_tests.py), whose workspace holds the Starlark and .bazelrc
+snippets.
 """
 import math
 import os

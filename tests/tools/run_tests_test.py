@@ -5,6 +5,7 @@ import os
 import sys
 import tempfile
 import unittest
+import unittest.mock
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "tools"))
@@ -81,6 +82,29 @@ class ReportTest(unittest.TestCase):
         flags, targets = run_tests.split_args(["-v", "--config=cpu"])
         self.assertEqual(flags, ["--config=cpu"])
         self.assertEqual(targets, ["//..."])
+
+    def test_consumer_runs_with_the_whole_cpu_suite_only(self):
+        env = dict(os.environ)
+        env.pop("QD_TEST_CONSUMER", None)
+        with unittest.mock.patch.dict(os.environ, env, clear=True):
+            self.assertTrue(run_tests.wants_consumer([], ["//..."]))
+            self.assertTrue(run_tests.wants_consumer(["--config=cpu"], ["//..."]))
+            self.assertFalse(run_tests.wants_consumer(["--config=vulkan"], ["//..."]))
+            self.assertFalse(run_tests.wants_consumer([], ["//tests/cpp/..."]))
+        with unittest.mock.patch.dict(os.environ, {"QD_TEST_CONSUMER": "0"}):
+            self.assertFalse(run_tests.wants_consumer([], ["//..."]))
+
+    def test_consumer_passes_on_exit_0_with_a_pass_line(self):
+        def fake(stdout, code):
+            return unittest.mock.patch.object(
+                run_tests.subprocess, "run",
+                return_value=run_tests.subprocess.CompletedProcess([], code, stdout))
+        for stdout, code, ok in (("n = 5\nPASS (tol)\n", 0, True),
+                                 ("n = 5\nFAIL (tol)\n", 1, False),
+                                 ("ERROR: build failed\n", 1, False),
+                                 ("no verdict\n", 0, False)):
+            with fake(stdout, code), contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(run_tests.run_consumer(), ok, stdout)
 
 
 if __name__ == "__main__":

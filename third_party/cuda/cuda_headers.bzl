@@ -15,19 +15,23 @@ def _cuda_headers_impl(rctx):
         if header.exists:
             rctx.symlink(header, "include/cuda.h")
             rctx.file("BUILD.bazel", """
-package(default_visibility = ["@//third_party/cuda:__pkg__"])
+package(default_visibility = ["%s"])
 
 cc_library(
     name = "cuda_headers",
     hdrs = ["include/cuda.h"],
     includes = ["include"],
 )
-""")
+""" % rctx.attr.visible_to)
             return
     fail("cuda.h not found in %s; install the CUDA toolkit headers or set CUDA_PATH" % candidates)
 
 cuda_headers_repository = repository_rule(
     implementation = _cuda_headers_impl,
+    attrs = {
+        # The package allowed to depend on the headers (a visibility label).
+        "visible_to": attr.string(mandatory = True),
+    },
     environ = ["CUDA_PATH"],
     local = True,
 )

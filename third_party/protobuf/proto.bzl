@@ -13,13 +13,19 @@ def qd_cc_proto_library(name, srcs, deps = [], visibility = None):
       deps: other qd_cc_proto_library targets the protos import.
       visibility: as for cc_library.
     """
+    root = Label("//:BUILD.bazel").workspace_root
     headers = [src[:-len(".proto")] + ".pb.h" for src in srcs]
     sources = [src[:-len(".proto")] + ".pb.cc" for src in srcs]
     native.genrule(
         name = name + "_protoc",
         srcs = srcs,
         outs = headers + sources,
-        cmd = "/usr/bin/protoc --proto_path=. --cpp_out=$(GENDIR) $(SRCS)",
+        # Paths are relative to this repository's root, also when another
+        # workspace imports it (then it lies under external/).
+        cmd = "/usr/bin/protoc --proto_path=%s --cpp_out=%s $(SRCS)" % (
+            root or ".",
+            "$(GENDIR)/" + root if root else "$(GENDIR)",
+        ),
         message = "protoc " + native.package_name(),
     )
     native.cc_library(
