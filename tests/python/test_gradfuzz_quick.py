@@ -1,23 +1,38 @@
 """The gradient fuzzer's quick mode (tools/gradfuzz), run in CI: kernels
 from the fixed seeds 0..299, each checked against central differences,
-qd.ad.Tape, forward mode and f32 (tools/gradfuzz/oracle.py). Any mismatch,
-crash, hang or compile error fails the test and leaves a shrunk, runnable
-repro file in the test's output directory."""
+qd.ad.Tape, forward mode and f32 (tools/gradfuzz/oracle.py), on cpu and on
+vulkan (lavapipe). Any mismatch, crash, hang or compile error fails the test
+and leaves a shrunk, runnable repro file in the test's output directory.
+Each Bazel target selects one arch with `-k` so the two run in parallel."""
 import os
 import time
 
+import pytest
+
+from quadrants.lang import runtime
 from tools.gradfuzz import runner
 
 QUICK_SEEDS = range(300)
 
 
-def test_gradfuzz_quick_mode_finds_nothing(tmp_path):
+def _wanted(arch):
+    wanted = os.environ.get("QD_WANTED_ARCHS", "").strip()
+    return not wanted or arch in {w.strip() for w in wanted.split(",")}
+
+
+@pytest.mark.parametrize("arch", ["cpu", "vulkan"])
+def test_gradfuzz_quick_mode_finds_nothing(arch, tmp_path):
+    if not _wanted(arch):
+        pytest.skip(f"arch {arch} is not in QD_WANTED_ARCHS")
+    reason = runtime.arch_unavailable_reason(getattr(runtime, arch))
+    if reason is not None:
+        pytest.skip(f"arch {arch} unavailable: {reason}")
     out = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR") or str(tmp_path)
     begin = time.time()
-    results, summary = runner.run(QUICK_SEEDS, arch="cpu", workers=2, threads=2,
-                                  out=os.path.join(out, "gradfuzz"))
+    results, summary = runner.run(QUICK_SEEDS, arch=arch, workers=2, threads=2,
+                                  out=os.path.join(out, f"gradfuzz-{arch}"), progress_every=50)
     print(summary)
-    print(f"quick mode: {len(results)} kernels in {time.time() - begin:.1f} s")
+    print(f"quick mode: {len(results)} kernels on {arch} in {time.time() - begin:.1f} s")
     findings = [r for r in results if r["status"] in runner.FINDINGS]
     assert not findings, "\n".join(
         f"seed {r['seed']}: {r['status']}: {r['details'][:500]} (repro: {r.get('repro')})"
