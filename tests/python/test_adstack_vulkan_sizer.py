@@ -239,3 +239,18 @@ def test_walk_past_the_guard_raises_on_the_device(sizer, mode):
     short[[3, 17]] = [5, 9]
     run(guarded_walk, loss, short)
     assert sorted(capacities()) == [9 + 2, 40 + 2], capacities()
+
+
+def test_walk_longer_than_one_device_run_still_sizes_exactly(sizer):
+    # 20000 walked elements take more interpreter steps than lavapipe runs
+    # in one invocation (it ends loops after 65535 back edges): the shader
+    # reports that it was cut short and the host sizes the task. On a
+    # device without that bound the shader finishes it. Exact either way.
+    sizer(qd.vulkan)
+    trips = np.zeros(20000, np.int32)
+    trips[[7, 12345, 19999]] = [4, 13, 6]
+    launch, _, _ = read_bounded(trips)
+    launch()
+    assert capacities() == [13 + 2]
+    s = stats()
+    assert s["sizer_dispatches"] == 1 and s["tree_evaluations"] in (0, 1), s
