@@ -222,6 +222,23 @@ absl::StatusOr<absl::optional<std::vector<int64_t>>> SizerCapacities(
                    spirv::sizer::kMaxIterations, " (1 << 24) guard"));
 }
 
+// The shader lays the stacks out as the host does; a difference is a bug
+// that would put stacks on top of each other.
+absl::Status CheckSizerLayout(const CompiledKernel& kernel, size_t task,
+                              const SizerResult& ran,
+                              const GfxAdStackLayout& layout) {
+  if (ran.outcome != spirv::sizer::kDone ||
+      (ran.float_stride == layout.float_stride &&
+       ran.int_stride == layout.int_stride))
+    return absl::OkStatus();
+  return MakeError(
+      ErrorKind::kRuntime,
+      absl::StrCat("kernel '", kernel.name(), "' task ", task,
+                   ": the adstack sizer shader laid out ", ran.float_stride,
+                   "/", ran.int_stride, " bytes per invocation, the host ",
+                   layout.float_stride, "/", layout.int_stride));
+}
+
 std::string TaskName(const std::string& kernel, size_t task,
                      const codegen::LoweredTask& lowered, bool bounds) {
   return absl::StrCat("kernel '", kernel, "' task ", task, " (",
@@ -720,17 +737,8 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
           layouts[t],
           adstacks_.Plan(kernel.name(), static_cast<int>(t), task_stacks[t],
                          sized.capacities, invocations));
-      if (ran && ran->outcome == spirv::sizer::kDone &&
-          (ran->float_stride != layouts[t].float_stride ||
-           ran->int_stride != layouts[t].int_stride)) {
-        return MakeError(
-            ErrorKind::kRuntime,
-            absl::StrCat("kernel '", kernel.name(), "' task ", t,
-                         ": the adstack sizer shader laid out ",
-                         ran->float_stride, "/", ran->int_stride,
-                         " bytes per invocation, the host ",
-                         layouts[t].float_stride, "/", layouts[t].int_stride));
-      }
+      if (ran)
+        QD_RETURN_IF_ERROR(CheckSizerLayout(kernel, t, *ran, layouts[t]));
       if (recorded && adstacks_.NeedsGrowth(layouts[t])) {
         QD_RETURN_IF_ERROR(submit_commands());
         QD_RETURN_IF_ERROR(begin_commands());
