@@ -254,3 +254,42 @@ def test_walk_longer_than_one_device_run_still_sizes_exactly(sizer):
     assert capacities() == [13 + 2]
     s = stats()
     assert s["sizer_dispatches"] == 1 and s["tree_evaluations"] in (0, 1), s
+
+
+@pytest.mark.parametrize("divisor", [3, -4, 0])
+def test_floor_division_and_modulo_match_the_host(sizer, divisor):
+    # Python semantics on negative operands, and 0 for a zero divisor, as
+    # the host evaluator computes them.
+    values = np.array([-7, 11, 20, -1, 9, 0, 14], np.int32)
+
+    def sized(mode):
+        sizer(qd.vulkan, mode)
+        x, loss = recurrence_fields(len(values))
+        a = qd.ndarray(qd.i32, (len(values),))
+        a.from_numpy(values)
+        d = qd.field(qd.i32, shape=())
+        d[None] = divisor
+
+        @qd.kernel
+        def divided(arr: qd.types.ndarray(qd.i32, 1)):
+            for i in range(arr.shape[0]):
+                v = x[i]
+                for _ in range(arr[i] // d[None] + arr[i] % d[None] + 3):
+                    v = qd.sin(v) * 0.9 + 0.1
+                loss[None] += v
+        run(divided, loss, a)
+        result = capacities(), stats()["sizer_dispatches"], stats()["tree_evaluations"]
+        qd.reset()
+        return result
+
+    def floor_div(a, b):
+        return 0 if b == 0 else a // b
+
+    def mod(a, b):
+        return 0 if b == 0 else a % b
+
+    trips = [floor_div(int(v), divisor) + mod(int(v), divisor) + 3 for v in values]
+    want = [max(max(trips), 0) + 2]
+    host, shader = sized("host"), sized("shader")
+    assert host == (want, 0, 1), host
+    assert shader == (want, 1, 0), shader

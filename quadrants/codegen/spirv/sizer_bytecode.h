@@ -24,7 +24,8 @@ namespace quadrants::spirv::sizer {
 
 // An empty maximum (nothing is smaller).
 constexpr int64_t kNone = INT64_MIN;
-// Serial MaxOverRange iterations over all stacks of a task, at most.
+// Serial MaxOverRange iterations of one stack's expression, at most (the
+// host evaluator's guard).
 constexpr int64_t kMaxIterations = int64_t{1} << 24;
 // The shader's evaluation stack and bound-variable slots.
 constexpr int kStackDepth = 64;

@@ -429,6 +429,8 @@ void SizerEmitter::StackLoop() {
   b_.Label(body);
   Set(pc_, Code(Add(I64(kHeaderWords + 2), Mul(k, I64(kStackWords)))));
   Set(sp_, I64(0));
+  // Each stack's walks have the whole guard, as on the host.
+  Set(iterations_, I64(0));
   Interpreter();
   Finish(k);
   Set(k_, Add(k, I64(1)));
