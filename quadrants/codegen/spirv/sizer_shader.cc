@@ -32,10 +32,10 @@ class SizerEmitter {
   Id And(Id a, Id b) { return Op(spv::OpLogicalAnd, bool_, {a, b}); }
   Id Or(Id a, Id b) { return Op(spv::OpLogicalOr, bool_, {a, b}); }
   Id Not(Id a) { return Op(spv::OpLogicalNot, bool_, {a}); }
-  Id SelT(Id type, Id c, Id a, Id b) {
+  Id Select(Id type, Id c, Id a, Id b) {
     return Op(spv::OpSelect, type, {c, a, b});
   }
-  Id Smax(Id a, Id b) { return SelT(i64_, Lt(a, b), b, a); }
+  Id Smax(Id a, Id b) { return Select(i64_, Lt(a, b), b, a); }
   Id ToU64(Id v) { return Op(spv::OpBitcast, u64_, {v}); }
   Id Load(Id type, Id addr_u64, uint32_t align) {
     Id ptr = Op(spv::OpConvertUToPtr,
@@ -115,7 +115,7 @@ Id SizerEmitter::ReadTyped(Id addr, Id type) {
   Id w0 = Load(u32_, base, 4);
   Id w1 = Load(
       u32_,
-      SelT(u64_, wide, Op(spv::OpIAdd, u64_, {base, b_.ConstU64(4)}), base), 4);
+      Select(u64_, wide, Op(spv::OpIAdd, u64_, {base, b_.ConstU64(4)}), base), 4);
   Id v64 = Op(spv::OpBitcast, i64_,
               {Op(spv::OpBitwiseOr, u64_,
                   {Op(spv::OpShiftLeftLogical, u64_,
@@ -128,7 +128,7 @@ Id SizerEmitter::ReadTyped(Id addr, Id type) {
       Op(spv::OpUConvert, u32_,
          {Op(spv::OpBitcast, u64_,
              {Sub(I64(32), Op(spv::OpShiftLeftLogical, i64_,
-                              {SelT(i64_, wide, I64(4), bytes), I64(3)}))})});
+                              {Select(i64_, wide, I64(4), bytes), I64(3)}))})});
   Id up = Op(spv::OpShiftLeftLogical, u32_, {x, left});
   Id sext = Op(spv::OpSConvert, i64_,
                {Op(spv::OpShiftRightArithmetic, i32_,
@@ -136,13 +136,13 @@ Id SizerEmitter::ReadTyped(Id addr, Id type) {
   Id zext = Op(spv::OpBitcast, i64_,
                {Op(spv::OpUConvert, u64_,
                    {Op(spv::OpShiftRightLogical, u32_, {up, left})})});
-  Id narrow = SelT(i64_, is_signed, sext, zext);
-  Id as_int = SelT(i64_, wide, v64, narrow);
-  Id as_bool = SelT(i64_, Eq(as_int, I64(0)), I64(0), I64(1));
+  Id narrow = Select(i64_, is_signed, sext, zext);
+  Id as_int = Select(i64_, wide, v64, narrow);
+  Id as_bool = Select(i64_, Eq(as_int, I64(0)), I64(0), I64(1));
   Id as_f32 = Op(spv::OpConvertFToS, i64_, {Op(spv::OpBitcast, f32_, {w0})});
-  Id value = SelT(i64_, Eq(kind, I64(kBool)), as_bool, as_int);
-  value = SelT(i64_, Eq(kind, I64(kF32)), as_f32, value);
-  return SelT(i64_, Eq(kind, I64(kZero)), I64(0), value);
+  Id value = Select(i64_, Eq(kind, I64(kBool)), as_bool, as_int);
+  value = Select(i64_, Eq(kind, I64(kF32)), as_f32, value);
+  return Select(i64_, Eq(kind, I64(kZero)), I64(0), value);
 }
 
 void SizerEmitter::Setup() {
@@ -206,10 +206,10 @@ void SizerEmitter::CaseField() {
     Id extent = Code(Add(pc_val_, I64(5 + 2 * a)));
     Id inside = And(Not(Lt(index, I64(0))), Lt(index, extent));
     ok = And(ok, Or(Not(active), inside));
-    offset = Add(offset, SelT(i64_, active, Mul(index, stride), I64(0)));
+    offset = Add(offset, Select(i64_, active, Mul(index, stride), I64(0)));
   }
-  Id addr = SelT(u64_, ok, At(root_, offset), code_);
-  Id value = SelT(i64_, ok, ReadTyped(addr, w2_), I64(kNone));
+  Id addr = Select(u64_, ok, At(root_, offset), code_);
+  Id value = Select(i64_, ok, ReadTyped(addr, w2_), I64(kNone));
   Id at = Sub(sp_val_, n);
   Poke(at, value);
   Set(sp_, Add(at, I64(1)));
@@ -235,11 +235,11 @@ void SizerEmitter::CaseNdRead() {
                      8);
     Id inside = And(Not(Lt(index, I64(0))), Lt(index, extent));
     ok = And(ok, Or(Not(active), inside));
-    linear = SelT(i64_, active, Add(Mul(linear, extent), index), linear);
+    linear = Select(i64_, active, Add(Mul(linear, extent), index), linear);
   }
   Id bytes = Op(spv::OpBitwiseAnd, i64_, {type, I64(15)});
-  Id addr = SelT(u64_, ok, At(data, Mul(linear, bytes)), code_);
-  Id value = SelT(i64_, ok, ReadTyped(addr, type), I64(kNone));
+  Id addr = Select(u64_, ok, At(data, Mul(linear, bytes)), code_);
+  Id value = Select(i64_, ok, ReadTyped(addr, type), I64(kNone));
   Id at = Sub(sp_val_, n);
   Poke(at, value);
   Set(sp_, Add(at, I64(1)));
@@ -253,23 +253,23 @@ void SizerEmitter::CaseBinary(Id op) {
   Id none = Or(Eq(a, I64(kNone)), Eq(b, I64(kNone)));
   Id zero = Eq(b, I64(0));
   // Never divide by 0, nor kNone by -1.
-  Id sa = SelT(i64_, none, I64(0), a);
-  Id sb = SelT(i64_, Or(zero, none), I64(1), b);
+  Id sa = Select(i64_, none, I64(0), a);
+  Id sb = Select(i64_, Or(zero, none), I64(1), b);
   Id q = Op(spv::OpSDiv, i64_, {sa, sb});
   Id r = Sub(sa, Mul(q, sb));
   Id adjust =
       And(Op(spv::OpINotEqual, bool_, {r, I64(0)}),
           Op(spv::OpLogicalNotEqual, bool_, {Lt(sa, I64(0)), Lt(sb, I64(0))}));
-  q = SelT(i64_, adjust, Sub(q, I64(1)), q);
-  Id floordiv = SelT(i64_, zero, I64(0), q);
-  Id mod = SelT(i64_, zero, I64(0), Sub(sa, Mul(q, sb)));
+  q = Select(i64_, adjust, Sub(q, I64(1)), q);
+  Id floordiv = Select(i64_, zero, I64(0), q);
+  Id mod = Select(i64_, zero, I64(0), Sub(sa, Mul(q, sb)));
   Id result = Add(a, b);
-  result = SelT(i64_, Eq(op, I64(kSub)), Sub(a, b), result);
-  result = SelT(i64_, Eq(op, I64(kMul)), Mul(a, b), result);
-  result = SelT(i64_, Eq(op, I64(kFloorDiv)), floordiv, result);
-  result = SelT(i64_, Eq(op, I64(kMod)), mod, result);
-  result = SelT(i64_, none, I64(kNone), result);
-  result = SelT(i64_, Eq(op, I64(kMax)), Smax(a, b), result);
+  result = Select(i64_, Eq(op, I64(kSub)), Sub(a, b), result);
+  result = Select(i64_, Eq(op, I64(kMul)), Mul(a, b), result);
+  result = Select(i64_, Eq(op, I64(kFloorDiv)), floordiv, result);
+  result = Select(i64_, Eq(op, I64(kMod)), mod, result);
+  result = Select(i64_, none, I64(kNone), result);
+  result = Select(i64_, Eq(op, I64(kMax)), Smax(a, b), result);
   Id at = Sub(sp_val_, I64(2));
   Poke(at, result);
   Set(sp_, Add(at, I64(1)));
@@ -279,7 +279,7 @@ void SizerEmitter::CaseBinary(Id op) {
 void SizerEmitter::CaseRangeBegin() {
   Id begin = second_, end = top_;
   Id none = Or(Eq(begin, I64(kNone)), Eq(end, I64(kNone)));
-  Id count = SelT(i64_, none, I64(0), Smax(Sub(end, begin), I64(0)));
+  Id count = Select(i64_, none, I64(0), Smax(Sub(end, begin), I64(0)));
   Id total = Add(Get(iterations_), count);
   Set(iterations_, total);
   Id over = Lt(I64(kMaxIterations), total);
@@ -290,11 +290,11 @@ void SizerEmitter::CaseRangeBegin() {
                           {Op(spv::OpLoad, bool_, {running_}), Not(over)})});
   Id active = Lt(I64(0), count);
   Id below = Sub(sp_val_, I64(2));
-  Poke(below, SelT(i64_, active, end, I64(kNone)));
+  Poke(below, Select(i64_, active, end, I64(kNone)));
   Poke(Sub(sp_val_, I64(1)), I64(kNone));
   Set(Slot(vars_, w1_, kMaxVars), begin);
-  Set(sp_, SelT(i64_, active, sp_val_, Sub(sp_val_, I64(1))));
-  Set(pc_, SelT(i64_, active, Add(pc_val_, I64(3)), w2_));
+  Set(sp_, Select(i64_, active, sp_val_, Sub(sp_val_, I64(1))));
+  Set(pc_, Select(i64_, active, Add(pc_val_, I64(3)), w2_));
 }
 
 void SizerEmitter::CaseRangeNext() {
@@ -304,9 +304,9 @@ void SizerEmitter::CaseRangeNext() {
   Id next = Add(Get(var), I64(1));
   Set(var, next);
   Id more = Lt(next, end);
-  Poke(Sub(sp_val_, SelT(i64_, more, I64(2), I64(3))), best);
-  Set(sp_, Sub(sp_val_, SelT(i64_, more, I64(1), I64(2))));
-  Set(pc_, SelT(i64_, more, w2_, Add(pc_val_, I64(3))));
+  Poke(Sub(sp_val_, Select(i64_, more, I64(2), I64(3))), best);
+  Set(sp_, Sub(sp_val_, Select(i64_, more, I64(1), I64(2))));
+  Set(pc_, Select(i64_, more, w2_, Add(pc_val_, I64(3))));
 }
 
 // One instruction per trip of a structured loop with a switch on the
@@ -357,7 +357,7 @@ void SizerEmitter::Interpreter() {
       {{kLoopIndexMax},
        [&] {
          Poke(Sub(sp_val_, I64(1)),
-              SelT(i64_, Eq(top_, I64(kNone)), I64(kNone), Sub(top_, I64(1))));
+              Select(i64_, Eq(top_, I64(kNone)), I64(kNone), Sub(top_, I64(1))));
          Set(pc_, Add(pc_val_, I64(1)));
        }},
       {{kAdd, kSub, kMul, kMax, kFloorDiv, kMod}, [&] { CaseBinary(op); }},
@@ -399,11 +399,11 @@ void SizerEmitter::Finish(Id k) {
   Id slot_bytes = Code(Add(header, I64(1)));
   Id floor = Code(Add(header, I64(3)));
   Id sp = Get(sp_);
-  Id result = SelT(i64_, Lt(I64(0), sp), Peek(Sub(sp, I64(1))), I64(kNone));
-  Id value = SelT(i64_, Eq(result, I64(kNone)), I64(0), result);
+  Id result = Select(i64_, Lt(I64(0), sp), Peek(Sub(sp, I64(1))), I64(kNone));
+  Id value = Select(i64_, Eq(result, I64(kNone)), I64(0), result);
   // The setup slots, and at least one slot (a push clamps to slot cap - 1).
   Id capacity = Smax(Smax(value, floor), I64(1));
-  Id offset = SelT(i64_, is_float, Get(float_offset_), Get(int_offset_));
+  Id offset = Select(i64_, is_float, Get(float_offset_), Get(int_offset_));
   Id entry = At(record_,
                 Add(I64(abi::kAdHeaderBytes), Mul(k, I64(abi::kAdStackBytes))));
   Store(Word(entry, abi::kAdStackOffset), offset, i64_, 8);
@@ -412,8 +412,8 @@ void SizerEmitter::Finish(Id k) {
   Id bytes = Op(spv::OpBitwiseAnd, i64_,
                 {Add(Mul(capacity, slot_bytes), I64(7)), I64(~int64_t{7})});
   Id next = Add(offset, bytes);
-  Set(float_offset_, SelT(i64_, is_float, next, Get(float_offset_)));
-  Set(int_offset_, SelT(i64_, is_float, Get(int_offset_), next));
+  Set(float_offset_, Select(i64_, is_float, next, Get(float_offset_)));
+  Set(int_offset_, Select(i64_, is_float, Get(int_offset_), next));
 }
 
 void SizerEmitter::StackLoop() {
@@ -441,8 +441,8 @@ void SizerEmitter::StackLoop() {
   // A stack loop that ended early (not aborted) was cut short as well.
   Id cut = Or(Op(spv::OpLoad, bool_, {cut_}), Lt(Get(k_), count));
   Id aborted = Op(spv::OpLoad, bool_, {aborted_});
-  Id outcome = SelT(i64_, cut, I64(kCutShort), I64(kDone));
-  outcome = SelT(i64_, aborted, I64(kGuardHit), outcome);
+  Id outcome = Select(i64_, cut, I64(kCutShort), I64(kDone));
+  outcome = Select(i64_, aborted, I64(kGuardHit), outcome);
   Store(Word(status_, kStatusFloatStride), Get(float_offset_), i64_, 8);
   Store(Word(status_, kStatusIntStride), Get(int_offset_), i64_, 8);
   Store(Word(status_, kStatusIterations), Get(iterations_), i64_, 8);
