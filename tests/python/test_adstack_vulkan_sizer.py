@@ -293,3 +293,61 @@ def test_floor_division_and_modulo_match_the_host(sizer, divisor):
     host, shader = sized("host"), sized("shader")
     assert host == (want, 0, 1), host
     assert shader == (want, 1, 0), shader
+
+
+@pytest.mark.parametrize("dtype, values", [
+    # Narrow elements sit at every byte offset of their 32-bit word; negative
+    # ones must sign-extend (no trips), unsigned ones must not.
+    (qd.i8, [-100, 3, -1, 17, 0, 99, -128, 5, 41]),
+    (qd.u8, [3, 200, 0, 17, 128, 5, 1, 9, 2]),
+    (qd.i16, [-30000, 300, -1, 17, 250, -5, 7]),
+    (qd.u16, [3, 310, 0, 17, 128, 5, 1]),
+    (qd.i64, [-(1 << 40), 3, 170, -1, 5]),
+    (qd.u32, [3, 170, 0, 1, 5]),
+])
+def test_element_types_read_like_the_host(sizer, dtype, values):
+    def sized(mode):
+        sizer(qd.vulkan, mode)
+        x, loss = recurrence_fields(len(values))
+        a = qd.ndarray(dtype, (len(values),))
+        a.from_numpy(np.asarray(values, qd.types.to_numpy_dtype(dtype)))
+
+        @qd.kernel
+        def typed(arr: qd.types.ndarray(dtype, 1)):
+            for i in range(arr.shape[0]):
+                v = x[i]
+                for _ in range(arr[i]):
+                    v = qd.sin(v) * 0.9 + 0.1
+                loss[None] += v
+        run(typed, loss, a)
+        result = capacities(), stats()["sizer_dispatches"], stats()["tree_evaluations"]
+        qd.reset()
+        return result
+
+    want = [max(max(values), 0) + 2]
+    host, shader = sized("host"), sized("shader")
+    assert host == (want, 0, 1), host
+    assert shader == (want, 1, 0), shader
+
+
+def test_two_dimensional_narrow_field_read_walks_the_range(sizer):
+    # The place's root offset, both axis strides and the extents come from
+    # the host; the column read is the peak of its own column only.
+    sizer(qd.vulkan)
+    x, loss = recurrence_fields(4)
+    table = qd.field(qd.i16, shape=(4, 5))
+    values = np.arange(20, dtype=np.int16).reshape(4, 5) * 3 - 10
+    values[2, 3] = 77
+    values[1, 1] = 90  # another column: not read
+    table.from_numpy(values)
+
+    @qd.kernel
+    def column():
+        for i in range(4):
+            v = x[i]
+            for _ in range(table[i, 3]):
+                v = qd.sin(v) * 0.9 + 0.1
+            loss[None] += v
+    run(column, loss)
+    assert capacities() == [max(values[:, 3].max(), 0) + 2]
+    assert stats()["sizer_dispatches"] == 1 and stats()["tree_evaluations"] == 0
