@@ -351,3 +351,12 @@ def test_two_dimensional_narrow_field_read_walks_the_range(sizer):
     run(column, loss)
     assert capacities() == [max(values[:, 3].max(), 0) + 2]
     assert stats()["sizer_dispatches"] == 1 and stats()["tree_evaluations"] == 0
+
+
+def test_unknown_sizer_mode_is_an_error(sizer, monkeypatch):
+    reason = runtime.arch_unavailable_reason(qd.vulkan)
+    if reason is not None:
+        pytest.skip(f"arch vulkan unavailable: {reason}")
+    monkeypatch.setenv("QD_VULKAN_SIZER", "device")
+    with pytest.raises(qd.QuadrantsError, match="QD_VULKAN_SIZER=.device."):
+        qd.init(arch=qd.vulkan, **OPTIONS)
