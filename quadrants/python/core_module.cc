@@ -676,6 +676,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
              d["heap_grows"] = s.heap_grows;
              d["tree_evaluations"] = s.tree_evaluations;
              d["cache_hits"] = s.cache_hits;
+             d["sizer_dispatches"] = s.sizer_dispatches;
              return d;
            })
       .def("offline_cache_stats", [](PyProgram& p) {

@@ -53,7 +53,8 @@ struct AdStackStats {
   int64_t heap_bytes = 0;                        // allocated heap
   int heap_grows = 0;                            // allocations so far
   int64_t tree_evaluations = 0;                  // SizeExpr evaluations so far
-  int64_t cache_hits = 0;  // launches sized from the cache
+  int64_t cache_hits = 0;        // launches sized from the cache
+  int64_t sizer_dispatches = 0;  // on-device sizer runs so far (Vulkan)
 };
 
 // An error a kernel recorded on the device, to be raised at the next sync.

@@ -63,8 +63,10 @@ def capacities():
 
 
 def counters():
+    """(evaluations, cache hits) so far; an evaluation is a host tree walk
+    or a run of the Vulkan sizer shader (which sizes data-reading bounds)."""
     s = stats()
-    return s["tree_evaluations"], s["cache_hits"]
+    return s["tree_evaluations"] + s["sizer_dispatches"], s["cache_hits"]
 
 
 def as_container(values, dtype, container):

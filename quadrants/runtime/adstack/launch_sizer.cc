@@ -118,7 +118,8 @@ absl::StatusOr<AdStackLayout> LaunchSizer::Size(
     const CompileConfig& config, const CompiledKernel& kernel, int task,
     const ir::SNodeTree& snodes, const char* root, const QdLaunchContext& ctx,
     absl::Span<const ResolvedArgument> args,
-    absl::Span<const uint64_t> field_generations, AdStackStats* stats) {
+    absl::Span<const uint64_t> field_generations, AdStackStats* stats,
+    const Evaluator* evaluate) {
   const std::vector<AdStackInfo>& stacks = kernel.task_adstacks()[task];
   const Dependencies& deps = dependencies_[task];
   Cache& cache = caches_[task];
@@ -151,27 +152,22 @@ absl::StatusOr<AdStackLayout> LaunchSizer::Size(
     layout.capacities = cache.capacities;
     ++stats->cache_hits;
   } else {
-    HostSizerInputs inputs(snodes, root, ctx, kernel.params());
-    for (const AdStackInfo& stack : stacks) {
-      int64_t capacity = config.default_ad_stack_size;
-      if (forced) {
-        capacity = config.ad_stack_size;
-      } else if (stack.static_capacity > 0) {
-        capacity = stack.static_capacity;
-      } else if (stack.size_expr) {
-        absl::StatusOr<int64_t> value =
-            EvaluateSizeExpr(*stack.size_expr, inputs);
-        ++stats->tree_evaluations;
-        if (!value.ok()) {
-          return MakeError(ErrorKind::kRuntime,
-                           absl::StrCat("kernel '", kernel.name(),
-                                        "': sizing the adstack of the loop at ",
-                                        stack.loc.ToString(), ": ",
-                                        value.status().message()));
-        }
-        capacity = std::max<int64_t>(*value, 2);  // the two setup slots
-      }
-      layout.capacities.push_back(capacity);
+    absl::optional<std::vector<int64_t>> elsewhere;
+    if (evaluated && evaluate != nullptr) {
+      absl::StatusOr<absl::optional<std::vector<int64_t>>> result =
+          (*evaluate)();
+      if (!result.ok())
+        return result.status();
+      elsewhere = std::move(*result);
+    }
+    if (elsewhere) {
+      layout.capacities = std::move(*elsewhere);
+    } else {
+      absl::StatusOr<std::vector<int64_t>> capacities =
+          Evaluate(config, kernel, task, snodes, root, ctx, stats);
+      if (!capacities.ok())
+        return capacities.status();
+      layout.capacities = std::move(*capacities);
     }
     if (evaluated) {
       cache.valid = cacheable;
@@ -186,6 +182,37 @@ absl::StatusOr<AdStackLayout> LaunchSizer::Size(
         (8 + layout.capacities[k] * stacks[k].slot_bytes + 7) / 8 * 8;
   }
   return layout;
+}
+
+absl::StatusOr<std::vector<int64_t>> LaunchSizer::Evaluate(
+    const CompileConfig& config, const CompiledKernel& kernel, int task,
+    const ir::SNodeTree& snodes, const char* root, const QdLaunchContext& ctx,
+    AdStackStats* stats) const {
+  const bool forced = config.ad_stack_size > 0;
+  HostSizerInputs inputs(snodes, root, ctx, kernel.params());
+  std::vector<int64_t> capacities;
+  for (const AdStackInfo& stack : kernel.task_adstacks()[task]) {
+    int64_t capacity = config.default_ad_stack_size;
+    if (forced) {
+      capacity = config.ad_stack_size;
+    } else if (stack.static_capacity > 0) {
+      capacity = stack.static_capacity;
+    } else if (stack.size_expr) {
+      absl::StatusOr<int64_t> value =
+          EvaluateSizeExpr(*stack.size_expr, inputs);
+      ++stats->tree_evaluations;
+      if (!value.ok()) {
+        return MakeError(
+            ErrorKind::kRuntime,
+            absl::StrCat("kernel '", kernel.name(),
+                         "': sizing the adstack of the loop at ",
+                         stack.loc.ToString(), ": ", value.status().message()));
+      }
+      capacity = std::max<int64_t>(*value, 2);  // the two setup slots
+    }
+    capacities.push_back(capacity);
+  }
+  return capacities;
 }
 
 void RecordLayout(const AdStackLayout& layout, int task, int num_tasks,

@@ -2,6 +2,7 @@
 #define QUADRANTS_RUNTIME_ADSTACK_LAUNCH_SIZER_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -28,6 +29,11 @@ struct AdStackLayout {
 // generations, field write generations).
 class LaunchSizer {
  public:
+  // Evaluates every stack's capacity of a task elsewhere (on a device);
+  // nullopt leaves the evaluation to the host.
+  using Evaluator =
+      std::function<absl::StatusOr<absl::optional<std::vector<int64_t>>>()>;
+
   explicit LaunchSizer(const std::vector<std::vector<AdStackInfo>>& tasks);
 
   // The layout of `task`'s stacks for this launch. `root` is the fields'
@@ -37,7 +43,8 @@ class LaunchSizer {
       const CompileConfig& config, const CompiledKernel& kernel, int task,
       const ir::SNodeTree& snodes, const char* root, const QdLaunchContext& ctx,
       absl::Span<const ResolvedArgument> args,
-      absl::Span<const uint64_t> field_generations, AdStackStats* stats);
+      absl::Span<const uint64_t> field_generations, AdStackStats* stats,
+      const Evaluator* evaluate = nullptr);
 
  private:
   // What a task's size expressions read.
@@ -56,6 +63,11 @@ class LaunchSizer {
     std::vector<int64_t> signature;
     std::vector<int64_t> capacities;
   };
+
+  absl::StatusOr<std::vector<int64_t>> Evaluate(
+      const CompileConfig& config, const CompiledKernel& kernel, int task,
+      const ir::SNodeTree& snodes, const char* root, const QdLaunchContext& ctx,
+      AdStackStats* stats) const;
 
   std::vector<Dependencies> dependencies_;
   std::vector<Cache> caches_;

@@ -79,6 +79,18 @@ absl::Status VulkanAdStacks::EnsureRecords(int64_t bytes) {
   return absl::OkStatus();
 }
 
+std::vector<int64_t> VulkanAdStacks::ReadCapacities(uint32_t record_offset,
+                                                    size_t stacks) const {
+  std::vector<int64_t> capacities(stacks);
+  for (size_t k = 0; k < stacks; ++k) {
+    std::memcpy(&capacities[k],
+                records_.host + record_offset + abi::kAdHeaderBytes +
+                    abi::kAdStackBytes * k + abi::kAdStackCapacity,
+                8);
+  }
+  return capacities;
+}
+
 absl::Status VulkanAdStacks::Publish(const GfxAdStackLayout& layout,
                                      uint32_t record_offset,
                                      AdStackStats* stats) {

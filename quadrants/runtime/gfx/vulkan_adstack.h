@@ -50,6 +50,10 @@ class VulkanAdStacks {
   // may read the old one).
   absl::Status EnsureRecords(int64_t bytes);
   uint64_t records_address() const { return records_.address; }
+  // The capacities of `stacks` stacks in the record at `record_offset`, as
+  // the device wrote them.
+  std::vector<int64_t> ReadCapacities(uint32_t record_offset,
+                                      size_t stacks) const;
   // Grows the heaps for `layout` and writes its record at `record_offset`.
   absl::Status Publish(const GfxAdStackLayout& layout, uint32_t record_offset,
                        AdStackStats* stats);

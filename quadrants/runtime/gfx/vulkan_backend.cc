@@ -14,10 +14,13 @@
 #include "absl/strings/str_format.h"
 #include "quadrants/codegen/spirv/gfx_abi.h"
 #include "quadrants/codegen/spirv/msl_export.h"
+#include "quadrants/codegen/spirv/sizer_bytecode.h"
+#include "quadrants/codegen/spirv/sizer_shader.h"
 #include "quadrants/codegen/spirv/spirv_tools.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
 #include "quadrants/runtime/adstack/launch_sizer.h"
+#include "quadrants/runtime/gfx/vulkan_pipeline.h"
 #include "quadrants/runtime/llvm/host/launch_state.h"
 
 namespace quadrants::gfx {
@@ -169,6 +172,8 @@ class GfxCompiledKernel : public CompiledKernel {
   mutable std::unique_ptr<adstack::LaunchSizer> sizer;
   std::vector<uint32_t> record_offsets;  // per task
   uint32_t record_bytes = 0;
+  // Per task: the sizer shader's bytecode, empty where the host sizes it.
+  std::vector<std::vector<int64_t>> sizer_programs;
   // Per task: whether its size expressions read a field or ndarray the
   // kernel writes (then earlier tasks must finish before it is sized on
   // the host); computed at the first launch.
@@ -194,44 +199,44 @@ bool ReadsAny(const ir::SizeExpr& expr, const std::vector<int>& snodes,
   return false;
 }
 
-absl::StatusOr<VkPipeline> CreatePipeline(const VulkanDevice& device,
-                                          VkPipelineLayout layout,
-                                          const std::vector<uint32_t>& words,
-                                          const std::string& what) {
-  const VulkanApi& api = device.api();
-  VkShaderModuleCreateInfo module_info{
-      VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-  module_info.codeSize = 4 * words.size();
-  module_info.pCode = words.data();
-  VkShaderModule module = VK_NULL_HANDLE;
-  VkResult result =
-      api.vkCreateShaderModule(device.device(), &module_info, nullptr, &module);
-  if (result != VK_SUCCESS) {
-    return MakeError(
-        ErrorKind::kCompilation,
-        absl::StrCat(
-            "Vulkan could not load the shader of ", what, ": ",
-            VulkanApi::Check(result, "vkCreateShaderModule").message()));
-  }
-  VkComputePipelineCreateInfo info{
-      VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-  info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-  info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-  info.stage.module = module;
-  info.stage.pName = "main";
-  info.layout = layout;
-  VkPipeline pipeline = VK_NULL_HANDLE;
-  result = api.vkCreateComputePipelines(device.device(), VK_NULL_HANDLE, 1,
-                                        &info, nullptr, &pipeline);
-  api.vkDestroyShaderModule(device.device(), module, nullptr);
-  if (result != VK_SUCCESS) {
-    return MakeError(
-        ErrorKind::kCompilation,
-        absl::StrCat(
-            "Vulkan could not create the pipeline of ", what, ": ",
-            VulkanApi::Check(result, "vkCreateComputePipelines").message()));
-  }
-  return pipeline;
+// The capacities a sizer run wrote, nullopt when the device cut it short
+// (the host then sizes the task), or the error of a walk past the guard.
+absl::StatusOr<absl::optional<std::vector<int64_t>>> SizerCapacities(
+    const CompiledKernel& kernel, int task, const SizerResult& result,
+    std::vector<int64_t> capacities) {
+  if (result.outcome == spirv::sizer::kDone)
+    return absl::optional<std::vector<int64_t>>(std::move(capacities));
+  if (result.outcome != spirv::sizer::kGuardHit)
+    return absl::optional<std::vector<int64_t>>();
+  const auto& stacks = kernel.task_adstacks()[task];
+  const std::string loop =
+      result.stack >= 0 && result.stack < static_cast<int64_t>(stacks.size())
+          ? stacks[result.stack].loc.ToString()
+          : "?";
+  return MakeError(
+      ErrorKind::kRuntime,
+      absl::StrCat("kernel '", kernel.name(),
+                   "': sizing the adstack of the loop at ", loop,
+                   " on the device: adstack sizing needs ", result.iterations,
+                   " serial iterations, which exceeds the ",
+                   spirv::sizer::kMaxIterations, " (1 << 24) guard"));
+}
+
+// The shader lays the stacks out as the host does; a difference is a bug
+// that would put stacks on top of each other.
+absl::Status CheckSizerLayout(const CompiledKernel& kernel, size_t task,
+                              const SizerResult& ran,
+                              const GfxAdStackLayout& layout) {
+  if (ran.outcome != spirv::sizer::kDone ||
+      (ran.float_stride == layout.float_stride &&
+       ran.int_stride == layout.int_stride))
+    return absl::OkStatus();
+  return MakeError(
+      ErrorKind::kRuntime,
+      absl::StrCat("kernel '", kernel.name(), "' task ", task,
+                   ": the adstack sizer shader laid out ", ran.float_stride,
+                   "/", ran.int_stride, " bytes per invocation, the host ",
+                   layout.float_stride, "/", layout.int_stride));
 }
 
 std::string TaskName(const std::string& kernel, size_t task,
@@ -325,6 +330,7 @@ absl::StatusOr<std::unique_ptr<VulkanBackend>> VulkanBackend::Create(
   QD_ASSIGN_OR_RETURN(std::shared_ptr<VulkanDevice> device,
                       SharedDevice(FeatureOverrides::FromEnvironment()));
   auto backend = std::make_unique<VulkanBackend>(config, device);
+  QD_ASSIGN_OR_RETURN(backend->sizer_mode_, SizerModeFromEnvironment());
   const VulkanApi& api = device->api();
   VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0,
                             abi::kPushConstantBytes};
@@ -488,6 +494,9 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> VulkanBackend::Compile(
       std::move(generated.second),
       offline_cache::TaskAdStacks(generated.first));
   compiled->set_print_sites(generated.first.print_sites);
+  compiled->sizer_programs =
+      SizerPrograms(compiled->task_adstacks(), snodes, offloaded.params(),
+                    config_, sizer_mode_);
   return compiled;
 }
 
@@ -498,6 +507,13 @@ absl::Status VulkanBackend::EnsureBounds(int tasks) {
   DestroyBuffer(*device_, &bounds_);
   QD_ASSIGN_OR_RETURN(bounds_, CreateBuffer(*device_, need, false));
   return absl::OkStatus();
+}
+
+absl::StatusOr<VulkanSizer*> VulkanBackend::Sizer() {
+  if (sizer_ == nullptr) {
+    QD_ASSIGN_OR_RETURN(sizer_, VulkanSizer::Create(device_, layout_));
+  }
+  return sizer_.get();
 }
 
 absl::Status VulkanBackend::EnsurePrintBuffer(int64_t bytes) {
@@ -680,15 +696,37 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
       groups = std::min<int64_t>((task.cells + block - 1) / block, groups);
     }
     if (!task_stacks[t].empty()) {
-      if (recorded && compiled.sizes_from_own_writes[t]) {
+      const std::vector<int64_t>& program = compiled.sizer_programs[t];
+      if (recorded && compiled.sizes_from_own_writes[t] && program.empty()) {
         QD_RETURN_IF_ERROR(submit_commands());
         QD_RETURN_IF_ERROR(begin_commands());
       }
+      // The sizer shader runs after the work recorded so far (so it reads
+      // what earlier tasks wrote); the heaps are grown from what it wrote.
+      absl::optional<SizerResult> ran;
+      adstack::LaunchSizer::Evaluator on_device =
+          [&]() -> absl::StatusOr<absl::optional<std::vector<int64_t>>> {
+        QD_ASSIGN_OR_RETURN(VulkanSizer * sizer, Sizer());
+        if (recorded)
+          barrier(compute, VK_ACCESS_SHADER_WRITE_BIT, compute, shader_rw);
+        QD_RETURN_IF_ERROR(sizer->Record(
+            cmd, layout_, program, ctx_address,
+            adstacks_.records_address() + compiled.record_offsets[t]));
+        QD_RETURN_IF_ERROR(submit_commands());
+        QD_RETURN_IF_ERROR(begin_commands());
+        ++adstack_stats_.sizer_dispatches;
+        ran = sizer->Result();
+        return SizerCapacities(
+            kernel, static_cast<int>(t), *ran,
+            adstacks_.ReadCapacities(compiled.record_offsets[t],
+                                     task_stacks[t].size()));
+      };
       QD_ASSIGN_OR_RETURN(
           adstack::AdStackLayout sized,
           compiled.sizer->Size(config_, kernel, static_cast<int>(t), *snodes_,
                                root_, host_ctx, args, field_generations,
-                               &adstack_stats_));
+                               &adstack_stats_,
+                               program.empty() ? nullptr : &on_device));
       // A struct_for needs no more invocations than cells.
       int64_t invocations = std::max<int64_t>(groups, 1) * block;
       if (task.kind == ir::TaskKind::kSerial)
@@ -699,6 +737,8 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
           layouts[t],
           adstacks_.Plan(kernel.name(), static_cast<int>(t), task_stacks[t],
                          sized.capacities, invocations));
+      if (ran)
+        QD_RETURN_IF_ERROR(CheckSizerLayout(kernel, t, *ran, layouts[t]));
       if (recorded && adstacks_.NeedsGrowth(layouts[t])) {
         QD_RETURN_IF_ERROR(submit_commands());
         QD_RETURN_IF_ERROR(begin_commands());

@@ -12,6 +12,7 @@
 #include "quadrants/runtime/gfx/vulkan_adstack.h"
 #include "quadrants/runtime/gfx/vulkan_device.h"
 #include "quadrants/runtime/gfx/vulkan_memory.h"
+#include "quadrants/runtime/gfx/vulkan_sizer.h"
 #include "quadrants/runtime/offline_cache/offline_cache.h"
 
 namespace quadrants::gfx {
@@ -58,6 +59,8 @@ class VulkanBackend : public Backend {
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes);
   absl::Status EnsureBounds(int tasks);
   absl::Status EnsurePrintBuffer(int64_t bytes);
+  // The sizer shader's pipeline, made at its first use.
+  absl::StatusOr<VulkanSizer*> Sizer();
   // The record of the adstack overflow the launch's pushes left, if any
   // (then cleared), for the task layouts it ran with.
   absl::optional<RuntimeErrorRecord> TakeAdStackOverflow(
@@ -69,6 +72,8 @@ class VulkanBackend : public Backend {
   char* root_ = nullptr;
   const ir::SNodeTree* snodes_ = nullptr;
   VulkanAdStacks adstacks_;
+  SizerMode sizer_mode_ = SizerMode::kAuto;
+  std::unique_ptr<VulkanSizer> sizer_;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
   VkCommandBuffer commands_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;

@@ -226,6 +226,9 @@ def offline_cache_stats():
 def adstack_stats():
     """What the adstack did at the last launch that used one: per-task stack
     capacities and per-thread bytes, the bytes needed, the heap allocated and
-    how many times it grew."""
+    how many times it grew; and, over the runtime's life, the host size
+    expression walks (tree_evaluations), the launches sized from the cache
+    (cache_hits) and the runs of the Vulkan sizer shader
+    (sizer_dispatches)."""
     return program().adstack_stats()
 
