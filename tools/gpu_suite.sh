@@ -8,6 +8,7 @@
 #   tools/gpu_suite.sh run [pytest args]    # there: the suite, QD_WANTED_ARCHS=cuda
 #   tools/gpu_suite.sh python SCRIPT [args] # there: one script, bundled Python
 #   tools/gpu_suite.sh check                # there: is the bundle isolated?
+#   tools/gpu_suite.sh pack-lavapipe        # here: write .gpu_lavapipe/
 #
 # The bundle (.gpu_bundle/, ignored by git, at most 64 MiB so the device tool
 # can carry it) holds:
@@ -24,6 +25,12 @@
 #   MANIFEST.txt    the packages and libraries inside.
 # `run` unpacks runtime.tar.xz once into .gpu_bundle_unpacked/ (reused while
 # the bundle is unchanged) and copies src/ next to it.
+#
+# Lavapipe (Mesa's Vulkan on the CPU, with the Vulkan loader and its LLVM 15)
+# does not fit in the same 64 MiB, so .gpu_lavapipe/ is a second bundle:
+# carry it in a later call on the same warm machine and `run`/`python`
+# unpack it next to the runtime and point the Vulkan loader at it, so that
+# vulkan (lavapipe) work uses the GPU machine's many cores.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -298,6 +305,29 @@ update_core() {
   echo "gpu_suite: refreshed $BUNDLE/src; .gpu_bundle is $(du -sh "$BUNDLE" | cut -f1)"
 }
 
+# Lavapipe, the Vulkan loader and every non-glibc library they load, with an
+# ICD manifest whose relative library path the loader resolves next to it.
+pack_lavapipe() {
+  local out="$ROOT/.gpu_lavapipe" stage; stage="$(mktemp -d)"
+  local lvp=/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so
+  local loader=/usr/lib/x86_64-linux-gnu/libvulkan.so.1
+  [ -f "$lvp" ] && [ -f "$loader" ] || die "lavapipe or the Vulkan loader is missing: ./qd setup"
+  mkdir -p "$stage/lavapipe"
+  cp -L "$lvp" "$loader" "$stage/lavapipe/"
+  local lib
+  for lib in $(ldd "$lvp" "$loader" | awk '$3 ~ /^\// { print $3 }' | sort -u); do
+    basename "$lib" | grep -Eq "$SYSTEM_LIBS_RE" || cp -L "$lib" "$stage/lavapipe/"
+  done
+  printf '{"file_format_version": "1.0.0", "ICD": {"library_path": "./libvulkan_lvp.so", "api_version": "1.1.230"}}\n' \
+    > "$stage/lavapipe/lvp_icd.json"
+  rm -rf "$out"; mkdir -p "$out"
+  tar -C "$stage" -cf - lavapipe | xz -6 -T0 > "$out/lavapipe.tar.xz"
+  rm -rf "$stage"
+  local bytes; bytes="$(du -sb "$out" | cut -f1)"
+  [ "$bytes" -le "$MAX_BYTES" ] || die ".gpu_lavapipe is $bytes bytes, over the 64 MiB the device tool carries"
+  echo "gpu_suite: .gpu_lavapipe is $((bytes / 1024)) KiB"
+}
+
 # ---- run (on the GPU machine) ------------------------------------------------------
 
 # Unpacks the runtime (once per bundle) and refreshes the src/ snapshot.
@@ -328,12 +358,30 @@ prepare() {
     chmod +x "$UNPACKED/src/$CORE"; rm -f "$UNPACKED/src/$CORE.xz"
   fi
   PY="$UNPACKED/usr/bin/python3.11"
+  use_lavapipe
   # Child processes the tests start with sys.executable (no -I) stay isolated
   # too; the parent runs with -I (no PYTHON* variables, no user site, no cwd).
   unset PYTHONPATH PYTHONHOME PYTHONSTARTUP PYTHONUSERBASE PYTHONSAFEPATH VIRTUAL_ENV
   export PYTHONNOUSERSITE=1
   if [ -z "${CUDA_HOME:-}" ] && [ -d "$UNPACKED/cuda" ]; then
     export CUDA_HOME="$UNPACKED/cuda"
+  fi
+}
+
+# Unpacks a carried .gpu_lavapipe/ and makes the Vulkan loader find only
+# lavapipe; without one, Vulkan stays whatever the machine has.
+use_lavapipe() {
+  local archive="$ROOT/.gpu_lavapipe/lavapipe.tar.xz"
+  if [ -f "$archive" ] && [ ! -f "$UNPACKED/lavapipe/lvp_icd.json" ]; then
+    note "unpacking lavapipe into $UNPACKED/lavapipe"
+    rm -rf "$UNPACKED/lavapipe"
+    "$PY" -I -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+      "$archive" "$UNPACKED"
+  fi
+  if [ -f "$UNPACKED/lavapipe/lvp_icd.json" ]; then
+    export VK_ICD_FILENAMES="$UNPACKED/lavapipe/lvp_icd.json" VK_DRIVER_FILES="$UNPACKED/lavapipe/lvp_icd.json"
+    export LD_LIBRARY_PATH="$UNPACKED/lavapipe${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    note "vulkan: lavapipe from $UNPACKED/lavapipe"
   fi
 }
 
@@ -392,6 +440,7 @@ case "${1:-}" in
   update-core) shift; update_core "$@" ;;
   run) shift; run "$@" ;;
   python) shift; python_script "$@" ;;
+  pack-lavapipe) pack_lavapipe ;;
   check) check ;;
-  *) die "usage: tools/gpu_suite.sh pack [--no-build] | update-core [--no-build] | run [pytest args] | python SCRIPT [args] | check" ;;
+  *) die "usage: tools/gpu_suite.sh pack [--no-build] | update-core [--no-build] | pack-lavapipe | run [pytest args] | python SCRIPT [args] | check" ;;
 esac
