@@ -179,7 +179,7 @@ def test_two_axis_bound_past_the_guard_is_sized_exactly():
 
 # ---- 2. the dispatch counter and the caches ----------------------------------------
 
-@test_utils.test(arch=qd.cpu, **OPTIONS)
+@test_utils.test(**OPTIONS)
 def test_dispatches_advance_only_when_what_they_read_changes():
     h = Harness()
     x, loss = h.x, h.loss

@@ -684,6 +684,9 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
         QD_RETURN_IF_ERROR(submit_commands());
         QD_RETURN_IF_ERROR(begin_commands());
       }
+      if (!host_reducer_)
+        host_reducer_ = std::make_unique<cpu::CpuMaxReducer>();
+      compiled.sizer->set_reducer(host_reducer_.get());
       QD_ASSIGN_OR_RETURN(
           adstack::AdStackLayout sized,
           compiled.sizer->Size(config_, kernel, static_cast<int>(t), *snodes_,
