@@ -8,6 +8,9 @@ and the offline cache.
 Every gradient kernel runs v = x[i % 4], then trips[i] steps v = sin(v), then
 loss += v, so d loss / d x[c] has a closed form: the sum over the elements i
 with i % 4 == c of the product of cos() along that element's steps.
+debug=True makes a push past a stack's capacity raise at qd.sync(), and
+default_ad_stack_size=2 makes any stack left unsized overflow, so a passing
+gradient also proves the capacities cover every push.
 """
 import inspect
 
@@ -19,7 +22,7 @@ from quadrants.lang import runtime
 from tests import test_utils
 
 OPTIONS = dict(ad_stack_experimental_enabled=True, default_ad_stack_size=2,
-               default_fp=qd.f64, offline_cache=False)
+               default_fp=qd.f64, offline_cache=False, debug=True)
 GUARD = 1 << 24
 BIG = 1 << 25
 
