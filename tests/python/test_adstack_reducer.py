@@ -235,6 +235,49 @@ def test_dispatches_advance_only_when_what_they_read_changes():
     assert launch(9, [2 + 2, 9 + 2]) == after_kernel
 
 
+@test_utils.test(**OPTIONS)
+def test_field_gated_dispatches_follow_field_writes():
+    h = Harness()
+    x, loss = h.x, h.loss
+    n = 1000
+    f = qd.field(qd.i32, shape=n)
+    unrelated = qd.field(qd.i32, shape=n)
+
+    @qd.kernel
+    def gated():
+        for i in f:
+            v = x[i % 4]
+            for _ in range(f[i] + 1):
+                v = qd.sin(v)
+            loss[None] += v
+
+    @qd.kernel
+    def bump(k: qd.i32):
+        f[k] += 10
+
+    f[7] = 4
+
+    def launch(expect):
+        grad = h.grad(gated)
+        assert capacities() == [expect + 1 + 2], stats()
+        trips = f.to_numpy().astype(np.int64) + 1
+        assert grad == pytest.approx(reference_grad(trips, np.arange(n) % 4), rel=1e-9)
+        return dispatches()
+
+    first = launch(4)
+    assert first >= 1
+    assert launch(4) == first
+    unrelated[3] = 50                       # another field
+    assert launch(4) == first
+    f[500] = 9                              # host write
+    second = launch(9)
+    assert second > first
+    bump(7)                                 # a kernel writes it: f[7] = 14
+    third = launch(14)
+    assert third > second
+    assert launch(14) == third
+
+
 # ---- 3. out-of-grammar shapes past the guard raise ---------------------------------
 
 @pytest.mark.parametrize("shape", ["halved_index", "i64_leaf"])
