@@ -677,6 +677,11 @@ PYBIND11_MODULE(_quadrants_core, m) {
              d["tree_evaluations"] = s.tree_evaluations;
              d["cache_hits"] = s.cache_hits;
              d["sizer_dispatches"] = s.sizer_dispatches;
+             d["task_cache_hits"] = s.cache_hits;
+             d["tree_cache_hits"] = s.tree_cache_hits;
+             d["reducer_dispatches"] = s.reducer_dispatches;
+             d["reducer_rounds"] = s.reducer_rounds;
+             d["reducer_cache_hits"] = s.reducer_cache_hits;
              return d;
            })
       .def("offline_cache_stats", [](PyProgram& p) {

@@ -53,7 +53,14 @@ struct AdStackStats {
   int64_t heap_bytes = 0;                        // allocated heap
   int heap_grows = 0;                            // allocations so far
   int64_t tree_evaluations = 0;                  // SizeExpr evaluations so far
-  int64_t cache_hits = 0;        // launches sized from the cache
+  int64_t cache_hits = 0;  // launches sized from the cache
+  // Per-stack capacities reused although the task's layout was not.
+  int64_t tree_cache_hits = 0;
+  // Captured MaxOverRanges evaluated by a max-reducer, in how many rounds,
+  // and how many were reused from its result cache instead.
+  int64_t reducer_dispatches = 0;
+  int64_t reducer_rounds = 0;
+  int64_t reducer_cache_hits = 0;
   int64_t sizer_dispatches = 0;  // on-device sizer runs so far (Vulkan)
 };
 

@@ -77,54 +77,12 @@ class HostSizerInputs : public SizeExprInputs {
   mutable absl::flat_hash_map<int, ir::PlaceLayout> layouts_;
 };
 
-}  // namespace
-
-LaunchSizer::LaunchSizer(const std::vector<std::vector<AdStackInfo>>& tasks)
-    : dependencies_(tasks.size()), caches_(tasks.size()) {
-  for (size_t t = 0; t < tasks.size(); ++t) {
-    Dependencies& deps = dependencies_[t];
-    for (const AdStackInfo& stack : tasks[t]) {
-      if (!stack.size_expr)
-        continue;
-      std::vector<const ir::SizeExpr*> pending = {stack.size_expr.get()};
-      while (!pending.empty()) {
-        const ir::SizeExpr* e = pending.back();
-        pending.pop_back();
-        switch (e->kind()) {
-          case ir::SizeExprKind::kArgValue:
-            AddOnce(deps.args, e->arg());
-            break;
-          case ir::SizeExprKind::kNdarrayShape:
-            AddOnce(deps.shape_args, e->arg());
-            break;
-          case ir::SizeExprKind::kNdarrayRead:
-            AddOnce(deps.shape_args, e->arg());
-            AddOnce(deps.data_args, e->arg());
-            break;
-          case ir::SizeExprKind::kFieldLoad:
-            AddOnce(deps.fields, e->snode_id());
-            break;
-          default:
-            break;
-        }
-        for (const auto& child : e->children())
-          pending.push_back(child.get());
-      }
-    }
-  }
-}
-
-absl::StatusOr<AdStackLayout> LaunchSizer::Size(
-    const CompileConfig& config, const CompiledKernel& kernel, int task,
-    const ir::SNodeTree& snodes, const char* root, const QdLaunchContext& ctx,
-    absl::Span<const ResolvedArgument> args,
-    absl::Span<const uint64_t> field_generations, AdStackStats* stats,
-    const Evaluator* evaluate) {
-  const std::vector<AdStackInfo>& stacks = kernel.task_adstacks()[task];
-  const Dependencies& deps = dependencies_[task];
-  Cache& cache = caches_[task];
+std::vector<int64_t> Signature(const LaunchSizer::Dependencies& deps,
+                               const QdLaunchContext& ctx,
+                               absl::Span<const ResolvedArgument> args,
+                               absl::Span<const uint64_t> field_generations,
+                               bool* cacheable) {
   std::vector<int64_t> signature;
-  bool cacheable = true;
   for (int arg : deps.args)
     signature.push_back(ctx.args[arg]);
   for (int arg : deps.shape_args) {
@@ -134,47 +92,151 @@ absl::StatusOr<AdStackLayout> LaunchSizer::Size(
   for (int arg : deps.data_args) {
     signature.push_back(reinterpret_cast<int64_t>(args[arg].data));
     signature.push_back(static_cast<int64_t>(args[arg].data_generation));
-    cacheable &= args[arg].data_generation != 0;
+    *cacheable &= args[arg].data_generation != 0;
   }
   for (int field : deps.fields) {
     signature.push_back(field < static_cast<int>(field_generations.size())
                             ? static_cast<int64_t>(field_generations[field])
                             : -1);
   }
-  const bool forced = config.ad_stack_size > 0;
-  const bool evaluated =
-      !forced && (deps.any() || std::any_of(stacks.begin(), stacks.end(),
-                                            [](const AdStackInfo& s) {
-                                              return s.size_expr;
-                                            }));
-  AdStackLayout layout;
-  if (evaluated && cacheable && cache.valid && cache.signature == signature) {
-    layout.capacities = cache.capacities;
-    ++stats->cache_hits;
-  } else {
-    absl::optional<std::vector<int64_t>> elsewhere;
-    if (evaluated && evaluate != nullptr) {
-      absl::StatusOr<absl::optional<std::vector<int64_t>>> result =
-          (*evaluate)();
-      if (!result.ok())
-        return result.status();
-      elsewhere = std::move(*result);
+  return signature;
+}
+
+// Where a body read's elements are for this launch.
+ResolvedRead Resolve(const BodyRead& read, const CompiledKernel& kernel,
+                     const ir::SNodeTree& snodes, const char* root,
+                     const QdLaunchContext& ctx) {
+  ResolvedRead out;
+  if (read.is_field) {
+    auto layout = snodes.Layout(read.id);
+    if (!layout.ok() || root == nullptr)
+      return out;
+    out.base = root + layout->offset;
+    out.dtype = snodes.node(read.id).dtype;
+    out.extents = layout->shape;
+    out.byte_strides = layout->axis_stride;
+    return out;
+  }
+  const ir::KernelParam& p = kernel.params()[read.id];
+  out.base = static_cast<const char*>(ctx.ndarray_data[read.id]);
+  out.dtype = p.dtype;
+  const int64_t bytes = std::max(1, ir::BitWidth(p.dtype) / 8);
+  out.extents.assign(ctx.ndarray_shape[read.id],
+                     ctx.ndarray_shape[read.id] + p.ndim);
+  out.byte_strides.assign(p.ndim, bytes);
+  for (int a = p.ndim - 2; a >= 0; --a)
+    out.byte_strides[a] = out.byte_strides[a + 1] * out.extents[a + 1];
+  return out;
+}
+
+absl::Status InLoop(const CompiledKernel& kernel, const AdStackInfo& stack,
+                    const absl::Status& status) {
+  return MakeError(ErrorKind::kRuntime,
+                   absl::StrCat("kernel '", kernel.name(),
+                                "': sizing the adstack of the loop at ",
+                                stack.loc.ToString(), ": ", status.message()));
+}
+
+}  // namespace
+
+void LaunchSizer::Dependencies::Add(const ir::SizeExpr& root) {
+  std::vector<const ir::SizeExpr*> pending = {&root};
+  while (!pending.empty()) {
+    const ir::SizeExpr* e = pending.back();
+    pending.pop_back();
+    switch (e->kind()) {
+      case ir::SizeExprKind::kArgValue:
+        AddOnce(args, e->arg());
+        break;
+      case ir::SizeExprKind::kNdarrayShape:
+        AddOnce(shape_args, e->arg());
+        break;
+      case ir::SizeExprKind::kNdarrayRead:
+        AddOnce(shape_args, e->arg());
+        AddOnce(data_args, e->arg());
+        break;
+      case ir::SizeExprKind::kFieldLoad:
+        AddOnce(fields, e->snode_id());
+        break;
+      default:
+        break;
     }
-    if (elsewhere) {
-      layout.capacities = std::move(*elsewhere);
-    } else {
-      absl::StatusOr<std::vector<int64_t>> capacities =
-          Evaluate(config, kernel, task, snodes, root, ctx, stats);
-      if (!capacities.ok())
-        return capacities.status();
-      layout.capacities = std::move(*capacities);
-    }
-    if (evaluated) {
-      cache.valid = cacheable;
-      cache.signature = std::move(signature);
-      cache.capacities = layout.capacities;
+    for (const auto& child : e->children())
+      pending.push_back(child.get());
+  }
+}
+
+LaunchSizer::LaunchSizer(const std::vector<std::vector<AdStackInfo>>& tasks)
+    : tasks_(tasks.size()) {
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    TaskState& state = tasks_[t];
+    state.stacks.resize(tasks[t].size());
+    for (size_t k = 0; k < tasks[t].size(); ++k) {
+      if (!tasks[t][k].size_expr)
+        continue;
+      state.deps.Add(*tasks[t][k].size_expr);
+      state.stacks[k].deps.Add(*tasks[t][k].size_expr);
     }
   }
+}
+
+void LaunchSizer::Recognize(const CompiledKernel& kernel, int task,
+                            const ir::SNodeTree& snodes) {
+  TaskState& state = tasks_[task];
+  state.recognized = true;
+  const auto& params = kernel.params();
+  const LeafWidthFn width = [&](bool is_field, int id) {
+    ir::PrimitiveType type;
+    if (is_field) {
+      if (id < 0 || id >= snodes.size())
+        return 0;
+      type = snodes.node(id).dtype;
+    } else {
+      if (id < 0 || id >= static_cast<int>(params.size()) ||
+          params[id].kind != ir::KernelParam::Kind::kNdarray)
+        return 0;
+      type = params[id].dtype;
+    }
+    return ir::IsInteger(type) ? ir::BitWidth(type) : 0;
+  };
+  const auto& stacks = kernel.task_adstacks()[task];
+  for (size_t k = 0; k < stacks.size(); ++k) {
+    if (!stacks[k].size_expr)
+      continue;
+    for (ReducerSpec& spec :
+         RecognizeReducerSpecs(kernel.name(), task, static_cast<int>(k),
+                               *stacks[k].size_expr, width)) {
+      SpecState s;
+      s.deps.Add(*spec.node);
+      s.spec = std::move(spec);
+      state.stacks[k].specs.push_back(std::move(s));
+    }
+  }
+}
+
+bool LaunchSizer::Captures(const CompiledKernel& kernel, int task,
+                           const ir::SNodeTree& snodes) {
+  if (!tasks_[task].recognized)
+    Recognize(kernel, task, snodes);
+  const std::vector<StackState>& stacks = tasks_[task].stacks;
+  return std::any_of(stacks.begin(), stacks.end(),
+                     [](const StackState& s) { return !s.specs.empty(); });
+}
+
+std::vector<const ReducerSpec*> LaunchSizer::specs(int task) const {
+  std::vector<const ReducerSpec*> out;
+  for (const StackState& stack : tasks_[task].stacks) {
+    for (const SpecState& s : stack.specs)
+      out.push_back(&s.spec);
+  }
+  return out;
+}
+
+namespace {
+
+// Fills in per-stack offsets and the stride for `layout`'s capacities.
+AdStackLayout WithOffsets(const std::vector<AdStackInfo>& stacks,
+                          AdStackLayout layout) {
   for (size_t k = 0; k < stacks.size(); ++k) {
     layout.offsets.push_back(layout.stride);
     // An i64 count, then the slots; every stack starts 8-byte aligned.
@@ -184,35 +246,191 @@ absl::StatusOr<AdStackLayout> LaunchSizer::Size(
   return layout;
 }
 
-absl::StatusOr<std::vector<int64_t>> LaunchSizer::Evaluate(
+}  // namespace
+
+absl::StatusOr<AdStackLayout> LaunchSizer::Size(
     const CompileConfig& config, const CompiledKernel& kernel, int task,
     const ir::SNodeTree& snodes, const char* root, const QdLaunchContext& ctx,
-    AdStackStats* stats) const {
+    absl::Span<const ResolvedArgument> args,
+    absl::Span<const uint64_t> field_generations, AdStackStats* stats,
+    const Evaluator* evaluate) {
+  const std::vector<AdStackInfo>& stacks = kernel.task_adstacks()[task];
+  TaskState& state = tasks_[task];
+  if (!state.recognized)
+    Recognize(kernel, task, snodes);
+  bool cacheable = true;
+  std::vector<int64_t> signature =
+      Signature(state.deps, ctx, args, field_generations, &cacheable);
   const bool forced = config.ad_stack_size > 0;
-  HostSizerInputs inputs(snodes, root, ctx, kernel.params());
-  std::vector<int64_t> capacities;
-  for (const AdStackInfo& stack : kernel.task_adstacks()[task]) {
-    int64_t capacity = config.default_ad_stack_size;
-    if (forced) {
-      capacity = config.ad_stack_size;
-    } else if (stack.static_capacity > 0) {
-      capacity = stack.static_capacity;
-    } else if (stack.size_expr) {
-      absl::StatusOr<int64_t> value =
-          EvaluateSizeExpr(*stack.size_expr, inputs);
-      ++stats->tree_evaluations;
-      if (!value.ok()) {
-        return MakeError(
-            ErrorKind::kRuntime,
-            absl::StrCat("kernel '", kernel.name(),
-                         "': sizing the adstack of the loop at ",
-                         stack.loc.ToString(), ": ", value.status().message()));
-      }
-      capacity = std::max<int64_t>(*value, 2);  // the two setup slots
-    }
-    capacities.push_back(capacity);
+  const bool evaluated =
+      !forced && (state.deps.any() || std::any_of(stacks.begin(), stacks.end(),
+                                                  [](const AdStackInfo& s) {
+                                                    return s.size_expr;
+                                                  }));
+  AdStackLayout layout;
+  if (evaluated && cacheable && state.cache.valid &&
+      state.cache.signature == signature) {
+    layout.capacities = state.cache.values;
+    ++stats->cache_hits;
+    return WithOffsets(stacks, std::move(layout));
   }
-  return capacities;
+  if (evaluated && evaluate != nullptr) {
+    absl::StatusOr<absl::optional<std::vector<int64_t>>> elsewhere =
+        (*evaluate)();
+    if (!elsewhere.ok())
+      return elsewhere.status();
+    if (*elsewhere) {
+      layout.capacities = std::move(**elsewhere);
+      state.cache.valid = cacheable;
+      state.cache.signature = std::move(signature);
+      state.cache.values = layout.capacities;
+      return WithOffsets(stacks, std::move(layout));
+    }
+  }
+  {
+    layout.capacities.assign(stacks.size(), config.default_ad_stack_size);
+    // Stacks whose capacity is not in the per-stack cache, with the
+    // signature to store it under.
+    struct Miss {
+      int stack;
+      std::vector<int64_t> signature;
+      bool cacheable;
+    };
+    std::vector<Miss> misses;
+    for (size_t k = 0; k < stacks.size(); ++k) {
+      if (forced) {
+        layout.capacities[k] = config.ad_stack_size;
+      } else if (stacks[k].static_capacity > 0) {
+        layout.capacities[k] = stacks[k].static_capacity;
+      } else if (stacks[k].size_expr) {
+        StackState& stack = state.stacks[k];
+        bool ok = true;
+        std::vector<int64_t> sig =
+            Signature(stack.deps, ctx, args, field_generations, &ok);
+        if (ok && stack.cache.valid && stack.cache.signature == sig) {
+          layout.capacities[k] = stack.cache.values[0];
+          ++stats->tree_cache_hits;
+        } else {
+          misses.push_back({static_cast<int>(k), std::move(sig), ok});
+        }
+      }
+    }
+    HostSizerInputs inputs(snodes, root, ctx, kernel.params());
+    // Captured MaxOverRange nodes of the missed stacks, with their values.
+    absl::flat_hash_map<const ir::SizeExpr*, int64_t> results;
+    struct Pending {
+      SpecState* spec;
+      const AdStackInfo* stack;
+      const StackState* owner;
+      std::vector<int64_t> signature;
+      bool cacheable;
+    };
+    std::vector<Pending> pending;
+    int max_depth = -1;
+    for (const Miss& miss : misses) {
+      StackState& stack = state.stacks[miss.stack];
+      for (SpecState& s : stack.specs) {
+        bool ok = true;
+        std::vector<int64_t> sig =
+            Signature(s.deps, ctx, args, field_generations, &ok);
+        if (ok && s.cache.valid && s.cache.signature == sig) {
+          results[s.spec.node] = s.cache.values[0];
+          ++stats->reducer_cache_hits;
+          continue;
+        }
+        max_depth = std::max(max_depth, s.spec.depth);
+        pending.push_back(
+            {&s, &stacks[miss.stack], &stack, std::move(sig), ok});
+      }
+    }
+    // One round per dependency depth: a spec's bounds may read the results
+    // of shallower ones.
+    for (int depth = 0; reducer_ != nullptr && depth <= max_depth; ++depth) {
+      std::vector<ReducerJob> jobs;
+      std::vector<Pending*> dispatched;
+      bool stalled = false;
+      for (Pending& p : pending) {
+        const ReducerSpec& spec = p.spec->spec;
+        if (spec.depth != depth)
+          continue;
+        const bool ready =
+            std::all_of(spec.deps.begin(), spec.deps.end(), [&](int d) {
+              return results.contains(p.owner->specs[d].spec.node);
+            });
+        if (!ready) {
+          stalled = true;
+          continue;
+        }
+        ReducerJob job;
+        bool empty = false;
+        for (int a = 0; a < spec.num_axes; ++a) {
+          for (const auto* bound : {&spec.begin[a], &spec.end[a]}) {
+            absl::StatusOr<int64_t> v = EvaluateSizeExprValue(
+                *SubstituteConstants(*bound, results), inputs);
+            if (!v.ok())
+              return InLoop(kernel, *p.stack, v.status());
+            empty |= *v == kNoValue;
+            (bound == &spec.begin[a] ? job.begin : job.end).push_back(*v);
+          }
+        }
+        if (empty) {
+          // A bound with no value makes the whole maximum empty, as the
+          // serial walk has it.
+          results[spec.node] = kNoValue;
+          continue;
+        }
+        job.code = spec.body.code;
+        for (BodyInstr& in : job.code) {
+          if (in.op == BodyOp::kShape)
+            in = {BodyOp::kConst, -1, -1, ctx.ndarray_shape[in.a][in.b]};
+          else if (in.op == BodyOp::kArg)
+            in = {BodyOp::kConst, -1, -1, ctx.args[in.a]};
+        }
+        job.reads = spec.body.reads;
+        for (const BodyRead& read : job.reads)
+          job.resolved.push_back(Resolve(read, kernel, snodes, root, ctx));
+        jobs.push_back(std::move(job));
+        dispatched.push_back(&p);
+      }
+      if (jobs.empty()) {
+        if (stalled)
+          break;  // no progress: what is left takes the serial walk
+        continue;
+      }
+      absl::StatusOr<std::vector<int64_t>> values = reducer_->Reduce(jobs);
+      if (!values.ok())
+        break;  // the serial walk takes over, guard included
+      ++stats->reducer_rounds;
+      stats->reducer_dispatches += static_cast<int64_t>(jobs.size());
+      for (size_t j = 0; j < dispatched.size(); ++j) {
+        Pending& p = *dispatched[j];
+        results[p.spec->spec.node] = (*values)[j];
+        p.spec->cache.valid = p.cacheable;
+        p.spec->cache.signature = std::move(p.signature);
+        p.spec->cache.values = {(*values)[j]};
+      }
+    }
+    for (Miss& miss : misses) {
+      const AdStackInfo& stack = stacks[miss.stack];
+      absl::StatusOr<int64_t> value = EvaluateSizeExpr(
+          *SubstituteConstants(stack.size_expr, results), inputs);
+      ++stats->tree_evaluations;
+      if (!value.ok())
+        return InLoop(kernel, stack, value.status());
+      const int64_t capacity = std::max<int64_t>(*value, 2);  // setup slots
+      layout.capacities[miss.stack] = capacity;
+      Cache& cache = state.stacks[miss.stack].cache;
+      cache.valid = miss.cacheable;
+      cache.signature = std::move(miss.signature);
+      cache.values = {capacity};
+    }
+    if (evaluated) {
+      state.cache.valid = cacheable;
+      state.cache.signature = std::move(signature);
+      state.cache.values = layout.capacities;
+    }
+  }
+  return WithOffsets(stacks, std::move(layout));
 }
 
 void RecordLayout(const AdStackLayout& layout, int task, int num_tasks,

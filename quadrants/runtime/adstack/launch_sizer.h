@@ -8,6 +8,8 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "quadrants/ir/snode.h"
+#include "quadrants/runtime/adstack/max_reducer.h"
+#include "quadrants/runtime/adstack/reducer_spec.h"
 #include "quadrants/runtime/backend.h"
 #include "quadrants/runtime/compile_config.h"
 #include "quadrants/runtime/llvm/runtime_module/runtime_abi.h"
@@ -22,11 +24,15 @@ struct AdStackLayout {
 };
 
 // Sizes the adstacks of every task of one compiled kernel at launch, for
-// the LLVM backends (whose size expressions read fields and ndarrays
-// through host-addressable pointers): forced, static, evaluated from the
-// launch's values, or reused from a cache that holds while every value the
-// expressions read is unchanged (argument values, shapes, ndarray data
-// generations, field write generations).
+// backends whose size expressions read fields and ndarrays through
+// host-addressable pointers: forced, static, or evaluated from the launch's
+// values. MaxOverRange chains that fit the reducers' grammar (see
+// RecognizeReducerSpecs) go to a MaxReducer, in rounds of one dependency
+// depth each, and their results replace them as constants before the serial
+// walk. Three cache layers, each keyed by the values its entry reads
+// (argument values, shapes, ndarray data generations, field write
+// generations), skip the work while those are unchanged: per-task layouts,
+// per-stack capacities, and per-spec reducer results.
 class LaunchSizer {
  public:
   // Evaluates every stack's capacity of a task elsewhere (on a device);
@@ -35,6 +41,10 @@ class LaunchSizer {
       std::function<absl::StatusOr<absl::optional<std::vector<int64_t>>>()>;
 
   explicit LaunchSizer(const std::vector<std::vector<AdStackInfo>>& tasks);
+
+  // Evaluates captured MaxOverRanges with `reducer` (not owned; null walks
+  // every range serially, under the 1 << 24 guard).
+  void set_reducer(MaxReducer* reducer) { reducer_ = reducer; }
 
   // The layout of `task`'s stacks for this launch. `root` is the fields'
   // root buffer and `ctx` the launch context as the host sees it (ndarray
@@ -46,8 +56,15 @@ class LaunchSizer {
       absl::Span<const uint64_t> field_generations, AdStackStats* stats,
       const Evaluator* evaluate = nullptr);
 
- private:
-  // What a task's size expressions read.
+  // Whether any of `task`'s stacks has a MaxOverRange a max-reducer takes
+  // (recognizing the task's expressions on first use).
+  bool Captures(const CompiledKernel& kernel, int task,
+                const ir::SNodeTree& snodes);
+
+  // The specs captured for `task`'s stacks, once it has been sized.
+  std::vector<const ReducerSpec*> specs(int task) const;
+
+  // What a size expression reads.
   struct Dependencies {
     std::vector<int> args;        // scalar argument values
     std::vector<int> shape_args;  // ndarray shapes
@@ -57,20 +74,37 @@ class LaunchSizer {
       return !args.empty() || !shape_args.empty() || !data_args.empty() ||
              !fields.empty();
     }
+    void Add(const ir::SizeExpr& e);
   };
+
+ private:
   struct Cache {
     bool valid = false;
     std::vector<int64_t> signature;
-    std::vector<int64_t> capacities;
+    std::vector<int64_t> values;
+  };
+  struct SpecState {
+    ReducerSpec spec;
+    Dependencies deps;
+    Cache cache;
+  };
+  struct StackState {
+    Dependencies deps;
+    Cache cache;
+    std::vector<SpecState> specs;  // in dependency order
+  };
+  struct TaskState {
+    bool recognized = false;
+    Dependencies deps;
+    Cache cache;
+    std::vector<StackState> stacks;
   };
 
-  absl::StatusOr<std::vector<int64_t>> Evaluate(
-      const CompileConfig& config, const CompiledKernel& kernel, int task,
-      const ir::SNodeTree& snodes, const char* root, const QdLaunchContext& ctx,
-      AdStackStats* stats) const;
+  void Recognize(const CompiledKernel& kernel, int task,
+                 const ir::SNodeTree& snodes);
 
-  std::vector<Dependencies> dependencies_;
-  std::vector<Cache> caches_;
+  std::vector<TaskState> tasks_;
+  MaxReducer* reducer_ = nullptr;
 };
 
 // Records `layout` of `task` for a launch of `threads` threads in `stats`.

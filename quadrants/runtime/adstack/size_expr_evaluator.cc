@@ -194,4 +194,9 @@ absl::StatusOr<int64_t> EvaluateSizeExpr(const SizeExpr& expr,
   return *value == kNone ? 0 : *value;
 }
 
+absl::StatusOr<int64_t> EvaluateSizeExprValue(const SizeExpr& expr,
+                                              const SizeExprInputs& inputs) {
+  return Evaluator(inputs).Eval(expr);
+}
+
 }  // namespace quadrants::adstack

@@ -37,6 +37,12 @@ constexpr int64_t kMaxSizerIterations = int64_t{1} << 24;
 absl::StatusOr<int64_t> EvaluateSizeExpr(const ir::SizeExpr& expr,
                                          const SizeExprInputs& inputs);
 
+// As EvaluateSizeExpr, but an empty maximum (or a value made of reads out
+// of range) comes back as INT64_MIN instead of 0, as nested expressions
+// see it.
+absl::StatusOr<int64_t> EvaluateSizeExprValue(const ir::SizeExpr& expr,
+                                              const SizeExprInputs& inputs);
+
 }  // namespace quadrants::adstack
 
 #endif  // QUADRANTS_RUNTIME_ADSTACK_SIZE_EXPR_EVALUATOR_H_

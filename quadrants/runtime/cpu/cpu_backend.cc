@@ -15,6 +15,7 @@
 #include "quadrants/ir/statements.h"
 #include "quadrants/ir/walk.h"
 #include "quadrants/runtime/adstack/launch_sizer.h"
+#include "quadrants/runtime/cpu/cpu_max_reducer.h"
 #include "quadrants/runtime/llvm/host/launch_state.h"
 #include "quadrants/runtime/llvm/runtime_module/runtime_x86_64.h"
 
@@ -57,6 +58,7 @@ CpuBackend::CpuBackend(const CompileConfig& config,
     : config_(config),
       jit_(std::move(jit)),
       pool_(config.cpu_max_num_threads),
+      reducer_(std::make_unique<CpuMaxReducer>(&pool_)),
       cache_(offline_cache::OpenOfflineCache(config, &cache_stats_)) {}
 
 absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(
@@ -151,6 +153,7 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
       offline_cache::TaskAdStacks(lowered));
   compiled->sizer =
       std::make_unique<adstack::LaunchSizer>(compiled->task_adstacks());
+  compiled->sizer->set_reducer(reducer_.get());
   compiled->set_print_sites(lowered.print_sites);
   return compiled;
 }

@@ -10,6 +10,7 @@
 #include "quadrants/codegen/llvm/kernel_lowering.h"
 #include "quadrants/runtime/adstack/launch_sizer.h"
 #include "quadrants/runtime/backend.h"
+#include "quadrants/runtime/cpu/cpu_max_reducer.h"
 #include "quadrants/runtime/cpu/thread_pool.h"
 #include "quadrants/runtime/llvm/host/launch_state.h"
 #include "quadrants/runtime/llvm/runtime_module/runtime_abi.h"
@@ -68,6 +69,8 @@ class CpuBackend : public Backend {
   const ir::SNodeTree* snodes_ = nullptr;
   std::unique_ptr<codegen::CpuJit> jit_;
   ThreadPool pool_;
+  // Evaluates captured adstack MaxOverRanges on pool_, between tasks.
+  std::unique_ptr<CpuMaxReducer> reducer_;
   QdRuntime runtime_{};
   absl::optional<RuntimeErrorRecord> pending_;
   // One heap per runtime, grown by amortized doubling, never shrunk.

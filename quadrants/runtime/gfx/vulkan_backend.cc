@@ -697,10 +697,20 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
     }
     if (!task_stacks[t].empty()) {
       const std::vector<int64_t>& program = compiled.sizer_programs[t];
-      if (recorded && compiled.sizes_from_own_writes[t] && program.empty()) {
+      // Captured MaxOverRanges go to the host max-reducer before any walk,
+      // so in auto mode the shader sizes only tasks the reducer takes none
+      // of.
+      const bool shader =
+          !program.empty() &&
+          (sizer_mode_ == SizerMode::kShader ||
+           !compiled.sizer->Captures(kernel, static_cast<int>(t), *snodes_));
+      if (recorded && compiled.sizes_from_own_writes[t] && !shader) {
         QD_RETURN_IF_ERROR(submit_commands());
         QD_RETURN_IF_ERROR(begin_commands());
       }
+      if (!host_reducer_)
+        host_reducer_ = std::make_unique<cpu::CpuMaxReducer>();
+      compiled.sizer->set_reducer(host_reducer_.get());
       // The sizer shader runs after the work recorded so far (so it reads
       // what earlier tasks wrote); the heaps are grown from what it wrote.
       absl::optional<SizerResult> ran;
@@ -725,8 +735,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
           adstack::AdStackLayout sized,
           compiled.sizer->Size(config_, kernel, static_cast<int>(t), *snodes_,
                                root_, host_ctx, args, field_generations,
-                               &adstack_stats_,
-                               program.empty() ? nullptr : &on_device));
+                               &adstack_stats_, shader ? &on_device : nullptr));
       // A struct_for needs no more invocations than cells.
       int64_t invocations = std::max<int64_t>(groups, 1) * block;
       if (task.kind == ir::TaskKind::kSerial)

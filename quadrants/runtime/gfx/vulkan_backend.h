@@ -9,6 +9,7 @@
 
 #include "quadrants/codegen/spirv/kernel_codegen.h"
 #include "quadrants/runtime/backend.h"
+#include "quadrants/runtime/cpu/cpu_max_reducer.h"
 #include "quadrants/runtime/gfx/vulkan_adstack.h"
 #include "quadrants/runtime/gfx/vulkan_device.h"
 #include "quadrants/runtime/gfx/vulkan_memory.h"
@@ -87,6 +88,9 @@ class VulkanBackend : public Backend {
   absl::optional<RuntimeErrorRecord> pending_;
   uint64_t launches_ = 0;
   AdStackStats adstack_stats_;
+  // Evaluates captured adstack MaxOverRanges on host threads, reading the
+  // same host-addressable memory as the serial walk; made at first use.
+  std::unique_ptr<cpu::CpuMaxReducer> host_reducer_;
   OfflineCacheStats cache_stats_;  // before cache_, which notes its directory
   std::optional<offline_cache::OfflineCache> cache_;
 };

@@ -144,6 +144,9 @@ absl::Status GpuBackend::RunTask(const GpuTask& task,
   if (task.kind != ir::TaskKind::kSerial)
     Shape(range[1] - range[0], !stacks.empty(), &run.grid, &run.block);
   if (!stacks.empty()) {
+    if (!host_reducer_)
+      host_reducer_ = std::make_unique<cpu::CpuMaxReducer>();
+    kernel.sizer->set_reducer(host_reducer_.get());
     QD_ASSIGN_OR_RETURN(
         adstack_layout_,
         kernel.sizer->Size(config_, kernel, index, *snodes_, runtime_.root, ctx,

@@ -11,6 +11,7 @@
 #include "quadrants/ir/op_kinds.h"
 #include "quadrants/runtime/adstack/launch_sizer.h"
 #include "quadrants/runtime/backend.h"
+#include "quadrants/runtime/cpu/cpu_max_reducer.h"
 #include "quadrants/runtime/gpu/adstack_heap.h"
 #include "quadrants/runtime/gpu/device.h"
 #include "quadrants/runtime/gpu/device_buffer.h"
@@ -136,6 +137,9 @@ class GpuBackend : public Backend {
   std::unique_ptr<AdStackHeap> adstack_heap_;
   adstack::AdStackLayout adstack_layout_;  // of the task being launched
   AdStackStats adstack_stats_;
+  // Evaluates captured adstack MaxOverRanges on host threads, reading the
+  // same host-addressable memory as the serial walk; made at first use.
+  std::unique_ptr<cpu::CpuMaxReducer> host_reducer_;
 };
 
 }  // namespace quadrants::gpu

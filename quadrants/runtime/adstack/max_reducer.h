@@ -1,0 +1,86 @@
+#ifndef QUADRANTS_RUNTIME_ADSTACK_MAX_REDUCER_H_
+#define QUADRANTS_RUNTIME_ADSTACK_MAX_REDUCER_H_
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "quadrants/ir/types.h"
+#include "quadrants/runtime/adstack/reducer_spec.h"
+
+namespace quadrants::adstack {
+
+// The value of an empty maximum (and of a read out of range), as the
+// serial evaluator represents it.
+constexpr int64_t kNoValue = std::numeric_limits<int64_t>::min();
+
+// Where one body read's elements live for this launch.
+struct ResolvedRead {
+  const char* base = nullptr;  // null: every index is out of range
+  ir::PrimitiveType dtype = ir::PrimitiveType::kI32;
+  std::vector<int64_t> extents;
+  std::vector<int64_t> byte_strides;
+};
+
+// One spec, ready to reduce: axis ranges evaluated and per-launch constants
+// (shapes, scalar parameters) folded into the code.
+struct ReducerJob {
+  std::vector<int64_t> begin;  // per axis, outermost first
+  std::vector<int64_t> end;
+  std::vector<BodyInstr> code;  // kShape and kArg already kConst
+  std::vector<BodyRead> reads;
+  std::vector<ResolvedRead> resolved;  // parallel to `reads`
+
+  // How many points the cross product of the axes has.
+  int64_t Points() const;
+};
+
+// Evaluates jobs' maxima, each over the cross product of its axes. The CPU
+// implementation runs on the host thread pool; device implementations
+// (CUDA, Vulkan) interpret the same bytecode in a kernel.
+class MaxReducer {
+ public:
+  virtual ~MaxReducer() = default;
+  // One maximum per job, kNoValue where no point has a value.
+  virtual absl::StatusOr<std::vector<int64_t>> Reduce(
+      absl::Span<const ReducerJob> jobs) = 0;
+};
+
+// Interprets `job`'s body over its points [lo, hi), linearized with the
+// innermost axis fastest, in blocks of lanes. The building block of host
+// reducers, and a serial reference for tests.
+class BodyInterpreter {
+ public:
+  explicit BodyInterpreter(const ReducerJob& job);
+  int64_t Reduce(int64_t lo, int64_t hi);
+
+ private:
+  // A value over a block's lanes; uniform values keep only `scalar`.
+  struct Value {
+    bool uniform = true;
+    bool may_none = false;  // some lane may be kNoValue
+    int64_t scalar = 0;
+    int64_t* lanes = nullptr;
+  };
+  int64_t Segment(const int64_t* coords, int64_t start, int64_t len);
+  int64_t FastSegment(const int64_t* coords, int64_t start, int64_t len);
+  void Read(int r, const int64_t* coords, int64_t start, int64_t len,
+            Value* out);
+
+  const ReducerJob& job_;
+  std::vector<BodyInstr> code_;  // `job_.code` with constants folded
+  std::vector<int64_t> counts_;
+  std::vector<int64_t> lanes_;
+  std::vector<Value> values_;
+  // A root of the form f(read) for a monotone f of constants: reduced
+  // straight from memory, without lanes.
+  int fast_read_ = -1;
+  std::vector<BodyInstr> fast_chain_;  // innermost first; `value` = const
+};
+
+}  // namespace quadrants::adstack
+
+#endif  // QUADRANTS_RUNTIME_ADSTACK_MAX_REDUCER_H_

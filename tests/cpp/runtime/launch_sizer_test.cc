@@ -1,0 +1,164 @@
+#include "quadrants/runtime/adstack/launch_sizer.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "quadrants/common/errors.h"
+#include "quadrants/runtime/cpu/cpu_max_reducer.h"
+
+namespace quadrants::adstack {
+namespace {
+
+using ir::SizeExpr;
+
+class TestKernel : public CompiledKernel {
+ public:
+  TestKernel(std::vector<ir::KernelParam> params, SizeExpr::Ptr tree)
+      : CompiledKernel("sized", std::move(params), {}, 1,
+                       {{AdStackInfo{ir::PrimitiveType::kF32,
+                                     4,
+                                     0,
+                                     std::move(tree),
+                                     {"model.py", 42}}}}) {}
+};
+
+class FailingReducer : public MaxReducer {
+ public:
+  absl::StatusOr<std::vector<int64_t>> Reduce(
+      absl::Span<const ReducerJob>) override {
+    ++calls;
+    return MakeError(ErrorKind::kRuntime, "unavailable");
+  }
+  int calls = 0;
+};
+
+// Two i32 ndarrays, a (arg 0) and b (arg 1), and the launch state that
+// points at them.
+struct Launch {
+  std::vector<int32_t> a, b;
+  ir::SNodeTree snodes;
+  QdLaunchContext ctx{};
+  std::vector<ResolvedArgument> args{2};
+  AdStackStats stats;
+
+  Launch(int64_t na, int64_t nb) : a(na, 0), b(nb, 0) {
+    Point();
+    args[0].data_generation = args[1].data_generation = 1;
+  }
+  void Point() {
+    ctx.ndarray_data[0] = a.data();
+    ctx.ndarray_data[1] = b.data();
+    ctx.ndarray_shape[0][0] = static_cast<int64_t>(a.size());
+    ctx.ndarray_shape[1][0] = static_cast<int64_t>(b.size());
+    args[0].data = a.data();
+    args[1].data = b.data();
+    args[0].shape = {static_cast<int64_t>(a.size())};
+    args[1].shape = {static_cast<int64_t>(b.size())};
+  }
+  absl::StatusOr<int64_t> Size(LaunchSizer& sizer, const CompiledKernel& k) {
+    CompileConfig config;
+    auto layout =
+        sizer.Size(config, k, 0, snodes, nullptr, ctx, args, {}, &stats);
+    if (!layout.ok())
+      return layout.status();
+    return layout->capacities[0];
+  }
+};
+
+std::vector<ir::KernelParam> TwoArrays() {
+  return {ir::KernelParam::Ndarray("a", ir::PrimitiveType::kI32, 1),
+          ir::KernelParam::Ndarray("b", ir::PrimitiveType::kI32, 1)};
+}
+
+// max over j in [0, max over i of a[i]) of b[j], plus 2: the outer spec's
+// bound is the inner spec, so they take two rounds.
+SizeExpr::Ptr Nested() {
+  SizeExpr::Ptr inner = SizeExpr::MaxOverRange(
+      0, SizeExpr::Const(0), SizeExpr::NdarrayShape(0, 0),
+      SizeExpr::NdarrayRead(0, {SizeExpr::BoundVar(0)}));
+  return SizeExpr::Add(
+      SizeExpr::MaxOverRange(1, SizeExpr::Const(0), inner,
+                             SizeExpr::NdarrayRead(1, {SizeExpr::BoundVar(1)})),
+      SizeExpr::Const(2));
+}
+
+TEST(LaunchSizerTest, NestedSpecsTakeOneRoundPerDepthAndCacheSeparately) {
+  TestKernel kernel(TwoArrays(), Nested());
+  cpu::ThreadPool pool(2);
+  cpu::CpuMaxReducer reducer(&pool);
+  LaunchSizer sizer(kernel.task_adstacks());
+  sizer.set_reducer(&reducer);
+  Launch l(1000, 1000);
+  l.a[17] = 300;  // b is read over [0, 300)
+  l.b[299] = 55;
+  l.b[300] = 999;  // just outside: does not count
+  ASSERT_EQ(*l.Size(sizer, kernel), 55 + 2);
+  EXPECT_EQ(sizer.specs(0).size(), 2u);
+  EXPECT_EQ(l.stats.reducer_dispatches, 2);
+  EXPECT_EQ(l.stats.reducer_rounds, 2);
+  EXPECT_EQ(l.stats.tree_evaluations, 1);
+
+  ASSERT_EQ(*l.Size(sizer, kernel), 55 + 2);  // everything hot
+  EXPECT_EQ(l.stats.cache_hits, 1);
+  EXPECT_EQ(l.stats.reducer_dispatches, 2);
+
+  // Only b changes: the inner spec (over a) comes from its cache.
+  l.b[10] = 70;
+  l.args[1].data_generation = 2;
+  ASSERT_EQ(*l.Size(sizer, kernel), 70 + 2);
+  EXPECT_EQ(l.stats.reducer_dispatches, 3);
+  EXPECT_EQ(l.stats.reducer_cache_hits, 1);
+  EXPECT_EQ(l.stats.tree_evaluations, 2);
+}
+
+TEST(LaunchSizerTest, AxisPastTheGuardIsExactWithAReducerAndRaisesWithout) {
+  const int64_t n = (int64_t{1} << 24) + 10;
+  auto tree = SizeExpr::MaxOverRange(
+      0, SizeExpr::Const(0), SizeExpr::NdarrayShape(0, 0),
+      SizeExpr::Add(SizeExpr::NdarrayRead(0, {SizeExpr::BoundVar(0)}),
+                    SizeExpr::Const(2)));
+  TestKernel kernel(TwoArrays(), tree);
+  Launch l(n, 1);
+  l.a[n - 1] = 12;
+
+  LaunchSizer serial(kernel.task_adstacks());
+  auto raised = l.Size(serial, kernel);
+  ASSERT_FALSE(raised.ok());
+  const std::string message(raised.status().message());
+  EXPECT_NE(message.find("16777216"), std::string::npos) << message;
+  EXPECT_NE(message.find("'sized'"), std::string::npos) << message;
+  EXPECT_NE(message.find("model.py:42"), std::string::npos) << message;
+
+  // A reducer that fails leaves the range to the serial walk: same raise.
+  FailingReducer failing;
+  LaunchSizer fallback(kernel.task_adstacks());
+  fallback.set_reducer(&failing);
+  auto again = l.Size(fallback, kernel);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(failing.calls, 1);
+  EXPECT_NE(std::string(again.status().message()).find("16777216"),
+            std::string::npos);
+
+  cpu::CpuMaxReducer reducer;
+  LaunchSizer reduced(kernel.task_adstacks());
+  reduced.set_reducer(&reducer);
+  auto exact = l.Size(reduced, kernel);
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  EXPECT_EQ(*exact, 12 + 2);
+}
+
+TEST(LaunchSizerTest, FailingReducerFallsBackToTheSerialWalkWithinTheGuard) {
+  TestKernel kernel(TwoArrays(), Nested());
+  FailingReducer failing;
+  LaunchSizer sizer(kernel.task_adstacks());
+  sizer.set_reducer(&failing);
+  Launch l(100, 100);
+  l.a[3] = 50;
+  l.b[49] = 8;
+  ASSERT_EQ(*l.Size(sizer, kernel), 8 + 2);
+  EXPECT_EQ(l.stats.reducer_dispatches, 0);
+}
+
+}  // namespace
+}  // namespace quadrants::adstack

@@ -1,0 +1,377 @@
+"""The adstack max-reducer: trip counts such as range(arr[i]) under a parallel
+loop over i give a MaxOverRange over the whole axis, which the launch sizer
+hands to a parallel max-reduction instead of walking it serially (capped at
+1 << 24 iterations). Checks exact capacities and gradients past the cap, the
+dispatch counter and its caches, the raise for shapes outside the grammar,
+and the offline cache.
+
+Every gradient kernel runs v = x[i % 4], then trips[i] steps v = sin(v), then
+loss += v, so d loss / d x[c] has a closed form: the sum over the elements i
+with i % 4 == c of the product of cos() along that element's steps.
+debug=True makes a push past a stack's capacity raise at qd.sync(), and
+default_ad_stack_size=2 makes any stack left unsized overflow, so a passing
+gradient also proves the capacities cover every push.
+"""
+import inspect
+
+import numpy as np
+import pytest
+
+import quadrants as qd
+from quadrants.lang import runtime
+from tests import test_utils
+
+OPTIONS = dict(ad_stack_experimental_enabled=True, default_ad_stack_size=2,
+               default_fp=qd.f64, offline_cache=False, debug=True)
+GUARD = 1 << 24
+BIG = 1 << 25
+
+
+def stats():
+    return runtime.adstack_stats()
+
+
+def capacities():
+    return sorted(c for task in stats()["capacities"] for c in task)
+
+
+def dispatches():
+    return stats()["reducer_dispatches"]
+
+
+def source_line(code, marker):
+    """'file:line' of the one line of `code` containing `marker`."""
+    lines, start = inspect.getsourcelines(code)
+    hits = [start + k for k, line in enumerate(lines) if marker in line]
+    assert len(hits) == 1, (marker, hits)
+    return f"{inspect.getsourcefile(code)}:{hits[0]}"
+
+
+X0 = np.array([0.1, 0.5, -0.3, 0.9])
+
+
+def reference_grad(trips, groups):
+    """d loss / d x[c] for elements with `trips` steps of sin() on x[groups]."""
+    trips = np.asarray(trips, np.int64)
+    keys, counts = np.unique(trips * 4 + groups, return_counts=True)
+    grad = np.zeros(4)
+    for key, count in zip(keys, counts):
+        t, c = divmod(int(key), 4)
+        v, d = X0[c], 1.0
+        for _ in range(max(t, 0)):
+            d *= np.cos(v)
+            v = np.sin(v)
+        grad[c] += count * d
+    return grad
+
+
+class Harness:
+    def __init__(self):
+        self.x = qd.field(qd.f64, shape=4, needs_grad=True)
+        self.loss = qd.field(qd.f64, shape=(), needs_grad=True)
+        self.x.from_numpy(X0)
+
+    def grad(self, kernel, *args):
+        self.loss[None] = 0
+        self.x.grad.fill(0)
+        with qd.ad.Tape(loss=self.loss):
+            kernel(*args)
+        qd.sync()
+        return self.x.grad.to_numpy()
+
+
+def big_gating_array(n, peaks):
+    a = np.zeros(n, np.int32)
+    for index, value in peaks.items():
+        a[index] = value
+    arr = qd.ndarray(qd.i32, (n,))
+    arr.from_numpy(a)
+    return a, arr
+
+
+# ---- 1. exact capacities over 2^25 elements --------------------------------------
+
+BODIES = ["arr[i]", "arr[i] + k", "f[i] + arr[i]", "max(f[i], arr[i])"]
+
+
+@pytest.mark.parametrize("body", BODIES)
+@test_utils.test(arch=qd.cpu, **OPTIONS)
+def test_bound_over_an_axis_past_the_guard_is_sized_exactly(body):
+    h = Harness()
+    x, loss = h.x, h.loss
+    f = qd.field(qd.i32, shape=BIG)
+    k = 3
+
+    @qd.kernel
+    def plain(arr: qd.types.ndarray(qd.i32, 1)):
+        for i in range(arr.shape[0]):
+            v = x[i % 4]
+            for _ in range(arr[i]):
+                v = qd.sin(v)
+            loss[None] += v
+
+    @qd.kernel
+    def offset(arr: qd.types.ndarray(qd.i32, 1)):
+        for i in range(arr.shape[0]):
+            v = x[i % 4]
+            for _ in range(arr[i] + k):
+                v = qd.sin(v)
+            loss[None] += v
+
+    @qd.kernel
+    def summed(arr: qd.types.ndarray(qd.i32, 1)):
+        for i in range(arr.shape[0]):
+            v = x[i % 4]
+            for _ in range(f[i] + arr[i]):
+                v = qd.sin(v)
+            loss[None] += v
+
+    @qd.kernel
+    def larger(arr: qd.types.ndarray(qd.i32, 1)):
+        for i in range(arr.shape[0]):
+            v = x[i % 4]
+            for _ in range(qd.max(f[i], arr[i])):
+                v = qd.sin(v)
+            loss[None] += v
+
+    # The peak sits past the guard: a serial walk could not reach it.
+    a, arr = big_gating_array(BIG, {5: 4, GUARD + 77: 23, BIG - 1: 9})
+    fv = np.zeros(BIG, np.int32)
+    fv[[GUARD + 77, BIG - 2]] = [6, 31]
+    f.from_numpy(fv)
+    kernel, trips = {
+        "arr[i]": (plain, a),
+        "arr[i] + k": (offset, a.astype(np.int64) + k),
+        "f[i] + arr[i]": (summed, fv.astype(np.int64) + a),
+        "max(f[i], arr[i])": (larger, np.maximum(fv, a)),
+    }[body]
+    before = dispatches()
+    grad = h.grad(kernel, arr)
+    assert capacities() == [int(trips.max()) + 2], stats()
+    assert dispatches() > before, stats()
+    groups = np.arange(BIG) % 4
+    assert grad == pytest.approx(reference_grad(trips, groups), rel=1e-9, abs=1e-9)
+
+
+@test_utils.test(arch=qd.cpu, **OPTIONS)
+def test_two_axis_bound_past_the_guard_is_sized_exactly():
+    h = Harness()
+    x, loss = h.x, h.loss
+
+    @qd.kernel
+    def grid(arr2d: qd.types.ndarray(qd.i32, 2)):
+        for i in range(arr2d.shape[0]):
+            v = x[i % 4]
+            for j in range(arr2d.shape[1]):
+                for _ in range(arr2d[i, j]):
+                    v = qd.sin(v)
+            loss[None] += v
+
+    rows, cols = 1 << 12, 1 << 13  # 2^25 cells
+    values = np.zeros((rows, cols), np.int32)
+    values[3, 5], values[rows - 1, cols - 2], values[2100, 0] = 4, 17, 8
+    arr2d = qd.ndarray(qd.i32, (rows, cols))
+    arr2d.from_numpy(values)
+    grad = h.grad(grid, arr2d)
+    # The j loop's stack holds cols + 2; the innermost one the largest cell + 2.
+    assert capacities() == sorted([cols + 2, 17 + 2]), stats()
+    assert dispatches() >= 1, stats()
+    trips = values.sum(axis=1)
+    assert grad == pytest.approx(reference_grad(trips, np.arange(rows) % 4), rel=1e-9, abs=1e-9)
+
+
+# ---- 2. the dispatch counter and the caches ----------------------------------------
+
+@test_utils.test(**OPTIONS)
+def test_dispatches_advance_only_when_what_they_read_changes():
+    h = Harness()
+    x, loss = h.x, h.loss
+    n = 4096
+
+    @qd.kernel
+    def two_stacks(arr: qd.types.ndarray(qd.i32, 1), m: qd.i32):
+        for i in range(arr.shape[0]):
+            v = x[i % 4]
+            for _ in range(arr[i]):
+                v = qd.sin(v)
+            u = x[(i + 1) % 4]
+            for _ in range(m):
+                u = qd.sin(u)
+            loss[None] += v + u
+
+    @qd.kernel
+    def set_all(arr: qd.types.ndarray(qd.i32, 1), k: qd.i32):
+        for i in range(arr.shape[0]):
+            arr[i] = k
+
+    a, arr = big_gating_array(n, {10: 7, n - 1: 3})
+    other = qd.ndarray(qd.i32, (n,))
+
+    def launch(m, expect_caps):
+        h.grad(two_stacks, arr, m)
+        assert capacities() == sorted(expect_caps), stats()
+        return dispatches()
+
+    first = launch(5, [7 + 2, 5 + 2])
+    assert first >= 1
+    assert launch(5, [7 + 2, 5 + 2]) == first          # identical launch
+    hits = stats()["cache_hits"]
+    assert launch(5, [7 + 2, 5 + 2]) == first
+    assert stats()["cache_hits"] > hits                 # the task layer hit
+    # Only the scalar bound changes: the arr stack's capacity and the
+    # reducer result stay cached.
+    tree_hits = stats()["tree_cache_hits"]
+    assert launch(9, [7 + 2, 9 + 2]) == first
+    assert stats()["tree_cache_hits"] > tree_hits, stats()
+    other.fill(100)                                     # unrelated write
+    assert launch(9, [7 + 2, 9 + 2]) == first
+    arr[20] = 12                                        # host write
+    after_host = launch(9, [12 + 2, 9 + 2])
+    assert after_host > first
+    assert launch(9, [12 + 2, 9 + 2]) == after_host
+    set_all(arr, 2)                                     # a kernel writes it
+    after_kernel = launch(9, [2 + 2, 9 + 2])
+    assert after_kernel > after_host
+    assert launch(9, [2 + 2, 9 + 2]) == after_kernel
+
+
+@test_utils.test(**OPTIONS)
+def test_field_gated_dispatches_follow_field_writes():
+    h = Harness()
+    x, loss = h.x, h.loss
+    n = 1000
+    f = qd.field(qd.i32, shape=n)
+    unrelated = qd.field(qd.i32, shape=n)
+
+    @qd.kernel
+    def gated():
+        for i in f:
+            v = x[i % 4]
+            for _ in range(f[i] + 1):
+                v = qd.sin(v)
+            loss[None] += v
+
+    @qd.kernel
+    def bump(k: qd.i32):
+        f[k] += 10
+
+    f[7] = 4
+
+    def launch(expect):
+        grad = h.grad(gated)
+        assert capacities() == [expect + 1 + 2], stats()
+        trips = f.to_numpy().astype(np.int64) + 1
+        assert grad == pytest.approx(reference_grad(trips, np.arange(n) % 4), rel=1e-9)
+        return dispatches()
+
+    first = launch(4)
+    assert first >= 1
+    assert launch(4) == first
+    unrelated[3] = 50                       # another field
+    assert launch(4) == first
+    f[500] = 9                              # host write
+    second = launch(9)
+    assert second > first
+    bump(7)                                 # a kernel writes it: f[7] = 14
+    third = launch(14)
+    assert third > second
+    assert launch(14) == third
+
+
+# ---- 3. out-of-grammar shapes past the guard raise ---------------------------------
+
+@pytest.mark.parametrize("shape", ["halved_index", "i64_leaf"])
+@test_utils.test(arch=qd.cpu, **OPTIONS)
+def test_out_of_grammar_bound_past_the_guard_raises(shape):
+    h = Harness()
+    x, loss = h.x, h.loss
+
+    @qd.kernel
+    def halved_index(arr: qd.types.ndarray(qd.i32, 1)):
+        for i in range(arr.shape[0]):
+            v = x[i % 4]
+            for _ in range(arr[i // 2]):  # <- halved
+                v = qd.sin(v)
+            loss[None] += v
+
+    @qd.kernel
+    def wide_leaf(arr: qd.types.ndarray(qd.i64, 1)):
+        for i in range(arr.shape[0]):
+            v = x[i % 4]
+            for _ in range(arr[i]):  # <- wide
+                v = qd.sin(v)
+            loss[None] += v
+
+    here = inspect.currentframe().f_code
+    if shape == "halved_index":
+        kernel, where = halved_index, source_line(here, "# <- " + "halved")
+        values = np.zeros(GUARD + 8, np.int32)
+    else:
+        kernel, where = wide_leaf, source_line(here, "# <- " + "wide")
+        values = np.zeros(GUARD + 8, np.int64)
+    values[GUARD + 3] = 5
+    arr = qd.ndarray(qd.i32 if shape == "halved_index" else qd.i64, values.shape)
+    arr.from_numpy(values)
+    before = dispatches()
+    with pytest.raises(qd.QuadrantsError) as info:
+        h.grad(kernel, arr)
+    message = str(info.value)
+    assert "16777216" in message, message
+    assert kernel.__name__ in message, message
+    assert where in message, message
+    assert dispatches() == before, stats()
+
+
+# ---- 4. a compile-time-constant trip count captures nothing ------------------------
+
+@test_utils.test(**OPTIONS)
+def test_constant_trip_count_dispatches_nothing():
+    h = Harness()
+    x, loss = h.x, h.loss
+
+    @qd.kernel
+    def constant(arr: qd.types.ndarray(qd.i32, 1)):
+        for i in range(arr.shape[0]):
+            v = x[i % 4]
+            for _ in range(6):
+                v = qd.sin(v)
+            loss[None] += v
+
+    n = 64
+    arr = qd.ndarray(qd.i32, (n,))
+    grad = h.grad(constant, arr)
+    assert dispatches() == 0, stats()
+    assert stats()["reducer_cache_hits"] == 0, stats()
+    assert grad == pytest.approx(reference_grad(np.full(n, 6), np.arange(n) % 4), rel=1e-9)
+
+
+# ---- 5. the offline cache ------------------------------------------------------------
+
+@test_utils.test(arch=qd.cpu, **dict(OPTIONS, offline_cache=True))
+def test_a_cache_hit_sizes_identically(tmp_path):
+    a = np.zeros(GUARD + 64, np.int32)
+    a[[3, GUARD + 50]] = [2, 13]
+    results = []
+    for _ in range(2):
+        qd.init(arch=qd.cpu, **dict(OPTIONS, offline_cache=True,
+                                    offline_cache_file_path=str(tmp_path)))
+        h = Harness()
+        x, loss = h.x, h.loss
+
+        @qd.kernel
+        def cached(arr: qd.types.ndarray(qd.i32, 1)):
+            for i in range(arr.shape[0]):
+                v = x[i % 4]
+                for _ in range(arr[i] + 1):
+                    v = qd.sin(v)
+                loss[None] += v
+
+        arr = qd.ndarray(qd.i32, a.shape)
+        arr.from_numpy(a)
+        grad = h.grad(cached, arr)
+        results.append((capacities(), dispatches(), runtime.offline_cache_stats()["hits"], grad))
+    (caps0, disp0, hits0, grad0), (caps1, disp1, hits1, grad1) = results
+    assert hits0 == 0 and hits1 >= 1, results
+    assert caps0 == caps1 == [13 + 1 + 2]
+    assert disp0 == disp1 >= 1
+    assert grad1 == pytest.approx(grad0, rel=1e-12)
