@@ -116,3 +116,19 @@ def test_progress_lines_count_kernels_as_they_finish(tmp_path):
     progress = [line for line in lines if "so far" in line]
     assert [line.split()[1] for line in progress] == ["2", "4"]
     assert len(results) == 4 and "4 kernels on cpu" in summary
+
+
+def test_an_emptied_branch_still_compiles():
+    # The shrinker removes statements from branches; an if whose then-branch
+    # it emptied must still print as valid Python (a worker crashed on one).
+    def plain_ifs(spec):
+        return [s for s in spec.all_stmts() if isinstance(s, generator.If) and not s.jump]
+
+    spec = next(generator.generate(s) for s in range(1000) if plain_ifs(generator.generate(s)))
+    emptied = 0
+    for stmt in spec.all_stmts():
+        if isinstance(stmt, generator.If) and not stmt.jump:
+            stmt.then.clear()
+            emptied += 1
+    assert emptied
+    compile(spec.source(), "emptied", "exec")

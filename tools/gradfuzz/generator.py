@@ -168,7 +168,9 @@ class If(Stmt):
         return (self.then, self.orelse)
 
     def lines(self):
-        out = [f"if {self.cond}:"] + _indent(self.then + ([Raw(self.jump)] if self.jump else []))
+        then = self.then + ([Raw(self.jump)] if self.jump else [])
+        # The shrinker may empty the then-branch; Python needs a statement.
+        out = [f"if {self.cond}:"] + _indent(then or [Raw("pass")])
         if self.orelse:
             out += ["else:"] + _indent(self.orelse)
         return out
