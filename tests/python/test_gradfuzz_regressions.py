@@ -178,3 +178,32 @@ def test_break_then_continue_at_the_top_of_one_loop_body():
     h = 1e-6
     expected = [(reference(v + h, 6) - reference(v - h, 6)) / (2 * h) for v in xv]
     assert grad == pytest.approx(expected, **FD)
+
+
+# A dynamic loop whose body breaks under the condition of an enclosing `if`
+# (the same value), inside a constant loop: a parallel iteration whose trip
+# count is 0 must keep v. Lavapipe (Mesa 22.3) ran the break branch for it
+# from SPIR-V that spirv-val accepts and that skips the loop; the gradient
+# fuzzer found it as a finite-difference mismatch on vulkan (seed 3000509).
+# The SPIR-V emitter now takes an `if` on an enclosing `if`'s condition
+# without a branch, which lavapipe compiles correctly.
+@test_utils.test()
+def test_break_under_the_enclosing_if_condition_in_a_zero_trip_loop():
+    counts = qd.ndarray(qd.i32, 4)
+    counts.from_numpy(np.array([0, 5, 3, 2], np.int32))
+    out = qd.field(qd.f32, shape=4)
+
+    @qd.kernel
+    def run(c: qd.types.ndarray(qd.i32, 1)):
+        for i in range(4):
+            v = 1.0
+            for t in range(2):
+                if t % 2 == 1:
+                    for _ in range(c[i]):
+                        if t % 2 == 1:
+                            v = 7.0
+                            break
+            out[i] = v
+
+    run(counts)
+    assert out.to_numpy().tolist() == [1, 7, 7, 7]

@@ -245,6 +245,11 @@ class ShaderEmitter {
   absl::flat_hash_map<const Stmt*, Id> values_;
   absl::flat_hash_map<const Stmt*, std::vector<Id>> loop_indices_;
   std::vector<LoopTargets> loops_;
+  // Conditions of the enclosing `if`s whose then-branch is being emitted:
+  // an `if` on one of them takes its then-branch without a branch, which
+  // also keeps Mesa's lavapipe (22.3) from miscompiling a loop whose break
+  // sits under the same condition.
+  std::vector<Id> true_conditions_;
   Id random_state_ = 0;  // Function variable of the task's stream
 };
 
@@ -1822,14 +1827,21 @@ absl::Status ShaderEmitter::EmitWhile(const ir::WhileStmt& s) {
 
 absl::Status ShaderEmitter::EmitIf(const ir::IfStmt& s) {
   Id cond = AsBool(Get(s.cond()), s.cond()->type().element());
+  if (std::find(true_conditions_.begin(), true_conditions_.end(), cond) !=
+      true_conditions_.end()) {
+    return EmitBlock(*s.true_block());
+  }
   Id then_label = b_.NewId(), merge = b_.NewId();
   const bool has_else = !s.false_block()->empty();
   Id else_label = has_else ? b_.NewId() : merge;
   b_.OpVoid(spv::OpSelectionMerge, {merge, spv::SelectionControlMaskNone});
   b_.BranchConditional(cond, then_label, else_label);
   b_.Label(then_label);
-  if (absl::Status st = EmitBlock(*s.true_block()); !st.ok())
-    return st;
+  true_conditions_.push_back(cond);
+  absl::Status then_status = EmitBlock(*s.true_block());
+  true_conditions_.pop_back();
+  if (!then_status.ok())
+    return then_status;
   if (!b_.terminated())
     b_.Branch(merge);
   if (has_else) {
