@@ -61,6 +61,9 @@ struct AdStackStats {
   int64_t reducer_dispatches = 0;
   int64_t reducer_rounds = 0;
   int64_t reducer_cache_hits = 0;
+  // Of reducer_dispatches, those a device kernel or shader reduced rather
+  // than host threads.
+  int64_t device_reducer_dispatches = 0;
   int64_t sizer_dispatches = 0;  // on-device sizer runs so far (Vulkan)
 };
 

@@ -402,6 +402,8 @@ absl::StatusOr<AdStackLayout> LaunchSizer::Size(
         break;  // the serial walk takes over, guard included
       ++stats->reducer_rounds;
       stats->reducer_dispatches += static_cast<int64_t>(jobs.size());
+      if (reducer_->on_device())
+        stats->device_reducer_dispatches += static_cast<int64_t>(jobs.size());
       for (size_t j = 0; j < dispatched.size(); ++j) {
         Pending& p = *dispatched[j];
         results[p.spec->spec.node] = (*values)[j];

@@ -47,6 +47,9 @@ class MaxReducer {
   // One maximum per job, kNoValue where no point has a value.
   virtual absl::StatusOr<std::vector<int64_t>> Reduce(
       absl::Span<const ReducerJob> jobs) = 0;
+  // Whether the reduction runs on the accelerator (counted apart in the
+  // stats, so tests can tell it from a host fallback).
+  virtual bool on_device() const { return false; }
 };
 
 // Interprets `job`'s body over its points [lo, hi), linearized with the
