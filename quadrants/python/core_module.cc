@@ -683,6 +683,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
              d["reducer_rounds"] = s.reducer_rounds;
              d["reducer_cache_hits"] = s.reducer_cache_hits;
              d["device_reducer_dispatches"] = s.device_reducer_dispatches;
+             d["reducer_seconds"] = s.reducer_seconds;
              return d;
            })
       .def("offline_cache_stats", [](PyProgram& p) {

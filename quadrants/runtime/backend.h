@@ -64,6 +64,8 @@ struct AdStackStats {
   // Of reducer_dispatches, those a device kernel or shader reduced rather
   // than host threads.
   int64_t device_reducer_dispatches = 0;
+  // Wall time spent in max-reducers, results read back included.
+  double reducer_seconds = 0;
   int64_t sizer_dispatches = 0;  // on-device sizer runs so far (Vulkan)
 };
 

@@ -17,6 +17,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetOptions.h"
 #include "quadrants/codegen/llvm/gpu_entries.h"
+#include "quadrants/codegen/llvm/max_reduce_kernel.h"
 #include "quadrants/codegen/llvm/optimize.h"
 #include "quadrants/codegen/llvm/runtime_linker.h"
 #include "quadrants/common/errors.h"
@@ -95,6 +96,28 @@ void MarkKernel(llvm::Function* fn) {
       ->addOperand(llvm::MDNode::get(context, operands));
 }
 
+// The signed maximum of `value` over the full warp, by butterfly shuffles
+// of its two 32-bit halves.
+llvm::Value* WarpMax(llvm::IRBuilder<>& b, llvm::Value* value) {
+  llvm::Function* shuffle =
+      llvm::Intrinsic::getDeclaration(b.GetInsertBlock()->getModule(),
+                                      llvm::Intrinsic::nvvm_shfl_sync_bfly_i32);
+  for (int lanes = 16; lanes >= 1; lanes /= 2) {
+    llvm::Value* halves[2] = {
+        b.CreateTrunc(value, b.getInt32Ty()),
+        b.CreateTrunc(b.CreateLShr(value, 32), b.getInt32Ty())};
+    for (llvm::Value*& half : halves) {
+      half = b.CreateCall(
+          shuffle, {b.getInt32(-1), half, b.getInt32(lanes), b.getInt32(0x1f)});
+    }
+    llvm::Value* other =
+        b.CreateOr(b.CreateZExt(halves[0], b.getInt64Ty()),
+                   b.CreateShl(b.CreateZExt(halves[1], b.getInt64Ty()), 32));
+    value = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, value, other);
+  }
+  return value;
+}
+
 // The NVPTX spelling of the kernel entries: the global thread index from
 // the block and thread ids, and nvvm.annotations marking kernels.
 GpuEntryTarget NvptxEntries() {
@@ -112,6 +135,12 @@ GpuEntryTarget NvptxEntries() {
         SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x));
   };
   target.mark_kernel = MarkKernel;
+  target.subgroup_max = WarpMax;
+  target.subgroup_leader = [](llvm::IRBuilder<>& b) {
+    return b.CreateICmpEQ(
+        SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_laneid),
+        b.getInt64(0));
+  };
   return target;
 }
 
@@ -171,6 +200,18 @@ absl::StatusOr<std::string> PtxCompiler::Compile(LoweredKernel& lowered) {
   // do not, matching the CPU.
   module.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz",
                        static_cast<uint32_t>(0));
+  return Emit(module);
+}
+
+absl::StatusOr<std::string> PtxCompiler::CompileMaxReduce(
+    const MaxReduceShape& shape) {
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> module = BuildMaxReduceKernel(
+      shape, NvptxEntries(), context, triple_, data_layout_);
+  return Emit(*module);
+}
+
+absl::StatusOr<std::string> PtxCompiler::Emit(llvm::Module& module) {
   std::string problems;
   llvm::raw_string_ostream stream(problems);
   if (llvm::verifyModule(module, &stream)) {

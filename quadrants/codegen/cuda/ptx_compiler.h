@@ -9,6 +9,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "quadrants/codegen/llvm/gpu_entries.h"
 #include "quadrants/codegen/llvm/lowered_kernel.h"
+#include "quadrants/codegen/llvm/max_reduce_kernel.h"
 
 namespace quadrants::codegen {
 
@@ -32,6 +33,10 @@ class PtxCompiler {
   // emits PTX text.
   absl::StatusOr<std::string> Compile(LoweredKernel& lowered);
 
+  // PTX of the adstack sizing max-reduction kernel for `shape` (see
+  // codegen/llvm/max_reduce_kernel.h), entry kMaxReduceEntry.
+  absl::StatusOr<std::string> CompileMaxReduce(const MaxReduceShape& shape);
+
   static std::string EntryName(const std::string& function) {
     return GpuEntryName(function);
   }
@@ -43,6 +48,9 @@ class PtxCompiler {
               std::string libdevice, std::string description);
 
  private:
+  // Verifies, optimizes and prints `module` as PTX.
+  absl::StatusOr<std::string> Emit(llvm::Module& module);
+
   std::unique_ptr<llvm::TargetMachine> machine_;
   std::string libdevice_;  // the bitcode's bytes
   std::string triple_;

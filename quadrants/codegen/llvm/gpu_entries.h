@@ -19,6 +19,11 @@ struct GpuEntryTarget {
   std::function<llvm::Value*(llvm::IRBuilder<>&)> thread_count;
   // Makes `entry` a kernel the driver can launch.
   std::function<void(llvm::Function*)> mark_kernel;
+  // Optional: the signed maximum of an i64 over the running thread's
+  // subgroup (warp), every thread of which calls it, and whether the
+  // running thread is the subgroup's first.
+  std::function<llvm::Value*(llvm::IRBuilder<>&, llvm::Value*)> subgroup_max;
+  std::function<llvm::Value*(llvm::IRBuilder<>&)> subgroup_leader;
 };
 
 // Adds the kernel entries the shared GPU launcher calls for each task:

@@ -1,6 +1,7 @@
 #include "quadrants/runtime/adstack/launch_sizer.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -397,7 +398,11 @@ absl::StatusOr<AdStackLayout> LaunchSizer::Size(
           break;  // no progress: what is left takes the serial walk
         continue;
       }
+      const auto start = std::chrono::steady_clock::now();
       absl::StatusOr<std::vector<int64_t>> values = reducer_->Reduce(jobs);
+      stats->reducer_seconds += std::chrono::duration<double>(
+                                    std::chrono::steady_clock::now() - start)
+                                    .count();
       if (!values.ok())
         break;  // the serial walk takes over, guard included
       ++stats->reducer_rounds;

@@ -84,7 +84,22 @@ CudaBackend::CudaBackend(const CompileConfig& config,
                  std::make_shared<ManagedMemoryAllocator>(driver)),
       driver_(std::move(driver)),
       compiler_(std::move(compiler)),
-      cache_(offline_cache::OpenOfflineCache(config, &cache_stats_)) {}
+      cache_(offline_cache::OpenOfflineCache(config, &cache_stats_)) {
+  set_max_reduce_loader([this](const codegen::MaxReduceShape& shape) {
+    return LoadMaxReduce(shape);
+  });
+}
+
+absl::StatusOr<void*> CudaBackend::LoadMaxReduce(
+    const codegen::MaxReduceShape& shape) {
+  QD_ASSIGN_OR_RETURN(std::string ptx, compiler_->CompileMaxReduce(shape));
+  QD_ASSIGN_OR_RETURN(std::shared_ptr<CudaModule> module,
+                      LoadModule(driver_, ptx));
+  QD_ASSIGN_OR_RETURN(CUfunction function,
+                      module->Function(codegen::kMaxReduceEntry));
+  reduce_modules_.push_back(std::move(module));
+  return static_cast<void*>(function);
+}
 
 absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
     const CompileConfig& config) {

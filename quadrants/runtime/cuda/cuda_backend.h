@@ -45,9 +45,14 @@ class CudaBackend : public gpu::GpuBackend {
   codegen::LoweringOptions LoweringOptions() const;
   absl::StatusOr<offline_cache::KernelArtifact> Generate(
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes);
+  // Compiles and loads the adstack sizing reduction for `shape`.
+  absl::StatusOr<void*> LoadMaxReduce(const codegen::MaxReduceShape& shape);
 
   std::shared_ptr<CudaDriver> driver_;
   std::unique_ptr<codegen::PtxCompiler> compiler_;
+  // The loaded reduction modules (type-erased: the module class is private
+  // to the .cc), alive while their functions may run.
+  std::vector<std::shared_ptr<const void>> reduce_modules_;
 
   OfflineCacheStats cache_stats_;  // before cache_, which notes its directory
   std::optional<offline_cache::OfflineCache> cache_;

@@ -113,6 +113,16 @@ absl::Status GpuBackend::Synchronize() {
   return device_->Synchronize();
 }
 
+adstack::MaxReducer* GpuBackend::reducer() {
+  if (!reducer_ && max_reduce_loader_) {
+    reducer_ = std::make_unique<GpuMaxReducer>(device_, max_reduce_loader_,
+                                               resident_threads_);
+  } else if (!reducer_) {
+    reducer_ = std::make_unique<cpu::CpuMaxReducer>();
+  }
+  return reducer_.get();
+}
+
 absl::Status GpuBackend::ResolveRange(const GpuTask& task, int64_t range[2]) {
   QD_RETURN_IF_ERROR(UploadRuntime());
   KernelLaunch bounds;
@@ -144,9 +154,7 @@ absl::Status GpuBackend::RunTask(const GpuTask& task,
   if (task.kind != ir::TaskKind::kSerial)
     Shape(range[1] - range[0], !stacks.empty(), &run.grid, &run.block);
   if (!stacks.empty()) {
-    if (!host_reducer_)
-      host_reducer_ = std::make_unique<cpu::CpuMaxReducer>();
-    kernel.sizer->set_reducer(host_reducer_.get());
+    kernel.sizer->set_reducer(reducer());
     QD_ASSIGN_OR_RETURN(
         adstack_layout_,
         kernel.sizer->Size(config_, kernel, index, *snodes_, runtime_.root, ctx,

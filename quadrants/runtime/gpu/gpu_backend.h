@@ -15,6 +15,7 @@
 #include "quadrants/runtime/gpu/adstack_heap.h"
 #include "quadrants/runtime/gpu/device.h"
 #include "quadrants/runtime/gpu/device_buffer.h"
+#include "quadrants/runtime/gpu/gpu_max_reducer.h"
 #include "quadrants/runtime/llvm/host/launch_state.h"
 #include "quadrants/runtime/llvm/runtime_module/runtime_abi.h"
 
@@ -99,11 +100,18 @@ class GpuBackend : public Backend {
   void set_snodes(const ir::SNodeTree* snodes) { snodes_ = snodes; }
   const CompileConfig& config() const { return config_; }
   const std::shared_ptr<Device>& device() const { return device_; }
+  // Lets captured adstack MaxOverRanges reduce in device kernels that
+  // `loader` compiles; without one they reduce on host threads.
+  void set_max_reduce_loader(MaxReduceLoader loader) {
+    max_reduce_loader_ = std::move(loader);
+  }
 
  private:
   // Grid and block for `iterations` iterations of a task.
   void Shape(int64_t iterations, bool has_stacks, unsigned* grid,
              unsigned* block) const;
+  // The max-reducer sizing uses, made at first use.
+  adstack::MaxReducer* reducer();
   // Reads a range task's [begin, end) by running its bounds entry.
   absl::Status ResolveRange(const GpuTask& task, int64_t range[2]);
   absl::Status FinishQueued(const CompiledKernel& kernel, bool* queued);
@@ -137,9 +145,11 @@ class GpuBackend : public Backend {
   std::unique_ptr<AdStackHeap> adstack_heap_;
   adstack::AdStackLayout adstack_layout_;  // of the task being launched
   AdStackStats adstack_stats_;
-  // Evaluates captured adstack MaxOverRanges on host threads, reading the
-  // same host-addressable memory as the serial walk; made at first use.
-  std::unique_ptr<cpu::CpuMaxReducer> host_reducer_;
+  // Evaluates captured adstack MaxOverRanges: in device kernels when the
+  // backend gave a loader, else on host threads reading the same
+  // host-addressable memory as the serial walk. Made at first use.
+  MaxReduceLoader max_reduce_loader_;
+  std::unique_ptr<adstack::MaxReducer> reducer_;
 };
 
 }  // namespace quadrants::gpu
