@@ -85,15 +85,19 @@ llvm::Value* SpecialRegister(llvm::IRBuilder<>& b, llvm::Intrinsic::ID id) {
                       b.getInt64Ty());
 }
 
-void MarkKernel(llvm::Function* fn) {
+void Annotate(llvm::Function* fn, const char* key, int value) {
   llvm::Module& module = *fn->getParent();
   llvm::LLVMContext& context = module.getContext();
   llvm::Metadata* operands[] = {
-      llvm::ValueAsMetadata::get(fn), llvm::MDString::get(context, "kernel"),
+      llvm::ValueAsMetadata::get(fn), llvm::MDString::get(context, key),
       llvm::ValueAsMetadata::get(
-          llvm::ConstantInt::get(llvm::Type::getInt32Ty(context), 1))};
+          llvm::ConstantInt::get(llvm::Type::getInt32Ty(context), value))};
   module.getOrInsertNamedMetadata("nvvm.annotations")
       ->addOperand(llvm::MDNode::get(context, operands));
+}
+
+void MarkKernel(llvm::Function* fn) {
+  Annotate(fn, "kernel", 1);
 }
 
 // The signed maximum of `value` over the full warp, by butterfly shuffles
@@ -136,6 +140,7 @@ GpuEntryTarget NvptxEntries() {
   };
   target.mark_kernel = MarkKernel;
   target.subgroup_max = WarpMax;
+  target.global_address_space = 1;
   target.subgroup_leader = [](llvm::IRBuilder<>& b) {
     return b.CreateICmpEQ(
         SpecialRegister(b, llvm::Intrinsic::nvvm_read_ptx_sreg_laneid),
@@ -208,6 +213,12 @@ absl::StatusOr<std::string> PtxCompiler::CompileMaxReduce(
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> module = BuildMaxReduceKernel(
       shape, NvptxEntries(), context, triple_, data_layout_);
+  // A full SM of threads keeps the most loads in flight: cap the registers
+  // so that 2048 threads fit. 32-bit indices fit the cap without spills.
+  llvm::Function* fn = module->getFunction(kMaxReduceEntry);
+  Annotate(fn, "maxntidx", kMaxReduceBlock);
+  if (shape.narrow)
+    Annotate(fn, "minctasm", 2048 / kMaxReduceBlock);
   return Emit(*module);
 }
 

@@ -24,6 +24,9 @@ struct GpuEntryTarget {
   // running thread is the subgroup's first.
   std::function<llvm::Value*(llvm::IRBuilder<>&, llvm::Value*)> subgroup_max;
   std::function<llvm::Value*(llvm::IRBuilder<>&)> subgroup_leader;
+  // The address space of device memory, for loads the backend can route
+  // through its global (and read-only) paths.
+  unsigned global_address_space = 0;
 };
 
 // Adds the kernel entries the shared GPU launcher calls for each task:

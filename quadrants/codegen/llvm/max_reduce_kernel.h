@@ -25,15 +25,21 @@ struct MaxReduceShape {
     std::vector<adstack::ReadIndex> indices;
   };
   int num_axes = 0;
+  // Points, coordinates and byte offsets fit 32 bits, so the kernel's
+  // index arithmetic runs in 32 bits (half the registers).
+  bool narrow = false;
   std::vector<adstack::BodyInstr> code;  // kConst values are parameters
   std::vector<Read> reads;
 
   static MaxReduceShape Of(const adstack::ReducerJob& job);
+  // How many i64 parameter words its kernel takes (see MaxReduceParams).
+  int NumParams() const;
   // Equal for jobs one kernel serves.
   std::string Key() const;
 };
 
-// The kernel's parameter block for `job`, as i64 words:
+// The kernel's parameter words for `job`, each an i64 kernel argument, so
+// a launch copies nothing in:
 //   [0]                        the number of points
 //   per axis                   begin, count
 //   per kConst instruction     its value
@@ -42,9 +48,11 @@ struct MaxReduceShape {
 std::vector<int64_t> MaxReduceParams(const adstack::ReducerJob& job);
 
 inline constexpr char kMaxReduceEntry[] = "qd_max_reduce";
+// Threads per block the kernel is launched (and register-limited) for.
+inline constexpr int kMaxReduceBlock = 256;
 
 // Builds
-//   void qd_max_reduce(const i64* params, i64* out)
+//   void qd_max_reduce(i64* out, i64 word0, ..., i64 wordN-1)
 // which folds the body's maximum over its share of the points (grid-stride,
 // innermost axis fastest) into *out with an atomic signed max. *out starts
 // at adstack::kNoValue, which is also what a point without a value gives.
@@ -55,6 +63,12 @@ std::unique_ptr<llvm::Module> BuildMaxReduceKernel(const MaxReduceShape& shape,
                                                    llvm::LLVMContext& context,
                                                    const std::string& triple,
                                                    const std::string& layout);
+
+// Adds, for callers that cannot pass a shape-dependent number of arguments
+// (a host running the kernel as a plain function),
+//   void qd_max_reduce_packed(const i64* words, i64* out)
+inline constexpr char kMaxReducePackedEntry[] = "qd_max_reduce_packed";
+void AddPackedMaxReduceEntry(llvm::Module& module);
 
 }  // namespace quadrants::codegen
 

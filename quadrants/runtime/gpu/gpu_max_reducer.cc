@@ -9,11 +9,22 @@
 namespace quadrants::gpu {
 namespace {
 
-constexpr unsigned kBlock = 256;
+constexpr unsigned kBlock = codegen::kMaxReduceBlock;
 
 // Past this many points a reduction would run for seconds: raise instead,
 // and the serial walk's guard names the loop.
 constexpr int64_t kMaxPoints = int64_t{1} << 40;
+
+// Kernel arguments CUDA passes (4 KiB) with the result's address.
+constexpr int kMaxParams = 500;
+
+// Result slots, each starting at kNoValue: a reduction takes the next one,
+// so a launch copies nothing in; refilled when all are used.
+constexpr int64_t kSlots = 4096;
+
+// Blocks of the grid per resident block: a few waves even out the SMs'
+// finishing times.
+constexpr int64_t kWaves = 2;
 
 }  // namespace
 
@@ -33,12 +44,16 @@ absl::StatusOr<void*> GpuMaxReducer::Kernel(
   return function;
 }
 
-absl::Status GpuMaxReducer::Reserve(DeviceBuffer* buffer, int64_t bytes) {
-  if (buffer->size() >= bytes)
-    return absl::OkStatus();
-  QD_ASSIGN_OR_RETURN(
-      *buffer, DeviceBuffer::Allocate(device_, std::max<int64_t>(bytes, 4096)));
-  return absl::OkStatus();
+absl::StatusOr<uint64_t> GpuMaxReducer::NextSlot() {
+  if (!slots_.get() || next_slot_ == kSlots) {
+    if (!slots_.get()) {
+      QD_ASSIGN_OR_RETURN(slots_, DeviceBuffer::Allocate(device_, kSlots * 8));
+    }
+    const std::vector<int64_t> empty(kSlots, adstack::kNoValue);
+    QD_RETURN_IF_ERROR(slots_.Upload(empty.data(), kSlots * 8));
+    next_slot_ = 0;
+  }
+  return slots_.get() + static_cast<uint64_t>(8 * next_slot_++);
 }
 
 absl::StatusOr<int64_t> GpuMaxReducer::ReduceOne(
@@ -52,23 +67,27 @@ absl::StatusOr<int64_t> GpuMaxReducer::ReduceOne(
         absl::StrCat("adstack sizing: a maximum over ", points,
                      " points exceeds the reducer's limit of ", kMaxPoints));
   }
-  QD_ASSIGN_OR_RETURN(void* function, Kernel(codegen::MaxReduceShape::Of(job)));
-  const std::vector<int64_t> params = codegen::MaxReduceParams(job);
-  const int64_t param_bytes = static_cast<int64_t>(params.size() * 8);
-  QD_RETURN_IF_ERROR(Reserve(&params_, param_bytes));
-  QD_RETURN_IF_ERROR(Reserve(&out_, 8));
-  QD_RETURN_IF_ERROR(params_.Upload(params.data(), param_bytes));
-  int64_t result = adstack::kNoValue;
-  QD_RETURN_IF_ERROR(out_.Upload(&result, 8));
+  const codegen::MaxReduceShape shape = codegen::MaxReduceShape::Of(job);
+  if (shape.NumParams() > kMaxParams) {
+    return MakeError(
+        ErrorKind::kRuntime,
+        absl::StrCat("adstack sizing: a reducer kernel would take ",
+                     shape.NumParams(), " parameters, over ", kMaxParams));
+  }
+  QD_ASSIGN_OR_RETURN(void* function, Kernel(shape));
+  QD_ASSIGN_OR_RETURN(const uint64_t out, NextSlot());
   KernelLaunch launch;
   launch.function = function;
   launch.block = kBlock;
   const int64_t blocks = (points + kBlock - 1) / kBlock;
   launch.grid = static_cast<unsigned>(std::max<int64_t>(
-      1, std::min<int64_t>(blocks, resident_threads_ / kBlock)));
-  launch.params = {params_.get(), out_.get()};
+      1, std::min<int64_t>(blocks, kWaves * resident_threads_ / kBlock)));
+  launch.params = {out};
+  for (int64_t word : codegen::MaxReduceParams(job))
+    launch.params.push_back(static_cast<uint64_t>(word));
   QD_RETURN_IF_ERROR(device_->Launch(launch));
-  QD_RETURN_IF_ERROR(out_.Download(&result, 8));
+  int64_t result = adstack::kNoValue;
+  QD_RETURN_IF_ERROR(device_->CopyToHost(&result, out, 8));
   return result;
 }
 

@@ -35,15 +35,15 @@ class GpuMaxReducer : public adstack::MaxReducer {
  private:
   absl::StatusOr<void*> Kernel(const codegen::MaxReduceShape& shape);
   absl::StatusOr<int64_t> ReduceOne(const adstack::ReducerJob& job);
-  // Makes `buffer` hold at least `bytes`.
-  absl::Status Reserve(DeviceBuffer* buffer, int64_t bytes);
+  // The device address of a result slot holding kNoValue.
+  absl::StatusOr<uint64_t> NextSlot();
 
   std::shared_ptr<Device> device_;
   MaxReduceLoader loader_;
   int resident_threads_;
   absl::flat_hash_map<std::string, void*> kernels_;
-  DeviceBuffer params_;
-  DeviceBuffer out_;
+  DeviceBuffer slots_;
+  int64_t next_slot_ = 0;
 };
 
 }  // namespace quadrants::gpu

@@ -129,6 +129,32 @@ class RandomJob {
   std::mt19937 rng_;
 };
 
+// The kernel's result for `job`, its index arithmetic `narrow` or not.
+int64_t RunOnHost(CpuJit& jit, const ReducerJob& job, bool narrow) {
+  MaxReduceShape shape = MaxReduceShape::Of(job);
+  shape.narrow = narrow;
+  llvm::LLVMContext context;
+  auto module = BuildMaxReduceKernel(shape, HostThreads(), context,
+                                     jit.triple(), jit.data_layout());
+  AddPackedMaxReduceEntry(*module);
+  OptimizeModule(*module, jit.target_machine());
+  auto object = jit.EmitObject(*module);
+  EXPECT_TRUE(object.ok()) << object.status();
+  auto dylib = jit.AddObject(*object);
+  EXPECT_TRUE(dylib.ok()) << dylib.status();
+  auto kernel = jit.Lookup(*dylib, kMaxReducePackedEntry);
+  auto thread = jit.Lookup(*dylib, kThreadGlobal);
+  EXPECT_TRUE(kernel.ok() && thread.ok());
+  const std::vector<int64_t> params = MaxReduceParams(job);
+  int64_t out = adstack::kNoValue;
+  auto run = reinterpret_cast<void (*)(const int64_t*, int64_t*)>(*kernel);
+  for (int64_t t = 0; t < kThreads; ++t) {
+    *static_cast<int64_t*>(*thread) = t;
+    run(params.data(), &out);
+  }
+  return out;
+}
+
 TEST(MaxReduceKernelTest, MatchesTheHostInterpreterOnRandomJobs) {
   auto jit = CpuJit::Create();
   ASSERT_TRUE(jit.ok()) << jit.status();
@@ -136,35 +162,38 @@ TEST(MaxReduceKernelTest, MatchesTheHostInterpreterOnRandomJobs) {
   for (uint32_t seed = 0; seed < 300; ++seed) {
     std::vector<Array> arrays;
     const ReducerJob job = RandomJob(seed).Make(&arrays);
-    llvm::LLVMContext context;
-    auto module =
-        BuildMaxReduceKernel(MaxReduceShape::Of(job), HostThreads(), context,
-                             (*jit)->triple(), (*jit)->data_layout());
-    OptimizeModule(*module, (*jit)->target_machine());
-    auto object = (*jit)->EmitObject(*module);
-    ASSERT_TRUE(object.ok()) << object.status();
-    auto dylib = (*jit)->AddObject(*object);
-    ASSERT_TRUE(dylib.ok()) << dylib.status();
-    auto kernel = (*jit)->Lookup(*dylib, kMaxReduceEntry);
-    auto thread = (*jit)->Lookup(*dylib, kThreadGlobal);
-    ASSERT_TRUE(kernel.ok() && thread.ok());
-    const std::vector<int64_t> params = MaxReduceParams(job);
-    int64_t out = adstack::kNoValue;
-    auto run = reinterpret_cast<void (*)(const int64_t*, int64_t*)>(*kernel);
-    for (int64_t t = 0; t < kThreads; ++t) {
-      *static_cast<int64_t*>(*thread) = t;
-      run(params.data(), &out);
-    }
+    ASSERT_TRUE(MaxReduceShape::Of(job).narrow);
     const int64_t expected =
         adstack::BodyInterpreter(job).Reduce(0, job.Points());
-    EXPECT_EQ(out, expected)
-        << "seed " << seed << ", shape " << MaxReduceShape::Of(job).Key();
+    for (bool narrow : {true, false}) {
+      EXPECT_EQ(RunOnHost(**jit, job, narrow), expected)
+          << "seed " << seed << ", narrow " << narrow << ", shape "
+          << MaxReduceShape::Of(job).Key();
+    }
     ++checked;
     with_value += expected != adstack::kNoValue;
   }
   EXPECT_EQ(checked, 300);
   // The jobs exercise values, not only empty maxima.
   EXPECT_GT(with_value, 150);
+}
+
+TEST(MaxReduceKernelTest, WideRangesTakeSixtyFourBitIndices) {
+  ReducerJob job;
+  job.begin = {0};
+  job.end = {int64_t{1} << 31};
+  job.code = {{BodyOp::kAxis, 0, -1, 0}};
+  EXPECT_FALSE(MaxReduceShape::Of(job).narrow);
+  job.end = {1 << 20};
+  EXPECT_TRUE(MaxReduceShape::Of(job).narrow);
+  job.begin = {-(int64_t{1} << 40)};
+  EXPECT_FALSE(MaxReduceShape::Of(job).narrow);
+  // An axis past 32 bits, reduced with 64-bit indices, gives its exact end.
+  auto jit = CpuJit::Create();
+  ASSERT_TRUE(jit.ok()) << jit.status();
+  job.begin = {(int64_t{1} << 33) - 5};
+  job.end = {(int64_t{1} << 33) + 7};
+  EXPECT_EQ(RunOnHost(**jit, job, false), (int64_t{1} << 33) + 6);
 }
 
 TEST(MaxReduceKernelTest, ShapeKeyIgnoresConstantsButNotStructure) {
@@ -181,6 +210,7 @@ TEST(MaxReduceKernelTest, ShapeKeyIgnoresConstantsButNotStructure) {
   b.code[2].op = BodyOp::kMul;
   EXPECT_NE(MaxReduceShape::Of(a).Key(), MaxReduceShape::Of(b).Key());
   EXPECT_EQ(MaxReduceParams(b), (std::vector<int64_t>{1 << 20, 0, 1 << 20, 9}));
+  EXPECT_EQ(MaxReduceShape::Of(b).NumParams(), 4);
 }
 
 TEST(MaxReduceKernelTest, PtxCombinesAWarpBeforeOneAtomic) {
