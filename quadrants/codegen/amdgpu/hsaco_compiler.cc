@@ -190,6 +190,7 @@ GpuEntryTarget AmdgpuEntries() {
   target.mark_kernel = [](llvm::Function* entry) {
     entry->setCallingConv(llvm::CallingConv::AMDGPU_KERNEL);
   };
+  target.global_address_space = 1;
   return target;
 }
 
@@ -339,6 +340,19 @@ absl::StatusOr<std::string> HsacoCompiler::Compile(LoweredKernel& lowered) {
   module.setDataLayout(data_layout_);
   MoveAllocasToPrivate(module);
   QD_RETURN_IF_ERROR(DefineOclcControls(module, AmdgpuIsaVersion(gfx_target_)));
+  return EmitCodeObject(module);
+}
+
+absl::StatusOr<std::string> HsacoCompiler::CompileMaxReduce(
+    const MaxReduceShape& shape) {
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> module = BuildMaxReduceKernel(
+      shape, AmdgpuEntries(), context, triple_, data_layout_);
+  return EmitCodeObject(*module);
+}
+
+absl::StatusOr<std::string> HsacoCompiler::EmitCodeObject(
+    llvm::Module& module) {
   // The runtime module, built by clang for amdgcn, carries the flag too.
   if (!module.getModuleFlag("amdhsa_code_object_version")) {
     module.addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version",

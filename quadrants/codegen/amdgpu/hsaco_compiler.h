@@ -9,6 +9,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "quadrants/codegen/llvm/gpu_entries.h"
 #include "quadrants/codegen/llvm/lowered_kernel.h"
+#include "quadrants/codegen/llvm/max_reduce_kernel.h"
 
 namespace quadrants::codegen {
 
@@ -46,6 +47,9 @@ class HsacoCompiler {
   // Adds the entries, links the runtime module and ocml, optimizes, emits
   // an object and links it into a code object.
   absl::StatusOr<std::string> Compile(LoweredKernel& lowered);
+  // The code object of the adstack sizing max-reduction kernel for `shape`
+  // (see codegen/llvm/max_reduce_kernel.h), entry kMaxReduceEntry.
+  absl::StatusOr<std::string> CompileMaxReduce(const MaxReduceShape& shape);
 
   static std::string EntryName(const std::string& function) {
     return GpuEntryName(function);
@@ -58,6 +62,10 @@ class HsacoCompiler {
                 std::string gfx_target, std::string ocml, std::string lld);
 
  private:
+  // Compiles every function for this GPU, verifies, optimizes, emits an
+  // object and links it into a code object.
+  absl::StatusOr<std::string> EmitCodeObject(llvm::Module& module);
+
   std::unique_ptr<llvm::TargetMachine> machine_;
   std::string gfx_target_;
   std::string ocml_;  // the bitcode's bytes

@@ -63,7 +63,22 @@ AmdgpuBackend::AmdgpuBackend(const CompileConfig& config,
                  std::make_shared<HipManagedMemoryAllocator>(driver)),
       driver_(std::move(driver)),
       compiler_(std::move(compiler)),
-      cache_(offline_cache::OpenOfflineCache(config, &cache_stats_)) {}
+      cache_(offline_cache::OpenOfflineCache(config, &cache_stats_)) {
+  set_max_reduce_loader([this](const codegen::MaxReduceShape& shape) {
+    return LoadMaxReduce(shape);
+  });
+}
+
+absl::StatusOr<void*> AmdgpuBackend::LoadMaxReduce(
+    const codegen::MaxReduceShape& shape) {
+  QD_ASSIGN_OR_RETURN(std::string hsaco, compiler_->CompileMaxReduce(shape));
+  QD_ASSIGN_OR_RETURN(std::shared_ptr<HipModule> module,
+                      LoadModule(driver_, hsaco));
+  QD_ASSIGN_OR_RETURN(hipFunction_t function,
+                      module->Function(codegen::kMaxReduceEntry));
+  reduce_modules_.push_back(std::move(module));
+  return static_cast<void*>(function);
+}
 
 absl::StatusOr<std::unique_ptr<AmdgpuBackend>> AmdgpuBackend::Create(
     const CompileConfig& config) {

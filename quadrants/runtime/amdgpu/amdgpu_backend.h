@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "quadrants/codegen/amdgpu/hsaco_compiler.h"
 #include "quadrants/runtime/amdgpu/hip_driver.h"
@@ -37,8 +38,14 @@ class AmdgpuBackend : public gpu::GpuBackend {
                 std::unique_ptr<codegen::HsacoCompiler> compiler);
 
  private:
+  // Compiles and loads the adstack sizing reduction for `shape`.
+  absl::StatusOr<void*> LoadMaxReduce(const codegen::MaxReduceShape& shape);
+
   std::shared_ptr<HipDriver> driver_;
   std::unique_ptr<codegen::HsacoCompiler> compiler_;
+  // The loaded reduction modules (type-erased: the module class is private
+  // to the .cc), alive while their functions may run.
+  std::vector<std::shared_ptr<const void>> reduce_modules_;
   OfflineCacheStats cache_stats_;  // before cache_, which notes its directory
   std::optional<offline_cache::OfflineCache> cache_;
 };

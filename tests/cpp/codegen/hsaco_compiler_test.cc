@@ -89,6 +89,35 @@ TEST_P(HsacoCompilerTest, EverySampleKernelAndGradientCompiles) {
   EXPECT_GE(compiled, 10);
 }
 
+// The adstack sizing reduction (two axes, a read, a missing-value constant)
+// compiles to a valid code object whose kernel is the reducer's entry.
+TEST_P(HsacoCompilerTest, MaxReduceKernelCompiles) {
+  auto compiler = HsacoCompiler::Create(GetParam());
+  ASSERT_TRUE(compiler.ok()) << compiler.status();
+  adstack::ReducerJob job;
+  job.begin = {0, 0};
+  job.end = {64, 32};
+  job.code = {{adstack::BodyOp::kRead, 0, -1, 0},
+              {adstack::BodyOp::kConst, -1, -1, 3},
+              {adstack::BodyOp::kAdd, 0, 1, 0}};
+  adstack::BodyRead read;
+  read.indices = {{true, 0}, {true, 1}};
+  job.reads = {read};
+  adstack::ResolvedRead where;
+  where.dtype = ir::PrimitiveType::kU16;
+  where.extents = {64, 32};
+  where.byte_strides = {64, 2};
+  job.resolved = {where};
+  for (bool narrow : {true, false}) {
+    MaxReduceShape shape = MaxReduceShape::Of(job);
+    shape.narrow = narrow;
+    auto hsaco = (*compiler)->CompileMaxReduce(shape);
+    ASSERT_TRUE(hsaco.ok()) << hsaco.status();
+    absl::Status valid = CheckCodeObject(*hsaco, GetParam(), {kMaxReduceEntry});
+    EXPECT_TRUE(valid.ok()) << valid;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Targets, HsacoCompilerTest,
                          ::testing::Values("gfx90a", "gfx942", "gfx1100"));
 
