@@ -555,6 +555,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
           })
       .def_readwrite("cpu_max_num_threads", &CompileConfig::cpu_max_num_threads)
       .def_readwrite("print_ir", &CompileConfig::print_ir)
+      .def_readwrite("cpu_simd", &CompileConfig::cpu_simd)
       .def_readwrite("ad_stack_experimental_enabled",
                      &CompileConfig::ad_stack_experimental_enabled)
       .def_readwrite("ad_stack_size", &CompileConfig::ad_stack_size)

@@ -22,6 +22,9 @@ struct CompileConfig {
   ir::PrimitiveType default_fp = ir::PrimitiveType::kF32;
   ir::PrimitiveType default_ip = ir::PrimitiveType::kI32;
   int cpu_max_num_threads = 0;  // 0: one per hardware thread
+  // The CPU backend lets LLVM's loop and SLP vectorizers put iterations in
+  // SIMD lanes; false keeps every task scalar.
+  bool cpu_simd = true;
   bool print_ir = false;
   bool ad_stack_experimental_enabled = false;
   int64_t ad_stack_size = 0;  // > 0 forces every adstack to this capacity

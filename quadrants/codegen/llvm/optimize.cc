@@ -7,14 +7,15 @@
 
 namespace quadrants::codegen {
 
-void OptimizeModule(llvm::Module& module, llvm::TargetMachine& machine) {
+void OptimizeModule(llvm::Module& module, llvm::TargetMachine& machine,
+                    bool vectorize) {
   llvm::LoopAnalysisManager loops;
   llvm::FunctionAnalysisManager functions;
   llvm::CGSCCAnalysisManager cgscc;
   llvm::ModuleAnalysisManager modules;
   llvm::PipelineTuningOptions tuning;
-  tuning.LoopVectorization = true;
-  tuning.SLPVectorization = true;
+  tuning.LoopVectorization = vectorize;
+  tuning.SLPVectorization = vectorize;
   llvm::PassBuilder builder(&machine, tuning);
   builder.registerModuleAnalyses(modules);
   builder.registerCGSCCAnalyses(cgscc);

@@ -7,7 +7,10 @@
 namespace quadrants::codegen {
 
 // Runs the new pass manager's O3 pipeline for `machine`'s target.
-void OptimizeModule(llvm::Module& module, llvm::TargetMachine& machine);
+// `vectorize` false leaves LLVM's loop and SLP vectorizers out, so the code
+// stays scalar.
+void OptimizeModule(llvm::Module& module, llvm::TargetMachine& machine,
+                    bool vectorize = true);
 
 }  // namespace quadrants::codegen
 

@@ -98,7 +98,8 @@ absl::StatusOr<offline_cache::KernelArtifact> CpuBackend::Generate(
       *lowered.module,
       absl::MakeConstSpan(kRuntimeBitcodeX86_64, kRuntimeBitcodeX86_64_size),
       entry_points));
-  codegen::OptimizeModule(*lowered.module, jit_->target_machine());
+  codegen::OptimizeModule(*lowered.module, jit_->target_machine(),
+                          config_.cpu_simd);
   offline_cache::KernelArtifact artifact;
   QD_ASSIGN_OR_RETURN(artifact.object, jit_->EmitObject(*lowered.module));
   artifact.tasks = std::move(lowered.tasks);
@@ -118,7 +119,8 @@ CpuBackend::LoadOrGenerate(const ir::Kernel& offloaded,
                                                   kRuntimeBitcodeX86_64_size));
     key = offline_cache::CacheKey(
         offloaded, snodes,
-        absl::StrCat(LoweringOptions().ToString(), " runtime=", runtime_hash),
+        absl::StrCat(LoweringOptions().ToString(), " runtime=", runtime_hash,
+                     " simd=", config_.cpu_simd),
         jit_->TargetDescription());
   }
   return offline_cache::LoadOrGenerate<std::string>(

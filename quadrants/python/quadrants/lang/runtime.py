@@ -38,6 +38,7 @@ _OPTIONS = {
     "cfg_optimization": (bool, True, None),
     "print_ir": (bool, False, None),
     "cpu_max_num_threads": (int, 0, "non_negative"),
+    "cpu_simd": (bool, True, None),
     "random_seed": (int, 0, None),
     "device_memory_GB": ((int, float), None, "positive"),
     "device_memory_fraction": ((int, float), None, "fraction"),
@@ -151,6 +152,7 @@ def init(arch=None, **options):
     config.default_fp = values["default_fp"].name
     config.default_ip = values["default_ip"].name
     config.cpu_max_num_threads = values["cpu_max_num_threads"]
+    config.cpu_simd = values["cpu_simd"]
     config.print_ir = values["print_ir"]
     config.ad_stack_experimental_enabled = values["ad_stack_experimental_enabled"]
     config.ad_stack_size = values["ad_stack_size"]
