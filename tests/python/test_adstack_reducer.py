@@ -25,6 +25,8 @@ OPTIONS = dict(ad_stack_experimental_enabled=True, default_ad_stack_size=2,
                default_fp=qd.f64, offline_cache=False, debug=True)
 GUARD = 1 << 24
 BIG = 1 << 25
+# The backends with a max-reducer; on vulkan it is the reducer shader.
+ARCHS = [qd.cpu, qd.cuda, qd.vulkan]
 
 
 def stats():
@@ -37,6 +39,28 @@ def capacities():
 
 def dispatches():
     return stats()["reducer_dispatches"]
+
+
+def arch():
+    return qd.lang.impl.current_cfg().arch
+
+
+def device_dispatches():
+    return stats()["device_reducer_dispatches"]
+
+
+class Counted:
+    """Snapshots the dispatch counters; `ran()` checks that the reducer ran
+    since, and on vulkan that it ran on the device."""
+
+    def __init__(self):
+        self.total, self.device = dispatches(), device_dispatches()
+
+    def ran(self):
+        assert dispatches() > self.total, stats()
+        if arch() == qd.vulkan:
+            assert device_dispatches() > self.device, stats()
+        return True
 
 
 def source_line(code, marker):
@@ -95,7 +119,7 @@ BODIES = ["arr[i]", "arr[i] + k", "f[i] + arr[i]", "max(f[i], arr[i])"]
 
 
 @pytest.mark.parametrize("body", BODIES)
-@test_utils.test(arch=qd.cpu, **OPTIONS)
+@test_utils.test(arch=ARCHS, **OPTIONS)
 def test_bound_over_an_axis_past_the_guard_is_sized_exactly(body):
     h = Harness()
     x, loss = h.x, h.loss
@@ -145,15 +169,15 @@ def test_bound_over_an_axis_past_the_guard_is_sized_exactly(body):
         "f[i] + arr[i]": (summed, fv.astype(np.int64) + a),
         "max(f[i], arr[i])": (larger, np.maximum(fv, a)),
     }[body]
-    before = dispatches()
+    before = Counted()
     grad = h.grad(kernel, arr)
     assert capacities() == [int(trips.max()) + 2], stats()
-    assert dispatches() > before, stats()
+    assert before.ran()
     groups = np.arange(BIG) % 4
     assert grad == pytest.approx(reference_grad(trips, groups), rel=1e-9, abs=1e-9)
 
 
-@test_utils.test(arch=qd.cpu, **OPTIONS)
+@test_utils.test(arch=ARCHS, **OPTIONS)
 def test_two_axis_bound_past_the_guard_is_sized_exactly():
     h = Harness()
     x, loss = h.x, h.loss
@@ -172,10 +196,11 @@ def test_two_axis_bound_past_the_guard_is_sized_exactly():
     values[3, 5], values[rows - 1, cols - 2], values[2100, 0] = 4, 17, 8
     arr2d = qd.ndarray(qd.i32, (rows, cols))
     arr2d.from_numpy(values)
+    before = Counted()
     grad = h.grad(grid, arr2d)
     # The j loop's stack holds cols + 2; the innermost one the largest cell + 2.
     assert capacities() == sorted([cols + 2, 17 + 2]), stats()
-    assert dispatches() >= 1, stats()
+    assert before.ran()
     trips = values.sum(axis=1)
     assert grad == pytest.approx(reference_grad(trips, np.arange(rows) % 4), rel=1e-9, abs=1e-9)
 
@@ -212,8 +237,9 @@ def test_dispatches_advance_only_when_what_they_read_changes():
         assert capacities() == sorted(expect_caps), stats()
         return dispatches()
 
+    before = Counted()
     first = launch(5, [7 + 2, 5 + 2])
-    assert first >= 1
+    assert before.ran()
     assert launch(5, [7 + 2, 5 + 2]) == first          # identical launch
     hits = stats()["cache_hits"]
     assert launch(5, [7 + 2, 5 + 2]) == first
@@ -226,12 +252,14 @@ def test_dispatches_advance_only_when_what_they_read_changes():
     other.fill(100)                                     # unrelated write
     assert launch(9, [7 + 2, 9 + 2]) == first
     arr[20] = 12                                        # host write
+    before = Counted()
     after_host = launch(9, [12 + 2, 9 + 2])
-    assert after_host > first
+    assert after_host > first and before.ran()
     assert launch(9, [12 + 2, 9 + 2]) == after_host
     set_all(arr, 2)                                     # a kernel writes it
+    before = Counted()
     after_kernel = launch(9, [2 + 2, 9 + 2])
-    assert after_kernel > after_host
+    assert after_kernel > after_host and before.ran()
     assert launch(9, [2 + 2, 9 + 2]) == after_kernel
 
 
@@ -264,8 +292,9 @@ def test_field_gated_dispatches_follow_field_writes():
         assert grad == pytest.approx(reference_grad(trips, np.arange(n) % 4), rel=1e-9)
         return dispatches()
 
+    before = Counted()
     first = launch(4)
-    assert first >= 1
+    assert before.ran()
     assert launch(4) == first
     unrelated[3] = 50                       # another field
     assert launch(4) == first
@@ -273,15 +302,16 @@ def test_field_gated_dispatches_follow_field_writes():
     second = launch(9)
     assert second > first
     bump(7)                                 # a kernel writes it: f[7] = 14
+    before = Counted()
     third = launch(14)
-    assert third > second
+    assert third > second and before.ran()
     assert launch(14) == third
 
 
 # ---- 3. out-of-grammar shapes past the guard raise ---------------------------------
 
 @pytest.mark.parametrize("shape", ["halved_index", "i64_leaf"])
-@test_utils.test(arch=qd.cpu, **OPTIONS)
+@test_utils.test(arch=ARCHS, **OPTIONS)
 def test_out_of_grammar_bound_past_the_guard_raises(shape):
     h = Harness()
     x, loss = h.x, h.loss
@@ -312,7 +342,7 @@ def test_out_of_grammar_bound_past_the_guard_raises(shape):
     values[GUARD + 3] = 5
     arr = qd.ndarray(qd.i32 if shape == "halved_index" else qd.i64, values.shape)
     arr.from_numpy(values)
-    before = dispatches()
+    before, before_device = dispatches(), device_dispatches()
     with pytest.raises(qd.QuadrantsError) as info:
         h.grad(kernel, arr)
     message = str(info.value)
@@ -320,6 +350,7 @@ def test_out_of_grammar_bound_past_the_guard_raises(shape):
     assert kernel.__name__ in message, message
     assert where in message, message
     assert dispatches() == before, stats()
+    assert device_dispatches() == before_device, stats()
 
 
 # ---- 4. a compile-time-constant trip count captures nothing ------------------------
@@ -341,19 +372,21 @@ def test_constant_trip_count_dispatches_nothing():
     arr = qd.ndarray(qd.i32, (n,))
     grad = h.grad(constant, arr)
     assert dispatches() == 0, stats()
+    assert device_dispatches() == 0, stats()
     assert stats()["reducer_cache_hits"] == 0, stats()
     assert grad == pytest.approx(reference_grad(np.full(n, 6), np.arange(n) % 4), rel=1e-9)
 
 
 # ---- 5. the offline cache ------------------------------------------------------------
 
-@test_utils.test(arch=qd.cpu, **dict(OPTIONS, offline_cache=True))
+@test_utils.test(arch=ARCHS, **dict(OPTIONS, offline_cache=True))
 def test_a_cache_hit_sizes_identically(tmp_path):
     a = np.zeros(GUARD + 64, np.int32)
     a[[3, GUARD + 50]] = [2, 13]
     results = []
+    here = arch()
     for _ in range(2):
-        qd.init(arch=qd.cpu, **dict(OPTIONS, offline_cache=True,
+        qd.init(arch=here, **dict(OPTIONS, offline_cache=True,
                                     offline_cache_file_path=str(tmp_path)))
         h = Harness()
         x, loss = h.x, h.loss
@@ -369,9 +402,12 @@ def test_a_cache_hit_sizes_identically(tmp_path):
         arr = qd.ndarray(qd.i32, a.shape)
         arr.from_numpy(a)
         grad = h.grad(cached, arr)
-        results.append((capacities(), dispatches(), runtime.offline_cache_stats()["hits"], grad))
-    (caps0, disp0, hits0, grad0), (caps1, disp1, hits1, grad1) = results
+        results.append((capacities(), dispatches(), runtime.offline_cache_stats()["hits"], grad,
+                        device_dispatches()))
+    (caps0, disp0, hits0, grad0, dev0), (caps1, disp1, hits1, grad1, dev1) = results
     assert hits0 == 0 and hits1 >= 1, results
     assert caps0 == caps1 == [13 + 1 + 2]
     assert disp0 == disp1 >= 1
+    if here == qd.vulkan:
+        assert dev0 == dev1 == disp0, results
     assert grad1 == pytest.approx(grad0, rel=1e-12)

@@ -516,6 +516,23 @@ absl::StatusOr<VulkanSizer*> VulkanBackend::Sizer() {
   return sizer_.get();
 }
 
+absl::StatusOr<adstack::MaxReducer*> VulkanBackend::Reducer() {
+  if (!host_reducer_)
+    host_reducer_ = std::make_unique<cpu::CpuMaxReducer>();
+  if (sizer_mode_ == SizerMode::kHost || memory_->has_staged())
+    return host_reducer_.get();
+  if (!device_reducer_) {
+    VulkanMemory* memory = memory_.get();
+    QD_ASSIGN_OR_RETURN(device_reducer_, VulkanMaxReducer::Create(
+                                             device_,
+                                             [memory](const void* p) {
+                                               return memory->DeviceAddress(p);
+                                             },
+                                             host_reducer_.get()));
+  }
+  return device_reducer_.get();
+}
+
 absl::Status VulkanBackend::EnsurePrintBuffer(int64_t bytes) {
   if (prints_.buffer != VK_NULL_HANDLE && prints_.bytes >= bytes)
     return absl::OkStatus();
@@ -697,7 +714,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
     }
     if (!task_stacks[t].empty()) {
       const std::vector<int64_t>& program = compiled.sizer_programs[t];
-      // Captured MaxOverRanges go to the host max-reducer before any walk,
+      // Captured MaxOverRanges go to the max-reducer before any walk,
       // so in auto mode the shader sizes only tasks the reducer takes none
       // of.
       const bool shader =
@@ -708,9 +725,8 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
         QD_RETURN_IF_ERROR(submit_commands());
         QD_RETURN_IF_ERROR(begin_commands());
       }
-      if (!host_reducer_)
-        host_reducer_ = std::make_unique<cpu::CpuMaxReducer>();
-      compiled.sizer->set_reducer(host_reducer_.get());
+      QD_ASSIGN_OR_RETURN(adstack::MaxReducer * reducer, Reducer());
+      compiled.sizer->set_reducer(reducer);
       // The sizer shader runs after the work recorded so far (so it reads
       // what earlier tasks wrote); the heaps are grown from what it wrote.
       absl::optional<SizerResult> ran;
