@@ -326,7 +326,9 @@ void SizerEmitter::StackLoop() {
   Store(Word(status_, kStatusFloatStride), Get(float_offset_), i64_, 8);
   Store(Word(status_, kStatusIntStride), Get(int_offset_), i64_, 8);
   Store(Word(status_, kStatusIterations), Get(iterations_), i64_, 8);
-  Store(Word(status_, kStatusStack), Get(k_), i64_, 8);
+  // An aborted stack was finished and counted before the loop stopped.
+  Id stack = Select(i64_, aborted, Sub(Get(k_), I64(1)), Get(k_));
+  Store(Word(status_, kStatusStack), stack, i64_, 8);
   Store(Word(status_, kStatusOutcome), outcome, i64_, 8);
 }
 
