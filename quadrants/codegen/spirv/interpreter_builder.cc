@@ -79,6 +79,26 @@ Id InterpreterBuilder::Slot(Id array, Id index, int64_t size) {
             {array, wrapped});
 }
 
+void InterpreterBuilder::WhileLoop(const std::function<Id()>& condition,
+                                   const std::function<void()>& body,
+                                   const std::function<Id()>& unfinished,
+                                   Id cut) {
+  Id header = b_.NewId(), first = b_.NewId(), cont = b_.NewId(),
+     merge = b_.NewId();
+  b_.Branch(header);
+  b_.Label(header);
+  Id go = condition();
+  b_.OpVoid(spv::OpLoopMerge, {merge, cont, spv::LoopControlMaskNone});
+  b_.BranchConditional(go, first, merge);
+  b_.Label(first);
+  body();
+  b_.Branch(cont);
+  b_.Label(cont);
+  b_.Branch(header);
+  b_.Label(merge);
+  b_.OpVoid(spv::OpStore, {cut, Or(GetBool(cut), unfinished())});
+}
+
 Id InterpreterBuilder::ReadTyped(Id addr, Id type) {
   using sizer::kBool;
   using sizer::kF32;

@@ -2,7 +2,9 @@
 #define QUADRANTS_CODEGEN_SPIRV_INTERPRETER_BUILDER_H_
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
+#include <vector>
 
 #include "quadrants/codegen/spirv/module_builder.h"
 
@@ -53,6 +55,16 @@ class InterpreterBuilder {
   // Element `index` (an i64 id) of a Function-storage i64 array of `size`
   // (a power of two) elements, wrapped into it.
   Id Slot(Id array, Id index, int64_t size);
+  // A structured loop running `body` while `condition` (emitted in the
+  // header) holds; `body` leaves its last block open. A device may end
+  // loops early (lavapipe ends every loop of an invocation after 65535 back
+  // edges in all, and runs nothing of the enclosing loop bodies after
+  // that): `unfinished`, emitted after the loop, tells such an end and
+  // sets the Function bool `cut`. It should not be `condition` itself,
+  // which a compiler may take to be false there.
+  void WhileLoop(const std::function<Id()>& condition,
+                 const std::function<void()>& body,
+                 const std::function<Id()>& unfinished, Id cut);
   // The element of `type` (a sizer TypeCode) at `addr`, as an i64, reading
   // only the aligned 32-bit words that hold it.
   Id ReadTyped(Id addr, Id type);

@@ -19,6 +19,7 @@ class ReducerEmitter : public InterpreterBuilder {
   void Setup();
   void PointLoop();
   void Body();
+  void Instruction();
   void Step();
   void Combine();
   Id CaseRead(Id read);
@@ -36,14 +37,14 @@ class ReducerEmitter : public InterpreterBuilder {
   Id counts_[kMaxAxes] = {}, begins_[kMaxAxes] = {}, stride_digits_[kMaxAxes];
   Id digits_[kMaxAxes] = {};
   Id coords_ = 0, values_ = 0;
-  Id point_ = 0, pc_ = 0, best_ = 0, cut_ = 0;
+  Id point_ = 0, walked_ = 0, trips_ = 0, pc_ = 0, best_ = 0, cut_ = 0;
 };
 
 void ReducerEmitter::Setup() {
   job_ = Begin(kLocalSize, /*invocation_id=*/true);
   coords_ = b_.LocalVariable(b_.ArrayType(i64_, kMaxAxes));
   values_ = b_.LocalVariable(b_.ArrayType(i64_, kMaxCode));
-  for (Id* var : {&point_, &pc_, &best_})
+  for (Id* var : {&point_, &walked_, &pc_, &best_})
     *var = b_.LocalVariable(i64_);
   for (Id& digit : digits_)
     digit = b_.LocalVariable(i64_);
@@ -67,6 +68,10 @@ void ReducerEmitter::Setup() {
     Set(Slot(coords_, I64(s), kMaxAxes), Add(begins_[s], digit));
   }
   Set(point_, invocation_);
+  Set(walked_, I64(0));
+  // The invocation's points: ceil((N - g) / T), or none.
+  Id left = Smax(Sub(points_, invocation_), I64(0));
+  trips_ = Op(spv::OpSDiv, i64_, {Add(left, Sub(stride_, I64(1))), stride_});
   Set(best_, I64(kNone));
   b_.OpVoid(spv::OpStore, {cut_, b_.ConstBool(false)});
 }
@@ -105,18 +110,19 @@ Id ReducerEmitter::CaseBinary(Id op, Id a, Id b) {
   return Select(i64_, Eq(op, I64(kMax)), Smax(a, b), result);
 }
 
-// One instruction per trip; the value of instruction k lands in values[k].
+// The body at the current point, one instruction per trip; the value of
+// instruction k lands in values[k].
 void ReducerEmitter::Body() {
-  Id header = b_.NewId(), body = b_.NewId(), cont = b_.NewId(),
-     merge = b_.NewId(), sw_merge = b_.NewId(), leaf = b_.NewId(),
-     read = b_.NewId(), binary = b_.NewId();
   Set(pc_, I64(0));
-  b_.Branch(header);
-  b_.Label(header);
-  Id running = Lt(Get(pc_), code_count_);
-  b_.OpVoid(spv::OpLoopMerge, {merge, cont, spv::LoopControlMaskNone});
-  b_.BranchConditional(running, body, merge);
-  b_.Label(body);
+  // An early end inside shows in the point loop's check.
+  auto running = [&] { return Lt(Get(pc_), code_count_); };
+  WhileLoop(
+      running, [&] { Instruction(); }, running, cut_);
+}
+
+void ReducerEmitter::Instruction() {
+  Id sw_merge = b_.NewId(), leaf = b_.NewId(), read = b_.NewId(),
+     binary = b_.NewId();
   Id pc = Get(pc_);
   Id at = Add(I64(kWordCode), Mul(pc, I64(kCodeWords)));
   Id op = JobWord(at);
@@ -141,13 +147,6 @@ void ReducerEmitter::Body() {
   b_.Branch(sw_merge);
   b_.Label(sw_merge);
   Set(pc_, Add(pc, I64(1)));
-  b_.Branch(cont);
-  b_.Label(cont);
-  b_.Branch(header);
-  b_.Label(merge);
-  // A loop that ended before the last instruction was cut short.
-  Id cut = Lt(Get(pc_), code_count_);
-  b_.OpVoid(spv::OpStore, {cut_, Or(GetBool(cut_), cut)});
 }
 
 // The next point: T further, each digit stepping by T's digit with a carry.
@@ -168,25 +167,16 @@ void ReducerEmitter::Step() {
 }
 
 void ReducerEmitter::PointLoop() {
-  Id header = b_.NewId(), body = b_.NewId(), cont = b_.NewId(),
-     merge = b_.NewId();
-  b_.Branch(header);
-  b_.Label(header);
-  Id running = Lt(Get(point_), points_);
-  b_.OpVoid(spv::OpLoopMerge, {merge, cont, spv::LoopControlMaskNone});
-  b_.BranchConditional(running, body, merge);
-  b_.Label(body);
-  Body();
-  Id root = Get(Slot(values_, Sub(code_count_, I64(1)), kMaxCode));
-  Set(best_, Smax(Get(best_), root));
-  Step();
-  b_.Branch(cont);
-  b_.Label(cont);
-  b_.Branch(header);
-  b_.Label(merge);
-  // A walk that ended before its last point was cut short.
-  Id cut = Lt(Get(point_), points_);
-  b_.OpVoid(spv::OpStore, {cut_, Or(GetBool(cut_), cut)});
+  // Counts trips, so that the point index tells an early end.
+  WhileLoop([&] { return Lt(Get(walked_), trips_); },
+            [&] {
+              Body();
+              Id root = Get(Slot(values_, Sub(code_count_, I64(1)), kMaxCode));
+              Set(best_, Smax(Get(best_), root));
+              Step();
+              Set(walked_, Add(Get(walked_), I64(1)));
+            },
+            [&] { return Lt(Get(point_), points_); }, cut_);
 }
 
 // The invocation's maximum into the job's result words.

@@ -21,6 +21,8 @@ class SizerEmitter : public InterpreterBuilder {
   void Setup();
   void StackLoop();
   void Interpreter();
+  // One instruction: a switch on the opcode.
+  void Step();
   void Finish(Id k);
   // Case bodies: each updates pc and sp.
   void Push(Id value, Id pc_step);
@@ -192,15 +194,15 @@ void SizerEmitter::CaseRangeNext() {
 // One instruction per trip of a structured loop with a switch on the
 // opcode; kEnd (and anything unknown) stops it.
 void SizerEmitter::Interpreter() {
-  Id header = b_.NewId(), body = b_.NewId(), cont = b_.NewId(),
-     merge = b_.NewId(), sw_merge = b_.NewId(), end_case = b_.NewId();
   b_.OpVoid(spv::OpStore, {running_, b_.ConstBool(true)});
-  b_.Branch(header);
-  b_.Label(header);
-  Id running = Op(spv::OpLoad, bool_, {running_});
-  b_.OpVoid(spv::OpLoopMerge, {merge, cont, spv::LoopControlMaskNone});
-  b_.BranchConditional(running, body, merge);
-  b_.Label(body);
+  // An early end inside shows in the stack loop's check.
+  auto running = [&] { return GetBool(running_); };
+  WhileLoop(
+      running, [&] { Step(); }, running, cut_);
+}
+
+void SizerEmitter::Step() {
+  Id sw_merge = b_.NewId(), end_case = b_.NewId();
   pc_val_ = Get(pc_);
   sp_val_ = Get(sp_);
   Id op = Code(pc_val_);
@@ -263,13 +265,6 @@ void SizerEmitter::Interpreter() {
   b_.OpVoid(spv::OpStore, {running_, b_.ConstBool(false)});
   b_.Branch(sw_merge);
   b_.Label(sw_merge);
-  b_.Branch(cont);
-  b_.Label(cont);
-  b_.Branch(header);
-  b_.Label(merge);
-  // A loop that ended while still running was cut short by the device.
-  Id still = Op(spv::OpLoad, bool_, {running_});
-  b_.OpVoid(spv::OpStore, {cut_, Or(Op(spv::OpLoad, bool_, {cut_}), still)});
 }
 
 // Stack k's capacity and offset into the record.
@@ -297,29 +292,22 @@ void SizerEmitter::Finish(Id k) {
 }
 
 void SizerEmitter::StackLoop() {
-  Id header = b_.NewId(), body = b_.NewId(), cont = b_.NewId(),
-     merge = b_.NewId();
   Id count = Code(I64(0));
-  b_.Branch(header);
-  b_.Label(header);
-  Id k = Get(k_);
-  Id go = And(Lt(k, count), Not(Op(spv::OpLoad, bool_, {aborted_})));
-  b_.OpVoid(spv::OpLoopMerge, {merge, cont, spv::LoopControlMaskNone});
-  b_.BranchConditional(go, body, merge);
-  b_.Label(body);
-  Set(pc_, Code(Add(I64(kHeaderWords + 2), Mul(k, I64(kStackWords)))));
-  Set(sp_, I64(0));
-  // Each stack's walks have the whole guard, as on the host.
-  Set(iterations_, I64(0));
-  Interpreter();
-  Finish(k);
-  Set(k_, Add(k, I64(1)));
-  b_.Branch(cont);
-  b_.Label(cont);
-  b_.Branch(header);
-  b_.Label(merge);
-  // A stack loop that ended early (not aborted) was cut short as well.
-  Id cut = Or(Op(spv::OpLoad, bool_, {cut_}), Lt(Get(k_), count));
+  WhileLoop([&] { return And(Lt(Get(k_), count), Not(GetBool(aborted_))); },
+            [&] {
+              Id k = Get(k_);
+              Set(pc_,
+                  Code(Add(I64(kHeaderWords + 2), Mul(k, I64(kStackWords)))));
+              Set(sp_, I64(0));
+              // Each stack's walks have the whole guard, as on the host.
+              Set(iterations_, I64(0));
+              Interpreter();
+              Finish(k);
+              Set(k_, Add(k, I64(1)));
+            },
+            // Ended early, or aborted by the guard.
+            [&] { return Lt(Get(k_), count); }, cut_);
+  Id cut = GetBool(cut_);
   Id aborted = Op(spv::OpLoad, bool_, {aborted_});
   Id outcome = Select(i64_, cut, I64(kCutShort), I64(kDone));
   outcome = Select(i64_, aborted, I64(kGuardHit), outcome);

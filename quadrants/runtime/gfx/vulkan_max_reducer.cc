@@ -21,8 +21,6 @@ namespace {
 // Loop trips an invocation aims for: a quarter of the 65535 back edges
 // lavapipe allows an invocation, so that typical jobs finish on it.
 constexpr int64_t kTripBudget = 16384;
-// Workgroups a dispatch may have in x on every device.
-constexpr int64_t kMaxGroups = 65535;
 
 bool NarrowInteger(ir::PrimitiveType type) {
   switch (type) {
@@ -86,42 +84,19 @@ absl::StatusOr<std::unique_ptr<VulkanMaxReducer>> VulkanMaxReducer::Create(
 }
 
 absl::Status VulkanMaxReducer::Initialize() {
-  const VulkanApi& api = device_->api();
-  VkDevice d = device_->device();
-  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                            spirv::abi::kPushConstantBytes};
-  VkPipelineLayoutCreateInfo layout{
-      VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-  layout.pushConstantRangeCount = 1;
-  layout.pPushConstantRanges = &range;
-  QD_RETURN_IF_ERROR(VulkanApi::Check(
-      api.vkCreatePipelineLayout(d, &layout, nullptr, &layout_),
-      "vkCreatePipelineLayout"));
+  QD_ASSIGN_OR_RETURN(layout_, CreatePipelineLayout(*device_));
   const std::vector<uint32_t> words = reducer::BuildReducerShader();
   const std::string what = "the adstack max-reducer shader";
   QD_RETURN_IF_ERROR(spirv::ValidateModule(words, what));
   QD_ASSIGN_OR_RETURN(pipeline_,
                       CreatePipeline(*device_, layout_, words, what));
-  VkCommandBufferAllocateInfo commands{
-      VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  commands.commandPool = device_->command_pool();
-  commands.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  commands.commandBufferCount = 1;
-  QD_RETURN_IF_ERROR(
-      VulkanApi::Check(api.vkAllocateCommandBuffers(d, &commands, &commands_),
-                       "vkAllocateCommandBuffers"));
-  VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  return VulkanApi::Check(api.vkCreateFence(d, &fence, nullptr, &fence_),
-                          "vkCreateFence");
+  return CreateCommands(*device_, &commands_, &fence_);
 }
 
 VulkanMaxReducer::~VulkanMaxReducer() {
   const VulkanApi& api = device_->api();
   VkDevice d = device_->device();
-  if (fence_ != VK_NULL_HANDLE)
-    api.vkDestroyFence(d, fence_, nullptr);
-  if (commands_ != VK_NULL_HANDLE)
-    api.vkFreeCommandBuffers(d, device_->command_pool(), 1, &commands_);
+  DestroyCommands(*device_, &commands_, &fence_);
   if (pipeline_ != VK_NULL_HANDLE)
     api.vkDestroyPipeline(d, pipeline_, nullptr);
   if (layout_ != VK_NULL_HANDLE)
@@ -218,7 +193,7 @@ std::optional<VulkanMaxReducer::Encoded> VulkanMaxReducer::Encode(
   const int64_t invocations = (points + per_invocation - 1) / per_invocation;
   const int64_t groups = std::clamp<int64_t>(
       (invocations + reducer::kLocalSize - 1) / reducer::kLocalSize, 1,
-      kMaxGroups);
+      max_groups_);
   out.groups = static_cast<uint32_t>(groups);
   const int64_t stride = groups * reducer::kLocalSize;
   w[reducer::kWordCodeCount] = code;
@@ -247,12 +222,7 @@ absl::StatusOr<std::vector<uint64_t>> VulkanMaxReducer::Dispatch(
                 kJobBytes);
   }
   const VulkanApi& api = device_->api();
-  QD_RETURN_IF_ERROR(VulkanApi::Check(api.vkResetCommandBuffer(commands_, 0),
-                                      "vkResetCommandBuffer"));
-  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  QD_RETURN_IF_ERROR(VulkanApi::Check(
-      api.vkBeginCommandBuffer(commands_, &begin), "vkBeginCommandBuffer"));
+  QD_RETURN_IF_ERROR(BeginCommands(*device_, commands_));
   api.vkCmdBindPipeline(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_);
   for (size_t j = 0; j < encoded.size(); ++j) {
     const uint64_t job = buffer_.address + j * kJobBytes;
@@ -266,19 +236,7 @@ absl::StatusOr<std::vector<uint64_t>> VulkanMaxReducer::Dispatch(
   api.vkCmdPipelineBarrier(commands_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                            VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0,
                            nullptr, 0, nullptr);
-  QD_RETURN_IF_ERROR(VulkanApi::Check(api.vkEndCommandBuffer(commands_),
-                                      "vkEndCommandBuffer"));
-  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &commands_;
-  QD_RETURN_IF_ERROR(
-      VulkanApi::Check(api.vkQueueSubmit(device_->queue(), 1, &submit, fence_),
-                       "vkQueueSubmit"));
-  QD_RETURN_IF_ERROR(VulkanApi::Check(
-      api.vkWaitForFences(device_->device(), 1, &fence_, VK_TRUE, UINT64_MAX),
-      "vkWaitForFences"));
-  QD_RETURN_IF_ERROR(VulkanApi::Check(
-      api.vkResetFences(device_->device(), 1, &fence_), "vkResetFences"));
+  QD_RETURN_IF_ERROR(SubmitAndWait(*device_, commands_, fence_));
   std::vector<uint64_t> results(encoded.size());
   for (size_t j = 0; j < encoded.size(); ++j) {
     std::memcpy(&results[j],

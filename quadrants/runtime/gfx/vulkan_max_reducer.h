@@ -51,6 +51,9 @@ class VulkanMaxReducer : public adstack::MaxReducer {
   // the reducer's life.
   int64_t device_jobs() const { return device_jobs_; }
   int64_t fallback_jobs() const { return fallback_jobs_; }
+  // Caps a dispatch's workgroups (65535 by default), so that tests reach
+  // long walks per invocation with small jobs.
+  void set_max_groups(int64_t groups) { max_groups_ = groups; }
 
  private:
   // A job as the shader reads it, with its dispatch size.
@@ -79,6 +82,7 @@ class VulkanMaxReducer : public adstack::MaxReducer {
   VkCommandBuffer commands_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
   GfxBuffer buffer_;
+  int64_t max_groups_ = 65535;
   int64_t device_jobs_ = 0;
   int64_t fallback_jobs_ = 0;
 };

@@ -231,6 +231,22 @@ TEST_F(VulkanMaxReducerTest, EmptyAndAllOutOfRangeHaveNoValue) {
   EXPECT_EQ((*got)[0], kNoValue);
 }
 
+TEST_F(VulkanMaxReducerTest, WalksTheDeviceEndsEarlyGoToTheHost) {
+  // One workgroup: 70000 points per invocation, past the 65535 loop trips
+  // lavapipe runs in one invocation. There the walk is cut short and the
+  // host reduces the job; elsewhere the device finishes it.
+  reducer_->set_max_groups(1);
+  ReducerJob job;
+  job.begin = {-5};
+  job.end = {spirv::reducer::kLocalSize * 70000 - 5};
+  job.code = {{BodyOp::kAxis, 0, -1, 0}};
+  absl::StatusOr<std::vector<int64_t>> got = reducer_->Reduce({job});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ((*got)[0], job.end[0] - 1);
+  const bool lavapipe = device_->name().find("llvmpipe") != std::string::npos;
+  EXPECT_EQ(host_.jobs_, lavapipe ? 1 : 0) << device_->name();
+}
+
 TEST_F(VulkanMaxReducerTest, WhatTheShaderCannotTakeGoesToTheHost) {
   ReducerJob job;
   for (int a = 0; a < spirv::reducer::kMaxAxes + 1; ++a) {
