@@ -3,7 +3,8 @@ loop over i give a MaxOverRange over the whole axis, which the launch sizer
 hands to a parallel max-reduction instead of walking it serially (capped at
 1 << 24 iterations). Checks exact capacities and gradients past the cap, the
 dispatch counter and its caches, the raise for shapes outside the grammar,
-and the offline cache.
+and the offline cache. On vulkan the reducer is a compute shader, and the
+checks that it ran also check that it ran on the device.
 
 Every gradient kernel runs v = x[i % 4], then trips[i] steps v = sin(v), then
 loss += v, so d loss / d x[c] has a closed form: the sum over the elements i

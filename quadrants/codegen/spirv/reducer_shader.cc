@@ -25,7 +25,7 @@ class ReducerEmitter : public InterpreterBuilder {
   Id CaseRead(Id read);
   Id CaseBinary(Id op, Id a, Id b);
 
-  // Job word `index` (an i64 id or a constant word index).
+  // Job word `index` (an i64 id); Header reads a constant one.
   Id JobWord(Id index) {
     return Load(
         i64_, At(job_, Op(spv::OpShiftLeftLogical, i64_, {index, I64(3)})), 8);
@@ -34,7 +34,8 @@ class ReducerEmitter : public InterpreterBuilder {
   Id Coord(Id slot) { return Get(Slot(coords_, slot, kMaxAxes)); }
 
   Id job_ = 0, code_count_ = 0, points_ = 0, stride_ = 0;
-  Id counts_[kMaxAxes] = {}, begins_[kMaxAxes] = {}, stride_digits_[kMaxAxes];
+  Id counts_[kMaxAxes] = {}, begins_[kMaxAxes] = {},
+     stride_digits_[kMaxAxes] = {};
   Id digits_[kMaxAxes] = {};
   Id coords_ = 0, values_ = 0;
   Id point_ = 0, walked_ = 0, trips_ = 0, pc_ = 0, best_ = 0, cut_ = 0;
