@@ -14,6 +14,7 @@ default_ad_stack_size=2 makes any stack left unsized overflow, so a passing
 gradient also proves the capacities cover every push.
 """
 import inspect
+import os
 
 import numpy as np
 import pytest
@@ -307,6 +308,42 @@ def test_field_gated_dispatches_follow_field_writes():
     third = launch(14)
     assert third > second and before.ran()
     assert launch(14) == third
+
+
+@pytest.mark.parametrize("env", [{"QD_VULKAN_SIZER": "host"}, {"QD_VULKAN_FORCE_STAGING": "1"}],
+                         ids=["host_mode", "staged"])
+def test_vulkan_reduces_on_the_host_when_asked_or_staged(monkeypatch, env):
+    # With QD_VULKAN_SIZER=host, or while buffers are staged (the device's
+    # copies are uploaded only by the launch itself), the host reducer runs.
+    reason = runtime.arch_unavailable_reason(qd.vulkan)
+    if reason is not None:
+        pytest.skip(f"arch vulkan unavailable: {reason}")
+    if "vulkan" not in os.environ.get("QD_WANTED_ARCHS", "vulkan"):
+        pytest.skip("vulkan not in QD_WANTED_ARCHS")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    qd.init(arch=qd.vulkan, **OPTIONS)
+    try:
+        h = Harness()
+        x, loss = h.x, h.loss
+        n = 5000
+
+        @qd.kernel
+        def gated(arr: qd.types.ndarray(qd.i32, 1)):
+            for i in range(arr.shape[0]):
+                v = x[i % 4]
+                for _ in range(arr[i] + 1):
+                    v = qd.sin(v)
+                loss[None] += v
+
+        a, arr = big_gating_array(n, {17: 6, n - 1: 2})
+        grad = h.grad(gated, arr)
+        assert capacities() == [6 + 1 + 2], stats()
+        assert dispatches() >= 1 and device_dispatches() == 0, stats()
+        trips = a.astype(np.int64) + 1
+        assert grad == pytest.approx(reference_grad(trips, np.arange(n) % 4), rel=1e-9)
+    finally:
+        qd.reset()
 
 
 # ---- 3. out-of-grammar shapes past the guard raise ---------------------------------
