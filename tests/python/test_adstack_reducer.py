@@ -3,7 +3,8 @@ loop over i give a MaxOverRange over the whole axis, which the launch sizer
 hands to a parallel max-reduction instead of walking it serially (capped at
 1 << 24 iterations). Checks exact capacities and gradients past the cap, the
 dispatch counter and its caches, the raise for shapes outside the grammar,
-and the offline cache.
+and the offline cache. On vulkan the reducer is a compute shader, and the
+checks that it ran also check that it ran on the device.
 
 Every gradient kernel runs v = x[i % 4], then trips[i] steps v = sin(v), then
 loss += v, so d loss / d x[c] has a closed form: the sum over the elements i
@@ -13,6 +14,7 @@ default_ad_stack_size=2 makes any stack left unsized overflow, so a passing
 gradient also proves the capacities cover every push.
 """
 import inspect
+import os
 
 import numpy as np
 import pytest
@@ -25,6 +27,8 @@ OPTIONS = dict(ad_stack_experimental_enabled=True, default_ad_stack_size=2,
                default_fp=qd.f64, offline_cache=False, debug=True)
 GUARD = 1 << 24
 BIG = 1 << 25
+# The backends with a max-reducer; on vulkan it is the reducer shader.
+ARCHS = [qd.cpu, qd.cuda, qd.vulkan]
 
 
 def stats():
@@ -39,19 +43,33 @@ def dispatches():
     return stats()["reducer_dispatches"]
 
 
+def arch():
+    return qd.lang.impl.current_cfg().arch
+
+
 # Backends whose reducer runs on the accelerator rather than host threads.
-DEVICE_REDUCERS = (qd.cuda,)
+DEVICE_REDUCERS = (qd.cuda, qd.vulkan)
 
 
-def assert_reduced(before, before_device):
-    """The reducer ran since the counts were taken, on the device where the
-    backend has a device reducer."""
-    assert dispatches() > before, stats()
-    ran = stats()["device_reducer_dispatches"] - before_device
-    if qd.lang.impl.current_cfg().arch in DEVICE_REDUCERS:
-        assert ran == dispatches() - before, stats()
-    else:
-        assert ran == 0, stats()
+def device_dispatches():
+    return stats()["device_reducer_dispatches"]
+
+
+class Counted:
+    """Snapshots the dispatch counters; `ran()` checks that the reducer ran
+    since, on the device on backends with a device reducer."""
+
+    def __init__(self):
+        self.total, self.device = dispatches(), device_dispatches()
+
+    def ran(self):
+        assert dispatches() > self.total, stats()
+        on_device = device_dispatches() - self.device
+        if arch() in DEVICE_REDUCERS:
+            assert on_device == dispatches() - self.total, stats()
+        else:
+            assert on_device == 0, stats()
+        return True
 
 
 def source_line(code, marker):
@@ -110,7 +128,7 @@ BODIES = ["arr[i]", "arr[i] + k", "f[i] + arr[i]", "max(f[i], arr[i])"]
 
 
 @pytest.mark.parametrize("body", BODIES)
-@test_utils.test(arch=[qd.cpu, qd.cuda], **OPTIONS)
+@test_utils.test(arch=ARCHS, **OPTIONS)
 def test_bound_over_an_axis_past_the_guard_is_sized_exactly(body):
     h = Harness()
     x, loss = h.x, h.loss
@@ -160,15 +178,15 @@ def test_bound_over_an_axis_past_the_guard_is_sized_exactly(body):
         "f[i] + arr[i]": (summed, fv.astype(np.int64) + a),
         "max(f[i], arr[i])": (larger, np.maximum(fv, a)),
     }[body]
-    before, before_device = dispatches(), stats()["device_reducer_dispatches"]
+    before = Counted()
     grad = h.grad(kernel, arr)
     assert capacities() == [int(trips.max()) + 2], stats()
-    assert_reduced(before, before_device)
+    assert before.ran()
     groups = np.arange(BIG) % 4
     assert grad == pytest.approx(reference_grad(trips, groups), rel=1e-9, abs=1e-9)
 
 
-@test_utils.test(arch=[qd.cpu, qd.cuda], **OPTIONS)
+@test_utils.test(arch=ARCHS, **OPTIONS)
 def test_two_axis_bound_past_the_guard_is_sized_exactly():
     h = Harness()
     x, loss = h.x, h.loss
@@ -187,10 +205,11 @@ def test_two_axis_bound_past_the_guard_is_sized_exactly():
     values[3, 5], values[rows - 1, cols - 2], values[2100, 0] = 4, 17, 8
     arr2d = qd.ndarray(qd.i32, (rows, cols))
     arr2d.from_numpy(values)
+    before = Counted()
     grad = h.grad(grid, arr2d)
     # The j loop's stack holds cols + 2; the innermost one the largest cell + 2.
     assert capacities() == sorted([cols + 2, 17 + 2]), stats()
-    assert_reduced(0, 0)
+    assert before.ran()
     trips = values.sum(axis=1)
     assert grad == pytest.approx(reference_grad(trips, np.arange(rows) % 4), rel=1e-9, abs=1e-9)
 
@@ -227,8 +246,9 @@ def test_dispatches_advance_only_when_what_they_read_changes():
         assert capacities() == sorted(expect_caps), stats()
         return dispatches()
 
+    before = Counted()
     first = launch(5, [7 + 2, 5 + 2])
-    assert_reduced(0, 0)
+    assert before.ran()
     assert launch(5, [7 + 2, 5 + 2]) == first          # identical launch
     hits = stats()["cache_hits"]
     assert launch(5, [7 + 2, 5 + 2]) == first
@@ -241,13 +261,14 @@ def test_dispatches_advance_only_when_what_they_read_changes():
     other.fill(100)                                     # unrelated write
     assert launch(9, [7 + 2, 9 + 2]) == first
     arr[20] = 12                                        # host write
+    before = Counted()
     after_host = launch(9, [12 + 2, 9 + 2])
-    assert after_host > first
+    assert after_host > first and before.ran()
     assert launch(9, [12 + 2, 9 + 2]) == after_host
     set_all(arr, 2)                                     # a kernel writes it
-    device = stats()["device_reducer_dispatches"]
+    before = Counted()
     after_kernel = launch(9, [2 + 2, 9 + 2])
-    assert_reduced(after_host, device)
+    assert after_kernel > after_host and before.ran()
     assert launch(9, [2 + 2, 9 + 2]) == after_kernel
 
 
@@ -280,8 +301,9 @@ def test_field_gated_dispatches_follow_field_writes():
         assert grad == pytest.approx(reference_grad(trips, np.arange(n) % 4), rel=1e-9)
         return dispatches()
 
+    before = Counted()
     first = launch(4)
-    assert first >= 1
+    assert before.ran()
     assert launch(4) == first
     unrelated[3] = 50                       # another field
     assert launch(4) == first
@@ -289,15 +311,52 @@ def test_field_gated_dispatches_follow_field_writes():
     second = launch(9)
     assert second > first
     bump(7)                                 # a kernel writes it: f[7] = 14
+    before = Counted()
     third = launch(14)
-    assert third > second
+    assert third > second and before.ran()
     assert launch(14) == third
+
+
+@pytest.mark.parametrize("env", [{"QD_VULKAN_SIZER": "host"}, {"QD_VULKAN_FORCE_STAGING": "1"}],
+                         ids=["host_mode", "staged"])
+def test_vulkan_reduces_on_the_host_when_asked_or_staged(monkeypatch, env):
+    # With QD_VULKAN_SIZER=host, or while buffers are staged (the device's
+    # copies are uploaded only by the launch itself), the host reducer runs.
+    reason = runtime.arch_unavailable_reason(qd.vulkan)
+    if reason is not None:
+        pytest.skip(f"arch vulkan unavailable: {reason}")
+    if "vulkan" not in os.environ.get("QD_WANTED_ARCHS", "vulkan"):
+        pytest.skip("vulkan not in QD_WANTED_ARCHS")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    qd.init(arch=qd.vulkan, **OPTIONS)
+    try:
+        h = Harness()
+        x, loss = h.x, h.loss
+        n = 5000
+
+        @qd.kernel
+        def gated(arr: qd.types.ndarray(qd.i32, 1)):
+            for i in range(arr.shape[0]):
+                v = x[i % 4]
+                for _ in range(arr[i] + 1):
+                    v = qd.sin(v)
+                loss[None] += v
+
+        a, arr = big_gating_array(n, {17: 6, n - 1: 2})
+        grad = h.grad(gated, arr)
+        assert capacities() == [6 + 1 + 2], stats()
+        assert dispatches() >= 1 and device_dispatches() == 0, stats()
+        trips = a.astype(np.int64) + 1
+        assert grad == pytest.approx(reference_grad(trips, np.arange(n) % 4), rel=1e-9)
+    finally:
+        qd.reset()
 
 
 # ---- 3. out-of-grammar shapes past the guard raise ---------------------------------
 
 @pytest.mark.parametrize("shape", ["halved_index", "i64_leaf"])
-@test_utils.test(arch=[qd.cpu, qd.cuda], **OPTIONS)
+@test_utils.test(arch=ARCHS, **OPTIONS)
 def test_out_of_grammar_bound_past_the_guard_raises(shape):
     h = Harness()
     x, loss = h.x, h.loss
@@ -328,7 +387,7 @@ def test_out_of_grammar_bound_past_the_guard_raises(shape):
     values[GUARD + 3] = 5
     arr = qd.ndarray(qd.i32 if shape == "halved_index" else qd.i64, values.shape)
     arr.from_numpy(values)
-    before = dispatches()
+    before, before_device = dispatches(), device_dispatches()
     with pytest.raises(qd.QuadrantsError) as info:
         h.grad(kernel, arr)
     message = str(info.value)
@@ -336,6 +395,7 @@ def test_out_of_grammar_bound_past_the_guard_raises(shape):
     assert kernel.__name__ in message, message
     assert where in message, message
     assert dispatches() == before, stats()
+    assert device_dispatches() == before_device, stats()
 
 
 # ---- 4. a compile-time-constant trip count captures nothing ------------------------
@@ -357,19 +417,21 @@ def test_constant_trip_count_dispatches_nothing():
     arr = qd.ndarray(qd.i32, (n,))
     grad = h.grad(constant, arr)
     assert dispatches() == 0, stats()
+    assert device_dispatches() == 0, stats()
     assert stats()["reducer_cache_hits"] == 0, stats()
     assert grad == pytest.approx(reference_grad(np.full(n, 6), np.arange(n) % 4), rel=1e-9)
 
 
 # ---- 5. the offline cache ------------------------------------------------------------
 
-@test_utils.test(arch=qd.cpu, **dict(OPTIONS, offline_cache=True))
+@test_utils.test(arch=ARCHS, **dict(OPTIONS, offline_cache=True))
 def test_a_cache_hit_sizes_identically(tmp_path):
     a = np.zeros(GUARD + 64, np.int32)
     a[[3, GUARD + 50]] = [2, 13]
     results = []
+    here = arch()
     for _ in range(2):
-        qd.init(arch=qd.cpu, **dict(OPTIONS, offline_cache=True,
+        qd.init(arch=here, **dict(OPTIONS, offline_cache=True,
                                     offline_cache_file_path=str(tmp_path)))
         h = Harness()
         x, loss = h.x, h.loss
@@ -385,9 +447,12 @@ def test_a_cache_hit_sizes_identically(tmp_path):
         arr = qd.ndarray(qd.i32, a.shape)
         arr.from_numpy(a)
         grad = h.grad(cached, arr)
-        results.append((capacities(), dispatches(), runtime.offline_cache_stats()["hits"], grad))
-    (caps0, disp0, hits0, grad0), (caps1, disp1, hits1, grad1) = results
+        results.append((capacities(), dispatches(), runtime.offline_cache_stats()["hits"], grad,
+                        device_dispatches()))
+    (caps0, disp0, hits0, grad0, dev0), (caps1, disp1, hits1, grad1, dev1) = results
     assert hits0 == 0 and hits1 >= 1, results
     assert caps0 == caps1 == [13 + 1 + 2]
     assert disp0 == disp1 >= 1
+    if here == qd.vulkan:
+        assert dev0 == dev1 == disp0, results
     assert grad1 == pytest.approx(grad0, rel=1e-12)

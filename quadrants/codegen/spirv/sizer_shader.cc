@@ -3,82 +3,26 @@
 #include <functional>
 
 #include "quadrants/codegen/spirv/gfx_abi.h"
-#include "quadrants/codegen/spirv/module_builder.h"
+#include "quadrants/codegen/spirv/interpreter_builder.h"
 #include "quadrants/codegen/spirv/sizer_bytecode.h"
 
 namespace quadrants::spirv::sizer {
 namespace {
 
-constexpr uint32_t kAligned = spv::MemoryAccessAlignedMask;
-
 // Emits the interpreter. Everything inside an instruction is branch-free
 // (selects), so the only control flow is the loop over stacks, the
 // interpreter loop and its switch on the opcode.
-class SizerEmitter {
+class SizerEmitter : public InterpreterBuilder {
  public:
   std::vector<uint32_t> Build();
 
  private:
-  // ---- memory and values --------------------------------------------------
-  Id I64(int64_t v) { return b_.ConstI64(v); }
-  Id Op(spv::Op op, Id type, std::initializer_list<uint32_t> operands) {
-    return b_.Op(op, type, operands);
-  }
-  Id Add(Id a, Id b) { return Op(spv::OpIAdd, i64_, {a, b}); }
-  Id Sub(Id a, Id b) { return Op(spv::OpISub, i64_, {a, b}); }
-  Id Mul(Id a, Id b) { return Op(spv::OpIMul, i64_, {a, b}); }
-  Id Eq(Id a, Id b) { return Op(spv::OpIEqual, bool_, {a, b}); }
-  Id Lt(Id a, Id b) { return Op(spv::OpSLessThan, bool_, {a, b}); }
-  Id And(Id a, Id b) { return Op(spv::OpLogicalAnd, bool_, {a, b}); }
-  Id Or(Id a, Id b) { return Op(spv::OpLogicalOr, bool_, {a, b}); }
-  Id Not(Id a) { return Op(spv::OpLogicalNot, bool_, {a}); }
-  Id Select(Id type, Id c, Id a, Id b) {
-    return Op(spv::OpSelect, type, {c, a, b});
-  }
-  Id Smax(Id a, Id b) { return Select(i64_, Lt(a, b), b, a); }
-  Id ToU64(Id v) { return Op(spv::OpBitcast, u64_, {v}); }
-  Id Load(Id type, Id addr_u64, uint32_t align) {
-    Id ptr = Op(spv::OpConvertUToPtr,
-                b_.PointerType(spv::StorageClassPhysicalStorageBuffer, type),
-                {addr_u64});
-    return Op(spv::OpLoad, type, {ptr, kAligned, align});
-  }
-  void Store(Id addr_u64, Id value, Id type, uint32_t align) {
-    Id ptr = Op(spv::OpConvertUToPtr,
-                b_.PointerType(spv::StorageClassPhysicalStorageBuffer, type),
-                {addr_u64});
-    b_.OpVoid(spv::OpStore, {ptr, value, kAligned, align});
-  }
-  // addr + byte offset (an i64 id).
-  Id At(Id addr_u64, Id offset_i64) {
-    return Op(spv::OpIAdd, u64_, {addr_u64, ToU64(offset_i64)});
-  }
-  Id Word(Id addr_u64, int64_t offset) { return At(addr_u64, I64(offset)); }
-  // Code word `index` (an i64 id).
-  Id Code(Id index) {
-    return Load(
-        i64_, At(code_, Op(spv::OpShiftLeftLogical, i64_, {index, I64(3)})), 8);
-  }
-  Id Get(Id var) { return Op(spv::OpLoad, i64_, {var}); }
-  void Set(Id var, Id value) { b_.OpVoid(spv::OpStore, {var, value}); }
-  // Evaluation stack / variable slot `index`, wrapped into the array (the
-  // unrolled operand reads of short instructions look below the stack).
-  Id Slot(Id array, Id index, int64_t size) {
-    Id wrapped = Op(spv::OpBitwiseAnd, i64_, {index, I64(size - 1)});
-    return Op(spv::OpAccessChain,
-              b_.PointerType(spv::StorageClassFunction, i64_),
-              {array, wrapped});
-  }
-  Id Peek(Id index) { return Get(Slot(stack_, index, kStackDepth)); }
-  void Poke(Id index, Id value) {
-    Set(Slot(stack_, index, kStackDepth), value);
-  }
-  Id ReadTyped(Id addr, Id type);
-
   // ---- the interpreter ----------------------------------------------------
   void Setup();
   void StackLoop();
   void Interpreter();
+  // One instruction: a switch on the opcode.
+  void Step();
   void Finish(Id k);
   // Case bodies: each updates pc and sp.
   void Push(Id value, Id pc_step);
@@ -88,9 +32,16 @@ class SizerEmitter {
   void CaseRangeBegin();
   void CaseRangeNext();
 
-  ModuleBuilder b_;
-  Id u32_ = 0, i32_ = 0, u64_ = 0, i64_ = 0, bool_ = 0, f32_ = 0;
-  Id push_ = 0, main_ = 0;
+  // Code word `index` (an i64 id).
+  Id Code(Id index) {
+    return Load(
+        i64_, At(code_, Op(spv::OpShiftLeftLogical, i64_, {index, I64(3)})), 8);
+  }
+  Id Peek(Id index) { return Get(Slot(stack_, index, kStackDepth)); }
+  void Poke(Id index, Id value) {
+    Set(Slot(stack_, index, kStackDepth), value);
+  }
+
   Id ctx_ = 0, record_ = 0, status_ = 0, code_ = 0, root_ = 0;
   Id stack_ = 0, vars_ = 0;
   Id pc_ = 0, sp_ = 0, k_ = 0, running_ = 0, aborted_ = 0, cut_ = 0;
@@ -99,83 +50,14 @@ class SizerEmitter {
   Id pc_val_ = 0, sp_val_ = 0, w1_ = 0, w2_ = 0, top_ = 0, second_ = 0;
 };
 
-// The element of `type` (a TypeCode) at `addr`, as an i64, reading only the
-// aligned 32-bit words that hold it.
-Id SizerEmitter::ReadTyped(Id addr, Id type) {
-  Id base = Op(spv::OpBitwiseAnd, u64_, {addr, b_.ConstU64(~uint64_t{3})});
-  Id shift = Op(spv::OpUConvert, u32_,
-                {Op(spv::OpShiftLeftLogical, u64_,
-                    {Op(spv::OpBitwiseAnd, u64_, {addr, b_.ConstU64(3)}),
-                     b_.ConstU64(3)})});
-  Id bytes = Op(spv::OpBitwiseAnd, i64_, {type, I64(15)});
-  Id is_signed = Op(spv::OpINotEqual, bool_,
-                    {Op(spv::OpBitwiseAnd, i64_, {type, I64(16)}), I64(0)});
-  Id kind = Op(spv::OpShiftRightArithmetic, i64_, {type, I64(8)});
-  Id wide = Eq(bytes, I64(8));
-  Id w0 = Load(u32_, base, 4);
-  Id w1 = Load(
-      u32_,
-      Select(u64_, wide, Op(spv::OpIAdd, u64_, {base, b_.ConstU64(4)}), base), 4);
-  Id v64 = Op(spv::OpBitcast, i64_,
-              {Op(spv::OpBitwiseOr, u64_,
-                  {Op(spv::OpShiftLeftLogical, u64_,
-                      {Op(spv::OpUConvert, u64_, {w1}), b_.ConstU64(32)}),
-                   Op(spv::OpUConvert, u64_, {w0})})});
-  // Narrow integers: shift the element to the top, then back with or
-  // without its sign.
-  Id x = Op(spv::OpShiftRightLogical, u32_, {w0, shift});
-  Id left =
-      Op(spv::OpUConvert, u32_,
-         {Op(spv::OpBitcast, u64_,
-             {Sub(I64(32), Op(spv::OpShiftLeftLogical, i64_,
-                              {Select(i64_, wide, I64(4), bytes), I64(3)}))})});
-  Id up = Op(spv::OpShiftLeftLogical, u32_, {x, left});
-  Id sext = Op(spv::OpSConvert, i64_,
-               {Op(spv::OpShiftRightArithmetic, i32_,
-                   {Op(spv::OpBitcast, i32_, {up}), left})});
-  Id zext = Op(spv::OpBitcast, i64_,
-               {Op(spv::OpUConvert, u64_,
-                   {Op(spv::OpShiftRightLogical, u32_, {up, left})})});
-  Id narrow = Select(i64_, is_signed, sext, zext);
-  Id as_int = Select(i64_, wide, v64, narrow);
-  Id as_bool = Select(i64_, Eq(as_int, I64(0)), I64(0), I64(1));
-  Id as_f32 = Op(spv::OpConvertFToS, i64_, {Op(spv::OpBitcast, f32_, {w0})});
-  Id value = Select(i64_, Eq(kind, I64(kBool)), as_bool, as_int);
-  value = Select(i64_, Eq(kind, I64(kF32)), as_f32, value);
-  return Select(i64_, Eq(kind, I64(kZero)), I64(0), value);
-}
-
 void SizerEmitter::Setup() {
-  b_.Capability(spv::CapabilityShader);
-  b_.Capability(spv::CapabilityInt64);
-  b_.Capability(spv::CapabilityPhysicalStorageBufferAddresses);
-  u32_ = b_.IntType(32, false);
-  i32_ = b_.IntType(32, true);
-  u64_ = b_.IntType(64, false);
-  i64_ = b_.IntType(64, true);
-  bool_ = b_.BoolType();
-  f32_ = b_.FloatType(32);
-  const Id block = b_.StructType({u64_});
-  b_.Decorate(block, spv::DecorationBlock);
-  b_.MemberDecorate(block, 0, spv::DecorationOffset, {0});
-  push_ =
-      b_.GlobalVariable(b_.PointerType(spv::StorageClassPushConstant, block),
-                        spv::StorageClassPushConstant);
-  const Id void_type = b_.VoidType();
-  main_ = b_.BeginFunction(void_type, b_.FunctionType(void_type, {}), {});
-  b_.EntryPoint(main_, "main", {push_});
-  b_.LocalSize(main_, 1, 1, 1);
-  b_.Name(main_, "main");
+  const Id job = Begin(1);
   stack_ = b_.LocalVariable(b_.ArrayType(i64_, kStackDepth));
   vars_ = b_.LocalVariable(b_.ArrayType(i64_, kMaxVars));
   for (Id* var : {&pc_, &sp_, &k_, &iterations_, &float_offset_, &int_offset_})
     *var = b_.LocalVariable(i64_);
   for (Id* var : {&running_, &aborted_, &cut_})
     *var = b_.LocalVariable(bool_);
-  Id member = Op(spv::OpAccessChain,
-                 b_.PointerType(spv::StorageClassPushConstant, u64_),
-                 {push_, b_.ConstU32(0)});
-  Id job = Op(spv::OpLoad, u64_, {member});
   ctx_ = Load(u64_, Word(job, kJobContext), 8);
   record_ = Load(u64_, Word(job, kJobRecord), 8);
   status_ = Load(u64_, Word(job, kJobStatus), 8);
@@ -312,15 +194,15 @@ void SizerEmitter::CaseRangeNext() {
 // One instruction per trip of a structured loop with a switch on the
 // opcode; kEnd (and anything unknown) stops it.
 void SizerEmitter::Interpreter() {
-  Id header = b_.NewId(), body = b_.NewId(), cont = b_.NewId(),
-     merge = b_.NewId(), sw_merge = b_.NewId(), end_case = b_.NewId();
   b_.OpVoid(spv::OpStore, {running_, b_.ConstBool(true)});
-  b_.Branch(header);
-  b_.Label(header);
-  Id running = Op(spv::OpLoad, bool_, {running_});
-  b_.OpVoid(spv::OpLoopMerge, {merge, cont, spv::LoopControlMaskNone});
-  b_.BranchConditional(running, body, merge);
-  b_.Label(body);
+  // An early end inside shows in the stack loop's check.
+  auto running = [&] { return GetBool(running_); };
+  WhileLoop(
+      running, [&] { Step(); }, running, cut_);
+}
+
+void SizerEmitter::Step() {
+  Id sw_merge = b_.NewId(), end_case = b_.NewId();
   pc_val_ = Get(pc_);
   sp_val_ = Get(sp_);
   Id op = Code(pc_val_);
@@ -356,8 +238,8 @@ void SizerEmitter::Interpreter() {
       {{kNdRead}, [&] { CaseNdRead(); }},
       {{kLoopIndexMax},
        [&] {
-         Poke(Sub(sp_val_, I64(1)),
-              Select(i64_, Eq(top_, I64(kNone)), I64(kNone), Sub(top_, I64(1))));
+         Poke(Sub(sp_val_, I64(1)), Select(i64_, Eq(top_, I64(kNone)),
+                                           I64(kNone), Sub(top_, I64(1))));
          Set(pc_, Add(pc_val_, I64(1)));
        }},
       {{kAdd, kSub, kMul, kMax, kFloorDiv, kMod}, [&] { CaseBinary(op); }},
@@ -383,13 +265,6 @@ void SizerEmitter::Interpreter() {
   b_.OpVoid(spv::OpStore, {running_, b_.ConstBool(false)});
   b_.Branch(sw_merge);
   b_.Label(sw_merge);
-  b_.Branch(cont);
-  b_.Label(cont);
-  b_.Branch(header);
-  b_.Label(merge);
-  // A loop that ended while still running was cut short by the device.
-  Id still = Op(spv::OpLoad, bool_, {running_});
-  b_.OpVoid(spv::OpStore, {cut_, Or(Op(spv::OpLoad, bool_, {cut_}), still)});
 }
 
 // Stack k's capacity and offset into the record.
@@ -417,45 +292,38 @@ void SizerEmitter::Finish(Id k) {
 }
 
 void SizerEmitter::StackLoop() {
-  Id header = b_.NewId(), body = b_.NewId(), cont = b_.NewId(),
-     merge = b_.NewId();
   Id count = Code(I64(0));
-  b_.Branch(header);
-  b_.Label(header);
-  Id k = Get(k_);
-  Id go = And(Lt(k, count), Not(Op(spv::OpLoad, bool_, {aborted_})));
-  b_.OpVoid(spv::OpLoopMerge, {merge, cont, spv::LoopControlMaskNone});
-  b_.BranchConditional(go, body, merge);
-  b_.Label(body);
-  Set(pc_, Code(Add(I64(kHeaderWords + 2), Mul(k, I64(kStackWords)))));
-  Set(sp_, I64(0));
-  // Each stack's walks have the whole guard, as on the host.
-  Set(iterations_, I64(0));
-  Interpreter();
-  Finish(k);
-  Set(k_, Add(k, I64(1)));
-  b_.Branch(cont);
-  b_.Label(cont);
-  b_.Branch(header);
-  b_.Label(merge);
-  // A stack loop that ended early (not aborted) was cut short as well.
-  Id cut = Or(Op(spv::OpLoad, bool_, {cut_}), Lt(Get(k_), count));
+  WhileLoop([&] { return And(Lt(Get(k_), count), Not(GetBool(aborted_))); },
+            [&] {
+              Id k = Get(k_);
+              Set(pc_,
+                  Code(Add(I64(kHeaderWords + 2), Mul(k, I64(kStackWords)))));
+              Set(sp_, I64(0));
+              // Each stack's walks have the whole guard, as on the host.
+              Set(iterations_, I64(0));
+              Interpreter();
+              Finish(k);
+              Set(k_, Add(k, I64(1)));
+            },
+            // Ended early, or aborted by the guard.
+            [&] { return Lt(Get(k_), count); }, cut_);
+  Id cut = GetBool(cut_);
   Id aborted = Op(spv::OpLoad, bool_, {aborted_});
   Id outcome = Select(i64_, cut, I64(kCutShort), I64(kDone));
   outcome = Select(i64_, aborted, I64(kGuardHit), outcome);
   Store(Word(status_, kStatusFloatStride), Get(float_offset_), i64_, 8);
   Store(Word(status_, kStatusIntStride), Get(int_offset_), i64_, 8);
   Store(Word(status_, kStatusIterations), Get(iterations_), i64_, 8);
-  Store(Word(status_, kStatusStack), Get(k_), i64_, 8);
+  // An aborted stack was finished and counted before the loop stopped.
+  Id stack = Select(i64_, aborted, Sub(Get(k_), I64(1)), Get(k_));
+  Store(Word(status_, kStatusStack), stack, i64_, 8);
   Store(Word(status_, kStatusOutcome), outcome, i64_, 8);
 }
 
 std::vector<uint32_t> SizerEmitter::Build() {
   Setup();
   StackLoop();
-  b_.Return();
-  b_.EndFunction();
-  return b_.Finish();
+  return End();
 }
 
 }  // namespace

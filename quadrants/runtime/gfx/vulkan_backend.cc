@@ -331,30 +331,9 @@ absl::StatusOr<std::unique_ptr<VulkanBackend>> VulkanBackend::Create(
                       SharedDevice(FeatureOverrides::FromEnvironment()));
   auto backend = std::make_unique<VulkanBackend>(config, device);
   QD_ASSIGN_OR_RETURN(backend->sizer_mode_, SizerModeFromEnvironment());
-  const VulkanApi& api = device->api();
-  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                            abi::kPushConstantBytes};
-  VkPipelineLayoutCreateInfo layout{
-      VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-  layout.pushConstantRangeCount = 1;
-  layout.pPushConstantRanges = &range;
+  QD_ASSIGN_OR_RETURN(backend->layout_, CreatePipelineLayout(*device));
   QD_RETURN_IF_ERROR(
-      VulkanApi::Check(api.vkCreatePipelineLayout(device->device(), &layout,
-                                                  nullptr, &backend->layout_),
-                       "vkCreatePipelineLayout"));
-  VkCommandBufferAllocateInfo commands{
-      VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  commands.commandPool = device->command_pool();
-  commands.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  commands.commandBufferCount = 1;
-  QD_RETURN_IF_ERROR(
-      VulkanApi::Check(api.vkAllocateCommandBuffers(device->device(), &commands,
-                                                    &backend->commands_),
-                       "vkAllocateCommandBuffers"));
-  VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  QD_RETURN_IF_ERROR(VulkanApi::Check(
-      api.vkCreateFence(device->device(), &fence, nullptr, &backend->fence_),
-      "vkCreateFence"));
+      CreateCommands(*device, &backend->commands_, &backend->fence_));
   QD_ASSIGN_OR_RETURN(backend->runtime_,
                       CreateBuffer(*device, abi::kRtBytes, false));
   QD_ASSIGN_OR_RETURN(backend->context_,
@@ -376,10 +355,7 @@ VulkanBackend::~VulkanBackend() {
   api.vkDeviceWaitIdle(d);
   for (GfxBuffer* buffer : {&runtime_, &context_, &bounds_, &prints_})
     DestroyBuffer(*device_, buffer);
-  if (fence_ != VK_NULL_HANDLE)
-    api.vkDestroyFence(d, fence_, nullptr);
-  if (commands_ != VK_NULL_HANDLE)
-    api.vkFreeCommandBuffers(d, device_->command_pool(), 1, &commands_);
+  DestroyCommands(*device_, &commands_, &fence_);
   if (layout_ != VK_NULL_HANDLE)
     api.vkDestroyPipelineLayout(d, layout_, nullptr);
 }
@@ -516,6 +492,23 @@ absl::StatusOr<VulkanSizer*> VulkanBackend::Sizer() {
   return sizer_.get();
 }
 
+absl::StatusOr<adstack::MaxReducer*> VulkanBackend::Reducer() {
+  if (!host_reducer_)
+    host_reducer_ = std::make_unique<cpu::CpuMaxReducer>();
+  if (sizer_mode_ == SizerMode::kHost || memory_->has_staged())
+    return host_reducer_.get();
+  if (!device_reducer_) {
+    VulkanMemory* memory = memory_.get();
+    QD_ASSIGN_OR_RETURN(device_reducer_, VulkanMaxReducer::Create(
+                                             device_,
+                                             [memory](const void* p) {
+                                               return memory->DeviceAddress(p);
+                                             },
+                                             host_reducer_.get()));
+  }
+  return device_reducer_.get();
+}
+
 absl::Status VulkanBackend::EnsurePrintBuffer(int64_t bytes) {
   if (prints_.buffer != VK_NULL_HANDLE && prints_.bytes >= bytes)
     return absl::OkStatus();
@@ -647,12 +640,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
   const bool staged = memory_->has_staged();
   bool recorded = false;  // dispatches since the command buffer began
   auto begin_commands = [&]() -> absl::Status {
-    QD_RETURN_IF_ERROR(VulkanApi::Check(api.vkResetCommandBuffer(cmd, 0),
-                                        "vkResetCommandBuffer"));
-    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    QD_RETURN_IF_ERROR(VulkanApi::Check(api.vkBeginCommandBuffer(cmd, &begin),
-                                        "vkBeginCommandBuffer"));
+    QD_RETURN_IF_ERROR(BeginCommands(*device_, cmd));
     if (staged) {
       memory_->RecordCopies(cmd, true);
       barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
@@ -671,19 +659,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
     }
     barrier(compute, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
             VK_ACCESS_HOST_READ_BIT);
-    QD_RETURN_IF_ERROR(
-        VulkanApi::Check(api.vkEndCommandBuffer(cmd), "vkEndCommandBuffer"));
-    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    submit.commandBufferCount = 1;
-    submit.pCommandBuffers = &cmd;
-    QD_RETURN_IF_ERROR(VulkanApi::Check(
-        api.vkQueueSubmit(device_->queue(), 1, &submit, fence_),
-        "vkQueueSubmit"));
-    QD_RETURN_IF_ERROR(VulkanApi::Check(
-        api.vkWaitForFences(device_->device(), 1, &fence_, VK_TRUE, UINT64_MAX),
-        "vkWaitForFences"));
-    return VulkanApi::Check(api.vkResetFences(device_->device(), 1, &fence_),
-                            "vkResetFences");
+    return SubmitAndWait(*device_, cmd, fence_);
   };
   QD_RETURN_IF_ERROR(begin_commands());
   const uint64_t ctx_address = context_.address;
@@ -697,7 +673,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
     }
     if (!task_stacks[t].empty()) {
       const std::vector<int64_t>& program = compiled.sizer_programs[t];
-      // Captured MaxOverRanges go to the host max-reducer before any walk,
+      // Captured MaxOverRanges go to the max-reducer before any walk,
       // so in auto mode the shader sizes only tasks the reducer takes none
       // of.
       const bool shader =
@@ -708,9 +684,8 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
         QD_RETURN_IF_ERROR(submit_commands());
         QD_RETURN_IF_ERROR(begin_commands());
       }
-      if (!host_reducer_)
-        host_reducer_ = std::make_unique<cpu::CpuMaxReducer>();
-      compiled.sizer->set_reducer(host_reducer_.get());
+      QD_ASSIGN_OR_RETURN(adstack::MaxReducer * reducer, Reducer());
+      compiled.sizer->set_reducer(reducer);
       // The sizer shader runs after the work recorded so far (so it reads
       // what earlier tasks wrote); the heaps are grown from what it wrote.
       absl::optional<SizerResult> ran;

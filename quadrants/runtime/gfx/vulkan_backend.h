@@ -12,6 +12,7 @@
 #include "quadrants/runtime/cpu/cpu_max_reducer.h"
 #include "quadrants/runtime/gfx/vulkan_adstack.h"
 #include "quadrants/runtime/gfx/vulkan_device.h"
+#include "quadrants/runtime/gfx/vulkan_max_reducer.h"
 #include "quadrants/runtime/gfx/vulkan_memory.h"
 #include "quadrants/runtime/gfx/vulkan_sizer.h"
 #include "quadrants/runtime/offline_cache/offline_cache.h"
@@ -62,6 +63,10 @@ class VulkanBackend : public Backend {
   absl::Status EnsurePrintBuffer(int64_t bytes);
   // The sizer shader's pipeline, made at its first use.
   absl::StatusOr<VulkanSizer*> Sizer();
+  // The max-reducer of a launch's captured MaxOverRanges: the reducer
+  // shader (made at its first use), unless QD_VULKAN_SIZER=host or staged
+  // buffers hold the current copies on the host.
+  absl::StatusOr<adstack::MaxReducer*> Reducer();
   // The record of the adstack overflow the launch's pushes left, if any
   // (then cleared), for the task layouts it ran with.
   absl::optional<RuntimeErrorRecord> TakeAdStackOverflow(
@@ -91,6 +96,8 @@ class VulkanBackend : public Backend {
   // Evaluates captured adstack MaxOverRanges on host threads, reading the
   // same host-addressable memory as the serial walk; made at first use.
   std::unique_ptr<cpu::CpuMaxReducer> host_reducer_;
+  // Evaluates them with the reducer shader; falls back to host_reducer_.
+  std::unique_ptr<VulkanMaxReducer> device_reducer_;
   OfflineCacheStats cache_stats_;  // before cache_, which notes its directory
   std::optional<offline_cache::OfflineCache> cache_;
 };

@@ -1,7 +1,9 @@
 #include "quadrants/runtime/gfx/vulkan_pipeline.h"
 
 #include "absl/strings/str_cat.h"
+#include "quadrants/codegen/spirv/gfx_abi.h"
 #include "quadrants/common/errors.h"
+#include "quadrants/common/status_macros.h"
 
 namespace quadrants::gfx {
 
@@ -43,6 +45,80 @@ absl::StatusOr<VkPipeline> CreatePipeline(const VulkanDevice& device,
             VulkanApi::Check(result, "vkCreateComputePipelines").message()));
   }
   return pipeline;
+}
+
+absl::StatusOr<VkPipelineLayout> CreatePipelineLayout(
+    const VulkanDevice& device) {
+  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                            spirv::abi::kPushConstantBytes};
+  VkPipelineLayoutCreateInfo info{
+      VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  info.pushConstantRangeCount = 1;
+  info.pPushConstantRanges = &range;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  QD_RETURN_IF_ERROR(
+      VulkanApi::Check(device.api().vkCreatePipelineLayout(
+                           device.device(), &info, nullptr, &layout),
+                       "vkCreatePipelineLayout"));
+  return layout;
+}
+
+absl::Status CreateCommands(const VulkanDevice& device,
+                            VkCommandBuffer* commands, VkFence* fence) {
+  const VulkanApi& api = device.api();
+  VkCommandBufferAllocateInfo info{
+      VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  info.commandPool = device.command_pool();
+  info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  info.commandBufferCount = 1;
+  QD_RETURN_IF_ERROR(VulkanApi::Check(
+      api.vkAllocateCommandBuffers(device.device(), &info, commands),
+      "vkAllocateCommandBuffers"));
+  VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  return VulkanApi::Check(
+      api.vkCreateFence(device.device(), &fence_info, nullptr, fence),
+      "vkCreateFence");
+}
+
+void DestroyCommands(const VulkanDevice& device, VkCommandBuffer* commands,
+                     VkFence* fence) {
+  const VulkanApi& api = device.api();
+  if (*fence != VK_NULL_HANDLE)
+    api.vkDestroyFence(device.device(), *fence, nullptr);
+  if (*commands != VK_NULL_HANDLE) {
+    api.vkFreeCommandBuffers(device.device(), device.command_pool(), 1,
+                             commands);
+  }
+  *fence = VK_NULL_HANDLE;
+  *commands = VK_NULL_HANDLE;
+}
+
+absl::Status BeginCommands(const VulkanDevice& device,
+                           VkCommandBuffer commands) {
+  const VulkanApi& api = device.api();
+  QD_RETURN_IF_ERROR(VulkanApi::Check(api.vkResetCommandBuffer(commands, 0),
+                                      "vkResetCommandBuffer"));
+  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  return VulkanApi::Check(api.vkBeginCommandBuffer(commands, &begin),
+                          "vkBeginCommandBuffer");
+}
+
+absl::Status SubmitAndWait(const VulkanDevice& device, VkCommandBuffer commands,
+                           VkFence fence) {
+  const VulkanApi& api = device.api();
+  QD_RETURN_IF_ERROR(
+      VulkanApi::Check(api.vkEndCommandBuffer(commands), "vkEndCommandBuffer"));
+  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &commands;
+  QD_RETURN_IF_ERROR(VulkanApi::Check(
+      api.vkQueueSubmit(device.queue(), 1, &submit, fence), "vkQueueSubmit"));
+  QD_RETURN_IF_ERROR(VulkanApi::Check(
+      api.vkWaitForFences(device.device(), 1, &fence, VK_TRUE, UINT64_MAX),
+      "vkWaitForFences"));
+  return VulkanApi::Check(api.vkResetFences(device.device(), 1, &fence),
+                          "vkResetFences");
 }
 
 }  // namespace quadrants::gfx

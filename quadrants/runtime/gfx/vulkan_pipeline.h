@@ -17,6 +17,24 @@ absl::StatusOr<VkPipeline> CreatePipeline(const VulkanDevice& device,
                                           const std::vector<uint32_t>& words,
                                           const std::string& what);
 
+// The layout of every compute pipeline here: an 8-byte push constant (the
+// address of what the shader reads) and no descriptor sets.
+absl::StatusOr<VkPipelineLayout> CreatePipelineLayout(
+    const VulkanDevice& device);
+
+// A primary command buffer of the device's pool and an unsignaled fence,
+// for submissions that are waited for one at a time.
+absl::Status CreateCommands(const VulkanDevice& device,
+                            VkCommandBuffer* commands, VkFence* fence);
+void DestroyCommands(const VulkanDevice& device, VkCommandBuffer* commands,
+                     VkFence* fence);
+// Resets `commands` and begins a one-time recording.
+absl::Status BeginCommands(const VulkanDevice& device,
+                           VkCommandBuffer commands);
+// Ends `commands`, submits them, waits on `fence` and resets it.
+absl::Status SubmitAndWait(const VulkanDevice& device, VkCommandBuffer commands,
+                           VkFence fence);
+
 }  // namespace quadrants::gfx
 
 #endif  // QUADRANTS_RUNTIME_GFX_VULKAN_PIPELINE_H_
