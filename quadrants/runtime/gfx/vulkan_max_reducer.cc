@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "quadrants/codegen/spirv/gfx_abi.h"
@@ -17,6 +18,10 @@ namespace reducer = spirv::reducer;
 using adstack::BodyOp;
 
 namespace {
+
+// Past this many points a job goes to the host reducer, which refuses it
+// (a device walk would run for minutes).
+constexpr int64_t kMaxPoints = int64_t{1} << 40;
 
 // Loop trips an invocation aims for: a quarter of the 65535 back edges
 // lavapipe allows an invocation, so that typical jobs finish on it.
@@ -108,8 +113,8 @@ std::optional<VulkanMaxReducer::Encoded> VulkanMaxReducer::Encode(
     const adstack::ReducerJob& job) const {
   const int axes = static_cast<int>(job.begin.size());
   const int code = static_cast<int>(job.code.size());
-  if (axes == 0 || axes > reducer::kMaxAxes || code == 0 ||
-      code > reducer::kMaxCode ||
+  if (job.Points() > kMaxPoints || axes == 0 || axes > reducer::kMaxAxes ||
+      code == 0 || code > reducer::kMaxCode ||
       job.reads.size() > static_cast<size_t>(reducer::kMaxReads) ||
       job.resolved.size() != job.reads.size())
     return std::nullopt;

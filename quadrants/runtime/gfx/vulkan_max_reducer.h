@@ -27,11 +27,12 @@ using DeviceAddressFn = std::function<uint64_t(const void*)>;
 // work that writes them first, as it would for a host reducer.
 //
 // Jobs the shader has no room for (more axes, reads, axis indices per read
-// or instructions than reducer_shader.h allows), reads of anything but
-// integers of at most 32 bits or of memory without a device address, and
-// walks the device ends early (lavapipe bounds an invocation's loop trips)
-// go to `fallback`, a host reducer. A maximum that does not fit in 32 bits
-// is an error, so that the launch sizer walks serially under its guard.
+// or instructions than reducer_shader.h allows), jobs of more than 2^40
+// points, reads of anything but integers of at most 32 bits or of memory
+// without a device address, and walks the device ends early (lavapipe
+// bounds an invocation's loop trips) go to `fallback`, a host reducer. A
+// maximum that does not fit in 32 bits is an error, so that the launch sizer
+// walks serially under its guard.
 class VulkanMaxReducer : public adstack::MaxReducer {
  public:
   // Builds and validates the shader and creates its pipeline; `fallback`

@@ -30,13 +30,17 @@ class HostReducer : public adstack::MaxReducer {
  public:
   absl::StatusOr<std::vector<int64_t>> Reduce(
       absl::Span<const ReducerJob> jobs) override {
-    std::vector<int64_t> out;
-    for (const ReducerJob& job : jobs)
-      out.push_back(adstack::BodyInterpreter(job).Reduce(0, job.Points()));
     jobs_ += static_cast<int64_t>(jobs.size());
+    std::vector<int64_t> out;
+    for (const ReducerJob& job : jobs) {
+      if (job.Points() > kMaxPoints)
+        return absl::ResourceExhaustedError("too many points");
+      out.push_back(adstack::BodyInterpreter(job).Reduce(0, job.Points()));
+    }
     return out;
   }
   int64_t jobs_ = 0;
+  static constexpr int64_t kMaxPoints = int64_t{1} << 30;
 };
 
 class VulkanMaxReducerTest : public ::testing::Test {
@@ -300,6 +304,13 @@ TEST_F(VulkanMaxReducerTest, WhatTheShaderCannotTakeGoesToTheHost) {
   EXPECT_EQ((*got)[0], 1);
   EXPECT_EQ((*got)[1], big);
   EXPECT_EQ(host_.jobs_, 2);
+  // 2^42 points: the host's to refuse.
+  ReducerJob huge;
+  huge.begin = {0, 0};
+  huge.end = {int64_t{1} << 21, int64_t{1} << 21};
+  huge.code = {{BodyOp::kAxis, 1, -1, 0}};
+  EXPECT_FALSE(reducer_->Reduce({huge}).ok());
+  EXPECT_EQ(host_.jobs_, 3);
 }
 
 }  // namespace
