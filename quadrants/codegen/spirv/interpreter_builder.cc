@@ -56,7 +56,34 @@ Id InterpreterBuilder::Begin(uint32_t local_size, bool invocation_id) {
 std::vector<uint32_t> InterpreterBuilder::End() {
   b_.Return();
   b_.EndFunction();
+  const Id pointer =
+      b_.PointerType(spv::StorageClassPhysicalStorageBuffer, u32_);
+  for (const auto& [op, function] : atomic_functions_) {
+    std::vector<Id> args;
+    b_.BeginFunction(u32_, b_.FunctionType(u32_, {pointer, u32_}),
+                     {pointer, u32_}, &args, function);
+    b_.Decorate(args[0], spv::DecorationAliased);
+    Id old =
+        Op(op, u32_,
+           {args[0], b_.ConstU32(spv::ScopeDevice), b_.ConstU32(0), args[1]});
+    b_.OpVoid(spv::OpReturnValue, {old});
+    b_.EndFunction();
+  }
   return b_.Finish();
+}
+
+Id InterpreterBuilder::AtomicU32(spv::Op op, Id addr_u64, Id value) {
+  Id function = 0;
+  for (const auto& [known, id] : atomic_functions_) {
+    if (known == op)
+      function = id;
+  }
+  if (function == 0) {
+    function = b_.NewId();
+    atomic_functions_.emplace_back(op, function);
+  }
+  return Op(spv::OpFunctionCall, u32_,
+            {function, Pointer(u32_, addr_u64), value});
 }
 
 Id InterpreterBuilder::Pointer(Id type, Id addr_u64) {

@@ -42,6 +42,11 @@ class InterpreterBuilder {
   Id Smax(Id a, Id b) { return Select(i64_, Lt(a, b), b, a); }
   Id ToU64(Id v) { return Op(spv::OpBitcast, u64_, {v}); }
   Id Pointer(Id type, Id addr_u64);
+  // A device-scope, relaxed 32-bit atomic `op` with `value` on the u32 at
+  // `addr_u64`; returns the old value. It goes through a function whose
+  // pointer parameter backs the atomic, as SPIRV-Cross's MSL backend needs
+  // (it rejects atomics straight on a converted address).
+  Id AtomicU32(spv::Op op, Id addr_u64, Id value);
   Id Load(Id type, Id addr_u64, uint32_t align);
   void Store(Id addr_u64, Id value, Id type, uint32_t align);
   // addr + byte offset (an i64 id).
@@ -70,6 +75,8 @@ class InterpreterBuilder {
   Id ReadTyped(Id addr, Id type);
 
   ModuleBuilder b_;
+  // Per atomic op used, the function that performs it (built by End).
+  std::vector<std::pair<spv::Op, Id>> atomic_functions_;
   Id u32_ = 0, i32_ = 0, u64_ = 0, i64_ = 0, bool_ = 0, f32_ = 0;
   Id push_ = 0, main_ = 0, invocation_ = 0;
 };

@@ -197,11 +197,9 @@ void ReducerEmitter::Combine() {
                {flags, Select(u32_, set, b_.ConstU32(bit), b_.ConstU32(0))});
   }
   Id result = Word(job_, 8 * kWordResult);
-  Id scope = b_.ConstU32(spv::ScopeDevice), relaxed = b_.ConstU32(0);
-  Op(spv::OpAtomicUMax, u32_, {Pointer(u32_, result), scope, relaxed, word});
-  Op(spv::OpAtomicOr, u32_,
-     {Pointer(u32_, Op(spv::OpIAdd, u64_, {result, b_.ConstU64(4)})), scope,
-      relaxed, flags});
+  AtomicU32(spv::OpAtomicUMax, result, word);
+  AtomicU32(spv::OpAtomicOr, Op(spv::OpIAdd, u64_, {result, b_.ConstU64(4)}),
+            flags);
 }
 
 std::vector<uint32_t> ReducerEmitter::Build() {

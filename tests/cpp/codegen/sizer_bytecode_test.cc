@@ -6,8 +6,10 @@
 
 #include <vector>
 
+#include "quadrants/codegen/spirv/msl_export.h"
 #include "quadrants/codegen/spirv/sizer_shader.h"
 #include "quadrants/codegen/spirv/spirv_tools.h"
+#include "quadrants/common/errors.h"
 
 namespace quadrants::spirv::sizer {
 namespace {
@@ -171,6 +173,14 @@ TEST(SizerShader, PassesValidation) {
   std::vector<uint32_t> words = BuildSizerShader();
   absl::Status valid = ValidateModule(words, "the adstack sizer shader");
   EXPECT_TRUE(valid.ok()) << valid;
+}
+
+TEST(SizerShader, CrossCompilesToMsl) {
+  auto metal = CrossCompileToMsl(BuildSizerShader());
+  if (!metal.ok() && GetErrorKind(metal.status()) == ErrorKind::kUnavailable)
+    GTEST_SKIP() << metal.status();
+  ASSERT_TRUE(metal.ok()) << metal.status();
+  EXPECT_NE(metal->find("kernel void"), std::string::npos);
 }
 
 }  // namespace

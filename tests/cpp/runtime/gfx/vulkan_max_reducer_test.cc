@@ -12,8 +12,10 @@
 #include <random>
 #include <vector>
 
+#include "quadrants/codegen/spirv/msl_export.h"
 #include "quadrants/codegen/spirv/reducer_shader.h"
 #include "quadrants/codegen/spirv/spirv_tools.h"
+#include "quadrants/common/errors.h"
 #include "quadrants/runtime/adstack/max_reducer.h"
 
 namespace quadrants::gfx {
@@ -117,6 +119,21 @@ TEST(ReducerShader, PassesValidation) {
   absl::Status valid =
       spirv::ValidateModule(words, "the adstack max-reducer shader");
   EXPECT_TRUE(valid.ok()) << valid;
+}
+
+// Metal has no 64-bit atomics: the shader combines with 32-bit ones, so it
+// cross-compiles to MSL.
+TEST(ReducerShader, CrossCompilesToMsl) {
+  auto metal = spirv::CrossCompileToMsl(spirv::reducer::BuildReducerShader());
+  if (!metal.ok() && quadrants::GetErrorKind(metal.status()) ==
+                         quadrants::ErrorKind::kUnavailable)
+    GTEST_SKIP() << metal.status();
+  ASSERT_TRUE(metal.ok()) << metal.status();
+  EXPECT_NE(metal->find("kernel void"), std::string::npos);
+  EXPECT_NE(metal->find("atomic_fetch_max_explicit"), std::string::npos)
+      << *metal;
+  EXPECT_NE(metal->find("atomic_fetch_or_explicit"), std::string::npos)
+      << *metal;
 }
 
 TEST_F(VulkanMaxReducerTest, RandomJobsMatchTheInterpreter) {
