@@ -82,6 +82,10 @@ codegen::LoweringOptions CpuBackend::LoweringOptions() const {
   return options;
 }
 
+bool CpuBackend::VectorMath() const {
+  return config_.cpu_simd && jit_->has_vector_math();
+}
+
 absl::StatusOr<offline_cache::KernelArtifact> CpuBackend::Generate(
     const ir::Kernel& offloaded, const ir::SNodeTree& snodes) {
   llvm::LLVMContext context;
@@ -90,6 +94,11 @@ absl::StatusOr<offline_cache::KernelArtifact> CpuBackend::Generate(
       codegen::LowerKernel(offloaded, snodes, LoweringOptions(), context));
   std::vector<std::string> entry_points;
   for (const auto& task : lowered.tasks) {
+    // Nothing writes the launch context while a kernel runs: its loads
+    // (arguments, ndarray addresses and shapes) leave the loops, which then
+    // vectorize.
+    lowered.module->getFunction(task.function)
+        ->addParamAttr(0, llvm::Attribute::NoAlias);
     entry_points.push_back(task.function);
     if (!task.bounds_function.empty())
       entry_points.push_back(task.bounds_function);
@@ -99,7 +108,7 @@ absl::StatusOr<offline_cache::KernelArtifact> CpuBackend::Generate(
       absl::MakeConstSpan(kRuntimeBitcodeX86_64, kRuntimeBitcodeX86_64_size),
       entry_points));
   codegen::OptimizeModule(*lowered.module, jit_->target_machine(),
-                          config_.cpu_simd);
+                          config_.cpu_simd, VectorMath());
   offline_cache::KernelArtifact artifact;
   QD_ASSIGN_OR_RETURN(artifact.object, jit_->EmitObject(*lowered.module));
   artifact.tasks = std::move(lowered.tasks);
@@ -120,7 +129,7 @@ CpuBackend::LoadOrGenerate(const ir::Kernel& offloaded,
     key = offline_cache::CacheKey(
         offloaded, snodes,
         absl::StrCat(LoweringOptions().ToString(), " runtime=", runtime_hash,
-                     " simd=", config_.cpu_simd),
+                     " simd=", config_.cpu_simd, " mvec=", VectorMath()),
         jit_->TargetDescription());
   }
   return offline_cache::LoadOrGenerate<std::string>(

@@ -20,6 +20,9 @@ def qd_runtime_bitcode(name, triple, symbol, visibility = None):
             # GPU device libraries (libdevice, ROCm) are linked by their
             # backends, not here.
             "-nogpulib" if not triple.startswith("x86_64") else "",
+            # Kernels never read errno: host math builtins become LLVM
+            # intrinsics, which the loop vectorizer can map to vector math.
+            "-fno-math-errno" if triple.startswith("x86_64") else "",
             # Includes are relative to this repository's root, which lies
             # under external/ when another workspace imports it.
             "-I" + (Label("//:BUILD.bazel").workspace_root or "."),
