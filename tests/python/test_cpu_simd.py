@@ -59,8 +59,9 @@ def test_results_do_not_depend_on_simd():
     assert on is True and off is False
     np.testing.assert_array_equal(k1, k0)
     assert c1 == c0
-    # Vectorized sin may come from libmvec: within 4 ulps (2^-50 relative).
-    np.testing.assert_allclose(y1, y0, rtol=2.0**-50, atol=1e-300)
+    # Each lane calls the same C library sin: equal up to how LLVM fuses
+    # a * sin + ... (1 ulp, 2^-52 relative).
+    np.testing.assert_allclose(y1, y0, rtol=2.0**-52, atol=1e-300)
     # The sum's order differs (threads, lanes): f64 summation error is at
     # most N * eps * sum|v| ~ 4099 * 2.2e-16 * 8200 ~ 7e-9 for |v| < 2.
     assert t1 == pytest.approx(t0, abs=1e-8)

@@ -1,11 +1,13 @@
-"""Accuracy of CPU math in vectorized loops (qd.init(cpu_simd=True), where the
-loop vectorizer calls glibc's libmvec for sin, cos, tan, exp, log and pow) and
-in scalar code (cpu_simd=False, the C library), per op and dtype over each
-op's domain, in ulps of the result against a reference evaluated in x87
-extended precision (numpy longdouble, through libm's long double functions),
-rounded to the dtype. glibc documents at most 4 ulps for libmvec and its scalar functions;
-the bound here is that, so neither path may be looser than the other's
-documented accuracy.
+"""Accuracy of CPU math in vectorized loops (qd.init(cpu_simd=True)) and in
+scalar code (cpu_simd=False), per op and dtype over each op's domain, in ulps
+of the result against a reference evaluated in x87 extended precision (numpy
+longdouble, through libm's long double functions), rounded to the dtype.
+
+A vectorized loop still calls the C library's function for each lane, so
+both paths are held to what tests/cpp/program/cpu_math_test.cc demands of
+the CPU's math (within 1 ulp of the C library), here against the
+extended-precision reference: at most 1 ulp. glibc's vector math (libmvec)
+is not used: its f64 functions are up to about 3 ulps off.
 """
 import numpy as np
 import pytest
@@ -61,7 +63,7 @@ def evaluate(op, dtype, simd):
 @pytest.mark.parametrize("simd", [True, False], ids=["vector", "scalar"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
 @pytest.mark.parametrize("op", sorted(DOMAINS))
-def test_ulps_within_glibcs_bound(op, dtype, simd):
+def test_ulps_within_one(op, dtype, simd):
     err = evaluate(op, dtype, simd)
     assert np.all(np.isfinite(err)), op
-    assert err.max() <= 4.0, (op, dtype, simd, float(err.max()))
+    assert err.max() <= 1.0, (op, dtype, simd, float(err.max()))

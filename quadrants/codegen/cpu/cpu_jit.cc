@@ -7,7 +7,6 @@
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
 #include "llvm/IR/LegacyPassManager.h"
-#include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -48,11 +47,7 @@ absl::StatusOr<std::unique_ptr<CpuJit>> CpuJit::Create() {
       llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*builder).create();
   if (!jit)
     return JitError("cannot create the ORC JIT", jit.takeError());
-  auto cpu_jit = std::make_unique<CpuJit>(std::move(*jit), std::move(*machine));
-  // glibc's vector math; its symbols then resolve like the C library's.
-  cpu_jit->vector_math_ =
-      !llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1");
-  return cpu_jit;
+  return std::make_unique<CpuJit>(std::move(*jit), std::move(*machine));
 }
 
 absl::StatusOr<llvm::orc::JITDylib*> CpuJit::NewDylib(std::string* name) {

@@ -21,8 +21,6 @@ class CpuJit {
   const std::string& triple() const { return triple_; }
   const std::string& data_layout() const { return data_layout_; }
   llvm::TargetMachine& target_machine() { return *machine_; }
-  // Whether glibc's libmvec is loaded, so vectorized code may call it.
-  bool has_vector_math() const { return vector_math_; }
 
   // Compiles an optimized module to a relocatable object for this host (what
   // the offline cache stores).
@@ -49,7 +47,6 @@ class CpuJit {
   std::string triple_;
   std::string data_layout_;
   int next_dylib_ = 0;
-  bool vector_math_ = false;
 };
 
 }  // namespace quadrants::codegen

@@ -2,15 +2,13 @@
 
 #include "llvm/Analysis/CGSCCPassManager.h"
 #include "llvm/Analysis/LoopAnalysisManager.h"
-#include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/Passes/PassBuilder.h"
-#include "llvm/TargetParser/Triple.h"
 
 namespace quadrants::codegen {
 
 void OptimizeModule(llvm::Module& module, llvm::TargetMachine& machine,
-                    bool vectorize, bool vector_math) {
+                    bool vectorize) {
   llvm::LoopAnalysisManager loops;
   llvm::FunctionAnalysisManager functions;
   llvm::CGSCCAnalysisManager cgscc;
@@ -19,14 +17,6 @@ void OptimizeModule(llvm::Module& module, llvm::TargetMachine& machine,
   tuning.LoopVectorization = vectorize;
   tuning.SLPVectorization = vectorize;
   llvm::PassBuilder builder(&machine, tuning);
-  const llvm::Triple triple(module.getTargetTriple());
-  llvm::TargetLibraryInfoImpl library(triple);
-  if (vector_math) {
-    library.addVectorizableFunctionsFromVecLib(
-        llvm::TargetLibraryInfoImpl::LIBMVEC_X86, triple);
-  }
-  // Registered before the builder's defaults, so this one is used.
-  functions.registerPass([&] { return llvm::TargetLibraryAnalysis(library); });
   builder.registerModuleAnalyses(modules);
   builder.registerCGSCCAnalyses(cgscc);
   builder.registerFunctionAnalyses(functions);

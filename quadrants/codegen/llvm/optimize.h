@@ -8,11 +8,9 @@ namespace quadrants::codegen {
 
 // Runs the new pass manager's O3 pipeline for `machine`'s target.
 // `vectorize` false leaves LLVM's loop and SLP vectorizers out, so the code
-// stays scalar. `vector_math` lets the loop vectorizer call glibc's libmvec
-// (x86-64) for sin, cos, tan, exp, log and pow; the caller makes sure the
-// library's symbols resolve.
+// stays scalar.
 void OptimizeModule(llvm::Module& module, llvm::TargetMachine& machine,
-                    bool vectorize = true, bool vector_math = false);
+                    bool vectorize = true);
 
 }  // namespace quadrants::codegen
 

@@ -82,10 +82,6 @@ codegen::LoweringOptions CpuBackend::LoweringOptions() const {
   return options;
 }
 
-bool CpuBackend::VectorMath() const {
-  return config_.cpu_simd && jit_->has_vector_math();
-}
-
 absl::StatusOr<offline_cache::KernelArtifact> CpuBackend::Generate(
     const ir::Kernel& offloaded, const ir::SNodeTree& snodes) {
   llvm::LLVMContext context;
@@ -108,7 +104,7 @@ absl::StatusOr<offline_cache::KernelArtifact> CpuBackend::Generate(
       absl::MakeConstSpan(kRuntimeBitcodeX86_64, kRuntimeBitcodeX86_64_size),
       entry_points));
   codegen::OptimizeModule(*lowered.module, jit_->target_machine(),
-                          config_.cpu_simd, VectorMath());
+                          config_.cpu_simd);
   offline_cache::KernelArtifact artifact;
   QD_ASSIGN_OR_RETURN(artifact.object, jit_->EmitObject(*lowered.module));
   artifact.tasks = std::move(lowered.tasks);
@@ -129,7 +125,7 @@ CpuBackend::LoadOrGenerate(const ir::Kernel& offloaded,
     key = offline_cache::CacheKey(
         offloaded, snodes,
         absl::StrCat(LoweringOptions().ToString(), " runtime=", runtime_hash,
-                     " simd=", config_.cpu_simd, " mvec=", VectorMath()),
+                     " simd=", config_.cpu_simd),
         jit_->TargetDescription());
   }
   return offline_cache::LoadOrGenerate<std::string>(

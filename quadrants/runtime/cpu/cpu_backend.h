@@ -55,9 +55,6 @@ class CpuBackend : public Backend {
                                absl::Span<const uint64_t> field_generations);
   void CheckAdStackOverflow(int task);
   codegen::LoweringOptions LoweringOptions() const;
-  // Whether vectorized loops may call glibc's vector math (cpu_simd on and
-  // libmvec loaded).
-  bool VectorMath() const;
   // Lowers, links and optimizes `offloaded` to an object plus task metadata.
   absl::StatusOr<offline_cache::KernelArtifact> Generate(
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes);

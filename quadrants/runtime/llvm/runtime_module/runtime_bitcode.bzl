@@ -21,7 +21,8 @@ def qd_runtime_bitcode(name, triple, symbol, visibility = None):
             # backends, not here.
             "-nogpulib" if not triple.startswith("x86_64") else "",
             # Kernels never read errno: host math builtins become LLVM
-            # intrinsics, which the loop vectorizer can map to vector math.
+            # intrinsics, which do not keep a loop from vectorizing (each
+            # lane still calls the C library's function).
             "-fno-math-errno" if triple.startswith("x86_64") else "",
             # Includes are relative to this repository's root, which lies
             # under external/ when another workspace imports it.
