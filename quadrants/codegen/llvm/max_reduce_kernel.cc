@@ -13,7 +13,7 @@ using adstack::BodyOp;
 // Points evaluated per trip of the main loop: independent loads in flight.
 constexpr int kUnroll = 8;
 
-// Emits the body of one point from the parameters loaded in the entry.
+// Emits the body of one point from the kernel's parameter arguments.
 class PointEmitter {
  public:
   // The parameter words are `fn`'s arguments from the second on; the
