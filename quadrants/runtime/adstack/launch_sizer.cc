@@ -399,6 +399,7 @@ absl::StatusOr<AdStackLayout> LaunchSizer::Size(
         continue;
       }
       const auto start = std::chrono::steady_clock::now();
+      const int64_t device_jobs = reducer_->device_jobs();
       absl::StatusOr<std::vector<int64_t>> values = reducer_->Reduce(jobs);
       stats->reducer_seconds += std::chrono::duration<double>(
                                     std::chrono::steady_clock::now() - start)
@@ -407,8 +408,7 @@ absl::StatusOr<AdStackLayout> LaunchSizer::Size(
         break;  // the serial walk takes over, guard included
       ++stats->reducer_rounds;
       stats->reducer_dispatches += static_cast<int64_t>(jobs.size());
-      if (reducer_->on_device())
-        stats->device_reducer_dispatches += static_cast<int64_t>(jobs.size());
+      stats->device_reducer_dispatches += reducer_->device_jobs() - device_jobs;
       for (size_t j = 0; j < dispatched.size(); ++j) {
         Pending& p = *dispatched[j];
         results[p.spec->spec.node] = (*values)[j];

@@ -47,9 +47,10 @@ class MaxReducer {
   // One maximum per job, kNoValue where no point has a value.
   virtual absl::StatusOr<std::vector<int64_t>> Reduce(
       absl::Span<const ReducerJob> jobs) = 0;
-  // Whether the reduction runs on the accelerator (counted apart in the
-  // stats, so tests can tell it from a host fallback).
-  virtual bool on_device() const { return false; }
+  // How many jobs, over the reducer's life, a device kernel or shader
+  // reduced rather than host threads (counted apart in the stats, so tests
+  // can tell it from a host fallback).
+  virtual int64_t device_jobs() const { return 0; }
 };
 
 // Interprets `job`'s body over its points [lo, hi), linearized with the

@@ -46,11 +46,9 @@ class VulkanMaxReducer : public adstack::MaxReducer {
 
   absl::StatusOr<std::vector<int64_t>> Reduce(
       absl::Span<const adstack::ReducerJob> jobs) override;
-  bool on_device() const override { return true; }
-
   // How many jobs ran on the device and how many the fallback took, over
   // the reducer's life.
-  int64_t device_jobs() const { return device_jobs_; }
+  int64_t device_jobs() const override { return device_jobs_; }
   int64_t fallback_jobs() const { return fallback_jobs_; }
   // Caps a dispatch's workgroups (65535 by default), so that tests reach
   // long walks per invocation with small jobs.

@@ -88,6 +88,7 @@ absl::StatusOr<int64_t> GpuMaxReducer::ReduceOne(
   QD_RETURN_IF_ERROR(device_->Launch(launch));
   int64_t result = adstack::kNoValue;
   QD_RETURN_IF_ERROR(device_->CopyToHost(&result, out, 8));
+  ++device_jobs_;
   return result;
 }
 

@@ -30,7 +30,7 @@ class GpuMaxReducer : public adstack::MaxReducer {
 
   absl::StatusOr<std::vector<int64_t>> Reduce(
       absl::Span<const adstack::ReducerJob> jobs) override;
-  bool on_device() const override { return true; }
+  int64_t device_jobs() const override { return device_jobs_; }
 
  private:
   absl::StatusOr<void*> Kernel(const codegen::MaxReduceShape& shape);
@@ -44,6 +44,7 @@ class GpuMaxReducer : public adstack::MaxReducer {
   absl::flat_hash_map<std::string, void*> kernels_;
   DeviceBuffer slots_;
   int64_t next_slot_ = 0;
+  int64_t device_jobs_ = 0;
 };
 
 }  // namespace quadrants::gpu
