@@ -2,6 +2,7 @@
 
 #include <mutex>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
@@ -85,6 +86,17 @@ absl::StatusOr<std::string> CpuJit::AddObject(const std::string& object) {
     return JitError("cannot add a kernel object to the JIT", std::move(error));
   }
   return name;
+}
+
+int CpuJit::VectorBits() const {
+  const std::string features = machine_->getTargetFeatureString().str();
+  auto has = [&](const char* feature) {
+    return absl::StrContains(absl::StrCat(features, ","),
+                             absl::StrCat("+", feature, ","));
+  };
+  if (has("avx512f"))
+    return 512;
+  return has("avx") ? 256 : 128;
 }
 
 std::string CpuJit::TargetDescription() const {

@@ -31,6 +31,10 @@ class CpuJit {
   absl::StatusOr<void*> Lookup(const std::string& dylib,
                                const std::string& symbol);
 
+  // Bits of the widest vector registers the host has (512 with AVX-512F,
+  // 256 with AVX, else 128).
+  int VectorBits() const;
+
   // The host CPU and its features; objects are only valid for this target.
   std::string TargetDescription() const;
 

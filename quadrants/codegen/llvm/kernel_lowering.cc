@@ -13,8 +13,13 @@
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/Support/raw_ostream.h"
+#include "quadrants/codegen/llvm/adstack_slots.h"
+#include "quadrants/codegen/llvm/elementwise.h"
+#include "quadrants/codegen/llvm/lane_emitter.h"
+#include "quadrants/codegen/llvm/lane_forms.h"
 #include "quadrants/codegen/llvm/warp_atomics.h"
 #include "quadrants/common/errors.h"
+#include "quadrants/common/logging.h"
 #include "quadrants/ir/statements.h"
 #include "quadrants/ir/walk.h"
 
@@ -41,7 +46,16 @@ class FunctionEmitter {
         snodes_(snodes),
         options_(options),
         sites_(sites),
-        print_sites_(print_sites) {}
+        print_sites_(print_sites),
+        ops_(
+            b_, 0,
+            [this](const char* name, std::vector<llvm::Value*> args,
+                   PrimitiveType t) {
+              return MathCall(name, std::move(args), t);
+            },
+            [this](const char* name, llvm::Value* a, llvm::Value* b,
+                   PrimitiveType t) { return IntRuntimeCall(name, a, b, t); }) {
+  }
 
   // void name(ptr ctx, i64 begin, i64 end, i32 thread_id)
   absl::Status EmitTask(const ir::OffloadedTaskStmt& task,
@@ -57,14 +71,20 @@ class FunctionEmitter {
   };
 
   // ---- helpers ------------------------------------------------------------
-  llvm::Type* RegisterType(PrimitiveType t);
+  llvm::Type* RegisterType(PrimitiveType t) { return ops_.RegisterType(t); }
   llvm::Type* StorageType(PrimitiveType t);  // u1 is a byte in memory
   llvm::Value* Get(const Stmt* s) { return values_.at(s); }
   llvm::Value* Call(const std::string& name, llvm::Type* result,
                     std::vector<llvm::Value*> args);
-  llvm::Value* AsBool(llvm::Value* v, PrimitiveType t);
-  llvm::Value* ToI64(llvm::Value* v, PrimitiveType t);
-  llvm::Value* Cast(llvm::Value* v, PrimitiveType from, PrimitiveType to);
+  llvm::Value* AsBool(llvm::Value* v, PrimitiveType t) {
+    return ops_.AsBool(v, t);
+  }
+  llvm::Value* ToI64(llvm::Value* v, PrimitiveType t) {
+    return ops_.ToI64(v, t);
+  }
+  llvm::Value* Cast(llvm::Value* v, PrimitiveType from, PrimitiveType to) {
+    return ops_.Cast(v, from, to);
+  }
   llvm::AllocaInst* EntryAlloca(llvm::Type* type, const char* name);
   llvm::Function* BeginFunction(const std::string& name,
                                 std::vector<llvm::Type*> params);
@@ -126,6 +146,7 @@ class FunctionEmitter {
   const LoweringOptions& options_;
   std::vector<ErrorSite>& sites_;
   std::vector<ir::PrintSite>& print_sites_;
+  Elementwise ops_;
 
   llvm::Function* function_ = nullptr;
   llvm::Value* ctx_ = nullptr;
@@ -176,32 +197,6 @@ class FunctionEmitter {
   void set_task_index(int index) { task_index_ = index; }
 };
 
-llvm::Type* FunctionEmitter::RegisterType(PrimitiveType t) {
-  switch (t) {
-    case PrimitiveType::kU1:
-      return b_.getInt1Ty();
-    case PrimitiveType::kI8:
-    case PrimitiveType::kU8:
-      return b_.getInt8Ty();
-    case PrimitiveType::kI16:
-    case PrimitiveType::kU16:
-      return b_.getInt16Ty();
-    case PrimitiveType::kI32:
-    case PrimitiveType::kU32:
-      return b_.getInt32Ty();
-    case PrimitiveType::kI64:
-    case PrimitiveType::kU64:
-      return b_.getInt64Ty();
-    case PrimitiveType::kF16:
-      return b_.getHalfTy();
-    case PrimitiveType::kF32:
-      return b_.getFloatTy();
-    case PrimitiveType::kF64:
-      return b_.getDoubleTy();
-  }
-  return b_.getInt32Ty();
-}
-
 llvm::Type* FunctionEmitter::StorageType(PrimitiveType t) {
   return t == PrimitiveType::kU1 ? b_.getInt8Ty() : RegisterType(t);
 }
@@ -214,46 +209,6 @@ llvm::Value* FunctionEmitter::Call(const std::string& name, llvm::Type* result,
   llvm::FunctionCallee callee = module_.getOrInsertFunction(
       name, llvm::FunctionType::get(result, params, false));
   return b_.CreateCall(callee, args);
-}
-
-llvm::Value* FunctionEmitter::AsBool(llvm::Value* v, PrimitiveType t) {
-  if (t == PrimitiveType::kU1)
-    return v;
-  if (ir::IsFloat(t)) {
-    return b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0));
-  }
-  return b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
-}
-
-llvm::Value* FunctionEmitter::ToI64(llvm::Value* v, PrimitiveType t) {
-  if (ir::IsFloat(t))
-    return Cast(v, t, PrimitiveType::kI64);
-  return ir::IsSigned(t) ? b_.CreateSExt(v, b_.getInt64Ty())
-                         : b_.CreateZExt(v, b_.getInt64Ty());
-}
-
-llvm::Value* FunctionEmitter::Cast(llvm::Value* v, PrimitiveType from,
-                                   PrimitiveType to) {
-  if (from == to)
-    return v;
-  llvm::Type* target = RegisterType(to);
-  if (to == PrimitiveType::kU1)
-    return AsBool(v, from);
-  const bool from_float = ir::IsFloat(from), to_float = ir::IsFloat(to);
-  if (from_float && to_float)
-    return b_.CreateFPCast(v, target);
-  if (!from_float && to_float) {
-    return ir::IsSigned(from) ? b_.CreateSIToFP(v, target)
-                              : b_.CreateUIToFP(v, target);
-  }
-  if (from_float) {
-    // Saturating conversion: out-of-range values clamp, NaN gives 0, as the
-    // constant folder does.
-    auto id = ir::IsSigned(to) ? llvm::Intrinsic::fptosi_sat
-                               : llvm::Intrinsic::fptoui_sat;
-    return b_.CreateIntrinsic(id, {target, v->getType()}, {v});
-  }
-  return b_.CreateIntCast(v, target, ir::IsSigned(from));
 }
 
 llvm::AllocaInst* FunctionEmitter::EntryAlloca(llvm::Type* type,
@@ -410,17 +365,12 @@ std::vector<llvm::Value*> FunctionEmitter::DecomposeCell(int snode,
 
 void FunctionEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
   const PrimitiveType t = s.dtype();
-  const int64_t elem = std::max(1, ir::BitWidth(t) / 8);
-  AdStackSpec spec;
-  spec.dtype = t;
+  const int64_t elem = AdStackElementBytes(t);
   // A float slot holds an adjoint after its primal only when the kernel
   // reads or accumulates stack adjoints; otherwise pushes move half the
   // bytes.
   const bool adjoint = ir::IsFloat(t) && HasStackAdjoint(&s);
-  spec.slot_bytes = adjoint ? 2 * elem : elem;
-  spec.static_capacity = s.max_size();
-  spec.size_expr = s.size_expr();
-  spec.loc = s.loc();
+  AdStackSpec spec = DescribeAdStack(s, adjoint);
   const int id = static_cast<int>(task_stacks_->size());
   task_stacks_->push_back(spec);
   llvm::Value* heap = Call("qd_adstack_heap", b_.getPtrTy(), {ctx_});
@@ -646,16 +596,9 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitFieldPtr(
 llvm::Value* FunctionEmitter::MathCall(const char* name,
                                        std::vector<llvm::Value*> args,
                                        PrimitiveType t) {
-  // f16 math runs in f32.
-  const bool half = t == PrimitiveType::kF16;
-  if (half) {
-    for (auto& a : args)
-      a = b_.CreateFPExt(a, b_.getFloatTy());
-  }
   const bool f64 = t == PrimitiveType::kF64;
-  llvm::Value* r = Call(absl::StrCat("qd_", name, f64 ? "_f64" : "_f32"),
-                        f64 ? b_.getDoubleTy() : b_.getFloatTy(), args);
-  return half ? b_.CreateFPTrunc(r, b_.getHalfTy()) : r;
+  return Call(absl::StrCat("qd_", name, f64 ? "_f64" : "_f32"),
+              f64 ? b_.getDoubleTy() : b_.getFloatTy(), std::move(args));
 }
 
 llvm::Value* FunctionEmitter::IntRuntimeCall(const char* name, llvm::Value* a,
@@ -674,140 +617,20 @@ llvm::Value* FunctionEmitter::IntRuntimeCall(const char* name, llvm::Value* a,
 
 absl::StatusOr<llvm::Value*> FunctionEmitter::EmitUnary(
     const ir::UnaryOpStmt& s) {
-  llvm::Value* x = Get(s.input());
-  const PrimitiveType in = s.input()->type().element();
-  const PrimitiveType out = s.type().element();
-  const bool is_float = ir::IsFloat(in);
-  switch (s.op()) {
-    case UnaryOpKind::kCast:
-      return Cast(x, in, out);
-    case UnaryOpKind::kNeg:
-      return is_float ? b_.CreateFNeg(x) : b_.CreateNeg(x);
-    case UnaryOpKind::kBitNot:
-      return b_.CreateNot(x);
-    case UnaryOpKind::kLogicalNot:
-      return b_.CreateNot(AsBool(x, in));
-    case UnaryOpKind::kAbs:
-      if (is_float)
-        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-      if (!ir::IsSigned(in))
-        return x;
-      return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b_.getFalse());
-    case UnaryOpKind::kStopGrad:
-      return x;  // the value itself; only autodiff treats it as a constant
-    case UnaryOpKind::kFloor:
-      return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x) : x;
-    case UnaryOpKind::kCeil:
-      return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x) : x;
-    case UnaryOpKind::kSqrt:
-      return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
-    case UnaryOpKind::kRsqrt:
-      return b_.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0),
-                           b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
-    case UnaryOpKind::kSin:
-      return MathCall("sin", {x}, in);
-    case UnaryOpKind::kCos:
-      return MathCall("cos", {x}, in);
-    case UnaryOpKind::kTan:
-      return MathCall("tan", {x}, in);
-    case UnaryOpKind::kTanh:
-      return MathCall("tanh", {x}, in);
-    case UnaryOpKind::kExp:
-      return MathCall("exp", {x}, in);
-    case UnaryOpKind::kLog:
-      return MathCall("log", {x}, in);
-    case UnaryOpKind::kAsin:
-      return MathCall("asin", {x}, in);
-    case UnaryOpKind::kAcos:
-      return MathCall("acos", {x}, in);
-  }
-  return Unsupported(s, "this unary op");
+  llvm::Value* v = ops_.Unary(s.op(), Get(s.input()),
+                              s.input()->type().element(), s.type().element());
+  if (v == nullptr)
+    return Unsupported(s, "this unary op");
+  return v;
 }
 
 absl::StatusOr<llvm::Value*> FunctionEmitter::EmitBinary(
     const ir::BinaryOpStmt& s) {
-  llvm::Value* x = Get(s.lhs());
-  llvm::Value* y = Get(s.rhs());
-  const PrimitiveType t = s.lhs()->type().element();
-  const bool f = ir::IsFloat(t);
-  const bool sgn = ir::IsSigned(t);
-  switch (s.op()) {
-    case BinaryOpKind::kAdd:
-      return f ? b_.CreateFAdd(x, y) : b_.CreateAdd(x, y);
-    case BinaryOpKind::kSub:
-      return f ? b_.CreateFSub(x, y) : b_.CreateSub(x, y);
-    case BinaryOpKind::kMul:
-      return f ? b_.CreateFMul(x, y) : b_.CreateMul(x, y);
-    case BinaryOpKind::kDiv:
-      return b_.CreateFDiv(x, y);
-    case BinaryOpKind::kFloorDiv:
-      if (f)
-        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor,
-                                       b_.CreateFDiv(x, y));
-      return IntRuntimeCall("floordiv", x, y, t);
-    case BinaryOpKind::kMod:
-      if (f) {
-        llvm::Value* q = b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor,
-                                                 b_.CreateFDiv(x, y));
-        return b_.CreateFSub(x, b_.CreateFMul(y, q));
-      }
-      return IntRuntimeCall("mod", x, y, t);
-    case BinaryOpKind::kPow:
-      if (f)
-        return MathCall("pow", {x, y}, t);
-      return IntRuntimeCall("pow", x, y, t);
-    case BinaryOpKind::kAtan2:
-      return MathCall("atan2", {x, y}, t);
-    case BinaryOpKind::kMin:
-      return b_.CreateBinaryIntrinsic(
-          f ? llvm::Intrinsic::minnum
-            : (sgn ? llvm::Intrinsic::smin : llvm::Intrinsic::umin),
-          x, y);
-    case BinaryOpKind::kMax:
-      return b_.CreateBinaryIntrinsic(
-          f ? llvm::Intrinsic::maxnum
-            : (sgn ? llvm::Intrinsic::smax : llvm::Intrinsic::umax),
-          x, y);
-    case BinaryOpKind::kBitAnd:
-      return b_.CreateAnd(x, y);
-    case BinaryOpKind::kBitOr:
-      return b_.CreateOr(x, y);
-    case BinaryOpKind::kBitXor:
-      return b_.CreateXor(x, y);
-    case BinaryOpKind::kShl:
-    case BinaryOpKind::kShr: {
-      // Shift amounts wrap at the width, as on x86, instead of being poison.
-      const int width = ir::BitWidth(t);
-      llvm::Value* amount =
-          width > 1
-              ? b_.CreateAnd(y, llvm::ConstantInt::get(y->getType(), width - 1))
-              : y;
-      if (s.op() == BinaryOpKind::kShl)
-        return b_.CreateShl(x, amount);
-      return sgn ? b_.CreateAShr(x, amount) : b_.CreateLShr(x, amount);
-    }
-    case BinaryOpKind::kLt:
-      return f ? b_.CreateFCmpOLT(x, y)
-               : (sgn ? b_.CreateICmpSLT(x, y) : b_.CreateICmpULT(x, y));
-    case BinaryOpKind::kLe:
-      return f ? b_.CreateFCmpOLE(x, y)
-               : (sgn ? b_.CreateICmpSLE(x, y) : b_.CreateICmpULE(x, y));
-    case BinaryOpKind::kGt:
-      return f ? b_.CreateFCmpOGT(x, y)
-               : (sgn ? b_.CreateICmpSGT(x, y) : b_.CreateICmpUGT(x, y));
-    case BinaryOpKind::kGe:
-      return f ? b_.CreateFCmpOGE(x, y)
-               : (sgn ? b_.CreateICmpSGE(x, y) : b_.CreateICmpUGE(x, y));
-    case BinaryOpKind::kEq:
-      return f ? b_.CreateFCmpOEQ(x, y) : b_.CreateICmpEQ(x, y);
-    case BinaryOpKind::kNe:
-      return f ? b_.CreateFCmpUNE(x, y) : b_.CreateICmpNE(x, y);
-    case BinaryOpKind::kLogicalAnd:
-      return b_.CreateAnd(AsBool(x, t), AsBool(y, t));
-    case BinaryOpKind::kLogicalOr:
-      return b_.CreateOr(AsBool(x, t), AsBool(y, t));
-  }
-  return Unsupported(s, "this binary op");
+  llvm::Value* v = ops_.Binary(s.op(), Get(s.lhs()), Get(s.rhs()),
+                               s.lhs()->type().element());
+  if (v == nullptr)
+    return Unsupported(s, "this binary op");
+  return v;
 }
 
 absl::StatusOr<llvm::Value*> FunctionEmitter::EmitAtomic(
@@ -874,12 +697,7 @@ bool FunctionEmitter::IsLaunchUniform(const Stmt& ptr) const {
 
 bool FunctionEmitter::HasStackAdjoint(const Stmt* s) {
   if (!adjoint_stacks_computed_) {
-    ir::WalkKernel(kernel_, [&](const Stmt* stmt) {
-      if (ir::Isa<ir::AdStackLoadTopAdjStmt>(stmt) ||
-          ir::Isa<ir::AdStackAccAdjointStmt>(stmt)) {
-        adjoint_stacks_.insert(stmt->operand(0));
-      }
-    });
+    adjoint_stacks_ = StacksWithAdjoints(kernel_);
     adjoint_stacks_computed_ = true;
   }
   return adjoint_stacks_.contains(s);
@@ -1192,14 +1010,44 @@ absl::Status FunctionEmitter::EmitStmt(const Stmt& s) {
   return Unsupported(s, "this statement");
 }
 
+// Emits `task` in SIMD lanes when it can (setting out->simd_lanes), and
+// says at debug level which tasks stay scalar and why.
+void TryLaneLowering(llvm::Module& module, const ir::Kernel& kernel,
+                     const ir::SNodeTree& snodes,
+                     const ir::OffloadedTaskStmt& task,
+                     const LoweringOptions& options, LoweredTask* out) {
+  std::string obstacle =
+      LaneLoweringObstacle(task, options.check_out_of_bound, options.debug);
+  const std::string what =
+      absl::StrCat("kernel '", kernel.name(), "' ", out->function, " (",
+                   task.loc().ToString(), ")");
+  if (obstacle.empty()) {
+    const int lanes = LaneCount(task, options.simd_vector_bits);
+    absl::Status status = EmitLaneTask(
+        module, kernel, snodes, task, lanes, options.simd_vector_bits,
+        options.ad_stack_size_forced, out->function, &out->ad_stacks);
+    if (status.ok()) {
+      out->simd_lanes = lanes;
+      QD_LOG(DEBUG) << what << " runs " << lanes << " iterations per step in "
+                    << "SIMD lanes";
+      return;
+    }
+    if (llvm::Function* partial = module.getFunction(out->function))
+      partial->eraseFromParent();
+    out->ad_stacks.clear();
+    obstacle = std::string(status.message());
+  }
+  QD_LOG(DEBUG) << what << " runs one iteration at a time: " << obstacle;
+}
+
 }  // namespace
 
 std::string LoweringOptions::ToString() const {
-  return absl::StrCat("bounds=", check_out_of_bound, " debug=", debug,
-                      " forced=", ad_stack_size_forced,
-                      " interleave=", interleave_adstacks,
-                      " warp_atomics=", warp_aggregate_atomics,
-                      " triple=", triple, " layout=", data_layout);
+  return absl::StrCat(
+      "bounds=", check_out_of_bound, " debug=", debug,
+      " forced=", ad_stack_size_forced, " interleave=", interleave_adstacks,
+      " warp_atomics=", warp_aggregate_atomics, " simd_bits=", simd_vector_bits,
+      " triple=", triple, " layout=", data_layout);
 }
 
 absl::StatusOr<LoweredKernel> LowerKernel(const ir::Kernel& kernel,
@@ -1224,10 +1072,14 @@ absl::StatusOr<LoweredKernel> LowerKernel(const ir::Kernel& kernel,
     out.kind = task->task_kind();
     out.loc = task->loc();
     out.function = absl::StrCat("qd_task", t, "_", ir::TaskKindName(out.kind));
-    emitter.set_task_stacks(&out.ad_stacks);
-    emitter.set_task_index(static_cast<int>(t));
-    if (absl::Status s = emitter.EmitTask(*task, out.function); !s.ok())
-      return s;
+    if (options.simd_vector_bits > 0)
+      TryLaneLowering(*lowered.module, kernel, snodes, *task, options, &out);
+    if (out.simd_lanes == 0) {
+      emitter.set_task_stacks(&out.ad_stacks);
+      emitter.set_task_index(static_cast<int>(t));
+      if (absl::Status s = emitter.EmitTask(*task, out.function); !s.ok())
+        return s;
+    }
     if (out.kind == ir::TaskKind::kRangeFor) {
       out.bounds_function = out.function + "_bounds";
       if (absl::Status s = emitter.EmitBounds(*task, out.bounds_function);

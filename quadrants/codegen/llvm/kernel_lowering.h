@@ -25,6 +25,9 @@ struct LoweringOptions {
   // across each converged warp first (NVPTX), so the address sees one
   // atomic per warp.
   bool warp_aggregate_atomics = false;
+  // Vector register bits for running parallel task bodies in SIMD lanes
+  // (CPU); 0 runs every task one iteration at a time.
+  int simd_vector_bits = 0;
   std::string triple;
   std::string data_layout;
 

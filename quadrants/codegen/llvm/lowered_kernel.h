@@ -37,6 +37,10 @@ struct LoweredTask {
   std::string function;
   std::string bounds_function;
   int64_t struct_for_cells = 0;  // struct_for: iterations
+  // Iterations `function` runs together in SIMD lanes (CPU); 0 when it
+  // runs them one at a time. Each thread then owns `simd_lanes` adstack
+  // thread slices.
+  int simd_lanes = 0;
   SourceLocation loc;
   std::vector<AdStackSpec> ad_stacks;  // ids are positions in this list
 };

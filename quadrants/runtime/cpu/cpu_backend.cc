@@ -31,6 +31,7 @@ struct CpuTask {
   TaskFn run = nullptr;
   BoundsFn bounds = nullptr;
   int64_t cells = 0;
+  int lanes = 1;  // iterations per step (SIMD lanes)
 };
 
 class CpuCompiledKernel : public CompiledKernel {
@@ -77,6 +78,7 @@ codegen::LoweringOptions CpuBackend::LoweringOptions() const {
   options.check_out_of_bound = config_.checks_bounds();
   options.debug = config_.debug;
   options.ad_stack_size_forced = config_.ad_stack_size > 0;
+  options.simd_vector_bits = config_.cpu_simd ? jit_->VectorBits() : 0;
   options.triple = jit_->triple();
   options.data_layout = jit_->data_layout();
   return options;
@@ -153,6 +155,7 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
       cpu.bounds = reinterpret_cast<BoundsFn>(bounds);
     }
     cpu.cells = task.struct_for_cells;
+    cpu.lanes = std::max(1, task.simd_lanes);
     tasks.push_back(cpu);
   }
   auto compiled = std::make_shared<CpuCompiledKernel>(
@@ -225,11 +228,13 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
         adstack_stats_.per_thread_stride.assign(compiled.tasks().size(), 0);
       }
       any_stacks = true;
-      // Heap slices are per thread id; a serial task only uses thread 0.
-      QD_RETURN_IF_ERROR(PublishAdStacks(
-          kernel, static_cast<int>(t),
-          task.kind == ir::TaskKind::kSerial ? 1 : pool_.num_threads(), ctx,
-          args, field_generations));
+      // Heap slices are per thread id and SIMD lane; a serial task only
+      // uses thread 0.
+      QD_RETURN_IF_ERROR(PublishAdStacks(kernel, static_cast<int>(t),
+                                         task.kind == ir::TaskKind::kSerial
+                                             ? 1
+                                             : pool_.num_threads() * task.lanes,
+                                         ctx, args, field_generations));
     }
     ++stats.tasks;
     int64_t range[2] = {0, 1};
@@ -246,10 +251,12 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
         range[1] = task.cells;
         break;
     }
-    pool_.ParallelFor(range[0], range[1],
-                      [&](int64_t begin, int64_t end, int thread) {
-                        task.run(&ctx, begin, end, thread);
-                      });
+    pool_.ParallelFor(
+        range[0], range[1],
+        [&](int64_t begin, int64_t end, int thread) {
+          task.run(&ctx, begin, end, thread);
+        },
+        task.lanes);
     stats.max_threads_used =
         std::max(stats.max_threads_used, pool_.threads_used_last());
     if (!stacks.empty())

@@ -57,7 +57,8 @@ void ThreadPool::WorkerLoop(int thread_id) {
   }
 }
 
-void ThreadPool::ParallelFor(int64_t begin, int64_t end, const ChunkFn& body) {
+void ThreadPool::ParallelFor(int64_t begin, int64_t end, const ChunkFn& body,
+                             int64_t grain) {
   if (end <= begin) {
     threads_used_last_ = 0;
     return;
@@ -65,6 +66,7 @@ void ThreadPool::ParallelFor(int64_t begin, int64_t end, const ChunkFn& body) {
   const int64_t total = end - begin;
   // About eight chunks per thread balances load without much contention.
   chunk_ = std::max<int64_t>(1, total / (int64_t{num_threads_} * 8));
+  chunk_ = (chunk_ + grain - 1) / grain * grain;
   body_ = &body;
   end_ = end;
   next_.store(begin);

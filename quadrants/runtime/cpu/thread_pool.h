@@ -28,8 +28,10 @@ class ThreadPool {
   using ChunkFn =
       std::function<void(int64_t begin, int64_t end, int thread_id)>;
   // Splits [begin, end) into chunks and runs `body` on them in parallel;
-  // returns when all are done. Not reentrant.
-  void ParallelFor(int64_t begin, int64_t end, const ChunkFn& body);
+  // returns when all are done. Chunks are multiples of `grain` iterations
+  // (but the last), so SIMD-lane tasks run full steps. Not reentrant.
+  void ParallelFor(int64_t begin, int64_t end, const ChunkFn& body,
+                   int64_t grain = 1);
 
   // How many distinct threads ran chunks in the last ParallelFor.
   int threads_used_last() const { return threads_used_last_; }

@@ -154,6 +154,7 @@ absl::StatusOr<codegen::LoweredTask> DecodeTask(const proto::Task& in) {
   out.function = in.function();
   out.bounds_function = in.bounds_function();
   out.struct_for_cells = in.struct_for_cells();
+  out.simd_lanes = in.simd_lanes();
   out.loc = FromProto(in.loc());
   for (const proto::AdStack& stack : in.ad_stacks()) {
     auto spec = DecodeStack(stack);
@@ -191,6 +192,7 @@ std::string EncodeEntry(absl::string_view key, const KernelArtifact& artifact) {
     t->set_function(task.function);
     t->set_bounds_function(task.bounds_function);
     t->set_struct_for_cells(task.struct_for_cells);
+    t->set_simd_lanes(task.simd_lanes);
     ToProto(task.loc, t->mutable_loc());
     for (const codegen::AdStackSpec& spec : task.ad_stacks) {
       proto::AdStack* s = t->add_ad_stacks();

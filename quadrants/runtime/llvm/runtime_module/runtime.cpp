@@ -232,6 +232,9 @@ QD_EXPORT float qd_pow_f32(float x, float y) {
 QD_EXPORT double qd_pow_f64(double x, double y) {
   return __builtin_pow(x, y);
 }
+#if defined(__x86_64__)
+#include "quadrants/runtime/llvm/runtime_module/simd_math.h"
+#endif
 #elif defined(__NVPTX__)
 // CUDA: libdevice's correctly rounded or few-ulp versions, linked by the CUDA
 // backend after this module (NVPTX intrinsics alone are approximations).

@@ -10,7 +10,7 @@ def qd_runtime_bitcode(name, triple, symbol, visibility = None):
     """
     native.genrule(
         name = name + "_compile",
-        srcs = ["runtime.cpp", "runtime_abi.h"],
+        srcs = ["runtime.cpp", "runtime_abi.h", "simd_math.h"],
         outs = [name + ".bc"],
         cmd = " ".join([
             "$(location //third_party/llvm:clang)",
@@ -24,6 +24,8 @@ def qd_runtime_bitcode(name, triple, symbol, visibility = None):
             # intrinsics, which do not keep a loop from vectorizing (each
             # lane still calls the C library's function).
             "-fno-math-errno" if triple.startswith("x86_64") else "",
+            # simd_math.h passes vectors between inlined helpers only.
+            "-Wno-psabi",
             # Includes are relative to this repository's root, which lies
             # under external/ when another workspace imports it.
             "-I" + (Label("//:BUILD.bazel").workspace_root or "."),

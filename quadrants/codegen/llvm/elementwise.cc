@@ -1,0 +1,229 @@
+#include "quadrants/codegen/llvm/elementwise.h"
+
+#include "llvm/IR/Intrinsics.h"
+
+namespace quadrants::codegen {
+
+using ir::BinaryOpKind;
+using ir::PrimitiveType;
+using ir::UnaryOpKind;
+
+llvm::Type* Elementwise::ScalarType(PrimitiveType t) const {
+  switch (t) {
+    case PrimitiveType::kU1:
+      return b_.getInt1Ty();
+    case PrimitiveType::kI8:
+    case PrimitiveType::kU8:
+      return b_.getInt8Ty();
+    case PrimitiveType::kI16:
+    case PrimitiveType::kU16:
+      return b_.getInt16Ty();
+    case PrimitiveType::kI32:
+    case PrimitiveType::kU32:
+      return b_.getInt32Ty();
+    case PrimitiveType::kI64:
+    case PrimitiveType::kU64:
+      return b_.getInt64Ty();
+    case PrimitiveType::kF16:
+      return b_.getHalfTy();
+    case PrimitiveType::kF32:
+      return b_.getFloatTy();
+    case PrimitiveType::kF64:
+      return b_.getDoubleTy();
+  }
+  return b_.getInt32Ty();
+}
+
+llvm::Type* Elementwise::Widen(llvm::Type* type) const {
+  if (lanes_ == 0)
+    return type;
+  return llvm::FixedVectorType::get(type, lanes_);
+}
+
+llvm::Type* Elementwise::RegisterType(PrimitiveType t) const {
+  return Widen(ScalarType(t));
+}
+
+llvm::Value* Elementwise::AsBool(llvm::Value* v, PrimitiveType t) {
+  if (t == PrimitiveType::kU1)
+    return v;
+  if (ir::IsFloat(t))
+    return b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0));
+  return b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+}
+
+llvm::Value* Elementwise::ToI64(llvm::Value* v, PrimitiveType t) {
+  if (ir::IsFloat(t))
+    return Cast(v, t, PrimitiveType::kI64);
+  llvm::Type* i64 = Widen(b_.getInt64Ty());
+  return ir::IsSigned(t) ? b_.CreateSExt(v, i64) : b_.CreateZExt(v, i64);
+}
+
+llvm::Value* Elementwise::Cast(llvm::Value* v, PrimitiveType from,
+                               PrimitiveType to) {
+  if (from == to)
+    return v;
+  llvm::Type* target = RegisterType(to);
+  if (to == PrimitiveType::kU1)
+    return AsBool(v, from);
+  const bool from_float = ir::IsFloat(from), to_float = ir::IsFloat(to);
+  if (from_float && to_float)
+    return b_.CreateFPCast(v, target);
+  if (!from_float && to_float) {
+    return ir::IsSigned(from) ? b_.CreateSIToFP(v, target)
+                              : b_.CreateUIToFP(v, target);
+  }
+  if (from_float) {
+    // Saturating conversion: out-of-range values clamp, NaN gives 0, as the
+    // constant folder does.
+    auto id = ir::IsSigned(to) ? llvm::Intrinsic::fptosi_sat
+                               : llvm::Intrinsic::fptoui_sat;
+    return b_.CreateIntrinsic(id, {target, v->getType()}, {v});
+  }
+  return b_.CreateIntCast(v, target, ir::IsSigned(from));
+}
+
+llvm::Value* Elementwise::Math(const char* name, std::vector<llvm::Value*> args,
+                               PrimitiveType t) {
+  const bool half = t == PrimitiveType::kF16;
+  if (half) {
+    for (auto& a : args)
+      a = b_.CreateFPExt(a, Widen(b_.getFloatTy()));
+  }
+  llvm::Value* r = math_(name, std::move(args), half ? PrimitiveType::kF32 : t);
+  return half ? b_.CreateFPTrunc(r, Widen(b_.getHalfTy())) : r;
+}
+
+llvm::Value* Elementwise::Unary(UnaryOpKind op, llvm::Value* x,
+                                PrimitiveType in, PrimitiveType out) {
+  const bool is_float = ir::IsFloat(in);
+  switch (op) {
+    case UnaryOpKind::kCast:
+      return Cast(x, in, out);
+    case UnaryOpKind::kNeg:
+      return is_float ? b_.CreateFNeg(x) : b_.CreateNeg(x);
+    case UnaryOpKind::kBitNot:
+      return b_.CreateNot(x);
+    case UnaryOpKind::kLogicalNot:
+      return b_.CreateNot(AsBool(x, in));
+    case UnaryOpKind::kAbs:
+      if (is_float)
+        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+      if (!ir::IsSigned(in))
+        return x;
+      return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b_.getFalse());
+    case UnaryOpKind::kStopGrad:
+      return x;  // the value itself; only autodiff treats it as a constant
+    case UnaryOpKind::kFloor:
+      return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x) : x;
+    case UnaryOpKind::kCeil:
+      return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x) : x;
+    case UnaryOpKind::kSqrt:
+      return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+    case UnaryOpKind::kRsqrt:
+      return b_.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0),
+                           b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+    case UnaryOpKind::kSin:
+      return Math("sin", {x}, in);
+    case UnaryOpKind::kCos:
+      return Math("cos", {x}, in);
+    case UnaryOpKind::kTan:
+      return Math("tan", {x}, in);
+    case UnaryOpKind::kTanh:
+      return Math("tanh", {x}, in);
+    case UnaryOpKind::kExp:
+      return Math("exp", {x}, in);
+    case UnaryOpKind::kLog:
+      return Math("log", {x}, in);
+    case UnaryOpKind::kAsin:
+      return Math("asin", {x}, in);
+    case UnaryOpKind::kAcos:
+      return Math("acos", {x}, in);
+  }
+  return nullptr;
+}
+
+llvm::Value* Elementwise::Binary(BinaryOpKind op, llvm::Value* x,
+                                 llvm::Value* y, PrimitiveType t) {
+  const bool f = ir::IsFloat(t);
+  const bool sgn = ir::IsSigned(t);
+  switch (op) {
+    case BinaryOpKind::kAdd:
+      return f ? b_.CreateFAdd(x, y) : b_.CreateAdd(x, y);
+    case BinaryOpKind::kSub:
+      return f ? b_.CreateFSub(x, y) : b_.CreateSub(x, y);
+    case BinaryOpKind::kMul:
+      return f ? b_.CreateFMul(x, y) : b_.CreateMul(x, y);
+    case BinaryOpKind::kDiv:
+      return b_.CreateFDiv(x, y);
+    case BinaryOpKind::kFloorDiv:
+      if (f)
+        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor,
+                                       b_.CreateFDiv(x, y));
+      return int_("floordiv", x, y, t);
+    case BinaryOpKind::kMod:
+      if (f) {
+        llvm::Value* q = b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor,
+                                                 b_.CreateFDiv(x, y));
+        return b_.CreateFSub(x, b_.CreateFMul(y, q));
+      }
+      return int_("mod", x, y, t);
+    case BinaryOpKind::kPow:
+      if (f)
+        return Math("pow", {x, y}, t);
+      return int_("pow", x, y, t);
+    case BinaryOpKind::kAtan2:
+      return Math("atan2", {x, y}, t);
+    case BinaryOpKind::kMin:
+      return b_.CreateBinaryIntrinsic(
+          f ? llvm::Intrinsic::minnum
+            : (sgn ? llvm::Intrinsic::smin : llvm::Intrinsic::umin),
+          x, y);
+    case BinaryOpKind::kMax:
+      return b_.CreateBinaryIntrinsic(
+          f ? llvm::Intrinsic::maxnum
+            : (sgn ? llvm::Intrinsic::smax : llvm::Intrinsic::umax),
+          x, y);
+    case BinaryOpKind::kBitAnd:
+      return b_.CreateAnd(x, y);
+    case BinaryOpKind::kBitOr:
+      return b_.CreateOr(x, y);
+    case BinaryOpKind::kBitXor:
+      return b_.CreateXor(x, y);
+    case BinaryOpKind::kShl:
+    case BinaryOpKind::kShr: {
+      // Shift amounts wrap at the width, as on x86, instead of being poison.
+      const int width = ir::BitWidth(t);
+      llvm::Value* amount =
+          width > 1
+              ? b_.CreateAnd(y, llvm::ConstantInt::get(y->getType(), width - 1))
+              : y;
+      if (op == BinaryOpKind::kShl)
+        return b_.CreateShl(x, amount);
+      return sgn ? b_.CreateAShr(x, amount) : b_.CreateLShr(x, amount);
+    }
+    case BinaryOpKind::kLt:
+      return f ? b_.CreateFCmpOLT(x, y)
+               : (sgn ? b_.CreateICmpSLT(x, y) : b_.CreateICmpULT(x, y));
+    case BinaryOpKind::kLe:
+      return f ? b_.CreateFCmpOLE(x, y)
+               : (sgn ? b_.CreateICmpSLE(x, y) : b_.CreateICmpULE(x, y));
+    case BinaryOpKind::kGt:
+      return f ? b_.CreateFCmpOGT(x, y)
+               : (sgn ? b_.CreateICmpSGT(x, y) : b_.CreateICmpUGT(x, y));
+    case BinaryOpKind::kGe:
+      return f ? b_.CreateFCmpOGE(x, y)
+               : (sgn ? b_.CreateICmpSGE(x, y) : b_.CreateICmpUGE(x, y));
+    case BinaryOpKind::kEq:
+      return f ? b_.CreateFCmpOEQ(x, y) : b_.CreateICmpEQ(x, y);
+    case BinaryOpKind::kNe:
+      return f ? b_.CreateFCmpUNE(x, y) : b_.CreateICmpNE(x, y);
+    case BinaryOpKind::kLogicalAnd:
+      return b_.CreateAnd(AsBool(x, t), AsBool(y, t));
+    case BinaryOpKind::kLogicalOr:
+      return b_.CreateOr(AsBool(x, t), AsBool(y, t));
+  }
+  return nullptr;
+}
+
+}  // namespace quadrants::codegen

@@ -1,0 +1,63 @@
+#ifndef QUADRANTS_CODEGEN_LLVM_ELEMENTWISE_H_
+#define QUADRANTS_CODEGEN_LLVM_ELEMENTWISE_H_
+
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "llvm/IR/IRBuilder.h"
+#include "quadrants/ir/op_kinds.h"
+#include "quadrants/ir/types.h"
+
+namespace quadrants::codegen {
+
+// Lowers the language's element-wise operations (casts, unary and binary
+// ops) to LLVM instructions on one value per operand, or on `lanes`-wide
+// vectors of them: the instructions are the same, only the types differ.
+// Operations that need runtime functions (float math, integer floor
+// division, modulo and power) go through the hooks, which the scalar and
+// the SIMD-lane lowerings implement differently.
+class Elementwise {
+ public:
+  // name: "sin", "pow", ...; args already in the op's float type (f32 or
+  // f64; f16 is widened before the call).
+  using MathHook = std::function<llvm::Value*(
+      const char* name, std::vector<llvm::Value*> args, ir::PrimitiveType t)>;
+  // name: "floordiv", "mod", "pow"; args of the op's integer type.
+  using IntHook = std::function<llvm::Value*(
+      const char* name, llvm::Value* a, llvm::Value* b, ir::PrimitiveType t)>;
+
+  Elementwise(llvm::IRBuilder<>& b, int lanes, MathHook math, IntHook int_op)
+      : b_(b), lanes_(lanes), math_(std::move(math)), int_(std::move(int_op)) {}
+
+  int lanes() const { return lanes_; }
+  // The type of one element (u1 is i1).
+  llvm::Type* ScalarType(ir::PrimitiveType t) const;
+  // The element type, widened to a vector in lane mode.
+  llvm::Type* RegisterType(ir::PrimitiveType t) const;
+  // `type` widened to a vector in lane mode.
+  llvm::Type* Widen(llvm::Type* type) const;
+
+  llvm::Value* AsBool(llvm::Value* v, ir::PrimitiveType t);
+  llvm::Value* ToI64(llvm::Value* v, ir::PrimitiveType t);
+  llvm::Value* Cast(llvm::Value* v, ir::PrimitiveType from,
+                    ir::PrimitiveType to);
+  // Null when the op is not element-wise lowerable.
+  llvm::Value* Unary(ir::UnaryOpKind op, llvm::Value* x, ir::PrimitiveType in,
+                     ir::PrimitiveType out);
+  llvm::Value* Binary(ir::BinaryOpKind op, llvm::Value* x, llvm::Value* y,
+                      ir::PrimitiveType t);
+  // f16 math runs in f32.
+  llvm::Value* Math(const char* name, std::vector<llvm::Value*> args,
+                    ir::PrimitiveType t);
+
+ private:
+  llvm::IRBuilder<>& b_;
+  int lanes_;
+  MathHook math_;
+  IntHook int_;
+};
+
+}  // namespace quadrants::codegen
+
+#endif  // QUADRANTS_CODEGEN_LLVM_ELEMENTWISE_H_

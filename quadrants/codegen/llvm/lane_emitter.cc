@@ -1,0 +1,1119 @@
+#include "quadrants/codegen/llvm/lane_emitter.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Intrinsics.h"
+#include "quadrants/codegen/llvm/adstack_slots.h"
+#include "quadrants/codegen/llvm/elementwise.h"
+#include "quadrants/codegen/llvm/lane_forms.h"
+#include "quadrants/common/errors.h"
+#include "quadrants/common/status_macros.h"
+#include "quadrants/ir/walk.h"
+
+namespace quadrants::codegen {
+namespace {
+
+using ir::PrimitiveType;
+using ir::Stmt;
+using ir::StmtKind;
+
+// Float ops with whole-vector f32 versions in the runtime module
+// (qd_<op>_f32x<N>, simd_math.h); the others call the scalar function per
+// lane.
+bool HasVectorMath(absl::string_view name, PrimitiveType t, int lanes) {
+  static const absl::flat_hash_set<absl::string_view> kOps = {
+      "sin", "cos", "tan", "exp", "log", "tanh", "pow"};
+  return t == PrimitiveType::kF32 &&
+         (lanes == 4 || lanes == 8 || lanes == 16) && kOps.contains(name);
+}
+
+class LaneEmitter {
+ public:
+  LaneEmitter(llvm::Module& module, const ir::Kernel& kernel,
+              const ir::SNodeTree& snodes, const ir::OffloadedTaskStmt& task,
+              int lanes, bool ad_stack_size_forced,
+              std::vector<AdStackSpec>* stacks)
+      : module_(module),
+        context_(module.getContext()),
+        b_(context_),
+        kernel_(kernel),
+        snodes_(snodes),
+        task_(task),
+        lanes_(lanes),
+        forced_(ad_stack_size_forced),
+        stacks_out_(stacks),
+        forms_(task, StructIndexIsLinear(snodes, task)),
+        ops_(
+            b_, lanes,
+            [this](const char* name, std::vector<llvm::Value*> args,
+                   PrimitiveType t) { return MathCall(name, args, t); },
+            [this](const char* name, llvm::Value* a, llvm::Value* b,
+                   PrimitiveType t) { return IntCall(name, a, b, t); }) {}
+
+  absl::Status Emit(const std::string& name, int vector_bits);
+
+ private:
+  enum class Access { kUniform, kContiguous, kScattered };
+  struct LoopState {
+    bool divergent;
+    llvm::Value* alive;  // lanes still in the loop (divergent loops)
+    llvm::Value* skip;   // lanes done with this iteration (divergent)
+    llvm::BasicBlock* continue_to;
+    llvm::BasicBlock* break_to;
+  };
+  struct StackState {
+    int id;
+    llvm::Value* region;    // lane 0's stack: the interleaved slots
+    llvm::Value* count;     // i64 or <lanes x i64> alloca
+    llvm::Value* capacity;  // i64
+    bool per_lane;
+    bool checked;
+    bool adjoint;
+    int64_t elem;
+    int64_t slot_bytes;
+    PrimitiveType dtype;
+  };
+
+  static bool StructIndexIsLinear(const ir::SNodeTree& snodes,
+                                  const ir::OffloadedTaskStmt& task);
+
+  // ---- helpers ------------------------------------------------------------
+  llvm::Value* Call(const std::string& name, llvm::Type* result,
+                    std::vector<llvm::Value*> args);
+  llvm::AllocaInst* EntryAlloca(llvm::Type* type, const char* name);
+  llvm::Value* Splat(llvm::Value* v) { return b_.CreateVectorSplat(lanes_, v); }
+  llvm::Value* Lane0(llvm::Value* v) {
+    return b_.CreateExtractElement(v, uint64_t{0});
+  }
+  llvm::Value* LaneIds();
+  llvm::Value* Any(llvm::Value* mask) { return b_.CreateOrReduce(mask); }
+  llvm::Value* NoLanes() {
+    return llvm::ConstantInt::getFalse(ops_.Widen(b_.getInt1Ty()));
+  }
+  llvm::Type* Storage(PrimitiveType t) {
+    return t == PrimitiveType::kU1 ? b_.getInt8Ty() : ops_.ScalarType(t);
+  }
+  llvm::Value* Get(const Stmt* s) { return values_.at(s); }
+  // `mask` less the lanes that left the innermost loop or its iteration.
+  llvm::Value* Live(llvm::Value* mask);
+  void StartDeadBlock();
+  // Runs `block` under `mask`, skipped when no lane is on.
+  absl::Status EmitUnder(llvm::Value* mask, const ir::Block& block);
+  absl::Status EmitRegion(const ir::Block& block, llvm::BasicBlock* end);
+  llvm::Value* MathCall(const char* name, std::vector<llvm::Value*> args,
+                        PrimitiveType t);
+  llvm::Value* IntCall(const char* name, llvm::Value* a, llvm::Value* b,
+                       PrimitiveType t);
+  llvm::Value* PerLane(const std::string& name, llvm::Type* result,
+                       std::vector<llvm::Value*> args);
+  std::vector<llvm::Value*> DecomposeCell(int snode, llvm::Value* linear);
+  std::vector<std::pair<int, int64_t>> CellAxes(int snode) const;
+  bool IsUsed(const Stmt* s);
+
+  // ---- statements ---------------------------------------------------------
+  absl::Status EmitBlock(const ir::Block& block);
+  absl::Status EmitStmt(const Stmt& s);
+  llvm::Value* EmitArgLoad(const ir::ArgLoadStmt& s);
+  llvm::Value* EmitNdarrayPtr(const ir::NdarrayPtrStmt& s);
+  absl::StatusOr<llvm::Value*> EmitFieldPtr(const ir::FieldPtrStmt& s);
+  Access AccessOf(const Stmt* ptr);
+  llvm::Value* EmitGlobalLoad(const Stmt& s);
+  void EmitGlobalStore(const Stmt& s);
+  void EmitLocalStore(const Stmt& s);
+  absl::StatusOr<llvm::Value*> EmitAtomic(const ir::AtomicOpStmt& s);
+  absl::Status EmitIf(const ir::IfStmt& s);
+  absl::Status EmitRangeFor(const ir::RangeForStmt& s);
+  absl::Status EmitStructFor(const ir::StructForStmt& s);
+  absl::Status EmitWhile(const ir::WhileStmt& s);
+  // A loop over a scalar counter (uniform bounds) or a per-lane one.
+  absl::Status EmitLoop(
+      const Stmt& loop, llvm::Value* begin, llvm::Value* end,
+      bool uniform_bounds,
+      const std::function<std::vector<llvm::Value*>(llvm::Value*)>& indices,
+      const ir::Block& body);
+  void EmitJump(const Stmt& s);
+  void EmitAdStackAlloca(const ir::AdStackAllocaStmt& s);
+  llvm::Value* StackTop(const StackState& st);
+  // Lane 0's slot (uniform depth) or every lane's slot (per-lane depth).
+  llvm::Value* StackSlot(const StackState& st, llvm::Value* index,
+                         bool adjoint);
+  void StackStore(const StackState& st, llvm::Value* value, llvm::Value* slot);
+  llvm::Value* StackLoad(const StackState& st, llvm::Value* slot);
+  void EmitAdStackPush(const ir::AdStackPushStmt& s);
+  void EmitAdStackPop(const ir::AdStackPopStmt& s);
+
+  llvm::Module& module_;
+  llvm::LLVMContext& context_;
+  llvm::IRBuilder<> b_;
+  const ir::Kernel& kernel_;
+  const ir::SNodeTree& snodes_;
+  const ir::OffloadedTaskStmt& task_;
+  const int lanes_;
+  const bool forced_;
+  std::vector<AdStackSpec>* stacks_out_;
+  LaneForms forms_;
+  Elementwise ops_;
+
+  llvm::Function* function_ = nullptr;
+  llvm::Value* ctx_ = nullptr;
+  llvm::BasicBlock* entry_ = nullptr;
+  llvm::Value* mask_ = nullptr;
+  absl::flat_hash_map<const Stmt*, llvm::Value*> values_;
+  absl::flat_hash_map<const Stmt*, std::vector<llvm::Value*>> loop_indices_;
+  std::vector<LoopState> loops_;
+  // Where the innermost region (branch or loop body) ends: a divergent
+  // break or continue skips there.
+  std::vector<llvm::BasicBlock*> region_ends_;
+  absl::flat_hash_map<const Stmt*, StackState> stacks_;
+  absl::flat_hash_set<const Stmt*> adjoint_stacks_;
+  absl::flat_hash_set<const Stmt*> used_;
+  bool used_computed_ = false;
+};
+
+bool LaneEmitter::StructIndexIsLinear(const ir::SNodeTree& snodes,
+                                      const ir::OffloadedTaskStmt& task) {
+  if (task.task_kind() != ir::TaskKind::kStructFor)
+    return false;
+  int axes = 0;
+  for (int id = task.snode_id(); id >= 0; id = snodes.node(id).parent)
+    axes += static_cast<int>(snodes.node(id).axes.size());
+  return axes == 1;
+}
+
+llvm::Value* LaneEmitter::Call(const std::string& name, llvm::Type* result,
+                               std::vector<llvm::Value*> args) {
+  std::vector<llvm::Type*> params;
+  for (llvm::Value* a : args)
+    params.push_back(a->getType());
+  llvm::FunctionCallee callee = module_.getOrInsertFunction(
+      name, llvm::FunctionType::get(result, params, false));
+  return b_.CreateCall(callee, args);
+}
+
+llvm::AllocaInst* LaneEmitter::EntryAlloca(llvm::Type* type, const char* name) {
+  llvm::IRBuilder<> entry(entry_, entry_->begin());
+  return entry.CreateAlloca(type, nullptr, name);
+}
+
+llvm::Value* LaneEmitter::LaneIds() {
+  std::vector<llvm::Constant*> ids;
+  for (int l = 0; l < lanes_; ++l)
+    ids.push_back(b_.getInt64(l));
+  return llvm::ConstantVector::get(ids);
+}
+
+llvm::Value* LaneEmitter::Live(llvm::Value* mask) {
+  if (loops_.empty() || !loops_.back().divergent)
+    return mask;
+  llvm::Type* type = mask->getType();
+  const LoopState& loop = loops_.back();
+  if (loop.alive != nullptr)
+    mask = b_.CreateAnd(mask, b_.CreateLoad(type, loop.alive));
+  return b_.CreateAnd(mask, b_.CreateNot(b_.CreateLoad(type, loop.skip)));
+}
+
+void LaneEmitter::StartDeadBlock() {
+  b_.SetInsertPoint(
+      llvm::BasicBlock::Create(context_, "unreachable", function_));
+}
+
+absl::Status LaneEmitter::EmitRegion(const ir::Block& block,
+                                     llvm::BasicBlock* end) {
+  region_ends_.push_back(end);
+  absl::Status status = EmitBlock(block);
+  region_ends_.pop_back();
+  return status;
+}
+
+absl::Status LaneEmitter::EmitUnder(llvm::Value* mask, const ir::Block& block) {
+  if (block.size() == 0)
+    return absl::OkStatus();
+  auto* body = llvm::BasicBlock::Create(context_, "lanes.on", function_);
+  auto* end = llvm::BasicBlock::Create(context_, "lanes.end", function_);
+  b_.CreateCondBr(Any(mask), body, end);
+  b_.SetInsertPoint(body);
+  mask_ = mask;
+  QD_RETURN_IF_ERROR(EmitRegion(block, end));
+  b_.CreateBr(end);
+  b_.SetInsertPoint(end);
+  return absl::OkStatus();
+}
+
+llvm::Value* LaneEmitter::PerLane(const std::string& name, llvm::Type* result,
+                                  std::vector<llvm::Value*> args) {
+  llvm::Value* out = llvm::PoisonValue::get(ops_.Widen(result));
+  for (int l = 0; l < lanes_; ++l) {
+    std::vector<llvm::Value*> scalars;
+    for (llvm::Value* a : args)
+      scalars.push_back(b_.CreateExtractElement(a, uint64_t(l)));
+    out = b_.CreateInsertElement(out, Call(name, result, scalars), uint64_t(l));
+  }
+  return out;
+}
+
+llvm::Value* LaneEmitter::MathCall(const char* name,
+                                   std::vector<llvm::Value*> args,
+                                   PrimitiveType t) {
+  const bool f64 = t == PrimitiveType::kF64;
+  llvm::Type* scalar = f64 ? b_.getDoubleTy() : b_.getFloatTy();
+  if (!HasVectorMath(name, t, lanes_)) {
+    return PerLane(absl::StrCat("qd_", name, f64 ? "_f64" : "_f32"), scalar,
+                   std::move(args));
+  }
+  // void qd_<op>_f32x<N>(float* out, const float* in...), through
+  // vector-aligned slots that SROA turns back into registers.
+  llvm::Type* vector = ops_.Widen(scalar);
+  std::vector<llvm::Value*> pointers = {EntryAlloca(vector, "math.out")};
+  for (llvm::Value* a : args) {
+    llvm::AllocaInst* slot = EntryAlloca(vector, "math.in");
+    b_.CreateStore(a, slot);
+    pointers.push_back(slot);
+  }
+  Call(absl::StrCat("qd_", name, "_f32x", lanes_), b_.getVoidTy(), pointers);
+  return b_.CreateLoad(vector, pointers[0]);
+}
+
+llvm::Value* LaneEmitter::IntCall(const char* name, llvm::Value* a,
+                                  llvm::Value* b, PrimitiveType t) {
+  // Narrow integers run in 32 bits with their signedness, then truncate;
+  // per lane, so a zero divisor in an idle lane stays harmless.
+  const bool wide = ir::BitWidth(t) == 64;
+  const bool is_signed = ir::IsSigned(t);
+  llvm::Type* work = wide ? b_.getInt64Ty() : b_.getInt32Ty();
+  llvm::Value* x = b_.CreateIntCast(a, ops_.Widen(work), is_signed);
+  llvm::Value* y = b_.CreateIntCast(b, ops_.Widen(work), is_signed);
+  const char* suffix =
+      wide ? (is_signed ? "_i64" : "_u64") : (is_signed ? "_i32" : "_u32");
+  llvm::Value* r = PerLane(absl::StrCat("qd_", name, suffix), work, {x, y});
+  return b_.CreateIntCast(r, ops_.RegisterType(t), is_signed);
+}
+
+std::vector<std::pair<int, int64_t>> LaneEmitter::CellAxes(int snode) const {
+  std::vector<std::pair<int, int64_t>> axes;
+  for (int id = snode; id >= 0; id = snodes_.node(id).parent) {
+    const ir::SNode& node = snodes_.node(id);
+    for (size_t k = 0; k < node.axes.size(); ++k)
+      axes.emplace_back(node.axes[k], node.sizes[k]);
+  }
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+std::vector<llvm::Value*> LaneEmitter::DecomposeCell(int snode,
+                                                     llvm::Value* linear) {
+  auto axes = CellAxes(snode);
+  int num_axes = axes.empty() ? 0 : axes.back().first + 1;
+  std::vector<llvm::Value*> indices(num_axes, Splat(b_.getInt32(0)));
+  // Row-major: the last axis varies fastest.
+  for (int k = static_cast<int>(axes.size()) - 1; k >= 0; --k) {
+    llvm::Value* size = Splat(b_.getInt64(axes[k].second));
+    indices[axes[k].first] = b_.CreateTrunc(b_.CreateSRem(linear, size),
+                                            ops_.Widen(b_.getInt32Ty()));
+    linear = b_.CreateSDiv(linear, size);
+  }
+  return indices;
+}
+
+bool LaneEmitter::IsUsed(const Stmt* s) {
+  if (!used_computed_) {
+    ir::WalkKernel(kernel_, [&](const Stmt* stmt) {
+      for (const Stmt* operand : stmt->operands())
+        used_.insert(operand);
+    });
+    used_computed_ = true;
+  }
+  return used_.contains(s);
+}
+
+absl::Status LaneEmitter::Emit(const std::string& name, int vector_bits) {
+  llvm::Type* i64 = b_.getInt64Ty();
+  auto* type = llvm::FunctionType::get(
+      b_.getVoidTy(), {b_.getPtrTy(), i64, i64, b_.getInt32Ty()}, false);
+  function_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage,
+                                     name, module_);
+  // Whole-register vectors: without these x86 splits 512-bit operations.
+  const std::string bits = absl::StrCat(vector_bits);
+  function_->addFnAttr("min-legal-vector-width", bits);
+  function_->addFnAttr("prefer-vector-width", bits);
+  ctx_ = function_->getArg(0);
+  entry_ = llvm::BasicBlock::Create(context_, "entry", function_);
+  b_.SetInsertPoint(entry_);
+  adjoint_stacks_ = StacksWithAdjoints(kernel_);
+
+  llvm::Value* begin = function_->getArg(1);
+  llvm::Value* end = function_->getArg(2);
+  llvm::AllocaInst* counter = EntryAlloca(i64, "step");
+  b_.CreateStore(begin, counter);
+  auto* header = llvm::BasicBlock::Create(context_, "step.header", function_);
+  auto* body = llvm::BasicBlock::Create(context_, "step.body", function_);
+  auto* latch = llvm::BasicBlock::Create(context_, "step.latch", function_);
+  auto* exit = llvm::BasicBlock::Create(context_, "step.exit", function_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::Value* base = b_.CreateLoad(i64, counter);
+  b_.CreateCondBr(b_.CreateICmpSLT(base, end), body, exit);
+  b_.SetInsertPoint(body);
+  llvm::Value* index = b_.CreateAdd(Splat(base), LaneIds());
+  mask_ = b_.CreateICmpSLT(index, Splat(end));
+  LoopState loop{forms_.HasDivergentExits(&task_), nullptr, nullptr, latch,
+                 nullptr};
+  if (loop.divergent) {
+    loop.skip = EntryAlloca(mask_->getType(), "skip");
+    b_.CreateStore(NoLanes(), loop.skip);
+  }
+  loops_.push_back(loop);
+  if (task_.task_kind() == ir::TaskKind::kRangeFor) {
+    const PrimitiveType t = task_.begin()->type().element();
+    loop_indices_[&task_] = {
+        b_.CreateIntCast(index, ops_.RegisterType(t), ir::IsSigned(t))};
+  } else {
+    loop_indices_[&task_] = DecomposeCell(task_.snode_id(), index);
+  }
+  QD_RETURN_IF_ERROR(EmitRegion(*task_.body(), latch));
+  loops_.pop_back();
+  b_.CreateBr(latch);
+  b_.SetInsertPoint(latch);
+  b_.CreateStore(b_.CreateAdd(base, b_.getInt64(lanes_)), counter);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(exit);
+  b_.CreateRetVoid();
+  return absl::OkStatus();
+}
+
+absl::Status LaneEmitter::EmitBlock(const ir::Block& block) {
+  for (const auto& stmt : block)
+    QD_RETURN_IF_ERROR(EmitStmt(*stmt));
+  return absl::OkStatus();
+}
+
+llvm::Value* LaneEmitter::EmitArgLoad(const ir::ArgLoadStmt& s) {
+  llvm::Value* slot =
+      Call("qd_arg", b_.getInt64Ty(), {ctx_, b_.getInt32(s.arg())});
+  const PrimitiveType t = s.type().element();
+  llvm::Value* v = nullptr;
+  switch (t) {
+    case PrimitiveType::kF64:
+      v = b_.CreateBitCast(slot, b_.getDoubleTy());
+      break;
+    case PrimitiveType::kF32:
+      v = b_.CreateBitCast(b_.CreateTrunc(slot, b_.getInt32Ty()),
+                           b_.getFloatTy());
+      break;
+    case PrimitiveType::kF16:
+      v = b_.CreateBitCast(b_.CreateTrunc(slot, b_.getInt16Ty()),
+                           b_.getHalfTy());
+      break;
+    case PrimitiveType::kU1:
+      v = b_.CreateICmpNE(slot, b_.getInt64(0));
+      break;
+    default:
+      v = b_.CreateTrunc(slot, ops_.ScalarType(t));
+  }
+  return Splat(v);
+}
+
+llvm::Value* LaneEmitter::EmitNdarrayPtr(const ir::NdarrayPtrStmt& s) {
+  const ir::KernelParam& param = kernel_.params()[s.arg()];
+  llvm::Value* data =
+      Call("qd_ndarray_data", b_.getPtrTy(), {ctx_, b_.getInt32(s.arg())});
+  llvm::Value* linear = Splat(b_.getInt64(0));
+  for (size_t axis = 0; axis < s.num_operands(); ++axis) {
+    llvm::Value* extent = Call("qd_ndarray_shape", b_.getInt64Ty(),
+                               {ctx_, b_.getInt32(s.arg()), b_.getInt32(axis)});
+    llvm::Value* index =
+        ops_.ToI64(Get(s.operand(axis)), s.operand(axis)->type().element());
+    linear = b_.CreateAdd(b_.CreateMul(linear, Splat(extent)), index);
+  }
+  return b_.CreateGEP(Storage(param.dtype), data, linear);
+}
+
+absl::StatusOr<llvm::Value*> LaneEmitter::EmitFieldPtr(
+    const ir::FieldPtrStmt& s) {
+  absl::StatusOr<ir::PlaceLayout> layout = snodes_.Layout(s.snode_id());
+  if (!layout.ok())
+    return layout.status();
+  llvm::Value* offset = Splat(b_.getInt64(layout->offset));
+  for (size_t axis = 0; axis < s.num_operands(); ++axis) {
+    llvm::Value* index =
+        ops_.ToI64(Get(s.operand(axis)), s.operand(axis)->type().element());
+    offset = b_.CreateAdd(
+        offset,
+        b_.CreateMul(index, Splat(b_.getInt64(layout->axis_stride[axis]))));
+  }
+  llvm::Value* root = Call("qd_root", b_.getPtrTy(), {ctx_});
+  return b_.CreateGEP(b_.getInt8Ty(), root, offset);
+}
+
+LaneEmitter::Access LaneEmitter::AccessOf(const Stmt* ptr) {
+  if (forms_.Uniform(ptr))
+    return Access::kUniform;
+  if (!forms_.LastIndexLinear(ptr))
+    return Access::kScattered;
+  if (const auto* field = ir::DynCast<ir::FieldPtrStmt>(ptr)) {
+    absl::StatusOr<ir::PlaceLayout> layout = snodes_.Layout(field->snode_id());
+    const PrimitiveType t = ptr->type().element();
+    const int64_t bytes = AdStackElementBytes(t);
+    if (!layout.ok() || layout->axis_stride.empty() ||
+        layout->axis_stride.back() != bytes) {
+      return Access::kScattered;
+    }
+  }
+  return Access::kContiguous;
+}
+
+llvm::Value* LaneEmitter::EmitGlobalLoad(const Stmt& s) {
+  const PrimitiveType t = s.type().element();
+  llvm::Type* storage = Storage(t);
+  llvm::Value* ptrs = Get(s.operand(0));
+  const llvm::Align align(storage->getPrimitiveSizeInBits() / 8);
+  llvm::Value* v = nullptr;
+  switch (AccessOf(s.operand(0))) {
+    case Access::kUniform:
+      // Some lane is on, and all would read this one address.
+      v = Splat(b_.CreateLoad(storage, Lane0(ptrs)));
+      break;
+    case Access::kContiguous:
+      v = b_.CreateMaskedLoad(ops_.Widen(storage), Lane0(ptrs), align, mask_);
+      break;
+    case Access::kScattered:
+      v = b_.CreateMaskedGather(ops_.Widen(storage), ptrs, align, mask_);
+      break;
+  }
+  if (t == PrimitiveType::kU1)
+    v = b_.CreateICmpNE(v, Splat(b_.getInt8(0)));
+  return v;
+}
+
+void LaneEmitter::EmitGlobalStore(const Stmt& s) {
+  const PrimitiveType t = s.operand(1)->type().element();
+  llvm::Value* v = Get(s.operand(1));
+  if (t == PrimitiveType::kU1)
+    v = b_.CreateZExt(v, ops_.Widen(b_.getInt8Ty()));
+  llvm::Value* ptrs = Get(s.operand(0));
+  const llvm::Align align(Storage(t)->getPrimitiveSizeInBits() / 8);
+  if (AccessOf(s.operand(0)) == Access::kContiguous) {
+    b_.CreateMaskedStore(v, Lane0(ptrs), align, mask_);
+  } else {
+    // One address for all lanes: the last active lane's value lands, as
+    // some iteration's would.
+    b_.CreateMaskedScatter(v, ptrs, align, mask_);
+  }
+}
+
+void LaneEmitter::EmitLocalStore(const Stmt& s) {
+  llvm::Value* slot = Get(s.operand(0));
+  llvm::Value* v = Get(s.operand(1));
+  if (forms_.UnderVaryingControl(&s)) {
+    // Idle lanes keep their values.
+    v = b_.CreateSelect(mask_, v, b_.CreateLoad(v->getType(), slot));
+  }
+  b_.CreateStore(v, slot);
+}
+
+absl::StatusOr<llvm::Value*> LaneEmitter::EmitAtomic(
+    const ir::AtomicOpStmt& s) {
+  const PrimitiveType t = s.type().element();
+  const bool f = ir::IsFloat(t);
+  const bool sgn = ir::IsSigned(t);
+  using Op = llvm::AtomicRMWInst::BinOp;
+  Op op = Op::Add;
+  switch (s.op()) {
+    case ir::AtomicOpKind::kAdd:
+      op = f ? Op::FAdd : Op::Add;
+      break;
+    case ir::AtomicOpKind::kSub:
+      op = f ? Op::FSub : Op::Sub;
+      break;
+    case ir::AtomicOpKind::kMin:
+      op = f ? Op::FMin : (sgn ? Op::Min : Op::UMin);
+      break;
+    case ir::AtomicOpKind::kMax:
+      op = f ? Op::FMax : (sgn ? Op::Max : Op::UMax);
+      break;
+    case ir::AtomicOpKind::kBitAnd:
+      op = Op::And;
+      break;
+    case ir::AtomicOpKind::kBitOr:
+      op = Op::Or;
+      break;
+    case ir::AtomicOpKind::kBitXor:
+      op = Op::Xor;
+      break;
+  }
+  if (f && (op == Op::And || op == Op::Or || op == Op::Xor)) {
+    return MakeError(
+        ErrorKind::kType, s.loc(),
+        absl::StrCat("in kernel '", kernel_.name(), "': ", ir::OpName(s.op()),
+                     " needs an integer target"));
+  }
+  llvm::Value* value = Get(s.value());
+  llvm::Value* ptrs = Get(s.ptr());
+  if (t == PrimitiveType::kU1)
+    value = b_.CreateZExt(value, ops_.Widen(b_.getInt8Ty()));
+  llvm::Type* scalar = value->getType()->getScalarType();
+  if (forms_.Uniform(s.ptr()) && !IsUsed(&s) && t != PrimitiveType::kU1 &&
+      t != PrimitiveType::kF16) {
+    // One address for every lane: combine the active lanes first, then one
+    // atomic per step.
+    llvm::Value* identity = nullptr;
+    const int bits = ir::BitWidth(t);
+    switch (op) {
+      case Op::FAdd:
+      case Op::FSub:
+        identity = llvm::ConstantFP::getNegativeZero(scalar);
+        break;
+      case Op::FMin:
+        identity = llvm::ConstantFP::getInfinity(scalar, false);
+        break;
+      case Op::FMax:
+        identity = llvm::ConstantFP::getInfinity(scalar, true);
+        break;
+      case Op::Min:
+        identity = b_.getInt(llvm::APInt::getSignedMaxValue(bits));
+        break;
+      case Op::Max:
+        identity = b_.getInt(llvm::APInt::getSignedMinValue(bits));
+        break;
+      case Op::UMin:
+      case Op::And:
+        identity = b_.getInt(llvm::APInt::getAllOnes(bits));
+        break;
+      default:  // Add, Sub, UMax, Or, Xor
+        identity = llvm::ConstantInt::get(scalar, 0);
+    }
+    llvm::Value* lanes = b_.CreateSelect(mask_, value, Splat(identity));
+    llvm::Value* total = nullptr;
+    switch (op) {
+      case Op::FAdd:
+      case Op::FSub:
+        total = b_.CreateFAddReduce(identity, lanes);
+        break;
+      case Op::FMin:
+        total = b_.CreateFPMinReduce(lanes);
+        break;
+      case Op::FMax:
+        total = b_.CreateFPMaxReduce(lanes);
+        break;
+      case Op::Add:
+      case Op::Sub:
+        total = b_.CreateAddReduce(lanes);
+        break;
+      case Op::Min:
+      case Op::UMin:
+        total = b_.CreateIntMinReduce(lanes, op == Op::Min);
+        break;
+      case Op::Max:
+      case Op::UMax:
+        total = b_.CreateIntMaxReduce(lanes, op == Op::Max);
+        break;
+      case Op::And:
+        total = b_.CreateAndReduce(lanes);
+        break;
+      case Op::Or:
+        total = b_.CreateOrReduce(lanes);
+        break;
+      default:
+        total = b_.CreateXorReduce(lanes);
+    }
+    b_.CreateAtomicRMW(op, Lane0(ptrs), total, llvm::MaybeAlign(),
+                       llvm::AtomicOrdering::Monotonic);
+    return llvm::PoisonValue::get(ops_.RegisterType(t));  // nobody reads it
+  }
+  // Otherwise one atomic per active lane, in lane order.
+  llvm::AllocaInst* result =
+      EntryAlloca(llvm::ArrayType::get(scalar, lanes_), "atomic.old");
+  b_.CreateStore(llvm::Constant::getNullValue(value->getType()), result);
+  for (int l = 0; l < lanes_; ++l) {
+    auto* on = llvm::BasicBlock::Create(context_, "atomic.lane", function_);
+    auto* next = llvm::BasicBlock::Create(context_, "atomic.next", function_);
+    b_.CreateCondBr(b_.CreateExtractElement(mask_, uint64_t(l)), on, next);
+    b_.SetInsertPoint(on);
+    llvm::Value* old =
+        b_.CreateAtomicRMW(op, b_.CreateExtractElement(ptrs, uint64_t(l)),
+                           b_.CreateExtractElement(value, uint64_t(l)),
+                           llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic);
+    b_.CreateStore(
+        old, b_.CreateConstGEP2_32(result->getAllocatedType(), result, 0, l));
+    b_.CreateBr(next);
+    b_.SetInsertPoint(next);
+  }
+  llvm::Value* old = b_.CreateLoad(value->getType(), result);
+  if (t == PrimitiveType::kU1)
+    old = b_.CreateICmpNE(old, Splat(b_.getInt8(0)));
+  return old;
+}
+
+absl::Status LaneEmitter::EmitIf(const ir::IfStmt& s) {
+  llvm::Value* cond = ops_.AsBool(Get(s.cond()), s.cond()->type().element());
+  llvm::Value* entry = mask_;
+  if (forms_.Uniform(s.cond())) {
+    auto* then_bb = llvm::BasicBlock::Create(context_, "if.then", function_);
+    auto* else_bb = llvm::BasicBlock::Create(context_, "if.else", function_);
+    auto* merge = llvm::BasicBlock::Create(context_, "if.end", function_);
+    b_.CreateCondBr(Lane0(cond), then_bb, else_bb);
+    b_.SetInsertPoint(then_bb);
+    QD_RETURN_IF_ERROR(EmitRegion(*s.true_block(), merge));
+    b_.CreateBr(merge);
+    b_.SetInsertPoint(else_bb);
+    mask_ = entry;
+    QD_RETURN_IF_ERROR(EmitRegion(*s.false_block(), merge));
+    b_.CreateBr(merge);
+    b_.SetInsertPoint(merge);
+  } else {
+    QD_RETURN_IF_ERROR(EmitUnder(b_.CreateAnd(entry, cond), *s.true_block()));
+    QD_RETURN_IF_ERROR(EmitUnder(b_.CreateAnd(Live(entry), b_.CreateNot(cond)),
+                                 *s.false_block()));
+  }
+  mask_ = Live(entry);
+  return absl::OkStatus();
+}
+
+absl::Status LaneEmitter::EmitLoop(
+    const Stmt& loop, llvm::Value* begin, llvm::Value* end, bool uniform_bounds,
+    const std::function<std::vector<llvm::Value*>(llvm::Value*)>& indices,
+    const ir::Block& body) {
+  llvm::Value* entry = mask_;
+  llvm::Type* mask_type = entry->getType();
+  LoopState state{forms_.HasDivergentExits(&loop), nullptr, nullptr, nullptr,
+                  nullptr};
+  auto* header = llvm::BasicBlock::Create(context_, "loop.header", function_);
+  auto* body_bb = llvm::BasicBlock::Create(context_, "loop.body", function_);
+  auto* latch = llvm::BasicBlock::Create(context_, "loop.latch", function_);
+  auto* exit = llvm::BasicBlock::Create(context_, "loop.exit", function_);
+  state.continue_to = latch;
+  state.break_to = exit;
+  if (state.divergent) {
+    state.alive = EntryAlloca(mask_type, "alive");
+    state.skip = EntryAlloca(mask_type, "skip");
+    b_.CreateStore(entry, state.alive);
+  }
+  // A uniform counter is scalar; a per-lane one (varying begin or end) is
+  // a vector whose finished lanes drop out of the mask.
+  llvm::AllocaInst* counter = EntryAlloca(begin->getType(), "i");
+  b_.CreateStore(begin, counter);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::Value* i = b_.CreateLoad(begin->getType(), counter);
+  llvm::Value* active = entry;
+  llvm::Value* go = nullptr;
+  if (uniform_bounds) {
+    go = b_.CreateICmpSLT(i, end);
+    if (state.divergent) {
+      active = b_.CreateLoad(mask_type, state.alive);
+      go = b_.CreateAnd(go, Any(active));
+    }
+  } else {
+    active = b_.CreateAnd(entry, b_.CreateICmpSLT(i, end));
+    if (state.divergent)
+      active = b_.CreateAnd(active, b_.CreateLoad(mask_type, state.alive));
+    go = Any(active);
+  }
+  b_.CreateCondBr(go, body_bb, exit);
+  b_.SetInsertPoint(body_bb);
+  if (state.divergent)
+    b_.CreateStore(NoLanes(), state.skip);
+  mask_ = active;
+  loop_indices_[&loop] = indices(uniform_bounds ? Splat(i) : i);
+  loops_.push_back(state);
+  absl::Status status = EmitRegion(body, latch);
+  loops_.pop_back();
+  QD_RETURN_IF_ERROR(status);
+  b_.CreateBr(latch);
+  b_.SetInsertPoint(latch);
+  llvm::Value* current = b_.CreateLoad(begin->getType(), counter);
+  llvm::Value* one = llvm::ConstantInt::get(begin->getType(), 1);
+  b_.CreateStore(b_.CreateAdd(current, one), counter);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(exit);
+  mask_ = entry;
+  return absl::OkStatus();
+}
+
+absl::Status LaneEmitter::EmitRangeFor(const ir::RangeForStmt& s) {
+  const PrimitiveType t = s.begin()->type().element();
+  llvm::Value* begin = ops_.ToI64(Get(s.begin()), t);
+  llvm::Value* end = ops_.ToI64(Get(s.end()), t);
+  const bool uniform = forms_.Uniform(s.begin()) && forms_.Uniform(s.end());
+  if (uniform) {
+    begin = Lane0(begin);
+    end = Lane0(end);
+  }
+  return EmitLoop(
+      s, begin, end, uniform,
+      [&](llvm::Value* i) -> std::vector<llvm::Value*> {
+        return {b_.CreateIntCast(i, ops_.RegisterType(t), ir::IsSigned(t))};
+      },
+      *s.body());
+}
+
+absl::Status LaneEmitter::EmitStructFor(const ir::StructForStmt& s) {
+  int64_t cells = 1;
+  for (const auto& axis : CellAxes(s.snode_id()))
+    cells *= axis.second;
+  return EmitLoop(
+      s, b_.getInt64(0), b_.getInt64(cells), true,
+      [&](llvm::Value* i) { return DecomposeCell(s.snode_id(), i); },
+      *s.body());
+}
+
+absl::Status LaneEmitter::EmitWhile(const ir::WhileStmt& s) {
+  // `while True` with breaks: lanes leave as they break.
+  llvm::Value* entry = mask_;
+  LoopState state{forms_.HasDivergentExits(&s), nullptr, nullptr, nullptr,
+                  nullptr};
+  auto* header = llvm::BasicBlock::Create(context_, "while.header", function_);
+  auto* body = llvm::BasicBlock::Create(context_, "while.body", function_);
+  auto* exit = llvm::BasicBlock::Create(context_, "while.exit", function_);
+  state.continue_to = header;
+  state.break_to = exit;
+  if (state.divergent) {
+    state.alive = EntryAlloca(entry->getType(), "alive");
+    state.skip = EntryAlloca(entry->getType(), "skip");
+    b_.CreateStore(entry, state.alive);
+  }
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  if (state.divergent) {
+    llvm::Value* alive = b_.CreateLoad(entry->getType(), state.alive);
+    b_.CreateCondBr(Any(alive), body, exit);
+    b_.SetInsertPoint(body);
+    b_.CreateStore(NoLanes(), state.skip);
+    mask_ = alive;
+  } else {
+    b_.CreateBr(body);
+    b_.SetInsertPoint(body);
+    mask_ = entry;
+  }
+  loops_.push_back(state);
+  absl::Status status = EmitRegion(*s.body(), header);
+  loops_.pop_back();
+  QD_RETURN_IF_ERROR(status);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(exit);
+  mask_ = entry;
+  return absl::OkStatus();
+}
+
+void LaneEmitter::EmitJump(const Stmt& s) {
+  const LoopState& loop = loops_.back();
+  const bool is_break = s.kind() == StmtKind::kBreak;
+  if (!loop.divergent) {
+    b_.CreateBr(is_break ? loop.break_to : loop.continue_to);
+    StartDeadBlock();
+    return;
+  }
+  // The active lanes leave the loop (break) or this iteration (continue);
+  // the rest of this region is theirs alone, so it is skipped.
+  llvm::Type* type = mask_->getType();
+  if (is_break) {
+    llvm::Value* alive = b_.CreateLoad(type, loop.alive);
+    b_.CreateStore(b_.CreateAnd(alive, b_.CreateNot(mask_)), loop.alive);
+  } else {
+    llvm::Value* skip = b_.CreateLoad(type, loop.skip);
+    b_.CreateStore(b_.CreateOr(skip, mask_), loop.skip);
+  }
+  b_.CreateBr(region_ends_.back());
+  StartDeadBlock();
+}
+
+void LaneEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
+  const PrimitiveType t = s.dtype();
+  const bool adjoint = ir::IsFloat(t) && adjoint_stacks_.contains(&s);
+  AdStackSpec spec = DescribeAdStack(s, adjoint);
+  const int id = static_cast<int>(stacks_out_->size());
+  stacks_out_->push_back(spec);
+  llvm::Type* i64 = b_.getInt64Ty();
+  llvm::Value* heap = Call("qd_adstack_heap", b_.getPtrTy(), {ctx_});
+  llvm::Value* offset = Call("qd_adstack_offset", i64, {ctx_, b_.getInt32(id)});
+  llvm::Value* capacity =
+      Call("qd_adstack_max_size", i64, {ctx_, b_.getInt32(id)});
+  llvm::Value* stride = Call("qd_adstack_stride", i64, {ctx_});
+  // Thread t owns `lanes` consecutive thread slices; in them, element word
+  // w of lane l's stack sits at (offset + w * elem) * lanes + l * elem.
+  llvm::Value* thread = b_.CreateSExt(function_->getArg(3), i64);
+  llvm::Value* lanes = b_.getInt64(lanes_);
+  llvm::Value* region = b_.CreateGEP(
+      b_.getInt8Ty(), heap,
+      b_.CreateMul(b_.CreateAdd(b_.CreateMul(thread, stride), offset), lanes));
+  const bool per_lane = forms_.HasPerLaneDepth(&s);
+  llvm::Type* count_type = per_lane ? ops_.Widen(i64) : i64;
+  llvm::AllocaInst* count = EntryAlloca(count_type, "adstack.count");
+  b_.CreateStore(llvm::Constant::getNullValue(count_type), count);
+  const bool exact = (s.max_size() > 0 || s.size_expr()) && !forced_;
+  stacks_[&s] = {id,
+                 region,
+                 count,
+                 capacity,
+                 per_lane,
+                 !exact,
+                 adjoint,
+                 AdStackElementBytes(t),
+                 spec.slot_bytes,
+                 t};
+  values_[&s] = region;
+}
+
+llvm::Value* LaneEmitter::StackTop(const StackState& st) {
+  llvm::Type* type =
+      st.per_lane ? ops_.Widen(b_.getInt64Ty()) : b_.getInt64Ty();
+  llvm::Value* top = b_.CreateSub(b_.CreateLoad(type, st.count),
+                                  llvm::ConstantInt::get(type, 1));
+  // An empty stack reads slot 0 instead of underflowing (checked stacks).
+  if (st.checked) {
+    top = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, top,
+                                   llvm::ConstantInt::get(type, 0));
+  }
+  return top;
+}
+
+llvm::Value* LaneEmitter::StackSlot(const StackState& st, llvm::Value* index,
+                                    bool adjoint) {
+  // Element word of slot `index`: (8 + index * slot + adjoint part) / elem.
+  llvm::Type* type = index->getType();
+  auto c = [&](int64_t v) { return llvm::ConstantInt::get(type, v); };
+  llvm::Value* word =
+      b_.CreateAdd(c((8 + (adjoint ? st.elem : 0)) / st.elem),
+                   b_.CreateMul(index, c(st.slot_bytes / st.elem)));
+  llvm::Value* offset = b_.CreateMul(word, c(st.elem * lanes_));
+  if (st.per_lane) {
+    offset = b_.CreateAdd(offset,
+                          b_.CreateMul(LaneIds(), Splat(b_.getInt64(st.elem))));
+  }
+  return b_.CreateGEP(b_.getInt8Ty(), st.region, offset);
+}
+
+void LaneEmitter::StackStore(const StackState& st, llvm::Value* value,
+                             llvm::Value* slot) {
+  if (st.dtype == PrimitiveType::kU1)
+    value = b_.CreateZExt(value, ops_.Widen(b_.getInt8Ty()));
+  const llvm::Align align(st.elem);
+  if (st.per_lane)
+    b_.CreateMaskedScatter(value, slot, align, mask_);
+  else
+    b_.CreateMaskedStore(value, slot, align, mask_);
+}
+
+llvm::Value* LaneEmitter::StackLoad(const StackState& st, llvm::Value* slot) {
+  llvm::Type* type = ops_.Widen(Storage(st.dtype));
+  const llvm::Align align(st.elem);
+  llvm::Value* v = st.per_lane ? b_.CreateMaskedGather(type, slot, align, mask_)
+                               : b_.CreateMaskedLoad(type, slot, align, mask_);
+  if (st.dtype == PrimitiveType::kU1)
+    v = b_.CreateICmpNE(v, Splat(b_.getInt8(0)));
+  return v;
+}
+
+void LaneEmitter::EmitAdStackPush(const ir::AdStackPushStmt& s) {
+  const StackState& st = stacks_.at(s.stack());
+  llvm::Type* type =
+      st.per_lane ? ops_.Widen(b_.getInt64Ty()) : b_.getInt64Ty();
+  auto c = [&](int64_t v) { return llvm::ConstantInt::get(type, v); };
+  llvm::Value* count = b_.CreateLoad(type, st.count);
+  llvm::Value* index = count;
+  llvm::Value* next = b_.CreateAdd(count, c(1));
+  if (st.checked) {
+    // A full stack records the overflow and overwrites its last slot rather
+    // than writing past its slice of the heap.
+    llvm::Value* capacity = st.per_lane ? Splat(st.capacity) : st.capacity;
+    llvm::Value* fits = b_.CreateICmpSLT(count, capacity);
+    llvm::Value* full = b_.CreateNot(fits);
+    if (st.per_lane)
+      full = Any(b_.CreateAnd(full, mask_));
+    auto* overflow =
+        llvm::BasicBlock::Create(context_, "adstack.overflow", function_);
+    auto* merge = llvm::BasicBlock::Create(context_, "adstack.push", function_);
+    b_.CreateCondBr(full, overflow, merge);
+    b_.SetInsertPoint(overflow);
+    Call("qd_adstack_overflow", b_.getVoidTy(), {ctx_, b_.getInt32(st.id)});
+    b_.CreateBr(merge);
+    b_.SetInsertPoint(merge);
+    llvm::Value* last = b_.CreateBinaryIntrinsic(
+        llvm::Intrinsic::smax, b_.CreateSub(capacity, c(1)), c(0));
+    index = b_.CreateSelect(fits, count, last);
+    next = b_.CreateSelect(fits, next, capacity);
+  }
+  StackStore(st, Get(s.value()), StackSlot(st, index, false));
+  if (st.adjoint) {
+    StackStore(st,
+               llvm::Constant::getNullValue(
+                   ops_.RegisterType(s.value()->type().element())),
+               StackSlot(st, index, true));
+  }
+  if (st.per_lane)
+    next = b_.CreateSelect(mask_, next, count);
+  b_.CreateStore(next, st.count);
+}
+
+void LaneEmitter::EmitAdStackPop(const ir::AdStackPopStmt& s) {
+  const StackState& st = stacks_.at(s.stack());
+  llvm::Type* type =
+      st.per_lane ? ops_.Widen(b_.getInt64Ty()) : b_.getInt64Ty();
+  llvm::Value* count = b_.CreateLoad(type, st.count);
+  llvm::Value* next = b_.CreateSub(count, llvm::ConstantInt::get(type, 1));
+  if (st.checked) {
+    next = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, next,
+                                    llvm::ConstantInt::get(type, 0));
+  }
+  if (st.per_lane)
+    next = b_.CreateSelect(mask_, next, count);
+  b_.CreateStore(next, st.count);
+}
+
+absl::Status LaneEmitter::EmitStmt(const Stmt& s) {
+  auto set = [&](llvm::Value* v) {
+    values_[&s] = v;
+    return absl::OkStatus();
+  };
+  auto unsupported = [&](absl::string_view what) {
+    return MakeError(ErrorKind::kCompilation, s.loc(),
+                     absl::StrCat("in kernel '", kernel_.name(), "': ", what,
+                                  " has no SIMD-lane lowering"));
+  };
+  switch (s.kind()) {
+    case StmtKind::kConst: {
+      const ir::Constant& c = static_cast<const ir::ConstStmt&>(s).value();
+      llvm::Type* type = ops_.RegisterType(c.type());
+      if (c.is_float())
+        return set(llvm::ConstantFP::get(type, c.as_float()));
+      return set(
+          llvm::ConstantInt::get(type, c.as_uint(), ir::IsSigned(c.type())));
+    }
+    case StmtKind::kArgLoad:
+      return set(EmitArgLoad(static_cast<const ir::ArgLoadStmt&>(s)));
+    case StmtKind::kNdarrayShape: {
+      const auto& shape = static_cast<const ir::NdarrayShapeStmt&>(s);
+      return set(Splat(b_.CreateTrunc(
+          Call("qd_ndarray_shape", b_.getInt64Ty(),
+               {ctx_, b_.getInt32(shape.arg()), b_.getInt32(shape.axis())}),
+          b_.getInt32Ty())));
+    }
+    case StmtKind::kNdarrayPtr:
+      return set(EmitNdarrayPtr(static_cast<const ir::NdarrayPtrStmt&>(s)));
+    case StmtKind::kFieldPtr: {
+      QD_ASSIGN_OR_RETURN(
+          llvm::Value * ptr,
+          EmitFieldPtr(static_cast<const ir::FieldPtrStmt&>(s)));
+      return set(ptr);
+    }
+    case StmtKind::kGlobalLoad:
+      return set(EmitGlobalLoad(s));
+    case StmtKind::kGlobalStore:
+      EmitGlobalStore(s);
+      return absl::OkStatus();
+    case StmtKind::kAlloca: {
+      llvm::Type* type = ops_.RegisterType(s.type().element());
+      llvm::AllocaInst* slot = EntryAlloca(type, "var");
+      b_.CreateStore(llvm::Constant::getNullValue(type), slot);
+      return set(slot);
+    }
+    case StmtKind::kLocalLoad:
+      return set(b_.CreateLoad(ops_.RegisterType(s.type().element()),
+                               Get(s.operand(0))));
+    case StmtKind::kLocalStore:
+      EmitLocalStore(s);
+      return absl::OkStatus();
+    case StmtKind::kUnaryOp: {
+      const auto& unary = static_cast<const ir::UnaryOpStmt&>(s);
+      llvm::Value* v =
+          ops_.Unary(unary.op(), Get(unary.input()),
+                     unary.input()->type().element(), s.type().element());
+      if (v == nullptr)
+        return unsupported("this unary op");
+      return set(v);
+    }
+    case StmtKind::kBinaryOp: {
+      const auto& binary = static_cast<const ir::BinaryOpStmt&>(s);
+      llvm::Value* v =
+          ops_.Binary(binary.op(), Get(binary.lhs()), Get(binary.rhs()),
+                      binary.lhs()->type().element());
+      if (v == nullptr)
+        return unsupported("this binary op");
+      return set(v);
+    }
+    case StmtKind::kTernaryOp:
+      return set(b_.CreateSelect(
+          ops_.AsBool(Get(s.operand(0)), s.operand(0)->type().element()),
+          Get(s.operand(1)), Get(s.operand(2))));
+    case StmtKind::kAtomicOp: {
+      QD_ASSIGN_OR_RETURN(llvm::Value * v,
+                          EmitAtomic(static_cast<const ir::AtomicOpStmt&>(s)));
+      return set(v);
+    }
+    case StmtKind::kRangeFor:
+      return EmitRangeFor(static_cast<const ir::RangeForStmt&>(s));
+    case StmtKind::kStructFor:
+      return EmitStructFor(static_cast<const ir::StructForStmt&>(s));
+    case StmtKind::kWhile:
+      return EmitWhile(static_cast<const ir::WhileStmt&>(s));
+    case StmtKind::kLoopIndex: {
+      const auto& index = static_cast<const ir::LoopIndexStmt&>(s);
+      llvm::Value* v = loop_indices_.at(index.loop())[index.axis()];
+      return set(b_.CreateIntCast(v, ops_.RegisterType(s.type().element()),
+                                  ir::IsSigned(s.type().element())));
+    }
+    case StmtKind::kBreak:
+    case StmtKind::kContinue:
+      EmitJump(s);
+      return absl::OkStatus();
+    case StmtKind::kIf:
+      return EmitIf(static_cast<const ir::IfStmt&>(s));
+    case StmtKind::kAssert:
+      return absl::OkStatus();  // asserts run in debug mode, which is scalar
+    case StmtKind::kAdStackAlloca:
+      EmitAdStackAlloca(static_cast<const ir::AdStackAllocaStmt&>(s));
+      return absl::OkStatus();
+    case StmtKind::kAdStackPush:
+      EmitAdStackPush(static_cast<const ir::AdStackPushStmt&>(s));
+      return absl::OkStatus();
+    case StmtKind::kAdStackPop:
+      EmitAdStackPop(static_cast<const ir::AdStackPopStmt&>(s));
+      return absl::OkStatus();
+    case StmtKind::kAdStackLoadTop:
+    case StmtKind::kAdStackLoadTopAdj: {
+      const StackState& st = stacks_.at(s.operand(0));
+      const bool adjoint = s.kind() == StmtKind::kAdStackLoadTopAdj;
+      return set(StackLoad(st, StackSlot(st, StackTop(st), adjoint)));
+    }
+    case StmtKind::kAdStackAccAdjoint: {
+      const StackState& st = stacks_.at(s.operand(0));
+      llvm::Value* slot = StackSlot(st, StackTop(st), true);
+      StackStore(st, b_.CreateFAdd(StackLoad(st, slot), Get(s.operand(1))),
+                 slot);
+      return absl::OkStatus();
+    }
+    default:
+      return unsupported(
+          absl::StrCat("statement kind ", static_cast<int>(s.kind())));
+  }
+}
+
+}  // namespace
+
+int LaneCount(const ir::OffloadedTaskStmt& task, int vector_bits) {
+  bool wide = false;
+  ir::WalkBlock(*task.body(), [&](const Stmt* s) {
+    const PrimitiveType t = s->type().element();
+    if (ir::BitWidth(t) == 64)
+      wide = true;
+  });
+  return vector_bits / (wide ? 64 : 32);
+}
+
+absl::Status EmitLaneTask(llvm::Module& module, const ir::Kernel& kernel,
+                          const ir::SNodeTree& snodes,
+                          const ir::OffloadedTaskStmt& task, int lanes,
+                          int vector_bits, bool ad_stack_size_forced,
+                          const std::string& name,
+                          std::vector<AdStackSpec>* stacks) {
+  LaneEmitter emitter(module, kernel, snodes, task, lanes, ad_stack_size_forced,
+                      stacks);
+  return emitter.Emit(name, vector_bits);
+}
+
+}  // namespace quadrants::codegen

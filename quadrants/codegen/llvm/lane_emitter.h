@@ -1,0 +1,39 @@
+#ifndef QUADRANTS_CODEGEN_LLVM_LANE_EMITTER_H_
+#define QUADRANTS_CODEGEN_LLVM_LANE_EMITTER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "llvm/IR/Module.h"
+#include "quadrants/codegen/llvm/lowered_kernel.h"
+#include "quadrants/ir/kernel.h"
+#include "quadrants/ir/snode.h"
+#include "quadrants/ir/statements.h"
+
+namespace quadrants::codegen {
+
+// Lanes per step for `task` on registers of `vector_bits`: one 32-bit
+// element per 32 bits, or one 64-bit element per 64 when the task computes
+// with 64-bit values.
+int LaneCount(const ir::OffloadedTaskStmt& task, int vector_bits);
+
+// Emits a parallel task as `name`, with the scalar task function's
+// signature (ctx, begin, end, thread_id), that runs `lanes` consecutive
+// iterations per step in SIMD lanes (SPMD, as ISPC does): values that vary
+// per iteration are vectors, varying branches and loop exits become lane
+// masks, contiguous accesses are vector loads and stores, others gathers
+// and scatters, and adstacks interleave their lanes so a push of all lanes
+// is one vector store. Stack `k` of thread `t`'s lane `l` lives in thread
+// t's block of `lanes` thread slices. Appends the task's stacks to
+// `stacks`. The caller checks LaneLoweringObstacle first.
+absl::Status EmitLaneTask(llvm::Module& module, const ir::Kernel& kernel,
+                          const ir::SNodeTree& snodes,
+                          const ir::OffloadedTaskStmt& task, int lanes,
+                          int vector_bits, bool ad_stack_size_forced,
+                          const std::string& name,
+                          std::vector<AdStackSpec>* stacks);
+
+}  // namespace quadrants::codegen
+
+#endif  // QUADRANTS_CODEGEN_LLVM_LANE_EMITTER_H_

@@ -1,0 +1,296 @@
+// Float math on whole vectors of f32 lanes, for kernels the CPU backend
+// runs in SIMD lanes. Each function evaluates in f64 (range reduction and
+// a polynomial whose truncation error is below 1e-15 relative), so the f32
+// result is within 1 ulp, nearly always the correctly rounded one. Lanes
+// outside the reduced-argument range (huge, infinite or NaN inputs, pow's
+// non-positive bases) take the C library's scalar function instead, so no
+// lane is less accurate than the scalar path.
+//
+// Entry points: void qd_<op>_f32x<N>(float* out, const float* x[, y]) for N
+// in {4, 8, 16}, over N-lane arrays aligned as N-float vectors; inlined
+// into the kernel, the arrays become registers.
+#ifndef QUADRANTS_RUNTIME_LLVM_RUNTIME_MODULE_SIMD_MATH_H_
+#define QUADRANTS_RUNTIME_LLVM_RUNTIME_MODULE_SIMD_MATH_H_
+
+namespace qd_simd {
+
+template <int N>
+struct Lanes {
+  typedef float F __attribute__((ext_vector_type(N)));
+  typedef double D __attribute__((ext_vector_type(N)));
+  typedef long L __attribute__((ext_vector_type(N)));
+};
+
+// pi/2 in three parts: the first two have 33 significant bits, so k * part
+// is exact for |k| < 2^20 (|x| < 1.6e6).
+constexpr double kPio2Hi = 1.5707963267341256;
+constexpr double kPio2Mid = 6.077100506303966e-11;
+constexpr double kPio2Lo = 2.0222662487959506e-21;
+constexpr double kTwoOverPi = 0.6366197723675814;
+// ln 2 with 32 significant bits in the high part.
+constexpr double kLn2Hi = 0.6931471806019545;
+constexpr double kLn2Lo = -4.2009150726810846e-11;
+constexpr double kLn2 = 0.6931471805599453;
+constexpr double kInvLn2 = 1.4426950408889634;
+constexpr double kSqrt2 = 1.4142135623730951;
+// Trigonometric lanes beyond this magnitude use the C library.
+constexpr double kTrigLimit = 1.0e5;
+
+template <int N>
+using D = typename Lanes<N>::D;
+template <int N>
+using L = typename Lanes<N>::L;
+template <int N>
+using F = typename Lanes<N>::F;
+
+// Sine and cosine of r, |r| <= pi/4, by their Taylor series to r^15 and
+// r^16 (the next terms are below 5e-17 relative).
+template <int N>
+__attribute__((always_inline)) inline void SinCosPoly(D<N> r, D<N>* s,
+                                                      D<N>* c) {
+  const D<N> r2 = r * r;
+  D<N> ps = -1.0 / 1307674368000.0;  // -1/15!
+  ps = ps * r2 + 1.0 / 6227020800.0;
+  ps = ps * r2 - 1.0 / 39916800.0;
+  ps = ps * r2 + 1.0 / 362880.0;
+  ps = ps * r2 - 1.0 / 5040.0;
+  ps = ps * r2 + 1.0 / 120.0;
+  ps = ps * r2 - 1.0 / 6.0;
+  *s = r + r * r2 * ps;
+  D<N> pc = 1.0 / 20922789888000.0;  // 1/16!
+  pc = pc * r2 - 1.0 / 87178291200.0;
+  pc = pc * r2 + 1.0 / 479001600.0;
+  pc = pc * r2 - 1.0 / 3628800.0;
+  pc = pc * r2 + 1.0 / 40320.0;
+  pc = pc * r2 - 1.0 / 720.0;
+  pc = pc * r2 + 1.0 / 24.0;
+  pc = pc * r2 - 0.5;
+  *c = 1.0 + r2 * pc;
+}
+
+// x = k * pi/2 + r; returns r and the quadrant k mod 4.
+template <int N>
+__attribute__((always_inline)) inline D<N> ReduceQuadrant(D<N> x,
+                                                          L<N>* quadrant) {
+  const D<N> k = __builtin_elementwise_roundeven(x * kTwoOverPi);
+  *quadrant = __builtin_convertvector(k, L<N>) & 3;
+  return ((x - k * kPio2Hi) - k * kPio2Mid) - k * kPio2Lo;
+}
+
+// e^x for |x| <= 200 (inputs are clamped by the callers): x = k ln2 + r,
+// |r| <= ln2 / 2, e^r by Taylor to r^13 (next term below 2e-17 relative).
+template <int N>
+__attribute__((always_inline)) inline D<N> ExpCore(D<N> x) {
+  const D<N> k = __builtin_elementwise_roundeven(x * kInvLn2);
+  const D<N> r = (x - k * kLn2Hi) - k * kLn2Lo;
+  D<N> p = 1.0 / 6227020800.0;  // 1/13!
+  p = p * r + 1.0 / 479001600.0;
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  const L<N> bits = (__builtin_convertvector(k, L<N>) + 1023) << 52;
+  return p * __builtin_bit_cast(D<N>, bits);
+}
+
+// ln x for finite x > 0: x = 2^e m, m in [sqrt(1/2), sqrt(2)), and
+// ln m = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172, by its series to
+// s^19 (next term below 3e-17 relative).
+template <int N>
+__attribute__((always_inline)) inline D<N> LogCore(D<N> x) {
+  const L<N> bits = __builtin_bit_cast(L<N>, x);
+  L<N> e = ((bits >> 52) & 0x7ff) - 1023;
+  D<N> m = __builtin_bit_cast(
+      D<N>, (bits & 0x000fffffffffffffL) | 0x3ff0000000000000L);
+  const L<N> high = m > kSqrt2;
+  m = high ? m * 0.5 : m;
+  e = e - high;  // `high` lanes are -1
+  const D<N> s = (m - 1.0) / (m + 1.0);
+  const D<N> s2 = s * s;
+  D<N> p = 1.0 / 19.0;
+  p = p * s2 + 1.0 / 17.0;
+  p = p * s2 + 1.0 / 15.0;
+  p = p * s2 + 1.0 / 13.0;
+  p = p * s2 + 1.0 / 11.0;
+  p = p * s2 + 1.0 / 9.0;
+  p = p * s2 + 1.0 / 7.0;
+  p = p * s2 + 1.0 / 5.0;
+  p = p * s2 + 1.0 / 3.0;
+  p = p * s2 + 1.0;
+  return __builtin_convertvector(e, D<N>) * kLn2 + 2.0 * s * p;
+}
+
+// Clamps to [lo, hi]; NaN lanes stay NaN.
+template <int N>
+__attribute__((always_inline)) inline D<N> Clamp(D<N> v, double lo, double hi) {
+  v = v < lo ? lo : v;
+  return v > hi ? hi : v;
+}
+
+template <int N>
+__attribute__((always_inline)) inline F<N> Load(const float* p) {
+  return *reinterpret_cast<const F<N>*>(p);
+}
+
+template <int N>
+__attribute__((always_inline)) inline void Store(float* p, F<N> v) {
+  *reinterpret_cast<F<N>*>(p) = v;
+}
+
+// Lanes flagged in `scalar` are recomputed by the C library's function.
+#define QD_SIMD_SCALAR_LANES1(fn)          \
+  if (__builtin_reduce_or(scalar) != 0) {  \
+    for (int lane = 0; lane < N; ++lane) { \
+      if (scalar[lane] != 0)               \
+        out[lane] = fn(x[lane]);           \
+    }                                      \
+  }
+
+template <int N>
+__attribute__((always_inline)) inline void Sin(float* out, const float* x) {
+  const D<N> d = __builtin_convertvector(Load<N>(x), D<N>);
+  L<N> q;
+  D<N> s, c;
+  SinCosPoly<N>(ReduceQuadrant<N>(d, &q), &s, &c);
+  D<N> r = (q & 1) != 0 ? c : s;
+  r = (q & 2) != 0 ? -r : r;
+  r = d == 0.0 ? d : r;  // keeps the sign of zero
+  Store<N>(out, __builtin_convertvector(r, F<N>));
+  const L<N> scalar = !(__builtin_elementwise_abs(d) <= kTrigLimit);
+  QD_SIMD_SCALAR_LANES1(__builtin_sinf)
+}
+
+template <int N>
+__attribute__((always_inline)) inline void Cos(float* out, const float* x) {
+  const D<N> d = __builtin_convertvector(Load<N>(x), D<N>);
+  L<N> q;
+  D<N> s, c;
+  SinCosPoly<N>(ReduceQuadrant<N>(d, &q), &s, &c);
+  D<N> r = (q & 1) != 0 ? s : c;
+  r = ((q + 1) & 2) != 0 ? -r : r;
+  Store<N>(out, __builtin_convertvector(r, F<N>));
+  const L<N> scalar = !(__builtin_elementwise_abs(d) <= kTrigLimit);
+  QD_SIMD_SCALAR_LANES1(__builtin_cosf)
+}
+
+template <int N>
+__attribute__((always_inline)) inline void Tan(float* out, const float* x) {
+  const D<N> d = __builtin_convertvector(Load<N>(x), D<N>);
+  L<N> q;
+  D<N> s, c;
+  SinCosPoly<N>(ReduceQuadrant<N>(d, &q), &s, &c);
+  D<N> r = (q & 1) != 0 ? -c / s : s / c;
+  r = d == 0.0 ? d : r;
+  Store<N>(out, __builtin_convertvector(r, F<N>));
+  const L<N> scalar = !(__builtin_elementwise_abs(d) <= kTrigLimit);
+  QD_SIMD_SCALAR_LANES1(__builtin_tanf)
+}
+
+template <int N>
+__attribute__((always_inline)) inline void Exp(float* out, const float* x) {
+  const D<N> d = __builtin_convertvector(Load<N>(x), D<N>);
+  // f32 results saturate well inside +-200 (to inf above 88.8, to 0 below
+  // -103.98); NaN lanes keep their input.
+  D<N> r = ExpCore<N>(Clamp<N>(d, -200.0, 200.0));
+  r = d != d ? d : r;
+  Store<N>(out, __builtin_convertvector(r, F<N>));
+}
+
+template <int N>
+__attribute__((always_inline)) inline void Log(float* out, const float* x) {
+  const D<N> d = __builtin_convertvector(Load<N>(x), D<N>);
+  D<N> r = LogCore<N>(d);
+  const D<N> inf = __builtin_inf();
+  r = d == 0.0 ? -inf : r;
+  r = d == inf ? inf : r;
+  r = ((d < 0.0) | (d != d)) ? __builtin_nan("") : r;
+  Store<N>(out, __builtin_convertvector(r, F<N>));
+}
+
+// tanh |x| = e / (e + 2) with e = expm1(2|x|) (Taylor to the 20th power
+// for 2|x| <= 1, next term below 2e-19 relative), else 1 - 2 / (e^2|x| + 1);
+// the sign is restored after.
+template <int N>
+__attribute__((always_inline)) inline void Tanh(float* out, const float* x) {
+  const D<N> d = __builtin_convertvector(Load<N>(x), D<N>);
+  const D<N> a = Clamp<N>(__builtin_elementwise_abs(d), 0.0, 20.0);
+  const D<N> t = 2.0 * a;
+  D<N> p = 1.0 / 2432902008176640000.0;  // 1/20!
+  double factorial = 2432902008176640000.0;
+  for (int n = 19; n >= 1; --n) {
+    factorial /= n + 1;
+    p = p * t + 1.0 / factorial;
+  }
+  const D<N> small = t * p / (t * p + 2.0);
+  const D<N> large = 1.0 - 2.0 / (ExpCore<N>(t) + 1.0);
+  D<N> r = t <= 1.0 ? small : large;
+  r = d < 0.0 ? -r : r;
+  r = d != d ? d : r;
+  r = d == 0.0 ? d : r;
+  Store<N>(out, __builtin_convertvector(r, F<N>));
+}
+
+// x^y = e^(y ln x) for finite x > 0 and finite y; other lanes (zero,
+// negative, infinite or NaN operands, with their special cases) use powf.
+template <int N>
+__attribute__((always_inline)) inline void Pow(float* out, const float* x,
+                                               const float* y) {
+  const D<N> dx = __builtin_convertvector(Load<N>(x), D<N>);
+  const D<N> dy = __builtin_convertvector(Load<N>(y), D<N>);
+  const D<N> inf = __builtin_inf();
+  const L<N> scalar =
+      !((dx > 0.0) & (dx < inf) & (__builtin_elementwise_abs(dy) < inf));
+  const D<N> safe_x = scalar ? 1.0 : dx;
+  D<N> e = dy * LogCore<N>(safe_x);
+  e = Clamp<N>(e, -200.0, 200.0);
+  e = scalar ? 0.0 : e;
+  Store<N>(out, __builtin_convertvector(ExpCore<N>(e), F<N>));
+  if (__builtin_reduce_or(scalar) != 0) {
+    for (int lane = 0; lane < N; ++lane) {
+      if (scalar[lane] != 0)
+        out[lane] = __builtin_powf(x[lane], y[lane]);
+    }
+  }
+}
+
+#undef QD_SIMD_SCALAR_LANES1
+
+}  // namespace qd_simd
+
+#define QD_SIMD_UNARY(name, Fn, n)                                 \
+  QD_EXPORT void qd_##name##_f32x##n(float* out, const float* x) { \
+    qd_simd::Fn<n>(out, x);                                        \
+  }
+#define QD_SIMD_UNARY_ALL(name, Fn) \
+  QD_SIMD_UNARY(name, Fn, 4)        \
+  QD_SIMD_UNARY(name, Fn, 8)        \
+  QD_SIMD_UNARY(name, Fn, 16)
+
+QD_SIMD_UNARY_ALL(sin, Sin)
+QD_SIMD_UNARY_ALL(cos, Cos)
+QD_SIMD_UNARY_ALL(tan, Tan)
+QD_SIMD_UNARY_ALL(exp, Exp)
+QD_SIMD_UNARY_ALL(log, Log)
+QD_SIMD_UNARY_ALL(tanh, Tanh)
+
+#define QD_SIMD_POW(n)                                                        \
+  QD_EXPORT void qd_pow_f32x##n(float* out, const float* x, const float* y) { \
+    qd_simd::Pow<n>(out, x, y);                                               \
+  }
+QD_SIMD_POW(4)
+QD_SIMD_POW(8)
+QD_SIMD_POW(16)
+
+#undef QD_SIMD_UNARY
+#undef QD_SIMD_UNARY_ALL
+#undef QD_SIMD_POW
+
+#endif  // QUADRANTS_RUNTIME_LLVM_RUNTIME_MODULE_SIMD_MATH_H_
