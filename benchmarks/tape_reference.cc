@@ -1,14 +1,114 @@
 // A hand-written forward + reverse pass of the adstack benchmark's
 // recurrence, v = sin(v) * a + x[i] for `iterations` steps per thread, with
 // an explicit per-thread tape: the reference a compiler-generated gradient
-// should stay close to. Prints the best time of a forward+reverse pass.
+// should stay close to. Prints the best time of a forward+reverse pass,
+// scalar (the C library's sinf/cosf per thread) and, where the CPU has
+// AVX-512, hand-vectorized: 16 threads per register, a 16-wide tape, and
+// sin/cos evaluated in f64 like the compiler's SIMD lanes (the same <= 1 ulp
+// contract), the practical limit of that approach.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
 #include <vector>
+
+namespace {
+
+constexpr double kPio2Hi = 1.5707963267341256;
+constexpr double kPio2Mid = 6.077100506303966e-11;
+constexpr double kPio2Lo = 2.0222662487959506e-21;
+constexpr double kInvPi = 0.3183098861837907;
+
+#define AVX512 __attribute__((target("avx512f,avx512dq")))
+
+// sin r, |r| <= pi/2: Taylor to r^17.
+AVX512 __m512d SinPoly(__m512d r) {
+  static const double kCoefficients[] = {1.0 / 355687428096000.0,
+                                         -1.0 / 1307674368000.0,
+                                         1.0 / 6227020800.0,
+                                         -1.0 / 39916800.0,
+                                         1.0 / 362880.0,
+                                         -1.0 / 5040.0,
+                                         1.0 / 120.0,
+                                         -1.0 / 6.0};
+  const __m512d r2 = _mm512_mul_pd(r, r);
+  __m512d p = _mm512_set1_pd(kCoefficients[0]);
+  for (int k = 1; k < 8; ++k)
+    p = _mm512_fmadd_pd(p, r2, _mm512_set1_pd(kCoefficients[k]));
+  return _mm512_fmadd_pd(_mm512_mul_pd(r, r2), p, r);
+}
+
+// x - m pi/2 in three parts, then sin of it, negated where `negate`.
+AVX512 __m512d SinOfReduced(__m512d x, __m512d m, __mmask8 negate) {
+  __m512d r = _mm512_fnmadd_pd(m, _mm512_set1_pd(kPio2Hi), x);
+  r = _mm512_fnmadd_pd(m, _mm512_set1_pd(kPio2Mid), r);
+  r = _mm512_fnmadd_pd(m, _mm512_set1_pd(kPio2Lo), r);
+  const __m512d s = SinPoly(r);
+  return _mm512_mask_sub_pd(s, negate, _mm512_setzero_pd(), s);
+}
+
+AVX512 __mmask8 Odd(__m512d k) {
+  return _mm512_test_epi64_mask(_mm512_cvtpd_epi64(k), _mm512_set1_epi64(1));
+}
+
+// sin x = (-1)^k sin(x - k pi).
+AVX512 __m512d Sin8(__m512d x) {
+  const __m512d k = _mm512_roundscale_pd(
+      _mm512_mul_pd(x, _mm512_set1_pd(kInvPi)), _MM_FROUND_TO_NEAREST_INT);
+  return SinOfReduced(x, _mm512_add_pd(k, k), Odd(k));
+}
+
+// cos x = (-1)^(h+1) sin(x - (h + 1/2) pi).
+AVX512 __m512d Cos8(__m512d x) {
+  const __m512d h = _mm512_roundscale_pd(
+      _mm512_fmsub_pd(x, _mm512_set1_pd(kInvPi), _mm512_set1_pd(0.5)),
+      _MM_FROUND_TO_NEAREST_INT);
+  const __m512d m =
+      _mm512_fmadd_pd(h, _mm512_set1_pd(2.0), _mm512_set1_pd(1.0));
+  return SinOfReduced(x, m, static_cast<__mmask8>(~Odd(h)));
+}
+
+// f32 x 16 through two f64 x 8 halves.
+template <__m512d (*fn)(__m512d)>
+AVX512 __m512 Apply16(__m512 v) {
+  const __m512d lo = fn(_mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+  const __m512d hi = fn(_mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
+  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)),
+                            _mm512_cvtpd_ps(hi), 1);
+}
+
+// Threads [first, first + 16) of the recurrence: forward with a tape, then
+// reverse; returns the sum of their losses.
+AVX512 double Vector16(const float* x, float* grad, int first, int iterations,
+                       float a, float* tape) {
+  const __m512 xi = _mm512_loadu_ps(x + first);
+  const __m512 va = _mm512_set1_ps(a);
+  __m512 v = xi;
+  for (int j = 0; j < iterations; ++j) {
+    _mm512_store_ps(tape + 16 * j, v);
+    v = _mm512_fmadd_ps(Apply16<Sin8>(v), va, xi);
+  }
+  float losses[16];
+  _mm512_storeu_ps(losses, v);
+  __m512 g = _mm512_set1_ps(1.0f), gx = _mm512_setzero_ps();
+  for (int j = iterations - 1; j >= 0; --j) {
+    gx = _mm512_add_ps(gx, g);
+    const __m512 c = Apply16<Cos8>(_mm512_load_ps(tape + 16 * j));
+    g = _mm512_mul_ps(_mm512_mul_ps(g, c), va);
+  }
+  _mm512_storeu_ps(grad + first, _mm512_add_ps(gx, g));
+  double loss = 0;
+  for (float l : losses)
+    loss += l;
+  return loss;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 4) {
@@ -46,22 +146,46 @@ int main(int argc, char** argv) {
     partial[w] = loss;
   };
 
-  double best = 1e30;
-  for (int repeat = 0; repeat < 5; ++repeat) {
-    auto start = std::chrono::steady_clock::now();
-    std::vector<std::thread> threads;
-    for (int w = 1; w < workers; ++w)
-      threads.emplace_back(run, w);
-    run(0);
-    for (auto& t : threads)
-      t.join();
-    best = std::min(best, std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - start)
-                              .count());
+  auto run_vector = [&](int w) {
+    // 16-float rows, 64-byte aligned for the vector stores.
+    std::vector<float> storage(16 * iterations + 16);
+    float* tape = reinterpret_cast<float*>(
+        (reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t{63});
+    double loss = 0;
+    for (int first = 16 * w; first + 16 <= n; first += 16 * workers)
+      loss += Vector16(x.data(), grad.data(), first, iterations, a, tape);
+    partial[w] = loss;
+  };
+
+  auto time_best = [&](auto body) {
+    double best = 1e30;
+    for (int repeat = 0; repeat < 5; ++repeat) {
+      auto start = std::chrono::steady_clock::now();
+      std::vector<std::thread> threads;
+      for (int w = 1; w < workers; ++w)
+        threads.emplace_back(body, w);
+      body(0);
+      for (auto& t : threads)
+        t.join();
+      best = std::min(best, std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() - start)
+                                .count());
+    }
+    double checksum = 0;
+    for (int i = 0; i < n; ++i)
+      checksum += grad[i];
+    return std::make_pair(best, checksum);
+  };
+
+  auto scalar = time_best(run);
+  std::printf("seconds=%.9f checksum=%.6f\n", scalar.first, scalar.second);
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+      n % 16 == 0) {
+    auto vector = time_best(run_vector);
+    std::printf("avx512_seconds=%.9f checksum=%.6f\n", vector.first,
+                vector.second);
+  } else {
+    std::printf("avx512_seconds=unavailable (no AVX-512F/DQ on this CPU)\n");
   }
-  double checksum = 0;
-  for (int i = 0; i < n; ++i)
-    checksum += grad[i];
-  std::printf("seconds=%.9f checksum=%.6f\n", best, checksum);
   return 0;
 }

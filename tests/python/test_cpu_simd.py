@@ -1,6 +1,6 @@
-"""qd.init(cpu_simd=...): the CPU backend lets LLVM's loop and SLP vectorizers
-put parallel iterations in SIMD lanes (the default), or keeps every task
-scalar with cpu_simd=False. Results must not depend on it: integer kernels
+"""qd.init(cpu_simd=...): the CPU backend runs parallel iterations in SIMD
+lanes (the default), or keeps every task scalar with cpu_simd=False
+(also the default under QD_CPU_SIMD=0). Results must not depend on it: integer kernels
 match exactly, float kernels to the rounding a reassociated sum allows, and
 adstack gradients to f64 round-off. The option keys the offline cache, so
 code compiled one way is never loaded for the other.
@@ -69,8 +69,14 @@ def test_results_do_not_depend_on_simd():
     assert np.abs(g1).max() > 0.1
 
 
-def test_simd_is_the_default_and_readable():
+def test_simd_is_the_default_and_readable(monkeypatch):
+    monkeypatch.delenv("QD_CPU_SIMD", raising=False)
     qd.init(arch=qd.cpu)
+    assert qd.lang.impl.current_cfg().cpu_simd is True
+    monkeypatch.setenv("QD_CPU_SIMD", "0")  # the scalar suite's default
+    qd.init(arch=qd.cpu)
+    assert qd.lang.impl.current_cfg().cpu_simd is False
+    qd.init(arch=qd.cpu, cpu_simd=True)  # an explicit argument wins
     assert qd.lang.impl.current_cfg().cpu_simd is True
     qd.init(arch=qd.cpu, cpu_simd=False)
     assert qd.lang.impl.current_cfg().cpu_simd is False

@@ -118,6 +118,10 @@ def init(arch=None, **options):
         if name not in _OPTIONS:
             raise TypeError(f"qd.init() got an unknown option '{name}'")
     values = {name: default for name, (_, default, _) in _OPTIONS.items()}
+    # QD_CPU_SIMD=0 makes scalar CPU tasks the default (the whole suite can
+    # run that way); an explicit cpu_simd argument still wins.
+    if os.environ.get("QD_CPU_SIMD") == "0":
+        values["cpu_simd"] = False
     for name, value in options.items():
         values[name] = _validate(name, value)
     if os.environ.get("QD_OFFLINE_CACHE") == "0":

@@ -1,0 +1,312 @@
+"""The CPU backend's SIMD-lane lowering (cpu_simd=True): each parallel task
+runs W consecutive iterations per step as vector lanes. Every kernel here
+runs with lanes and with cpu_simd=False and must give the same results
+(integers exactly, floats to the ulp that a different order of a sum or a
+vector math function allows), across what the lowering masks or
+serializes: varying branches, loops whose trip count differs per lane,
+break/continue under varying conditions, gathers and scatters, atomics on
+one address or many, adstacks whose depth differs per lane, partial last
+steps, and every element type. A debug log names the tasks that stay
+scalar and why.
+"""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import quadrants as qd
+
+
+def both(build):
+    """build() -> results with lanes, then scalar."""
+    out = []
+    for simd in (True, False):
+        qd.init(arch=qd.cpu, cpu_simd=simd, offline_cache=False,
+                ad_stack_experimental_enabled=True)
+        out.append(build())
+    return out
+
+
+def assert_same(lanes, scalar, rtol=0.0):
+    for a, b in zip(lanes, scalar):
+        a, b = np.asarray(a), np.asarray(b)
+        if rtol == 0.0 or not np.issubdtype(a.dtype, np.floating):
+            np.testing.assert_array_equal(a, b)
+        else:
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=1e-6)
+
+
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 33, 1000])
+def test_branches_loops_and_jumps(n):
+    trips = (np.arange(n) * 7919) % 23
+
+    def build():
+        k = qd.ndarray(qd.i32, shape=n)
+        out = qd.ndarray(qd.i32, shape=n)
+        acc = qd.ndarray(qd.f32, shape=n)
+        k.from_numpy(trips.astype(np.int32))
+
+        @qd.kernel
+        def run(k: qd.types.ndarray(), out: qd.types.ndarray(),
+                acc: qd.types.ndarray()):
+            for i in range(n):
+                if i % 5 == 3:
+                    continue  # a varying continue of the parallel loop
+                s = 0
+                f = 0.0
+                for j in range(k[i]):  # per-lane trip count
+                    if j % 4 == 1:
+                        continue
+                    if j * i > 900:
+                        break
+                    s += j
+                    f += qd.sin(qd.cast(j, qd.f32))
+                m = 0
+                while True:  # exits at a different step per lane
+                    if m >= k[i] // 2:
+                        break
+                    m += 1
+                if k[i] > 11:
+                    out[i] = s * 100 + m
+                else:
+                    out[i] = -s
+                acc[i] = f
+
+        run(k, out, acc)
+        return out.to_numpy(), acc.to_numpy()
+
+    lanes, scalar = both(build)
+    expected = np.zeros(n, np.int64)
+    for i in range(n):
+        if i % 5 == 3:
+            continue
+        s = 0
+        for j in range(trips[i]):
+            if j % 4 == 1:
+                continue
+            if j * i > 900:
+                break
+            s += j
+        expected[i] = s * 100 + trips[i] // 2 if trips[i] > 11 else -s
+    np.testing.assert_array_equal(lanes[0], expected)
+    assert_same(lanes, scalar, rtol=2.0**-22)
+
+
+def test_gathers_scatters_and_strides():
+    n = 301
+    perm = np.random.default_rng(1).permutation(n).astype(np.int32)
+
+    def build():
+        p = qd.ndarray(qd.i32, shape=n)
+        src = qd.ndarray(qd.f32, shape=2 * n)
+        dst = qd.ndarray(qd.f32, shape=n)
+        grid = qd.ndarray(qd.i32, shape=(n, 5))
+        p.from_numpy(perm)
+        src.from_numpy(np.arange(2 * n, dtype=np.float32) * 0.25)
+        f2 = qd.field(qd.i32, shape=(7, 9))
+        f1 = qd.field(qd.f32, shape=n)
+
+        @qd.kernel
+        def run(p: qd.types.ndarray(), src: qd.types.ndarray(),
+                dst: qd.types.ndarray(), grid: qd.types.ndarray()):
+            for i in range(n):
+                dst[p[i]] = src[2 * i + 1] + src[p[i]]  # scatter, stride, gather
+                for j in range(5):
+                    grid[i, j] = i * 10 + j  # row-major: lanes stride 5
+                f1[i] = src[0] + src[n - 1 - i]  # uniform and reversed
+            for c in qd.grouped(f2):
+                f2[c] = c[0] * 100 + c[1]  # cells of a 2-D struct-for
+
+        run(p, src, dst, grid)
+        return dst.to_numpy(), grid.to_numpy(), f1.to_numpy(), f2.to_numpy()
+
+    lanes, scalar = both(build)
+    src = np.arange(2 * n, dtype=np.float32) * 0.25
+    want = np.zeros(n, np.float32)
+    want[perm] = src[2 * np.arange(n) + 1] + src[perm]
+    np.testing.assert_array_equal(lanes[0], want)
+    np.testing.assert_array_equal(lanes[1], np.arange(n)[:, None] * 10 + np.arange(5))
+    np.testing.assert_array_equal(lanes[3], np.arange(7)[:, None] * 100 + np.arange(9))
+    assert_same(lanes, scalar)
+
+
+def test_atomics_one_address_and_many():
+    n = 1003
+
+    def build():
+        total = qd.field(qd.f32, shape=())
+        itotal = qd.field(qd.i32, shape=())
+        lo = qd.field(qd.f32, shape=())
+        hi = qd.field(qd.i32, shape=())
+        bits = qd.field(qd.i32, shape=())
+        hist = qd.field(qd.i32, shape=7)
+        slot = qd.field(qd.i32, shape=())
+        order = qd.field(qd.i32, shape=n)
+        lo[None] = 1e9
+        hi[None] = -(10**9)
+
+        @qd.kernel
+        def run():
+            for i in range(n):
+                if i % 3 != 0:  # only some lanes take part
+                    total[None] += 0.5
+                    itotal[None] += i
+                    qd.atomic_min(lo[None], qd.cast(i, qd.f32) - 7.5)
+                    qd.atomic_max(hi[None], i * 3)
+                    qd.atomic_or(bits[None], 1 << (i % 20))
+                hist[i % 7] += 1  # colliding addresses within a step
+                order[qd.atomic_add(slot[None], 1)] = i  # old value used
+
+        run()
+        return (total[None], itotal[None], lo[None], hi[None], bits[None],
+                hist.to_numpy(), np.sort(order.to_numpy()))
+
+    lanes, scalar = both(build)
+    part = [i for i in range(n) if i % 3 != 0]
+    assert lanes[0] == 0.5 * len(part)
+    assert lanes[1] == sum(part)
+    assert lanes[2] == min(part) - 7.5
+    assert lanes[3] == 3 * max(part)
+    assert lanes[4] == (1 << 20) - 1
+    np.testing.assert_array_equal(lanes[5], np.bincount(np.arange(n) % 7))
+    np.testing.assert_array_equal(lanes[6], np.arange(n))
+    assert_same(lanes, scalar)
+
+
+def recurrence_loss(x, trips):
+    v = x.copy()
+    out = np.zeros_like(x)
+    for i in range(len(x)):
+        w = x[i]
+        for j in range(trips[i]):
+            w = np.sin(w) * 0.9 + x[i] if j % 3 else np.cos(w) + 0.1 * w
+        out[i] = w
+    return out.sum()
+
+
+def test_adstack_with_per_lane_depth_matches_finite_differences():
+    """range(k[i]) and a branch on the step: each lane pushes a different
+    number of values, so stack depths are per lane (gathers/scatters)."""
+    n = 77
+    trips = ((np.arange(n) * 13) % 19).astype(np.int32)
+    x0 = np.linspace(0.1, 1.2, n)
+
+    def build():
+        x = qd.field(qd.f64, shape=n, needs_grad=True)
+        k = qd.field(qd.i32, shape=n)
+        loss = qd.field(qd.f64, shape=(), needs_grad=True)
+        x.from_numpy(x0)
+        k.from_numpy(trips)
+
+        @qd.kernel
+        def run():
+            for i in x:
+                w = x[i]
+                for j in range(k[i]):
+                    if j % 3 != 0:
+                        w = qd.sin(w) * 0.9 + x[i]
+                    else:
+                        w = qd.cos(w) + 0.1 * w
+                loss[None] += w
+
+        with qd.ad.Tape(loss=loss):
+            run()
+        return loss[None], x.grad.to_numpy()
+
+    lanes, scalar = both(build)
+    eps = 1e-6
+    fd = np.array([(recurrence_loss(x0 + eps * np.eye(n)[i], trips) -
+                    recurrence_loss(x0 - eps * np.eye(n)[i], trips)) / (2 * eps)
+                   for i in range(n)])
+    # f64 central differences: truncation ~eps^2, cancellation ~1e-16/eps.
+    np.testing.assert_allclose(lanes[1], fd, rtol=1e-7, atol=1e-8)
+    assert lanes[0] == pytest.approx(recurrence_loss(x0, trips), rel=1e-12)
+    assert_same(lanes, scalar, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["u1", "i8", "u8", "i16", "u16", "i32", "u32",
+                                   "i64", "u64", "f16", "f32", "f64"])
+def test_every_element_type(dtype):
+    n = 45
+
+    def build():
+        t = getattr(qd, dtype)
+        a = qd.field(t, shape=n)
+        b = qd.field(t, shape=n)
+
+        @qd.kernel
+        def run():
+            for i in a:
+                v = qd.cast(i % 9, t)
+                if i % 2 == 0:
+                    a[i] = v
+                else:
+                    a[i] = qd.cast((i * 3) % 5, t)
+                b[i] = qd.max(a[i], qd.cast(2, t)) + qd.cast(i % 2, t)
+
+        run()
+        return a.to_numpy(), b.to_numpy()
+
+    lanes, scalar = both(build)
+    assert_same(lanes, scalar)
+
+
+def run_logged(code, tmp_path):
+    script = tmp_path / "kernels.py"  # kernels need their source in a file
+    script.write_text(textwrap.dedent(code))
+    env = dict(os.environ, QD_LOG_LEVEL="debug")
+    env.pop("QD_CPU_SIMD", None)
+    done = subprocess.run([sys.executable, str(script)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stderr
+
+
+def test_debug_log_names_lane_tasks_and_scalar_fallbacks(tmp_path):
+    log = run_logged("""
+        import quadrants as qd
+        qd.init(arch=qd.cpu, offline_cache=False)
+        f = qd.field(qd.f32, shape=100)
+        d = qd.field(qd.f64, shape=100)
+
+        @qd.kernel
+        def lanes():
+            for i in f:
+                f[i] = qd.sin(f[i])
+
+        @qd.kernel
+        def wide():
+            for i in d:
+                d[i] = d[i] * 2.0
+
+        @qd.kernel
+        def draws():
+            for i in f:
+                f[i] = qd.random()
+
+        lanes()
+        wide()
+        draws()
+        qd.init(arch=qd.cpu, offline_cache=False, cpu_simd=False)
+        g = qd.field(qd.f32, shape=100)
+
+        @qd.kernel
+        def off():
+            for i in g:
+                g[i] = 1.0
+
+        off()
+    """, tmp_path)
+    widths = [line for line in log.splitlines() if "kernel 'lanes'" in line]
+    assert widths and "iterations per step in SIMD lanes" in widths[0], log
+    lanes = int(widths[0].split(" runs ")[1].split()[0])
+    assert lanes in (4, 8, 16)
+    wide = [line for line in log.splitlines() if "kernel 'wide'" in line][0]
+    assert f"runs {lanes // 2} iterations per step" in wide  # 64-bit lanes
+    draws = [line for line in log.splitlines() if "kernel 'draws'" in line][0]
+    assert "runs one iteration at a time: qd.random()" in draws
+    assert "kernels.py:" in draws  # the task's source location
+    assert "kernel 'off'" not in log  # cpu_simd=False: nothing to decide
