@@ -1029,7 +1029,8 @@ void TryLaneLowering(llvm::Module& module, const ir::Kernel& kernel,
     if (status.ok()) {
       out->simd_lanes = lanes;
       QD_LOG(DEBUG) << what << " runs " << lanes << " iterations per step in "
-                    << "SIMD lanes";
+                    << "SIMD lanes (" << kRegistersPerValue << " registers of "
+                    << lanes / kRegistersPerValue << ")";
       return;
     }
     if (llvm::Function* partial = module.getFunction(out->function))

@@ -30,7 +30,8 @@ bool HasVectorMath(absl::string_view name, PrimitiveType t, int lanes) {
   static const absl::flat_hash_set<absl::string_view> kOps = {
       "sin", "cos", "tan", "exp", "log", "tanh", "pow"};
   return t == PrimitiveType::kF32 &&
-         (lanes == 4 || lanes == 8 || lanes == 16) && kOps.contains(name);
+         (lanes == 4 || lanes == 8 || lanes == 16 || lanes == 32) &&
+         kOps.contains(name);
 }
 
 class LaneEmitter {
@@ -1098,11 +1099,10 @@ absl::Status LaneEmitter::EmitStmt(const Stmt& s) {
 int LaneCount(const ir::OffloadedTaskStmt& task, int vector_bits) {
   bool wide = false;
   ir::WalkBlock(*task.body(), [&](const Stmt* s) {
-    const PrimitiveType t = s->type().element();
-    if (ir::BitWidth(t) == 64)
+    if (ir::BitWidth(s->type().element()) == 64)
       wide = true;
   });
-  return vector_bits / (wide ? 64 : 32);
+  return kRegistersPerValue * vector_bits / (wide ? 64 : 32);
 }
 
 absl::Status EmitLaneTask(llvm::Module& module, const ir::Kernel& kernel,

@@ -291,7 +291,8 @@ __attribute__((always_inline)) inline void Pow(float* out, const float* x,
 #define QD_SIMD_UNARY_ALL(name, Fn) \
   QD_SIMD_UNARY(name, Fn, 4)        \
   QD_SIMD_UNARY(name, Fn, 8)        \
-  QD_SIMD_UNARY(name, Fn, 16)
+  QD_SIMD_UNARY(name, Fn, 16)       \
+  QD_SIMD_UNARY(name, Fn, 32)
 
 QD_SIMD_UNARY_ALL(sin, Sin)
 QD_SIMD_UNARY_ALL(cos, Cos)
@@ -307,6 +308,7 @@ QD_SIMD_UNARY_ALL(tanh, Tanh)
 QD_SIMD_POW(4)
 QD_SIMD_POW(8)
 QD_SIMD_POW(16)
+QD_SIMD_POW(32)
 
 #undef QD_SIMD_UNARY
 #undef QD_SIMD_UNARY_ALL
