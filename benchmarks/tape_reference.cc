@@ -28,21 +28,16 @@ constexpr double kInvPi = 0.3183098861837907;
 
 #define AVX512 __attribute__((target("avx512f,avx512dq")))
 
-// sin r, |r| <= pi/2: Taylor to r^17.
+// sin r, |r| <= pi/2: r P(r^2), the compiler runtime's fitted polynomial.
 AVX512 __m512d SinPoly(__m512d r) {
-  static const double kCoefficients[] = {1.0 / 355687428096000.0,
-                                         -1.0 / 1307674368000.0,
-                                         1.0 / 6227020800.0,
-                                         -1.0 / 39916800.0,
-                                         1.0 / 362880.0,
-                                         -1.0 / 5040.0,
-                                         1.0 / 120.0,
-                                         -1.0 / 6.0};
+  static const double kCoefficients[] = {
+      -2.3868344578570344e-08, 2.7523970959481003e-06, -0.0001984083282081696,
+      0.008333330720534821,    -0.1666666660882511,    0.9999999999788473};
   const __m512d r2 = _mm512_mul_pd(r, r);
   __m512d p = _mm512_set1_pd(kCoefficients[0]);
-  for (int k = 1; k < 8; ++k)
+  for (int k = 1; k < 6; ++k)
     p = _mm512_fmadd_pd(p, r2, _mm512_set1_pd(kCoefficients[k]));
-  return _mm512_fmadd_pd(_mm512_mul_pd(r, r2), p, r);
+  return _mm512_mul_pd(r, p);
 }
 
 // x - m pi/2 in three parts, then sin of it, negated where `negate`.

@@ -28,7 +28,8 @@ using ir::StmtKind;
 // lane.
 bool HasVectorMath(absl::string_view name, PrimitiveType t, int lanes) {
   static const absl::flat_hash_set<absl::string_view> kOps = {
-      "sin", "cos", "tan", "exp", "log", "tanh", "pow"};
+      "sin",  "cos", "tan",  "exp",  "log",
+      "tanh", "pow", "asin", "acos", "atan2"};
   return t == PrimitiveType::kF32 &&
          (lanes == 4 || lanes == 8 || lanes == 16 || lanes == 32) &&
          kOps.contains(name);
