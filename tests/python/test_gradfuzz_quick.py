@@ -3,7 +3,8 @@ from the fixed seeds 0..299 on cpu and 0..99 on vulkan (lavapipe), each
 checked against central differences, qd.ad.Tape, forward mode and f32
 (tools/gradfuzz/oracle.py). Any mismatch, crash, hang or compile error fails the test
 and leaves a shrunk, runnable repro file in the test's output directory.
-Each Bazel target selects one arch with `-k` so the two run in parallel."""
+Each Bazel target selects one arch with `-k` so they run in parallel; a
+third runs cpu with scalar tasks (QD_CPU_SIMD=0)."""
 import os
 import time
 
@@ -38,7 +39,9 @@ def test_gradfuzz_quick_mode_finds_nothing(arch, tmp_path):
     results, summary = runner.run(seeds, arch=arch, workers=2, threads=2,
                                   out=os.path.join(out, f"gradfuzz-{arch}"), progress_every=50)
     print(summary)
-    print(f"quick mode: {len(results)} kernels on {arch} in {time.time() - begin:.1f} s")
+    simd = "scalar tasks" if os.environ.get("QD_CPU_SIMD") == "0" else "SIMD lanes"
+    print(f"quick mode: {len(results)} kernels on {arch} ({simd} on cpu) in "
+          f"{time.time() - begin:.1f} s")
     findings = [r for r in results if r["status"] in runner.FINDINGS]
     assert not findings, "\n".join(
         f"seed {r['seed']}: {r['status']}: {r['details'][:500]} (repro: {r.get('repro')})"
