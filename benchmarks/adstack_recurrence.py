@@ -50,30 +50,6 @@ def best(fn, repeats=5):
     return min(times)
 
 
-def torch_seconds(x0):
-    try:
-        import torch  # pylint: disable=import-outside-toplevel
-    except ImportError as e:
-        return None, f"torch not installed ({e})"
-    torch.set_num_threads(qd.lang.runtime.program().num_cpu_threads)
-    x = torch.tensor(x0, requires_grad=True)
-
-    def step():
-        v = x
-        for _ in range(ITERATIONS):
-            v = torch.sin(v) * A + x
-        v.sum().backward()
-        x.grad = None
-
-    step()
-    times = []
-    for _ in range(3):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return min(times), None
-
-
 def reference_seconds(workers):
     """(scalar s, {AVX-512 variant: s}) of the hand-written C++ tape."""
     binary = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tape_reference")
@@ -111,7 +87,9 @@ print(json.dumps({"seconds": min(times), "version": torch.__version__}))
 """
 
 
-def torch_in_subprocess(python, workers):
+def torch_seconds(python, workers):
+    """PyTorch autograd's best time of three, run by `python` (None and why
+    when it cannot)."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONHOME", "PYTHONPATH", "LD_LIBRARY_PATH", "PYTHONNOUSERSITE")}
     run = subprocess.run([python, "-c", TORCH_SCRIPT, str(THREADS), str(ITERATIONS), str(A),
@@ -289,10 +267,9 @@ def cpu_main(args):
     phase("C++ tape references")
     reference, reference_avx512 = reference_seconds(workers)
     phase("PyTorch autograd reference")
-    x0 = (0.1 + 0.5 * np.arange(THREADS) / THREADS).astype(np.float32)
-    torch_time, torch_note = torch_seconds(x0)
+    torch_time, torch_note = torch_seconds(sys.executable, workers)
     if torch_time is None and args.references_python:
-        torch_time, torch_note = torch_in_subprocess(args.references_python, workers)
+        torch_time, torch_note = torch_seconds(args.references_python, workers)
 
     print(f"{THREADS} threads x {ITERATIONS} iterations of v = sin(v) * a + x[i] "
           f"(f32, CPU, {workers} worker threads)")

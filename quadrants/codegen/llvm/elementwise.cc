@@ -226,4 +226,67 @@ llvm::Value* Elementwise::Binary(BinaryOpKind op, llvm::Value* x,
   return nullptr;
 }
 
+llvm::Value* Elementwise::DecodeArgument(llvm::Value* slot, PrimitiveType t) {
+  switch (t) {
+    case PrimitiveType::kF64:
+      return b_.CreateBitCast(slot, b_.getDoubleTy());
+    case PrimitiveType::kF32:
+      return b_.CreateBitCast(b_.CreateTrunc(slot, b_.getInt32Ty()),
+                              b_.getFloatTy());
+    case PrimitiveType::kF16:
+      return b_.CreateBitCast(b_.CreateTrunc(slot, b_.getInt16Ty()),
+                              b_.getHalfTy());
+    case PrimitiveType::kU1:
+      return b_.CreateICmpNE(slot, b_.getInt64(0));
+    default:
+      return b_.CreateTrunc(slot, ScalarType(t));
+  }
+}
+
+std::vector<llvm::Value*> Elementwise::DecomposeCell(
+    const std::vector<std::pair<int, int64_t>>& axes, llvm::Value* linear) {
+  const int num_axes = axes.empty() ? 0 : axes.back().first + 1;
+  llvm::Type* i32 = Widen(b_.getInt32Ty());
+  std::vector<llvm::Value*> indices(num_axes, llvm::ConstantInt::get(i32, 0));
+  // Row-major over the axes in order: the last axis varies fastest.
+  for (int k = static_cast<int>(axes.size()) - 1; k >= 0; --k) {
+    llvm::Value* size =
+        llvm::ConstantInt::get(linear->getType(), axes[k].second);
+    indices[axes[k].first] = b_.CreateTrunc(b_.CreateSRem(linear, size), i32);
+    linear = b_.CreateSDiv(linear, size);
+  }
+  return indices;
+}
+
+absl::optional<llvm::AtomicRMWInst::BinOp> AtomicBinOp(ir::AtomicOpKind op,
+                                                       PrimitiveType t) {
+  using Op = llvm::AtomicRMWInst::BinOp;
+  const bool f = ir::IsFloat(t);
+  const bool sgn = ir::IsSigned(t);
+  switch (op) {
+    case ir::AtomicOpKind::kAdd:
+      return f ? Op::FAdd : Op::Add;
+    case ir::AtomicOpKind::kSub:
+      return f ? Op::FSub : Op::Sub;
+    case ir::AtomicOpKind::kMin:
+      return f ? Op::FMin : (sgn ? Op::Min : Op::UMin);
+    case ir::AtomicOpKind::kMax:
+      return f ? Op::FMax : (sgn ? Op::Max : Op::UMax);
+    case ir::AtomicOpKind::kBitAnd:
+    case ir::AtomicOpKind::kBitOr:
+    case ir::AtomicOpKind::kBitXor:
+      break;
+  }
+  if (f)
+    return absl::nullopt;
+  switch (op) {
+    case ir::AtomicOpKind::kBitAnd:
+      return Op::And;
+    case ir::AtomicOpKind::kBitOr:
+      return Op::Or;
+    default:
+      return Op::Xor;
+  }
+}
+
 }  // namespace quadrants::codegen

@@ -2,9 +2,11 @@
 #define QUADRANTS_CODEGEN_LLVM_ELEMENTWISE_H_
 
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/optional.h"
 #include "llvm/IR/IRBuilder.h"
 #include "quadrants/ir/op_kinds.h"
 #include "quadrants/ir/types.h"
@@ -50,6 +52,12 @@ class Elementwise {
   // f16 math runs in f32.
   llvm::Value* Math(const char* name, std::vector<llvm::Value*> args,
                     ir::PrimitiveType t);
+  // A scalar argument of type `t` from its 64-bit launch-context slot.
+  llvm::Value* DecodeArgument(llvm::Value* slot, ir::PrimitiveType t);
+  // Per-axis i32 indices of a linear cell number (i64, or lanes of i64)
+  // over `axes` (axis, size) sorted by axis, row-major.
+  std::vector<llvm::Value*> DecomposeCell(
+      const std::vector<std::pair<int, int64_t>>& axes, llvm::Value* linear);
 
  private:
   llvm::IRBuilder<>& b_;
@@ -57,6 +65,11 @@ class Elementwise {
   MathHook math_;
   IntHook int_;
 };
+
+// The LLVM atomicrmw operation of an atomic on a `t` target; null when
+// `op` needs an integer target and `t` is a float.
+absl::optional<llvm::AtomicRMWInst::BinOp> AtomicBinOp(ir::AtomicOpKind op,
+                                                       ir::PrimitiveType t);
 
 }  // namespace quadrants::codegen
 

@@ -136,7 +136,6 @@ class FunctionEmitter {
       const std::function<absl::Status(llvm::Value*)>& body);
   // Per-axis indices of a linear cell number of dense SNode `snode`.
   std::vector<llvm::Value*> DecomposeCell(int snode, llvm::Value* linear);
-  std::vector<std::pair<int, int64_t>> CellAxes(int snode) const;
 
   llvm::Module& module_;
   llvm::LLVMContext& context_;
@@ -334,33 +333,9 @@ absl::Status FunctionEmitter::EmitCountedLoop(
   return absl::OkStatus();
 }
 
-std::vector<std::pair<int, int64_t>> FunctionEmitter::CellAxes(
-    int snode) const {
-  // Every (axis, size) indexed by `snode` and its dense ancestors.
-  std::vector<std::pair<int, int64_t>> axes;
-  for (int id = snode; id >= 0; id = snodes_.node(id).parent) {
-    const ir::SNode& node = snodes_.node(id);
-    for (size_t k = 0; k < node.axes.size(); ++k) {
-      axes.emplace_back(node.axes[k], node.sizes[k]);
-    }
-  }
-  std::sort(axes.begin(), axes.end());
-  return axes;
-}
-
 std::vector<llvm::Value*> FunctionEmitter::DecomposeCell(int snode,
                                                          llvm::Value* linear) {
-  auto axes = CellAxes(snode);
-  int num_axes = axes.empty() ? 0 : axes.back().first + 1;
-  std::vector<llvm::Value*> indices(num_axes, b_.getInt32(0));
-  // Row-major over the axes in order: the last axis varies fastest.
-  for (int k = static_cast<int>(axes.size()) - 1; k >= 0; --k) {
-    llvm::Value* size = b_.getInt64(axes[k].second);
-    indices[axes[k].first] =
-        b_.CreateTrunc(b_.CreateSRem(linear, size), b_.getInt32Ty());
-    linear = b_.CreateSDiv(linear, size);
-  }
-  return indices;
+  return ops_.DecomposeCell(CellAxes(snodes_, snode), linear);
 }
 
 void FunctionEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
@@ -511,21 +486,7 @@ llvm::Value* FunctionEmitter::EmitConst(const ir::ConstStmt& s) {
 llvm::Value* FunctionEmitter::EmitArgLoad(const ir::ArgLoadStmt& s) {
   llvm::Value* slot =
       Call("qd_arg", b_.getInt64Ty(), {ctx_, b_.getInt32(s.arg())});
-  const PrimitiveType t = s.type().element();
-  switch (t) {
-    case PrimitiveType::kF64:
-      return b_.CreateBitCast(slot, b_.getDoubleTy());
-    case PrimitiveType::kF32:
-      return b_.CreateBitCast(b_.CreateTrunc(slot, b_.getInt32Ty()),
-                              b_.getFloatTy());
-    case PrimitiveType::kF16:
-      return b_.CreateBitCast(b_.CreateTrunc(slot, b_.getInt16Ty()),
-                              b_.getHalfTy());
-    case PrimitiveType::kU1:
-      return b_.CreateICmpNE(slot, b_.getInt64(0));
-    default:
-      return b_.CreateTrunc(slot, RegisterType(t));
-  }
+  return ops_.DecodeArgument(slot, s.type().element());
 }
 
 void FunctionEmitter::CheckIndex(llvm::Value*& valid, int site, int axis,
@@ -637,38 +598,15 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitAtomic(
     const ir::AtomicOpStmt& s) {
   const PrimitiveType t = s.type().element();
   const bool f = ir::IsFloat(t);
-  const bool sgn = ir::IsSigned(t);
   using Op = llvm::AtomicRMWInst::BinOp;
-  Op op;
-  switch (s.op()) {
-    case ir::AtomicOpKind::kAdd:
-      op = f ? Op::FAdd : Op::Add;
-      break;
-    case ir::AtomicOpKind::kSub:
-      op = f ? Op::FSub : Op::Sub;
-      break;
-    case ir::AtomicOpKind::kMin:
-      op = f ? Op::FMin : (sgn ? Op::Min : Op::UMin);
-      break;
-    case ir::AtomicOpKind::kMax:
-      op = f ? Op::FMax : (sgn ? Op::Max : Op::UMax);
-      break;
-    case ir::AtomicOpKind::kBitAnd:
-      op = Op::And;
-      break;
-    case ir::AtomicOpKind::kBitOr:
-      op = Op::Or;
-      break;
-    case ir::AtomicOpKind::kBitXor:
-      op = Op::Xor;
-      break;
-  }
-  if (f && (op == Op::And || op == Op::Or || op == Op::Xor)) {
+  absl::optional<Op> kind = AtomicBinOp(s.op(), t);
+  if (!kind) {
     return MakeError(
         ErrorKind::kType, s.loc(),
         absl::StrCat("in kernel '", kernel_.name(), "': ", ir::OpName(s.op()),
                      " needs an integer target"));
   }
+  const Op op = *kind;
   llvm::Value* value = Get(s.value());
   if (t == PrimitiveType::kU1)
     value = b_.CreateZExt(value, b_.getInt8Ty());
@@ -726,7 +664,7 @@ absl::Status FunctionEmitter::EmitRangeFor(const ir::RangeForStmt& s) {
 
 absl::Status FunctionEmitter::EmitStructFor(const ir::StructForStmt& s) {
   int64_t cells = 1;
-  for (const auto& axis : CellAxes(s.snode_id()))
+  for (const auto& axis : CellAxes(snodes_, s.snode_id()))
     cells *= axis.second;
   return EmitCountedLoop(b_.getInt64(0), b_.getInt64(cells),
                          [&](llvm::Value* i) {

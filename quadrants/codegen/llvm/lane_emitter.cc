@@ -115,7 +115,6 @@ class LaneEmitter {
   llvm::Value* PerLane(const std::string& name, llvm::Type* result,
                        std::vector<llvm::Value*> args);
   std::vector<llvm::Value*> DecomposeCell(int snode, llvm::Value* linear);
-  std::vector<std::pair<int, int64_t>> CellAxes(int snode) const;
   bool IsUsed(const Stmt* s);
 
   // ---- statements ---------------------------------------------------------
@@ -180,12 +179,8 @@ class LaneEmitter {
 
 bool LaneEmitter::StructIndexIsLinear(const ir::SNodeTree& snodes,
                                       const ir::OffloadedTaskStmt& task) {
-  if (task.task_kind() != ir::TaskKind::kStructFor)
-    return false;
-  int axes = 0;
-  for (int id = task.snode_id(); id >= 0; id = snodes.node(id).parent)
-    axes += static_cast<int>(snodes.node(id).axes.size());
-  return axes == 1;
+  return task.task_kind() == ir::TaskKind::kStructFor &&
+         CellAxes(snodes, task.snode_id()).size() == 1;
 }
 
 llvm::Value* LaneEmitter::Call(const std::string& name, llvm::Type* result,
@@ -296,30 +291,9 @@ llvm::Value* LaneEmitter::IntCall(const char* name, llvm::Value* a,
   return b_.CreateIntCast(r, ops_.RegisterType(t), is_signed);
 }
 
-std::vector<std::pair<int, int64_t>> LaneEmitter::CellAxes(int snode) const {
-  std::vector<std::pair<int, int64_t>> axes;
-  for (int id = snode; id >= 0; id = snodes_.node(id).parent) {
-    const ir::SNode& node = snodes_.node(id);
-    for (size_t k = 0; k < node.axes.size(); ++k)
-      axes.emplace_back(node.axes[k], node.sizes[k]);
-  }
-  std::sort(axes.begin(), axes.end());
-  return axes;
-}
-
 std::vector<llvm::Value*> LaneEmitter::DecomposeCell(int snode,
                                                      llvm::Value* linear) {
-  auto axes = CellAxes(snode);
-  int num_axes = axes.empty() ? 0 : axes.back().first + 1;
-  std::vector<llvm::Value*> indices(num_axes, Splat(b_.getInt32(0)));
-  // Row-major: the last axis varies fastest.
-  for (int k = static_cast<int>(axes.size()) - 1; k >= 0; --k) {
-    llvm::Value* size = Splat(b_.getInt64(axes[k].second));
-    indices[axes[k].first] = b_.CreateTrunc(b_.CreateSRem(linear, size),
-                                            ops_.Widen(b_.getInt32Ty()));
-    linear = b_.CreateSDiv(linear, size);
-  }
-  return indices;
+  return ops_.DecomposeCell(CellAxes(snodes_, snode), linear);
 }
 
 bool LaneEmitter::IsUsed(const Stmt* s) {
@@ -397,27 +371,7 @@ absl::Status LaneEmitter::EmitBlock(const ir::Block& block) {
 llvm::Value* LaneEmitter::EmitArgLoad(const ir::ArgLoadStmt& s) {
   llvm::Value* slot =
       Call("qd_arg", b_.getInt64Ty(), {ctx_, b_.getInt32(s.arg())});
-  const PrimitiveType t = s.type().element();
-  llvm::Value* v = nullptr;
-  switch (t) {
-    case PrimitiveType::kF64:
-      v = b_.CreateBitCast(slot, b_.getDoubleTy());
-      break;
-    case PrimitiveType::kF32:
-      v = b_.CreateBitCast(b_.CreateTrunc(slot, b_.getInt32Ty()),
-                           b_.getFloatTy());
-      break;
-    case PrimitiveType::kF16:
-      v = b_.CreateBitCast(b_.CreateTrunc(slot, b_.getInt16Ty()),
-                           b_.getHalfTy());
-      break;
-    case PrimitiveType::kU1:
-      v = b_.CreateICmpNE(slot, b_.getInt64(0));
-      break;
-    default:
-      v = b_.CreateTrunc(slot, ops_.ScalarType(t));
-  }
-  return Splat(v);
+  return Splat(ops_.DecodeArgument(slot, s.type().element()));
 }
 
 llvm::Value* LaneEmitter::EmitNdarrayPtr(const ir::NdarrayPtrStmt& s) {
@@ -521,39 +475,15 @@ void LaneEmitter::EmitLocalStore(const Stmt& s) {
 absl::StatusOr<llvm::Value*> LaneEmitter::EmitAtomic(
     const ir::AtomicOpStmt& s) {
   const PrimitiveType t = s.type().element();
-  const bool f = ir::IsFloat(t);
-  const bool sgn = ir::IsSigned(t);
   using Op = llvm::AtomicRMWInst::BinOp;
-  Op op = Op::Add;
-  switch (s.op()) {
-    case ir::AtomicOpKind::kAdd:
-      op = f ? Op::FAdd : Op::Add;
-      break;
-    case ir::AtomicOpKind::kSub:
-      op = f ? Op::FSub : Op::Sub;
-      break;
-    case ir::AtomicOpKind::kMin:
-      op = f ? Op::FMin : (sgn ? Op::Min : Op::UMin);
-      break;
-    case ir::AtomicOpKind::kMax:
-      op = f ? Op::FMax : (sgn ? Op::Max : Op::UMax);
-      break;
-    case ir::AtomicOpKind::kBitAnd:
-      op = Op::And;
-      break;
-    case ir::AtomicOpKind::kBitOr:
-      op = Op::Or;
-      break;
-    case ir::AtomicOpKind::kBitXor:
-      op = Op::Xor;
-      break;
-  }
-  if (f && (op == Op::And || op == Op::Or || op == Op::Xor)) {
+  absl::optional<Op> kind = AtomicBinOp(s.op(), t);
+  if (!kind) {
     return MakeError(
         ErrorKind::kType, s.loc(),
         absl::StrCat("in kernel '", kernel_.name(), "': ", ir::OpName(s.op()),
                      " needs an integer target"));
   }
+  const Op op = *kind;
   llvm::Value* value = Get(s.value());
   llvm::Value* ptrs = Get(s.ptr());
   if (t == PrimitiveType::kU1)
@@ -756,7 +686,7 @@ absl::Status LaneEmitter::EmitRangeFor(const ir::RangeForStmt& s) {
 
 absl::Status LaneEmitter::EmitStructFor(const ir::StructForStmt& s) {
   int64_t cells = 1;
-  for (const auto& axis : CellAxes(s.snode_id()))
+  for (const auto& axis : CellAxes(snodes_, s.snode_id()))
     cells *= axis.second;
   return EmitLoop(
       s, b_.getInt64(0), b_.getInt64(cells), true,

@@ -2,8 +2,11 @@
 #define QUADRANTS_CODEGEN_LLVM_LANE_FORMS_H_
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "quadrants/ir/snode.h"
 #include "quadrants/ir/statements.h"
 
 namespace quadrants::codegen {
@@ -65,6 +68,11 @@ class LaneForms {
   absl::flat_hash_set<const ir::Stmt*> divergent_exits_;
   absl::flat_hash_set<const ir::Stmt*> per_lane_stacks_;
 };
+
+// Every (axis, size) indexing the cells of `snode` and its ancestors,
+// sorted by axis: a struct-for's iteration space.
+std::vector<std::pair<int, int64_t>> CellAxes(const ir::SNodeTree& snodes,
+                                              int snode);
 
 // Why the SIMD-lane lowering cannot take `task` ("" when it can). Such
 // tasks run one iteration at a time.
