@@ -145,6 +145,8 @@ def test_atomics_one_address_and_many():
         hist = qd.field(qd.i32, shape=7)
         slot = qd.field(qd.i32, shape=())
         order = qd.field(qd.i32, shape=n)
+        ticks = qd.field(qd.i32, shape=())
+        seen = qd.field(qd.i32, shape=n)
         lo[None] = 1e9
         hi[None] = -(10**9)
 
@@ -159,10 +161,13 @@ def test_atomics_one_address_and_many():
                     qd.atomic_or(bits[None], 1 << (i % 20))
                 hist[i % 7] += 1  # colliding addresses within a step
                 order[qd.atomic_add(slot[None], 1)] = i  # old value used
+                ticks[None] += 1
+                seen[i] = ticks[None]  # read back: no deferred sums
 
         run()
         return (total[None], itotal[None], lo[None], hi[None], bits[None],
-                hist.to_numpy(), np.sort(order.to_numpy()))
+                hist.to_numpy(), np.sort(order.to_numpy()), ticks[None],
+                seen.to_numpy().min() >= 1)
 
     lanes, scalar = both(build)
     part = [i for i in range(n) if i % 3 != 0]
@@ -173,6 +178,41 @@ def test_atomics_one_address_and_many():
     assert lanes[4] == (1 << 20) - 1
     np.testing.assert_array_equal(lanes[5], np.bincount(np.arange(n) % 7))
     np.testing.assert_array_equal(lanes[6], np.arange(n))
+    assert lanes[7] == n and lanes[8]  # each iteration sees its own tick
+    assert_same(lanes, scalar)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64", "i32", "i64", "u32"])
+def test_chunk_sums_of_unread_targets(dtype):
+    """Atomics whose target the task never reads land once per chunk: the
+    sums, minima and maxima are those of every iteration, however many
+    chunks and threads."""
+    n = 100_003
+
+    def build():
+        t = getattr(qd, dtype)
+        total = qd.field(t, shape=())
+        low = qd.field(t, shape=2)
+        high = qd.ndarray(t, shape=3)
+        low[1] = 10**6
+        high.from_numpy(np.zeros(3, high.to_numpy().dtype))
+
+        @qd.kernel
+        def run(high: qd.types.ndarray()):
+            for i in range(n):
+                if i % 7 != 3:
+                    total[None] += qd.cast(i % 5, t)
+                qd.atomic_min(low[1], qd.cast(i % 1000 + 17, t))
+                qd.atomic_max(high[2], qd.cast(i % 977, t))
+
+        run(high)
+        return total[None], low[1], high.to_numpy()[2]
+
+    lanes, scalar = both(build)
+    i = np.arange(n)
+    assert lanes[0] == (i % 5)[i % 7 != 3].sum()
+    assert lanes[1] == 17
+    assert lanes[2] == 976
     assert_same(lanes, scalar)
 
 

@@ -128,6 +128,23 @@ class LaneEmitter {
   void EmitGlobalStore(const Stmt& s);
   void EmitLocalStore(const Stmt& s);
   absl::StatusOr<llvm::Value*> EmitAtomic(const ir::AtomicOpStmt& s);
+  using AtomicOp = llvm::AtomicRMWInst::BinOp;
+  // A sum (or min, max, ...) of one atomic's lanes over a whole chunk,
+  // flushed with one atomic when the chunk ends.
+  struct DeferredAtomic {
+    AtomicOp op;
+    llvm::AllocaInst* sum;
+    llvm::AllocaInst* target;
+    llvm::AllocaInst* used;
+  };
+  llvm::Value* AtomicIdentity(AtomicOp op, llvm::Type* scalar, int bits);
+  llvm::Value* ReduceLanes(AtomicOp op, llvm::Value* lanes,
+                           llvm::Value* identity);
+  llvm::Value* CombineTwo(AtomicOp op, llvm::Value* a, llvm::Value* b);
+  bool DefersToChunkEnd(const ir::AtomicOpStmt& s);
+  DeferredAtomic& DeferredFor(const ir::AtomicOpStmt& s, AtomicOp op,
+                              llvm::Type* scalar, llvm::Value* identity);
+  void FlushDeferredAtomics();
   absl::Status EmitIf(const ir::IfStmt& s);
   absl::Status EmitRangeFor(const ir::RangeForStmt& s);
   absl::Status EmitStructFor(const ir::StructForStmt& s);
@@ -175,6 +192,8 @@ class LaneEmitter {
   absl::flat_hash_set<const Stmt*> adjoint_stacks_;
   absl::flat_hash_set<const Stmt*> used_;
   bool used_computed_ = false;
+  std::vector<DeferredAtomic> deferred_;
+  absl::flat_hash_map<const Stmt*, size_t> deferred_index_;
 };
 
 bool LaneEmitter::StructIndexIsLinear(const ir::SNodeTree& snodes,
@@ -358,6 +377,7 @@ absl::Status LaneEmitter::Emit(const std::string& name, int vector_bits) {
   b_.CreateStore(b_.CreateAdd(base, b_.getInt64(lanes_)), counter);
   b_.CreateBr(header);
   b_.SetInsertPoint(exit);
+  FlushDeferredAtomics();
   b_.CreateRetVoid();
   return absl::OkStatus();
 }
@@ -472,6 +492,151 @@ void LaneEmitter::EmitLocalStore(const Stmt& s) {
   b_.CreateStore(v, slot);
 }
 
+llvm::Value* LaneEmitter::AtomicIdentity(AtomicOp op, llvm::Type* scalar,
+                                         int bits) {
+  switch (op) {
+    case AtomicOp::FAdd:
+    case AtomicOp::FSub:
+      return llvm::ConstantFP::getNegativeZero(scalar);
+    case AtomicOp::FMin:
+      return llvm::ConstantFP::getInfinity(scalar, false);
+    case AtomicOp::FMax:
+      return llvm::ConstantFP::getInfinity(scalar, true);
+    case AtomicOp::Min:
+      return b_.getInt(llvm::APInt::getSignedMaxValue(bits));
+    case AtomicOp::Max:
+      return b_.getInt(llvm::APInt::getSignedMinValue(bits));
+    case AtomicOp::UMin:
+    case AtomicOp::And:
+      return b_.getInt(llvm::APInt::getAllOnes(bits));
+    default:  // Add, Sub, UMax, Or, Xor
+      return llvm::ConstantInt::get(scalar, 0);
+  }
+}
+
+llvm::Value* LaneEmitter::ReduceLanes(AtomicOp op, llvm::Value* lanes,
+                                      llvm::Value* identity) {
+  switch (op) {
+    case AtomicOp::FAdd:
+    case AtomicOp::FSub:
+      return b_.CreateFAddReduce(identity, lanes);
+    case AtomicOp::FMin:
+      return b_.CreateFPMinReduce(lanes);
+    case AtomicOp::FMax:
+      return b_.CreateFPMaxReduce(lanes);
+    case AtomicOp::Add:
+    case AtomicOp::Sub:
+      return b_.CreateAddReduce(lanes);
+    case AtomicOp::Min:
+    case AtomicOp::UMin:
+      return b_.CreateIntMinReduce(lanes, op == AtomicOp::Min);
+    case AtomicOp::Max:
+    case AtomicOp::UMax:
+      return b_.CreateIntMaxReduce(lanes, op == AtomicOp::Max);
+    case AtomicOp::And:
+      return b_.CreateAndReduce(lanes);
+    case AtomicOp::Or:
+      return b_.CreateOrReduce(lanes);
+    default:
+      return b_.CreateXorReduce(lanes);
+  }
+}
+
+llvm::Value* LaneEmitter::CombineTwo(AtomicOp op, llvm::Value* a,
+                                     llvm::Value* b) {
+  switch (op) {
+    case AtomicOp::FAdd:
+    case AtomicOp::FSub:
+      return b_.CreateFAdd(a, b);
+    case AtomicOp::FMin:
+      return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, b);
+    case AtomicOp::FMax:
+      return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, b);
+    case AtomicOp::Add:
+    case AtomicOp::Sub:
+      return b_.CreateAdd(a, b);
+    case AtomicOp::Min:
+      return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, a, b);
+    case AtomicOp::UMin:
+      return b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, a, b);
+    case AtomicOp::Max:
+      return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, a, b);
+    case AtomicOp::UMax:
+      return b_.CreateBinaryIntrinsic(llvm::Intrinsic::umax, a, b);
+    case AtomicOp::And:
+      return b_.CreateAnd(a, b);
+    case AtomicOp::Or:
+      return b_.CreateOr(a, b);
+    default:
+      return b_.CreateXor(a, b);
+  }
+}
+
+bool LaneEmitter::DefersToChunkEnd(const ir::AtomicOpStmt& s) {
+  // The target's address is a constant (constant indices), and every access
+  // the task makes to that field or ndarray is an atomic of this kind whose
+  // old value nobody reads: no iteration can observe a partial sum, so the
+  // chunk's sum may land at its end.
+  auto target_of = [](const Stmt* ptr) -> std::pair<int, int> {
+    if (const auto* field = ir::DynCast<ir::FieldPtrStmt>(ptr))
+      return {0, field->snode_id()};
+    if (const auto* array = ir::DynCast<ir::NdarrayPtrStmt>(ptr))
+      return {1, array->arg()};
+    return {-1, -1};
+  };
+  const std::pair<int, int> target = target_of(s.ptr());
+  if (target.first < 0)
+    return false;
+  bool ok = true;
+  ir::WalkBlock(*task_.body(), [&](const Stmt* stmt) {
+    for (size_t k = 0; k < stmt->num_operands(); ++k) {
+      const Stmt* ptr = stmt->operand(k);
+      if (target_of(ptr) != target)
+        continue;
+      for (const Stmt* index : ptr->operands())
+        ok = ok && ir::Isa<ir::ConstStmt>(index);
+      const auto* atomic = ir::DynCast<ir::AtomicOpStmt>(stmt);
+      ok = ok && atomic != nullptr && k == 0 && atomic->op() == s.op() &&
+           !IsUsed(atomic);
+    }
+  });
+  return ok;
+}
+
+LaneEmitter::DeferredAtomic& LaneEmitter::DeferredFor(const ir::AtomicOpStmt& s,
+                                                      AtomicOp op,
+                                                      llvm::Type* scalar,
+                                                      llvm::Value* identity) {
+  auto it = deferred_index_.find(&s);
+  if (it != deferred_index_.end())
+    return deferred_[it->second];
+  DeferredAtomic d{op, EntryAlloca(scalar, "chunk.sum"),
+                   EntryAlloca(b_.getPtrTy(), "chunk.target"),
+                   EntryAlloca(b_.getInt1Ty(), "chunk.used")};
+  // The entry block's stores run before any step.
+  llvm::IRBuilder<> entry(entry_->getTerminator());
+  entry.CreateStore(identity, d.sum);
+  entry.CreateStore(entry.getFalse(), d.used);
+  deferred_index_[&s] = deferred_.size();
+  deferred_.push_back(d);
+  return deferred_.back();
+}
+
+void LaneEmitter::FlushDeferredAtomics() {
+  for (const DeferredAtomic& d : deferred_) {
+    auto* flush = llvm::BasicBlock::Create(context_, "chunk.flush", function_);
+    auto* next = llvm::BasicBlock::Create(context_, "chunk.next", function_);
+    b_.CreateCondBr(b_.CreateLoad(b_.getInt1Ty(), d.used), flush, next);
+    b_.SetInsertPoint(flush);
+    llvm::Type* type = d.sum->getAllocatedType();
+    b_.CreateAtomicRMW(d.op, b_.CreateLoad(b_.getPtrTy(), d.target),
+                       b_.CreateLoad(type, d.sum), llvm::MaybeAlign(),
+                       llvm::AtomicOrdering::Monotonic);
+    b_.CreateBr(next);
+    b_.SetInsertPoint(next);
+  }
+}
+
 absl::StatusOr<llvm::Value*> LaneEmitter::EmitAtomic(
     const ir::AtomicOpStmt& s) {
   const PrimitiveType t = s.type().element();
@@ -491,70 +656,21 @@ absl::StatusOr<llvm::Value*> LaneEmitter::EmitAtomic(
   llvm::Type* scalar = value->getType()->getScalarType();
   if (forms_.Uniform(s.ptr()) && !IsUsed(&s) && t != PrimitiveType::kU1 &&
       t != PrimitiveType::kF16) {
-    // One address for every lane: combine the active lanes first, then one
-    // atomic per step.
-    llvm::Value* identity = nullptr;
-    const int bits = ir::BitWidth(t);
-    switch (op) {
-      case Op::FAdd:
-      case Op::FSub:
-        identity = llvm::ConstantFP::getNegativeZero(scalar);
-        break;
-      case Op::FMin:
-        identity = llvm::ConstantFP::getInfinity(scalar, false);
-        break;
-      case Op::FMax:
-        identity = llvm::ConstantFP::getInfinity(scalar, true);
-        break;
-      case Op::Min:
-        identity = b_.getInt(llvm::APInt::getSignedMaxValue(bits));
-        break;
-      case Op::Max:
-        identity = b_.getInt(llvm::APInt::getSignedMinValue(bits));
-        break;
-      case Op::UMin:
-      case Op::And:
-        identity = b_.getInt(llvm::APInt::getAllOnes(bits));
-        break;
-      default:  // Add, Sub, UMax, Or, Xor
-        identity = llvm::ConstantInt::get(scalar, 0);
+    // One address for every lane: combine the active lanes first.
+    llvm::Value* identity = AtomicIdentity(op, scalar, ir::BitWidth(t));
+    llvm::Value* total = ReduceLanes(
+        op, b_.CreateSelect(mask_, value, Splat(identity)), identity);
+    if (DefersToChunkEnd(s)) {
+      // Nothing in the task reads the target: one atomic per chunk.
+      DeferredAtomic& d = DeferredFor(s, op, scalar, identity);
+      b_.CreateStore(CombineTwo(op, b_.CreateLoad(scalar, d.sum), total),
+                     d.sum);
+      b_.CreateStore(Lane0(ptrs), d.target);
+      b_.CreateStore(b_.getTrue(), d.used);
+    } else {
+      b_.CreateAtomicRMW(op, Lane0(ptrs), total, llvm::MaybeAlign(),
+                         llvm::AtomicOrdering::Monotonic);
     }
-    llvm::Value* lanes = b_.CreateSelect(mask_, value, Splat(identity));
-    llvm::Value* total = nullptr;
-    switch (op) {
-      case Op::FAdd:
-      case Op::FSub:
-        total = b_.CreateFAddReduce(identity, lanes);
-        break;
-      case Op::FMin:
-        total = b_.CreateFPMinReduce(lanes);
-        break;
-      case Op::FMax:
-        total = b_.CreateFPMaxReduce(lanes);
-        break;
-      case Op::Add:
-      case Op::Sub:
-        total = b_.CreateAddReduce(lanes);
-        break;
-      case Op::Min:
-      case Op::UMin:
-        total = b_.CreateIntMinReduce(lanes, op == Op::Min);
-        break;
-      case Op::Max:
-      case Op::UMax:
-        total = b_.CreateIntMaxReduce(lanes, op == Op::Max);
-        break;
-      case Op::And:
-        total = b_.CreateAndReduce(lanes);
-        break;
-      case Op::Or:
-        total = b_.CreateOrReduce(lanes);
-        break;
-      default:
-        total = b_.CreateXorReduce(lanes);
-    }
-    b_.CreateAtomicRMW(op, Lane0(ptrs), total, llvm::MaybeAlign(),
-                       llvm::AtomicOrdering::Monotonic);
     return llvm::PoisonValue::get(ops_.RegisterType(t));  // nobody reads it
   }
   // Otherwise one atomic per active lane, in lane order.
