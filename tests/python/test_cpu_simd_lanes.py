@@ -350,3 +350,45 @@ def test_debug_log_names_lane_tasks_and_scalar_fallbacks(tmp_path):
     assert "runs one iteration at a time: qd.random()" in draws
     assert "kernels.py:" in draws  # the task's source location
     assert "kernel 'off'" not in log  # cpu_simd=False: nothing to decide
+
+
+def test_offline_cache_hit_keeps_the_lane_count(tmp_path):
+    """A cached SIMD-lane task must come back with its lane count: the
+    adstack heap is sized for threads x lanes slices, and the gradient of a
+    cache hit equals a fresh compile's."""
+    n = 203
+    x0 = np.linspace(0.2, 1.5, n)
+
+    def session():
+        qd.init(arch=qd.cpu, offline_cache=True, offline_cache_file_path=str(tmp_path),
+                ad_stack_experimental_enabled=True, cpu_simd=True)
+        x = qd.field(qd.f64, shape=n, needs_grad=True)
+        k = qd.field(qd.i32, shape=n)
+        loss = qd.field(qd.f64, shape=(), needs_grad=True)
+        x.from_numpy(x0)
+        k.from_numpy((np.arange(n) % 11).astype(np.int32))
+
+        @qd.kernel
+        def run():
+            for i in x:
+                w = x[i]
+                for _ in range(k[i]):
+                    w = qd.sin(w) + 0.3 * w
+                loss[None] += w
+
+        with qd.ad.Tape(loss=loss):
+            run()
+        stats = qd.lang.runtime.adstack_stats()
+        return (x.grad.to_numpy(), stats["heap_bytes"], stats["bytes_needed"],
+                qd.lang.runtime.offline_cache_stats()["hits"])
+
+    fresh = session()
+    hit = session()
+    assert fresh[3] == 0 and hit[3] >= 1
+    np.testing.assert_array_equal(hit[0], fresh[0])
+    assert hit[1:3] == fresh[1:3]
+    threads = qd.lang.runtime.program().num_cpu_threads
+    stride = qd.lang.runtime.adstack_stats()["per_thread_stride"][0]
+    # f64 values: 16 lanes with AVX-512, 8 with AVX2, 4 with SSE (two
+    # registers each); the heap holds a slice per thread and lane.
+    assert hit[2] // (threads * stride) in (4, 8, 16)
