@@ -392,3 +392,61 @@ def test_offline_cache_hit_keeps_the_lane_count(tmp_path):
     # f64 values: 16 lanes with AVX-512, 8 with AVX2, 4 with SSE (two
     # registers each); the heap holds a slice per thread and lane.
     assert hit[2] // (threads * stride) in (4, 8, 16)
+
+
+def test_no_lane_left_after_a_divergent_break_runs_nothing():
+    """Once every lane has broken out of an inner loop (at a step where the
+    loop's bounds would go on), the rest of that iteration must not run for
+    anyone: here it would apply an atomic min to h[8], turning its NaN into
+    +inf, although no iteration reaches j == 8."""
+    n = 40
+
+    def build():
+        c = qd.field(qd.i32, shape=n)
+        x = qd.field(qd.f32, shape=n)
+        h = qd.field(qd.f32, shape=9)
+        c.from_numpy((np.arange(n) % 9).astype(np.int32))  # at most 8
+        x.from_numpy(np.linspace(1.0, 2.0, n).astype(np.float32))
+        h.from_numpy(np.full(9, np.nan, np.float32))
+
+        @qd.kernel
+        def run():
+            for i in range(n):
+                for j in range(1000):
+                    if j >= c[i]:
+                        break
+                    qd.atomic_min(h[j], x[i])
+
+        run()
+        return (h.to_numpy(),)
+
+    lanes, scalar = both(build)
+    assert np.isnan(lanes[0][8]), lanes[0]
+    np.testing.assert_array_equal(np.isnan(lanes[0]), np.isnan(scalar[0]))
+
+
+def test_struct_for_over_a_field_of_a_later_axis():
+    """A field placed on axis j only: the struct-for's index i is always 0
+    and j runs with the cell number, so y[i] is one element for all lanes."""
+    m = 64
+
+    def build():
+        x = qd.field(qd.f32)
+        qd.root.dense(qd.j, m).place(x)
+        y = qd.field(qd.f32, shape=4)
+        z = qd.field(qd.f32, shape=m)
+        y.from_numpy(np.array([3.0, 5.0, 7.0, 11.0], np.float32))
+
+        @qd.kernel
+        def run():
+            for i, j in x:
+                x[i, j] = j + 0.5
+            for i, j in x:
+                z[j] = y[i] * x[i, j] + i
+
+        run()
+        return (z.to_numpy(),)
+
+    lanes, scalar = both(build)
+    np.testing.assert_array_equal(lanes[0], 3.0 * (np.arange(m) + 0.5))
+    assert_same(lanes, scalar)

@@ -50,7 +50,7 @@ class LaneEmitter {
         lanes_(lanes),
         forced_(ad_stack_size_forced),
         stacks_out_(stacks),
-        forms_(task, StructIndexIsLinear(snodes, task)),
+        forms_(task, LinearStructAxis(snodes, task)),
         ops_(
             b_, lanes,
             [this](const char* name, std::vector<llvm::Value*> args,
@@ -82,8 +82,10 @@ class LaneEmitter {
     PrimitiveType dtype;
   };
 
-  static bool StructIndexIsLinear(const ir::SNodeTree& snodes,
-                                  const ir::OffloadedTaskStmt& task);
+  // The struct-for task's axis whose index runs with the cell number (a
+  // field with one axis); -1 when none does.
+  static int LinearStructAxis(const ir::SNodeTree& snodes,
+                              const ir::OffloadedTaskStmt& task);
 
   // ---- helpers ------------------------------------------------------------
   llvm::Value* Call(const std::string& name, llvm::Type* result,
@@ -95,6 +97,11 @@ class LaneEmitter {
   }
   llvm::Value* LaneIds();
   llvm::Value* Any(llvm::Value* mask) { return b_.CreateOrReduce(mask); }
+  // Idle lanes of masked loads read as zeros: never poison, which would
+  // reach masks and branches.
+  llvm::Value* Zeros(llvm::Type* element) {
+    return llvm::Constant::getNullValue(ops_.Widen(element));
+  }
   llvm::Value* NoLanes() {
     return llvm::ConstantInt::getFalse(ops_.Widen(b_.getInt1Ty()));
   }
@@ -196,10 +203,12 @@ class LaneEmitter {
   absl::flat_hash_map<const Stmt*, size_t> deferred_index_;
 };
 
-bool LaneEmitter::StructIndexIsLinear(const ir::SNodeTree& snodes,
-                                      const ir::OffloadedTaskStmt& task) {
-  return task.task_kind() == ir::TaskKind::kStructFor &&
-         CellAxes(snodes, task.snode_id()).size() == 1;
+int LaneEmitter::LinearStructAxis(const ir::SNodeTree& snodes,
+                                  const ir::OffloadedTaskStmt& task) {
+  if (task.task_kind() != ir::TaskKind::kStructFor)
+    return -1;
+  const auto axes = CellAxes(snodes, task.snode_id());
+  return axes.size() == 1 ? axes[0].first : -1;
 }
 
 llvm::Value* LaneEmitter::Call(const std::string& name, llvm::Type* result,
@@ -455,10 +464,12 @@ llvm::Value* LaneEmitter::EmitGlobalLoad(const Stmt& s) {
       v = Splat(b_.CreateLoad(storage, Lane0(ptrs)));
       break;
     case Access::kContiguous:
-      v = b_.CreateMaskedLoad(ops_.Widen(storage), Lane0(ptrs), align, mask_);
+      v = b_.CreateMaskedLoad(ops_.Widen(storage), Lane0(ptrs), align, mask_,
+                              Zeros(storage));
       break;
     case Access::kScattered:
-      v = b_.CreateMaskedGather(ops_.Widen(storage), ptrs, align, mask_);
+      v = b_.CreateMaskedGather(ops_.Widen(storage), ptrs, align, mask_,
+                                Zeros(storage));
       break;
   }
   if (t == PrimitiveType::kU1)
@@ -719,6 +730,14 @@ absl::Status LaneEmitter::EmitIf(const ir::IfStmt& s) {
                                  *s.false_block()));
   }
   mask_ = Live(entry);
+  if (!loops_.empty() && loops_.back().divergent) {
+    // A break or continue in the branches may have taken every lane: the
+    // rest of the region is for lanes still on (and must not read memory
+    // for none).
+    auto* rest = llvm::BasicBlock::Create(context_, "lanes.rest", function_);
+    b_.CreateCondBr(Any(mask_), rest, region_ends_.back());
+    b_.SetInsertPoint(rest);
+  }
   return absl::OkStatus();
 }
 
@@ -950,8 +969,10 @@ void LaneEmitter::StackStore(const StackState& st, llvm::Value* value,
 llvm::Value* LaneEmitter::StackLoad(const StackState& st, llvm::Value* slot) {
   llvm::Type* type = ops_.Widen(Storage(st.dtype));
   const llvm::Align align(st.elem);
-  llvm::Value* v = st.per_lane ? b_.CreateMaskedGather(type, slot, align, mask_)
-                               : b_.CreateMaskedLoad(type, slot, align, mask_);
+  llvm::Value* zeros = Zeros(Storage(st.dtype));
+  llvm::Value* v = st.per_lane
+                       ? b_.CreateMaskedGather(type, slot, align, mask_, zeros)
+                       : b_.CreateMaskedLoad(type, slot, align, mask_, zeros);
   if (st.dtype == PrimitiveType::kU1)
     v = b_.CreateICmpNE(v, Splat(b_.getInt8(0)));
   return v;

@@ -11,8 +11,8 @@ namespace quadrants::codegen {
 using ir::Stmt;
 using ir::StmtKind;
 
-LaneForms::LaneForms(const ir::OffloadedTaskStmt& task, bool task_index_linear)
-    : task_(task), task_index_linear_(task_index_linear) {
+LaneForms::LaneForms(const ir::OffloadedTaskStmt& task, int linear_struct_axis)
+    : task_(task), linear_struct_axis_(linear_struct_axis) {
   // Forms only move from uniform towards varying, so this terminates.
   while (true) {
     uniform_.clear();
@@ -61,9 +61,12 @@ LaneForm LaneForms::Compute(const Stmt& s) const {
       const auto& index = static_cast<const ir::LoopIndexStmt&>(s);
       const Stmt* loop = index.loop();
       if (loop == &task_) {
-        if (task_.task_kind() == ir::TaskKind::kRangeFor || task_index_linear_)
+        if (task_.task_kind() == ir::TaskKind::kRangeFor)
           return LaneForm::kLinear;
-        return LaneForm::kVarying;  // cells decompose per lane
+        if (linear_struct_axis_ < 0)
+          return LaneForm::kVarying;  // cells decompose per lane
+        return index.axis() == linear_struct_axis_ ? LaneForm::kLinear
+                                                   : LaneForm::kUniform;
       }
       if (const auto* range = ir::DynCast<ir::RangeForStmt>(loop)) {
         return Uniform(range->begin()) ? LaneForm::kUniform

@@ -26,9 +26,11 @@ enum class LaneForm {
 // condition.
 class LaneForms {
  public:
-  // `task_index_linear`: a struct-for task's cell index is its one axis's
-  // index (a 1-D field), so consecutive lanes hold consecutive indices.
-  LaneForms(const ir::OffloadedTaskStmt& task, bool task_index_linear);
+  // `linear_struct_axis`: the struct-for task's axis that is the cell
+  // number itself (a field with one axis), so consecutive lanes hold
+  // consecutive indices there, and every other axis's index is 0; -1 when
+  // the cells decompose over several axes.
+  LaneForms(const ir::OffloadedTaskStmt& task, int linear_struct_axis);
 
   LaneForm Form(const ir::Stmt* s) const;
   bool Uniform(const ir::Stmt* s) const {
@@ -60,7 +62,7 @@ class LaneForms {
   LaneForm Compute(const ir::Stmt& s) const;
 
   const ir::OffloadedTaskStmt& task_;
-  const bool task_index_linear_;
+  const int linear_struct_axis_;
   absl::flat_hash_set<const ir::Stmt*> uniform_;
   absl::flat_hash_set<const ir::Stmt*> linear_;
   absl::flat_hash_set<const ir::Stmt*> varying_allocas_;
