@@ -450,3 +450,42 @@ def test_struct_for_over_a_field_of_a_later_axis():
     lanes, scalar = both(build)
     np.testing.assert_array_equal(lanes[0], 3.0 * (np.arange(m) + 0.5))
     assert_same(lanes, scalar)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "i32", "f64"])
+def test_atomics_on_elements_each_iteration_owns(dtype):
+    """a[i] += ... where only iteration i touches a[i] (a gradient's usual
+    accumulation) becomes a vector read-modify-write; the same target read
+    back, or touched at another index, keeps per-lane atomics. Results and
+    the atomics' old values match scalar code."""
+    n = 1001
+
+    def build():
+        t = getattr(qd, dtype)
+        a = qd.field(t, shape=n)
+        b = qd.ndarray(t, shape=n)
+        c = qd.field(t, shape=n + 1)
+        olds = qd.field(t, shape=n)
+        a.from_numpy(np.arange(n).astype(a.to_numpy().dtype))
+
+        @qd.kernel
+        def run(b: qd.types.ndarray()):
+            for i in range(n):
+                if i % 3 != 1:
+                    olds[i] = qd.atomic_add(a[i], qd.cast(i % 7, t))
+                    qd.atomic_max(b[i], qd.cast(i % 5, t))
+                    a[i] -= qd.cast(1, t)
+                c[i] += qd.cast(1, t)
+                c[i + 1] += qd.cast(2, t)  # shared with the next iteration
+
+        run(b)
+        return a.to_numpy(), b.to_numpy(), c.to_numpy(), olds.to_numpy()
+
+    lanes, scalar = both(build)
+    i = np.arange(n)
+    on = i % 3 != 1
+    np.testing.assert_array_equal(lanes[0], np.where(on, i + i % 7 - 1, i))
+    np.testing.assert_array_equal(lanes[1], np.where(on, i % 5, 0))
+    np.testing.assert_array_equal(lanes[2], np.r_[1, np.full(n - 1, 3), 2])
+    np.testing.assert_array_equal(lanes[3], np.where(on, i, 0))
+    assert_same(lanes, scalar)

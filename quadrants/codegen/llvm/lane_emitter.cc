@@ -149,6 +149,14 @@ class LaneEmitter {
                            llvm::Value* identity);
   llvm::Value* CombineTwo(AtomicOp op, llvm::Value* a, llvm::Value* b);
   bool DefersToChunkEnd(const ir::AtomicOpStmt& s);
+  llvm::Value* ApplyAtomic(AtomicOp op, llvm::Value* old, llvm::Value* value);
+  // (0, snode) for a field pointer, (1, argument) for an ndarray pointer,
+  // else (-1, -1).
+  static std::pair<int, int> TargetOf(const Stmt* ptr);
+  bool IsTaskIndex(const Stmt* s) const;
+  // Whether every access of the task to `ptr`'s field or ndarray indexes
+  // it by constants and, last, the task index.
+  bool OwnsItsElements(const Stmt& ptr);
   DeferredAtomic& DeferredFor(const ir::AtomicOpStmt& s, AtomicOp op,
                               llvm::Type* scalar, llvm::Value* identity);
   void FlushDeferredAtomics();
@@ -583,26 +591,74 @@ llvm::Value* LaneEmitter::CombineTwo(AtomicOp op, llvm::Value* a,
   }
 }
 
+llvm::Value* LaneEmitter::ApplyAtomic(AtomicOp op, llvm::Value* old,
+                                      llvm::Value* value) {
+  switch (op) {
+    case AtomicOp::FSub:
+      return b_.CreateFSub(old, value);
+    case AtomicOp::Sub:
+      return b_.CreateSub(old, value);
+    default:
+      return CombineTwo(op, old, value);
+  }
+}
+
+bool LaneEmitter::IsTaskIndex(const Stmt* s) const {
+  // Through widening integer casts, which keep distinct values distinct.
+  while (const auto* cast = ir::DynCast<ir::UnaryOpStmt>(s)) {
+    if (cast->op() != ir::UnaryOpKind::kCast ||
+        forms_.Form(cast) != LaneForm::kLinear) {
+      return false;
+    }
+    s = cast->input();
+  }
+  const auto* index = ir::DynCast<ir::LoopIndexStmt>(s);
+  return index != nullptr && index->loop() == &task_ &&
+         forms_.Form(index) == LaneForm::kLinear;
+}
+
+bool LaneEmitter::OwnsItsElements(const Stmt& ptr) {
+  // Every access the task makes to this field or ndarray is at [constants...,
+  // task index]: iteration e alone touches the elements of last index e.
+  const std::pair<int, int> target = TargetOf(&ptr);
+  if (target.first < 0)
+    return false;
+  bool ok = true;
+  ir::WalkBlock(*task_.body(), [&](const Stmt* stmt) {
+    // Two ndarray arguments may be one array: then every ndarray access
+    // must follow the rule.
+    const std::pair<int, int> other = TargetOf(stmt);
+    if (other != target && !(target.first == 1 && other.first == 1))
+      return;
+    const size_t n = stmt->num_operands();
+    ok = ok && n > 0 && IsTaskIndex(stmt->operand(n - 1));
+    for (size_t k = 0; k + 1 < n; ++k)
+      ok = ok && ir::Isa<ir::ConstStmt>(stmt->operand(k));
+  });
+  return ok;
+}
+
+std::pair<int, int> LaneEmitter::TargetOf(const Stmt* ptr) {
+  if (const auto* field = ir::DynCast<ir::FieldPtrStmt>(ptr))
+    return {0, field->snode_id()};
+  if (const auto* array = ir::DynCast<ir::NdarrayPtrStmt>(ptr))
+    return {1, array->arg()};
+  return {-1, -1};
+}
+
 bool LaneEmitter::DefersToChunkEnd(const ir::AtomicOpStmt& s) {
   // The target's address is a constant (constant indices), and every access
   // the task makes to that field or ndarray is an atomic of this kind whose
   // old value nobody reads: no iteration can observe a partial sum, so the
   // chunk's sum may land at its end.
-  auto target_of = [](const Stmt* ptr) -> std::pair<int, int> {
-    if (const auto* field = ir::DynCast<ir::FieldPtrStmt>(ptr))
-      return {0, field->snode_id()};
-    if (const auto* array = ir::DynCast<ir::NdarrayPtrStmt>(ptr))
-      return {1, array->arg()};
-    return {-1, -1};
-  };
-  const std::pair<int, int> target = target_of(s.ptr());
+  const std::pair<int, int> target = TargetOf(s.ptr());
   if (target.first < 0)
     return false;
   bool ok = true;
   ir::WalkBlock(*task_.body(), [&](const Stmt* stmt) {
     for (size_t k = 0; k < stmt->num_operands(); ++k) {
       const Stmt* ptr = stmt->operand(k);
-      if (target_of(ptr) != target)
+      if (TargetOf(ptr) != target)
         continue;
       for (const Stmt* index : ptr->operands())
         ok = ok && ir::Isa<ir::ConstStmt>(index);
@@ -683,6 +739,17 @@ absl::StatusOr<llvm::Value*> LaneEmitter::EmitAtomic(
                          llvm::AtomicOrdering::Monotonic);
     }
     return llvm::PoisonValue::get(ops_.RegisterType(t));  // nobody reads it
+  }
+  if (t != PrimitiveType::kU1 && t != PrimitiveType::kF16 &&
+      AccessOf(s.ptr()) == Access::kContiguous && OwnsItsElements(*s.ptr())) {
+    // Each element belongs to one iteration: a plain vector read-modify-
+    // write of the active lanes.
+    const llvm::Align align(ir::BitWidth(t) / 8);
+    llvm::Value* first = Lane0(ptrs);
+    llvm::Value* old = b_.CreateMaskedLoad(value->getType(), first, align,
+                                           mask_, Zeros(scalar));
+    b_.CreateMaskedStore(ApplyAtomic(op, old, value), first, align, mask_);
+    return old;
   }
   // Otherwise one atomic per active lane, in lane order.
   llvm::AllocaInst* result =
