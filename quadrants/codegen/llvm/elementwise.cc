@@ -1,6 +1,9 @@
 #include "quadrants/codegen/llvm/elementwise.h"
 
+#include "absl/strings/str_cat.h"
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/Module.h"
+#include "quadrants/common/errors.h"
 
 namespace quadrants::codegen {
 
@@ -226,6 +229,13 @@ llvm::Value* Elementwise::Binary(BinaryOpKind op, llvm::Value* x,
   return nullptr;
 }
 
+llvm::Value* Elementwise::Constant(const ir::Constant& c) {
+  llvm::Type* type = RegisterType(c.type());
+  if (c.is_float())
+    return llvm::ConstantFP::get(type, c.as_float());
+  return llvm::ConstantInt::get(type, c.as_uint(), ir::IsSigned(c.type()));
+}
+
 llvm::Value* Elementwise::DecodeArgument(llvm::Value* slot, PrimitiveType t) {
   switch (t) {
     case PrimitiveType::kF64:
@@ -258,12 +268,13 @@ std::vector<llvm::Value*> Elementwise::DecomposeCell(
   return indices;
 }
 
-absl::optional<llvm::AtomicRMWInst::BinOp> AtomicBinOp(ir::AtomicOpKind op,
-                                                       PrimitiveType t) {
+absl::StatusOr<llvm::AtomicRMWInst::BinOp> AtomicBinOp(
+    const ir::AtomicOpStmt& s, absl::string_view kernel) {
   using Op = llvm::AtomicRMWInst::BinOp;
+  const PrimitiveType t = s.type().element();
   const bool f = ir::IsFloat(t);
   const bool sgn = ir::IsSigned(t);
-  switch (op) {
+  switch (s.op()) {
     case ir::AtomicOpKind::kAdd:
       return f ? Op::FAdd : Op::Add;
     case ir::AtomicOpKind::kSub:
@@ -277,9 +288,13 @@ absl::optional<llvm::AtomicRMWInst::BinOp> AtomicBinOp(ir::AtomicOpKind op,
     case ir::AtomicOpKind::kBitXor:
       break;
   }
-  if (f)
-    return absl::nullopt;
-  switch (op) {
+  if (f) {
+    return MakeError(
+        ErrorKind::kType, s.loc(),
+        absl::StrCat("in kernel '", kernel, "': ", ir::OpName(s.op()),
+                     " needs an integer target"));
+  }
+  switch (s.op()) {
     case ir::AtomicOpKind::kBitAnd:
       return Op::And;
     case ir::AtomicOpKind::kBitOr:
@@ -287,6 +302,17 @@ absl::optional<llvm::AtomicRMWInst::BinOp> AtomicBinOp(ir::AtomicOpKind op,
     default:
       return Op::Xor;
   }
+}
+
+llvm::Value* CallRuntime(llvm::IRBuilder<>& b, const std::string& name,
+                         llvm::Type* result, std::vector<llvm::Value*> args) {
+  std::vector<llvm::Type*> params;
+  for (llvm::Value* a : args)
+    params.push_back(a->getType());
+  llvm::Module* module = b.GetInsertBlock()->getModule();
+  llvm::FunctionCallee callee = module->getOrInsertFunction(
+      name, llvm::FunctionType::get(result, params, false));
+  return b.CreateCall(callee, args);
 }
 
 }  // namespace quadrants::codegen

@@ -2,13 +2,16 @@
 #define QUADRANTS_CODEGEN_LLVM_ELEMENTWISE_H_
 
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/types/optional.h"
+#include "absl/strings/string_view.h"
 #include "llvm/IR/IRBuilder.h"
+#include "quadrants/ir/constant.h"
 #include "quadrants/ir/op_kinds.h"
+#include "quadrants/ir/statements.h"
 #include "quadrants/ir/types.h"
 
 namespace quadrants::codegen {
@@ -52,6 +55,8 @@ class Elementwise {
   // f16 math runs in f32.
   llvm::Value* Math(const char* name, std::vector<llvm::Value*> args,
                     ir::PrimitiveType t);
+  // A constant, broadcast in lane mode.
+  llvm::Value* Constant(const ir::Constant& c);
   // A scalar argument of type `t` from its 64-bit launch-context slot.
   llvm::Value* DecodeArgument(llvm::Value* slot, ir::PrimitiveType t);
   // Per-axis i32 indices of a linear cell number (i64, or lanes of i64)
@@ -66,10 +71,15 @@ class Elementwise {
   IntHook int_;
 };
 
-// The LLVM atomicrmw operation of an atomic on a `t` target; null when
-// `op` needs an integer target and `t` is a float.
-absl::optional<llvm::AtomicRMWInst::BinOp> AtomicBinOp(ir::AtomicOpKind op,
-                                                       ir::PrimitiveType t);
+// The LLVM atomicrmw operation of atomic `s` in kernel `kernel`; a type
+// error naming both when its op needs an integer target and the target is
+// a float.
+absl::StatusOr<llvm::AtomicRMWInst::BinOp> AtomicBinOp(
+    const ir::AtomicOpStmt& s, absl::string_view kernel);
+
+// Calls runtime-module function `name` (declared on first use) with `args`.
+llvm::Value* CallRuntime(llvm::IRBuilder<>& b, const std::string& name,
+                         llvm::Type* result, std::vector<llvm::Value*> args);
 
 }  // namespace quadrants::codegen
 

@@ -20,6 +20,7 @@
 #include "quadrants/codegen/llvm/warp_atomics.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/logging.h"
+#include "quadrants/common/status_macros.h"
 #include "quadrants/ir/statements.h"
 #include "quadrants/ir/walk.h"
 
@@ -95,7 +96,6 @@ class FunctionEmitter {
   // ---- statements ---------------------------------------------------------
   absl::Status EmitBlock(const ir::Block& block);
   absl::Status EmitStmt(const Stmt& s);
-  llvm::Value* EmitConst(const ir::ConstStmt& s);
   llvm::Value* EmitArgLoad(const ir::ArgLoadStmt& s);
   llvm::Value* EmitNdarrayPtr(const ir::NdarrayPtrStmt& s);
   absl::StatusOr<llvm::Value*> EmitFieldPtr(const ir::FieldPtrStmt& s);
@@ -202,12 +202,7 @@ llvm::Type* FunctionEmitter::StorageType(PrimitiveType t) {
 
 llvm::Value* FunctionEmitter::Call(const std::string& name, llvm::Type* result,
                                    std::vector<llvm::Value*> args) {
-  std::vector<llvm::Type*> params;
-  for (llvm::Value* a : args)
-    params.push_back(a->getType());
-  llvm::FunctionCallee callee = module_.getOrInsertFunction(
-      name, llvm::FunctionType::get(result, params, false));
-  return b_.CreateCall(callee, args);
+  return CallRuntime(b_, name, result, std::move(args));
 }
 
 llvm::AllocaInst* FunctionEmitter::EntryAlloca(llvm::Type* type,
@@ -475,14 +470,6 @@ absl::Status FunctionEmitter::EmitBlock(const ir::Block& block) {
   return absl::OkStatus();
 }
 
-llvm::Value* FunctionEmitter::EmitConst(const ir::ConstStmt& s) {
-  const ir::Constant& c = s.value();
-  llvm::Type* type = RegisterType(c.type());
-  if (c.is_float())
-    return llvm::ConstantFP::get(type, c.as_float());
-  return llvm::ConstantInt::get(type, c.as_uint(), ir::IsSigned(c.type()));
-}
-
 llvm::Value* FunctionEmitter::EmitArgLoad(const ir::ArgLoadStmt& s) {
   llvm::Value* slot =
       Call("qd_arg", b_.getInt64Ty(), {ctx_, b_.getInt32(s.arg())});
@@ -599,14 +586,7 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitAtomic(
   const PrimitiveType t = s.type().element();
   const bool f = ir::IsFloat(t);
   using Op = llvm::AtomicRMWInst::BinOp;
-  absl::optional<Op> kind = AtomicBinOp(s.op(), t);
-  if (!kind) {
-    return MakeError(
-        ErrorKind::kType, s.loc(),
-        absl::StrCat("in kernel '", kernel_.name(), "': ", ir::OpName(s.op()),
-                     " needs an integer target"));
-  }
-  const Op op = *kind;
+  QD_ASSIGN_OR_RETURN(const Op op, AtomicBinOp(s, kernel_.name()));
   llvm::Value* value = Get(s.value());
   if (t == PrimitiveType::kU1)
     value = b_.CreateZExt(value, b_.getInt8Ty());
@@ -793,7 +773,7 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitRandom(
 absl::Status FunctionEmitter::EmitStmt(const Stmt& s) {
   switch (s.kind()) {
     case StmtKind::kConst:
-      values_[&s] = EmitConst(static_cast<const ir::ConstStmt&>(s));
+      values_[&s] = ops_.Constant(static_cast<const ir::ConstStmt&>(s).value());
       return absl::OkStatus();
     case StmtKind::kArgLoad:
       values_[&s] = EmitArgLoad(static_cast<const ir::ArgLoadStmt&>(s));

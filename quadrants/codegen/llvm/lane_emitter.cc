@@ -221,12 +221,7 @@ int LaneEmitter::LinearStructAxis(const ir::SNodeTree& snodes,
 
 llvm::Value* LaneEmitter::Call(const std::string& name, llvm::Type* result,
                                std::vector<llvm::Value*> args) {
-  std::vector<llvm::Type*> params;
-  for (llvm::Value* a : args)
-    params.push_back(a->getType());
-  llvm::FunctionCallee callee = module_.getOrInsertFunction(
-      name, llvm::FunctionType::get(result, params, false));
-  return b_.CreateCall(callee, args);
+  return CallRuntime(b_, name, result, std::move(args));
 }
 
 llvm::AllocaInst* LaneEmitter::EntryAlloca(llvm::Type* type, const char* name) {
@@ -708,14 +703,7 @@ absl::StatusOr<llvm::Value*> LaneEmitter::EmitAtomic(
     const ir::AtomicOpStmt& s) {
   const PrimitiveType t = s.type().element();
   using Op = llvm::AtomicRMWInst::BinOp;
-  absl::optional<Op> kind = AtomicBinOp(s.op(), t);
-  if (!kind) {
-    return MakeError(
-        ErrorKind::kType, s.loc(),
-        absl::StrCat("in kernel '", kernel_.name(), "': ", ir::OpName(s.op()),
-                     " needs an integer target"));
-  }
-  const Op op = *kind;
+  QD_ASSIGN_OR_RETURN(const Op op, AtomicBinOp(s, kernel_.name()));
   llvm::Value* value = Get(s.value());
   llvm::Value* ptrs = Get(s.ptr());
   if (t == PrimitiveType::kU1)
@@ -1112,14 +1100,8 @@ absl::Status LaneEmitter::EmitStmt(const Stmt& s) {
                                   " has no SIMD-lane lowering"));
   };
   switch (s.kind()) {
-    case StmtKind::kConst: {
-      const ir::Constant& c = static_cast<const ir::ConstStmt&>(s).value();
-      llvm::Type* type = ops_.RegisterType(c.type());
-      if (c.is_float())
-        return set(llvm::ConstantFP::get(type, c.as_float()));
-      return set(
-          llvm::ConstantInt::get(type, c.as_uint(), ir::IsSigned(c.type())));
-    }
+    case StmtKind::kConst:
+      return set(ops_.Constant(static_cast<const ir::ConstStmt&>(s).value()));
     case StmtKind::kArgLoad:
       return set(EmitArgLoad(static_cast<const ir::ArgLoadStmt&>(s)));
     case StmtKind::kNdarrayShape: {
