@@ -292,23 +292,28 @@ def cpu_main(args):
     if not reference_avx512:
         print("C++ tape, AVX-512    skipped: no AVX-512F/DQ on this CPU")
     for name, seconds in sorted(reference_avx512.items()):
-        registers = "2 registers (two chains)" if name.endswith("x2") else "1 register"
+        chains = int(name[len("avx512x"):]) if name.startswith("avx512x") else 1
+        registers = (f"{chains} registers ({chains} chains)" if chains > 1
+                     else "1 register")
         print(f"C++ tape, AVX-512, {registers} per step: {seconds * 1e3:9.2f} ms   "
               f"Quadrants / it = {ours / seconds:.2f}")
     if reference_avx512:
         limit = min(reference_avx512.values())
-        print(f"Quadrants / best AVX-512 tape = {ours / limit:.2f} (target <= 1.3; the tape "
-              f"computes each sin and cos once, while Quadrants' forward kernel and the "
-              f"reverse kernel's replay each compute the sins: 3 evaluations per step "
-              f"against 2)")
+        print(f"Quadrants / best AVX-512 tape = {ours / limit:.2f} (target <= 1.3; per step "
+              f"the tape evaluates sin forward and cos in reverse; Quadrants evaluates sin "
+              f"in the forward kernel, then sin and cos together in the reverse kernel's "
+              f"replay, which stacks cos for the sweep)")
     rel = np.max(np.abs(grad - scalar_grad) / np.maximum(np.abs(scalar_grad), 1e-6))
     print(f"gradient, lanes against scalar: max relative difference {rel:.1e}")
     capacity = stats["capacities"][0][0]
+    stacks = len(stats["capacities"][0])
     lanes = stats["bytes_needed"] // max(1, stats["per_thread_stride"][0]) // workers
-    exact = workers * lanes * ITERATIONS * 4  # one f32 primal per iteration per lane
-    print(f"adstack: capacity {capacity} slots per lane, {workers} threads x {lanes} lanes, "
+    # One f32 per iteration per lane and stack.
+    exact = workers * lanes * ITERATIONS * 4 * stacks
+    print(f"adstack: {stacks} stacks (v, and cos v stacked by the replay), capacity "
+          f"{capacity} slots per lane, {workers} threads x {lanes} lanes, "
           f"heap {stats['heap_bytes']} bytes, needed {stats['bytes_needed']} bytes, "
-          f"exact primal bytes {exact} (heap / exact = {stats['heap_bytes'] / exact:.2f}; "
+          f"exact bytes {exact} (heap / exact = {stats['heap_bytes'] / exact:.2f}; "
           f"each stack also reserves 8 bytes and 2 setup slots)")
 
 

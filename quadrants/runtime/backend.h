@@ -187,6 +187,10 @@ class Backend {
   // into memory from memory() for the kernel to see them.
   virtual bool stages_host_arrays() const { return false; }
   virtual int num_threads() const = 0;
+  // Whether kernels evaluate f32 sin and cos of one value together for
+  // about the price of one; gradient kernels then stack those derivatives
+  // in loops rather than evaluate them again in the reverse sweep.
+  virtual bool fuses_sin_cos() const { return false; }
   virtual const AdStackStats& adstack_stats() const = 0;
   virtual const OfflineCacheStats& offline_cache_stats() const {
     static const OfflineCacheStats kNone;

@@ -24,6 +24,8 @@ struct PipelineOptions {
   // kernel instead (both need `snodes`).
   AutodiffMode autodiff = AutodiffMode::kNone;
   bool ad_stack_enabled = false;
+  // See ReverseModeOptions::stack_trig_derivatives.
+  bool stack_trig_derivatives = false;
 };
 
 // The front half of compilation: type check, simplify, CSE, DCE, offload,

@@ -9,15 +9,12 @@ one address or many, adstacks whose depth differs per lane, partial last
 steps, and every element type. A debug log names the tasks that stay
 scalar and why.
 """
-import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
 
 import quadrants as qd
+from tests import test_utils
 
 
 def both(build):
@@ -294,19 +291,8 @@ def test_every_element_type(dtype):
     assert_same(lanes, scalar)
 
 
-def run_logged(code, tmp_path):
-    script = tmp_path / "kernels.py"  # kernels need their source in a file
-    script.write_text(textwrap.dedent(code))
-    env = dict(os.environ, QD_LOG_LEVEL="debug")
-    env.pop("QD_CPU_SIMD", None)
-    done = subprocess.run([sys.executable, str(script)],
-                          capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stderr
-
-
 def test_debug_log_names_lane_tasks_and_scalar_fallbacks(tmp_path):
-    log = run_logged("""
+    log = test_utils.run_debug_logged("""
         import quadrants as qd
         qd.init(arch=qd.cpu, offline_cache=False)
         f = qd.field(qd.f32, shape=100)
@@ -343,7 +329,7 @@ def test_debug_log_names_lane_tasks_and_scalar_fallbacks(tmp_path):
     widths = [line for line in log.splitlines() if "kernel 'lanes'" in line]
     assert widths and "iterations per step in SIMD lanes" in widths[0], log
     lanes = int(widths[0].split(" runs ")[1].split()[0])
-    assert lanes in (8, 16, 32)  # two registers of SSE, AVX or AVX-512
+    assert lanes in (16, 32, 64)  # four registers of SSE, AVX or AVX-512
     wide = [line for line in log.splitlines() if "kernel 'wide'" in line][0]
     assert f"runs {lanes // 2} iterations per step" in wide  # 64-bit lanes
     draws = [line for line in log.splitlines() if "kernel 'draws'" in line][0]
@@ -389,9 +375,9 @@ def test_offline_cache_hit_keeps_the_lane_count(tmp_path):
     assert hit[1:3] == fresh[1:3]
     threads = qd.lang.runtime.program().num_cpu_threads
     stride = qd.lang.runtime.adstack_stats()["per_thread_stride"][0]
-    # f64 values: 16 lanes with AVX-512, 8 with AVX2, 4 with SSE (two
+    # f64 values: 32 lanes with AVX-512, 16 with AVX2, 8 with SSE (four
     # registers each); the heap holds a slice per thread and lane.
-    assert hit[2] // (threads * stride) in (4, 8, 16)
+    assert hit[2] // (threads * stride) in (8, 16, 32)
 
 
 def test_no_lane_left_after_a_divergent_break_runs_nothing():

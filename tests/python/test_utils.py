@@ -96,3 +96,21 @@ def approx(expected, rel=None, abs=None, bits=32):  # pylint: disable=redefined-
     floor = _REL_FLOOR.get(arch.name, _REL_FLOOR["cpu"])[bits]
     rel = floor if rel is None else max(rel, floor)
     return pytest.approx(expected, rel=rel, abs=abs)
+
+
+def run_debug_logged(code, tmp_path):
+    """Runs `code` (dedented) as a script with QD_LOG_LEVEL=debug and the
+    default cpu_simd; returns its stderr, where the compiler's debug log
+    goes. Kernels need their source in a file, hence the script."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = tmp_path / "kernels.py"
+    script.write_text(textwrap.dedent(code))
+    env = dict(os.environ, QD_LOG_LEVEL="debug")
+    env.pop("QD_CPU_SIMD", None)
+    done = subprocess.run([sys.executable, str(script)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stderr

@@ -941,20 +941,24 @@ void TryLaneLowering(llvm::Module& module, const ir::Kernel& kernel,
                    task.loc().ToString(), ")");
   if (obstacle.empty()) {
     const int lanes = LaneCount(task, options.simd_vector_bits);
-    absl::Status status = EmitLaneTask(
+    absl::StatusOr<int> pairs = EmitLaneTask(
         module, kernel, snodes, task, lanes, options.simd_vector_bits,
         options.ad_stack_size_forced, out->function, &out->ad_stacks);
-    if (status.ok()) {
+    if (pairs.ok()) {
       out->simd_lanes = lanes;
       QD_LOG(DEBUG) << what << " runs " << lanes << " iterations per step in "
                     << "SIMD lanes (" << kRegistersPerValue << " registers of "
-                    << lanes / kRegistersPerValue << ")";
+                    << lanes / kRegistersPerValue << ")"
+                    << (*pairs > 0 ? absl::StrCat("; ", *pairs,
+                                                  " sin/cos pair(s) of one "
+                                                  "value evaluated together")
+                                   : "");
       return;
     }
     if (llvm::Function* partial = module.getFunction(out->function))
       partial->eraseFromParent();
     out->ad_stacks.clear();
-    obstacle = std::string(status.message());
+    obstacle = std::string(pairs.status().message());
   }
   QD_LOG(DEBUG) << what << " runs one iteration at a time: " << obstacle;
 }

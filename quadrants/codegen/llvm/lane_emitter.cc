@@ -31,7 +31,8 @@ bool HasVectorMath(absl::string_view name, PrimitiveType t, int lanes) {
       "sin",  "cos", "tan",  "exp",  "log",
       "tanh", "pow", "asin", "acos", "atan2"};
   return t == PrimitiveType::kF32 &&
-         (lanes == 4 || lanes == 8 || lanes == 16 || lanes == 32) &&
+         (lanes == 4 || lanes == 8 || lanes == 16 || lanes == 32 ||
+          lanes == 64) &&
          kOps.contains(name);
 }
 
@@ -59,6 +60,7 @@ class LaneEmitter {
                    PrimitiveType t) { return IntCall(name, a, b, t); }) {}
 
   absl::Status Emit(const std::string& name, int vector_bits);
+  int sin_cos_pairs() const { return sin_cos_pairs_; }
 
  private:
   enum class Access { kUniform, kContiguous, kScattered };
@@ -117,6 +119,11 @@ class LaneEmitter {
   absl::Status EmitRegion(const ir::Block& block, llvm::BasicBlock* end);
   llvm::Value* MathCall(const char* name, std::vector<llvm::Value*> args,
                         PrimitiveType t);
+  // A used cos (for a sin) or sin (for a cos) of the same f32 value later in
+  // `s`'s block, which one vector call then computes with it; or null.
+  const Stmt* TrigPartner(const ir::UnaryOpStmt& s);
+  // {sin x, cos x} of an f32 vector from one shared range reduction.
+  std::pair<llvm::Value*, llvm::Value*> SinCos(llvm::Value* x);
   llvm::Value* IntCall(const char* name, llvm::Value* a, llvm::Value* b,
                        PrimitiveType t);
   llvm::Value* PerLane(const std::string& name, llvm::Type* result,
@@ -198,6 +205,7 @@ class LaneEmitter {
   llvm::BasicBlock* entry_ = nullptr;
   llvm::Value* mask_ = nullptr;
   absl::flat_hash_map<const Stmt*, llvm::Value*> values_;
+  int sin_cos_pairs_ = 0;
   absl::flat_hash_map<const Stmt*, std::vector<llvm::Value*>> loop_indices_;
   std::vector<LoopState> loops_;
   // Where the innermost region (branch or loop body) ends: a divergent
@@ -305,6 +313,67 @@ llvm::Value* LaneEmitter::MathCall(const char* name,
   }
   Call(absl::StrCat("qd_", name, "_f32x", lanes_), b_.getVoidTy(), pointers);
   return b_.CreateLoad(vector, pointers[0]);
+}
+
+// Whether `a` and `b`, operands of statements in `block`, hold one value:
+// one statement, or loads of one local with no store to it between them
+// (nor a statement with blocks, which might hold one).
+bool SameValue(const ir::Block& block, const Stmt* a, const Stmt* b) {
+  if (a == b)
+    return true;
+  if (!ir::Isa<ir::LocalLoadStmt>(a) || !ir::Isa<ir::LocalLoadStmt>(b) ||
+      a->operand(0) != b->operand(0) || a->parent() != &block ||
+      b->parent() != &block) {
+    return false;
+  }
+  int seen = 0;
+  for (const auto& stmt : block) {
+    const Stmt* s = stmt.get();
+    if (s == a || s == b) {
+      if (++seen == 2)
+        return true;
+      continue;
+    }
+    const bool stores =
+        ir::Isa<ir::LocalStoreStmt>(s) && s->operand(0) == a->operand(0);
+    if (seen == 1 && (stores || !s->blocks().empty()))
+      return false;
+  }
+  return false;
+}
+
+const Stmt* LaneEmitter::TrigPartner(const ir::UnaryOpStmt& s) {
+  const bool is_sin = s.op() == ir::UnaryOpKind::kSin;
+  if (!is_sin && s.op() != ir::UnaryOpKind::kCos)
+    return nullptr;
+  if (!HasVectorMath("sin", s.input()->type().element(), lanes_))
+    return nullptr;
+  const auto wanted = is_sin ? ir::UnaryOpKind::kCos : ir::UnaryOpKind::kSin;
+  const ir::Block& block = *s.parent();
+  bool after = false;
+  for (const auto& stmt : block) {
+    if (stmt.get() == &s) {
+      after = true;
+      continue;
+    }
+    const auto* other = ir::DynCast<ir::UnaryOpStmt>(stmt.get());
+    if (after && other != nullptr && other->op() == wanted && IsUsed(other) &&
+        SameValue(block, s.input(), other->input())) {
+      return other;
+    }
+  }
+  return nullptr;
+}
+
+std::pair<llvm::Value*, llvm::Value*> LaneEmitter::SinCos(llvm::Value* x) {
+  llvm::Type* vector = x->getType();
+  llvm::AllocaInst* sin_out = EntryAlloca(vector, "sincos.sin");
+  llvm::AllocaInst* cos_out = EntryAlloca(vector, "sincos.cos");
+  llvm::AllocaInst* in = EntryAlloca(vector, "sincos.in");
+  b_.CreateStore(x, in);
+  Call(absl::StrCat("qd_sincos_f32x", lanes_), b_.getVoidTy(),
+       {sin_out, cos_out, in});
+  return {b_.CreateLoad(vector, sin_out), b_.CreateLoad(vector, cos_out)};
 }
 
 llvm::Value* LaneEmitter::IntCall(const char* name, llvm::Value* a,
@@ -1138,6 +1207,15 @@ absl::Status LaneEmitter::EmitStmt(const Stmt& s) {
       return absl::OkStatus();
     case StmtKind::kUnaryOp: {
       const auto& unary = static_cast<const ir::UnaryOpStmt&>(s);
+      if (values_.contains(&s))
+        return absl::OkStatus();  // computed with its sin/cos partner
+      if (const Stmt* partner = TrigPartner(unary)) {
+        auto [sin, cos] = SinCos(Get(unary.input()));
+        const bool is_sin = unary.op() == ir::UnaryOpKind::kSin;
+        values_[partner] = is_sin ? cos : sin;
+        ++sin_cos_pairs_;
+        return set(is_sin ? sin : cos);
+      }
       llvm::Value* v =
           ops_.Unary(unary.op(), Get(unary.input()),
                      unary.input()->type().element(), s.type().element());
@@ -1222,15 +1300,16 @@ int LaneCount(const ir::OffloadedTaskStmt& task, int vector_bits) {
   return kRegistersPerValue * vector_bits / (wide ? 64 : 32);
 }
 
-absl::Status EmitLaneTask(llvm::Module& module, const ir::Kernel& kernel,
-                          const ir::SNodeTree& snodes,
-                          const ir::OffloadedTaskStmt& task, int lanes,
-                          int vector_bits, bool ad_stack_size_forced,
-                          const std::string& name,
-                          std::vector<AdStackSpec>* stacks) {
+absl::StatusOr<int> EmitLaneTask(llvm::Module& module, const ir::Kernel& kernel,
+                                 const ir::SNodeTree& snodes,
+                                 const ir::OffloadedTaskStmt& task, int lanes,
+                                 int vector_bits, bool ad_stack_size_forced,
+                                 const std::string& name,
+                                 std::vector<AdStackSpec>* stacks) {
   LaneEmitter emitter(module, kernel, snodes, task, lanes, ad_stack_size_forced,
                       stacks);
-  return emitter.Emit(name, vector_bits);
+  QD_RETURN_IF_ERROR(emitter.Emit(name, vector_bits));
+  return emitter.sin_cos_pairs();
 }
 
 }  // namespace quadrants::codegen

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "llvm/IR/Module.h"
 #include "quadrants/codegen/llvm/lowered_kernel.h"
 #include "quadrants/ir/kernel.h"
@@ -13,16 +14,17 @@
 
 namespace quadrants::codegen {
 
-// Registers per value: two vectors of independent iterations per step, so
-// a loop-carried chain (an adstack recurrence is one) has two dependency
+// Registers per value: four vectors of independent iterations per step, so
+// a loop-carried chain (an adstack recurrence is one) has four dependency
 // chains in flight per thread instead of waiting on each result's latency
-// (ISPC's double-width gangs). Measured on AVX-512: 1.46x on the adstack
-// recurrence benchmark over one register.
-constexpr int kRegistersPerValue = 2;
+// (ISPC's multi-width gangs). Measured on AVX-512 (the adstack recurrence
+// benchmark, forward + reverse): 1.46x from one register to two, and 1.55x
+// more from two to four.
+constexpr int kRegistersPerValue = 4;
 
 // Lanes per step for `task` on registers of `vector_bits`: one 32-bit
 // element per 32 bits, or one 64-bit element per 64 when the task computes
-// with 64-bit values, times kRegistersPerValue (AVX-512: 32 or 16).
+// with 64-bit values, times kRegistersPerValue (AVX-512: 64 or 32).
 int LaneCount(const ir::OffloadedTaskStmt& task, int vector_bits);
 
 // Emits a parallel task as `name`, with the scalar task function's
@@ -33,13 +35,14 @@ int LaneCount(const ir::OffloadedTaskStmt& task, int vector_bits);
 // and scatters, and adstacks interleave their lanes so a push of all lanes
 // is one vector store. Stack `k` of thread `t`'s lane `l` lives in thread
 // t's block of `lanes` thread slices. Appends the task's stacks to
-// `stacks`. The caller checks LaneLoweringObstacle first.
-absl::Status EmitLaneTask(llvm::Module& module, const ir::Kernel& kernel,
-                          const ir::SNodeTree& snodes,
-                          const ir::OffloadedTaskStmt& task, int lanes,
-                          int vector_bits, bool ad_stack_size_forced,
-                          const std::string& name,
-                          std::vector<AdStackSpec>* stacks);
+// `stacks`. The caller checks LaneLoweringObstacle first. Returns how many
+// f32 sin/cos pairs of one value share one vector evaluation.
+absl::StatusOr<int> EmitLaneTask(llvm::Module& module, const ir::Kernel& kernel,
+                                 const ir::SNodeTree& snodes,
+                                 const ir::OffloadedTaskStmt& task, int lanes,
+                                 int vector_bits, bool ad_stack_size_forced,
+                                 const std::string& name,
+                                 std::vector<AdStackSpec>* stacks);
 
 }  // namespace quadrants::codegen
 

@@ -73,6 +73,12 @@ absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(
   return std::make_unique<CpuBackend>(config, std::move(jit));
 }
 
+bool CpuBackend::fuses_sin_cos() const {
+  const codegen::LoweringOptions options = LoweringOptions();
+  return options.simd_vector_bits > 0 && !options.check_out_of_bound &&
+         !options.debug;
+}
+
 codegen::LoweringOptions CpuBackend::LoweringOptions() const {
   codegen::LoweringOptions options;
   options.check_out_of_bound = config_.checks_bounds();

@@ -37,6 +37,9 @@ class CpuBackend : public Backend {
   PrintBatch TakePrints() override;
   std::shared_ptr<SharedMemoryAllocator> memory() override { return memory_; }
   int num_threads() const override { return pool_.num_threads(); }
+  // Tasks in SIMD lanes do (without checks or debug mode, which keep tasks
+  // scalar).
+  bool fuses_sin_cos() const override;
   const AdStackStats& adstack_stats() const override { return adstack_stats_; }
   const OfflineCacheStats& offline_cache_stats() const override {
     return cache_stats_;

@@ -204,6 +204,8 @@ class GradTaskBuilder {
       PushCarried(loop, primal);
     for (size_t i = first; i < body.size(); ++i) {
       QD_RETURN_IF_ERROR(ReplayStmt(*body.at(i), primal, false));
+      if (stacked && IsStackedDerivative(*body.at(i)))
+        PushDerivative(loop, *body.at(i), primal);
     }
     return absl::OkStatus();
   }
@@ -291,6 +293,35 @@ class GradTaskBuilder {
     for (const Stmt* var : OrderedCarried(loop)) {
       b_.AdStackPush(Stack(loop, var, primal), b_.LocalLoad(primal.at(var)));
     }
+  }
+
+  // With `stack_trig_derivatives`, an f32 sin or cos run once per
+  // iteration of a stacked loop (directly in its body) stacks its
+  // derivative, cos x or sin x, next to the value it computes: the backend
+  // evaluates the pair for about the price of one, and the reverse sweep
+  // reads the derivative back instead of evaluating it again.
+  bool IsStackedDerivative(const Stmt& s) const {
+    const auto* unary = ir::DynCast<ir::UnaryOpStmt>(&s);
+    return options_.stack_trig_derivatives && unary != nullptr &&
+           (unary->op() == UnaryOpKind::kSin ||
+            unary->op() == UnaryOpKind::kCos) &&
+           s.type().element() == PrimitiveType::kF32;
+  }
+
+  void PushDerivative(const Stmt& loop, const Stmt& s, Map& primal) {
+    const auto& unary = static_cast<const ir::UnaryOpStmt&>(s);
+    const UnaryOpKind derivative =
+        unary.op() == UnaryOpKind::kSin ? UnaryOpKind::kCos : UnaryOpKind::kSin;
+    b_.AdStackPush(Stack(loop, &s, primal),
+                   b_.Unary(derivative, primal.at(unary.input())));
+    derivative_stacked_.insert(&s);
+  }
+
+  // The stacked derivative of `s` in the current reverse iteration, or null.
+  Stmt* StackedDerivative(const Stmt& s) {
+    if (!derivative_stacked_.contains(&s))
+      return nullptr;
+    return b_.AdStackLoadTop(stacks_.at(std::make_pair(s.enclosing(), &s)));
   }
 
   // Carried variables in program order, for a deterministic stack layout.
@@ -514,12 +545,17 @@ class GradTaskBuilder {
       case UnaryOpKind::kRsqrt:
         Accumulate(in, b_.Div(b_.Mul(b_.Mul(g, Const(t, -0.5)), z), x));
         break;
-      case UnaryOpKind::kSin:
-        Accumulate(in, b_.Mul(g, b_.Unary(UnaryOpKind::kCos, x)));
+      case UnaryOpKind::kSin: {
+        Stmt* cos = StackedDerivative(s);
+        Accumulate(in, b_.Mul(g, cos ? cos : b_.Unary(UnaryOpKind::kCos, x)));
         break;
-      case UnaryOpKind::kCos:
-        Accumulate(in, Neg(b_.Mul(g, b_.Unary(UnaryOpKind::kSin, x))));
+      }
+      case UnaryOpKind::kCos: {
+        Stmt* sin = StackedDerivative(s);
+        Accumulate(in,
+                   Neg(b_.Mul(g, sin ? sin : b_.Unary(UnaryOpKind::kSin, x))));
         break;
+      }
       case UnaryOpKind::kTan:
         Accumulate(in, b_.Mul(g, b_.Add(one(), b_.Mul(z, z))));
         break;
@@ -789,6 +825,10 @@ class GradTaskBuilder {
     if (stacked) {
       for (const Stmt* var : carried)
         b_.AdStackPop(Stack(loop, var, iteration));
+      for (size_t i = first; i < body.size(); ++i) {
+        if (derivative_stacked_.contains(body.at(i)))
+          b_.AdStackPop(Stack(loop, body.at(i), iteration));
+      }
     }
     return status;
   }
@@ -803,6 +843,8 @@ class GradTaskBuilder {
   absl::flat_hash_map<const Stmt*, Map> snapshots_;
   absl::flat_hash_map<std::pair<const Stmt*, const Stmt*>, Stmt*> stacks_;
   absl::flat_hash_map<const Stmt*, Stmt*> counters_;
+  // sin and cos statements whose derivatives the forward replay stacks.
+  absl::flat_hash_set<const Stmt*> derivative_stacked_;
   Map frozen_;
   // Loads whose adjoints are summed in a local until their loop's reversal
   // ends (see ReverseLoop).
