@@ -82,6 +82,15 @@ def test_simd_is_the_default_and_readable(monkeypatch):
     assert qd.lang.impl.current_cfg().cpu_simd is False
 
 
+def test_the_environment_switch_takes_only_0_or_1(monkeypatch):
+    monkeypatch.setenv("QD_CPU_SIMD", "1")
+    qd.init(arch=qd.cpu)
+    assert qd.lang.impl.current_cfg().cpu_simd is True
+    monkeypatch.setenv("QD_CPU_SIMD", "off")
+    with pytest.raises(ValueError, match="QD_CPU_SIMD must be 0 .* or 1 .* got 'off'"):
+        qd.init(arch=qd.cpu)
+
+
 def test_a_non_bool_is_rejected():
     with pytest.raises(qd.QuadrantsTypeError, match="cpu_simd must be bool"):
         qd.init(arch=qd.cpu, cpu_simd="yes")

@@ -444,6 +444,31 @@ def test_float_atomic_add_of_integers_is_exact():
 
 
 @test_utils.test()
+def test_bitwise_atomics_on_floats_are_type_errors_naming_the_target():
+    f = qd.field(qd.f32, shape=4)
+
+    @qd.kernel
+    def on_field():
+        for i in f:
+            qd.atomic_or(f[i], 1)
+
+    @qd.kernel
+    def on_local():
+        for i in f:
+            acc = 0.5
+            qd.atomic_xor(acc, 2)
+            f[i] = acc
+
+    with pytest.raises(qd.QuadrantsTypeError,
+                       match=r"test_memory.py:\d+.*atomic_or\(\) is a bitwise update and needs an "
+                             r"integer target; got an element of a f32 field"):
+        on_field()
+    with pytest.raises(qd.QuadrantsTypeError,
+                       match=r"atomic_xor\(\) .* got the f32 variable 'acc'"):
+        on_local()
+
+
+@test_utils.test()
 def test_atomic_add_returns_old_value_unique_slots():
     n = 5000
     counter = qd.field(qd.i32, shape=())

@@ -947,8 +947,9 @@ void TryLaneLowering(llvm::Module& module, const ir::Kernel& kernel,
     if (pairs.ok()) {
       out->simd_lanes = lanes;
       QD_LOG(DEBUG) << what << " runs " << lanes << " iterations per step in "
-                    << "SIMD lanes (" << kRegistersPerValue << " registers of "
-                    << lanes / kRegistersPerValue << ")"
+                    << "SIMD lanes (" << RegistersPerValue(task)
+                    << " registers of " << lanes / RegistersPerValue(task)
+                    << ")"
                     << (*pairs > 0 ? absl::StrCat("; ", *pairs,
                                                   " sin/cos pair(s) of one "
                                                   "value evaluated together")

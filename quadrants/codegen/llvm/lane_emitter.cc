@@ -1291,13 +1291,19 @@ absl::Status LaneEmitter::EmitStmt(const Stmt& s) {
 
 }  // namespace
 
+int RegistersPerValue(const ir::OffloadedTaskStmt& task) {
+  int statements = 0;
+  ir::WalkBlock(*task.body(), [&](const Stmt*) { ++statements; });
+  return statements <= kWideGangStatements ? 4 : 2;
+}
+
 int LaneCount(const ir::OffloadedTaskStmt& task, int vector_bits) {
   bool wide = false;
   ir::WalkBlock(*task.body(), [&](const Stmt* s) {
     if (ir::BitWidth(s->type().element()) == 64)
       wide = true;
   });
-  return kRegistersPerValue * vector_bits / (wide ? 64 : 32);
+  return RegistersPerValue(task) * vector_bits / (wide ? 64 : 32);
 }
 
 absl::StatusOr<int> EmitLaneTask(llvm::Module& module, const ir::Kernel& kernel,

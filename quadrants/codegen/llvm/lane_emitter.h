@@ -14,17 +14,23 @@
 
 namespace quadrants::codegen {
 
-// Registers per value: four vectors of independent iterations per step, so
-// a loop-carried chain (an adstack recurrence is one) has four dependency
-// chains in flight per thread instead of waiting on each result's latency
-// (ISPC's multi-width gangs). Measured on AVX-512 (the adstack recurrence
+// Registers per value: a task of at most kWideGangStatements statements
+// runs four vectors of independent iterations per step, so a loop-carried
+// chain (an adstack recurrence is one) has four dependency chains in flight
+// per thread instead of waiting on each result's latency (ISPC's
+// multi-width gangs). Measured on AVX-512 (the adstack recurrence
 // benchmark, forward + reverse): 1.46x from one register to two, and 1.55x
-// more from two to four.
-constexpr int kRegistersPerValue = 4;
+// more from two to four. A larger body has parallelism of its own within an
+// iteration and gets two: four would mostly add register pressure and
+// compile time (instruction selection and register allocation grow with
+// the width; the gradient fuzzer's kernels compiled 1.5x slower).
+constexpr int kWideGangStatements = 128;
+int RegistersPerValue(const ir::OffloadedTaskStmt& task);
 
 // Lanes per step for `task` on registers of `vector_bits`: one 32-bit
 // element per 32 bits, or one 64-bit element per 64 when the task computes
-// with 64-bit values, times kRegistersPerValue (AVX-512: 64 or 32).
+// with 64-bit values, times RegistersPerValue (AVX-512: 64 or 32 for a
+// small task).
 int LaneCount(const ir::OffloadedTaskStmt& task, int vector_bits);
 
 // Emits a parallel task as `name`, with the scalar task function's

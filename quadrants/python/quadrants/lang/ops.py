@@ -170,6 +170,12 @@ def _atomic(name, python_op):
         if not is_runtime(target):
             raise QuadrantsTypeError(f"qd.{name}() needs a field/ndarray element or a "
                                      f"local variable as its first argument")
+        if python_op.startswith("bit_") and target.dtype.is_float:
+            what = (f"the {target.dtype.name} variable '{target.name}'"
+                    if isinstance(target, Var) else
+                    f"an element of a {target.dtype.name} field or ndarray")
+            raise QuadrantsTypeError(f"qd.{name}() is a bitwise update and needs an integer "
+                                     f"target; got {what}")
         if isinstance(target, Var):
             old = context.load(target)
             new = binary(python_op, old, value, None)

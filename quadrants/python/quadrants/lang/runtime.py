@@ -120,7 +120,11 @@ def init(arch=None, **options):
     values = {name: default for name, (_, default, _) in _OPTIONS.items()}
     # QD_CPU_SIMD=0 makes scalar CPU tasks the default (the whole suite can
     # run that way); an explicit cpu_simd argument still wins.
-    if os.environ.get("QD_CPU_SIMD") == "0":
+    simd_env = os.environ.get("QD_CPU_SIMD", "").strip()
+    if simd_env not in ("", "0", "1"):
+        raise ValueError(f"qd.init(): the environment variable QD_CPU_SIMD must be 0 (scalar "
+                         f"CPU tasks) or 1 (SIMD lanes, the default), got {simd_env!r}")
+    if simd_env == "0":
         values["cpu_simd"] = False
     for name, value in options.items():
         values[name] = _validate(name, value)
