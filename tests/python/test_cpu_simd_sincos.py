@@ -245,3 +245,45 @@ def test_stacked_derivatives_in_while_and_nested_loops_and_branches():
                      / (2 * h) for i, x0 in enumerate(x)])
     np.testing.assert_allclose(lanes, want, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(scalar, want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_loop_invariant_input_is_not_stacked():
+    """cos(t) of a t the loop never writes is the same in every iteration:
+    the sweep recomputes its derivative instead of stacking it per
+    iteration; only sin(v)'s joins v's stack."""
+    n = 131
+    x = np.linspace(-1.0, 1.5, n).astype(np.float32)
+
+    def run(simd):
+        qd.init(arch=qd.cpu, cpu_simd=simd, offline_cache=False,
+                ad_stack_experimental_enabled=True)
+        xs = qd.field(qd.f32, shape=n, needs_grad=True)
+        loss = qd.field(qd.f32, shape=(), needs_grad=True)
+        xs.from_numpy(x)
+
+        @qd.kernel
+        def invariant():
+            for i in xs:
+                v = xs[i]
+                t = xs[i] * 0.5
+                for _ in range(12):
+                    v = qd.sin(v) * qd.cos(t) + t
+                loss[None] += v
+
+        invariant()
+        loss.grad[None] = 1.0
+        invariant.grad()
+        return xs.grad.to_numpy(), len(qd.lang.runtime.adstack_stats()["capacities"][0])
+
+    def forward(x0):
+        v, t = x0, 0.5 * x0
+        for _ in range(12):
+            v = np.sin(v) * np.cos(t) + t
+        return v
+
+    h = 1e-6
+    want = np.array([(forward(float(a) + h) - forward(float(a) - h)) / (2 * h) for a in x])
+    (lanes, lane_stacks), (scalar, scalar_stacks) = run(True), run(False)
+    np.testing.assert_allclose(lanes, want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(scalar, want, rtol=1e-4, atol=1e-5)
+    assert (lane_stacks, scalar_stacks) == (2, 1)

@@ -39,7 +39,7 @@ def test_gradfuzz_quick_mode_finds_nothing(arch, tmp_path):
     results, summary = runner.run(seeds, arch=arch, workers=2, threads=2,
                                   out=os.path.join(out, f"gradfuzz-{arch}"), progress_every=50)
     print(summary)
-    simd = "scalar tasks" if os.environ.get("QD_CPU_SIMD") == "0" else "SIMD lanes"
+    simd = "scalar tasks" if os.environ.get("QD_CPU_SIMD", "").strip() == "0" else "SIMD lanes"
     print(f"quick mode: {len(results)} kernels on {arch} ({simd} on cpu) in "
           f"{time.time() - begin:.1f} s")
     findings = [r for r in results if r["status"] in runner.FINDINGS]

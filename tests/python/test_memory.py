@@ -467,6 +467,14 @@ def test_bitwise_atomics_on_floats_are_type_errors_naming_the_target():
                        match=r"atomic_xor\(\) .* got the f32 variable 'acc'"):
         on_local()
 
+    @qd.kernel
+    def on_a_value():
+        for i in f:
+            qd.atomic_and(f[i] * 2.0, 1)
+
+    with pytest.raises(qd.QuadrantsTypeError, match="cannot update a read-only value"):
+        on_a_value()
+
 
 @test_utils.test()
 def test_atomic_add_returns_old_value_unique_slots():

@@ -358,6 +358,7 @@ const Stmt* LaneEmitter::TrigPartner(const ir::UnaryOpStmt& s) {
     }
     const auto* other = ir::DynCast<ir::UnaryOpStmt>(stmt.get());
     if (after && other != nullptr && other->op() == wanted && IsUsed(other) &&
+        !values_.contains(other) &&
         SameValue(block, s.input(), other->input())) {
       return other;
     }

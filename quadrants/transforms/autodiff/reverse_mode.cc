@@ -204,7 +204,7 @@ class GradTaskBuilder {
       PushCarried(loop, primal);
     for (size_t i = first; i < body.size(); ++i) {
       QD_RETURN_IF_ERROR(ReplayStmt(*body.at(i), primal, false));
-      if (stacked && IsStackedDerivative(*body.at(i)))
+      if (stacked && IsStackedDerivative(loop, *body.at(i)))
         PushDerivative(loop, *body.at(i), primal);
     }
     return absl::OkStatus();
@@ -296,16 +296,38 @@ class GradTaskBuilder {
   }
 
   // With `stack_trig_derivatives`, an f32 sin or cos run once per
-  // iteration of a stacked loop (directly in its body) stacks its
+  // iteration of a stacked loop (directly in its body) of a value the loop
+  // computes stacks its
   // derivative, cos x or sin x, next to the value it computes: the backend
   // evaluates the pair for about the price of one, and the reverse sweep
   // reads the derivative back instead of evaluating it again.
-  bool IsStackedDerivative(const Stmt& s) const {
+  // An input that is the same in every iteration is not stacked once per
+  // iteration: the sweep recomputes its derivative.
+  bool IsStackedDerivative(const Stmt& loop, const Stmt& s) const {
     const auto* unary = ir::DynCast<ir::UnaryOpStmt>(&s);
     return options_.stack_trig_derivatives && unary != nullptr &&
            (unary->op() == UnaryOpKind::kSin ||
             unary->op() == UnaryOpKind::kCos) &&
-           s.type().element() == PrimitiveType::kF32;
+           s.type().element() == PrimitiveType::kF32 &&
+           !SameEveryIteration(loop, unary->input(), WrittenVariables(loop));
+  }
+
+  // Whether `value`, used in `loop`, is computed outside it or only from
+  // constants and variables the loop never writes.
+  static bool SameEveryIteration(
+      const Stmt& loop, const Stmt* value,
+      const absl::flat_hash_set<const Stmt*>& written) {
+    if (!value->IsInside(&loop) || ir::Isa<ir::ConstStmt>(value))
+      return true;
+    if (ir::Isa<ir::LocalLoadStmt>(value))
+      return !written.contains(value->operand(0));
+    if (!ir::Isa<ir::UnaryOpStmt>(value) && !ir::Isa<ir::BinaryOpStmt>(value))
+      return false;
+    for (const Stmt* operand : value->operands()) {
+      if (!SameEveryIteration(loop, operand, written))
+        return false;
+    }
+    return true;
   }
 
   void PushDerivative(const Stmt& loop, const Stmt& s, Map& primal) {

@@ -170,7 +170,8 @@ def _atomic(name, python_op):
         if not is_runtime(target):
             raise QuadrantsTypeError(f"qd.{name}() needs a field/ndarray element or a "
                                      f"local variable as its first argument")
-        if python_op.startswith("bit_") and target.dtype.is_float:
+        if (python_op.startswith("bit_") and isinstance(target, (Var, GlobalRef))
+                and target.dtype.is_float):
             what = (f"the {target.dtype.name} variable '{target.name}'"
                     if isinstance(target, Var) else
                     f"an element of a {target.dtype.name} field or ndarray")

@@ -121,7 +121,7 @@ def init(arch=None, **options):
     # QD_CPU_SIMD=0 makes scalar CPU tasks the default (the whole suite can
     # run that way); an explicit cpu_simd argument still wins.
     simd_env = os.environ.get("QD_CPU_SIMD", "").strip()
-    if simd_env not in ("", "0", "1"):
+    if simd_env not in ("", "0", "1") and "cpu_simd" not in options:
         raise ValueError(f"qd.init(): the environment variable QD_CPU_SIMD must be 0 (scalar "
                          f"CPU tasks) or 1 (SIMD lanes, the default), got {simd_env!r}")
     if simd_env == "0":
