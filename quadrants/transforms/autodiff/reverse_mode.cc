@@ -253,9 +253,9 @@ class GradTaskBuilder {
     return slot;
   }
 
-  // One stack per carried variable of `loop`, declared at the task start.
-  // Constant trip counts K size it exactly (K + 2); otherwise the capacity
-  // is decided at launch.
+  // One stack per carried variable or stacked derivative of `loop`, declared
+  // at the task start. Constant trip counts K size it exactly (K + 2);
+  // otherwise the capacity is decided at launch.
   Stmt* Stack(const Stmt& loop, const Stmt* var, const Map& primal) {
     auto key = std::make_pair(&loop, var);
     auto it = stacks_.find(key);
@@ -296,13 +296,12 @@ class GradTaskBuilder {
   }
 
   // With `stack_trig_derivatives`, an f32 sin or cos run once per
-  // iteration of a stacked loop (directly in its body) of a value the loop
-  // computes stacks its
+  // iteration of a stacked loop (directly in its body) stacks its
   // derivative, cos x or sin x, next to the value it computes: the backend
   // evaluates the pair for about the price of one, and the reverse sweep
-  // reads the derivative back instead of evaluating it again.
-  // An input that is the same in every iteration is not stacked once per
-  // iteration: the sweep recomputes its derivative.
+  // reads the derivative back instead of evaluating it again. An input
+  // that is the same in every iteration is not stacked once per iteration:
+  // the sweep recomputes its derivative.
   bool IsStackedDerivative(const Stmt& loop, const Stmt& s) const {
     const auto* unary = ir::DynCast<ir::UnaryOpStmt>(&s);
     return options_.stack_trig_derivatives && unary != nullptr &&
