@@ -310,7 +310,8 @@ def cpu_main(args):
     lanes = stats["bytes_needed"] // max(1, stats["per_thread_stride"][0]) // workers
     # One f32 per iteration per lane and stack.
     exact = workers * lanes * ITERATIONS * 4 * stacks
-    print(f"adstack: {stacks} stacks (v, and cos v stacked by the replay), capacity "
+    print(f"adstack: {stacks} stack(s) (the replay stacks cos v for the sweep, which then "
+          f"reads nothing else: v itself is not stacked), capacity "
           f"{capacity} slots per lane, {workers} threads x {lanes} lanes, "
           f"heap {stats['heap_bytes']} bytes, needed {stats['bytes_needed']} bytes, "
           f"exact bytes {exact} (heap / exact = {stats['heap_bytes'] / exact:.2f}; "

@@ -9,6 +9,7 @@
 #include "quadrants/transforms/autodiff/reverse_mode.h"
 #include "quadrants/transforms/cse.h"
 #include "quadrants/transforms/dce.h"
+#include "quadrants/transforms/dead_stores.h"
 #include "quadrants/transforms/offload.h"
 #include "quadrants/transforms/promote_locals.h"
 #include "quadrants/transforms/simplify.h"
@@ -36,6 +37,7 @@ void Cleanup(ir::Kernel& kernel) {
   while (changed) {
     changed = Simplify(kernel);
     changed |= EliminateCommonSubexpressions(kernel);
+    changed |= EliminateDeadStores(kernel);
     changed |= EliminateDeadCode(kernel);
   }
 }

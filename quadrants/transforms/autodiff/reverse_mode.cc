@@ -204,7 +204,7 @@ class GradTaskBuilder {
       PushCarried(loop, primal);
     for (size_t i = first; i < body.size(); ++i) {
       QD_RETURN_IF_ERROR(ReplayStmt(*body.at(i), primal, false));
-      if (stacked && IsStackedDerivative(loop, *body.at(i)))
+      if (stacked && IsStackedDerivative(loop, *body.at(i), written))
         PushDerivative(loop, *body.at(i), primal);
     }
     return absl::OkStatus();
@@ -302,13 +302,15 @@ class GradTaskBuilder {
   // reads the derivative back instead of evaluating it again. An input
   // that is the same in every iteration is not stacked once per iteration:
   // the sweep recomputes its derivative.
-  bool IsStackedDerivative(const Stmt& loop, const Stmt& s) const {
+  bool IsStackedDerivative(
+      const Stmt& loop, const Stmt& s,
+      const absl::flat_hash_set<const Stmt*>& written) const {
     const auto* unary = ir::DynCast<ir::UnaryOpStmt>(&s);
     return options_.stack_trig_derivatives && unary != nullptr &&
            (unary->op() == UnaryOpKind::kSin ||
             unary->op() == UnaryOpKind::kCos) &&
            s.type().element() == PrimitiveType::kF32 &&
-           !SameEveryIteration(loop, unary->input(), WrittenVariables(loop));
+           !SameEveryIteration(loop, unary->input(), written);
   }
 
   // Whether `value`, used in `loop`, is computed outside it or only from
@@ -374,10 +376,18 @@ class GradTaskBuilder {
     auto it = adjoints_.find(s);
     if (it != adjoints_.end())
       return it->second;
-    PrimitiveType t = s->type().element();
-    Stmt* slot =
-        b_.InsertAt(task_->body(), 0, std::make_unique<ir::AllocaStmt>(t));
+    Stmt* slot = EmptySumAtTaskStart(s->type().element());
     adjoints_[s] = slot;
+    return slot;
+  }
+
+  // A local declared at the task start that holds EmptySum.
+  Stmt* EmptySumAtTaskStart(PrimitiveType t) {
+    Block* start = task_->body();
+    Stmt* slot = b_.InsertAt(start, 0, std::make_unique<ir::AllocaStmt>(t));
+    Stmt* empty = b_.InsertAt(
+        start, 1, std::make_unique<ir::ConstStmt>(EmptySumConstant(t)));
+    b_.InsertAt(start, 2, std::make_unique<ir::LocalStoreStmt>(slot, empty));
     return slot;
   }
 
@@ -385,7 +395,18 @@ class GradTaskBuilder {
 
   void ResetAdjoint(const Stmt* s) {
     if (adjoints_.contains(s))
-      b_.LocalStore(adjoints_[s], Zero(s->type().element()));
+      b_.LocalStore(adjoints_[s],
+                    b_.Const(EmptySumConstant(s->type().element())));
+  }
+
+  // Adjoints and sums of adjoints start from -0.0, not +0.0: x + -0.0 is x
+  // for every float x (+0.0 turns -0.0 into +0.0), so the first
+  // accumulation into an adjoint is exact and folds away once the start
+  // value is propagated, which takes an add off the sweep's chain of
+  // dependent operations per adjoint.
+  static ir::Constant EmptySumConstant(PrimitiveType t) {
+    return ir::IsFloat(t) ? ir::Constant::Float(t, -0.0)
+                          : ir::Constant::Int(t, 0);
   }
 
   // adjoint(target) += delta, for float values that carry an adjoint.
@@ -669,7 +690,7 @@ class GradTaskBuilder {
       Stmt* sum =
           b_.InsertAt(task_->body(), 0,
                       std::make_unique<ir::AllocaStmt>(load->type().element()));
-      b_.LocalStore(sum, Zero(load->type().element()));
+      b_.LocalStore(sum, b_.Const(EmptySumConstant(load->type().element())));
       deferred_[load] = sum;
     }
     QD_RETURN_IF_ERROR(ReverseLoopIterations(loop, primal));

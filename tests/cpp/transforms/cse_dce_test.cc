@@ -9,6 +9,7 @@
 #include "quadrants/ir/walk.h"
 #include "quadrants/transforms/cse.h"
 #include "quadrants/transforms/dce.h"
+#include "quadrants/transforms/dead_stores.h"
 #include "quadrants/transforms/type_check.h"
 
 namespace quadrants::transforms {
@@ -24,6 +25,12 @@ int Count(const Kernel& kernel, ir::StmtKind kind) {
   int n = 0;
   ir::WalkKernel(kernel, [&](const Stmt* s) { n += s->kind() == kind; });
   return n;
+}
+
+bool Present(const Kernel& kernel, const Stmt* wanted) {
+  bool found = false;
+  ir::WalkKernel(kernel, [&](const Stmt* s) { found |= s == wanted; });
+  return found;
 }
 
 class PassTest : public ::testing::Test {
@@ -130,6 +137,157 @@ TEST_F(PassTest, DceKeepsLoopsWithWorkAndValuesTheyUse) {
   EXPECT_EQ(Count(kernel_, ir::StmtKind::kRangeFor), 1);
   EXPECT_EQ(Count(kernel_, ir::StmtKind::kBinaryOp), 0);
   EXPECT_EQ(Count(kernel_, ir::StmtKind::kAtomicOp), 1);
+}
+
+class DeadStoresTest : public PassTest {
+ protected:
+  Stmt* Store(Stmt* var, float value) {
+    return b_.LocalStore(var, b_.ConstF32(value));
+  }
+  void Output(Stmt* var) { b_.GlobalStore(Elem(0), b_.LocalLoad(var)); }
+  // Runs the pass on the typed kernel; the IR must stay valid.
+  bool Run() {
+    EXPECT_TRUE(TypeCheck(kernel_).ok());
+    const bool changed = EliminateDeadStores(kernel_);
+    EXPECT_TRUE(ir::Verify(kernel_).ok())
+        << ir::Verify(kernel_) << ir::PrintKernel(kernel_);
+    return changed;
+  }
+};
+
+TEST_F(DeadStoresTest, RemovesAnOverwrittenStore) {
+  Stmt* v = b_.Alloca(PrimitiveType::kF32);
+  Stmt* first = Store(v, 1);
+  Stmt* second = Store(v, 2);
+  Output(v);
+  Stmt* last = Store(v, 3);
+  EXPECT_TRUE(Run());
+  EXPECT_FALSE(Present(kernel_, first)) << ir::PrintKernel(kernel_);
+  EXPECT_TRUE(Present(kernel_, second));
+  EXPECT_FALSE(Present(kernel_, last));
+  EXPECT_FALSE(EliminateDeadStores(kernel_));
+}
+
+TEST_F(DeadStoresTest, KeepsAStoreOneBranchDoesNotOverwrite) {
+  Stmt* v = b_.Alloca(PrimitiveType::kF32);
+  Stmt* before = Store(v, 1);
+  auto* branch = b_.If(b_.ArgLoad(2));
+  Stmt* in_then;
+  {
+    auto scope = b_.EnterBlock(branch->true_block());
+    in_then = Store(v, 2);
+  }
+  Output(v);
+  EXPECT_FALSE(Run()) << ir::PrintKernel(kernel_);
+  EXPECT_TRUE(Present(kernel_, before));
+  EXPECT_TRUE(Present(kernel_, in_then));
+}
+
+TEST_F(DeadStoresTest, RemovesAStoreBothBranchesOverwrite) {
+  Stmt* v = b_.Alloca(PrimitiveType::kF32);
+  Stmt* before = Store(v, 1);
+  auto* branch = b_.If(b_.ArgLoad(2));
+  {
+    auto scope = b_.EnterBlock(branch->true_block());
+    Store(v, 2);
+  }
+  {
+    auto scope = b_.EnterBlock(branch->false_block());
+    Store(v, 3);
+  }
+  Output(v);
+  EXPECT_TRUE(Run());
+  EXPECT_FALSE(Present(kernel_, before)) << ir::PrintKernel(kernel_);
+  EXPECT_EQ(Count(kernel_, ir::StmtKind::kLocalStore), 2);
+}
+
+// A value stored late in an iteration is read early in the next one, and
+// the store before the loop reaches the first iteration.
+TEST_F(DeadStoresTest, KeepsStoresReadByALaterIteration) {
+  Stmt* v = b_.Alloca(PrimitiveType::kF32);
+  Stmt* before = Store(v, 1);
+  auto* loop = b_.RangeFor(b_.ConstI32(0), b_.ArgLoad(2));
+  Stmt* in_loop;
+  {
+    auto scope = b_.EnterBlock(loop->body());
+    b_.GlobalStore(b_.NdarrayPtr(0, {b_.LoopIndex(loop)}), b_.LocalLoad(v));
+    in_loop = Store(v, 2);
+  }
+  EXPECT_FALSE(Run()) << ir::PrintKernel(kernel_);
+  EXPECT_TRUE(Present(kernel_, before));
+  EXPECT_TRUE(Present(kernel_, in_loop));
+}
+
+// A local declared in a loop body starts as zero in every iteration, so
+// its last store in the body reaches nothing.
+TEST_F(DeadStoresTest, RemovesTheLastStoreOfALocalDeclaredInTheLoop) {
+  auto* loop = b_.RangeFor(b_.ConstI32(0), b_.ArgLoad(2));
+  Stmt *read, *last;
+  {
+    auto scope = b_.EnterBlock(loop->body());
+    Stmt* t = b_.Alloca(PrimitiveType::kF32);
+    read = Store(t, 1);
+    b_.GlobalStore(b_.NdarrayPtr(0, {b_.LoopIndex(loop)}), b_.LocalLoad(t));
+    last = Store(t, 5);
+  }
+  EXPECT_TRUE(Run());
+  EXPECT_TRUE(Present(kernel_, read));
+  EXPECT_FALSE(Present(kernel_, last)) << ir::PrintKernel(kernel_);
+}
+
+// continue goes to the next iteration or out of the loop, where v is read:
+// the store before it is live though the body overwrites v after it.
+TEST_F(DeadStoresTest, FollowsContinueAndBreak) {
+  Stmt* v = b_.Alloca(PrimitiveType::kF32);
+  Stmt* w = b_.Alloca(PrimitiveType::kF32);
+  auto* loop = b_.RangeFor(b_.ConstI32(0), b_.ArgLoad(2));
+  Stmt *before_continue, *before_break;
+  {
+    auto scope = b_.EnterBlock(loop->body());
+    before_continue = Store(v, 1);
+    auto* skip = b_.If(b_.Lt(b_.LoopIndex(loop), b_.ConstI32(3)));
+    {
+      auto inner = b_.EnterBlock(skip->true_block());
+      b_.Continue();
+    }
+    Store(v, 2);
+    auto* loop2 = b_.While();
+    {
+      auto body = b_.EnterBlock(loop2->body());
+      before_break = Store(w, 1);
+      auto* leave = b_.If(b_.Lt(b_.LoopIndex(loop), b_.ConstI32(7)));
+      {
+        auto inner = b_.EnterBlock(leave->true_block());
+        b_.Break();
+      }
+      Store(w, 2);
+    }
+    b_.GlobalStore(b_.NdarrayPtr(0, {b_.LoopIndex(loop)}), b_.LocalLoad(w));
+  }
+  Output(v);
+  EXPECT_FALSE(Run()) << ir::PrintKernel(kernel_);
+  EXPECT_TRUE(Present(kernel_, before_continue));
+  EXPECT_TRUE(Present(kernel_, before_break));
+}
+
+TEST_F(DeadStoresTest, RemovesAStackNothingReads) {
+  Stmt* unread = b_.AdStackAlloca(PrimitiveType::kF32, 8);
+  Stmt* read = b_.AdStackAlloca(PrimitiveType::kF32, 8);
+  auto* loop = b_.RangeFor(b_.ConstI32(0), b_.ArgLoad(2));
+  {
+    auto scope = b_.EnterBlock(loop->body());
+    b_.AdStackPush(unread, b_.ArgLoad(1));
+    b_.AdStackPush(read, b_.ArgLoad(1));
+    b_.GlobalStore(b_.NdarrayPtr(0, {b_.LoopIndex(loop)}),
+                   b_.AdStackLoadTop(read));
+    b_.AdStackPop(unread);
+    b_.AdStackPop(read);
+  }
+  EXPECT_TRUE(Run());
+  EXPECT_FALSE(Present(kernel_, unread)) << ir::PrintKernel(kernel_);
+  EXPECT_TRUE(Present(kernel_, read));
+  EXPECT_EQ(Count(kernel_, ir::StmtKind::kAdStackPush), 1);
+  EXPECT_EQ(Count(kernel_, ir::StmtKind::kAdStackPop), 1);
 }
 
 }  // namespace

@@ -1,0 +1,145 @@
+#include "quadrants/transforms/dead_stores.h"
+
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "quadrants/ir/statements.h"
+#include "quadrants/ir/walk.h"
+
+namespace quadrants::transforms {
+namespace {
+
+using ir::Block;
+using ir::Stmt;
+using Locals = absl::flat_hash_set<const Stmt*>;
+
+// Backward liveness of locals over the structured IR: a local is live at a
+// point when some path from there reads it before assigning it. Valid IR
+// reaches a local only through local_load and local_store.
+class LocalLiveness {
+ public:
+  std::vector<const Stmt*> DeadStores(const ir::Kernel& kernel) {
+    WalkBlock(*kernel.body(), {}, Jumps{}, /*record=*/true);
+    return dead_;
+  }
+
+ private:
+  // What is live where a break or a continue of the innermost loop goes.
+  struct Jumps {
+    const Locals* on_break = nullptr;
+    const Locals* on_continue = nullptr;
+  };
+
+  // Returns the locals live before `block`, given those live after it.
+  // `record` collects dead stores; it is set only on the final walk of each
+  // loop body, once what is live around the loop has settled.
+  Locals WalkBlock(const Block& block, Locals live, const Jumps& jumps,
+                   bool record) {
+    for (size_t i = block.size(); i-- > 0;)
+      live = WalkStmt(*block.at(i), std::move(live), jumps, record);
+    return live;
+  }
+
+  Locals WalkStmt(const Stmt& s, Locals live, const Jumps& jumps, bool record) {
+    switch (s.kind()) {
+      case ir::StmtKind::kAlloca:
+        // A local starts as zero where it is declared, each time it is run.
+        live.erase(&s);
+        return live;
+      case ir::StmtKind::kLocalLoad:
+        live.insert(s.operand(0));
+        return live;
+      case ir::StmtKind::kLocalStore:
+        if (!live.erase(s.operand(0)) && record)
+          dead_.push_back(&s);
+        return live;
+      case ir::StmtKind::kBreak:
+        return jumps.on_break ? *jumps.on_break : live;
+      case ir::StmtKind::kContinue:
+        return jumps.on_continue ? *jumps.on_continue : live;
+      case ir::StmtKind::kIf: {
+        const auto& branch = static_cast<const ir::IfStmt&>(s);
+        Locals in = WalkBlock(*branch.true_block(), live, jumps, record);
+        Locals other = WalkBlock(*branch.false_block(), live, jumps, record);
+        in.insert(other.begin(), other.end());
+        return in;
+      }
+      case ir::StmtKind::kRangeFor:
+      case ir::StmtKind::kStructFor:
+      case ir::StmtKind::kWhile:
+        return WalkLoop(*s.blocks()[0], live, record);
+      case ir::StmtKind::kOffloadedTask: {
+        // The body may run for any number of indices, after the prologue.
+        const auto& task = static_cast<const ir::OffloadedTaskStmt&>(s);
+        Locals before_body = WalkLoop(*task.body(), live, record);
+        return WalkBlock(*task.prologue(), std::move(before_body), Jumps{},
+                         record);
+      }
+      default:
+        return live;
+    }
+  }
+
+  // A loop body runs zero or more times; what is live at the start of an
+  // iteration grows until it settles.
+  Locals WalkLoop(const Block& body, const Locals& after, bool record) {
+    Locals head = after;
+    for (;;) {
+      Locals next =
+          WalkBlock(body, head, Jumps{&after, &head}, /*record=*/false);
+      next.insert(after.begin(), after.end());
+      if (next == head)
+        break;
+      head = std::move(next);
+    }
+    if (record)
+      WalkBlock(body, head, Jumps{&after, &head}, /*record=*/true);
+    return head;
+  }
+
+  std::vector<const Stmt*> dead_;
+};
+
+bool EliminateDeadLocalStores(ir::Kernel& kernel) {
+  const std::vector<const Stmt*> dead = LocalLiveness().DeadStores(kernel);
+  for (const Stmt* store : dead)
+    store->parent()->Erase(store);
+  return !dead.empty();
+}
+
+// Adstacks whose values nothing reads: their only uses are pushes and pops.
+bool EliminateUnreadStacks(ir::Kernel& kernel) {
+  Locals unread, read;
+  std::vector<const Stmt*> accesses;
+  ir::WalkKernel(kernel, [&](const Stmt* s) {
+    if (ir::Isa<ir::AdStackAllocaStmt>(s))
+      unread.insert(s);
+    if (ir::Isa<ir::AdStackPushStmt>(s) || ir::Isa<ir::AdStackPopStmt>(s)) {
+      accesses.push_back(s);
+      return;
+    }
+    for (const Stmt* operand : s->operands())
+      read.insert(operand);
+  });
+  for (const Stmt* s : read)
+    unread.erase(s);
+  if (unread.empty())
+    return false;
+  for (const Stmt* s : accesses) {
+    if (unread.contains(s->operand(0)))
+      s->parent()->Erase(s);
+  }
+  for (const Stmt* stack : unread)
+    stack->parent()->Erase(stack);
+  return true;
+}
+
+}  // namespace
+
+bool EliminateDeadStores(ir::Kernel& kernel) {
+  bool changed = EliminateDeadLocalStores(kernel);
+  changed |= EliminateUnreadStacks(kernel);
+  return changed;
+}
+
+}  // namespace quadrants::transforms
