@@ -64,19 +64,15 @@ class LocalLiveness {
         in.insert(other.begin(), other.end());
         return in;
       }
-      case ir::StmtKind::kRangeFor:
-      case ir::StmtKind::kStructFor:
-      case ir::StmtKind::kWhile:
-        return WalkLoop(*s.blocks()[0], live, record);
-      case ir::StmtKind::kOffloadedTask: {
-        // The body may run for any number of indices, after the prologue.
-        const auto& task = static_cast<const ir::OffloadedTaskStmt&>(s);
-        Locals before_body = WalkLoop(*task.body(), live, record);
-        return WalkBlock(*task.prologue(), std::move(before_body), Jumps{},
-                         record);
-      }
-      default:
+      default: {
+        // Loops, and task bodies that run for any number of indices after
+        // their prologue. Any other container is taken as a loop too, which
+        // can only keep more stores.
+        const std::vector<Block*> blocks = s.blocks();
+        for (size_t i = blocks.size(); i-- > 0;)
+          live = WalkLoop(*blocks[i], live, record);
         return live;
+      }
     }
   }
 
