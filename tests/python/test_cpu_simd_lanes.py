@@ -6,8 +6,8 @@ vector math function allows), across what the lowering masks or
 serializes: varying branches, loops whose trip count differs per lane,
 break/continue under varying conditions, gathers and scatters, atomics on
 one address or many, adstacks whose depth differs per lane, partial last
-steps, and every element type. A debug log names the tasks that stay
-scalar and why.
+steps, every element type, and qd.random() streams. A debug log names
+the tasks that stay scalar and why.
 """
 
 import numpy as np
@@ -308,14 +308,16 @@ def test_debug_log_names_lane_tasks_and_scalar_fallbacks(tmp_path):
             for i in d:
                 d[i] = d[i] * 2.0
 
+        few = qd.field(qd.f32, shape=2)
+
         @qd.kernel
-        def draws():
-            for i in f:
-                f[i] = qd.random()
+        def prints():
+            for i in few:
+                print(few[i])
 
         lanes()
         wide()
-        draws()
+        prints()
         qd.init(arch=qd.cpu, offline_cache=False, cpu_simd=False)
         g = qd.field(qd.f32, shape=100)
 
@@ -332,9 +334,9 @@ def test_debug_log_names_lane_tasks_and_scalar_fallbacks(tmp_path):
     assert lanes in (16, 32, 64)  # four registers of SSE, AVX or AVX-512
     wide = [line for line in log.splitlines() if "kernel 'wide'" in line][0]
     assert f"runs {lanes // 2} iterations per step" in wide  # 64-bit lanes
-    draws = [line for line in log.splitlines() if "kernel 'draws'" in line][0]
-    assert "runs one iteration at a time: qd.random()" in draws
-    assert "kernels.py:" in draws  # the task's source location
+    prints = [line for line in log.splitlines() if "kernel 'prints'" in line][0]
+    assert "runs one iteration at a time: print() in the body" in prints
+    assert "kernels.py:" in prints  # the task's source location
     assert "kernel 'off'" not in log  # cpu_simd=False: nothing to decide
 
 
@@ -475,3 +477,56 @@ def test_atomics_on_elements_each_iteration_owns(dtype):
     np.testing.assert_array_equal(lanes[2], np.r_[1, np.full(n - 1, 3), 2])
     np.testing.assert_array_equal(lanes[3], np.where(on, i, 0))
     assert_same(lanes, scalar)
+
+
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 1000])
+def test_random_streams_in_lanes_equal_the_scalar_ones(n):
+    """Every iteration draws from its own stream, so lanes give the scalar
+    path's numbers bit for bit: several draws of every kind per iteration,
+    draws only in the lanes of a varying branch (idle lanes must not
+    advance their streams), a varying number of draws per lane, and a
+    second launch (a new key)."""
+    def build():
+        f = qd.field(qd.f32, shape=n)
+        g = qd.field(qd.f64, shape=n)
+        k = qd.field(qd.i32, shape=n)
+        u = qd.field(qd.u64, shape=n)
+        b = qd.field(qd.i32, shape=n)
+
+        @qd.kernel
+        def draw():
+            for i in f:
+                f[i] = qd.random()
+                if i % 3 == 0:
+                    g[i] = qd.random(qd.f64)
+                    k[i] = qd.random(qd.i32)
+                for _ in range(i % 5):
+                    u[i] += qd.random(qd.u64) % 1000
+                b[i] = qd.cast(qd.random(qd.u1), qd.i32) + qd.cast(qd.random() * 8, qd.i32)
+
+        draw()
+        first = [x.to_numpy() for x in (f, g, k, u, b)]
+        draw()
+        return first + [f.to_numpy()]
+
+    lanes, scalar = both(build)
+    assert_same(lanes, scalar)
+    assert len(np.unique(lanes[0])) > 0.9 * n  # streams differ per iteration
+    assert not np.array_equal(lanes[0], lanes[-1])  # and per launch
+
+
+def test_random_task_runs_in_lanes(tmp_path):
+    log = test_utils.run_debug_logged("""
+        import quadrants as qd
+        qd.init(arch=qd.cpu, offline_cache=False)
+        f = qd.field(qd.f32, shape=100)
+
+        @qd.kernel
+        def draws():
+            for i in f:
+                f[i] = qd.random()
+
+        draws()
+    """, tmp_path)
+    line = [line for line in log.splitlines() if "kernel 'draws'" in line][0]
+    assert "iterations per step in SIMD lanes" in line, log

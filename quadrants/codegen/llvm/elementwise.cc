@@ -1,5 +1,7 @@
 #include "quadrants/codegen/llvm/elementwise.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/Module.h"
@@ -234,6 +236,32 @@ llvm::Value* Elementwise::Constant(const ir::Constant& c) {
   if (c.is_float())
     return llvm::ConstantFP::get(type, c.as_float());
   return llvm::ConstantInt::get(type, c.as_uint(), ir::IsSigned(c.type()));
+}
+
+llvm::Value* Elementwise::FromRandomBits(llvm::Value* bits, PrimitiveType t) {
+  // Floats take their top mantissa-many bits: k / 2^p for k < 2^p, exact
+  // in the type and never 1.
+  auto unit = [&](int precision) {
+    llvm::Value* k = b_.CreateLShr(
+        bits, llvm::ConstantInt::get(bits->getType(), 64 - precision));
+    llvm::Type* type = RegisterType(t);
+    return b_.CreateFMul(
+        b_.CreateUIToFP(k, type),
+        llvm::ConstantFP::get(type, std::ldexp(1.0, -precision)));
+  };
+  switch (t) {
+    case PrimitiveType::kF16:
+      return unit(11);
+    case PrimitiveType::kF32:
+      return unit(24);
+    case PrimitiveType::kF64:
+      return unit(53);
+    case PrimitiveType::kU1:  // the top bit
+      return b_.CreateICmpSLT(bits, llvm::ConstantInt::get(bits->getType(), 0));
+    default:
+      // Integers keep the low bits: every value is equally likely.
+      return b_.CreateTrunc(bits, RegisterType(t));
+  }
 }
 
 llvm::Value* Elementwise::DecodeArgument(llvm::Value* slot, PrimitiveType t) {

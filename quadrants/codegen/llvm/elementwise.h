@@ -59,6 +59,9 @@ class Elementwise {
   llvm::Value* Constant(const ir::Constant& c);
   // A scalar argument of type `t` from its 64-bit launch-context slot.
   llvm::Value* DecodeArgument(llvm::Value* slot, ir::PrimitiveType t);
+  // A qd.random() value of type `t` from 64 uniformly distributed bits (i64,
+  // or lanes of i64).
+  llvm::Value* FromRandomBits(llvm::Value* bits, ir::PrimitiveType t);
   // Per-axis i32 indices of a linear cell number (i64, or lanes of i64)
   // over `axes` (axis, size) sorted by axis, row-major.
   std::vector<llvm::Value*> DecomposeCell(

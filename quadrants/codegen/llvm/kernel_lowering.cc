@@ -420,35 +420,24 @@ void FunctionEmitter::EmitAdStackPush(const ir::AdStackPushStmt& s) {
   const StackState& st = stacks_.at(s.stack());
   const PrimitiveType t = s.value()->type().element();
   llvm::Value* count = b_.CreateLoad(b_.getInt64Ty(), st.count);
-  llvm::Value* index = count;
-  llvm::Value* next = b_.CreateAdd(count, b_.getInt64(1));
+  PushTarget target = {count, b_.CreateAdd(count, b_.getInt64(1))};
   if (st.checked) {
-    // A full stack records the overflow and overwrites its last slot rather
-    // than writing past its slice of the heap.
     llvm::Value* fits = b_.CreateICmpSLT(count, st.capacity);
-    auto* overflow =
-        llvm::BasicBlock::Create(context_, "adstack.overflow", function_);
-    auto* merge = llvm::BasicBlock::Create(context_, "adstack.push", function_);
-    b_.CreateCondBr(fits, merge, overflow);
-    b_.SetInsertPoint(overflow);
-    Call("qd_adstack_overflow", b_.getVoidTy(), {ctx_, b_.getInt32(st.id)});
-    b_.CreateBr(merge);
-    b_.SetInsertPoint(merge);
-    llvm::Value* last = b_.CreateBinaryIntrinsic(
-        llvm::Intrinsic::smax, b_.CreateSub(st.capacity, b_.getInt64(1)),
-        b_.getInt64(0));
-    index = b_.CreateSelect(fits, count, last);
-    next = b_.CreateSelect(fits, next, st.capacity);
+    target = EmitCheckedPushTarget(b_, count, st.capacity, fits,
+                                   b_.CreateNot(fits), [&] {
+                                     Call("qd_adstack_overflow", b_.getVoidTy(),
+                                          {ctx_, b_.getInt32(st.id)});
+                                   });
   }
   llvm::Value* value = Get(s.value());
   if (t == PrimitiveType::kU1)
     value = b_.CreateZExt(value, b_.getInt8Ty());
-  b_.CreateStore(value, StackSlot(s.stack(), index, false));
+  b_.CreateStore(value, StackSlot(s.stack(), target.index, false));
   if (st.adjoint) {
     b_.CreateStore(llvm::ConstantFP::get(RegisterType(t), 0.0),
-                   StackSlot(s.stack(), index, true));
+                   StackSlot(s.stack(), target.index, true));
   }
-  b_.CreateStore(next, st.count);
+  b_.CreateStore(target.next, st.count);
 }
 
 void FunctionEmitter::EmitAdStackPop(const ir::AdStackPopStmt& s) {
@@ -745,29 +734,7 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitRandom(
   if (random_state_ == nullptr)
     return Unsupported(s, "qd.random() outside a task body");
   llvm::Value* bits = Call("qd_random_next", b_.getInt64Ty(), {random_state_});
-  const PrimitiveType t = s.type().element();
-  // Floats take their top mantissa-many bits: k / 2^p for k < 2^p, exact
-  // in the type and never 1.
-  auto unit = [&](int precision) {
-    llvm::Value* k = b_.CreateLShr(bits, 64 - precision);
-    llvm::Type* type = RegisterType(t);
-    return b_.CreateFMul(
-        b_.CreateUIToFP(k, type),
-        llvm::ConstantFP::get(type, std::ldexp(1.0, -precision)));
-  };
-  switch (t) {
-    case PrimitiveType::kF16:
-      return unit(11);
-    case PrimitiveType::kF32:
-      return unit(24);
-    case PrimitiveType::kF64:
-      return unit(53);
-    case PrimitiveType::kU1:
-      return b_.CreateICmpSLT(bits, b_.getInt64(0));  // the top bit
-    default:
-      // Integers keep the low bits: every value is equally likely.
-      return b_.CreateTrunc(bits, RegisterType(t));
-  }
+  return ops_.FromRandomBits(bits, s.type().element());
 }
 
 absl::Status FunctionEmitter::EmitStmt(const Stmt& s) {
@@ -932,7 +899,7 @@ absl::Status FunctionEmitter::EmitStmt(const Stmt& s) {
 // says at debug level which tasks stay scalar and why.
 void TryLaneLowering(llvm::Module& module, const ir::Kernel& kernel,
                      const ir::SNodeTree& snodes,
-                     const ir::OffloadedTaskStmt& task,
+                     const ir::OffloadedTaskStmt& task, int task_index,
                      const LoweringOptions& options, LoweredTask* out) {
   std::string obstacle =
       LaneLoweringObstacle(task, options.check_out_of_bound, options.debug);
@@ -941,9 +908,10 @@ void TryLaneLowering(llvm::Module& module, const ir::Kernel& kernel,
                    task.loc().ToString(), ")");
   if (obstacle.empty()) {
     const int lanes = LaneCount(task, options.simd_vector_bits);
-    absl::StatusOr<int> pairs = EmitLaneTask(
-        module, kernel, snodes, task, lanes, options.simd_vector_bits,
-        options.ad_stack_size_forced, out->function, &out->ad_stacks);
+    absl::StatusOr<int> pairs =
+        EmitLaneTask(module, kernel, snodes, task, task_index, lanes,
+                     options.simd_vector_bits, options.ad_stack_size_forced,
+                     out->function, &out->ad_stacks);
     if (pairs.ok()) {
       out->simd_lanes = lanes;
       QD_LOG(DEBUG) << what << " runs " << lanes << " iterations per step in "
@@ -997,7 +965,8 @@ absl::StatusOr<LoweredKernel> LowerKernel(const ir::Kernel& kernel,
     out.loc = task->loc();
     out.function = absl::StrCat("qd_task", t, "_", ir::TaskKindName(out.kind));
     if (options.simd_vector_bits > 0)
-      TryLaneLowering(*lowered.module, kernel, snodes, *task, options, &out);
+      TryLaneLowering(*lowered.module, kernel, snodes, *task,
+                      static_cast<int>(t), options, &out);
     if (out.simd_lanes == 0) {
       emitter.set_task_stacks(&out.ad_stacks);
       emitter.set_task_index(static_cast<int>(t));

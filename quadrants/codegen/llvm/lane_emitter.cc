@@ -40,7 +40,7 @@ class LaneEmitter {
  public:
   LaneEmitter(llvm::Module& module, const ir::Kernel& kernel,
               const ir::SNodeTree& snodes, const ir::OffloadedTaskStmt& task,
-              int lanes, bool ad_stack_size_forced,
+              int task_index, int lanes, bool ad_stack_size_forced,
               std::vector<AdStackSpec>* stacks)
       : module_(module),
         context_(module.getContext()),
@@ -48,6 +48,7 @@ class LaneEmitter {
         kernel_(kernel),
         snodes_(snodes),
         task_(task),
+        task_index_(task_index),
         lanes_(lanes),
         forced_(ad_stack_size_forced),
         stacks_out_(stacks),
@@ -187,6 +188,9 @@ class LaneEmitter {
   llvm::Value* StackLoad(const StackState& st, llvm::Value* slot);
   void EmitAdStackPush(const ir::AdStackPushStmt& s);
   void EmitAdStackPop(const ir::AdStackPopStmt& s);
+  // Starts the random streams of the iterations `index` (i64 lanes).
+  void SeedRandom(llvm::Value* index);
+  llvm::Value* EmitRandom(const ir::RandomStmt& s);
 
   llvm::Module& module_;
   llvm::LLVMContext& context_;
@@ -194,6 +198,7 @@ class LaneEmitter {
   const ir::Kernel& kernel_;
   const ir::SNodeTree& snodes_;
   const ir::OffloadedTaskStmt& task_;
+  const int task_index_;
   const int lanes_;
   const bool forced_;
   std::vector<AdStackSpec>* stacks_out_;
@@ -204,6 +209,8 @@ class LaneEmitter {
   llvm::Value* ctx_ = nullptr;
   llvm::BasicBlock* entry_ = nullptr;
   llvm::Value* mask_ = nullptr;
+  // The qd.random() stream state of every lane (tasks that draw).
+  llvm::AllocaInst* random_ = nullptr;
   absl::flat_hash_map<const Stmt*, llvm::Value*> values_;
   int sin_cos_pairs_ = 0;
   absl::flat_hash_map<const Stmt*, std::vector<llvm::Value*>> loop_indices_;
@@ -452,6 +459,7 @@ absl::Status LaneEmitter::Emit(const std::string& name, int vector_bits) {
   } else {
     loop_indices_[&task_] = DecomposeCell(task_.snode_id(), index);
   }
+  SeedRandom(index);
   QD_RETURN_IF_ERROR(EmitRegion(*task_.body(), latch));
   loops_.pop_back();
   b_.CreateBr(latch);
@@ -1109,39 +1117,54 @@ void LaneEmitter::EmitAdStackPush(const ir::AdStackPushStmt& s) {
       st.per_lane ? ops_.Widen(b_.getInt64Ty()) : b_.getInt64Ty();
   auto c = [&](int64_t v) { return llvm::ConstantInt::get(type, v); };
   llvm::Value* count = b_.CreateLoad(type, st.count);
-  llvm::Value* index = count;
-  llvm::Value* next = b_.CreateAdd(count, c(1));
+  PushTarget target = {count, b_.CreateAdd(count, c(1))};
   if (st.checked) {
-    // A full stack records the overflow and overwrites its last slot rather
-    // than writing past its slice of the heap.
     llvm::Value* capacity = st.per_lane ? Splat(st.capacity) : st.capacity;
     llvm::Value* fits = b_.CreateICmpSLT(count, capacity);
     llvm::Value* full = b_.CreateNot(fits);
     if (st.per_lane)
       full = Any(b_.CreateAnd(full, mask_));
-    auto* overflow =
-        llvm::BasicBlock::Create(context_, "adstack.overflow", function_);
-    auto* merge = llvm::BasicBlock::Create(context_, "adstack.push", function_);
-    b_.CreateCondBr(full, overflow, merge);
-    b_.SetInsertPoint(overflow);
-    Call("qd_adstack_overflow", b_.getVoidTy(), {ctx_, b_.getInt32(st.id)});
-    b_.CreateBr(merge);
-    b_.SetInsertPoint(merge);
-    llvm::Value* last = b_.CreateBinaryIntrinsic(
-        llvm::Intrinsic::smax, b_.CreateSub(capacity, c(1)), c(0));
-    index = b_.CreateSelect(fits, count, last);
-    next = b_.CreateSelect(fits, next, capacity);
+    target = EmitCheckedPushTarget(b_, count, capacity, fits, full, [&] {
+      Call("qd_adstack_overflow", b_.getVoidTy(), {ctx_, b_.getInt32(st.id)});
+    });
   }
-  StackStore(st, Get(s.value()), StackSlot(st, index, false));
+  StackStore(st, Get(s.value()), StackSlot(st, target.index, false));
   if (st.adjoint) {
     StackStore(st,
                llvm::Constant::getNullValue(
                    ops_.RegisterType(s.value()->type().element())),
-               StackSlot(st, index, true));
+               StackSlot(st, target.index, true));
   }
+  llvm::Value* next = target.next;
   if (st.per_lane)
     next = b_.CreateSelect(mask_, next, count);
   b_.CreateStore(next, st.count);
+}
+
+void LaneEmitter::SeedRandom(llvm::Value* index) {
+  bool draws = false;
+  ir::WalkBlock(*task_.body(), [&](const Stmt* s) {
+    draws = draws || ir::Isa<ir::RandomStmt>(s);
+  });
+  if (!draws)
+    return;
+  random_ = EntryAlloca(index->getType(), "random");
+  llvm::AllocaInst* iterations = EntryAlloca(index->getType(), "iterations");
+  b_.CreateStore(index, iterations);
+  Call(absl::StrCat("qd_random_seed_x", lanes_), b_.getVoidTy(),
+       {ctx_, b_.getInt32(task_index_), iterations, random_});
+}
+
+llvm::Value* LaneEmitter::EmitRandom(const ir::RandomStmt& s) {
+  llvm::Type* type = random_->getAllocatedType();
+  llvm::Value* before = b_.CreateLoad(type, random_);
+  llvm::AllocaInst* bits = EntryAlloca(type, "random.bits");
+  Call(absl::StrCat("qd_random_next_x", lanes_), b_.getVoidTy(),
+       {random_, bits});
+  // Idle lanes do not draw: their streams stay where they were.
+  b_.CreateStore(b_.CreateSelect(mask_, b_.CreateLoad(type, random_), before),
+                 random_);
+  return ops_.FromRandomBits(b_.CreateLoad(type, bits), s.type().element());
 }
 
 void LaneEmitter::EmitAdStackPop(const ir::AdStackPopStmt& s) {
@@ -1284,6 +1307,8 @@ absl::Status LaneEmitter::EmitStmt(const Stmt& s) {
                  slot);
       return absl::OkStatus();
     }
+    case StmtKind::kRandom:
+      return set(EmitRandom(static_cast<const ir::RandomStmt&>(s)));
     default:
       return unsupported(
           absl::StrCat("statement kind ", static_cast<int>(s.kind())));
@@ -1309,12 +1334,13 @@ int LaneCount(const ir::OffloadedTaskStmt& task, int vector_bits) {
 
 absl::StatusOr<int> EmitLaneTask(llvm::Module& module, const ir::Kernel& kernel,
                                  const ir::SNodeTree& snodes,
-                                 const ir::OffloadedTaskStmt& task, int lanes,
-                                 int vector_bits, bool ad_stack_size_forced,
+                                 const ir::OffloadedTaskStmt& task,
+                                 int task_index, int lanes, int vector_bits,
+                                 bool ad_stack_size_forced,
                                  const std::string& name,
                                  std::vector<AdStackSpec>* stacks) {
-  LaneEmitter emitter(module, kernel, snodes, task, lanes, ad_stack_size_forced,
-                      stacks);
+  LaneEmitter emitter(module, kernel, snodes, task, task_index, lanes,
+                      ad_stack_size_forced, stacks);
   QD_RETURN_IF_ERROR(emitter.Emit(name, vector_bits));
   return emitter.sin_cos_pairs();
 }

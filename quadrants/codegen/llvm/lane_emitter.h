@@ -41,12 +41,14 @@ int LaneCount(const ir::OffloadedTaskStmt& task, int vector_bits);
 // and scatters, and adstacks interleave their lanes so a push of all lanes
 // is one vector store. Stack `k` of thread `t`'s lane `l` lives in thread
 // t's block of `lanes` thread slices. Appends the task's stacks to
-// `stacks`. The caller checks LaneLoweringObstacle first. Returns how many
-// f32 sin/cos pairs of one value share one vector evaluation.
+// `stacks`. `task_index` is the task's position in the kernel, which
+// qd.random() streams mix in. The caller checks LaneLoweringObstacle first.
+// Returns how many f32 sin/cos pairs of one value share one vector evaluation.
 absl::StatusOr<int> EmitLaneTask(llvm::Module& module, const ir::Kernel& kernel,
                                  const ir::SNodeTree& snodes,
-                                 const ir::OffloadedTaskStmt& task, int lanes,
-                                 int vector_bits, bool ad_stack_size_forced,
+                                 const ir::OffloadedTaskStmt& task,
+                                 int task_index, int lanes, int vector_bits,
+                                 bool ad_stack_size_forced,
                                  const std::string& name,
                                  std::vector<AdStackSpec>* stacks);
 

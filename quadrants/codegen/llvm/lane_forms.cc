@@ -212,9 +212,6 @@ std::string LaneLoweringObstacle(const ir::OffloadedTaskStmt& task,
           const Stmt* s = block.at(i);
           const std::string where = absl::StrCat(" at ", s->loc().ToString());
           switch (s->kind()) {
-            case StmtKind::kRandom:
-              obstacle = "qd.random() draws a per-iteration stream" + where;
-              break;
             case StmtKind::kDebugPrint:
               obstacle = "print() in the body" + where;
               break;

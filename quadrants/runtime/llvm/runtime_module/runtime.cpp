@@ -103,6 +103,28 @@ QD_EXPORT qd_u64 qd_random_next(qd_u64* state) {
   return qd_mix64(*state);
 }
 
+// The streams of n consecutive iterations run in SIMD lanes: lane l seeds
+// and draws exactly what iteration iterations[l] does alone, so numbers do
+// not depend on whether a task runs in lanes. Every lane advances; the
+// caller keeps the states of idle lanes.
+#define QD_RANDOM_LANES(n)                                              \
+  QD_EXPORT void qd_random_seed_x##n(QdLaunchContext* ctx, qd_i32 task, \
+                                     const qd_i64* iterations,          \
+                                     qd_u64* states) {                  \
+    for (int l = 0; l < n; ++l)                                         \
+      states[l] = qd_random_seed(ctx, task, iterations[l]);             \
+  }                                                                     \
+  QD_EXPORT void qd_random_next_x##n(qd_u64* states, qd_u64* bits) {    \
+    for (int l = 0; l < n; ++l)                                         \
+      bits[l] = qd_random_next(&states[l]);                             \
+  }
+QD_RANDOM_LANES(4)
+QD_RANDOM_LANES(8)
+QD_RANDOM_LANES(16)
+QD_RANDOM_LANES(32)
+QD_RANDOM_LANES(64)
+#undef QD_RANDOM_LANES
+
 // ---- Adstack metadata
 // --------------------------------------------------------- Published by the
 // host before each task that uses adstacks: the heap, the bytes each thread
