@@ -333,6 +333,7 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
   options.autodiff = mode;
   options.ad_stack_enabled = config_.ad_stack_experimental_enabled;
   options.stack_trig_derivatives = backend_->fuses_sin_cos();
+  options.keep_dead_stores = config_.checks_bounds();
   if (config_.debug)
     options.verify_each_pass = true;
   QD_RETURN_IF_ERROR(transforms::LowerToTasks(*lowered, options));

@@ -1,7 +1,9 @@
 #include "quadrants/transforms/dead_stores.h"
 
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "quadrants/ir/statements.h"
 #include "quadrants/ir/walk.h"
@@ -79,6 +81,19 @@ class LocalLiveness {
   // A loop body runs zero or more times; what is live at the start of an
   // iteration grows until it settles.
   Locals WalkLoop(const Block& body, const Locals& after, bool record) {
+    const Locals head = SettledHead(body, after);
+    if (record)
+      WalkBlock(body, head, Jumps{&after, &head}, /*record=*/true);
+    return head;
+  }
+
+  // The settled head of a loop is remembered with the `after` it was
+  // computed for: an enclosing loop's walks reuse it while that stays the
+  // same, so nesting does not multiply the walks of inner bodies.
+  Locals SettledHead(const Block& body, const Locals& after) {
+    auto it = settled_.find(&body);
+    if (it != settled_.end() && it->second.first == after)
+      return it->second.second;
     Locals head = after;
     for (;;) {
       Locals next =
@@ -88,12 +103,12 @@ class LocalLiveness {
         break;
       head = std::move(next);
     }
-    if (record)
-      WalkBlock(body, head, Jumps{&after, &head}, /*record=*/true);
+    settled_[&body] = {after, head};
     return head;
   }
 
   std::vector<const Stmt*> dead_;
+  absl::flat_hash_map<const Block*, std::pair<Locals, Locals>> settled_;
 };
 
 bool EliminateDeadLocalStores(ir::Kernel& kernel) {

@@ -32,12 +32,13 @@ absl::Status VerifyAfter(const ir::Kernel& kernel,
                                 ir::PrintKernel(kernel)));
 }
 
-void Cleanup(ir::Kernel& kernel) {
+void Cleanup(ir::Kernel& kernel, const PipelineOptions& options) {
   bool changed = true;
   while (changed) {
     changed = Simplify(kernel);
     changed |= EliminateCommonSubexpressions(kernel);
-    changed |= EliminateDeadStores(kernel);
+    if (!options.keep_dead_stores)
+      changed |= EliminateDeadStores(kernel);
     changed |= EliminateDeadCode(kernel);
   }
 }
@@ -49,15 +50,15 @@ absl::Status LowerToTasks(ir::Kernel& kernel, const PipelineOptions& options) {
       ir::Verify(kernel, {.require_types = false, .snodes = options.snodes}));
   QD_RETURN_IF_ERROR(TypeCheck(kernel, options.types));
   QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "type_check"));
-  Cleanup(kernel);
+  Cleanup(kernel, options);
   QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "simplify"));
   if (PromoteTopLevelLocals(kernel)) {
-    Cleanup(kernel);
+    Cleanup(kernel, options);
     QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "promote_locals"));
   }
   QD_RETURN_IF_ERROR(Offload(kernel));
   QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "offload"));
-  Cleanup(kernel);
+  Cleanup(kernel, options);
   if (options.autodiff != AutodiffMode::kNone) {
     if (options.snodes == nullptr) {
       return MakeError(ErrorKind::kCompilation,
@@ -72,7 +73,7 @@ absl::Status LowerToTasks(ir::Kernel& kernel, const PipelineOptions& options) {
       QD_RETURN_IF_ERROR(autodiff::MakeForwardKernel(kernel, *options.snodes));
     }
     QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "autodiff"));
-    Cleanup(kernel);
+    Cleanup(kernel, options);
   }
   return VerifyAfter(kernel, options, "cleanup");
 }

@@ -26,6 +26,10 @@ struct PipelineOptions {
   bool ad_stack_enabled = false;
   // See ReverseModeOptions::stack_trig_derivatives.
   bool stack_trig_derivatives = false;
+  // Keeps stores nothing reads, and so the reads that feed them: with
+  // bounds checks on, an out-of-range read reports even when its value ends
+  // up unused, and an adstack overflows as the program is written.
+  bool keep_dead_stores = false;
 };
 
 // The front half of compilation: type check, simplify, CSE, DCE, offload,

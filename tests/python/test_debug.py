@@ -217,6 +217,29 @@ def test_negative_field_index_caught():
 
 
 @test_utils.test(check_out_of_bound=True)
+def test_out_of_bound_read_of_an_overwritten_variable_caught():
+    """The value read is dead (t is assigned again before any use), and the
+    optimizer drops dead stores, but not under bounds checks: the read still
+    reports."""
+    x = qd.field(qd.f32, shape=4)
+    y = qd.field(qd.f32, shape=1)
+
+    @qd.kernel
+    def read_then_overwrite(k: qd.i32):
+        for _ in range(1):
+            t = x[k]
+            t = 2.0
+            y[0] = t
+
+    read_then_overwrite(3)
+    qd.sync()
+    read_then_overwrite(7)
+    with pytest.raises(qd.QuadrantsAssertionError, match="read_then_overwrite"):
+        qd.sync()
+    assert y[0] == 2.0
+
+
+@test_utils.test(check_out_of_bound=True)
 def test_out_of_bound_second_axis_of_2d_field():
     x = qd.field(qd.i32, shape=(3, 4))
 

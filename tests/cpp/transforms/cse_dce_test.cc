@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "quadrants/ir/builder.h"
 #include "quadrants/ir/printer.h"
@@ -268,6 +269,30 @@ TEST_F(DeadStoresTest, FollowsContinueAndBreak) {
   EXPECT_FALSE(Run()) << ir::PrintKernel(kernel_);
   EXPECT_TRUE(Present(kernel_, before_continue));
   EXPECT_TRUE(Present(kernel_, before_break));
+}
+
+// Each loop's settled liveness is reused while what is live after it stays
+// the same; walking every inner fixed point again for each outer iteration
+// would take about 3^depth walks of the innermost body.
+TEST_F(DeadStoresTest, DeepLoopNestsSettleQuickly) {
+  constexpr int kDepth = 30;
+  Stmt* v = b_.Alloca(PrimitiveType::kF32);
+  Stmt* before = Store(v, 1);
+  std::vector<ir::IRBuilder::Scope> scopes;
+  scopes.reserve(kDepth);
+  for (int depth = 0; depth < kDepth; ++depth) {
+    auto* loop = b_.RangeFor(b_.ConstI32(0), b_.ArgLoad(2));
+    scopes.push_back(b_.EnterBlock(loop->body()));
+  }
+  Stmt* inner = b_.LocalStore(v, b_.Add(b_.LocalLoad(v), b_.ConstF32(1)));
+  Stmt* dead = Store(b_.Alloca(PrimitiveType::kF32), 3);
+  while (!scopes.empty())
+    scopes.pop_back();
+  Output(v);
+  EXPECT_TRUE(Run());
+  EXPECT_TRUE(Present(kernel_, before));
+  EXPECT_TRUE(Present(kernel_, inner));
+  EXPECT_FALSE(Present(kernel_, dead));
 }
 
 TEST_F(DeadStoresTest, RemovesAStackNothingReads) {
