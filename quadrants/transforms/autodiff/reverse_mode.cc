@@ -381,7 +381,7 @@ class GradTaskBuilder {
     return slot;
   }
 
-  // A local declared at the task start that holds EmptySum.
+  // A local declared at the task start, holding EmptySumConstant(t).
   Stmt* EmptySumAtTaskStart(PrimitiveType t) {
     Block* start = task_->body();
     Stmt* slot = b_.InsertAt(start, 0, std::make_unique<ir::AllocaStmt>(t));
