@@ -19,41 +19,11 @@
 #include "quadrants/ir/statements.h"
 #include "quadrants/ir/walk.h"
 #include "quadrants/program/scalar_access.h"
-#include "quadrants/runtime/amdgpu/amdgpu_backend.h"
-#include "quadrants/runtime/amdgpu/codegen_only.h"
-#include "quadrants/runtime/cpu/cpu_backend.h"
-#include "quadrants/runtime/cuda/cuda_backend.h"
-#include "quadrants/runtime/gfx/vulkan_backend.h"
+#include "quadrants/runtime/backend_registry.h"
 #include "quadrants/transforms/pipeline.h"
 
 namespace quadrants {
 namespace {
-
-absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
-    const CompileConfig& config) {
-  switch (config.arch) {
-    case Arch::kCpu: {
-      QD_ASSIGN_OR_RETURN(auto backend, cpu::CpuBackend::Create(config));
-      return std::unique_ptr<Backend>(std::move(backend));
-    }
-    case Arch::kCuda: {
-      QD_ASSIGN_OR_RETURN(auto backend, cuda::CudaBackend::Create(config));
-      return std::unique_ptr<Backend>(std::move(backend));
-    }
-    case Arch::kAmdgpu:
-      return amdgpu::CreateBackend(config);
-    case Arch::kVulkan: {
-      QD_ASSIGN_OR_RETURN(auto backend, gfx::VulkanBackend::Create(config));
-      return std::unique_ptr<Backend>(std::move(backend));
-    }
-    default:
-      return MakeError(
-          ErrorKind::kUnavailable,
-          absl::StrCat("arch '", ArchName(config.arch),
-                       "' is not available: this build runs kernels "
-                       "on the cpu, cuda, amdgpu and vulkan archs only"));
-  }
-}
 
 // Formats an assertion message the way Python's `msg % values` would for the
 // common conversions (%d %i %u %f %e %g %s with flags, width and
@@ -191,29 +161,12 @@ Program::Program(const CompileConfig& config, std::unique_ptr<Backend> backend)
 Program::~Program() = default;
 
 absl::Status Program::ProbeArch(Arch arch) {
-  switch (arch) {
-    case Arch::kCpu:
-      return absl::OkStatus();
-    case Arch::kCuda:
-      return cuda::CudaBackend::Probe();
-    case Arch::kAmdgpu:
-      return amdgpu::ProbeBackend();
-    case Arch::kVulkan:
-      return gfx::VulkanBackend::Probe();
-    default:
-      return MakeError(ErrorKind::kUnavailable,
-                       absl::StrCat("the ", ArchName(arch),
-                                    " backend is not available in this build "
-                                    "of Quadrants (kernels run on qd.cpu, "
-                                    "qd.cuda, qd.amdgpu and qd.vulkan)"));
-  }
+  return BackendRegistry::Global().Probe(arch);
 }
 
 absl::StatusOr<std::unique_ptr<Program>> Program::Create(
     const CompileConfig& config) {
-  QD_ASSIGN_OR_RETURN(auto backend, CreateBackend(config));
-  QD_ASSIGN_OR_RETURN(backend,
-                      amdgpu::WithCodegenOnlyCheck(config, std::move(backend)));
+  QD_ASSIGN_OR_RETURN(auto backend, BackendRegistry::Global().Create(config));
   return std::make_unique<Program>(config, std::move(backend));
 }
 

@@ -17,6 +17,7 @@
 #include "quadrants/program/program.h"
 #include "quadrants/program/scalar_access.h"
 #include "quadrants/runtime/amdgpu/codegen_only.h"
+#include "quadrants/runtime/backend_registry.h"
 #include "quadrants/transforms/type_check.h"
 
 namespace py = pybind11;
@@ -503,6 +504,17 @@ PYBIND11_MODULE(_quadrants_core, m) {
         return py::str(std::string(status.message()));
       },
       "Why kernels cannot run on the arch `name` here, or None.");
+  m.def(
+      "arch_capabilities",
+      [](const std::string& name) {
+        std::vector<std::string> names;
+        for (Capability capability :
+             BackendRegistry::Global().capabilities(Unwrap(ParseArch(name))))
+          names.emplace_back(CapabilityName(capability));
+        return py::frozenset(py::cast(names));
+      },
+      "The extensions (qd.extension names) the arch `name` supports in this "
+      "build; empty for an arch this build has no backend for.");
   m.def(
       "amdgpu_codegen_only_counts",
       [] {

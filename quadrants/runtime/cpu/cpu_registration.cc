@@ -1,0 +1,19 @@
+// Registers the CPU backend with the backend registry.
+#include "quadrants/runtime/backend_registry.h"
+#include "quadrants/runtime/cpu/cpu_backend.h"
+
+namespace quadrants::cpu {
+namespace {
+
+// The host max-reducer sizes adstacks on host threads: no device reducer.
+const BackendRegistrar kRegistrar({
+    .arch = Arch::kCpu,
+    .create = [](const CompileConfig& config)
+        -> absl::StatusOr<std::unique_ptr<Backend>> {
+      return CpuBackend::Create(config);
+    },
+    .capabilities = {Capability::kAdstack, Capability::kData64},
+});
+
+}  // namespace
+}  // namespace quadrants::cpu

@@ -1,0 +1,20 @@
+// Registers the CUDA backend with the backend registry.
+#include "quadrants/runtime/backend_registry.h"
+#include "quadrants/runtime/cuda/cuda_backend.h"
+
+namespace quadrants::cuda {
+namespace {
+
+const BackendRegistrar kRegistrar({
+    .arch = Arch::kCuda,
+    .create = [](const CompileConfig& config)
+        -> absl::StatusOr<std::unique_ptr<Backend>> {
+      return CudaBackend::Create(config);
+    },
+    .probe = &CudaBackend::Probe,
+    .capabilities = {Capability::kAdstack, Capability::kData64,
+                     Capability::kGraph, Capability::kDeviceReducer},
+});
+
+}  // namespace
+}  // namespace quadrants::cuda
