@@ -134,6 +134,10 @@ def report_backends(outcomes):
 
 CONSUMER_LABEL = "examples/bazel_consumer (outside workspace, clean output base)"
 
+# QD_TEST_CONSUMER and QD_TEST_VERBOSE are declared in
+# quadrants/common/options.def; this script runs before the package is
+# built, so it reads them itself.
+
 
 def wants_consumer(flags, targets):
     """The outside-workspace check runs with the whole suite on the CPU: no

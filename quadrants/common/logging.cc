@@ -1,23 +1,24 @@
 #include "quadrants/common/logging.h"
 
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <mutex>
+#include <string>
+
+#include "quadrants/common/options.h"
 
 namespace quadrants {
 namespace {
 
+// A value qd.init would reject reads as the default, warning.
 LogLevel ThresholdFromEnvironment() {
-  const char* value = std::getenv("QD_LOG_LEVEL");
-  if (value == nullptr)
-    return LogLevel::kWarning;
-  if (std::strcmp(value, "debug") == 0)
+  const std::string value = options::EnvString(options::Option::kLogLevel);
+  if (value == "debug")
     return LogLevel::kDebug;
-  if (std::strcmp(value, "info") == 0)
+  if (value == "info")
     return LogLevel::kInfo;
-  if (std::strcmp(value, "error") == 0)
+  if (value == "error")
     return LogLevel::kError;
   return LogLevel::kWarning;
 }

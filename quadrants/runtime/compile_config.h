@@ -14,7 +14,10 @@ enum class Arch { kCpu, kCuda, kAmdgpu, kVulkan, kMetal };
 absl::string_view ArchName(Arch arch);
 absl::StatusOr<Arch> ParseArch(absl::string_view name);
 
-// Options of qd.init() that the C++ core acts on.
+// Options of qd.init() that the C++ core acts on. Their names, defaults and
+// checks are declared in quadrants/common/options.def; the defaults here
+// agree with it (tests/cpp/common/options_test.cc), except that a config
+// built in C++ keeps no offline cache unless asked.
 struct CompileConfig {
   Arch arch = Arch::kCpu;
   bool debug = false;

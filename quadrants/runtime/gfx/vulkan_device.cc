@@ -6,15 +6,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "quadrants/common/errors.h"
+#include "quadrants/common/options.h"
 #include "quadrants/common/status_macros.h"
 
 namespace quadrants::gfx {
 namespace {
 
-bool EnvFlag(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr && value[0] != '\0' && std::strcmp(value, "0") != 0;
-}
+using options::EnvFlag;
+using options::Option;
 
 // Workgroups per dispatch on a CPU device (see max_groups()).
 constexpr uint32_t kCpuDeviceMaxGroups = 256;
@@ -59,10 +58,10 @@ bool HasExtension(const VulkanApi& api, VkPhysicalDevice device,
 
 FeatureOverrides FeatureOverrides::FromEnvironment() {
   FeatureOverrides o;
-  o.no_int64_atomics = EnvFlag("QD_VULKAN_NO_INT64_ATOMICS");
-  o.no_float_atomics = EnvFlag("QD_VULKAN_NO_FLOAT_ATOMICS");
-  o.no_float64 = EnvFlag("QD_VULKAN_NO_FLOAT64");
-  o.force_staging = EnvFlag("QD_VULKAN_FORCE_STAGING");
+  o.no_int64_atomics = EnvFlag(Option::kVulkanNoInt64Atomics);
+  o.no_float_atomics = EnvFlag(Option::kVulkanNoFloatAtomics);
+  o.no_float64 = EnvFlag(Option::kVulkanNoFloat64);
+  o.force_staging = EnvFlag(Option::kVulkanForceStaging);
   return o;
 }
 
@@ -89,7 +88,7 @@ absl::Status VulkanDevice::Initialize(const FeatureOverrides& overrides) {
   api.vkEnumerateInstanceLayerProperties(&layer_count, layers.data());
   for (const auto& layer : layers) {
     if (std::strcmp(layer.layerName, validation) == 0 &&
-        !EnvFlag("QD_VULKAN_NO_VALIDATION")) {
+        !EnvFlag(Option::kVulkanNoValidation)) {
       info.enabledLayerCount = 1;
       info.ppEnabledLayerNames = &validation;
     }

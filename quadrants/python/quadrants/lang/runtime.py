@@ -1,8 +1,8 @@
 """Process-wide state: the current Program, qd.init / qd.reset / qd.sync."""
 import atexit
-import os
 
 from quadrants._core import core
+from quadrants.lang import options as registry
 from quadrants.lang import types
 from quadrants.lang.exception import QuadrantsRuntimeError, QuadrantsTypeError
 
@@ -24,27 +24,6 @@ gpu = Arch("gpu")
 GPU_ARCHS = [cuda, vulkan, amdgpu, metal]
 ALL_ARCHS = [cpu] + GPU_ARCHS
 
-# name -> (expected Python type(s), default, validator or None)
-_OPTIONS = {
-    "debug": (bool, False, None),
-    "check_out_of_bound": (bool, False, None),
-    "default_fp": (object, types.f32, "float_type"),
-    "default_ip": (object, types.i32, "int_type"),
-    "ad_stack_experimental_enabled": (bool, False, None),
-    "ad_stack_size": (int, 0, "non_negative"),
-    "default_ad_stack_size": (int, 256, "positive"),
-    "offline_cache": (bool, True, None),
-    "offline_cache_file_path": ((str, os.PathLike), None, "path"),
-    "cfg_optimization": (bool, True, None),
-    "print_ir": (bool, False, None),
-    "cpu_max_num_threads": (int, 0, "non_negative"),
-    "cpu_simd": (bool, True, None),
-    "random_seed": (int, 0, None),
-    "device_memory_GB": ((int, float), None, "positive"),
-    "device_memory_fraction": ((int, float), None, "fraction"),
-}
-
-
 class _State:
     program = None
     config = None
@@ -61,37 +40,6 @@ class _State:
 
 
 state = _State()
-
-
-def _validate(name, value):
-    expected, _, rule = _OPTIONS[name]
-    if rule == "float_type" or rule == "int_type":
-        try:
-            dtype = types.normalize(value, name)
-        except QuadrantsTypeError:
-            raise QuadrantsTypeError(f"qd.init(): {name} must be a Quadrants type, "
-                                     f"got {value!r}") from None
-        if (rule == "float_type") != dtype.is_float or dtype == types.u1:
-            kind = "floating-point" if rule == "float_type" else "integer"
-            raise QuadrantsTypeError(f"qd.init(): {name} must be a {kind} type, got {dtype}")
-        return dtype
-    if value is None and _OPTIONS[name][1] is None:
-        return None
-    if expected is int and isinstance(value, bool):
-        raise QuadrantsTypeError(f"qd.init(): {name} must be an int, got {value!r}")
-    if not isinstance(value, expected):
-        want = (expected.__name__ if isinstance(expected, type)
-                else "a path (str or os.PathLike)" if rule == "path" else "a number")
-        raise QuadrantsTypeError(f"qd.init(): {name} must be {want}, got {value!r}")
-    if rule == "non_negative" and value < 0:
-        raise ValueError(f"qd.init(): {name} must be >= 0, got {value}")
-    if rule == "positive" and value <= 0:
-        raise ValueError(f"qd.init(): {name} must be > 0, got {value}")
-    if rule == "path":
-        return os.path.expanduser(os.fspath(value))
-    if rule == "fraction" and not 0 < value <= 1:
-        raise ValueError(f"qd.init(): {name} must be in (0, 1], got {value}")
-    return value
 
 
 _probed = {}  # arch -> why it cannot run here (None: it can), probed once
@@ -113,23 +61,10 @@ def is_arch_available(arch):
 
 
 def init(arch=None, **options):
-    """Starts Quadrants on `arch` (default: qd.cpu). Re-initializing resets."""
-    for name in options:
-        if name not in _OPTIONS:
-            raise TypeError(f"qd.init() got an unknown option '{name}'")
-    values = {name: default for name, (_, default, _) in _OPTIONS.items()}
-    # QD_CPU_SIMD=0 makes scalar CPU tasks the default (the whole suite can
-    # run that way); an explicit cpu_simd argument still wins.
-    simd_env = os.environ.get("QD_CPU_SIMD", "").strip()
-    if simd_env not in ("", "0", "1") and "cpu_simd" not in options:
-        raise ValueError(f"qd.init(): the environment variable QD_CPU_SIMD must be 0 (scalar "
-                         f"CPU tasks) or 1 (SIMD lanes, the default), got {simd_env!r}")
-    if simd_env == "0":
-        values["cpu_simd"] = False
-    for name, value in options.items():
-        values[name] = _validate(name, value)
-    if os.environ.get("QD_OFFLINE_CACHE") == "0":
-        values["offline_cache"] = False
+    """Starts Quadrants on `arch` (default: qd.cpu). Re-initializing resets.
+    The options and the environment variables that set them are declared in
+    quadrants.lang.options."""
+    values = registry.init_values(options)
     if arch is None:
         arch = cpu
     if isinstance(arch, str):
@@ -139,7 +74,7 @@ def init(arch=None, **options):
                                  f"qd.amdgpu, qd.vulkan, qd.metal, qd.gpu; got {arch!r}")
     if arch == gpu:
         # Codegen-only AMDGPU (QD_AMDGPU_CODEGEN_ONLY) runs no kernels.
-        codegen_only = os.environ.get("QD_AMDGPU_CODEGEN_ONLY", "").strip()
+        codegen_only = registry.env_value("amdgpu_codegen_only")
         available = [a for a in GPU_ARCHS
                      if is_arch_available(a) and not (a == amdgpu and codegen_only)]
         if not available:

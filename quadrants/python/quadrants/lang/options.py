@@ -1,0 +1,166 @@
+"""The registry of qd.init options and environment variables.
+
+The list is declared once, in the C++ core (quadrants/common/options.def);
+this module reads it through the extension module, reads every environment
+variable through it, and turns qd.init() arguments and the environment into
+a session's options.
+"""
+import dataclasses
+import os
+
+from quadrants._core import core
+from quadrants.lang import types
+from quadrants.lang.exception import QuadrantsError, QuadrantsTypeError
+
+
+class InvalidEnvironmentError(QuadrantsError, ValueError):
+    """An environment variable holds a value its declaration rejects. It is
+    a ValueError, as upstream reports bad QD_* values, and a QuadrantsError,
+    as the core reports them."""
+
+
+@dataclasses.dataclass(frozen=True)
+class OptionSpec:
+    """One declared option or environment variable (see options.def)."""
+    name: str          # the qd.init keyword, else a lower-case key
+    env: str           # the environment variable, '' when none
+    scope: str         # 'init', 'init_env_off', 'library' or 'tool'
+    type: str          # 'bool', 'int', 'float', 'string', 'path', 'enum', 'list', ...
+    default: object    # None when there is none
+    default_text: str  # the default as options.def spells it
+    choices: tuple     # ((value, meaning), ...); empty: any value of the type
+    accepted: str      # what is accepted, in words
+    check: str         # 'any', 'non_negative', 'positive' or 'fraction'
+    doc: str
+
+    @property
+    def is_init_option(self):
+        return self.scope in ("init", "init_env_off")
+
+    @property
+    def choice_values(self):
+        return [value for value, _ in self.choices]
+
+
+_DTYPES = {t.name: t for t in types.ALL}
+_DTYPE_KINDS = {"float_type": "floating-point", "int_type": "integer"}
+
+
+def _from_core(spec_type, value):
+    """A value as the core parsed it, with type names as Quadrants types."""
+    if spec_type in _DTYPE_KINDS and value is not None:
+        return _DTYPES[value]
+    return value
+
+
+def _load_specs():
+    specs = []
+    for entry in core.option_specs():
+        entry = dict(entry, choices=tuple(tuple(c) for c in entry["choices"]),
+                     default=_from_core(entry["type"], entry["default"]))
+        specs.append(OptionSpec(**entry))
+    return tuple(specs)
+
+
+SPECS = _load_specs()
+BY_NAME = {spec.name: spec for spec in SPECS}
+INIT_OPTIONS = {spec.name: spec for spec in SPECS if spec.is_init_option}
+
+
+def declared_env_names():
+    """Every environment variable the registry declares."""
+    return {spec.env for spec in SPECS if spec.env}
+
+
+def _read_env(spec, prefix=""):
+    value, error = core.option_from_environment(spec.name)
+    if error:
+        raise InvalidEnvironmentError(prefix + error)
+    return _from_core(spec.type, value)
+
+
+def env_value(name):
+    """The value of option `name`'s environment variable as declared (None
+    when unset or empty); a value it rejects raises InvalidEnvironmentError
+    naming the variable, the value and what it accepts."""
+    return _read_env(BY_NAME[name])
+
+
+def check_environment():
+    """{name: value} of every variable the library reads that is set; the
+    first one holding a value its declaration rejects raises
+    InvalidEnvironmentError. Variables of tools and tests are not read."""
+    found = {}
+    for spec in SPECS:
+        if spec.env and spec.scope != "tool":
+            value = _read_env(spec, prefix="qd.init(): ")
+            if value is not None:
+                found[spec.name] = value
+    return found
+
+
+# What a qd.init() argument of each declared type must be.
+_PYTHON_TYPES = {"bool": bool, "int": int, "float": (int, float), "string": str,
+                 "enum": str, "path": (str, os.PathLike)}
+_WANTED = {"bool": "bool", "int": "int", "float": "a number", "string": "str", "enum": "str",
+           "path": "a path (str or os.PathLike)"}
+_RANGES = {"non_negative": (lambda v: v >= 0, ">= 0"), "positive": (lambda v: v > 0, "> 0"),
+           "fraction": (lambda v: 0 < v <= 1, "in (0, 1]")}
+
+
+def _type_argument(spec, value):
+    try:
+        dtype = types.normalize(value, spec.name)
+    except QuadrantsTypeError:
+        raise QuadrantsTypeError(f"qd.init(): {spec.name} must be a Quadrants type, "
+                                 f"got {value!r}") from None
+    if dtype.name not in spec.choice_values:
+        raise QuadrantsTypeError(f"qd.init(): {spec.name} must be a "
+                                 f"{_DTYPE_KINDS[spec.type]} type, got {dtype}")
+    return dtype
+
+
+def argument_value(spec, value):
+    """`value` passed to qd.init() for `spec`, checked and normalized: a
+    wrong type is a QuadrantsTypeError, a value out of range a ValueError."""
+    if spec.type in _DTYPE_KINDS:
+        return _type_argument(spec, value)
+    if value is None and spec.default is None:
+        return None
+    expected = _PYTHON_TYPES[spec.type]
+    if expected is int and isinstance(value, bool):
+        raise QuadrantsTypeError(f"qd.init(): {spec.name} must be an int, got {value!r}")
+    if not isinstance(value, expected):
+        raise QuadrantsTypeError(f"qd.init(): {spec.name} must be {_WANTED[spec.type]}, "
+                                 f"got {value!r}")
+    if spec.check in _RANGES and not _RANGES[spec.check][0](value):
+        raise ValueError(f"qd.init(): {spec.name} must be {_RANGES[spec.check][1]}, "
+                         f"got {value}")
+    if spec.type == "enum" and value not in spec.choice_values:
+        raise ValueError(f"qd.init(): {spec.name} must be {spec.accepted}, got {value!r}")
+    if spec.type == "path":
+        return os.path.expanduser(os.fspath(value))
+    return value
+
+
+def init_values(arguments):
+    """The options of a qd.init() given `arguments`: an unknown keyword is a
+    TypeError; then the environment and the arguments are checked. An
+    option's variable sets its default and an argument wins, except for
+    scope 'init_env_off', whose variable set to 0 turns it off whatever the
+    argument asks."""
+    for name in arguments:
+        if name not in INIT_OPTIONS:
+            raise TypeError(f"qd.init() got an unknown option '{name}'")
+    environment = check_environment()
+    given = {name: argument_value(INIT_OPTIONS[name], value)
+             for name, value in arguments.items()}
+    values = {}
+    for name, spec in INIT_OPTIONS.items():
+        from_env = environment.get(name)
+        value = from_env if spec.scope == "init" and from_env is not None else spec.default
+        value = given.get(name, value)
+        if spec.scope == "init_env_off" and from_env is False:
+            value = False
+        values[name] = value
+    return values

@@ -1,0 +1,144 @@
+"""The option registry (quadrants.lang.options, declared in
+quadrants/common/options.def): qd.init defaults, environment overrides and
+their precedence, and values the registry rejects.
+
+These tests manage qd.init() / qd.reset() themselves on the CPU; every
+QD_* variable the library reads is cleared first, so settings of the
+suite's own run (QD_CPU_SIMD, QD_VALIDATE_SPIRV) do not leak in.
+"""
+import pytest
+
+import quadrants as qd
+from quadrants.lang import impl, options, runtime
+
+
+@pytest.fixture(autouse=True)
+def _clean(monkeypatch):
+    for spec in options.SPECS:
+        if spec.env.startswith("QD_") and spec.scope != "tool":
+            monkeypatch.delenv(spec.env, raising=False)
+    qd.reset()
+    yield
+    qd.reset()
+
+
+def _cfg(**arguments):
+    qd.init(arch=qd.cpu, **arguments)
+    return impl.current_cfg()
+
+
+# ---- declarations ------------------------------------------------------------------------
+
+def test_qd_init_takes_exactly_the_declared_options():
+    assert set(options.INIT_OPTIONS) == {
+        "debug", "check_out_of_bound", "default_fp", "default_ip",
+        "ad_stack_experimental_enabled", "ad_stack_size", "default_ad_stack_size",
+        "offline_cache", "offline_cache_file_path", "cfg_optimization", "print_ir",
+        "cpu_max_num_threads", "cpu_simd", "random_seed", "device_memory_GB",
+        "device_memory_fraction"}
+
+
+def test_every_variable_of_the_library_is_declared():
+    names = options.declared_env_names()
+    for env in ("QD_CPU_SIMD", "QD_OFFLINE_CACHE", "QD_LOG_LEVEL", "QD_DUMP_IR", "QD_DUMP_IR_DIR",
+                "QD_VULKAN_SIZER", "QD_AMDGPU_CODEGEN_ONLY", "QD_WANTED_ARCHS", "CUDA_HOME"):
+        assert env in names
+
+
+def test_specs_describe_type_default_and_accepted_values():
+    simd = options.BY_NAME["cpu_simd"]
+    assert (simd.env, simd.type, simd.default, simd.scope) == ("QD_CPU_SIMD", "bool", True, "init")
+    assert simd.choices == (("0", "scalar CPU tasks"), ("1", "SIMD lanes"))
+    sizer = options.BY_NAME["vulkan_sizer"]
+    assert (sizer.type, sizer.default, sizer.choice_values) == ("enum", "auto",
+                                                                ["auto", "shader", "host"])
+    assert options.BY_NAME["default_fp"].default == qd.f32
+    assert options.BY_NAME["device_memory_GB"].default is None
+    assert options.BY_NAME["ad_stack_size"].check == "non_negative"
+    assert all(spec.doc for spec in options.SPECS)
+
+
+# ---- defaults and environment overrides -----------------------------------------------
+
+def test_defaults_are_the_declared_ones():
+    cfg = _cfg()
+    for name, spec in options.INIT_OPTIONS.items():
+        assert getattr(cfg, name) == spec.default, name
+    assert runtime.state.config.default_ad_stack_size == 256
+
+
+def test_a_variable_sets_the_default_and_an_argument_wins(monkeypatch):
+    monkeypatch.setenv("QD_CPU_SIMD", "0")
+    assert _cfg().cpu_simd is False
+    assert _cfg(cpu_simd=True).cpu_simd is True
+    monkeypatch.setenv("QD_CPU_SIMD", " 1 ")
+    assert _cfg().cpu_simd is True
+    monkeypatch.setenv("QD_CPU_SIMD", "")  # empty is unset
+    assert _cfg().cpu_simd is True
+
+
+def test_offline_cache_variable_only_turns_the_cache_off(monkeypatch, tmp_path):
+    path = str(tmp_path)
+    monkeypatch.setenv("QD_OFFLINE_CACHE", "0")
+    assert _cfg(offline_cache=True, offline_cache_file_path=path).offline_cache is False
+    monkeypatch.setenv("QD_OFFLINE_CACHE", "1")
+    assert _cfg(offline_cache=False).offline_cache is False
+    assert _cfg(offline_cache_file_path=path).offline_cache is True
+
+
+def test_env_value_reads_as_declared(monkeypatch):
+    assert options.env_value("amdgpu_codegen_only") is None
+    monkeypatch.setenv("QD_AMDGPU_CODEGEN_ONLY", " gfx90a, ,gfx942")
+    assert options.env_value("amdgpu_codegen_only") == ["gfx90a", "gfx942"]
+    monkeypatch.setenv("QD_LOG_LEVEL", "info")
+    assert options.env_value("log_level") == "info"
+    monkeypatch.setenv("QD_DUMP_IR_DIR", "/some/dir")
+    assert options.env_value("dump_ir_dir") == "/some/dir"
+
+
+# ---- invalid values ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("env,value,accepted", [
+    ("QD_CPU_SIMD", "2", "0 (scalar CPU tasks) or 1 (SIMD lanes)"),
+    ("QD_OFFLINE_CACHE", "no", "0 (no offline cache) or 1 (as qd.init asks)"),
+    ("QD_DUMP_IR", "yes", "0 (off) or 1 (on)"),
+    ("QD_LOG_LEVEL", "verbose", "debug (everything), info ("),
+    ("QD_VULKAN_SIZER", "device", "auto ("),
+])
+def test_a_rejected_value_names_variable_value_and_accepted_values(monkeypatch, env, value,
+                                                                     accepted):
+    monkeypatch.setenv(env, value)
+    with pytest.raises(options.InvalidEnvironmentError) as info:
+        qd.init(arch=qd.cpu)
+    message = str(info.value)
+    assert message.startswith(f"qd.init(): {env}='{value}': {env} must be "), message
+    assert accepted in message and message.endswith(f"got '{value}'"), message
+    # Both a ValueError (as upstream reports bad QD_* values) and a QuadrantsError.
+    assert isinstance(info.value, ValueError) and isinstance(info.value, qd.QuadrantsError)
+    assert not runtime.is_initialized()
+
+
+def test_an_argument_does_not_hide_a_rejected_variable(monkeypatch):
+    monkeypatch.setenv("QD_CPU_SIMD", "off")
+    with pytest.raises(ValueError, match="QD_CPU_SIMD='off'"):
+        qd.init(arch=qd.cpu, cpu_simd=True)
+
+
+def test_variables_of_tools_are_not_checked_at_init(monkeypatch):
+    monkeypatch.setenv("QD_WANTED_ARCHS", "tpu")
+    qd.init(arch=qd.cpu)
+    with pytest.raises(options.InvalidEnvironmentError, match="QD_WANTED_ARCHS='tpu'"):
+        options.env_value("wanted_archs")
+
+
+def test_argument_errors_keep_their_types():
+    with pytest.raises(TypeError, match="unknown option 'nope'"):
+        qd.init(arch=qd.cpu, nope=1)
+    with pytest.raises(qd.QuadrantsTypeError, match="cpu_simd must be bool"):
+        qd.init(arch=qd.cpu, cpu_simd="yes")
+    with pytest.raises(qd.QuadrantsTypeError, match="ad_stack_size must be an int"):
+        qd.init(arch=qd.cpu, ad_stack_size=True)
+    with pytest.raises(ValueError, match=r"device_memory_fraction must be in \(0, 1\]"):
+        qd.init(arch=qd.cpu, device_memory_fraction=0)
+    with pytest.raises(qd.QuadrantsTypeError, match="default_ip must be an? integer type"):
+        qd.init(arch=qd.cpu, default_ip=qd.u1)
