@@ -20,7 +20,7 @@ class BenchKernel : public CompiledKernel {
  public:
   BenchKernel(std::vector<ir::KernelParam> params, SizeExpr::Ptr tree)
       : CompiledKernel("bench", std::move(params), {}, 1,
-                       {{AdStackInfo{ir::PrimitiveType::kF32,
+                       {{AdStackSpec{ir::PrimitiveType::kF32,
                                      4,
                                      0,
                                      std::move(tree),

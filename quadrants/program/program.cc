@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "quadrants/common/errors.h"
+#include "quadrants/common/options.h"
 #include "quadrants/common/status_macros.h"
 #include "quadrants/ir/cloner.h"
 #include "quadrants/ir/hash.h"
@@ -96,8 +97,7 @@ std::string DescribeArgument(const ir::KernelParam& p) {
 
 // Where QD_DUMP_IR writes: $QD_DUMP_IR_DIR, else /tmp/quadrants_ir.
 std::string DumpIrDirectory() {
-  const char* dir_env = std::getenv("QD_DUMP_IR_DIR");
-  return dir_env ? dir_env : "/tmp/quadrants_ir";
+  return options::EnvString(options::Option::kDumpIrDir);
 }
 
 void DumpIr(const ir::Kernel& kernel, uint64_t hash,
@@ -121,8 +121,7 @@ void DumpIr(const ir::Kernel& kernel, uint64_t hash,
 }
 
 bool DumpIrRequested() {
-  const char* value = std::getenv("QD_DUMP_IR");
-  return value != nullptr && std::strcmp(value, "0") != 0 && value[0] != '\0';
+  return options::EnvFlag(options::Option::kDumpIr);
 }
 
 // Bytes of a host array argument (dense, row-major).
@@ -319,7 +318,7 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
 void Program::WarnAboutDefaultSizedStacks(const CompiledKernel& kernel) {
   std::vector<std::string> seen;
   for (const auto& stacks : kernel.task_adstacks()) {
-    for (const AdStackInfo& stack : stacks) {
+    for (const AdStackSpec& stack : stacks) {
       if (stack.static_capacity > 0 || stack.size_expr)
         continue;
       const std::string where = stack.loc.ToString();
@@ -520,7 +519,7 @@ void Program::CollectRuntimeError(const CompiledKernel& kernel) {
                                "' reported an unknown run-time error"));
     return;
   }
-  const RuntimeErrorSite& site = sites[record->site];
+  const ErrorSite& site = sites[record->site];
   if (record->code == RuntimeErrorRecord::Code::kOutOfBound) {
     pending_error_ = MakeError(
         ErrorKind::kAssertion,

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "quadrants/common/errors.h"
+#include "quadrants/common/options.h"
 #include "quadrants/ir/builder.h"
 #include "quadrants/ir/printer.h"
 #include "quadrants/ir/statements.h"
@@ -528,6 +529,49 @@ PYBIND11_MODULE(_quadrants_core, m) {
       },
       "(target, code objects compiled and checked, kernels failed) per "
       "target of QD_AMDGPU_CODEGEN_ONLY in this process.");
+
+  // The option registry (quadrants/common/options.def) for
+  // quadrants.lang.options.
+  m.def(
+      "option_specs",
+      [] {
+        py::list specs;
+        for (const options::OptionSpec& spec : options::AllOptions()) {
+          py::list choices;
+          for (const options::Choice& choice : options::Choices(spec))
+            choices.append(py::make_tuple(choice.value, choice.meaning));
+          py::dict entry;
+          entry["name"] = spec.name;
+          entry["env"] = spec.env;
+          entry["scope"] = std::string(options::ScopeName(spec.scope));
+          entry["type"] = std::string(options::TypeName(spec.type));
+          entry["default"] = py::cast(options::DefaultValue(spec));
+          entry["default_text"] = spec.default_value;
+          entry["choices"] = choices;
+          entry["accepted"] = options::DescribeAccepted(spec);
+          entry["check"] = std::string(options::CheckName(spec.check));
+          entry["doc"] = spec.doc;
+          specs.append(entry);
+        }
+        return specs;
+      },
+      "Every declared option and environment variable, in declaration "
+      "order, as dicts.");
+  m.def(
+      "option_from_environment",
+      [](const std::string& name) {
+        const options::OptionSpec* spec = options::FindSpec(name);
+        if (spec == nullptr)
+          throw py::key_error(name);
+        absl::StatusOr<options::Value> value = options::EnvValue(spec->id);
+        if (!value.ok())
+          return py::make_tuple(py::none(),
+                                std::string(value.status().message()));
+        return py::make_tuple(py::cast(*value), "");
+      },
+      "(value, error) of the option `name`'s environment variable: None "
+      "when unset; error is '' or names the variable, the value and what "
+      "it accepts.");
 
   py::register_exception_translator([](std::exception_ptr error) {
     try {

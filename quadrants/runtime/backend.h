@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/optional.h"
 #include "absl/types/span.h"
+#include "quadrants/artifact/compiled_kernel_data.h"
 #include "quadrants/common/source_location.h"
 #include "quadrants/ir/kernel.h"
 #include "quadrants/ir/print_format.h"
@@ -18,22 +19,6 @@
 #include "quadrants/runtime/shared_memory.h"
 
 namespace quadrants {
-
-// A place in a kernel that can raise a run-time error.
-struct RuntimeErrorSite {
-  std::string description;
-  SourceLocation loc;
-  std::vector<ir::PrimitiveType> value_types;
-};
-
-// One adstack of a task (see codegen AdStackSpec).
-struct AdStackInfo {
-  ir::PrimitiveType dtype = ir::PrimitiveType::kF32;
-  int64_t slot_bytes = 0;
-  int64_t static_capacity = 0;  // 0: unknown at compile time
-  ir::SizeExpr::Ptr size_expr;  // evaluated per launch when set
-  SourceLocation loc;           // the loop it serves
-};
 
 // What the offline cache did in this runtime's compiles.
 struct OfflineCacheStats {
@@ -94,11 +79,11 @@ class CompiledKernel {
   virtual ~CompiledKernel() = default;
   const std::string& name() const { return name_; }
   const std::vector<ir::KernelParam>& params() const { return params_; }
-  const std::vector<RuntimeErrorSite>& error_sites() const {
+  const std::vector<ErrorSite>& error_sites() const {
     return error_sites_;
   }
   int num_tasks() const { return num_tasks_; }
-  const std::vector<std::vector<AdStackInfo>>& task_adstacks() const {
+  const std::vector<std::vector<AdStackSpec>>& task_adstacks() const {
     return task_adstacks_;
   }
   // What the kernel may write: field places and ndarray parameter indices
@@ -117,8 +102,8 @@ class CompiledKernel {
 
  protected:
   CompiledKernel(std::string name, std::vector<ir::KernelParam> params,
-                 std::vector<RuntimeErrorSite> sites, int num_tasks,
-                 std::vector<std::vector<AdStackInfo>> task_adstacks)
+                 std::vector<ErrorSite> sites, int num_tasks,
+                 std::vector<std::vector<AdStackSpec>> task_adstacks)
       : name_(std::move(name)),
         params_(std::move(params)),
         error_sites_(std::move(sites)),
@@ -128,9 +113,9 @@ class CompiledKernel {
  private:
   std::string name_;
   std::vector<ir::KernelParam> params_;
-  std::vector<RuntimeErrorSite> error_sites_;
+  std::vector<ErrorSite> error_sites_;
   int num_tasks_;
-  std::vector<std::vector<AdStackInfo>> task_adstacks_;
+  std::vector<std::vector<AdStackSpec>> task_adstacks_;
   std::vector<int> written_snodes_;
   std::vector<int> written_args_;
   std::vector<ir::PrintSite> print_sites_;

@@ -1,38 +1,23 @@
 #include "quadrants/codegen/cuda/ptx_compiler.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <fstream>
-#include <mutex>
-#include <sstream>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
-#include "llvm/IR/LegacyPassManager.h"
-#include "llvm/IR/Verifier.h"
-#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/TargetSelect.h"
-#include "llvm/Support/raw_ostream.h"
-#include "llvm/Target/TargetOptions.h"
 #include "quadrants/codegen/llvm/gpu_entries.h"
 #include "quadrants/codegen/llvm/max_reduce_kernel.h"
-#include "quadrants/codegen/llvm/optimize.h"
-#include "quadrants/codegen/llvm/runtime_linker.h"
-#include "quadrants/common/errors.h"
-#include "quadrants/common/status_macros.h"
-#include "quadrants/runtime/llvm/runtime_module/runtime_nvptx64.h"
+#include "quadrants/common/options.h"
+#include "quadrants/device_runtime/runtime_nvptx64.h"
 
 namespace quadrants::codegen {
 namespace {
-
-constexpr char kTriple[] = "nvptx64-nvidia-cuda";
-
-absl::Status Unavailable(absl::string_view reason) {
-  return MakeError(ErrorKind::kUnavailable,
-                   absl::StrCat("CUDA not available: ", reason));
-}
 
 // The newest PTX ISA (as LLVM's "ptxNN" feature) that a driver of
 // `driver_version` (e.g. 12040) loads, capped at what LLVM 19 emits.
@@ -51,32 +36,19 @@ int PtxVersion(int driver_version) {
   return std::min(ptx, 85);
 }
 
-absl::StatusOr<std::string> ReadLibdevice() {
+// Where a CUDA toolkit may be installed, in order.
+std::vector<std::string> ToolkitRoots() {
   std::vector<std::string> roots;
-  for (const char* env : {"CUDA_HOME", "CUDA_PATH"}) {
-    if (const char* value = std::getenv(env); value && *value)
-      roots.push_back(value);
+  for (options::Option option :
+       {options::Option::kCudaHome, options::Option::kCudaPath}) {
+    if (auto root = options::EnvText(option))
+      roots.push_back(*root);
   }
   for (const char* root : {"/usr/local/cuda", "/usr/lib/nvidia-cuda-toolkit",
                            "/usr/lib/cuda", "/opt/cuda"}) {
     roots.push_back(root);
   }
-  std::vector<std::string> tried;
-  for (const std::string& root : roots) {
-    const std::string path = root + "/nvvm/libdevice/libdevice.10.bc";
-    std::ifstream file(path, std::ios::binary);
-    if (!file) {
-      tried.push_back(path);
-      continue;
-    }
-    std::stringstream bytes;
-    bytes << file.rdbuf();
-    return bytes.str();
-  }
-  return Unavailable(absl::StrCat(
-      "libdevice.10.bc (the CUDA toolkit's math library) was not found; "
-      "looked at ",
-      absl::StrJoin(tried, ", "), ". Set CUDA_HOME to the toolkit directory"));
+  return roots;
 }
 
 llvm::Value* SpecialRegister(llvm::IRBuilder<>& b, llvm::Intrinsic::ID id) {
@@ -149,98 +121,65 @@ GpuEntryTarget NvptxEntries() {
   return target;
 }
 
-}  // namespace
+// The NVPTX hooks: the toolkit's libdevice for math, nvvm.annotations for
+// launch bounds, PTX text as the binary.
+class NvptxTarget : public GpuTarget {
+ public:
+  NvptxTarget(int compute_capability, int driver_version)
+      : GpuTarget(Spec(compute_capability, driver_version)) {}
 
-PtxCompiler::PtxCompiler(std::unique_ptr<llvm::TargetMachine> machine,
-                         std::string libdevice, std::string description)
-    : machine_(std::move(machine)),
-      libdevice_(std::move(libdevice)),
-      triple_(kTriple),
-      data_layout_(machine_->createDataLayout().getStringRepresentation()),
-      description_(std::move(description)) {}
-
-absl::StatusOr<std::unique_ptr<PtxCompiler>> PtxCompiler::Create(
-    int compute_capability, int driver_version) {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    LLVMInitializeNVPTXTargetInfo();
-    LLVMInitializeNVPTXTarget();
-    LLVMInitializeNVPTXTargetMC();
-    LLVMInitializeNVPTXAsmPrinter();
-  });
-  std::string error;
-  const llvm::Target* target =
-      llvm::TargetRegistry::lookupTarget(kTriple, error);
-  if (target == nullptr)
-    return Unavailable(absl::StrCat("LLVM has no NVPTX target: ", error));
-  const std::string cpu = absl::StrCat("sm_", compute_capability);
-  const std::string features = absl::StrCat("+ptx", PtxVersion(driver_version));
-  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      kTriple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_,
-      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
-  if (machine == nullptr) {
-    return Unavailable(
-        absl::StrCat("LLVM cannot generate code for ", cpu, " ", features));
+  absl::StatusOr<std::string> LoadTools() override {
+    return ReadDeviceLibrary(
+        ToolkitRoots(), "nvvm/libdevice/libdevice.10.bc",
+        "libdevice.10.bc (the CUDA toolkit's math library)",
+        "Set CUDA_HOME to the toolkit directory");
   }
-  QD_ASSIGN_OR_RETURN(std::string libdevice, ReadLibdevice());
-  return std::make_unique<PtxCompiler>(std::move(machine), std::move(libdevice),
-                                       absl::StrCat(cpu, " ", features));
-}
-
-absl::StatusOr<std::string> PtxCompiler::Compile(LoweredKernel& lowered) {
-  llvm::Module& module = *lowered.module;
-  const std::vector<std::string> entries =
-      AddGpuEntries(module, lowered.tasks, NvptxEntries());
-  QD_RETURN_IF_ERROR(LinkRuntime(
-      module,
-      absl::MakeConstSpan(kRuntimeBitcodeNvptx64, kRuntimeBitcodeNvptx64_size),
-      entries));
-  QD_RETURN_IF_ERROR(
-      LinkRuntime(module,
-                  absl::MakeConstSpan(
-                      reinterpret_cast<const unsigned char*>(libdevice_.data()),
-                      libdevice_.size()),
-                  entries));
-  // libdevice asks __nvvm_reflect whether denormals flush to zero: they
-  // do not, matching the CPU.
-  module.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz",
-                       static_cast<uint32_t>(0));
-  return Emit(module);
-}
-
-absl::StatusOr<std::string> PtxCompiler::CompileMaxReduce(
-    const MaxReduceShape& shape) {
-  llvm::LLVMContext context;
-  std::unique_ptr<llvm::Module> module = BuildMaxReduceKernel(
-      shape, NvptxEntries(), context, triple_, data_layout_);
+  // libdevice asks __nvvm_reflect whether denormals flush to zero: they do
+  // not, matching the CPU.
+  absl::Status FinishKernel(llvm::Module& module) const override {
+    module.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz",
+                         static_cast<uint32_t>(0));
+    return absl::OkStatus();
+  }
   // A full SM of threads keeps the most loads in flight: cap the registers
   // so that 2048 threads fit. 32-bit indices fit the cap without spills.
-  llvm::Function* fn = module->getFunction(kMaxReduceEntry);
-  Annotate(fn, "maxntidx", kMaxReduceBlock);
-  if (shape.narrow)
-    Annotate(fn, "minctasm", 2048 / kMaxReduceBlock);
-  return Emit(*module);
-}
+  void TuneMaxReduce(llvm::Function& entry,
+                     const MaxReduceShape& shape) const override {
+    Annotate(&entry, "maxntidx", kMaxReduceBlock);
+    if (shape.narrow)
+      Annotate(&entry, "minctasm", 2048 / kMaxReduceBlock);
+  }
+  absl::StatusOr<std::string> Package(llvm::StringRef ptx) const override {
+    return ptx.str();
+  }
 
-absl::StatusOr<std::string> PtxCompiler::Emit(llvm::Module& module) {
-  std::string problems;
-  llvm::raw_string_ostream stream(problems);
-  if (llvm::verifyModule(module, &stream)) {
-    return MakeError(
-        ErrorKind::kCompilation,
-        absl::StrCat("internal error: invalid NVPTX module: ", problems));
+ private:
+  static GpuTargetSpec Spec(int compute_capability, int driver_version) {
+    GpuTargetSpec spec;
+    spec.platform = "CUDA";
+    spec.llvm = {"NVPTX", "nvptx64-nvidia-cuda"};
+    spec.cpu = absl::StrCat("sm_", compute_capability);
+    spec.features = absl::StrCat("+ptx", PtxVersion(driver_version));
+    spec.machine = spec.description =
+        absl::StrCat(spec.cpu, " ", spec.features);
+    spec.output = {llvm::CodeGenFileType::AssemblyFile, "PTX"};
+    spec.entries = NvptxEntries();
+    spec.runtime_bitcode = absl::MakeConstSpan(kRuntimeBitcodeNvptx64,
+                                               kRuntimeBitcodeNvptx64_size);
+    spec.warp_aggregate_atomics = true;
+    return spec;
   }
-  OptimizeModule(module, *machine_);
-  llvm::SmallString<0> ptx;
-  llvm::raw_svector_ostream out(ptx);
-  llvm::legacy::PassManager passes;
-  if (machine_->addPassesToEmitFile(passes, out, nullptr,
-                                    llvm::CodeGenFileType::AssemblyFile)) {
-    return MakeError(ErrorKind::kCompilation,
-                     "internal error: LLVM cannot emit PTX");
-  }
-  passes.run(module);
-  return std::string(ptx.str());
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GpuCompiler>> CreatePtxCompiler(
+    int compute_capability, int driver_version) {
+  InitializeLlvmTargetOnce<
+      LLVMInitializeNVPTXTargetInfo, LLVMInitializeNVPTXTarget,
+      LLVMInitializeNVPTXTargetMC, LLVMInitializeNVPTXAsmPrinter>();
+  return GpuCompiler::Create(
+      std::make_unique<NvptxTarget>(compute_capability, driver_version));
 }
 
 }  // namespace quadrants::codegen

@@ -19,21 +19,6 @@ absl::flat_hash_set<const ir::Stmt*> StacksWithAdjoints(
   return stacks;
 }
 
-int64_t AdStackElementBytes(ir::PrimitiveType t) {
-  return std::max(1, ir::BitWidth(t) / 8);
-}
-
-AdStackSpec DescribeAdStack(const ir::AdStackAllocaStmt& s, bool adjoint) {
-  AdStackSpec spec;
-  spec.dtype = s.dtype();
-  const int64_t elem = AdStackElementBytes(s.dtype());
-  spec.slot_bytes = adjoint ? 2 * elem : elem;
-  spec.static_capacity = s.max_size();
-  spec.size_expr = s.size_expr();
-  spec.loc = s.loc();
-  return spec;
-}
-
 PushTarget EmitCheckedPushTarget(llvm::IRBuilder<>& b, llvm::Value* count,
                                  llvm::Value* capacity, llvm::Value* fits,
                                  llvm::Value* any_full,

@@ -16,12 +16,6 @@ namespace quadrants::codegen {
 absl::flat_hash_set<const ir::Stmt*> StacksWithAdjoints(
     const ir::Kernel& kernel);
 
-// What the host needs to size and place one stack.
-AdStackSpec DescribeAdStack(const ir::AdStackAllocaStmt& s, bool adjoint);
-
-// Bytes of one element in a stack slot (u1 takes a byte).
-int64_t AdStackElementBytes(ir::PrimitiveType t);
-
 // Where a push onto a stack of bounded capacity writes, and the stack's
 // count after it.
 struct PushTarget {

@@ -90,10 +90,10 @@ void AddBoundsEntry(llvm::Module& module, const std::string& function,
 }  // namespace
 
 std::vector<std::string> AddGpuEntries(llvm::Module& module,
-                                       const std::vector<LoweredTask>& tasks,
+                                       const std::vector<CompiledTask>& tasks,
                                        const GpuEntryTarget& target) {
   std::vector<std::string> entries;
-  for (const LoweredTask& task : tasks) {
+  for (const CompiledTask& task : tasks) {
     AddTaskEntry(module, task.function, target);
     entries.push_back(GpuEntryName(task.function));
     if (!task.bounds_function.empty()) {

@@ -40,7 +40,7 @@ struct GpuEntryTarget {
 // finds its range on the device, for launches the host does not wait on
 // (queued tasks, graph replays). Returns the entries' names.
 std::vector<std::string> AddGpuEntries(llvm::Module& module,
-                                       const std::vector<LoweredTask>& tasks,
+                                       const std::vector<CompiledTask>& tasks,
                                        const GpuEntryTarget& target);
 
 inline std::string GpuEntryName(const std::string& function) {

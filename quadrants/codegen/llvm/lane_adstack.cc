@@ -1,5 +1,6 @@
 // Adstacks in SIMD lanes: lane-interleaved slots, one depth per stack or
 // per lane, checked pushes.
+#include "quadrants/adstack/stack_spec.h"
 #include "quadrants/codegen/llvm/lane_emitter_internal.h"
 
 namespace quadrants::codegen::lanes {
@@ -7,7 +8,8 @@ namespace quadrants::codegen::lanes {
 void LaneEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
   const PrimitiveType t = s.dtype();
   const bool adjoint = ir::IsFloat(t) && adjoint_stacks_.contains(&s);
-  AdStackSpec spec = DescribeAdStack(s, adjoint);
+  const int64_t elem = adstack::ElementBytes(t);
+  AdStackSpec spec = adstack::Describe(s, adjoint ? 2 * elem : elem);
   const int id = static_cast<int>(stacks_out_->size());
   stacks_out_->push_back(spec);
   llvm::Type* i64 = b_.getInt64Ty();
@@ -27,7 +29,7 @@ void LaneEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
   llvm::Type* count_type = per_lane ? ops_.Widen(i64) : i64;
   llvm::AllocaInst* count = EntryAlloca(count_type, "adstack.count");
   b_.CreateStore(llvm::Constant::getNullValue(count_type), count);
-  const bool exact = (s.max_size() > 0 || s.size_expr()) && !forced_;
+  const bool exact = adstack::HasExactCapacity(s, forced_);
   stacks_[&s] = {id,
                  region,
                  count,
@@ -35,7 +37,7 @@ void LaneEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
                  per_lane,
                  !exact,
                  adjoint,
-                 AdStackElementBytes(t),
+                 elem,
                  spec.slot_bytes,
                  t};
   values_[&s] = region;

@@ -1,5 +1,6 @@
 #include "quadrants/codegen/llvm/lane_emitter.h"
 
+#include "quadrants/adstack/stack_spec.h"
 #include "quadrants/codegen/llvm/lane_emitter_internal.h"
 
 namespace quadrants::codegen {
@@ -192,7 +193,7 @@ LaneEmitter::Access LaneEmitter::AccessOf(const Stmt* ptr) {
   if (const auto* field = ir::DynCast<ir::FieldPtrStmt>(ptr)) {
     absl::StatusOr<ir::PlaceLayout> layout = snodes_.Layout(field->snode_id());
     const PrimitiveType t = ptr->type().element();
-    const int64_t bytes = AdStackElementBytes(t);
+    const int64_t bytes = adstack::ElementBytes(t);
     if (!layout.ok() || layout->axis_stride.empty() ||
         layout->axis_stride.back() != bytes) {
       return Access::kScattered;

@@ -10,7 +10,7 @@
 #include "llvm/IR/Module.h"
 #include "quadrants/codegen/llvm/gpu_entries.h"
 #include "quadrants/ir/types.h"
-#include "quadrants/runtime/adstack/max_reducer.h"
+#include "quadrants/adstack/reducer_job.h"
 
 namespace quadrants::codegen {
 

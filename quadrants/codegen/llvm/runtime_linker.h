@@ -10,7 +10,7 @@
 
 namespace quadrants::codegen {
 
-// Links the runtime module `bitcode` (see runtime/llvm/runtime_module) into
+// Links the runtime module `bitcode` (see device_runtime) into
 // `module`, pulling in only the qd_* helpers it calls, and makes every
 // function other than `entry_points` internal so the optimizer inlines and
 // drops them.

@@ -3,7 +3,10 @@
 // bounds shaders, and the dispatch of statements.
 #include "quadrants/codegen/spirv/kernel_codegen.h"
 
+#include <cstring>
+
 #include "quadrants/codegen/spirv/shader_emitter_internal.h"
+#include "quadrants/common/status_macros.h"
 
 namespace quadrants::spirv::shader {
 
@@ -79,7 +82,7 @@ Id ShaderEmitter::RuntimeWord(uint32_t offset) {
 }
 
 int ShaderEmitter::AddSite(std::string description, const SourceLocation& loc) {
-  sites_.push_back(RuntimeErrorSite{std::move(description), loc, {}});
+  sites_.push_back(ErrorSite{std::move(description), loc, {}});
   return static_cast<int>(sites_.size()) - 1;
 }
 
@@ -467,6 +470,49 @@ absl::Status ShaderEmitter::EmitStmt(const Stmt& s) {
   return Unsupported(s, "this statement");
 }
 
+// The first word of every SPIR-V module.
+constexpr uint32_t kSpirvMagic = 0x07230203;
+
+std::string PackModules(const std::vector<SpirvTask>& tasks) {
+  std::string out;
+  auto put = [&](const std::vector<uint32_t>& words) {
+    const uint32_t count = static_cast<uint32_t>(words.size());
+    out.append(reinterpret_cast<const char*>(&count), 4);
+    out.append(reinterpret_cast<const char*>(words.data()), 4 * words.size());
+  };
+  for (const SpirvTask& task : tasks) {
+    put(task.code);
+    put(task.bounds_code);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<SpirvTask>> UnpackModules(absl::string_view binary,
+                                                     size_t num_tasks) {
+  std::vector<SpirvTask> tasks(num_tasks);
+  size_t at = 0;
+  for (size_t k = 0; k < 2 * num_tasks; ++k) {
+    uint32_t count = 0;
+    if (at + 4 > binary.size())
+      return absl::DataLossError("truncated SPIR-V module list");
+    std::memcpy(&count, binary.data() + at, 4);
+    at += 4;
+    if (count > (binary.size() - at) / 4)
+      return absl::DataLossError("truncated SPIR-V module");
+    const bool bounds = k % 2 == 1;
+    std::vector<uint32_t>& words =
+        bounds ? tasks[k / 2].bounds_code : tasks[k / 2].code;
+    words.resize(count);
+    std::memcpy(words.data(), binary.data() + at, 4 * size_t{count});
+    at += 4 * size_t{count};
+    if ((!bounds || count > 0) && (count < 5 || words[0] != kSpirvMagic))
+      return absl::DataLossError("not a SPIR-V module");
+  }
+  if (at != binary.size())
+    return absl::DataLossError("trailing bytes after the SPIR-V modules");
+  return tasks;
+}
+
 }  // namespace quadrants::spirv::shader
 
 namespace quadrants::spirv {
@@ -492,41 +538,82 @@ absl::StatusOr<SpirvKernel> GenerateSpirv(const ir::Kernel& kernel,
                        "' must be offloaded before code generation"));
     }
     SpirvTask spirv_task;
-    spirv_task.kind = task->task_kind();
-    spirv_task.loc = task->loc();
+    CompiledTask compiled;
+    compiled.kind = task->task_kind();
+    compiled.loc = task->loc();
+    compiled.function = "main";
     {
       ShaderEmitter emitter(kernel, snodes, options, static_cast<int>(t),
-                            out.error_sites, out.print_sites);
+                            out.data.error_sites, out.data.print_sites);
       emitter.set_ad_record_offset(ad_record_offset);
-      absl::StatusOr<std::vector<uint32_t>> code = emitter.EmitTask(*task);
-      if (!code.ok())
-        return code.status();
-      spirv_task.code = *std::move(code);
-      spirv_task.ad_stacks = emitter.TakeAdStacks();
+      QD_ASSIGN_OR_RETURN(spirv_task.code, emitter.EmitTask(*task));
+      compiled.ad_stacks = emitter.TakeAdStacks();
     }
     if (task->task_kind() == ir::TaskKind::kRangeFor) {
       ShaderEmitter emitter(kernel, snodes, options, static_cast<int>(t),
-                            out.error_sites, out.print_sites);
+                            out.data.error_sites, out.data.print_sites);
       emitter.set_ad_record_offset(ad_record_offset);
-      absl::StatusOr<std::vector<uint32_t>> code = emitter.EmitBounds(*task);
-      if (!code.ok())
-        return code.status();
-      spirv_task.bounds_code = *std::move(code);
+      QD_ASSIGN_OR_RETURN(spirv_task.bounds_code, emitter.EmitBounds(*task));
+      compiled.bounds_function = "main";
     }
     if (task->task_kind() == ir::TaskKind::kStructFor) {
-      spirv_task.struct_for_cells = 1;
+      compiled.struct_for_cells = 1;
       for (int id = task->snode_id(); id >= 0; id = snodes.node(id).parent) {
         for (int64_t size : snodes.node(id).sizes)
-          spirv_task.struct_for_cells *= size;
+          compiled.struct_for_cells *= size;
       }
     }
-    if (!spirv_task.ad_stacks.empty()) {
+    if (!compiled.ad_stacks.empty()) {
       ad_record_offset += abi::AdRecordBytes(
-          static_cast<uint32_t>(spirv_task.ad_stacks.size()));
+          static_cast<uint32_t>(compiled.ad_stacks.size()));
     }
     out.tasks.push_back(std::move(spirv_task));
+    out.data.tasks.push_back(std::move(compiled));
   }
   return out;
+}
+
+// The first word of every SPIR-V module.
+constexpr uint32_t kSpirvMagic = 0x07230203;
+
+std::string PackModules(const std::vector<SpirvTask>& tasks) {
+  std::string out;
+  auto put = [&](const std::vector<uint32_t>& words) {
+    const uint32_t count = static_cast<uint32_t>(words.size());
+    out.append(reinterpret_cast<const char*>(&count), 4);
+    out.append(reinterpret_cast<const char*>(words.data()), 4 * words.size());
+  };
+  for (const SpirvTask& task : tasks) {
+    put(task.code);
+    put(task.bounds_code);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<SpirvTask>> UnpackModules(absl::string_view binary,
+                                                     size_t num_tasks) {
+  std::vector<SpirvTask> tasks(num_tasks);
+  size_t at = 0;
+  for (size_t k = 0; k < 2 * num_tasks; ++k) {
+    uint32_t count = 0;
+    if (at + 4 > binary.size())
+      return absl::DataLossError("truncated SPIR-V module list");
+    std::memcpy(&count, binary.data() + at, 4);
+    at += 4;
+    if (count > (binary.size() - at) / 4)
+      return absl::DataLossError("truncated SPIR-V module");
+    const bool bounds = k % 2 == 1;
+    std::vector<uint32_t>& words =
+        bounds ? tasks[k / 2].bounds_code : tasks[k / 2].code;
+    words.resize(count);
+    std::memcpy(words.data(), binary.data() + at, 4 * size_t{count});
+    at += 4 * size_t{count};
+    if ((!bounds || count > 0) && (count < 5 || words[0] != kSpirvMagic))
+      return absl::DataLossError("not a SPIR-V module");
+  }
+  if (at != binary.size())
+    return absl::DataLossError("trailing bytes after the SPIR-V modules");
+  return tasks;
 }
 
 }  // namespace quadrants::spirv

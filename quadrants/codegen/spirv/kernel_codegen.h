@@ -6,13 +6,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "quadrants/codegen/spirv/device_caps.h"
 #include "quadrants/common/source_location.h"
 #include "quadrants/ir/kernel.h"
 #include "quadrants/ir/op_kinds.h"
 #include "quadrants/ir/print_format.h"
 #include "quadrants/ir/snode.h"
-#include "quadrants/runtime/backend.h"
+#include "quadrants/artifact/compiled_kernel_data.h"
 
 namespace quadrants::spirv {
 
@@ -34,21 +35,26 @@ struct CodegenOptions {
 // - `bounds_code` (range_for only) runs the task's prologue in one
 //   invocation and records the range and the dispatch size for the task.
 struct SpirvTask {
-  ir::TaskKind kind = ir::TaskKind::kSerial;
   std::vector<uint32_t> code;
   std::vector<uint32_t> bounds_code;
-  int64_t struct_for_cells = 0;
-  SourceLocation loc;
-  // The task's adstacks, by id; their records (gfx_abi.h) follow each
-  // other in task order.
-  std::vector<AdStackInfo> ad_stacks;
 };
 
+// A kernel's shaders and its description. The tasks' adstack records
+// (gfx_abi.h) follow each other in task order. `data.binary` stays empty
+// until the modules are final and packed into it (PackModules).
 struct SpirvKernel {
-  std::vector<SpirvTask> tasks;
-  std::vector<RuntimeErrorSite> error_sites;
-  std::vector<ir::PrintSite> print_sites;
+  std::vector<SpirvTask> tasks;  // parallel to data.tasks
+  CompiledKernelData data;
 };
+
+// The modules of every task as one binary: per task, the task module and
+// the bounds module (empty for tasks without one), each as a word count
+// followed by the words.
+std::string PackModules(const std::vector<SpirvTask>& tasks);
+// The modules `PackModules` packed for `num_tasks` tasks, in the same order;
+// a DataLoss error when the bytes are not such a list.
+absl::StatusOr<std::vector<SpirvTask>> UnpackModules(absl::string_view binary,
+                                                     size_t num_tasks);
 
 // Lowers a kernel of offloaded tasks to one SPIR-V module per shader. Types
 // the device lacks are a compilation error naming the type and the feature.

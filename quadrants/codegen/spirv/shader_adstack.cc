@@ -1,6 +1,7 @@
 // Adstacks of a shader: each stack a slice of the task's float or int
 // heap per invocation, its counter in a Function-scope array, and checked
 // pushes that clamp and record overflows.
+#include "quadrants/adstack/stack_spec.h"
 #include "quadrants/codegen/spirv/shader_emitter_internal.h"
 
 namespace quadrants::spirv::shader {
@@ -48,7 +49,7 @@ void ShaderEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
   // otherwise pushes move half the bytes.
   st.adjoint = is_float && HasStackAdjoint(&s);
   const bool exact =
-      (s.max_size() > 0 || s.size_expr()) && !options_.ad_stack_size_forced;
+      adstack::HasExactCapacity(s, options_.ad_stack_size_forced);
   st.checked = options_.debug || options_.check_out_of_bound || !exact;
   const uint32_t words = abi::kAdHeaderBytes + abi::kAdStackBytes * st.id;
   Id heap = AdWord(is_float ? abi::kAdFloatHeap : abi::kAdIntHeap);
@@ -65,13 +66,7 @@ void ShaderEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
              {b_.Op(spv::OpIMul, u64, {offset, invocations}),
               b_.Op(spv::OpIMul, u64, {invocation_, b_.ConstU64(st.unit)})})});
   b_.OpVoid(spv::OpStore, {AdCounter(st.id), b_.ConstU32(0)});
-  AdStackInfo info;
-  info.dtype = st.dtype;
-  info.slot_bytes = st.unit * (st.adjoint ? 2 : 1);
-  info.static_capacity = s.max_size();
-  info.size_expr = s.size_expr();
-  info.loc = s.loc();
-  ad_stacks_.push_back(std::move(info));
+  ad_stacks_.push_back(adstack::Describe(s, st.unit * (st.adjoint ? 2 : 1)));
   stacks_[&s] = st;
 }
 

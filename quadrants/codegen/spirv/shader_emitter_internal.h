@@ -49,7 +49,7 @@ class ShaderEmitter {
  public:
   ShaderEmitter(const ir::Kernel& kernel, const ir::SNodeTree& snodes,
                 const CodegenOptions& options, int task_index,
-                std::vector<RuntimeErrorSite>& sites,
+                std::vector<ErrorSite>& sites,
                 std::vector<ir::PrintSite>& print_sites)
       : kernel_(kernel),
         snodes_(snodes),
@@ -65,7 +65,7 @@ class ShaderEmitter {
   // Where this task's adstack record starts in the launch's records
   // (gfx_abi.h), and the stacks its code allocated.
   void set_ad_record_offset(uint32_t offset) { ad_record_offset_ = offset; }
-  std::vector<AdStackInfo> TakeAdStacks() { return std::move(ad_stacks_); }
+  std::vector<AdStackSpec> TakeAdStacks() { return std::move(ad_stacks_); }
 
  private:
   // One adstack of the task: its slice of a heap and its counter.
@@ -200,7 +200,7 @@ class ShaderEmitter {
   absl::flat_hash_map<const Stmt*, AdStack> stacks_;
   absl::flat_hash_map<const Stmt*, bool> adjoint_stacks_;
   bool adjoint_stacks_computed_ = false;
-  std::vector<AdStackInfo> ad_stacks_;
+  std::vector<AdStackSpec> ad_stacks_;
 
   // ---- statements ---------------------------------------------------------
   absl::Status EmitBlock(const ir::Block& block);
@@ -260,7 +260,7 @@ class ShaderEmitter {
   const ir::SNodeTree& snodes_;
   const CodegenOptions& options_;
   int task_index_;
-  std::vector<RuntimeErrorSite>& sites_;
+  std::vector<ErrorSite>& sites_;
   std::vector<ir::PrintSite>& print_sites_;
 
   ModuleBuilder b_;

@@ -207,12 +207,12 @@ absl::StatusOr<int64_t> TypeCode(ir::PrimitiveType type) {
 }
 
 absl::StatusOr<std::vector<int64_t>> EncodeSizer(
-    absl::Span<const AdStackInfo> stacks, const ir::SNodeTree& snodes,
+    absl::Span<const AdStackSpec> stacks, const ir::SNodeTree& snodes,
     const std::vector<ir::KernelParam>& params, int64_t default_capacity) {
   std::vector<int64_t> words = {static_cast<int64_t>(stacks.size())};
   words.resize(kHeaderWords + kStackWords * stacks.size());
   for (size_t k = 0; k < stacks.size(); ++k) {
-    const AdStackInfo& stack = stacks[k];
+    const AdStackSpec& stack = stacks[k];
     int64_t* header = &words[kHeaderWords + kStackWords * k];
     header[0] = ir::IsFloat(stack.dtype) ? 1 : 0;
     header[1] = stack.slot_bytes;

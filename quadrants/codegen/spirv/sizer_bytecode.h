@@ -8,7 +8,7 @@
 #include "absl/types/span.h"
 #include "quadrants/ir/kernel.h"
 #include "quadrants/ir/snode.h"
-#include "quadrants/runtime/backend.h"
+#include "quadrants/artifact/compiled_kernel_data.h"
 
 // The bytecode the on-device adstack sizer (sizer_shader.h) interprets: the
 // launch-time size expressions of one task's stacks as i64 words.
@@ -72,7 +72,7 @@ absl::StatusOr<int64_t> TypeCode(ir::PrimitiveType type);
 // ndarrays of more than kMaxAxes axes, programs deeper than kStackDepth or
 // nesting more than kMaxVars ranges), which the host then sizes.
 absl::StatusOr<std::vector<int64_t>> EncodeSizer(
-    absl::Span<const AdStackInfo> stacks, const ir::SNodeTree& snodes,
+    absl::Span<const AdStackSpec> stacks, const ir::SNodeTree& snodes,
     const std::vector<ir::KernelParam>& params, int64_t default_capacity);
 
 // Whether a size expression reads field or ndarray contents (the values

@@ -130,7 +130,7 @@ ResolvedRead Resolve(const BodyRead& read, const CompiledKernel& kernel,
   return out;
 }
 
-absl::Status InLoop(const CompiledKernel& kernel, const AdStackInfo& stack,
+absl::Status InLoop(const CompiledKernel& kernel, const AdStackSpec& stack,
                     const absl::Status& status) {
   return MakeError(ErrorKind::kRuntime,
                    absl::StrCat("kernel '", kernel.name(),
@@ -167,7 +167,7 @@ void LaunchSizer::Dependencies::Add(const ir::SizeExpr& root) {
   }
 }
 
-LaunchSizer::LaunchSizer(const std::vector<std::vector<AdStackInfo>>& tasks)
+LaunchSizer::LaunchSizer(const std::vector<std::vector<AdStackSpec>>& tasks)
     : tasks_(tasks.size()) {
   for (size_t t = 0; t < tasks.size(); ++t) {
     TaskState& state = tasks_[t];
@@ -236,7 +236,7 @@ std::vector<const ReducerSpec*> LaunchSizer::specs(int task) const {
 namespace {
 
 // Fills in per-stack offsets and the stride for `layout`'s capacities.
-AdStackLayout WithOffsets(const std::vector<AdStackInfo>& stacks,
+AdStackLayout WithOffsets(const std::vector<AdStackSpec>& stacks,
                           AdStackLayout layout) {
   for (size_t k = 0; k < stacks.size(); ++k) {
     layout.offsets.push_back(layout.stride);
@@ -255,7 +255,7 @@ absl::StatusOr<AdStackLayout> LaunchSizer::Size(
     absl::Span<const ResolvedArgument> args,
     absl::Span<const uint64_t> field_generations, AdStackStats* stats,
     const Evaluator* evaluate) {
-  const std::vector<AdStackInfo>& stacks = kernel.task_adstacks()[task];
+  const std::vector<AdStackSpec>& stacks = kernel.task_adstacks()[task];
   TaskState& state = tasks_[task];
   if (!state.recognized)
     Recognize(kernel, task, snodes);
@@ -265,7 +265,7 @@ absl::StatusOr<AdStackLayout> LaunchSizer::Size(
   const bool forced = config.ad_stack_size > 0;
   const bool evaluated =
       !forced && (state.deps.any() || std::any_of(stacks.begin(), stacks.end(),
-                                                  [](const AdStackInfo& s) {
+                                                  [](const AdStackSpec& s) {
                                                     return s.size_expr;
                                                   }));
   AdStackLayout layout;
@@ -321,7 +321,7 @@ absl::StatusOr<AdStackLayout> LaunchSizer::Size(
     absl::flat_hash_map<const ir::SizeExpr*, int64_t> results;
     struct Pending {
       SpecState* spec;
-      const AdStackInfo* stack;
+      const AdStackSpec* stack;
       const StackState* owner;
       std::vector<int64_t> signature;
       bool cacheable;
@@ -418,7 +418,7 @@ absl::StatusOr<AdStackLayout> LaunchSizer::Size(
       }
     }
     for (Miss& miss : misses) {
-      const AdStackInfo& stack = stacks[miss.stack];
+      const AdStackSpec& stack = stacks[miss.stack];
       absl::StatusOr<int64_t> value = EvaluateSizeExpr(
           *SubstituteConstants(stack.size_expr, results), inputs);
       ++stats->tree_evaluations;

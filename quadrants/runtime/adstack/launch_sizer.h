@@ -9,10 +9,10 @@
 #include "absl/types/span.h"
 #include "quadrants/ir/snode.h"
 #include "quadrants/runtime/adstack/max_reducer.h"
-#include "quadrants/runtime/adstack/reducer_spec.h"
+#include "quadrants/adstack/reducer_spec.h"
 #include "quadrants/runtime/backend.h"
 #include "quadrants/runtime/compile_config.h"
-#include "quadrants/runtime/llvm/runtime_module/runtime_abi.h"
+#include "quadrants/device_runtime/runtime_abi.h"
 
 namespace quadrants::adstack {
 
@@ -40,7 +40,7 @@ class LaunchSizer {
   using Evaluator =
       std::function<absl::StatusOr<absl::optional<std::vector<int64_t>>>()>;
 
-  explicit LaunchSizer(const std::vector<std::vector<AdStackInfo>>& tasks);
+  explicit LaunchSizer(const std::vector<std::vector<AdStackSpec>>& tasks);
 
   // Evaluates captured MaxOverRanges with `reducer` (not owned; null walks
   // every range serially, under the 1 << 24 guard).

@@ -1,16 +1,16 @@
 #include "quadrants/runtime/amdgpu/codegen_only.h"
 
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "quadrants/codegen/amdgpu/code_object.h"
+#include "quadrants/codegen/amdgpu/hsaco_compiler.h"
+#include "quadrants/codegen/llvm/compiler_identity.h"
 #include "quadrants/common/errors.h"
+#include "quadrants/common/options.h"
 #include "quadrants/common/status_macros.h"
 #include "quadrants/runtime/amdgpu/amdgpu_codegen.h"
 
@@ -39,25 +39,30 @@ Counts& GlobalCounts() {
   return *counts;
 }
 
-absl::StatusOr<offline_cache::KernelArtifact> CompileChecked(
+absl::StatusOr<CompiledKernelData> CompileChecked(
     const ir::Kernel& offloaded, const ir::SNodeTree& snodes,
-    const CompileConfig& config, codegen::HsacoCompiler& compiler,
+    const CompileConfig& config, const CodegenOnlyCompiler::Target& target,
     const offline_cache::OfflineCache* cache, OfflineCacheStats* cache_stats) {
+  codegen::GpuCompiler& compiler = *target.compiler;
   const std::string key =
-      cache ? HsacoCacheKey(offloaded, snodes, config, compiler) : "";
+      cache ? gpu::GpuCacheKey(*cache, offloaded, snodes, config, compiler,
+                               target.cache_target)
+            : "";
   OfflineCacheStats unused;
-  auto check = [&](const offline_cache::KernelArtifact& artifact)
-      -> absl::StatusOr<bool> {
+  auto check = [&](const CompiledKernelData& artifact) -> absl::StatusOr<bool> {
     QD_RETURN_IF_ERROR(codegen::CheckCodeObject(
-        artifact.object, compiler.gfx_target(), HsacoEntries(artifact)));
+        artifact.binary, compiler.cpu(),
+        codegen::GpuCompiler::EntryNames(artifact.tasks)));
     return true;
   };
-  QD_ASSIGN_OR_RETURN(
-      auto generated,
-      offline_cache::LoadOrGenerate<bool>(
-          cache, key, cache_stats ? cache_stats : &unused,
-          [&] { return GenerateHsaco(offloaded, snodes, config, compiler); },
-          check));
+  QD_ASSIGN_OR_RETURN(auto generated,
+                      offline_cache::LoadOrGenerate<bool>(
+                          cache, key, cache_stats ? cache_stats : &unused,
+                          [&] {
+                            return gpu::GenerateGpuKernel(offloaded, snodes,
+                                                          config, compiler);
+                          },
+                          check));
   return std::move(generated.first);
 }
 
@@ -65,11 +70,10 @@ absl::StatusOr<offline_cache::KernelArtifact> CompileChecked(
 class CodegenOnlyKernel : public CompiledKernel {
  public:
   CodegenOnlyKernel(const ir::Kernel& kernel,
-                    const offline_cache::KernelArtifact& artifact)
-      : CompiledKernel(kernel.name(), kernel.params(),
-                       offline_cache::ErrorSites(artifact),
+                    const CompiledKernelData& artifact)
+      : CompiledKernel(kernel.name(), kernel.params(), artifact.error_sites,
                        static_cast<int>(artifact.tasks.size()),
-                       offline_cache::TaskAdStacks(artifact)) {
+                       artifact.TaskAdStacks()) {
     set_print_sites(artifact.print_sites);
   }
 };
@@ -80,7 +84,8 @@ class CodegenOnlyBackend : public Backend {
                      std::unique_ptr<CodegenOnlyCompiler> compiler)
       : config_(config),
         compiler_(std::move(compiler)),
-        cache_(offline_cache::OpenOfflineCache(config, &cache_stats_)) {}
+        cache_(offline_cache::OpenOfflineCache(
+            config, codegen::LlvmCompilerIdentity(), &cache_stats_)) {}
 
   absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes) override {
@@ -174,16 +179,7 @@ class CheckingBackend : public Backend {
 }  // namespace
 
 std::vector<std::string> CodegenOnlyTargets() {
-  std::vector<std::string> targets;
-  const char* value = std::getenv("QD_AMDGPU_CODEGEN_ONLY");
-  if (value == nullptr)
-    return targets;
-  for (absl::string_view part : absl::StrSplit(value, ',')) {
-    part = absl::StripAsciiWhitespace(part);
-    if (!part.empty())
-      targets.emplace_back(part);
-  }
-  return targets;
+  return options::EnvList(options::Option::kAmdgpuCodegenOnly);
 }
 
 std::vector<CodegenOnlyCount> CodegenOnlyCounts() {
@@ -194,38 +190,37 @@ std::vector<CodegenOnlyCount> CodegenOnlyCounts() {
 
 absl::StatusOr<std::unique_ptr<CodegenOnlyCompiler>>
 CodegenOnlyCompiler::Create(const std::vector<std::string>& targets) {
-  std::vector<std::unique_ptr<codegen::HsacoCompiler>> compilers;
+  std::vector<Target> compiled_targets;
   for (const std::string& target : targets) {
-    absl::StatusOr<std::unique_ptr<codegen::HsacoCompiler>> compiler =
-        codegen::HsacoCompiler::Create(target);
+    absl::StatusOr<std::unique_ptr<codegen::GpuCompiler>> compiler =
+        codegen::CreateHsacoCompiler(target);
     if (!compiler.ok()) {
       return MakeError(GetErrorKind(compiler.status()),
                        absl::StrCat("QD_AMDGPU_CODEGEN_ONLY=", target, ": ",
                                     compiler.status().message()));
     }
-    compilers.push_back(*std::move(compiler));
+    gpu::GpuCacheTarget cache_target = HsacoCacheTarget(**compiler);
+    compiled_targets.push_back({*std::move(compiler), std::move(cache_target)});
   }
-  return std::make_unique<CodegenOnlyCompiler>(std::move(compilers));
+  return std::make_unique<CodegenOnlyCompiler>(std::move(compiled_targets));
 }
 
-absl::StatusOr<std::vector<offline_cache::KernelArtifact>>
-CodegenOnlyCompiler::Compile(const ir::Kernel& offloaded,
-                             const ir::SNodeTree& snodes,
-                             const CompileConfig& config,
-                             const offline_cache::OfflineCache* cache,
-                             OfflineCacheStats* cache_stats) {
-  std::vector<offline_cache::KernelArtifact> artifacts;
-  for (const auto& compiler : compilers_) {
-    absl::StatusOr<offline_cache::KernelArtifact> artifact = CompileChecked(
-        offloaded, snodes, config, *compiler, cache, cache_stats);
-    GlobalCounts().Add(compiler->gfx_target(), artifact.ok());
+absl::StatusOr<std::vector<CompiledKernelData>> CodegenOnlyCompiler::Compile(
+    const ir::Kernel& offloaded, const ir::SNodeTree& snodes,
+    const CompileConfig& config, const offline_cache::OfflineCache* cache,
+    OfflineCacheStats* cache_stats) {
+  std::vector<CompiledKernelData> artifacts;
+  for (const Target& target : targets_) {
+    const std::string& gfx_target = target.compiler->cpu();
+    absl::StatusOr<CompiledKernelData> artifact =
+        CompileChecked(offloaded, snodes, config, target, cache, cache_stats);
+    GlobalCounts().Add(gfx_target, artifact.ok());
     if (!artifact.ok()) {
-      return MakeError(
-          ErrorKind::kCompilation,
-          absl::StrCat(
-              "kernel '", offloaded.name(), "': AMDGPU code object for ",
-              compiler->gfx_target(),
-              " (QD_AMDGPU_CODEGEN_ONLY): ", artifact.status().message()));
+      return MakeError(ErrorKind::kCompilation,
+                       absl::StrCat("kernel '", offloaded.name(),
+                                    "': AMDGPU code object for ", gfx_target,
+                                    " (QD_AMDGPU_CODEGEN_ONLY): ",
+                                    artifact.status().message()));
     }
     artifacts.push_back(*std::move(artifact));
   }

@@ -7,9 +7,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "quadrants/codegen/amdgpu/hsaco_compiler.h"
+#include "quadrants/codegen/llvm/gpu_compiler.h"
 #include "quadrants/runtime/backend.h"
 #include "quadrants/runtime/compile_config.h"
+#include "quadrants/runtime/gpu/gpu_codegen.h"
 #include "quadrants/runtime/offline_cache/offline_cache.h"
 
 namespace quadrants::amdgpu {
@@ -43,17 +44,21 @@ class CodegenOnlyCompiler {
   // The artifacts (one per target, in order) of `offloaded`, from `cache`
   // when it holds a code object that checks; the first failure as a
   // Compilation error naming the kernel and the target.
-  absl::StatusOr<std::vector<offline_cache::KernelArtifact>> Compile(
+  absl::StatusOr<std::vector<CompiledKernelData>> Compile(
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes,
       const CompileConfig& config, const offline_cache::OfflineCache* cache,
       OfflineCacheStats* cache_stats);
 
-  explicit CodegenOnlyCompiler(
-      std::vector<std::unique_ptr<codegen::HsacoCompiler>> compilers)
-      : compilers_(std::move(compilers)) {}
+  // One target's compiler and what keys its code objects.
+  struct Target {
+    std::unique_ptr<codegen::GpuCompiler> compiler;
+    gpu::GpuCacheTarget cache_target;
+  };
+  explicit CodegenOnlyCompiler(std::vector<Target> targets)
+      : targets_(std::move(targets)) {}
 
  private:
-  std::vector<std::unique_ptr<codegen::HsacoCompiler>> compilers_;
+  std::vector<Target> targets_;
 };
 
 // `backend` (of any arch but amdgpu), also compiling each kernel for the

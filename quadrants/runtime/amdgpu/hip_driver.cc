@@ -2,29 +2,14 @@
 
 #include <cstring>
 
-#include "absl/strings/str_cat.h"
-#include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
 
 namespace quadrants::amdgpu {
 
-absl::StatusOr<std::unique_ptr<HipDriver>> HipDriver::Load() {
-  auto driver = std::make_unique<HipDriver>(Key());
-  absl::Status status = driver->Initialize();
-  if (!status.ok()) {
-    return MakeError(ErrorKind::kUnavailable,
-                     absl::StrCat("AMDGPU not available: ", status.message()));
-  }
-  return driver;
-}
-
 absl::Status HipDriver::Initialize() {
   QD_ASSIGN_OR_RETURN(
       library_, DynamicLibrary::Open({"libamdhip64.so.5", "libamdhip64.so"}));
-#define QD_LOAD_MEMBER(member, symbol) \
-  QD_RETURN_IF_ERROR(library_->Load(symbol, &member));
-  QD_HIP_DRIVER_FUNCTIONS(QD_LOAD_MEMBER)
-#undef QD_LOAD_MEMBER
+  QD_HIP_DRIVER_FUNCTIONS(QD_GPU_LOAD_ENTRY)
 #define QD_LOAD_TYPED_MEMBER(member, symbol, type) \
   QD_RETURN_IF_ERROR(library_->Load(symbol, &member));
   QD_HIP_DRIVER_OVERLOADED_FUNCTIONS(QD_LOAD_TYPED_MEMBER)
@@ -64,12 +49,9 @@ absl::Status HipDriver::Initialize() {
 absl::Status HipDriver::Check(hipError_t result, const char* what) const {
   if (result == hipSuccess)
     return absl::OkStatus();
-  const char* message =
-      hipGetErrorString != nullptr ? hipGetErrorString(result) : nullptr;
-  return MakeError(
-      ErrorKind::kRuntime,
-      absl::StrCat(what, " failed: ", message ? message : "unknown error",
-                   " (hipError_t ", static_cast<int>(result), ")"));
+  return gpu::CallError(
+      what, hipGetErrorString != nullptr ? hipGetErrorString(result) : nullptr,
+      "hipError_t", static_cast<int>(result));
 }
 
 }  // namespace quadrants::amdgpu

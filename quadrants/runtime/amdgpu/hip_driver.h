@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "quadrants/common/dynamic_library.h"
+#include "quadrants/runtime/gpu/driver_library.h"
 
 namespace quadrants::amdgpu {
 
@@ -41,41 +41,31 @@ using HipMallocManagedFunction = hipError_t (*)(void**, size_t, unsigned int);
 
 // The loaded HIP runtime with device 0 selected, and what the backend needs
 // to know about that device.
-class HipDriver {
+class HipDriver : public gpu::DriverLibrary {
  public:
   // Fails with an Unavailable error "AMDGPU not available: <reason>" when the
   // library, the driver or a device is missing.
-  static absl::StatusOr<std::unique_ptr<HipDriver>> Load();
-
-  // Public for std::make_unique only; the Key keeps callers on Load().
-  class Key {
-    friend class HipDriver;
-    Key() = default;
-  };
-  explicit HipDriver(Key) {}
+  static absl::StatusOr<std::unique_ptr<HipDriver>> Load() {
+    return LoadAs<HipDriver>("AMDGPU");
+  }
 
   absl::Status Check(hipError_t result, const char* what) const;
-  const std::string& device_name() const { return device_name_; }
   // The device's ISA without feature suffixes, e.g. "gfx90a".
   const std::string& gfx_target() const { return gfx_target_; }
-  int driver_version() const { return driver_version_; }
   int resident_threads() const { return resident_threads_; }
   int64_t total_memory() const { return total_memory_; }
 
-#define QD_DECLARE_MEMBER(member, symbol) decltype(&::member) member = nullptr;
-  QD_HIP_DRIVER_FUNCTIONS(QD_DECLARE_MEMBER)
-#undef QD_DECLARE_MEMBER
+  QD_HIP_DRIVER_FUNCTIONS(QD_GPU_DECLARE_ENTRY)
 #define QD_DECLARE_TYPED_MEMBER(member, symbol, type) type member = nullptr;
   QD_HIP_DRIVER_OVERLOADED_FUNCTIONS(QD_DECLARE_TYPED_MEMBER)
 #undef QD_DECLARE_TYPED_MEMBER
 
  private:
+  friend class gpu::DriverLibrary;
+  HipDriver() = default;
   absl::Status Initialize();
 
-  std::unique_ptr<DynamicLibrary> library_;
-  std::string device_name_;
   std::string gfx_target_;
-  int driver_version_ = 0;
   int resident_threads_ = 0;
   int64_t total_memory_ = 0;
 };

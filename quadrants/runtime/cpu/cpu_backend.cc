@@ -1,3 +1,4 @@
+#include "quadrants/codegen/llvm/compiler_identity.h"
 #include "quadrants/runtime/cpu/cpu_backend.h"
 
 #include <algorithm>
@@ -17,7 +18,7 @@
 #include "quadrants/runtime/adstack/launch_sizer.h"
 #include "quadrants/runtime/cpu/cpu_max_reducer.h"
 #include "quadrants/runtime/llvm/host/launch_state.h"
-#include "quadrants/runtime/llvm/runtime_module/runtime_x86_64.h"
+#include "quadrants/device_runtime/runtime_x86_64.h"
 
 namespace quadrants::cpu {
 namespace {
@@ -37,9 +38,9 @@ struct CpuTask {
 class CpuCompiledKernel : public CompiledKernel {
  public:
   CpuCompiledKernel(const ir::Kernel& kernel,
-                    std::vector<RuntimeErrorSite> sites,
+                    std::vector<ErrorSite> sites,
                     std::vector<CpuTask> tasks,
-                    std::vector<std::vector<AdStackInfo>> stacks)
+                    std::vector<std::vector<AdStackSpec>> stacks)
       : CompiledKernel(kernel.name(), kernel.params(), std::move(sites),
                        static_cast<int>(tasks.size()), std::move(stacks)),
         tasks_(std::move(tasks)) {}
@@ -60,7 +61,8 @@ CpuBackend::CpuBackend(const CompileConfig& config,
       jit_(std::move(jit)),
       pool_(config.cpu_max_num_threads),
       reducer_(std::make_unique<CpuMaxReducer>(&pool_)),
-      cache_(offline_cache::OpenOfflineCache(config, &cache_stats_)) {}
+      cache_(offline_cache::OpenOfflineCache(config, codegen::LlvmCompilerIdentity(),
+                                          &cache_stats_)) {}
 
 absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(
     const CompileConfig& config) {
@@ -90,14 +92,14 @@ codegen::LoweringOptions CpuBackend::LoweringOptions() const {
   return options;
 }
 
-absl::StatusOr<offline_cache::KernelArtifact> CpuBackend::Generate(
+absl::StatusOr<CompiledKernelData> CpuBackend::Generate(
     const ir::Kernel& offloaded, const ir::SNodeTree& snodes) {
   llvm::LLVMContext context;
   QD_ASSIGN_OR_RETURN(
       codegen::LoweredKernel lowered,
       codegen::LowerKernel(offloaded, snodes, LoweringOptions(), context));
   std::vector<std::string> entry_points;
-  for (const auto& task : lowered.tasks) {
+  for (const auto& task : lowered.data.tasks) {
     // Nothing writes the launch context while a kernel runs: its loads
     // (arguments, ndarray addresses and shapes) leave the loops, which then
     // vectorize.
@@ -113,15 +115,12 @@ absl::StatusOr<offline_cache::KernelArtifact> CpuBackend::Generate(
       entry_points));
   codegen::OptimizeModule(*lowered.module, jit_->target_machine(),
                           config_.cpu_simd);
-  offline_cache::KernelArtifact artifact;
-  QD_ASSIGN_OR_RETURN(artifact.object, jit_->EmitObject(*lowered.module));
-  artifact.tasks = std::move(lowered.tasks);
-  artifact.error_sites = std::move(lowered.error_sites);
-  artifact.print_sites = std::move(lowered.print_sites);
+  CompiledKernelData artifact = std::move(lowered.data);
+  QD_ASSIGN_OR_RETURN(artifact.binary, jit_->EmitObject(*lowered.module));
   return artifact;
 }
 
-absl::StatusOr<std::pair<offline_cache::KernelArtifact, std::string>>
+absl::StatusOr<std::pair<CompiledKernelData, std::string>>
 CpuBackend::LoadOrGenerate(const ir::Kernel& offloaded,
                            const ir::SNodeTree& snodes) {
   std::string key;
@@ -130,7 +129,7 @@ CpuBackend::LoadOrGenerate(const ir::Kernel& offloaded,
     static const uint64_t runtime_hash =
         llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(kRuntimeBitcodeX86_64,
                                                   kRuntimeBitcodeX86_64_size));
-    key = offline_cache::CacheKey(
+    key = cache_->Key(
         offloaded, snodes,
         absl::StrCat(LoweringOptions().ToString(), " runtime=", runtime_hash,
                      " simd=", config_.cpu_simd),
@@ -139,8 +138,8 @@ CpuBackend::LoadOrGenerate(const ir::Kernel& offloaded,
   return offline_cache::LoadOrGenerate<std::string>(
       cache_ ? &*cache_ : nullptr, key, &cache_stats_,
       [&] { return Generate(offloaded, snodes); },
-      [&](const offline_cache::KernelArtifact& artifact) {
-        return jit_->AddObject(artifact.object);
+      [&](const CompiledKernelData& artifact) {
+        return jit_->AddObject(artifact.binary);
       });
 }
 
@@ -148,7 +147,7 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
     const ir::Kernel& offloaded, const ir::SNodeTree& snodes) {
   snodes_ = &snodes;
   QD_ASSIGN_OR_RETURN(auto generated, LoadOrGenerate(offloaded, snodes));
-  const offline_cache::KernelArtifact& lowered = generated.first;
+  const CompiledKernelData& lowered = generated.first;
   const std::string& dylib = generated.second;
   std::vector<CpuTask> tasks;
   for (const auto& task : lowered.tasks) {
@@ -165,8 +164,8 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
     tasks.push_back(cpu);
   }
   auto compiled = std::make_shared<CpuCompiledKernel>(
-      offloaded, offline_cache::ErrorSites(lowered), std::move(tasks),
-      offline_cache::TaskAdStacks(lowered));
+      offloaded, lowered.error_sites, std::move(tasks),
+      lowered.TaskAdStacks());
   compiled->sizer =
       std::make_unique<adstack::LaunchSizer>(compiled->task_adstacks());
   compiled->sizer->set_reducer(reducer_.get());

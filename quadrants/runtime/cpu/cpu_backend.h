@@ -13,7 +13,7 @@
 #include "quadrants/runtime/cpu/cpu_max_reducer.h"
 #include "quadrants/runtime/cpu/thread_pool.h"
 #include "quadrants/runtime/llvm/host/launch_state.h"
-#include "quadrants/runtime/llvm/runtime_module/runtime_abi.h"
+#include "quadrants/device_runtime/runtime_abi.h"
 #include "quadrants/runtime/offline_cache/offline_cache.h"
 
 namespace quadrants::cpu {
@@ -59,11 +59,11 @@ class CpuBackend : public Backend {
   void CheckAdStackOverflow(int task);
   codegen::LoweringOptions LoweringOptions() const;
   // Lowers, links and optimizes `offloaded` to an object plus task metadata.
-  absl::StatusOr<offline_cache::KernelArtifact> Generate(
+  absl::StatusOr<CompiledKernelData> Generate(
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes);
   // The artifact from the offline cache when present and loadable, else
   // freshly generated (and stored); returns it with its JIT dylib name.
-  absl::StatusOr<std::pair<offline_cache::KernelArtifact, std::string>>
+  absl::StatusOr<std::pair<CompiledKernelData, std::string>>
   LoadOrGenerate(const ir::Kernel& offloaded, const ir::SNodeTree& snodes);
 
   CompileConfig config_;

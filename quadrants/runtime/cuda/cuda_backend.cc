@@ -1,200 +1,173 @@
 #include "quadrants/runtime/cuda/cuda_backend.h"
 
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "llvm/IR/LLVMContext.h"
-#include "llvm/Support/xxhash.h"
+#include "quadrants/codegen/cuda/ptx_compiler.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
-#include "quadrants/runtime/cuda/cuda_device.h"
 #include "quadrants/runtime/cuda/cuda_graph.h"
-#include "quadrants/runtime/llvm/runtime_module/runtime_nvptx64.h"
 
 namespace quadrants::cuda {
 namespace {
 
-// A loaded PTX module, unloaded when the last kernel using it goes away.
-class CudaModule {
+// The shared GPU runtime's driver hooks over the CUDA driver API: cuMemAlloc
+// memory, synchronous copies and launches on the default stream, PTX
+// modules JIT-compiled by the driver (its error log in load errors) and
+// unified memory (cuMemAllocManaged) for fields and ndarrays.
+class CudaDevice final : public gpu::Driver {
  public:
-  CudaModule(std::shared_ptr<CudaDriver> driver, CUmodule module)
-      : driver_(std::move(driver)), module_(module) {}
-  ~CudaModule() { driver_->cuModuleUnload(module_); }
-  CudaModule(const CudaModule&) = delete;
-  CudaModule& operator=(const CudaModule&) = delete;
+  explicit CudaDevice(std::shared_ptr<CudaDriver> driver)
+      : cu_(std::move(driver)) {}
 
-  absl::StatusOr<CUfunction> Function(const std::string& name) const {
+  absl::StatusOr<uint64_t> Allocate(int64_t bytes) override {
+    CUdeviceptr address = 0;
+    QD_RETURN_IF_ERROR(cu_->Check(
+        cu_->cuMemAlloc(&address, static_cast<size_t>(bytes)), "cuMemAlloc"));
+    return static_cast<uint64_t>(address);
+  }
+  void Free(uint64_t address) override { cu_->cuMemFree(address); }
+  absl::Status CopyToDevice(uint64_t address, const void* data,
+                            int64_t bytes) override {
+    return cu_->Check(cu_->cuMemcpyHtoD(address, data, bytes), "cuMemcpyHtoD");
+  }
+  absl::Status CopyToHost(void* data, uint64_t address,
+                          int64_t bytes) override {
+    return cu_->Check(cu_->cuMemcpyDtoH(data, address, bytes), "cuMemcpyDtoH");
+  }
+  absl::Status Synchronize() override {
+    return cu_->Check(cu_->cuCtxSynchronize(), "cuCtxSynchronize");
+  }
+
+  // Asks the driver's JIT for its error log on failure.
+  absl::StatusOr<void*> LoadModule(const std::string& ptx) override {
+    char log[8192] = {};
+    CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
+                              CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void* values[] = {log, reinterpret_cast<void*>(sizeof(log))};
+    CUmodule module = nullptr;
+    const CUresult result =
+        cu_->cuModuleLoadDataEx(&module, ptx.c_str(), 2, options, values);
+    if (result != CUDA_SUCCESS) {
+      absl::Status status = cu_->Check(result, "cuModuleLoadDataEx");
+      return MakeError(ErrorKind::kRuntime,
+                       absl::StrCat(status.message(), ": ", log));
+    }
+    return static_cast<void*>(module);
+  }
+  void UnloadModule(void* module) override {
+    cu_->cuModuleUnload(static_cast<CUmodule>(module));
+  }
+  absl::StatusOr<void*> Function(void* module,
+                                 const std::string& name) override {
     CUfunction fn = nullptr;
     QD_RETURN_IF_ERROR(
-        driver_->Check(driver_->cuModuleGetFunction(&fn, module_, name.c_str()),
-                       "cuModuleGetFunction"));
-    return fn;
+        cu_->Check(cu_->cuModuleGetFunction(&fn, static_cast<CUmodule>(module),
+                                            name.c_str()),
+                   "cuModuleGetFunction"));
+    return static_cast<void*>(fn);
+  }
+
+  absl::StatusOr<void*> AllocateManaged(size_t bytes) override {
+    CUdeviceptr data = 0;
+    QD_RETURN_IF_ERROR(
+        cu_->Check(cu_->cuMemAllocManaged(&data, bytes, CU_MEM_ATTACH_GLOBAL),
+                   "cuMemAllocManaged"));
+    return reinterpret_cast<void*>(data);
+  }
+  void FreeManaged(void* data) override {
+    cu_->cuMemFree(reinterpret_cast<CUdeviceptr>(data));
+  }
+
+  absl::StatusOr<gpu::DeviceLimits> Limits() override {
+    int multiprocessors = 0, per_sm = 0;
+    QD_RETURN_IF_ERROR(
+        Attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &multiprocessors));
+    QD_RETURN_IF_ERROR(
+        Attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, &per_sm));
+    size_t total = 0;
+    QD_RETURN_IF_ERROR(cu_->Check(cu_->cuDeviceTotalMem(&total, cu_->device()),
+                                  "cuDeviceTotalMem"));
+    return gpu::DeviceLimits{multiprocessors * per_sm,
+                             static_cast<int64_t>(total)};
+  }
+
+ protected:
+  absl::Status LaunchKernel(void* function, unsigned grid, unsigned block,
+                            void** params) override {
+    return cu_->Check(
+        cu_->cuLaunchKernel(static_cast<CUfunction>(function), grid, 1, 1,
+                            block, 1, 1, 0, nullptr, params, nullptr),
+        "cuLaunchKernel");
   }
 
  private:
-  std::shared_ptr<CudaDriver> driver_;
-  CUmodule module_;
+  absl::Status Attribute(CUdevice_attribute attribute, int* value) {
+    return cu_->Check(
+        cu_->cuDeviceGetAttribute(value, attribute, cu_->device()),
+        "cuDeviceGetAttribute");
+  }
+
+  std::shared_ptr<CudaDriver> cu_;
 };
 
-// Loads PTX, asking the driver's JIT for its error log on failure.
-absl::StatusOr<std::shared_ptr<CudaModule>> LoadModule(
-    const std::shared_ptr<CudaDriver>& driver, const std::string& ptx) {
-  char log[8192] = {};
-  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
-                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void* values[] = {log, reinterpret_cast<void*>(sizeof(log))};
-  CUmodule module = nullptr;
-  const CUresult result =
-      driver->cuModuleLoadDataEx(&module, ptx.c_str(), 2, options, values);
-  if (result != CUDA_SUCCESS) {
-    absl::Status status = driver->Check(result, "cuModuleLoadDataEx");
-    return MakeError(ErrorKind::kRuntime,
-                     absl::StrCat(status.message(), ": ", log));
-  }
-  return std::make_shared<CudaModule>(driver, module);
-}
-
-}  // namespace
-
-namespace {
-
-class CudaCompiledKernel : public gpu::GpuCompiledKernel {
+class CudaCompiledKernel : public gpu::ModuleKernel {
  public:
-  CudaCompiledKernel(const ir::Kernel& kernel,
-                     std::vector<RuntimeErrorSite> sites,
-                     std::shared_ptr<CudaModule> module,
-                     std::vector<std::vector<AdStackInfo>> stacks)
-      : GpuCompiledKernel(kernel, std::move(sites), std::move(stacks)),
-        module(std::move(module)) {}
+  using ModuleKernel::ModuleKernel;
 
-  std::shared_ptr<CudaModule> module;
   // The tasks as one graph, built at the first graph=True launch. Its
   // parameters (the context and runtime addresses) never change: arguments
   // reach the replay through the context's contents.
   mutable std::unique_ptr<CudaGraph> graph;
 };
 
+// PTX depends on the driver beyond its ISA version, so the key names it.
+gpu::GpuCacheTarget PtxCacheTarget(const codegen::GpuCompiler& compiler,
+                                   int driver_version) {
+  return {
+      absl::StrCat(" runtime=", gpu::BitcodeHash(compiler.runtime_bitcode())),
+      absl::StrCat("cuda ", compiler.target_description(), " driver ",
+                   driver_version)};
+}
+
 }  // namespace
 
 CudaBackend::CudaBackend(const CompileConfig& config,
                          std::shared_ptr<CudaDriver> driver,
-                         std::unique_ptr<codegen::PtxCompiler> compiler)
-    : GpuBackend(config, std::make_shared<CudaDevice>(driver),
-                 std::make_shared<ManagedMemoryAllocator>(driver)),
-      driver_(std::move(driver)),
-      compiler_(std::move(compiler)),
-      cache_(offline_cache::OpenOfflineCache(config, &cache_stats_)) {
-  set_max_reduce_loader([this](const codegen::MaxReduceShape& shape) {
-    return LoadMaxReduce(shape);
-  });
-}
-
-absl::StatusOr<void*> CudaBackend::LoadMaxReduce(
-    const codegen::MaxReduceShape& shape) {
-  QD_ASSIGN_OR_RETURN(std::string ptx, compiler_->CompileMaxReduce(shape));
-  QD_ASSIGN_OR_RETURN(std::shared_ptr<CudaModule> module,
-                      LoadModule(driver_, ptx));
-  QD_ASSIGN_OR_RETURN(CUfunction function,
-                      module->Function(codegen::kMaxReduceEntry));
-  reduce_modules_.push_back(std::move(module));
-  return static_cast<void*>(function);
-}
+                         std::unique_ptr<codegen::GpuCompiler> compiler,
+                         gpu::GpuCacheTarget cache_target)
+    : DriverBackend(config, std::make_shared<CudaDevice>(driver), std::move(compiler),
+                    std::move(cache_target)),
+      driver_(std::move(driver)) {}
 
 absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
     const CompileConfig& config) {
-  QD_ASSIGN_OR_RETURN(std::unique_ptr<CudaDriver> loaded, CudaDriver::Load());
-  std::shared_ptr<CudaDriver> driver = std::move(loaded);
+  QD_ASSIGN_OR_RETURN(std::shared_ptr<CudaDriver> driver, CudaDriver::Load());
   QD_ASSIGN_OR_RETURN(auto compiler,
-                      codegen::PtxCompiler::Create(driver->compute_capability(),
-                                                   driver->driver_version()));
-  auto backend =
-      std::make_unique<CudaBackend>(config, driver, std::move(compiler));
-  int multiprocessors = 0, per_sm = 0;
-  QD_RETURN_IF_ERROR(driver->Check(
-      driver->cuDeviceGetAttribute(&multiprocessors,
-                                   CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                                   driver->device()),
-      "cuDeviceGetAttribute"));
-  QD_RETURN_IF_ERROR(driver->Check(
-      driver->cuDeviceGetAttribute(
-          &per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
-          driver->device()),
-      "cuDeviceGetAttribute"));
-  size_t total = 0;
-  QD_RETURN_IF_ERROR(driver->Check(
-      driver->cuDeviceTotalMem(&total, driver->device()), "cuDeviceTotalMem"));
-  QD_RETURN_IF_ERROR(backend->InitDevice(multiprocessors * per_sm,
-                                         static_cast<int64_t>(total)));
+                      codegen::CreatePtxCompiler(driver->compute_capability(),
+                                                 driver->driver_version()));
+  gpu::GpuCacheTarget cache_target =
+      PtxCacheTarget(*compiler, driver->driver_version());
+  auto backend = std::make_unique<CudaBackend>(
+      config, driver, std::move(compiler), std::move(cache_target));
+  QD_RETURN_IF_ERROR(backend->Init());
   return backend;
 }
 
 absl::Status CudaBackend::Probe() {
   QD_ASSIGN_OR_RETURN(std::unique_ptr<CudaDriver> driver, CudaDriver::Load());
-  return codegen::PtxCompiler::Create(driver->compute_capability(),
-                                      driver->driver_version())
+  return codegen::CreatePtxCompiler(driver->compute_capability(),
+                                    driver->driver_version())
       .status();
 }
 
-codegen::LoweringOptions CudaBackend::LoweringOptions() const {
-  codegen::LoweringOptions options;
-  options.check_out_of_bound = config().checks_bounds();
-  options.debug = config().debug;
-  options.ad_stack_size_forced = config().ad_stack_size > 0;
-  options.interleave_adstacks = true;
-  options.warp_aggregate_atomics = true;
-  options.triple = compiler_->triple();
-  options.data_layout = compiler_->data_layout();
-  return options;
-}
-
-absl::StatusOr<offline_cache::KernelArtifact> CudaBackend::Generate(
-    const ir::Kernel& offloaded, const ir::SNodeTree& snodes) {
-  llvm::LLVMContext context;
-  QD_ASSIGN_OR_RETURN(
-      codegen::LoweredKernel lowered,
-      codegen::LowerKernel(offloaded, snodes, LoweringOptions(), context));
-  offline_cache::KernelArtifact artifact;
-  QD_ASSIGN_OR_RETURN(artifact.object, compiler_->Compile(lowered));
-  artifact.tasks = std::move(lowered.tasks);
-  artifact.error_sites = std::move(lowered.error_sites);
-  artifact.print_sites = std::move(lowered.print_sites);
-  return artifact;
-}
-
-absl::StatusOr<std::shared_ptr<CompiledKernel>> CudaBackend::Compile(
-    const ir::Kernel& offloaded, const ir::SNodeTree& snodes) {
-  set_snodes(&snodes);
-  std::string key;
-  if (cache_) {
-    static const uint64_t runtime_hash =
-        llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(kRuntimeBitcodeNvptx64,
-                                                  kRuntimeBitcodeNvptx64_size));
-    key = offline_cache::CacheKey(
-        offloaded, snodes,
-        absl::StrCat(LoweringOptions().ToString(), " runtime=", runtime_hash),
-        absl::StrCat("cuda ", compiler_->target_description(), " driver ",
-                     driver_->driver_version()));
-  }
-  QD_ASSIGN_OR_RETURN(
-      auto generated,
-      offline_cache::LoadOrGenerate<std::shared_ptr<CudaModule>>(
-          cache_ ? &*cache_ : nullptr, key, &cache_stats_,
-          [&] { return Generate(offloaded, snodes); },
-          [&](const offline_cache::KernelArtifact& artifact) {
-            return LoadModule(driver_, artifact.object);
-          }));
-  const offline_cache::KernelArtifact& artifact = generated.first;
-  auto compiled = std::make_shared<CudaCompiledKernel>(
-      offloaded, offline_cache::ErrorSites(artifact), generated.second,
-      offline_cache::TaskAdStacks(artifact));
-  QD_RETURN_IF_ERROR(compiled->AddTasks(
-      artifact.tasks, [&](const std::string& name) -> absl::StatusOr<void*> {
-        QD_ASSIGN_OR_RETURN(auto function, compiled->module->Function(name));
-        return static_cast<void*>(function);
-      }));
-  compiled->set_print_sites(artifact.print_sites);
-  return compiled;
+std::shared_ptr<gpu::ModuleKernel> CudaBackend::NewKernel(
+    const ir::Kernel& kernel, const CompiledKernelData& artifact,
+    std::shared_ptr<gpu::GpuModule> module) const {
+  return std::make_shared<CudaCompiledKernel>(kernel, artifact,
+                                              std::move(module));
 }
 
 absl::Status CudaBackend::ReplayGraph(const gpu::GpuCompiledKernel& kernel) {

@@ -2,25 +2,19 @@
 #define QUADRANTS_RUNTIME_CUDA_CUDA_BACKEND_H_
 
 #include <memory>
-#include <optional>
-#include <string>
 
-#include "quadrants/codegen/cuda/ptx_compiler.h"
-#include "quadrants/codegen/llvm/kernel_lowering.h"
-#include "quadrants/runtime/backend.h"
+#include "absl/status/statusor.h"
+#include "quadrants/codegen/llvm/gpu_compiler.h"
+#include "quadrants/runtime/compile_config.h"
 #include "quadrants/runtime/cuda/cuda_driver.h"
-#include "quadrants/runtime/gpu/gpu_backend.h"
-#include "quadrants/runtime/offline_cache/offline_cache.h"
+#include "quadrants/runtime/gpu/driver_backend.h"
 
 namespace quadrants::cuda {
 
-// The CUDA backend: kernels lowered by the shared LLVM lowering, compiled
-// to PTX for the device found at init and loaded through the driver API,
-// then launched by the shared GPU launcher (gpu::GpuBackend). Fields and
-// ndarrays live in unified memory (the host reads them after a
-// synchronize). With LaunchOptions::graph the tasks replay as one CUDA
-// graph.
-class CudaBackend : public gpu::GpuBackend {
+// The CUDA backend: the shared driver backend (gpu::DriverBackend) over the
+// CUDA driver API's hooks and the PTX compiler for the device found at init.
+// With LaunchOptions::graph the tasks replay as one CUDA graph.
+class CudaBackend : public gpu::DriverBackend {
  public:
   static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(
       const CompileConfig& config);
@@ -28,34 +22,19 @@ class CudaBackend : public gpu::GpuBackend {
   // else the Unavailable error saying which is missing.
   static absl::Status Probe();
 
-  absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(
-      const ir::Kernel& offloaded, const ir::SNodeTree& snodes) override;
-  const OfflineCacheStats& offline_cache_stats() const override {
-    return cache_stats_;
-  }
-
   CudaBackend(const CompileConfig& config, std::shared_ptr<CudaDriver> driver,
-              std::unique_ptr<codegen::PtxCompiler> compiler);
+              std::unique_ptr<codegen::GpuCompiler> compiler,
+              gpu::GpuCacheTarget cache_target);
 
  protected:
   bool HasGraphs() const override { return true; }
   absl::Status ReplayGraph(const gpu::GpuCompiledKernel& kernel) override;
+  std::shared_ptr<gpu::ModuleKernel> NewKernel(
+      const ir::Kernel& kernel, const CompiledKernelData& artifact,
+      std::shared_ptr<gpu::GpuModule> module) const override;
 
  private:
-  codegen::LoweringOptions LoweringOptions() const;
-  absl::StatusOr<offline_cache::KernelArtifact> Generate(
-      const ir::Kernel& offloaded, const ir::SNodeTree& snodes);
-  // Compiles and loads the adstack sizing reduction for `shape`.
-  absl::StatusOr<void*> LoadMaxReduce(const codegen::MaxReduceShape& shape);
-
   std::shared_ptr<CudaDriver> driver_;
-  std::unique_ptr<codegen::PtxCompiler> compiler_;
-  // The loaded reduction modules (type-erased: the module class is private
-  // to the .cc), alive while their functions may run.
-  std::vector<std::shared_ptr<const void>> reduce_modules_;
-
-  OfflineCacheStats cache_stats_;  // before cache_, which notes its directory
-  std::optional<offline_cache::OfflineCache> cache_;
 };
 
 }  // namespace quadrants::cuda

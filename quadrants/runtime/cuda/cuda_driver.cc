@@ -1,35 +1,13 @@
 #include "quadrants/runtime/cuda/cuda_driver.h"
 
-#include "absl/strings/str_cat.h"
-#include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
 
 namespace quadrants::cuda {
-namespace {
-
-absl::Status Unavailable(absl::string_view reason) {
-  return MakeError(ErrorKind::kUnavailable,
-                   absl::StrCat("CUDA not available: ", reason));
-}
-
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load() {
-  auto driver = std::make_unique<CudaDriver>(Key());
-  absl::Status status = driver->Initialize();
-  if (!status.ok()) {
-    return Unavailable(status.message());
-  }
-  return driver;
-}
 
 absl::Status CudaDriver::Initialize() {
   QD_ASSIGN_OR_RETURN(library_,
                       DynamicLibrary::Open({"libcuda.so.1", "libcuda.so"}));
-#define QD_LOAD_MEMBER(member, symbol) \
-  QD_RETURN_IF_ERROR(library_->Load(symbol, &member));
-  QD_CUDA_DRIVER_FUNCTIONS(QD_LOAD_MEMBER)
-#undef QD_LOAD_MEMBER
+  QD_CUDA_DRIVER_FUNCTIONS(QD_GPU_LOAD_ENTRY)
   QD_RETURN_IF_ERROR(Check(cuInit(0), "cuInit"));
   QD_RETURN_IF_ERROR(
       Check(cuDriverGetVersion(&driver_version_), "cuDriverGetVersion"));
@@ -68,11 +46,9 @@ absl::Status CudaDriver::Check(CUresult result, const char* what) const {
   const char* message = nullptr;
   if (cuGetErrorString == nullptr ||
       cuGetErrorString(result, &message) != CUDA_SUCCESS) {
-    message = "unknown error";
+    message = nullptr;
   }
-  return MakeError(ErrorKind::kRuntime,
-                   absl::StrCat(what, " failed: ", message, " (CUresult ",
-                                static_cast<int>(result), ")"));
+  return gpu::CallError(what, message, "CUresult", static_cast<int>(result));
 }
 
 }  // namespace quadrants::cuda

@@ -4,11 +4,10 @@
 #include <cuda.h>
 
 #include <memory>
-#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "quadrants/common/dynamic_library.h"
+#include "quadrants/runtime/gpu/driver_library.h"
 
 namespace quadrants::cuda {
 
@@ -45,44 +44,32 @@ namespace quadrants::cuda {
   X(cuGraphDestroy, "cuGraphDestroy")
 
 // The loaded driver library with an initialized primary context on device 0.
-class CudaDriver {
+class CudaDriver : public gpu::DriverLibrary {
  public:
   // Loads libcuda, calls cuInit and retains device 0's primary context.
   // Fails with an Unavailable error "CUDA not available: <reason>" when the
   // library, the driver or a device is missing.
-  static absl::StatusOr<std::unique_ptr<CudaDriver>> Load();
-
-  // Public for std::make_unique only; the Key keeps callers on Load().
-  class Key {
-    friend class CudaDriver;
-    Key() = default;
-  };
-  explicit CudaDriver(Key) {}
+  static absl::StatusOr<std::unique_ptr<CudaDriver>> Load() {
+    return LoadAs<CudaDriver>("CUDA");
+  }
   ~CudaDriver();
-  CudaDriver(const CudaDriver&) = delete;
-  CudaDriver& operator=(const CudaDriver&) = delete;
 
   // OK, or an error naming `what` and the driver's message for `result`.
   absl::Status Check(CUresult result, const char* what) const;
 
   CUdevice device() const { return device_; }
-  const std::string& device_name() const { return device_name_; }
-  int driver_version() const { return driver_version_; }
   // Compute capability as major * 10 + minor (e.g. 90 for sm_90).
   int compute_capability() const { return compute_capability_; }
 
-#define QD_DECLARE_MEMBER(member, symbol) decltype(&::member) member = nullptr;
-  QD_CUDA_DRIVER_FUNCTIONS(QD_DECLARE_MEMBER)
-#undef QD_DECLARE_MEMBER
+  QD_CUDA_DRIVER_FUNCTIONS(QD_GPU_DECLARE_ENTRY)
 
  private:
+  friend class gpu::DriverLibrary;
+  CudaDriver() = default;
   absl::Status Initialize();
 
-  std::unique_ptr<DynamicLibrary> library_;
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
-  std::string device_name_;
-  int driver_version_ = 0;
   int compute_capability_ = 0;
 };
 

@@ -3,19 +3,9 @@
 #include <utility>
 
 #include "quadrants/common/status_macros.h"
+#include "quadrants/runtime/gpu/driver.h"
 
 namespace quadrants::cuda {
-namespace {
-
-// Pointers to each parameter value, as the driver takes them.
-std::vector<void*> ParamPointers(const gpu::KernelLaunch& launch) {
-  std::vector<void*> pointers;
-  for (const uint64_t& value : launch.params)
-    pointers.push_back(const_cast<uint64_t*>(&value));
-  return pointers;
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaGraph>> CudaGraph::Build(
     std::shared_ptr<CudaDriver> driver,
@@ -27,7 +17,7 @@ absl::StatusOr<std::unique_ptr<CudaGraph>> CudaGraph::Build(
   auto destroy = [&] { driver->cuGraphDestroy(graph); };
   CUgraphNode previous = nullptr;
   for (const gpu::KernelLaunch& launch : launches) {
-    std::vector<void*> pointers = ParamPointers(launch);
+    std::vector<void*> pointers = gpu::Driver::ParamPointers(launch);
     CUDA_KERNEL_NODE_PARAMS params = {};
     params.func = static_cast<CUfunction>(launch.function);
     params.gridDimX = launch.grid;

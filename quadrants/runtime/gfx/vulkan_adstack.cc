@@ -25,7 +25,7 @@ VulkanAdStacks::~VulkanAdStacks() {
 }
 
 absl::StatusOr<GfxAdStackLayout> VulkanAdStacks::Plan(
-    const std::string& kernel, int task, absl::Span<const AdStackInfo> stacks,
+    const std::string& kernel, int task, absl::Span<const AdStackSpec> stacks,
     std::vector<int64_t> capacities, int64_t max_invocations) const {
   GfxAdStackLayout layout;
   layout.capacities = std::move(capacities);

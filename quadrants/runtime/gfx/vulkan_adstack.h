@@ -40,7 +40,7 @@ class VulkanAdStacks {
   // fewer when the heaps would pass the byte budget (the others idle); an
   // error naming the kernel and task when one invocation does not fit.
   absl::StatusOr<GfxAdStackLayout> Plan(const std::string& kernel, int task,
-                                        absl::Span<const AdStackInfo> stacks,
+                                        absl::Span<const AdStackSpec> stacks,
                                         std::vector<int64_t> capacities,
                                         int64_t max_invocations) const;
   // Whether `layout` needs larger heaps (which replaces the buffers: work

@@ -1,3 +1,4 @@
+#include "quadrants/codegen/spirv/compiler_identity.h"
 #include "quadrants/runtime/gfx/vulkan_backend.h"
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "quadrants/codegen/spirv/sizer_shader.h"
 #include "quadrants/codegen/spirv/spirv_tools.h"
 #include "quadrants/common/errors.h"
+#include "quadrants/common/options.h"
 #include "quadrants/common/status_macros.h"
 #include "quadrants/runtime/adstack/launch_sizer.h"
 #include "quadrants/runtime/gfx/vulkan_pipeline.h"
@@ -28,17 +30,13 @@ namespace abi = spirv::abi;
 
 namespace {
 
-bool EnvFlag(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr && value[0] != '\0' && std::strcmp(value, "0") != 0;
-}
+using options::EnvFlag;
+using options::Option;
 
-// A directory named by `dir_variable`, else `fallback`, announced on stderr
+// The directory `dir_option` names (or its default), announced on stderr
 // the first time something is written there.
-std::string DumpDirectory(const char* dir_variable, const char* fallback,
-                          const char* what) {
-  const char* env = std::getenv(dir_variable);
-  std::string dir = env != nullptr && env[0] != '\0' ? env : fallback;
+std::string DumpDirectory(Option dir_option, const char* what) {
+  std::string dir = options::EnvString(dir_option);
   static std::mutex mutex;
   static std::map<std::string, bool> announced;
   std::lock_guard<std::mutex> lock(mutex);
@@ -74,52 +72,6 @@ absl::StatusOr<std::shared_ptr<VulkanDevice>> SharedDevice(
   return device;
 }
 
-// The first word of every SPIR-V module.
-constexpr uint32_t kSpirvMagic = 0x07230203;
-
-// The modules of every task, as stored in an offline cache entry's object:
-// per task, the task module and the bounds module (empty for tasks without
-// one), each as a word count followed by the words.
-std::string PackModules(const spirv::SpirvKernel& kernel) {
-  std::string out;
-  auto put = [&](const std::vector<uint32_t>& words) {
-    const uint32_t count = static_cast<uint32_t>(words.size());
-    out.append(reinterpret_cast<const char*>(&count), 4);
-    out.append(reinterpret_cast<const char*>(words.data()), 4 * words.size());
-  };
-  for (const auto& task : kernel.tasks) {
-    put(task.code);
-    put(task.bounds_code);
-  }
-  return out;
-}
-
-absl::StatusOr<std::vector<std::vector<uint32_t>>> UnpackModules(
-    const std::string& bytes, size_t tasks) {
-  std::vector<std::vector<uint32_t>> modules;
-  size_t at = 0;
-  for (size_t k = 0; k < 2 * tasks; ++k) {
-    uint32_t count = 0;
-    if (at + 4 > bytes.size())
-      return absl::DataLossError("truncated SPIR-V module list");
-    std::memcpy(&count, bytes.data() + at, 4);
-    at += 4;
-    if (count > (bytes.size() - at) / 4)
-      return absl::DataLossError("truncated SPIR-V module");
-    std::vector<uint32_t> words(count);
-    std::memcpy(words.data(), bytes.data() + at, 4 * size_t{count});
-    at += 4 * size_t{count};
-    const bool bounds = k % 2 == 1;
-    if ((!bounds || count > 0) && (count < 5 || words[0] != kSpirvMagic)) {
-      return absl::DataLossError("not a SPIR-V module");
-    }
-    modules.push_back(std::move(words));
-  }
-  if (at != bytes.size())
-    return absl::DataLossError("trailing bytes after the SPIR-V modules");
-  return modules;
-}
-
 struct GfxTask {
   ir::TaskKind kind = ir::TaskKind::kSerial;
   int64_t cells = 0;
@@ -145,9 +97,9 @@ struct PipelineSet {
 class GfxCompiledKernel : public CompiledKernel {
  public:
   GfxCompiledKernel(const ir::Kernel& kernel,
-                    std::vector<RuntimeErrorSite> sites,
+                    std::vector<ErrorSite> sites,
                     std::shared_ptr<PipelineSet> pipelines,
-                    std::vector<std::vector<AdStackInfo>> task_adstacks)
+                    std::vector<std::vector<AdStackSpec>> task_adstacks)
       : CompiledKernel(kernel.name(), kernel.params(), std::move(sites),
                        static_cast<int>(pipelines->tasks.size()),
                        std::move(task_adstacks)),
@@ -240,7 +192,7 @@ absl::Status CheckSizerLayout(const CompiledKernel& kernel, size_t task,
 }
 
 std::string TaskName(const std::string& kernel, size_t task,
-                     const codegen::LoweredTask& lowered, bool bounds) {
+                     const CompiledTask& lowered, bool bounds) {
   return absl::StrCat("kernel '", kernel, "' task ", task, " (",
                       ir::TaskKindName(lowered.kind), bounds ? " bounds" : "",
                       " at ", lowered.loc.ToString(), ")");
@@ -266,9 +218,9 @@ absl::Status Inspect(const std::string& kernel, size_t task, bool bounds,
                      const std::string& what, bool validate) {
   if (validate)
     QD_RETURN_IF_ERROR(spirv::ValidateModule(words, what));
-  if (EnvFlag("QD_DUMP_SPIRV")) {
-    const std::string dir = DumpDirectory(
-        "QD_DUMP_SPIRV_DIR", "/tmp/quadrants_spirv", "QD_DUMP_SPIRV");
+  if (EnvFlag(Option::kDumpSpirv)) {
+    const std::string dir =
+        DumpDirectory(Option::kDumpSpirvDir, "QD_DUMP_SPIRV");
     std::ofstream(DumpPath(dir, kernel, task, bounds) + ".spv",
                   std::ios::binary)
         .write(reinterpret_cast<const char*>(words.data()), 4 * words.size());
@@ -282,8 +234,7 @@ absl::Status Inspect(const std::string& kernel, size_t task, bool bounds,
 // shader; a failure is written next to them and reported on stderr.
 void ExportMsl(const ir::Kernel& kernel, const ir::SNodeTree& snodes,
                spirv::CodegenOptions options, bool validate) {
-  const std::string dir =
-      DumpDirectory("QD_DUMP_MSL_DIR", "/tmp/quadrants_msl", "QD_DUMP_MSL");
+  const std::string dir = DumpDirectory(Option::kDumpMslDir, "QD_DUMP_MSL");
   options.caps = spirv::DeviceCaps::Metal();
   absl::StatusOr<spirv::SpirvKernel> spirv =
       spirv::GenerateSpirv(kernel, snodes, options);
@@ -347,7 +298,8 @@ VulkanBackend::VulkanBackend(const CompileConfig& config,
       device_(std::move(device)),
       memory_(std::make_shared<VulkanMemory>(device_)),
       adstacks_(device_),
-      cache_(offline_cache::OpenOfflineCache(config, &cache_stats_)) {}
+      cache_(offline_cache::OpenOfflineCache(config, spirv::CompilerIdentity(),
+                                          &cache_stats_)) {}
 
 VulkanBackend::~VulkanBackend() {
   const VulkanApi& api = device_->api();
@@ -373,7 +325,7 @@ spirv::CodegenOptions VulkanBackend::CodegenOptions() const {
   return options;
 }
 
-absl::StatusOr<offline_cache::KernelArtifact> VulkanBackend::Generate(
+absl::StatusOr<CompiledKernelData> VulkanBackend::Generate(
     const ir::Kernel& offloaded, const ir::SNodeTree& snodes) {
   QD_ASSIGN_OR_RETURN(
       spirv::SpirvKernel kernel,
@@ -392,27 +344,8 @@ absl::StatusOr<offline_cache::KernelArtifact> VulkanBackend::Generate(
       }
     }
   }
-  offline_cache::KernelArtifact artifact;
-  artifact.object = PackModules(kernel);
-  for (const auto& task : kernel.tasks) {
-    codegen::LoweredTask lowered;
-    lowered.kind = task.kind;
-    lowered.function = "main";
-    lowered.bounds_function = task.bounds_code.empty() ? "" : "main";
-    lowered.struct_for_cells = task.struct_for_cells;
-    lowered.loc = task.loc;
-    for (const AdStackInfo& stack : task.ad_stacks) {
-      lowered.ad_stacks.push_back({stack.dtype, stack.slot_bytes,
-                                   stack.static_capacity, stack.size_expr,
-                                   stack.loc});
-    }
-    artifact.tasks.push_back(std::move(lowered));
-  }
-  for (const RuntimeErrorSite& site : kernel.error_sites) {
-    artifact.error_sites.push_back(
-        codegen::ErrorSite{site.description, site.loc, site.value_types});
-  }
-  artifact.print_sites = std::move(kernel.print_sites);
+  CompiledKernelData artifact = std::move(kernel.data);
+  artifact.binary = spirv::PackModules(kernel.tasks);
   return artifact;
 }
 
@@ -420,39 +353,40 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> VulkanBackend::Compile(
     const ir::Kernel& offloaded, const ir::SNodeTree& snodes) {
   std::string key;
   if (cache_) {
-    key = offline_cache::CacheKey(
+    key = cache_->Key(
         offloaded, snodes,
         absl::StrCat("spirv ", CodegenOptions().ToString(),
                      " optimized=", !config_.debug),
         absl::StrCat("vulkan ", device_->Description()));
   }
-  const bool validate = config_.debug || EnvFlag("QD_VALIDATE_SPIRV");
-  auto load = [&](const offline_cache::KernelArtifact& artifact)
+  const bool validate = config_.debug || EnvFlag(Option::kValidateSpirv);
+  auto load = [&](const CompiledKernelData& artifact)
       -> absl::StatusOr<std::shared_ptr<PipelineSet>> {
-    QD_ASSIGN_OR_RETURN(auto modules,
-                        UnpackModules(artifact.object, artifact.tasks.size()));
+    QD_ASSIGN_OR_RETURN(
+        std::vector<spirv::SpirvTask> modules,
+        spirv::UnpackModules(artifact.binary, artifact.tasks.size()));
     auto set = std::make_shared<PipelineSet>();
     set->device = device_;
     for (size_t t = 0; t < artifact.tasks.size(); ++t) {
-      const codegen::LoweredTask& lowered = artifact.tasks[t];
+      const CompiledTask& lowered = artifact.tasks[t];
       GfxTask task;
       task.kind = lowered.kind;
       task.cells = lowered.struct_for_cells;
       const std::string what = TaskName(offloaded.name(), t, lowered, false);
       QD_RETURN_IF_ERROR(
-          Inspect(offloaded.name(), t, false, modules[2 * t], what, validate));
+          Inspect(offloaded.name(), t, false, modules[t].code, what, validate));
       QD_ASSIGN_OR_RETURN(task.pipeline, CreatePipeline(*device_, layout_,
-                                                        modules[2 * t], what));
+                                                        modules[t].code, what));
       set->tasks.push_back(task);
       if (lowered.kind == ir::TaskKind::kRangeFor) {
-        if (modules[2 * t + 1].empty())
+        if (modules[t].bounds_code.empty())
           return absl::DataLossError("a range_for task without bounds");
         const std::string bounds = TaskName(offloaded.name(), t, lowered, true);
         QD_RETURN_IF_ERROR(Inspect(offloaded.name(), t, true,
-                                   modules[2 * t + 1], bounds, validate));
+                                   modules[t].bounds_code, bounds, validate));
         QD_ASSIGN_OR_RETURN(
             set->tasks.back().bounds,
-            CreatePipeline(*device_, layout_, modules[2 * t + 1], bounds));
+            CreatePipeline(*device_, layout_, modules[t].bounds_code, bounds));
       }
     }
     return set;
@@ -462,13 +396,13 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> VulkanBackend::Compile(
       (offline_cache::LoadOrGenerate<std::shared_ptr<PipelineSet>>(
           cache_ ? &*cache_ : nullptr, key, &cache_stats_,
           [&] { return Generate(offloaded, snodes); }, load)));
-  if (EnvFlag("QD_DUMP_MSL"))
+  if (EnvFlag(Option::kDumpMsl))
     ExportMsl(offloaded, snodes, CodegenOptions(), validate);
   snodes_ = &snodes;
   auto compiled = std::make_shared<GfxCompiledKernel>(
-      offloaded, offline_cache::ErrorSites(generated.first),
+      offloaded, generated.first.error_sites,
       std::move(generated.second),
-      offline_cache::TaskAdStacks(generated.first));
+      generated.first.TaskAdStacks());
   compiled->set_print_sites(generated.first.print_sites);
   compiled->sizer_programs =
       SizerPrograms(compiled->task_adstacks(), snodes, offloaded.params(),
@@ -607,7 +541,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
     if (compiled.sizes_from_own_writes.empty()) {
       for (const auto& stacks : task_stacks) {
         bool reads = false;
-        for (const AdStackInfo& stack : stacks) {
+        for (const AdStackSpec& stack : stacks) {
           reads = reads || (stack.size_expr &&
                             ReadsAny(*stack.size_expr, kernel.written_snodes(),
                                      kernel.written_args()));

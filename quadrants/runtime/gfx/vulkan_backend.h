@@ -57,7 +57,7 @@ class VulkanBackend : public Backend {
 
  private:
   spirv::CodegenOptions CodegenOptions() const;
-  absl::StatusOr<offline_cache::KernelArtifact> Generate(
+  absl::StatusOr<CompiledKernelData> Generate(
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes);
   absl::Status EnsureBounds(int tasks);
   absl::Status EnsurePrintBuffer(int64_t bytes);

@@ -10,6 +10,7 @@
 #include "quadrants/codegen/spirv/sizer_shader.h"
 #include "quadrants/codegen/spirv/spirv_tools.h"
 #include "quadrants/common/errors.h"
+#include "quadrants/common/options.h"
 #include "quadrants/common/status_macros.h"
 #include "quadrants/runtime/gfx/vulkan_pipeline.h"
 
@@ -17,25 +18,24 @@ namespace quadrants::gfx {
 namespace sizer = spirv::sizer;
 
 absl::StatusOr<SizerMode> SizerModeFromEnvironment() {
-  const char* value = std::getenv("QD_VULKAN_SIZER");
-  const std::string mode = value == nullptr ? "" : value;
-  if (mode.empty() || mode == "auto")
-    return SizerMode::kAuto;
+  const options::Option option = options::Option::kVulkanSizer;
+  absl::StatusOr<options::Value> checked = options::EnvValue(option);
+  if (!checked.ok())
+    return MakeError(ErrorKind::kRuntime, checked.status().message());
+  const std::string mode = options::EnvString(option);
   if (mode == "shader")
     return SizerMode::kShader;
   if (mode == "host")
     return SizerMode::kHost;
-  return MakeError(ErrorKind::kRuntime,
-                   absl::StrCat("QD_VULKAN_SIZER='", mode,
-                                "': expected 'auto', 'shader' or 'host'"));
+  return SizerMode::kAuto;
 }
 
 namespace {
 
 // Whether the shader sizes `stacks` under `mode`.
-bool WantsShader(const std::vector<AdStackInfo>& stacks, SizerMode mode) {
+bool WantsShader(const std::vector<AdStackSpec>& stacks, SizerMode mode) {
   bool evaluated = false, reads = false;
-  for (const AdStackInfo& stack : stacks) {
+  for (const AdStackSpec& stack : stacks) {
     if (stack.static_capacity > 0 || !stack.size_expr)
       continue;
     evaluated = true;
@@ -47,7 +47,7 @@ bool WantsShader(const std::vector<AdStackInfo>& stacks, SizerMode mode) {
 }  // namespace
 
 std::vector<std::vector<int64_t>> SizerPrograms(
-    const std::vector<std::vector<AdStackInfo>>& tasks,
+    const std::vector<std::vector<AdStackSpec>>& tasks,
     const ir::SNodeTree& snodes, const std::vector<ir::KernelParam>& params,
     const CompileConfig& config, SizerMode mode) {
   std::vector<std::vector<int64_t>> programs(tasks.size());

@@ -27,7 +27,7 @@ absl::StatusOr<SizerMode> SizerModeFromEnvironment();
 // host sizes tasks whose expressions the shader cannot read, tasks with
 // nothing to evaluate and every task under a forced ad_stack_size.
 std::vector<std::vector<int64_t>> SizerPrograms(
-    const std::vector<std::vector<AdStackInfo>>& tasks,
+    const std::vector<std::vector<AdStackSpec>>& tasks,
     const ir::SNodeTree& snodes, const std::vector<ir::KernelParam>& params,
     const CompileConfig& config, SizerMode mode);
 

@@ -10,7 +10,7 @@
 #include "quadrants/runtime/adstack/launch_sizer.h"
 #include "quadrants/runtime/backend.h"
 #include "quadrants/runtime/gpu/device_buffer.h"
-#include "quadrants/runtime/llvm/runtime_module/runtime_abi.h"
+#include "quadrants/device_runtime/runtime_abi.h"
 
 namespace quadrants::gpu {
 

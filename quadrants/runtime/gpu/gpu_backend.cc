@@ -27,9 +27,9 @@ absl::Status InKernel(const std::string& prefix, const absl::Status& status) {
 }  // namespace
 
 absl::Status GpuCompiledKernel::AddTasks(
-    const std::vector<codegen::LoweredTask>& compiled,
+    const std::vector<CompiledTask>& compiled,
     absl::FunctionRef<absl::StatusOr<void*>(const std::string&)> function) {
-  for (const codegen::LoweredTask& task : compiled) {
+  for (const CompiledTask& task : compiled) {
     GpuTask launch;
     launch.kind = task.kind;
     launch.cells = task.struct_for_cells;

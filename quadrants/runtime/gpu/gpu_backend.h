@@ -17,7 +17,7 @@
 #include "quadrants/runtime/gpu/device_buffer.h"
 #include "quadrants/runtime/gpu/gpu_max_reducer.h"
 #include "quadrants/runtime/llvm/host/launch_state.h"
-#include "quadrants/runtime/llvm/runtime_module/runtime_abi.h"
+#include "quadrants/device_runtime/runtime_abi.h"
 
 namespace quadrants::gpu {
 
@@ -38,8 +38,8 @@ struct GpuTask {
 class GpuCompiledKernel : public CompiledKernel {
  public:
   GpuCompiledKernel(const ir::Kernel& kernel,
-                    std::vector<RuntimeErrorSite> sites,
-                    std::vector<std::vector<AdStackInfo>> stacks)
+                    std::vector<ErrorSite> sites,
+                    std::vector<std::vector<AdStackSpec>> stacks)
       : CompiledKernel(kernel.name(), kernel.params(), std::move(sites),
                        static_cast<int>(stacks.size()), std::move(stacks)),
         sizer(std::make_unique<adstack::LaunchSizer>(task_adstacks())) {}
@@ -47,7 +47,7 @@ class GpuCompiledKernel : public CompiledKernel {
   // Fills `tasks` from the compiled tasks, finding each entry (see
   // codegen/llvm/gpu_entries.h) in the loaded module through `function`.
   absl::Status AddTasks(
-      const std::vector<codegen::LoweredTask>& compiled,
+      const std::vector<CompiledTask>& compiled,
       absl::FunctionRef<absl::StatusOr<void*>(const std::string&)> function);
 
   std::vector<GpuTask> tasks;

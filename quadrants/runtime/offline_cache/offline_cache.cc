@@ -1,6 +1,5 @@
 #include "quadrants/runtime/offline_cache/offline_cache.h"
 
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,26 +13,20 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "llvm/ADT/ArrayRef.h"
-#include "llvm/Config/llvm-config.h"
-#include "llvm/Support/xxhash.h"
-#include "quadrants/codegen/llvm/kernel_lowering.h"
-#include "quadrants/codegen/llvm/optimize.h"
 #include "quadrants/common/errors.h"
+#include "quadrants/common/options.h"
+#include "quadrants/common/stable_hash.h"
 #include "quadrants/ir/hash.h"
 #include "quadrants/ir/printer.h"
-#include "quadrants/runtime/offline_cache/kernel_artifact.pb.h"
+#include "quadrants/runtime/offline_cache/compiled_kernel_data.pb.h"
 
 namespace quadrants::offline_cache {
 namespace {
 
-// Bumped whenever the entry layout or its meaning changes.
-constexpr uint32_t kFormat = 1;
+// Bumped whenever the entry layout or its meaning changes, so entries of
+// another format are rejected (and recompiled), never misread.
+constexpr uint32_t kFormat = 2;
 constexpr char kSuffix[] = ".qdk";
-
-llvm::ArrayRef<uint8_t> Bytes(absl::string_view s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
 
 // The whole file, or nothing when it cannot be opened or read.
 std::optional<std::string> ReadFile(const std::string& path) {
@@ -48,39 +41,10 @@ std::optional<std::string> ReadFile(const std::string& path) {
 }
 
 uint64_t Checksum(absl::string_view s) {
-  return llvm::xxh3_64bits(Bytes(s));
+  return StableHash64(s);
 }
 
 }  // namespace
-
-// Paths and content hashes of the files holding the lowering, the LLVM
-// pipeline and this cache (one file in a statically linked module, several
-// in a dynamically linked test), plus the LLVM version; empty when a file
-// cannot be read.
-const std::string& CompilerIdentity() {
-  static const std::string identity = []() -> std::string {
-    const void* anchors[] = {
-        reinterpret_cast<const void*>(&Checksum),
-        reinterpret_cast<const void*>(&codegen::LowerKernel),
-        reinterpret_cast<const void*>(&codegen::OptimizeModule)};
-    std::vector<std::string> files;
-    std::string out = absl::StrCat("llvm ", LLVM_VERSION_STRING);
-    for (const void* anchor : anchors) {
-      Dl_info info;
-      if (dladdr(anchor, &info) == 0 || info.dli_fname == nullptr)
-        return "";
-      if (std::find(files.begin(), files.end(), info.dli_fname) != files.end())
-        continue;
-      files.push_back(info.dli_fname);
-      std::optional<std::string> contents = ReadFile(info.dli_fname);
-      if (!contents || contents->empty())
-        return "";
-      absl::StrAppend(&out, " ", info.dli_fname, ":", Checksum(*contents));
-    }
-    return out;
-  }();
-  return identity;
-}
 
 namespace {
 
@@ -122,8 +86,8 @@ absl::StatusOr<ir::PrimitiveType> DecodeType(int32_t value) {
   return static_cast<ir::PrimitiveType>(value);
 }
 
-absl::StatusOr<codegen::AdStackSpec> DecodeStack(const proto::AdStack& in) {
-  codegen::AdStackSpec out;
+absl::StatusOr<AdStackSpec> DecodeStack(const proto::AdStack& in) {
+  AdStackSpec out;
   auto dtype = DecodeType(in.dtype());
   if (!dtype.ok())
     return dtype.status();
@@ -142,14 +106,14 @@ absl::StatusOr<codegen::AdStackSpec> DecodeStack(const proto::AdStack& in) {
   return out;
 }
 
-absl::StatusOr<codegen::LoweredTask> DecodeTask(const proto::Task& in) {
+absl::StatusOr<CompiledTask> DecodeTask(const proto::Task& in) {
   if (in.kind() < 0 ||
       in.kind() > static_cast<int32_t>(ir::TaskKind::kStructFor)) {
     return Corrupt(absl::StrCat("task kind ", in.kind()));
   }
   if (in.function().empty())
     return Corrupt("task without a function");
-  codegen::LoweredTask out;
+  CompiledTask out;
   out.kind = static_cast<ir::TaskKind>(in.kind());
   out.function = in.function();
   out.bounds_function = in.bounds_function();
@@ -168,25 +132,25 @@ absl::StatusOr<codegen::LoweredTask> DecodeTask(const proto::Task& in) {
 }  // namespace
 
 std::string CacheKey(const ir::Kernel& kernel, const ir::SNodeTree& snodes,
-                     absl::string_view options, absl::string_view target) {
+                     absl::string_view options, absl::string_view target,
+                     absl::string_view compiler_identity) {
   ir::PrintOptions print;
   print.locations = true;
   std::string text = absl::StrCat(
-      "format ", kFormat, "\ncompiler ", CompilerIdentity(), "\ntarget ",
+      "format ", kFormat, "\ncompiler ", compiler_identity, "\ntarget ",
       target, "\noptions ", options, "\nkernel ", kernel.name(), "\n");
   // The printed form carries locations (error messages quote them); the
   // structural hash guards against any attribute the printer leaves out.
   absl::StrAppend(&text, "structure ", ir::StructuralHash(kernel), "\n",
                   ir::PrintKernel(kernel, print));
   DescribeSNodes(snodes, &text);
-  llvm::XXH128_hash_t hash = llvm::xxh3_128bits(Bytes(text));
-  return absl::StrFormat("%016x%016x", hash.high64, hash.low64);
+  return StableHash128Hex(text);
 }
 
-std::string EncodeEntry(absl::string_view key, const KernelArtifact& artifact) {
-  proto::KernelArtifact message;
-  message.set_object(artifact.object);
-  for (const codegen::LoweredTask& task : artifact.tasks) {
+std::string EncodeEntry(absl::string_view key, const CompiledKernelData& artifact) {
+  proto::CompiledKernelData message;
+  message.set_binary(artifact.binary);
+  for (const CompiledTask& task : artifact.tasks) {
     proto::Task* t = message.add_tasks();
     t->set_kind(static_cast<int32_t>(task.kind));
     t->set_function(task.function);
@@ -194,7 +158,7 @@ std::string EncodeEntry(absl::string_view key, const KernelArtifact& artifact) {
     t->set_struct_for_cells(task.struct_for_cells);
     t->set_simd_lanes(task.simd_lanes);
     ToProto(task.loc, t->mutable_loc());
-    for (const codegen::AdStackSpec& spec : task.ad_stacks) {
+    for (const AdStackSpec& spec : task.ad_stacks) {
       proto::AdStack* s = t->add_ad_stacks();
       s->set_dtype(static_cast<int32_t>(spec.dtype));
       s->set_slot_bytes(spec.slot_bytes);
@@ -204,7 +168,7 @@ std::string EncodeEntry(absl::string_view key, const KernelArtifact& artifact) {
       ToProto(spec.loc, s->mutable_loc());
     }
   }
-  for (const codegen::ErrorSite& site : artifact.error_sites) {
+  for (const ErrorSite& site : artifact.error_sites) {
     proto::ErrorSite* e = message.add_error_sites();
     e->set_description(site.description);
     ToProto(site.loc, e->mutable_loc());
@@ -229,7 +193,7 @@ std::string EncodeEntry(absl::string_view key, const KernelArtifact& artifact) {
   return entry.SerializeAsString();
 }
 
-absl::StatusOr<KernelArtifact> DecodeEntry(absl::string_view key,
+absl::StatusOr<CompiledKernelData> DecodeEntry(absl::string_view key,
                                            absl::string_view bytes) {
   proto::CacheEntry entry;
   if (!entry.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
@@ -240,14 +204,14 @@ absl::StatusOr<KernelArtifact> DecodeEntry(absl::string_view key,
     return Corrupt("key mismatch");
   if (entry.checksum() != Checksum(entry.artifact()))
     return Corrupt("checksum mismatch");
-  proto::KernelArtifact message;
+  proto::CompiledKernelData message;
   if (!message.ParseFromString(entry.artifact()))
     return Corrupt("unreadable artifact");
-  // A kernel may have no tasks, but every kernel has an object file.
-  if (message.object().empty())
-    return Corrupt("no object code");
-  KernelArtifact out;
-  out.object = message.object();
+  // A kernel may have no tasks, but every kernel has target code.
+  if (message.binary().empty())
+    return Corrupt("no target code");
+  CompiledKernelData out;
+  out.binary = message.binary();
   for (const proto::Task& task : message.tasks()) {
     auto decoded = DecodeTask(task);
     if (!decoded.ok())
@@ -255,7 +219,7 @@ absl::StatusOr<KernelArtifact> DecodeEntry(absl::string_view key,
     out.tasks.push_back(*std::move(decoded));
   }
   for (const proto::ErrorSite& site : message.error_sites()) {
-    codegen::ErrorSite decoded{site.description(), FromProto(site.loc()), {}};
+    ErrorSite decoded{site.description(), FromProto(site.loc()), {}};
     for (int32_t t : site.value_types()) {
       auto type = DecodeType(t);
       if (!type.ok())
@@ -283,14 +247,23 @@ absl::StatusOr<KernelArtifact> DecodeEntry(absl::string_view key,
   return out;
 }
 
-OfflineCache::OfflineCache(std::string directory)
-    : directory_(std::move(directory)) {}
+OfflineCache::OfflineCache(std::string directory,
+                           std::string compiler_identity)
+    : directory_(std::move(directory)),
+      compiler_identity_(std::move(compiler_identity)) {}
+
+std::string OfflineCache::Key(const ir::Kernel& kernel,
+                              const ir::SNodeTree& snodes,
+                              absl::string_view options,
+                              absl::string_view target) const {
+  return CacheKey(kernel, snodes, options, target, compiler_identity_);
+}
 
 std::string OfflineCache::DefaultDirectory() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
-    return absl::StrCat(xdg, "/quadrants/offline_cache");
-  if (const char* home = std::getenv("HOME"); home && *home)
-    return absl::StrCat(home, "/.cache/quadrants/offline_cache");
+  if (auto xdg = options::EnvText(options::Option::kXdgCacheHome))
+    return absl::StrCat(*xdg, "/quadrants/offline_cache");
+  if (auto home = options::EnvText(options::Option::kHome))
+    return absl::StrCat(*home, "/.cache/quadrants/offline_cache");
   return absl::StrCat("/tmp/quadrants-", getuid(), "/offline_cache");
 }
 
@@ -298,7 +271,7 @@ std::string OfflineCache::PathFor(absl::string_view key) const {
   return absl::StrCat(directory_, "/", key, kSuffix);
 }
 
-std::optional<KernelArtifact> OfflineCache::Load(absl::string_view key,
+std::optional<CompiledKernelData> OfflineCache::Load(absl::string_view key,
                                                  bool* rejected) const {
   if (rejected != nullptr)
     *rejected = false;
@@ -318,7 +291,7 @@ std::optional<KernelArtifact> OfflineCache::Load(absl::string_view key,
 }
 
 absl::Status OfflineCache::Store(absl::string_view key,
-                                 const KernelArtifact& artifact) const {
+                                 const CompiledKernelData& artifact) const {
   std::error_code error;
   std::filesystem::create_directories(directory_, error);
   if (error) {
@@ -351,36 +324,17 @@ absl::Status OfflineCache::Store(absl::string_view key,
   return absl::OkStatus();
 }
 
-std::optional<OfflineCache> OpenOfflineCache(const CompileConfig& config,
-                                             OfflineCacheStats* stats) {
-  if (!config.offline_cache || CompilerIdentity().empty())
+std::optional<OfflineCache> OpenOfflineCache(
+    const CompileConfig& config, const std::string& compiler_identity,
+    OfflineCacheStats* stats) {
+  if (!config.offline_cache || compiler_identity.empty())
     return std::nullopt;
   OfflineCache cache(config.offline_cache_file_path.empty()
                          ? OfflineCache::DefaultDirectory()
-                         : config.offline_cache_file_path);
+                         : config.offline_cache_file_path,
+                     compiler_identity);
   stats->directory = cache.directory();
   return cache;
-}
-
-std::vector<std::vector<AdStackInfo>> TaskAdStacks(
-    const KernelArtifact& artifact) {
-  std::vector<std::vector<AdStackInfo>> tasks;
-  for (const auto& task : artifact.tasks) {
-    std::vector<AdStackInfo> stacks;
-    for (const auto& spec : task.ad_stacks) {
-      stacks.push_back({spec.dtype, spec.slot_bytes, spec.static_capacity,
-                        spec.size_expr, spec.loc});
-    }
-    tasks.push_back(std::move(stacks));
-  }
-  return tasks;
-}
-
-std::vector<RuntimeErrorSite> ErrorSites(const KernelArtifact& artifact) {
-  std::vector<RuntimeErrorSite> sites;
-  for (const auto& site : artifact.error_sites)
-    sites.push_back({site.description, site.loc, site.value_types});
-  return sites;
 }
 
 }  // namespace quadrants::offline_cache

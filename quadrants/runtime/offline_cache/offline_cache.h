@@ -9,7 +9,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "quadrants/codegen/llvm/lowered_kernel.h"
+#include "quadrants/artifact/compiled_kernel_data.h"
 #include "quadrants/ir/kernel.h"
 #include "quadrants/ir/print_format.h"
 #include "quadrants/ir/snode.h"
@@ -17,69 +17,59 @@
 
 namespace quadrants::offline_cache {
 
-// A compiled kernel without its LLVM module: the object code plus the task
-// attributes a launch reads (adstack sizing, size expressions, error and
-// print sites).
-struct KernelArtifact {
-  std::string object;
-  std::vector<codegen::LoweredTask> tasks;  // `module`-free descriptions
-  std::vector<codegen::ErrorSite> error_sites;
-  std::vector<ir::PrintSite> print_sites;
-};
-
-// The path and content hash of the binary holding the compiler, or an empty
-// string when it cannot be read. A rebuilt compiler may emit different code
-// for the same IR, so without an identity nothing may be cached.
-const std::string& CompilerIdentity();
-
 // A stable hexadecimal key for `kernel` over `snodes`, compiled with the
-// code-affecting `options` for `target`. It also covers the identity of the
-// compiler binary, so a rebuilt Quadrants never reads another build's code.
+// code-affecting `options` for `target` by the compiler `compiler_identity`
+// names (its version and the files holding it, see BinaryIdentity), so a
+// rebuilt Quadrants never reads another build's code.
 std::string CacheKey(const ir::Kernel& kernel, const ir::SNodeTree& snodes,
-                     absl::string_view options, absl::string_view target);
+                     absl::string_view options, absl::string_view target,
+                     absl::string_view compiler_identity);
 
 // The on-disk bytes of an entry, and back. Decoding checks the format, the
 // key and a checksum, and validates every enum and size expression.
-std::string EncodeEntry(absl::string_view key, const KernelArtifact& artifact);
-absl::StatusOr<KernelArtifact> DecodeEntry(absl::string_view key,
-                                           absl::string_view bytes);
+std::string EncodeEntry(absl::string_view key,
+                        const CompiledKernelData& artifact);
+absl::StatusOr<CompiledKernelData> DecodeEntry(absl::string_view key,
+                                               absl::string_view bytes);
 
-// One directory of entries, one file per key. Safe across processes:
-// entries are written to a temporary file and renamed into place.
+// One directory of entries, one file per key, for the kernels of one
+// compiler. Safe across processes: entries are written to a temporary file
+// and renamed into place.
 class OfflineCache {
  public:
-  explicit OfflineCache(std::string directory);
+  explicit OfflineCache(std::string directory,
+                        std::string compiler_identity = "");
 
   // $XDG_CACHE_HOME/quadrants/offline_cache, else ~/.cache/..., else /tmp.
   static std::string DefaultDirectory();
 
   const std::string& directory() const { return directory_; }
   std::string PathFor(absl::string_view key) const;
+  // CacheKey with this cache's compiler.
+  std::string Key(const ir::Kernel& kernel, const ir::SNodeTree& snodes,
+                  absl::string_view options, absl::string_view target) const;
 
   // The entry for `key`, or nothing when absent. An unreadable or corrupt
   // entry is deleted, sets `*rejected`, and reads as absent, so the caller
   // recompiles.
-  std::optional<KernelArtifact> Load(absl::string_view key,
-                                     bool* rejected = nullptr) const;
+  std::optional<CompiledKernelData> Load(absl::string_view key,
+                                         bool* rejected = nullptr) const;
   // Writes the entry; failing to write only costs a later recompile, so the
   // caller may ignore the status.
   absl::Status Store(absl::string_view key,
-                     const KernelArtifact& artifact) const;
+                     const CompiledKernelData& artifact) const;
 
  private:
   std::string directory_;
+  std::string compiler_identity_;
 };
 
-// The cache `config` asks for (nothing when it is off, or when the
-// compiler's identity cannot be read), its directory noted in `stats`.
-std::optional<OfflineCache> OpenOfflineCache(const CompileConfig& config,
-                                             OfflineCacheStats* stats);
-
-// What a launch needs from an artifact, in the runtime's terms: the
-// adstacks of each task and the error sites.
-std::vector<std::vector<AdStackInfo>> TaskAdStacks(
-    const KernelArtifact& artifact);
-std::vector<RuntimeErrorSite> ErrorSites(const KernelArtifact& artifact);
+// The cache `config` asks for, for kernels of the compiler
+// `compiler_identity` names (nothing when caching is off, or when that
+// identity is empty: it could not be read), its directory noted in `stats`.
+std::optional<OfflineCache> OpenOfflineCache(
+    const CompileConfig& config, const std::string& compiler_identity,
+    OfflineCacheStats* stats);
 
 // A backend's compile through the cache: the entry for `key` when `cache`
 // (null: caching is off) has one that `load` accepts (`load` makes the
@@ -87,13 +77,13 @@ std::vector<RuntimeErrorSite> ErrorSites(const KernelArtifact& artifact);
 // `generate` makes, loaded and stored for later runs. `stats` counts hits,
 // misses, rejected entries and failed stores.
 template <typename Loaded>
-absl::StatusOr<std::pair<KernelArtifact, Loaded>> LoadOrGenerate(
+absl::StatusOr<std::pair<CompiledKernelData, Loaded>> LoadOrGenerate(
     const OfflineCache* cache, const std::string& key, OfflineCacheStats* stats,
-    absl::FunctionRef<absl::StatusOr<KernelArtifact>()> generate,
-    absl::FunctionRef<absl::StatusOr<Loaded>(const KernelArtifact&)> load) {
+    absl::FunctionRef<absl::StatusOr<CompiledKernelData>()> generate,
+    absl::FunctionRef<absl::StatusOr<Loaded>(const CompiledKernelData&)> load) {
   if (cache != nullptr) {
     bool rejected = false;
-    std::optional<KernelArtifact> hit = cache->Load(key, &rejected);
+    std::optional<CompiledKernelData> hit = cache->Load(key, &rejected);
     if (hit) {
       absl::StatusOr<Loaded> loaded = load(*hit);
       if (loaded.ok()) {
@@ -104,7 +94,7 @@ absl::StatusOr<std::pair<KernelArtifact, Loaded>> LoadOrGenerate(
     }
     stats->rejected += rejected;
   }
-  absl::StatusOr<KernelArtifact> artifact = generate();
+  absl::StatusOr<CompiledKernelData> artifact = generate();
   if (!artifact.ok())
     return artifact.status();
   absl::StatusOr<Loaded> loaded = load(*artifact);

@@ -162,7 +162,7 @@ absl::optional<std::string> NeedsPerIterationPrimals(const Stmt& loop) {
       }
     });
   }
-  return reason;
+  return absl::nullopt;
 }
 
 }  // namespace quadrants::transforms::autodiff

@@ -11,6 +11,7 @@
 
 #include "llvm/IR/LLVMContext.h"
 #include "quadrants/codegen/amdgpu/code_object.h"
+#include "quadrants/codegen/llvm/gpu_compiler.h"
 #include "quadrants/codegen/llvm/kernel_lowering.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/ir/cloner.h"
@@ -26,7 +27,7 @@ struct Compiled {
   std::vector<std::string> entries;
 };
 
-Compiled CompileToHsaco(HsacoCompiler& compiler, const ir::Kernel& kernel,
+Compiled CompileToHsaco(GpuCompiler& compiler, const ir::Kernel& kernel,
                         bool debug) {
   llvm::LLVMContext context;
   LoweringOptions options;
@@ -41,15 +42,7 @@ Compiled CompileToHsaco(HsacoCompiler& compiler, const ir::Kernel& kernel,
   if (!lowered.ok())
     return {};
   Compiled compiled;
-  for (const LoweredTask& task : lowered->tasks) {
-    compiled.entries.push_back(HsacoCompiler::EntryName(task.function));
-    if (!task.bounds_function.empty()) {
-      compiled.entries.push_back(
-          HsacoCompiler::EntryName(task.bounds_function));
-      compiled.entries.push_back(
-          HsacoCompiler::DeviceRangeEntryName(task.function));
-    }
-  }
+  compiled.entries = GpuCompiler::EntryNames(lowered->data.tasks);
   auto hsaco = compiler.Compile(*lowered);
   EXPECT_TRUE(hsaco.ok()) << hsaco.status();
   if (hsaco.ok())
@@ -60,7 +53,7 @@ Compiled CompileToHsaco(HsacoCompiler& compiler, const ir::Kernel& kernel,
 class HsacoCompilerTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(HsacoCompilerTest, EverySampleKernelAndGradientCompiles) {
-  auto compiler = HsacoCompiler::Create(GetParam());
+  auto compiler = CreateHsacoCompiler(GetParam());
   ASSERT_TRUE(compiler.ok()) << compiler.status();
   EXPECT_EQ((*compiler)->target_description(),
             std::string(GetParam()) + " wave64 cov5");
@@ -92,7 +85,7 @@ TEST_P(HsacoCompilerTest, EverySampleKernelAndGradientCompiles) {
 // The adstack sizing reduction (two axes, a read, a missing-value constant)
 // compiles to a valid code object whose kernel is the reducer's entry.
 TEST_P(HsacoCompilerTest, MaxReduceKernelCompiles) {
-  auto compiler = HsacoCompiler::Create(GetParam());
+  auto compiler = CreateHsacoCompiler(GetParam());
   ASSERT_TRUE(compiler.ok()) << compiler.status();
   adstack::ReducerJob job;
   job.begin = {0, 0};
@@ -122,7 +115,7 @@ INSTANTIATE_TEST_SUITE_P(Targets, HsacoCompilerTest,
                          ::testing::Values("gfx90a", "gfx942", "gfx1100"));
 
 TEST(CodeObjectTest, RejectsWhatIsNotAValidCodeObject) {
-  auto compiler = HsacoCompiler::Create("gfx942");
+  auto compiler = CreateHsacoCompiler("gfx942");
   ASSERT_TRUE(compiler.ok()) << compiler.status();
   auto kernel = ir::CloneKernel(*ir::samples::AllSampleKernels()[0].kernel);
   transforms::PipelineOptions options;
@@ -147,7 +140,7 @@ TEST(CodeObjectTest, RejectsWhatIsNotAValidCodeObject) {
 }
 
 TEST(HsacoCompilerTest, UnknownTargetsAreUnavailable) {
-  auto compiler = HsacoCompiler::Create("gfx9999");
+  auto compiler = CreateHsacoCompiler("gfx9999");
   ASSERT_FALSE(compiler.ok());
   EXPECT_EQ(GetErrorKind(compiler.status()), ErrorKind::kUnavailable);
   EXPECT_NE(compiler.status().message().find("AMDGPU not available"),

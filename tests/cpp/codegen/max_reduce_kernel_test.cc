@@ -15,6 +15,7 @@
 #include "quadrants/codegen/cpu/cpu_jit.h"
 #include "quadrants/codegen/cuda/ptx_compiler.h"
 #include "quadrants/codegen/llvm/optimize.h"
+#include "quadrants/runtime/adstack/max_reducer.h"
 
 namespace quadrants::codegen {
 namespace {
@@ -214,7 +215,7 @@ TEST(MaxReduceKernelTest, ShapeKeyIgnoresConstantsButNotStructure) {
 }
 
 TEST(MaxReduceKernelTest, PtxCombinesAWarpBeforeOneAtomic) {
-  auto compiler = PtxCompiler::Create(90, 12040);
+  auto compiler = CreatePtxCompiler(90, 12040);
   if (!compiler.ok())
     GTEST_SKIP() << compiler.status();
   std::vector<Array> arrays;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "llvm/IR/LLVMContext.h"
+#include "quadrants/codegen/llvm/gpu_compiler.h"
 #include "quadrants/codegen/llvm/kernel_lowering.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/ir/cloner.h"
@@ -24,8 +25,8 @@ namespace {
 constexpr int kSm90 = 90;
 constexpr int kDriver12_4 = 12040;
 
-std::unique_ptr<PtxCompiler> MakeCompiler() {
-  auto compiler = PtxCompiler::Create(kSm90, kDriver12_4);
+std::unique_ptr<GpuCompiler> MakeCompiler() {
+  auto compiler = CreatePtxCompiler(kSm90, kDriver12_4);
   if (!compiler.ok()) {
     EXPECT_EQ(GetErrorKind(compiler.status()), ErrorKind::kUnavailable);
     return nullptr;
@@ -44,14 +45,14 @@ const char* Ptxas() {
 }
 
 // Lowers `kernel` (offloaded, with tasks) and compiles it to PTX.
-std::string CompileToPtx(PtxCompiler& compiler, const ir::Kernel& kernel,
+std::string CompileToPtx(GpuCompiler& compiler, const ir::Kernel& kernel,
                          bool debug) {
   llvm::LLVMContext context;
   LoweringOptions options;
   options.debug = debug;
   options.check_out_of_bound = debug;
   options.interleave_adstacks = true;  // as the CUDA backend lowers
-  options.warp_aggregate_atomics = true;
+  options.warp_aggregate_atomics = compiler.warp_aggregate_atomics();
   options.triple = compiler.triple();
   options.data_layout = compiler.data_layout();
   auto lowered =
@@ -59,12 +60,8 @@ std::string CompileToPtx(PtxCompiler& compiler, const ir::Kernel& kernel,
   EXPECT_TRUE(lowered.ok()) << lowered.status();
   if (!lowered.ok())
     return "";
-  std::vector<std::string> entries;
-  for (const LoweredTask& task : lowered->tasks) {
-    entries.push_back(PtxCompiler::EntryName(task.function));
-    if (!task.bounds_function.empty())
-      entries.push_back(PtxCompiler::DeviceRangeEntryName(task.function));
-  }
+  const std::vector<std::string> entries =
+      GpuCompiler::EntryNames(lowered->data.tasks);
   auto ptx = compiler.Compile(*lowered);
   EXPECT_TRUE(ptx.ok()) << ptx.status();
   if (!ptx.ok())
@@ -120,11 +117,11 @@ TEST(PtxCompilerTest, EverySampleKernelAndGradientCompilesForSm90) {
 }
 
 TEST(PtxCompilerTest, PtxIsaFollowsTheDriver) {
-  auto old_driver = PtxCompiler::Create(kSm90, 12000);
+  auto old_driver = CreatePtxCompiler(kSm90, 12000);
   if (!old_driver.ok())
     GTEST_SKIP() << old_driver.status();
   EXPECT_EQ((*old_driver)->target_description(), "sm_90 +ptx80");
-  auto new_driver = PtxCompiler::Create(kSm90, 13000);
+  auto new_driver = CreatePtxCompiler(kSm90, 13000);
   ASSERT_TRUE(new_driver.ok());
   EXPECT_EQ((*new_driver)->target_description(), "sm_90 +ptx85");
 }

@@ -16,9 +16,9 @@ namespace {
 
 using ir::SizeExpr;
 
-AdStackInfo Stack(SizeExpr::Ptr expr, int64_t static_capacity = 0,
+AdStackSpec Stack(SizeExpr::Ptr expr, int64_t static_capacity = 0,
                   ir::PrimitiveType dtype = ir::PrimitiveType::kF32) {
-  AdStackInfo info;
+  AdStackSpec info;
   info.dtype = dtype;
   info.slot_bytes = 8;
   info.static_capacity = static_capacity;
@@ -39,7 +39,7 @@ std::vector<int64_t> Code(const std::vector<int64_t>& words, int stack) {
 
 TEST(SizerBytecode, HeaderAndFloors) {
   ir::SNodeTree snodes;
-  std::vector<AdStackInfo> stacks = {
+  std::vector<AdStackSpec> stacks = {
       Stack(SizeExpr::Add(SizeExpr::ArgValue(0), SizeExpr::Const(2))),
       Stack(nullptr, 0, ir::PrimitiveType::kI32),
       Stack(SizeExpr::Const(99), 7)};

@@ -64,8 +64,9 @@ TEST(SpirvCodegenTest, EverySampleKernelValidatesOptimizesAndCrossCompiles) {
             ++type_errors;
             continue;
           }
-          for (const SpirvTask& task : spirv->tasks) {
+          for (const CompiledTask& task : spirv->data.tasks)
             adstack_tasks += task.ad_stacks.empty() ? 0 : 1;
+          for (const SpirvTask& task : spirv->tasks) {
             for (const auto* words : {&task.code, &task.bounds_code}) {
               if (words->empty())
                 continue;

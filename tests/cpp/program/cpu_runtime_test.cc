@@ -174,7 +174,7 @@ TEST_F(CpuBoundsTest, WithoutChecksTheGeneratedCodeHasNone) {
     std::string text;
     llvm::raw_string_ostream stream(text);
     lowered->module->print(stream, nullptr);
-    return std::make_pair(stream.str(), lowered->error_sites.size());
+    return std::make_pair(stream.str(), lowered->data.error_sites.size());
   };
   auto [checked, checked_sites] = lower(true);
   auto [unchecked, unchecked_sites] = lower(false);

@@ -16,7 +16,7 @@ class TestKernel : public CompiledKernel {
  public:
   TestKernel(std::vector<ir::KernelParam> params, SizeExpr::Ptr tree)
       : CompiledKernel("sized", std::move(params), {}, 1,
-                       {{AdStackInfo{ir::PrimitiveType::kF32,
+                       {{AdStackSpec{ir::PrimitiveType::kF32,
                                      4,
                                      0,
                                      std::move(tree),

@@ -10,30 +10,31 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "quadrants/ir/size_expr.h"
+#include "quadrants/runtime/offline_cache/compiled_kernel_data.pb.h"
 
 namespace quadrants::offline_cache {
 namespace {
 
 using ir::SizeExpr;
 
-KernelArtifact SampleArtifact() {
-  KernelArtifact artifact;
-  artifact.object = std::string(
+CompiledKernelData SampleArtifact() {
+  CompiledKernelData artifact;
+  artifact.binary = std::string(
       "\x7f"
       "ELF object bytes \0 with a zero",
       30);
-  codegen::LoweredTask serial;
+  CompiledTask serial;
   serial.kind = ir::TaskKind::kSerial;
   serial.function = "task_0";
   artifact.tasks.push_back(serial);
-  codegen::LoweredTask loop;
+  CompiledTask loop;
   loop.kind = ir::TaskKind::kRangeFor;
   loop.function = "task_1";
   loop.bounds_function = "task_1_bounds";
   loop.loc = {"sim.py", 12};
-  codegen::AdStackSpec exact{
+  AdStackSpec exact{
       ir::PrimitiveType::kF64, 16, 12, nullptr, {"sim.py", 14}};
-  codegen::AdStackSpec launch_sized{
+  AdStackSpec launch_sized{
       ir::PrimitiveType::kI32,
       4,
       0,
@@ -56,8 +57,8 @@ KernelArtifact SampleArtifact() {
   return artifact;
 }
 
-void ExpectSame(const KernelArtifact& a, const KernelArtifact& b) {
-  EXPECT_EQ(a.object, b.object);
+void ExpectSame(const CompiledKernelData& a, const CompiledKernelData& b) {
+  EXPECT_EQ(a.binary, b.binary);
   ASSERT_EQ(a.tasks.size(), b.tasks.size());
   for (size_t t = 0; t < a.tasks.size(); ++t) {
     const auto& x = a.tasks[t];
@@ -94,14 +95,14 @@ void ExpectSame(const KernelArtifact& a, const KernelArtifact& b) {
 }
 
 TEST(OfflineCacheEntry, RoundTripsEveryField) {
-  const KernelArtifact artifact = SampleArtifact();
+  const CompiledKernelData artifact = SampleArtifact();
   auto decoded = DecodeEntry("k1", EncodeEntry("k1", artifact));
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   ExpectSame(artifact, *decoded);
 }
 
 TEST(OfflineCacheEntry, RejectsAPrintSpecTheHostCouldNotFormatSafely) {
-  KernelArtifact artifact = SampleArtifact();
+  CompiledKernelData artifact = SampleArtifact();
   artifact.print_sites[0].specs[0] = "%s";  // would read a string pointer
   auto decoded = DecodeEntry("k1", EncodeEntry("k1", artifact));
   EXPECT_FALSE(decoded.ok());
@@ -159,12 +160,28 @@ TEST(OfflineCache, StoreIntoAFileReportsAnError) {
   std::remove(file.c_str());
 }
 
-TEST(OfflineCache, CompilerIdentityHashesTheCodeGeneratorsFiles) {
-  const std::string& identity = CompilerIdentity();
-  ASSERT_FALSE(identity.empty());
-  EXPECT_NE(identity.find("llvm 19"), std::string::npos) << identity;
-  // This test links each library dynamically: the lowering's file is named.
-  EXPECT_NE(identity.find("lowering"), std::string::npos) << identity;
+TEST(OfflineCacheEntry, RejectsAnEntryOfTheEarlierFormat) {
+  // An entry as the previous format wrote it: same layout, format 1, a
+  // valid checksum. It must read as corrupt rather than be misread.
+  proto::CacheEntry entry;
+  ASSERT_TRUE(entry.ParseFromString(EncodeEntry("k1", SampleArtifact())));
+  entry.set_format(1);
+  auto decoded = DecodeEntry("k1", entry.SerializeAsString());
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_NE(decoded.status().message().find("format 1"), std::string::npos)
+      << decoded.status();
+}
+
+TEST(OfflineCache, KeysDependOnTheCompilerIdentity) {
+  ir::Kernel kernel("k");
+  ir::SNodeTree snodes;
+  const std::string a = CacheKey(kernel, snodes, "opts", "target", "llvm 1");
+  EXPECT_EQ(a, CacheKey(kernel, snodes, "opts", "target", "llvm 1"));
+  EXPECT_NE(a, CacheKey(kernel, snodes, "opts", "target", "llvm 2"));
+  EXPECT_EQ(a.size(), 32u);
+  EXPECT_EQ(OfflineCache("/tmp/x", "llvm 1").Key(kernel, snodes, "opts",
+                                                 "target"),
+            a);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 #include "absl/types/optional.h"
 #include "absl/types/span.h"
 #include "quadrants/runtime/backend.h"
-#include "quadrants/runtime/llvm/runtime_module/runtime_abi.h"
+#include "quadrants/device_runtime/runtime_abi.h"
 #include "quadrants/runtime/shared_memory.h"
 
 namespace quadrants::llvm_runtime {

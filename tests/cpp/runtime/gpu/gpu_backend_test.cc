@@ -209,7 +209,7 @@ TEST(GpuBackendTest, RangeTaskWithAdStacksReadsItsRangeAndSizesTheHeap) {
     EXPECT_EQ(launch.params[2], 1003u);
   };
   ir::Kernel ir_kernel("recurrence");
-  AdStackInfo stack;
+  AdStackSpec stack;
   stack.slot_bytes = 8;
   GpuCompiledKernel kernel(ir_kernel, {}, {{stack}});
   GpuTask task;

@@ -64,6 +64,20 @@ absl::Status AutodiffTest::LowerReverse(bool stack_trig_derivatives) {
   return Lower(options);
 }
 
+::testing::AssertionResult AutodiffTest::IsError(const absl::Status& status,
+                                                 ErrorKind kind,
+                                                 const std::string& message) {
+  if (!status.ok() && GetErrorKind(status) == kind &&
+      status.message() == message) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure()
+         << "expected " << ErrorKindName(kind) << ": " << message
+         << "\n     got "
+         << (status.ok() ? "OK" : ErrorKindName(GetErrorKind(status))) << ": "
+         << status.message();
+}
+
 absl::Status AutodiffTest::MakeGrad(bool ad_stack_enabled) {
   if (absl::Status lowered = Lower(); !lowered.ok())
     return lowered;

@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "absl/status/status.h"
+#include "quadrants/common/errors.h"
 #include "quadrants/ir/builder.h"
 #include "quadrants/ir/kernel.h"
 #include "quadrants/ir/snode.h"
@@ -37,6 +40,12 @@ class AutodiffTest : public ::testing::Test {
   absl::Status Grad(bool ad_stack_enabled = true);
   // Lower without autodiff, then Grad.
   absl::Status MakeGrad(bool ad_stack_enabled = true);
+
+  // Whether `status` is an error of `kind` with exactly `message`; the
+  // failure shows what it is instead.
+  static ::testing::AssertionResult IsError(const absl::Status& status,
+                                            ErrorKind kind,
+                                            const std::string& message);
 
   ir::SNodeTree snodes_;
   Fields fields_;

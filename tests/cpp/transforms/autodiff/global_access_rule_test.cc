@@ -93,16 +93,16 @@ TEST_F(GlobalAccessRuleTest, AcceptsWritingTheNextTimeStep) {
 TEST_F(GlobalAccessRuleTest, RejectsOverwritingTheElementRead) {
   BuildTimeSteps(/*read_step=*/0, /*write_step=*/0);
   absl::Status status = Check();
-  EXPECT_EQ(GetErrorKind(status), ErrorKind::kGlobalDataAccess);
-  EXPECT_EQ(status.message(), Violation("k.py:4", "k.py:5"));
+  EXPECT_TRUE(IsError(status, ErrorKind::kGlobalDataAccess,
+                      Violation("k.py:4", "k.py:5")));
 }
 
 // f[t, i] = f[t + 1, i] * 2: the next step overwrites what this one read.
 TEST_F(GlobalAccessRuleTest, RejectsOverwritingInALaterIteration) {
   BuildTimeSteps(/*read_step=*/1, /*write_step=*/0);
   absl::Status status = Check();
-  EXPECT_EQ(GetErrorKind(status), ErrorKind::kGlobalDataAccess);
-  EXPECT_EQ(status.message(), Violation("k.py:4", "k.py:5"));
+  EXPECT_TRUE(IsError(status, ErrorKind::kGlobalDataAccess,
+                      Violation("k.py:4", "k.py:5")));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "quadrants/runtime/adstack/reducer_spec.h"
+#include "quadrants/adstack/reducer_spec.h"
 
 #include <algorithm>
 

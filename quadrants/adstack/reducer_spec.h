@@ -1,5 +1,5 @@
-#ifndef QUADRANTS_RUNTIME_ADSTACK_REDUCER_SPEC_H_
-#define QUADRANTS_RUNTIME_ADSTACK_REDUCER_SPEC_H_
+#ifndef QUADRANTS_ADSTACK_REDUCER_SPEC_H_
+#define QUADRANTS_ADSTACK_REDUCER_SPEC_H_
 
 #include <cstdint>
 #include <functional>
@@ -108,4 +108,4 @@ ir::SizeExpr::Ptr SubstituteConstants(
 
 }  // namespace quadrants::adstack
 
-#endif  // QUADRANTS_RUNTIME_ADSTACK_REDUCER_SPEC_H_
+#endif  // QUADRANTS_ADSTACK_REDUCER_SPEC_H_

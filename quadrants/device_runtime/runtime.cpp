@@ -2,7 +2,7 @@
 // every kernel module and inlined. Generated code calls only the qd_*
 // functions below, never the structs' fields, so the layout lives in
 // runtime_abi.h alone.
-#include "quadrants/runtime/llvm/runtime_module/runtime_abi.h"
+#include "quadrants/device_runtime/runtime_abi.h"
 
 #define QD_EXPORT extern "C" __attribute__((always_inline))
 
@@ -263,7 +263,7 @@ QD_EXPORT double qd_pow_f64(double x, double y) {
   return __builtin_pow(x, y);
 }
 #if defined(__x86_64__)
-#include "quadrants/runtime/llvm/runtime_module/simd_math.h"
+#include "quadrants/device_runtime/simd_math.h"
 #endif
 #elif defined(__NVPTX__)
 // CUDA: libdevice's correctly rounded or few-ulp versions, linked by the CUDA

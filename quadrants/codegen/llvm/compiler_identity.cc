@@ -1,0 +1,25 @@
+#include "quadrants/codegen/llvm/compiler_identity.h"
+
+#include "absl/strings/str_cat.h"
+#include "llvm/Config/llvm-config.h"
+#include "quadrants/codegen/llvm/kernel_lowering.h"
+#include "quadrants/codegen/llvm/optimize.h"
+#include "quadrants/common/binary_identity.h"
+
+namespace quadrants::codegen {
+
+const std::string& LlvmCompilerIdentity() {
+  static const std::string identity = []() -> std::string {
+    const void* anchors[] = {
+        reinterpret_cast<const void*>(&LowerKernel),
+        reinterpret_cast<const void*>(&OptimizeModule),
+        reinterpret_cast<const void*>(&LlvmCompilerIdentity)};
+    const std::string files = BinaryIdentity(anchors);
+    if (files.empty())
+      return "";
+    return absl::StrCat("llvm ", LLVM_VERSION_STRING, " ", files);
+  }();
+  return identity;
+}
+
+}  // namespace quadrants::codegen

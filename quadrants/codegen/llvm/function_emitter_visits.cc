@@ -1,0 +1,208 @@
+// The scalar emitter's statements, one Visit method per kind; compound
+// statements (loops, branches, stacks, atomics) are in function_emitter.cc.
+#include "quadrants/codegen/llvm/function_emitter.h"
+
+#include "quadrants/common/status_macros.h"
+
+namespace quadrants::codegen {
+
+absl::Status FunctionEmitter::Define(const Stmt& s,
+                                     absl::StatusOr<llvm::Value*> value) {
+  QD_RETURN_IF_ERROR(value.status());
+  values_[&s] = *value;
+  return absl::OkStatus();
+}
+
+absl::Status FunctionEmitter::VisitConst(const ir::ConstStmt& s) {
+  return Define(s, ops_.Constant(s.value()));
+}
+
+absl::Status FunctionEmitter::VisitArgLoad(const ir::ArgLoadStmt& s) {
+  return Define(s, EmitArgLoad(s));
+}
+
+absl::Status FunctionEmitter::VisitNdarrayShape(const ir::NdarrayShapeStmt& s) {
+  llvm::Value* extent =
+      Call("qd_ndarray_shape", b_.getInt64Ty(),
+           {ctx_, b_.getInt32(s.arg()), b_.getInt32(s.axis())});
+  return Define(s, b_.CreateTrunc(extent, b_.getInt32Ty()));
+}
+
+absl::Status FunctionEmitter::VisitNdarrayPtr(const ir::NdarrayPtrStmt& s) {
+  return Define(s, EmitNdarrayPtr(s));
+}
+
+absl::Status FunctionEmitter::VisitFieldPtr(const ir::FieldPtrStmt& s) {
+  return Define(s, EmitFieldPtr(s));
+}
+
+absl::Status FunctionEmitter::EmitLoad(const Stmt& s, bool global) {
+  const PrimitiveType t = s.type().element();
+  llvm::Value* v = b_.CreateLoad(global ? StorageType(t) : RegisterType(t),
+                                 Get(s.operand(0)));
+  if (global && t == PrimitiveType::kU1)
+    v = b_.CreateICmpNE(v, b_.getInt8(0));
+  return Define(s, v);
+}
+
+absl::Status FunctionEmitter::VisitGlobalLoad(const ir::GlobalLoadStmt& s) {
+  return EmitLoad(s, /*global=*/true);
+}
+
+absl::Status FunctionEmitter::VisitLocalLoad(const ir::LocalLoadStmt& s) {
+  return EmitLoad(s, /*global=*/false);
+}
+
+absl::Status FunctionEmitter::EmitStore(const Stmt& s, bool global) {
+  llvm::Value* v = Get(s.operand(1));
+  // u1 is a byte in memory.
+  if (global && s.operand(1)->type().element() == PrimitiveType::kU1)
+    v = b_.CreateZExt(v, b_.getInt8Ty());
+  b_.CreateStore(v, Get(s.operand(0)));
+  return absl::OkStatus();
+}
+
+absl::Status FunctionEmitter::VisitGlobalStore(const ir::GlobalStoreStmt& s) {
+  return EmitStore(s, /*global=*/true);
+}
+
+absl::Status FunctionEmitter::VisitLocalStore(const ir::LocalStoreStmt& s) {
+  return EmitStore(s, /*global=*/false);
+}
+
+absl::Status FunctionEmitter::VisitAlloca(const ir::AllocaStmt& s) {
+  llvm::Type* type = RegisterType(s.type().element());
+  llvm::AllocaInst* slot = EntryAlloca(type, "var");
+  b_.CreateStore(llvm::Constant::getNullValue(type), slot);
+  return Define(s, slot);
+}
+
+absl::Status FunctionEmitter::VisitUnaryOp(const ir::UnaryOpStmt& s) {
+  return Define(s, EmitUnary(s));
+}
+
+absl::Status FunctionEmitter::VisitBinaryOp(const ir::BinaryOpStmt& s) {
+  return Define(s, EmitBinary(s));
+}
+
+absl::Status FunctionEmitter::VisitTernaryOp(const ir::TernaryOpStmt& s) {
+  llvm::Value* condition =
+      AsBool(Get(s.operand(0)), s.operand(0)->type().element());
+  return Define(
+      s, b_.CreateSelect(condition, Get(s.operand(1)), Get(s.operand(2))));
+}
+
+absl::Status FunctionEmitter::VisitAtomicOp(const ir::AtomicOpStmt& s) {
+  return Define(s, EmitAtomic(s));
+}
+
+absl::Status FunctionEmitter::VisitRangeFor(const ir::RangeForStmt& s) {
+  return EmitRangeFor(s);
+}
+
+absl::Status FunctionEmitter::VisitStructFor(const ir::StructForStmt& s) {
+  return EmitStructFor(s);
+}
+
+absl::Status FunctionEmitter::VisitLoopIndex(const ir::LoopIndexStmt& s) {
+  llvm::Value* v = loop_indices_.at(s.loop())[s.axis()];
+  const PrimitiveType t = s.type().element();
+  return Define(s, b_.CreateIntCast(v, RegisterType(t), ir::IsSigned(t)));
+}
+
+absl::Status FunctionEmitter::VisitWhile(const ir::WhileStmt& s) {
+  return EmitWhile(s);
+}
+
+absl::Status FunctionEmitter::EmitJump(
+    llvm::BasicBlock* LoopTargets::*target) {
+  llvm::BasicBlock* to = loops_.back().*target;
+  if (to == nullptr) {
+    // `continue` at the top of a serial task: leave the task.
+    b_.CreateRetVoid();
+  } else {
+    b_.CreateBr(to);
+  }
+  StartDeadBlock();
+  return absl::OkStatus();
+}
+
+absl::Status FunctionEmitter::VisitBreak(const ir::BreakStmt&) {
+  return EmitJump(&LoopTargets::break_to);
+}
+
+absl::Status FunctionEmitter::VisitContinue(const ir::ContinueStmt&) {
+  return EmitJump(&LoopTargets::continue_to);
+}
+
+absl::Status FunctionEmitter::VisitIf(const ir::IfStmt& s) {
+  return EmitIf(s);
+}
+
+absl::Status FunctionEmitter::VisitAssert(const ir::AssertStmt& s) {
+  EmitAssert(s);
+  return absl::OkStatus();
+}
+
+absl::Status FunctionEmitter::VisitDebugPrint(const ir::DebugPrintStmt& s) {
+  EmitPrint(s);
+  return absl::OkStatus();
+}
+
+absl::Status FunctionEmitter::VisitRandom(const ir::RandomStmt& s) {
+  return Define(s, EmitRandom(s));
+}
+
+absl::Status FunctionEmitter::VisitOffloadedTask(
+    const ir::OffloadedTaskStmt& s) {
+  return Unsupported(s, "a nested offloaded task");
+}
+
+absl::Status FunctionEmitter::VisitAdStackAlloca(
+    const ir::AdStackAllocaStmt& s) {
+  EmitAdStackAlloca(s);
+  return absl::OkStatus();
+}
+
+absl::Status FunctionEmitter::VisitAdStackPush(const ir::AdStackPushStmt& s) {
+  EmitAdStackPush(s);
+  return absl::OkStatus();
+}
+
+absl::Status FunctionEmitter::VisitAdStackPop(const ir::AdStackPopStmt& s) {
+  EmitAdStackPop(s);
+  return absl::OkStatus();
+}
+
+absl::Status FunctionEmitter::EmitStackTop(const Stmt& s, bool adjoint) {
+  const PrimitiveType t = s.type().element();
+  llvm::Value* v = b_.CreateLoad(
+      StorageType(t),
+      StackSlot(s.operand(0), StackTopIndex(s.operand(0)), adjoint));
+  if (t == PrimitiveType::kU1)
+    v = b_.CreateICmpNE(v, b_.getInt8(0));
+  return Define(s, v);
+}
+
+absl::Status FunctionEmitter::VisitAdStackLoadTop(
+    const ir::AdStackLoadTopStmt& s) {
+  return EmitStackTop(s, /*adjoint=*/false);
+}
+
+absl::Status FunctionEmitter::VisitAdStackLoadTopAdj(
+    const ir::AdStackLoadTopAdjStmt& s) {
+  return EmitStackTop(s, /*adjoint=*/true);
+}
+
+absl::Status FunctionEmitter::VisitAdStackAccAdjoint(
+    const ir::AdStackAccAdjointStmt& s) {
+  const PrimitiveType t = s.operand(1)->type().element();
+  llvm::Value* slot =
+      StackSlot(s.operand(0), StackTopIndex(s.operand(0)), true);
+  llvm::Value* sum = b_.CreateFAdd(b_.CreateLoad(RegisterType(t), slot),
+                                   Get(s.operand(1)));
+  b_.CreateStore(sum, slot);
+  return absl::OkStatus();
+}
+
+}  // namespace quadrants::codegen

@@ -1,0 +1,83 @@
+#include "quadrants/runtime/gpu/driver_backend.h"
+
+#include <utility>
+
+#include "quadrants/codegen/llvm/compiler_identity.h"
+#include "quadrants/common/status_macros.h"
+#include "quadrants/runtime/gpu/managed_memory.h"
+
+namespace quadrants::gpu {
+
+absl::StatusOr<std::shared_ptr<GpuModule>> GpuModule::Load(
+    std::shared_ptr<Driver> driver, const std::string& binary) {
+  QD_ASSIGN_OR_RETURN(void* handle, driver->LoadModule(binary));
+  return std::make_shared<GpuModule>(std::move(driver), handle);
+}
+
+DriverBackend::DriverBackend(const CompileConfig& config,
+                             std::shared_ptr<Driver> driver,
+                             std::unique_ptr<codegen::GpuCompiler> compiler,
+                             GpuCacheTarget cache_target)
+    : GpuBackend(config, driver,
+                 std::make_shared<ManagedMemoryAllocator>(driver)),
+      driver_(std::move(driver)),
+      compiler_(std::move(compiler)),
+      cache_target_(std::move(cache_target)),
+      cache_(offline_cache::OpenOfflineCache(
+          config, codegen::LlvmCompilerIdentity(), &cache_stats_)) {
+  set_max_reduce_loader([this](const codegen::MaxReduceShape& shape) {
+    return LoadMaxReduce(shape);
+  });
+}
+
+absl::Status DriverBackend::Init() {
+  QD_ASSIGN_OR_RETURN(DeviceLimits limits, driver_->Limits());
+  return InitDevice(limits.resident_threads, limits.total_memory);
+}
+
+absl::StatusOr<void*> DriverBackend::LoadMaxReduce(
+    const codegen::MaxReduceShape& shape) {
+  QD_ASSIGN_OR_RETURN(std::string binary, compiler_->CompileMaxReduce(shape));
+  QD_ASSIGN_OR_RETURN(std::shared_ptr<GpuModule> module,
+                      GpuModule::Load(driver_, binary));
+  QD_ASSIGN_OR_RETURN(void* function,
+                      module->Function(codegen::kMaxReduceEntry));
+  reduce_modules_.push_back(std::move(module));
+  return function;
+}
+
+absl::StatusOr<std::shared_ptr<CompiledKernel>> DriverBackend::Compile(
+    const ir::Kernel& offloaded, const ir::SNodeTree& snodes) {
+  set_snodes(&snodes);
+  const std::string key = cache_
+                              ? GpuCacheKey(*cache_, offloaded, snodes,
+                                            config(), *compiler_, cache_target_)
+                              : "";
+  QD_ASSIGN_OR_RETURN(auto generated,
+                      offline_cache::LoadOrGenerate<std::shared_ptr<GpuModule>>(
+                          cache_ ? &*cache_ : nullptr, key, &cache_stats_,
+                          [&] {
+                            return GenerateGpuKernel(offloaded, snodes,
+                                                     config(), *compiler_);
+                          },
+                          [&](const CompiledKernelData& artifact) {
+                            return GpuModule::Load(driver_, artifact.binary);
+                          }));
+  const CompiledKernelData& artifact = generated.first;
+  std::shared_ptr<ModuleKernel> compiled =
+      NewKernel(offloaded, artifact, generated.second);
+  QD_RETURN_IF_ERROR(
+      compiled->AddTasks(artifact.tasks, [&](const std::string& name) {
+        return compiled->module->Function(name);
+      }));
+  compiled->set_print_sites(artifact.print_sites);
+  return compiled;
+}
+
+std::shared_ptr<ModuleKernel> DriverBackend::NewKernel(
+    const ir::Kernel& kernel, const CompiledKernelData& artifact,
+    std::shared_ptr<GpuModule> module) const {
+  return std::make_shared<ModuleKernel>(kernel, artifact, std::move(module));
+}
+
+}  // namespace quadrants::gpu
