@@ -162,7 +162,7 @@ absl::optional<std::string> NeedsPerIterationPrimals(const Stmt& loop) {
       }
     });
   }
-  return absl::nullopt;
+  return reason;
 }
 
 }  // namespace quadrants::transforms::autodiff
