@@ -1,0 +1,158 @@
+"""Variables and assignments: local scalars (vectors, matrices and structs
+through matrix.make_local), plain, annotated, unpacking and augmented
+assignments, and stores to field and ndarray elements (atomic for the
+augmented +=, -=, &=, |= and ^=)."""
+import ast
+import numbers
+
+from quadrants.lang import context, matrix, ops, types
+from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
+from quadrants.lang.expr import Composite, Expr, GlobalRef, Var, is_runtime
+from quadrants.lang.struct import StructType
+from quadrants.lang.transformer.expressions import _BINARY
+
+# Augmented assignments on field/ndarray elements that are atomic.
+_ATOMIC_AUG = {ast.Add: "atomic_add", ast.Sub: "atomic_sub", ast.BitAnd: "atomic_and",
+               ast.BitOr: "atomic_or", ast.BitXor: "atomic_xor"}
+
+
+class AssignmentsMixin:
+    """FunctionCompiler's variables and assignment statements."""
+
+    def declare(self, name, value):
+        """Binds `name` to a new local variable holding `value`."""
+        if isinstance(value, Composite):
+            self.scope[name] = matrix.make_local(self, name, value)
+            return self.scope[name]
+        expr = context.to_expr(value)
+        var = self.new_var(name, expr.dtype)
+        self.ctx.builder.local_store(var.alloca, expr.stmt)
+        return var
+
+    def new_var(self, name, dtype):
+        var = self.new_scalar_var(name, dtype)
+        self.scope[name] = var
+        return var
+
+    def new_scalar_var(self, name, dtype):
+        """A local scalar variable, not bound to a name."""
+        region, which = self.ctx.region
+        alloca = self.ctx.builder.alloca_at_start(region, which, dtype.name)
+        return Var(alloca, dtype, name)
+
+    def assign_name(self, node, name, value):
+        current = self.scope.get(name)
+        if isinstance(current, Var):
+            if isinstance(value, Composite):
+                raise self.error(node, f"'{name}' is a scalar variable and cannot be "
+                                 f"assigned {value._describe()}", QuadrantsTypeError)
+            self.store_var(current, value)
+            return
+        if matrix.is_local(current):
+            matrix.store(current, value, f"assignment to '{name}'")
+            return
+        if isinstance(value, Composite):
+            self.scope[name] = matrix.make_local(self, name, value)
+            return
+        value = context.load(value)
+        if isinstance(value, (Expr, numbers.Number)):
+            expr = context.to_expr(value)
+            var = self.new_var(name, expr.dtype)
+            self.ctx.builder.local_store(var.alloca, expr.stmt)
+        else:
+            # Compile-time objects (fields, ndarrays, tuples, ...) are aliases.
+            self.scope[name] = value
+
+    def store_var(self, var, value):
+        expr = context.to_expr(value, like=var.dtype)
+        self.ctx.builder.local_store(var.alloca, expr.stmt)
+
+    def assign(self, node, target, value):
+        if isinstance(target, ast.Name):
+            self.assign_name(target, target.id, value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            value = context.load(value) if not isinstance(value, (tuple, list)) else value
+            if isinstance(value, (tuple, list)):
+                # Every value is read before any target is written (a, b = b, a).
+                value = [context.load(v) if isinstance(v, (Var, GlobalRef, Composite)) else v
+                         for v in value]
+            if not isinstance(value, (tuple, list)) or len(value) != len(target.elts):
+                raise self.error(node, "cannot unpack this value into "
+                                 f"{len(target.elts)} targets", QuadrantsSyntaxError)
+            for t, v in zip(target.elts, value):
+                self.assign(node, t, v)
+        elif isinstance(target, (ast.Subscript, ast.Attribute)):
+            ref = self.eval(target)
+            if isinstance(ref, GlobalRef) and not isinstance(value, Composite):
+                expr = context.to_expr(value, like=ref.dtype)
+                self.ctx.builder.global_store(ref.ptr, expr.stmt)
+            elif isinstance(ref, (Var, GlobalRef, Composite)):
+                matrix.store(ref, value, f"assignment to {ast.unparse(target)}")
+            else:
+                raise self.error(node, "only field and ndarray elements and components "
+                                 "of local vectors, matrices and structs can be assigned "
+                                 "by subscript or attribute", QuadrantsSyntaxError)
+        else:
+            raise self.error(node, "unsupported assignment target", QuadrantsSyntaxError)
+
+    def visit_Assign(self, node):
+        value = self.eval(node.value)
+        if len(node.targets) > 1 and is_runtime(value):
+            value = context.load(value)
+        for target in node.targets:
+            self.assign(node, target, value)
+
+    def visit_AnnAssign(self, node):
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node, "annotated assignment needs a plain name",
+                             QuadrantsSyntaxError)
+        annotation = self.eval(node.annotation)
+        if isinstance(annotation, (matrix.MatrixType, StructType)):
+            if node.value is None:
+                raise self.error(node, "a vector, matrix or struct variable needs an "
+                                 "initial value", QuadrantsSyntaxError)
+            value = annotation.cast(self.eval(node.value))
+            self.scope[node.target.id] = matrix.make_local(self, node.target.id, value)
+            return
+        dtype = types.normalize(annotation)
+        var = self.new_var(node.target.id, dtype)
+        if node.value is not None:
+            self.store_var(var, self.eval(node.value))
+
+    def visit_AugAssign(self, node):
+        op = type(node.op)
+        if op not in _BINARY:
+            raise self.error(node, "unsupported augmented assignment", QuadrantsSyntaxError)
+        if isinstance(node.target, (ast.Subscript, ast.Attribute)):
+            ref = self.eval(node.target)
+            if isinstance(ref, GlobalRef) or (isinstance(ref, matrix.Matrix) and any(
+                    isinstance(e, GlobalRef) for e in ref.entries)):
+                value = self.eval(node.value)
+                if op in _ATOMIC_AUG:
+                    getattr(ops, _ATOMIC_AUG[op])(ref, value)
+                    return
+                name, python_fn = _BINARY[op]
+                result = ops.binary(name, ref, value, python_fn)
+                if isinstance(ref, GlobalRef):
+                    self.ctx.builder.global_store(
+                        ref.ptr, context.to_expr(result, like=ref.dtype).stmt)
+                else:
+                    matrix.store(ref, result, "augmented assignment")
+                return
+            if isinstance(ref, matrix.DynamicElement) and op in _ATOMIC_AUG and any(
+                    isinstance(e, GlobalRef) for e in ref.entries):
+                # A run-time component of a field element: atomic in the
+                # branch that selects it.
+                value = context.load(self.eval(node.value))
+                ref.store(lambda e: getattr(ops, _ATOMIC_AUG[op])(e, value))
+                return
+            if isinstance(ref, (Var, Composite)):
+                name, python_fn = _BINARY[op]
+                result = ops.binary(name, ref, self.eval(node.value), python_fn)
+                matrix.store(ref, result, f"augmented assignment to "
+                             f"{ast.unparse(node.target)}")
+                return
+        current = self.eval(node.target)
+        name, python_fn = _BINARY[op]
+        result = ops.binary(name, current, self.eval(node.value), python_fn)
+        self.assign(node, node.target, result)

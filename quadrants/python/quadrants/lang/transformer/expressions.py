@@ -1,0 +1,228 @@
+"""Expressions: constants, names, containers, f-strings, attributes,
+subscripts (field and ndarray elements), operators and conditional
+expressions. Compile-time operands fold in Python; run-time ones lower
+through ops and the builder."""
+import ast
+
+from quadrants.lang import context, matrix, ops, printing, types
+from quadrants.lang.composite_field import MatrixField
+from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
+from quadrants.lang.expr import (Composite, Expr, GlobalRef, NdarrayArg, ShapeProxy,
+                                 is_runtime)
+from quadrants.lang.field import Field
+from quadrants.lang.struct import StructField, StructType
+
+_BINARY = {
+    ast.Add: ("add", lambda a, b: a + b),
+    ast.Sub: ("sub", lambda a, b: a - b),
+    ast.Mult: ("mul", lambda a, b: a * b),
+    ast.Div: ("div", lambda a, b: a / b),
+    ast.FloorDiv: ("floordiv", lambda a, b: a // b),
+    ast.Mod: ("mod", lambda a, b: a % b),
+    ast.Pow: ("pow", lambda a, b: a ** b),
+    ast.BitAnd: ("bit_and", lambda a, b: a & b),
+    ast.BitOr: ("bit_or", lambda a, b: a | b),
+    ast.BitXor: ("bit_xor", lambda a, b: a ^ b),
+    ast.LShift: ("shl", lambda a, b: a << b),
+    ast.RShift: ("shr", lambda a, b: a >> b),
+    ast.MatMult: ("matmul", lambda a, b: a @ b),
+}
+
+_COMPARE = {
+    ast.Lt: ("cmp_lt", lambda a, b: a < b),
+    ast.LtE: ("cmp_le", lambda a, b: a <= b),
+    ast.Gt: ("cmp_gt", lambda a, b: a > b),
+    ast.GtE: ("cmp_ge", lambda a, b: a >= b),
+    ast.Eq: ("cmp_eq", lambda a, b: a == b),
+    ast.NotEq: ("cmp_ne", lambda a, b: a != b),
+}
+
+
+class ExpressionsMixin:
+    """FunctionCompiler's expression visitors."""
+
+    def visit_Constant(self, node):
+        return node.value
+
+    def visit_Name(self, node):
+        return self.lookup(node, node.id)
+
+    def visit_Tuple(self, node):
+        return tuple(self.eval(e) for e in node.elts)
+
+    def visit_List(self, node):
+        return [self.eval(e) for e in node.elts]
+
+    def visit_Dict(self, node):
+        return {self.eval(k): self.eval(v) for k, v in zip(node.keys, node.values)}
+
+    def visit_JoinedStr(self, node):
+        # With run-time values the result is a printing.RuntimeText, which
+        # only print() accepts.
+        return printing.join_text([self.eval(value) for value in node.values])
+
+    def visit_FormattedValue(self, node):
+        value = self.eval(node.value)
+        spec = self.eval(node.format_spec) if node.format_spec else ""
+        if not isinstance(spec, str):
+            raise self.error(node, "a format spec must be known at compile time",
+                             QuadrantsSyntaxError)
+        conversion = chr(node.conversion) if node.conversion > 0 else None
+        return printing.format_value(value, conversion, spec)
+
+    def visit_Attribute(self, node):
+        base = self.eval(node.value)
+        if is_runtime(base):
+            raise self.error(node, f"run-time values have no attribute '{node.attr}'",
+                             QuadrantsSyntaxError)
+        try:
+            return getattr(base, node.attr)
+        except AttributeError:
+            raise self.error(node, f"{type(base).__name__} object has no attribute "
+                             f"'{node.attr}'", QuadrantsSyntaxError) from None
+
+    def visit_Subscript(self, node):
+        base = self.eval(node.value)
+        index = self.eval(node.slice)
+        if isinstance(base, (Field, NdarrayArg, MatrixField, StructField)):
+            return self.element(node, base, index)
+        if isinstance(base, matrix.Matrix):
+            return base[index]
+        if is_runtime(base):
+            raise self.error(node, "cannot subscript a scalar run-time value",
+                             QuadrantsTypeError)
+        index = context.load(index)
+        if isinstance(index, Expr) and not isinstance(base, ShapeProxy):
+            raise self.error(node, "cannot index a Python object with a run-time value",
+                             QuadrantsTypeError)
+        return base[index]
+
+    def element(self, node, base, index):
+        if index is None:
+            index = ()
+        elif not isinstance(index, tuple):
+            index = (index,)
+        flat = []
+        for v in index:
+            # A vector index (qd.grouped) stands for its components.
+            v = context.load(v)
+            flat.extend(v.entries if isinstance(v, matrix.Matrix) else [v])
+        indices = []
+        for v in flat:
+            e = context.to_expr(v)
+            if e.dtype.is_float:
+                raise self.error(node, f"an index must be an integer, found {e.dtype}",
+                                 QuadrantsTypeError)
+            indices.append(e.stmt)
+        b = self.ctx.builder
+        # Errors about this access name the variable as the user wrote it.
+        label = ast.unparse(node.value) if isinstance(node, ast.Subscript) else base.name
+        if isinstance(base, (MatrixField, StructField)):
+            if len(indices) != len(base.shape):
+                raise self.error(node, f"field '{base.name}' has {len(base.shape)} "
+                                 f"dimensions, indexed with {len(indices)}",
+                                 QuadrantsTypeError)
+            return base._element(lambda f: b.field_ptr(f.place_id(), indices, label))
+        if isinstance(base, Field):
+            if len(indices) != len(base.shape):
+                raise self.error(node, f"field '{base.name}' has {len(base.shape)} "
+                                 f"dimensions, indexed with {len(indices)}",
+                                 QuadrantsTypeError)
+            return GlobalRef(b.field_ptr(base.place_id(), indices, label), base.dtype)
+        if len(indices) != base.ndim:
+            raise self.error(node, f"ndarray '{base.name}' has {base.ndim} dimensions, "
+                             f"indexed with {len(indices)}", QuadrantsTypeError)
+        if isinstance(base.element, StructType):
+            leaves = len(base.element._flat_dtypes())
+            refs = [GlobalRef(b.ndarray_ptr(base.arg, indices + [
+                context.constant(k, types.i32).stmt], label), base.dtype)
+                for k in range(leaves)]
+            return base.element._from_flat(refs)
+        if base.element is not None:
+            et = base.element
+            refs = []
+            for k in range(et.n * et.m):
+                sub = [k] if et.ndim == 1 else [k // et.m, k % et.m]
+                ptr = b.ndarray_ptr(base.arg, indices + [context.constant(c, types.i32).stmt
+                                                         for c in sub], label)
+                refs.append(GlobalRef(ptr, base.dtype))
+            return matrix.Matrix._make(refs, et.n, et.m, et.ndim)
+        return GlobalRef(b.ndarray_ptr(base.arg, indices, label), base.dtype)
+
+    def visit_Slice(self, node):
+        raise self.error(node, "slices are not supported in kernels", QuadrantsSyntaxError)
+
+    def visit_BinOp(self, node):
+        op = type(node.op)
+        if op not in _BINARY:
+            raise self.error(node, f"operator {type(node.op).__name__} is not supported",
+                             QuadrantsSyntaxError)
+        name, python_fn = _BINARY[op]
+        return ops.binary(name, self.eval(node.left), self.eval(node.right), python_fn)
+
+    def visit_UnaryOp(self, node):
+        value = context.load(self.eval(node.operand))
+        op = type(node.op)
+        if isinstance(value, matrix.Matrix):
+            if op is ast.USub:
+                return -value
+            if op is ast.UAdd:
+                return value
+            name = {ast.Not: "logical_not", ast.Invert: "bit_not"}[op]
+            return value._like([Expr(self.ctx.builder.unary(name, context.to_expr(e).stmt))
+                                for e in value.entries])
+        if not isinstance(value, Expr):
+            return {ast.USub: lambda v: -v, ast.UAdd: lambda v: +v,
+                    ast.Not: lambda v: not v, ast.Invert: lambda v: ~v}[op](value)
+        if op is ast.UAdd:
+            return value
+        name = {ast.USub: "neg", ast.Not: "logical_not", ast.Invert: "bit_not"}[op]
+        return Expr(self.ctx.builder.unary(name, value.stmt))
+
+    def visit_BoolOp(self, node):
+        is_and = isinstance(node.op, ast.And)
+        result = context.load(self.eval(node.values[0]))
+        for value_node in node.values[1:]:
+            if not isinstance(result, Expr):
+                # Python short-circuit on compile-time values.
+                if (not result) if is_and else result:
+                    return result
+                result = context.load(self.eval(value_node))
+                continue
+            other = context.load(self.eval(value_node))
+            result = ops.binary("logical_and" if is_and else "logical_or", result, other,
+                                None)
+        return result
+
+    def visit_Compare(self, node):
+        left = self.eval(node.left)
+        result = None
+        for op, right_node in zip(node.ops, node.comparators):
+            right = self.eval(right_node)
+            if type(op) not in _COMPARE:
+                l, r = context.load(left), context.load(right)
+                if is_runtime(l) or is_runtime(r):
+                    raise self.error(node, f"comparison {type(op).__name__} is not "
+                                     f"supported on run-time values", QuadrantsSyntaxError)
+                value = {ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,
+                         ast.In: lambda a, b: a in b,
+                         ast.NotIn: lambda a, b: a not in b}[type(op)](l, r)
+            else:
+                name, python_fn = _COMPARE[type(op)]
+                value = ops.binary(name, left, right, python_fn)
+            result = value if result is None else ops.binary("logical_and", result, value,
+                                                             lambda a, b: a and b)
+            left = right
+        return result
+
+    def visit_IfExp(self, node):
+        cond = context.load(self.eval(node.test))
+        if not isinstance(cond, Expr):
+            return self.eval(node.body if cond else node.orelse)
+        a = context.load(self.eval(node.body))
+        c = context.load(self.eval(node.orelse))
+        if isinstance(a, Composite) or isinstance(c, Composite):
+            return ops.select(cond, a, c)
+        ea = context.to_expr(a, like=c if isinstance(c, Expr) else None)
+        ec = context.to_expr(c, like=ea)
+        return Expr(self.ctx.builder.select(cond.stmt, ea.stmt, ec.stmt))

@@ -1,0 +1,271 @@
+"""For loops: range() and qd.ndrange() (several dimensions as one flat
+loop), qd.grouped(), fields (struct-for), ndarrays, loops that qd.static()
+unrolls, and qd.loop_config(serialize=True) at the top of a kernel. The
+outermost loop of a kernel is its parallel loop."""
+import ast
+import contextlib
+
+from quadrants.lang import context, matrix, ops
+from quadrants.lang.composite_field import MatrixField
+from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
+from quadrants.lang.expr import Expr, NdarrayArg, Var
+from quadrants.lang.field import Field
+from quadrants.lang.struct import StructField
+
+class NdRange:
+    """qd.ndrange(a, (b, c), ...): a multi-dimensional iteration space."""
+
+    def __init__(self, *dims):
+        self.bounds = []
+        for d in dims:
+            if isinstance(d, (tuple, list)):
+                if len(d) != 2:
+                    raise QuadrantsTypeError("ndrange bounds are n or (begin, end)")
+                self.bounds.append((d[0], d[1]))
+            else:
+                self.bounds.append((0, d))
+
+
+class Grouped:
+    """qd.grouped(x): loops over the indices of x as one index vector."""
+
+    def __init__(self, target):
+        self.target = target
+
+
+def grouped(x):
+    """for I in qd.grouped(x): I is the index vector of a field, ndarray or
+    qd.ndrange (x[I] indexes with it)."""
+    return Grouped(x)
+
+
+class LoopFrame:
+    """What break/continue may do in the loop being built."""
+
+    def __init__(self, parallel, static):
+        self.parallel = parallel
+        self.static = static
+
+
+class RuntimeRange:
+    """range(a, b) with run-time bounds."""
+
+    def __init__(self, begin, end):
+        self.begin = begin
+        self.end = end
+
+
+class LoopsMixin:
+    """FunctionCompiler's for loops."""
+
+    def visit_For(self, node):
+        config, self.pending_loop_config = self.pending_loop_config, None
+        if node.orelse:
+            raise self.error(node, "for/else is not supported", QuadrantsSyntaxError)
+        if isinstance(node.iter, ast.Call) and self.is_static_call(node.iter):
+            return self.static_for(node, self.eval_static(node.iter))
+        if config is not None and config.serialize and self.is_outermost():
+            with self.serial_task():
+                return self.dynamic_for(node)
+        return self.dynamic_for(node)
+
+    @contextlib.contextmanager
+    def serial_task(self):
+        """Builds what is inside as the body of a one-iteration parallel
+        loop: one thread runs it, so a loop built in it is serial and in
+        order, like the inner loops of a parallel loop."""
+        b = self.ctx.builder
+        task = b.range_for(context.to_expr(0).stmt, context.to_expr(1).stmt)
+        b.push_block(task, 0)
+        saved_region, saved_parallel = self.ctx.region, self.ctx.in_parallel
+        self.ctx.region = (task, 0)
+        self.ctx.in_parallel = True
+        try:
+            yield
+        finally:
+            self.ctx.region, self.ctx.in_parallel = saved_region, saved_parallel
+            b.pop_block()
+
+    def dynamic_for(self, node):
+        iterable = self.eval(node.iter)
+        if isinstance(iterable, range):
+            iterable = NdRange((iterable.start, iterable.stop)) if iterable.step == 1 else \
+                self.fail_step(node)
+        if isinstance(iterable, RuntimeRange):
+            iterable = NdRange((iterable.begin, iterable.end))
+        if isinstance(iterable, NdRange):
+            return self.range_for(node, iterable)
+        if isinstance(iterable, Grouped):
+            return self.grouped_for(node, iterable.target)
+        if isinstance(iterable, (MatrixField, StructField)):
+            return self.struct_for(node, iterable._leaf_fields()[0])
+        if isinstance(iterable, Field):
+            return self.struct_for(node, iterable)
+        if isinstance(iterable, NdarrayArg):
+            return self.ndarray_for(node, iterable)
+        raise self.error(node, "a kernel can loop over range(), qd.ndrange(), a field, "
+                         "an ndarray parameter, or qd.static(...) of a Python iterable",
+                         QuadrantsSyntaxError)
+
+    def fail_step(self, node):
+        raise self.error(node, "range() with a step is not supported; use "
+                         "qd.static(range(...)) or scale the index", QuadrantsSyntaxError)
+
+    def targets(self, node, count, what="this loop"):
+        names = node.target.elts if isinstance(node.target, (ast.Tuple, ast.List)) \
+            else [node.target]
+        if not all(isinstance(n, ast.Name) for n in names):
+            raise self.error(node, "loop targets must be names", QuadrantsSyntaxError)
+        if len(names) != count:
+            raise self.error(node, f"{what} has {count} indices but the loop has "
+                             f"{len(names)} targets", QuadrantsSyntaxError)
+        return [n.id for n in names]
+
+    def is_outermost(self):
+        return self.is_kernel and self.depth == 0 and not self.ctx.in_parallel
+
+    def run_loop_body(self, node, loop, bindings, parallel):
+        b = self.ctx.builder
+        b.push_block(loop, 0)
+        saved_region, saved_parallel = self.ctx.region, self.ctx.in_parallel
+        if parallel:
+            self.ctx.region = (loop, 0)
+            self.ctx.in_parallel = True
+        self.loops.append(LoopFrame(parallel=parallel, static=False))
+        before = set(self.scope)
+        try:
+            for name, value in bindings(loop).items():
+                self.scope[name] = value
+            self.block(node.body)
+        finally:
+            self.loops.pop()
+            self.ctx.region, self.ctx.in_parallel = saved_region, saved_parallel
+            b.pop_block()
+            if parallel:
+                self.forget_locals(before)
+
+    def forget_locals(self, before):
+        """Drops the local variables first bound in a parallel loop's body:
+        they live in that loop's task, so a later loop that reuses a name
+        gets a variable of its own."""
+        for name in list(self.scope):
+            if name not in before and (isinstance(self.scope[name], Var) or
+                                       matrix.is_local(self.scope[name])):
+                del self.scope[name]
+
+    def grouped_for(self, node, target):
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node, "a qd.grouped loop has one target", QuadrantsSyntaxError)
+        if isinstance(target, range):
+            target = NdRange((target.start, target.stop))
+        elif isinstance(target, (Field, MatrixField, StructField)):
+            target = NdRange(*target.shape)
+        elif isinstance(target, NdarrayArg):
+            target = NdRange(*[target.shape[k] for k in range(target.ndim)])
+        elif not isinstance(target, NdRange):
+            raise self.error(node, "qd.grouped() takes a field, an ndarray or qd.ndrange()",
+                             QuadrantsTypeError)
+        return self.range_for(node, target, group=node.target.id)
+
+    def range_for(self, node, ndrange, group=None):
+        if group is not None:
+            names = [f"{group}[{k}]" for k in range(len(ndrange.bounds))]
+            bind = self._bind_group
+        else:
+            names = self.targets(node, len(ndrange.bounds))
+            bind = None
+        return self._range_for(node, ndrange, names, group, bind)
+
+    @staticmethod
+    def _bind_group(group, names, values):
+        exprs = [values[n] for n in names]
+        return {group: matrix.Matrix._make(exprs, len(exprs), 1, 1)}
+
+    def _range_for(self, node, ndrange, names, group, bind):
+        def regroup(bindings):
+            return bindings if bind is None else bind(group, names, bindings)
+        b = self.ctx.builder
+        begins = [context.load(lo) for lo, _ in ndrange.bounds]
+        parallel = self.is_outermost()
+        if len(names) == 1:
+            end = context.load(ndrange.bounds[0][1])
+            first = context.to_expr(begins[0], like=end if isinstance(end, Expr) else None)
+            loop = b.range_for(first.stmt, context.to_expr(end, like=first).stmt)
+
+            def bind_one(lp):
+                return regroup({names[0]: Expr(b.loop_index(lp, 0))})
+            return self.run_loop_body(node, loop, bind_one, parallel)
+        # Several dimensions run as one flat loop; indices are recovered by
+        # division, the last dimension varying fastest.
+        extents = [ops.binary("sub", context.load(hi), lo, lambda x, y: x - y)
+                   for lo, (_, hi) in zip(begins, ndrange.bounds)]
+        total = extents[0]
+        for e in extents[1:]:
+            total = ops.binary("mul", total, e, lambda x, y: x * y)
+        loop = b.range_for(context.to_expr(0).stmt, context.to_expr(total).stmt)
+
+        def bind_many(lp):
+            flat = Expr(b.loop_index(lp, 0))
+            values = [None] * len(names)
+            for axis in range(len(names) - 1, -1, -1):
+                extent = extents[axis]
+                index = ops.binary("mod", flat, extent, None) if axis else flat
+                values[axis] = ops.binary("add", index, begins[axis], None)
+                if axis:
+                    flat = ops.binary("floordiv", flat, extent, None)
+            return regroup(dict(zip(names, values)))
+        self.run_loop_body(node, loop, bind_many, parallel)
+
+    def ndarray_for(self, node, array):
+        """for i, j in arr: every index of the ndarray, as a range loop over
+        its run-time shape (the last axis varying fastest)."""
+        if array.ndim == 0:
+            raise self.error(node, f"cannot loop over 0-D ndarray '{array.name}'",
+                             QuadrantsSyntaxError)
+        self.targets(node, array.ndim, f"ndarray '{array.name}' ({array.ndim}-D)")
+        return self.range_for(node, NdRange(*[array.shape[k] for k in range(array.ndim)]))
+
+    def struct_for(self, node, f):
+        if len(f.shape) == 0:
+            raise self.error(node, f"cannot loop over 0-D field '{f.name}'",
+                             QuadrantsSyntaxError)
+        names = self.targets(node, len(f.shape), f"field '{f.name}' ({len(f.shape)}-D)")
+        b = self.ctx.builder
+        prog = self.ctx.program
+        dense = prog.parent_of(f.place_id())
+        loop = b.struct_for(dense)
+
+        def bind(lp):
+            return {name: Expr(b.loop_index(lp, axis)) for axis, name in enumerate(names)}
+        self.run_loop_body(node, loop, bind, self.is_outermost())
+
+    def static_for(self, node, iterable):
+        if isinstance(iterable, NdRange):
+            iterable = _static_ndrange(self, node, iterable)
+        try:
+            items = list(iterable)
+        except TypeError:
+            raise self.error(node, "qd.static() loop needs an iterable",
+                             QuadrantsTypeError) from None
+        self.loops.append(LoopFrame(parallel=False, static=True))
+        try:
+            for item in items:
+                if isinstance(node.target, ast.Name):
+                    self.scope[node.target.id] = item
+                else:
+                    self.assign(node, node.target, item)
+                self.block(node.body)
+        finally:
+            self.loops.pop()
+
+
+def _static_ndrange(compiler, node, ndrange):
+    import itertools  # pylint: disable=import-outside-toplevel
+    bounds = []
+    for lo, hi in ndrange.bounds:
+        lo, hi = context.load(lo), context.load(hi)
+        if isinstance(lo, Expr) or isinstance(hi, Expr):
+            raise compiler.error(node, "qd.ndrange() here needs compile-time bounds",
+                                 QuadrantsSyntaxError)
+        bounds.append(range(lo, hi))
+    return list(itertools.product(*bounds))

@@ -1,0 +1,104 @@
+"""Statements other than assignments and for loops: expression statements,
+pass, if (one branch only when the condition is known at compile time),
+while, break and continue, assert, and misplaced returns."""
+import ast
+
+from quadrants.lang import context
+from quadrants.lang.exception import (QuadrantsCompilationError, QuadrantsSyntaxError,
+                                      QuadrantsTypeError)
+from quadrants.lang.expr import Expr
+from quadrants.lang.transformer.loops import LoopFrame
+
+
+class StatementsMixin:
+    """FunctionCompiler's control-flow and other plain statements."""
+
+    def visit_Expr(self, node):
+        self.eval(node.value)
+
+    def visit_Pass(self, node):
+        pass
+
+    def visit_If(self, node):
+        cond = context.load(self.eval(node.test))
+        if not isinstance(cond, Expr):
+            self.block(node.body if cond else node.orelse)
+            return
+        branch = self.ctx.builder.if_(cond.stmt)
+        for which, body in ((0, node.body), (1, node.orelse)):
+            if body:
+                self.ctx.builder.push_block(branch, which)
+                try:
+                    self.block(body)
+                finally:
+                    self.ctx.builder.pop_block()
+
+    def visit_While(self, node):
+        if node.orelse:
+            raise self.error(node, "while/else is not supported", QuadrantsSyntaxError)
+        b = self.ctx.builder
+        loop = b.while_()
+        b.push_block(loop, 0)
+        self.loops.append(LoopFrame(parallel=False, static=False))
+        try:
+            cond = context.load(self.eval(node.test))
+            if isinstance(cond, Expr) and cond.dtype.is_float:
+                raise self.error(node, f"a condition must be an integer, found {cond.dtype}",
+                                 QuadrantsTypeError)
+            if isinstance(cond, Expr):
+                stop = b.if_(b.unary("logical_not", cond.stmt))
+                b.push_block(stop, 0)
+                b.break_()
+                b.pop_block()
+            elif not cond:
+                b.break_()
+            self.block(node.body)
+        finally:
+            self.loops.pop()
+            b.pop_block()
+
+    def visit_Break(self, node):
+        self.check_jump(node, "break")
+        self.ctx.builder.break_()
+
+    def visit_Continue(self, node):
+        self.check_jump(node, "continue")
+        self.ctx.builder.continue_()
+
+    def check_jump(self, node, what):
+        if not self.loops:
+            raise self.error(node, f"'{what}' outside a loop", QuadrantsSyntaxError)
+        frame = self.loops[-1]
+        if frame.static:
+            raise self.error(node, f"'{what}' is not supported in a qd.static loop",
+                             QuadrantsSyntaxError)
+        if frame.parallel and what == "break":
+            raise self.error(node, "'break' is not allowed in the outermost (parallel) "
+                             "loop of a kernel", QuadrantsSyntaxError)
+
+    def visit_Assert(self, node):
+        cond = context.load(self.eval(node.test))
+        message = ast.unparse(node.test)
+        args = []
+        if node.msg is not None:
+            msg = node.msg
+            if isinstance(msg, ast.BinOp) and isinstance(msg.op, ast.Mod):
+                values = self.eval(msg.right)
+                values = values if isinstance(values, tuple) else (values,)
+                args = [context.to_expr(v) for v in values]
+                msg = msg.left
+            text = self.eval(msg)
+            if not isinstance(text, str):
+                raise self.error(node, "an assert message must be a string",
+                                 QuadrantsSyntaxError)
+            message = text
+        if not isinstance(cond, Expr):
+            if not cond:
+                raise self.error(node, f"assertion is always false: {message}",
+                                 QuadrantsCompilationError)
+            return
+        self.ctx.builder.assert_(cond.stmt, message, [a.stmt for a in args])
+
+    def visit_Return(self, node):
+        raise self.error(node, "return is only supported as the last statement of a "
+                         "qd.func", QuadrantsSyntaxError)
