@@ -20,7 +20,8 @@ class AutodiffTest : public ::testing::Test {
  protected:
   // Fields (place SNode ids), all f32 over dense[i:16] unless noted:
   // x and y with gradient and dual companions, n (i32, no companions),
-  // and f over dense[t:8, i:16] with a gradient.
+  // and f over dense[t:8, i:16] with a gradient. Golden scripts name them
+  // by id: x 2 (x.grad 3, x.dual 4), y 5 (6, 7), n 8, f 10 (f.grad 11).
   struct Fields {
     int x, y, n, f;
   };
