@@ -2,6 +2,16 @@
 
 namespace quadrants {
 
+CompiledTask DescribeTask(const ir::OffloadedTaskStmt& task,
+                          const ir::SNodeTree& snodes) {
+  CompiledTask out;
+  out.kind = task.task_kind();
+  out.loc = task.loc();
+  if (out.kind == ir::TaskKind::kStructFor)
+    out.struct_for_cells = snodes.NumCells(task.snode_id());
+  return out;
+}
+
 std::vector<std::vector<AdStackSpec>> CompiledKernelData::TaskAdStacks()
     const {
   std::vector<std::vector<AdStackSpec>> stacks;

@@ -9,6 +9,8 @@
 #include "quadrants/ir/op_kinds.h"
 #include "quadrants/ir/print_format.h"
 #include "quadrants/ir/size_expr.h"
+#include "quadrants/ir/snode.h"
+#include "quadrants/ir/statements.h"
 #include "quadrants/ir/types.h"
 
 namespace quadrants {
@@ -52,6 +54,11 @@ struct CompiledTask {
   SourceLocation loc;
   std::vector<AdStackSpec> ad_stacks;  // ids are positions in this list
 };
+
+// A task's kind, location and struct-for cell count; code generators add
+// the entry points and adstacks.
+CompiledTask DescribeTask(const ir::OffloadedTaskStmt& task,
+                          const ir::SNodeTree& snodes);
 
 // What a code generator produces for one kernel, whatever its target: the
 // target binary and everything a launch reads besides it. The offline

@@ -280,4 +280,22 @@ std::string SNodeTree::ToString() const {
   return print(0);
 }
 
+std::vector<std::pair<int, int64_t>> SNodeTree::CellAxes(int snode) const {
+  std::vector<std::pair<int, int64_t>> axes;
+  for (int id = snode; id >= 0; id = nodes_[id].parent) {
+    const SNode& n = nodes_[id];
+    for (size_t k = 0; k < n.axes.size(); ++k)
+      axes.emplace_back(n.axes[k], n.sizes[k]);
+  }
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+int64_t SNodeTree::NumCells(int snode) const {
+  int64_t cells = 1;
+  for (const auto& [axis, extent] : CellAxes(snode))
+    cells *= extent;
+  return cells;
+}
+
 }  // namespace quadrants::ir

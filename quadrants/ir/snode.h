@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -84,6 +85,11 @@ class SNodeTree {
   absl::StatusOr<PlaceLayout> Layout(int place) const;
   // Number of indices a place takes (its field's dimensionality).
   int NumAxes(int place) const;
+  // (axis, extent) of every dense level from `snode` up to the root, by
+  // axis: the index space a struct-for over `snode` walks.
+  std::vector<std::pair<int, int64_t>> CellAxes(int snode) const;
+  // How many cells that index space holds.
+  int64_t NumCells(int snode) const;
 
   // e.g. "root{dense[i:4,j:8]{place x:f32 @0, place x.grad:f32 @4}}".
   std::string ToString() const;

@@ -55,6 +55,18 @@ absl::StatusOr<PrimitiveType> ParsePrimitiveType(absl::string_view name) {
 int BitWidth(PrimitiveType type) {
   return Info(type).bits;
 }
+int MantissaBits(PrimitiveType type) {
+  switch (type) {
+    case PrimitiveType::kF16:
+      return 11;
+    case PrimitiveType::kF32:
+      return 24;
+    case PrimitiveType::kF64:
+      return 53;
+    default:
+      return 0;
+  }
+}
 bool IsFloat(PrimitiveType type) {
   return Info(type).is_float;
 }

@@ -31,6 +31,9 @@ absl::StatusOr<PrimitiveType> ParsePrimitiveType(absl::string_view name);
 
 int BitWidth(PrimitiveType type);
 bool IsFloat(PrimitiveType type);
+// Significand bits of a float type, the implicit one included (11, 24 or
+// 53); 0 for other types.
+int MantissaBits(PrimitiveType type);
 bool IsInteger(PrimitiveType type);  // includes u1
 bool IsSigned(PrimitiveType type);   // true for signed ints and floats
 inline bool IsBool(PrimitiveType type) {

@@ -1,7 +1,11 @@
 #ifndef QUADRANTS_IR_WALK_H_
 #define QUADRANTS_IR_WALK_H_
 
+#include <vector>
+
+#include "absl/status/statusor.h"
 #include "quadrants/ir/kernel.h"
+#include "quadrants/ir/statements.h"
 #include "quadrants/ir/stmt.h"
 
 namespace quadrants::ir {
@@ -23,6 +27,12 @@ template <typename Fn>
 void WalkKernel(const Kernel& kernel, Fn&& fn) {
   WalkBlock(*kernel.body(), fn);
 }
+
+// The top-level statements of an offloaded kernel, each a task; a
+// Compilation error naming the kernel when one is not (code generators
+// take offloaded kernels only).
+absl::StatusOr<std::vector<const OffloadedTaskStmt*>> OffloadedTasks(
+    const Kernel& kernel);
 
 // Replaces every use of `from` (as an operand anywhere in `kernel`) by `to`.
 void ReplaceAllUses(const Kernel& kernel, Stmt* from, Stmt* to);

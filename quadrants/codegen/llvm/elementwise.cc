@@ -249,13 +249,9 @@ llvm::Value* Elementwise::FromRandomBits(llvm::Value* bits, PrimitiveType t) {
         b_.CreateUIToFP(k, type),
         llvm::ConstantFP::get(type, std::ldexp(1.0, -precision)));
   };
+  if (ir::IsFloat(t))
+    return unit(ir::MantissaBits(t));
   switch (t) {
-    case PrimitiveType::kF16:
-      return unit(11);
-    case PrimitiveType::kF32:
-      return unit(24);
-    case PrimitiveType::kF64:
-      return unit(53);
     case PrimitiveType::kU1:  // the top bit
       return b_.CreateICmpSLT(bits, llvm::ConstantInt::get(bits->getType(), 0));
     default:

@@ -149,7 +149,7 @@ absl::Status FunctionEmitter::EmitCountedLoop(
 
 std::vector<llvm::Value*> FunctionEmitter::DecomposeCell(int snode,
                                                          llvm::Value* linear) {
-  return ops_.DecomposeCell(CellAxes(snodes_, snode), linear);
+  return ops_.DecomposeCell(snodes_.CellAxes(snode), linear);
 }
 
 void FunctionEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
@@ -325,23 +325,23 @@ llvm::Value* FunctionEmitter::EmitNdarrayPtr(const ir::NdarrayPtrStmt& s) {
 
 absl::StatusOr<llvm::Value*> FunctionEmitter::EmitFieldPtr(
     const ir::FieldPtrStmt& s) {
-  absl::StatusOr<ir::PlaceLayout> layout = snodes_.Layout(s.snode_id());
-  if (!layout.ok())
-    return layout.status();
-  int site = -1;
-  if (options_.check_out_of_bound) {
-    site = AddSite(
-        absl::StrCat("field '", snodes_.node(s.snode_id()).name, "'"), s.loc());
-  }
-  llvm::Value* offset = b_.getInt64(layout->offset);
-  llvm::Value* valid = options_.check_out_of_bound ? b_.getTrue() : nullptr;
+  QD_ASSIGN_OR_RETURN(const ir::PlaceLayout layout,
+                      snodes_.Layout(s.snode_id()));
+  const bool checked = options_.check_out_of_bound;
+  const int site = checked ? AddSite(absl::StrCat("field '",
+                                                  snodes_.node(s.snode_id()).name,
+                                                  "'"),
+                                     s.loc())
+                           : -1;
+  llvm::Value* offset = b_.getInt64(layout.offset);
+  llvm::Value* valid = checked ? b_.getTrue() : nullptr;
   for (size_t axis = 0; axis < s.num_operands(); ++axis) {
     llvm::Value* index =
         ToI64(Get(s.operand(axis)), s.operand(axis)->type().element());
     CheckIndex(valid, site, static_cast<int>(axis), index,
-               b_.getInt64(layout->shape[axis]));
+               b_.getInt64(layout.shape[axis]));
     offset = b_.CreateAdd(
-        offset, b_.CreateMul(index, b_.getInt64(layout->axis_stride[axis])));
+        offset, b_.CreateMul(index, b_.getInt64(layout.axis_stride[axis])));
   }
   llvm::Value* root = Call("qd_root", b_.getPtrTy(), {ctx_});
   return GuardedPointer(valid, b_.CreateGEP(b_.getInt8Ty(), root, offset));
@@ -450,7 +450,7 @@ absl::Status FunctionEmitter::EmitRangeFor(const ir::RangeForStmt& s) {
 
 absl::Status FunctionEmitter::EmitStructFor(const ir::StructForStmt& s) {
   int64_t cells = 1;
-  for (const auto& axis : CellAxes(snodes_, s.snode_id()))
+  for (const auto& axis : snodes_.CellAxes(s.snode_id()))
     cells *= axis.second;
   return EmitCountedLoop(b_.getInt64(0), b_.getInt64(cells),
                          [&](llvm::Value* i) {

@@ -10,7 +10,9 @@
 #include "quadrants/codegen/llvm/lane_forms.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/logging.h"
+#include "quadrants/common/status_macros.h"
 #include "quadrants/ir/statements.h"
+#include "quadrants/ir/walk.h"
 
 namespace quadrants::codegen {
 namespace {
@@ -72,17 +74,11 @@ absl::StatusOr<LoweredKernel> LowerKernel(const ir::Kernel& kernel,
   lowered.module->setDataLayout(options.data_layout);
   FunctionEmitter emitter(*lowered.module, kernel, snodes, options,
                           lowered.data.error_sites, lowered.data.print_sites);
-  for (size_t t = 0; t < kernel.body()->size(); ++t) {
-    const auto* task = ir::DynCast<ir::OffloadedTaskStmt>(kernel.body()->at(t));
-    if (task == nullptr) {
-      return MakeError(
-          ErrorKind::kCompilation,
-          absl::StrCat("kernel '", kernel.name(),
-                       "' must be offloaded before code generation"));
-    }
-    CompiledTask out;
-    out.kind = task->task_kind();
-    out.loc = task->loc();
+  QD_ASSIGN_OR_RETURN(std::vector<const ir::OffloadedTaskStmt*> tasks,
+                      ir::OffloadedTasks(kernel));
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    const ir::OffloadedTaskStmt* task = tasks[t];
+    CompiledTask out = DescribeTask(*task, snodes);
     out.function = absl::StrCat("qd_task", t, "_", ir::TaskKindName(out.kind));
     if (options.simd_vector_bits > 0)
       TryLaneLowering(*lowered.module, kernel, snodes, *task,
@@ -98,13 +94,6 @@ absl::StatusOr<LoweredKernel> LowerKernel(const ir::Kernel& kernel,
       if (absl::Status s = emitter.EmitBounds(*task, out.bounds_function);
           !s.ok()) {
         return s;
-      }
-    }
-    if (out.kind == ir::TaskKind::kStructFor) {
-      out.struct_for_cells = 1;
-      for (int id = task->snode_id(); id >= 0; id = snodes.node(id).parent) {
-        for (int64_t size : snodes.node(id).sizes)
-          out.struct_for_cells *= size;
       }
     }
     lowered.data.tasks.push_back(std::move(out));

@@ -10,7 +10,7 @@ int LaneEmitter::LinearStructAxis(const ir::SNodeTree& snodes,
                                   const ir::OffloadedTaskStmt& task) {
   if (task.task_kind() != ir::TaskKind::kStructFor)
     return -1;
-  const auto axes = CellAxes(snodes, task.snode_id());
+  const auto axes = snodes.CellAxes(task.snode_id());
   return axes.size() == 1 ? axes[0].first : -1;
 }
 
@@ -70,7 +70,7 @@ absl::Status LaneEmitter::EmitUnder(llvm::Value* mask, const ir::Block& block) {
 
 std::vector<llvm::Value*> LaneEmitter::DecomposeCell(int snode,
                                                      llvm::Value* linear) {
-  return ops_.DecomposeCell(CellAxes(snodes_, snode), linear);
+  return ops_.DecomposeCell(snodes_.CellAxes(snode), linear);
 }
 
 bool LaneEmitter::IsUsed(const Stmt* s) {
@@ -366,7 +366,7 @@ absl::Status LaneEmitter::EmitRangeFor(const ir::RangeForStmt& s) {
 
 absl::Status LaneEmitter::EmitStructFor(const ir::StructForStmt& s) {
   int64_t cells = 1;
-  for (const auto& axis : CellAxes(snodes_, s.snode_id()))
+  for (const auto& axis : snodes_.CellAxes(s.snode_id()))
     cells *= axis.second;
   return EmitLoop(
       s, b_.getInt64(0), b_.getInt64(cells), true,

@@ -184,18 +184,6 @@ bool LaneForms::Visit(const ir::Block& block, bool uniform_control,
   return dropped;
 }
 
-std::vector<std::pair<int, int64_t>> CellAxes(const ir::SNodeTree& snodes,
-                                              int snode) {
-  std::vector<std::pair<int, int64_t>> axes;
-  for (int id = snode; id >= 0; id = snodes.node(id).parent) {
-    const ir::SNode& node = snodes.node(id);
-    for (size_t k = 0; k < node.axes.size(); ++k)
-      axes.emplace_back(node.axes[k], node.sizes[k]);
-  }
-  std::sort(axes.begin(), axes.end());
-  return axes;
-}
-
 std::string LaneLoweringObstacle(const ir::OffloadedTaskStmt& task,
                                  bool bounds_checks, bool debug) {
   if (task.task_kind() == ir::TaskKind::kSerial)

@@ -71,11 +71,6 @@ class LaneForms {
   absl::flat_hash_set<const ir::Stmt*> per_lane_stacks_;
 };
 
-// Every (axis, size) indexing the cells of `snode` and its ancestors,
-// sorted by axis: a struct-for's iteration space.
-std::vector<std::pair<int, int64_t>> CellAxes(const ir::SNodeTree& snodes,
-                                              int snode);
-
 // Why the SIMD-lane lowering cannot take `task` ("" when it can). Such
 // tasks run one iteration at a time.
 std::string LaneLoweringObstacle(const ir::OffloadedTaskStmt& task,

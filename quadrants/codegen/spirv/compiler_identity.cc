@@ -5,7 +5,7 @@
 #include "quadrants/codegen/spirv/spirv_tools.h"
 #include "quadrants/common/binary_identity.h"
 
-namespace quadrants::spirv {
+namespace quadrants::codegen::spirv {
 
 const std::string& CompilerIdentity() {
   static const std::string identity = []() -> std::string {
@@ -19,4 +19,4 @@ const std::string& CompilerIdentity() {
   return identity;
 }
 
-}  // namespace quadrants::spirv
+}  // namespace quadrants::codegen::spirv

@@ -3,12 +3,12 @@
 
 #include <string>
 
-namespace quadrants::spirv {
+namespace quadrants::codegen::spirv {
 
 // The files holding the SPIR-V generator and SPIRV-Tools' optimizer; empty
 // when a file cannot be read. It keys the Vulkan offline cache.
 const std::string& CompilerIdentity();
 
-}  // namespace quadrants::spirv
+}  // namespace quadrants::codegen::spirv
 
 #endif  // QUADRANTS_CODEGEN_SPIRV_COMPILER_IDENTITY_H_

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace quadrants::spirv {
+namespace quadrants::codegen::spirv {
 
 std::string DeviceCaps::MissingFeatureFor(ir::PrimitiveType type) const {
   using ir::PrimitiveType;
@@ -38,4 +38,4 @@ std::string DeviceCaps::ToString() const {
                       " f64add=", float64_atomic_add);
 }
 
-}  // namespace quadrants::spirv
+}  // namespace quadrants::codegen::spirv

@@ -6,7 +6,7 @@
 #include "absl/strings/string_view.h"
 #include "quadrants/ir/types.h"
 
-namespace quadrants::spirv {
+namespace quadrants::codegen::spirv {
 
 // What the target device supports, as far as code generation cares. The
 // Vulkan runtime fills it from the device's features; tests and MSL export
@@ -32,6 +32,6 @@ struct DeviceCaps {
   static DeviceCaps Metal();
 };
 
-}  // namespace quadrants::spirv
+}  // namespace quadrants::codegen::spirv
 
 #endif  // QUADRANTS_CODEGEN_SPIRV_DEVICE_CAPS_H_

@@ -4,7 +4,7 @@
 
 #include "quadrants/codegen/spirv/sizer_bytecode.h"
 
-namespace quadrants::spirv {
+namespace quadrants::codegen::spirv {
 namespace {
 
 constexpr uint32_t kAligned = spv::MemoryAccessAlignedMask;
@@ -174,4 +174,4 @@ Id InterpreterBuilder::ReadTyped(Id addr, Id type) {
   return Select(i64_, Eq(kind, I64(kZero)), I64(0), value);
 }
 
-}  // namespace quadrants::spirv
+}  // namespace quadrants::codegen::spirv

@@ -12,7 +12,7 @@
 // max-reducer) share: one compute entry point whose 8-byte push constant is
 // the address of a job block, i64 arithmetic, physical storage buffer loads
 // and stores, and typed element reads.
-namespace quadrants::spirv {
+namespace quadrants::codegen::spirv {
 
 class InterpreterBuilder {
  protected:
@@ -81,6 +81,6 @@ class InterpreterBuilder {
   Id push_ = 0, main_ = 0, invocation_ = 0;
 };
 
-}  // namespace quadrants::spirv
+}  // namespace quadrants::codegen::spirv
 
 #endif  // QUADRANTS_CODEGEN_SPIRV_INTERPRETER_BUILDER_H_

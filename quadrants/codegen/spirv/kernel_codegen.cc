@@ -8,7 +8,7 @@
 #include "quadrants/codegen/spirv/shader_emitter_internal.h"
 #include "quadrants/common/status_macros.h"
 
-namespace quadrants::spirv::shader {
+namespace quadrants::codegen::spirv::shader {
 
 // ---- setup ----------------------------------------------------------------
 
@@ -181,7 +181,7 @@ absl::StatusOr<std::vector<uint32_t>> ShaderEmitter::EmitTask(
       end = Load(i64, AddrAdd(record, abi::kRangeEnd), 8);
     } else {
       int64_t cells = 1;
-      for (const auto& axis : CellAxes(task.snode_id()))
+      for (const auto& axis : snodes_.CellAxes(task.snode_id()))
         cells *= axis.second;
       begin = b_.ConstI64(0);
       end = b_.ConstI64(cells);
@@ -302,172 +302,10 @@ absl::Status ShaderEmitter::EmitStatements(const ir::Block& block,
 }
 
 absl::Status ShaderEmitter::EmitStmt(const Stmt& s) {
-  switch (s.kind()) {
-    case StmtKind::kConst:
-      values_[&s] = EmitConst(static_cast<const ir::ConstStmt&>(s));
-      return absl::OkStatus();
-    case StmtKind::kArgLoad:
-      values_[&s] = EmitArgLoad(static_cast<const ir::ArgLoadStmt&>(s));
-      return absl::OkStatus();
-    case StmtKind::kNdarrayShape: {
-      const auto& shape = static_cast<const ir::NdarrayShapeStmt&>(s);
-      Id word = CtxWord(abi::kCtxNdarrayShape +
-                        8 * (abi::kMaxNdim * shape.arg() + shape.axis()));
-      values_[&s] = IntConvert(word, PrimitiveType::kU64, PrimitiveType::kI32);
-      return absl::OkStatus();
-    }
-    case StmtKind::kNdarrayPtr:
-      values_[&s] = EmitNdarrayPtr(static_cast<const ir::NdarrayPtrStmt&>(s));
-      return absl::OkStatus();
-    case StmtKind::kFieldPtr: {
-      auto ptr = EmitFieldPtr(static_cast<const ir::FieldPtrStmt&>(s));
-      if (!ptr.ok())
-        return ptr.status();
-      values_[&s] = *ptr;
-      return absl::OkStatus();
-    }
-    case StmtKind::kGlobalLoad: {
-      const PrimitiveType t = s.type().element();
-      Id v = Load(StorageType(t), Get(s.operand(0)),
-                  static_cast<uint32_t>(Bytes(t)));
-      if (t == PrimitiveType::kU1)
-        v = AsBool(v, PrimitiveType::kU8);
-      values_[&s] = v;
-      return absl::OkStatus();
-    }
-    case StmtKind::kGlobalStore: {
-      const PrimitiveType t = s.operand(1)->type().element();
-      Id v = Get(s.operand(1));
-      if (t == PrimitiveType::kU1)
-        v = Cast(v, t, PrimitiveType::kU8);
-      Store(Get(s.operand(0)), v, StorageType(t),
-            static_cast<uint32_t>(Bytes(t)));
-      return absl::OkStatus();
-    }
-    case StmtKind::kLocalLoad:
-      values_[&s] =
-          b_.Op(spv::OpLoad, RegType(s.type().element()), {Get(s.operand(0))});
-      return absl::OkStatus();
-    case StmtKind::kLocalStore:
-      b_.OpVoid(spv::OpStore, {Get(s.operand(0)), Get(s.operand(1))});
-      return absl::OkStatus();
-    case StmtKind::kAlloca: {
-      const PrimitiveType t = s.type().element();
-      Id var = b_.LocalVariable(RegType(t));
-      b_.OpVoid(spv::OpStore, {var, Zero(t)});
-      values_[&s] = var;
-      return absl::OkStatus();
-    }
-    case StmtKind::kUnaryOp: {
-      auto v = EmitUnary(static_cast<const ir::UnaryOpStmt&>(s));
-      if (!v.ok())
-        return v.status();
-      values_[&s] = *v;
-      return absl::OkStatus();
-    }
-    case StmtKind::kBinaryOp: {
-      auto v = EmitBinary(static_cast<const ir::BinaryOpStmt&>(s));
-      if (!v.ok())
-        return v.status();
-      values_[&s] = *v;
-      return absl::OkStatus();
-    }
-    case StmtKind::kTernaryOp:
-      values_[&s] =
-          b_.Op(spv::OpSelect, RegType(s.type().element()),
-                {AsBool(Get(s.operand(0)), s.operand(0)->type().element()),
-                 Get(s.operand(1)), Get(s.operand(2))});
-      return absl::OkStatus();
-    case StmtKind::kAtomicOp: {
-      auto v = EmitAtomic(static_cast<const ir::AtomicOpStmt&>(s));
-      if (!v.ok())
-        return v.status();
-      values_[&s] = *v;
-      return absl::OkStatus();
-    }
-    case StmtKind::kRangeFor:
-      return EmitRangeFor(static_cast<const ir::RangeForStmt&>(s));
-    case StmtKind::kStructFor:
-      return EmitStructFor(static_cast<const ir::StructForStmt&>(s));
-    case StmtKind::kLoopIndex: {
-      const auto& index = static_cast<const ir::LoopIndexStmt&>(s);
-      Id v = loop_indices_.at(index.loop())[index.axis()];
-      // Loop indices are i32 (struct_for) or the range's type.
-      const Stmt* loop = index.loop();
-      PrimitiveType from = PrimitiveType::kI32;
-      if (const auto* range = ir::DynCast<ir::RangeForStmt>(loop))
-        from = range->begin()->type().element();
-      if (const auto* task = ir::DynCast<ir::OffloadedTaskStmt>(loop)) {
-        if (task->task_kind() == ir::TaskKind::kRangeFor)
-          from = task->begin()->type().element();
-      }
-      values_[&s] = Cast(v, from, s.type().element());
-      return absl::OkStatus();
-    }
-    case StmtKind::kWhile:
-      return EmitWhile(static_cast<const ir::WhileStmt&>(s));
-    case StmtKind::kBreak:
-    case StmtKind::kContinue: {
-      const LoopTargets& loop = loops_.back();
-      if (s.kind() == StmtKind::kContinue && loop.continue_flag != 0) {
-        // Unrolled: skip the rest of this copy of the body.
-        b_.OpVoid(spv::OpStore, {loop.continue_flag, b_.ConstBool(true)});
-        return absl::OkStatus();
-      }
-      Id target =
-          s.kind() == StmtKind::kBreak ? loop.break_to : loop.continue_to;
-      if (target == 0) {
-        b_.Return();  // `continue` at the top of a serial task
-      } else {
-        b_.Branch(target);
-      }
-      return absl::OkStatus();
-    }
-    case StmtKind::kIf:
-      return EmitIf(static_cast<const ir::IfStmt&>(s));
-    case StmtKind::kAssert:
-      EmitAssert(static_cast<const ir::AssertStmt&>(s));
-      return absl::OkStatus();
-    case StmtKind::kDebugPrint:
-      EmitPrint(static_cast<const ir::DebugPrintStmt&>(s));
-      return absl::OkStatus();
-    case StmtKind::kRandom:
-      if (random_state_ == 0)
-        return Unsupported(s, "qd.random() outside a task body");
-      values_[&s] = EmitRandom(static_cast<const ir::RandomStmt&>(s));
-      return absl::OkStatus();
-    case StmtKind::kOffloadedTask:
-      return Unsupported(s, "a nested offloaded task");
-    case StmtKind::kAdStackAlloca:
-      EmitAdStackAlloca(static_cast<const ir::AdStackAllocaStmt&>(s));
-      return absl::OkStatus();
-    case StmtKind::kAdStackPush:
-      EmitAdStackPush(static_cast<const ir::AdStackPushStmt&>(s));
-      return absl::OkStatus();
-    case StmtKind::kAdStackPop:
-      EmitAdStackPop(static_cast<const ir::AdStackPopStmt&>(s));
-      return absl::OkStatus();
-    case StmtKind::kAdStackLoadTop:
-    case StmtKind::kAdStackLoadTopAdj: {
-      const AdStack& st = stacks_.at(s.operand(0));
-      const bool adjoint = s.kind() == StmtKind::kAdStackLoadTopAdj;
-      Id v =
-          Load(RegType(st.stored), AdElement(st, AdTop(st), adjoint), st.unit);
-      values_[&s] = Cast(v, st.stored, st.dtype);
-      return absl::OkStatus();
-    }
-    case StmtKind::kAdStackAccAdjoint: {
-      const AdStack& st = stacks_.at(s.operand(0));
-      const Id type = RegType(st.stored);
-      Id addr = AdElement(st, AdTop(st), true);
-      Id sum = b_.Op(spv::OpFAdd, type,
-                     {Load(type, addr, st.unit),
-                      Cast(Get(s.operand(1)), st.dtype, st.stored)});
-      Store(addr, sum, type, st.unit);
-      return absl::OkStatus();
-    }
-  }
-  return Unsupported(s, "this statement");
+  QD_ASSIGN_OR_RETURN(Id value, Visit(s));
+  if (value != kNoValue)
+    values_[&s] = value;
+  return absl::OkStatus();
 }
 
 // The first word of every SPIR-V module.
@@ -513,9 +351,9 @@ absl::StatusOr<std::vector<SpirvTask>> UnpackModules(absl::string_view binary,
   return tasks;
 }
 
-}  // namespace quadrants::spirv::shader
+}  // namespace quadrants::codegen::spirv::shader
 
-namespace quadrants::spirv {
+namespace quadrants::codegen::spirv {
 
 using shader::ShaderEmitter;
 
@@ -529,18 +367,12 @@ absl::StatusOr<SpirvKernel> GenerateSpirv(const ir::Kernel& kernel,
                                           const CodegenOptions& options) {
   SpirvKernel out;
   uint32_t ad_record_offset = 0;
-  for (size_t t = 0; t < kernel.body()->size(); ++t) {
-    const auto* task = ir::DynCast<ir::OffloadedTaskStmt>(kernel.body()->at(t));
-    if (task == nullptr) {
-      return MakeError(
-          ErrorKind::kCompilation,
-          absl::StrCat("kernel '", kernel.name(),
-                       "' must be offloaded before code generation"));
-    }
+  QD_ASSIGN_OR_RETURN(std::vector<const ir::OffloadedTaskStmt*> tasks,
+                      ir::OffloadedTasks(kernel));
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    const ir::OffloadedTaskStmt* task = tasks[t];
     SpirvTask spirv_task;
-    CompiledTask compiled;
-    compiled.kind = task->task_kind();
-    compiled.loc = task->loc();
+    CompiledTask compiled = DescribeTask(*task, snodes);
     compiled.function = "main";
     {
       ShaderEmitter emitter(kernel, snodes, options, static_cast<int>(t),
@@ -555,13 +387,6 @@ absl::StatusOr<SpirvKernel> GenerateSpirv(const ir::Kernel& kernel,
       emitter.set_ad_record_offset(ad_record_offset);
       QD_ASSIGN_OR_RETURN(spirv_task.bounds_code, emitter.EmitBounds(*task));
       compiled.bounds_function = "main";
-    }
-    if (task->task_kind() == ir::TaskKind::kStructFor) {
-      compiled.struct_for_cells = 1;
-      for (int id = task->snode_id(); id >= 0; id = snodes.node(id).parent) {
-        for (int64_t size : snodes.node(id).sizes)
-          compiled.struct_for_cells *= size;
-      }
     }
     if (!compiled.ad_stacks.empty()) {
       ad_record_offset += abi::AdRecordBytes(
@@ -616,4 +441,4 @@ absl::StatusOr<std::vector<SpirvTask>> UnpackModules(absl::string_view binary,
   return tasks;
 }
 
-}  // namespace quadrants::spirv
+}  // namespace quadrants::codegen::spirv

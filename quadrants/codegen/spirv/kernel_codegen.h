@@ -15,7 +15,7 @@
 #include "quadrants/ir/snode.h"
 #include "quadrants/artifact/compiled_kernel_data.h"
 
-namespace quadrants::spirv {
+namespace quadrants::codegen::spirv {
 
 struct CodegenOptions {
   DeviceCaps caps;
@@ -28,7 +28,7 @@ struct CodegenOptions {
 };
 
 // One offloaded task as SPIR-V compute shaders (entry point "main", push
-// constants holding the launch context's address; see gfx_abi.h):
+// constants holding the launch context's address; see shader_abi.h):
 // - `code` runs the task: once (serial, one invocation), or grid-stride
 //   over its iterations (range_for: the range its bounds shader recorded;
 //   struct_for: the field's cells);
@@ -40,7 +40,7 @@ struct SpirvTask {
 };
 
 // A kernel's shaders and its description. The tasks' adstack records
-// (gfx_abi.h) follow each other in task order. `data.binary` stays empty
+// (shader_abi.h) follow each other in task order. `data.binary` stays empty
 // until the modules are final and packed into it (PackModules).
 struct SpirvKernel {
   std::vector<SpirvTask> tasks;  // parallel to data.tasks
@@ -62,6 +62,6 @@ absl::StatusOr<SpirvKernel> GenerateSpirv(const ir::Kernel& kernel,
                                           const ir::SNodeTree& snodes,
                                           const CodegenOptions& options);
 
-}  // namespace quadrants::spirv
+}  // namespace quadrants::codegen::spirv
 
 #endif  // QUADRANTS_CODEGEN_SPIRV_KERNEL_CODEGEN_H_

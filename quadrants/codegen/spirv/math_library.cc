@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace quadrants::spirv {
+namespace quadrants::codegen::spirv {
 namespace {
 
 // pi/2 in three parts of 33, 33 and 53 significant bits: k * part is exact
@@ -410,4 +410,4 @@ void MathLibrary::BuildIntPow(Id type, Id id) {
   b_.EndFunction();
 }
 
-}  // namespace quadrants::spirv
+}  // namespace quadrants::codegen::spirv

@@ -6,7 +6,7 @@
 
 #include "quadrants/codegen/spirv/module_builder.h"
 
-namespace quadrants::spirv {
+namespace quadrants::codegen::spirv {
 
 // f64 elementary functions as SPIR-V functions of the module being built.
 // GLSL.std.450's transcendental instructions take 16- and 32-bit floats
@@ -79,6 +79,6 @@ class MathLibrary {
   std::map<Id, bool> int_pow_built_;
 };
 
-}  // namespace quadrants::spirv
+}  // namespace quadrants::codegen::spirv
 
 #endif  // QUADRANTS_CODEGEN_SPIRV_MATH_LIBRARY_H_

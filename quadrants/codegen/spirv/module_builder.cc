@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-namespace quadrants::spirv {
+namespace quadrants::codegen::spirv {
 
 ModuleBuilder::ModuleBuilder() = default;
 
@@ -431,4 +431,4 @@ std::vector<uint32_t> ModuleBuilder::Finish() {
   return out;
 }
 
-}  // namespace quadrants::spirv
+}  // namespace quadrants::codegen::spirv

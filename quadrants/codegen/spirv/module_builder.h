@@ -13,7 +13,7 @@
 
 #include "absl/strings/string_view.h"
 
-namespace quadrants::spirv {
+namespace quadrants::codegen::spirv {
 
 using Id = uint32_t;
 
@@ -137,6 +137,6 @@ class ModuleBuilder {
   bool terminated_ = true;
 };
 
-}  // namespace quadrants::spirv
+}  // namespace quadrants::codegen::spirv
 
 #endif  // QUADRANTS_CODEGEN_SPIRV_MODULE_BUILDER_H_

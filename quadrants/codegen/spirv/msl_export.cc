@@ -10,7 +10,7 @@
 #include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
 
-namespace quadrants::spirv {
+namespace quadrants::codegen::spirv {
 namespace {
 
 // X(member): the SPIRV-Cross C functions used here.
@@ -104,4 +104,4 @@ absl::StatusOr<std::string> CrossCompileToMsl(
   return std::string(source);
 }
 
-}  // namespace quadrants::spirv
+}  // namespace quadrants::codegen::spirv

@@ -7,7 +7,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
-namespace quadrants::spirv {
+namespace quadrants::codegen::spirv {
 
 // Metal Shading Language for a SPIR-V compute module, through SPIRV-Cross's
 // C API (libspirv-cross-c-shared, loaded at the first call so that builds
@@ -18,6 +18,6 @@ namespace quadrants::spirv {
 // module.
 absl::StatusOr<std::string> CrossCompileToMsl(absl::Span<const uint32_t> words);
 
-}  // namespace quadrants::spirv
+}  // namespace quadrants::codegen::spirv
 
 #endif  // QUADRANTS_CODEGEN_SPIRV_MSL_EXPORT_H_

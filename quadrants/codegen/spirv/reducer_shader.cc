@@ -5,7 +5,7 @@
 
 #include "quadrants/codegen/spirv/interpreter_builder.h"
 
-namespace quadrants::spirv::reducer {
+namespace quadrants::codegen::spirv::reducer {
 namespace {
 
 // Emits the reducer. Inside an instruction everything is branch-free
@@ -215,4 +215,4 @@ std::vector<uint32_t> BuildReducerShader() {
   return ReducerEmitter().Build();
 }
 
-}  // namespace quadrants::spirv::reducer
+}  // namespace quadrants::codegen::spirv::reducer

@@ -17,7 +17,7 @@
 // atomics (Metal has no 64-bit ones): an unsigned maximum of the value
 // biased by 2^31, and flags.
 
-namespace quadrants::spirv::reducer {
+namespace quadrants::codegen::spirv::reducer {
 
 constexpr int kMaxAxes = 4;  // axes of a job; slot 0 is the innermost
 constexpr int kMaxReads = 16;
@@ -68,6 +68,6 @@ constexpr int64_t kNone = INT64_MIN;
 
 std::vector<uint32_t> BuildReducerShader();
 
-}  // namespace quadrants::spirv::reducer
+}  // namespace quadrants::codegen::spirv::reducer
 
 #endif  // QUADRANTS_CODEGEN_SPIRV_REDUCER_SHADER_H_

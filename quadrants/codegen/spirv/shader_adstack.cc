@@ -4,7 +4,7 @@
 #include "quadrants/adstack/stack_spec.h"
 #include "quadrants/codegen/spirv/shader_emitter_internal.h"
 
-namespace quadrants::spirv::shader {
+namespace quadrants::codegen::spirv::shader {
 
 Id ShaderEmitter::AdWord(uint32_t offset) {
   return EntryWord(ad_words_, offset, [&] {
@@ -138,4 +138,4 @@ void ShaderEmitter::EmitAdStackPop(const ir::AdStackPopStmt& s) {
             {counter, b_.Op(spv::OpISub, u32, {count, decrement})});
 }
 
-}  // namespace quadrants::spirv::shader
+}  // namespace quadrants::codegen::spirv::shader

@@ -4,7 +4,7 @@
 // updates where the device has no 64-bit atomics.
 #include "quadrants/codegen/spirv/shader_emitter_internal.h"
 
-namespace quadrants::spirv::shader {
+namespace quadrants::codegen::spirv::shader {
 
 Id ShaderEmitter::Combine(ir::AtomicOpKind op, Id old, Id value,
                           PrimitiveType t) {
@@ -313,4 +313,4 @@ absl::StatusOr<Id> ShaderEmitter::EmitAtomic(const ir::AtomicOpStmt& s) {
   return CasLoop(addr, t, update);
 }
 
-}  // namespace quadrants::spirv::shader
+}  // namespace quadrants::codegen::spirv::shader

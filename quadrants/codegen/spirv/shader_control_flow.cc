@@ -3,7 +3,7 @@
 // flags, and the cells of struct_for loops.
 #include "quadrants/codegen/spirv/shader_emitter_internal.h"
 
-namespace quadrants::spirv::shader {
+namespace quadrants::codegen::spirv::shader {
 
 void ShaderEmitter::If(Id cond, const std::function<void()>& then) {
   Id then_label = b_.NewId(), merge = b_.NewId();
@@ -145,7 +145,7 @@ int ShaderEmitter::UnrollFactor(const Stmt* loop) {
   }
   if (const auto* field_loop = ir::DynCast<ir::StructForStmt>(loop)) {
     trip = 1;
-    for (const auto& axis : CellAxes(field_loop->snode_id()))
+    for (const auto& axis : snodes_.CellAxes(field_loop->snode_id()))
       trip *= axis.second;
   }
   if (trip >= 0 && trip <= 256 && trip * body <= kFullBudget)
@@ -196,19 +196,8 @@ bool ShaderEmitter::HasFlaggedContinue(const Stmt* s) {
   return found;
 }
 
-std::vector<std::pair<int, int64_t>> ShaderEmitter::CellAxes(int snode) const {
-  std::vector<std::pair<int, int64_t>> axes;
-  for (int id = snode; id >= 0; id = snodes_.node(id).parent) {
-    const ir::SNode& node = snodes_.node(id);
-    for (size_t k = 0; k < node.axes.size(); ++k)
-      axes.emplace_back(node.axes[k], node.sizes[k]);
-  }
-  std::sort(axes.begin(), axes.end());
-  return axes;
-}
-
 std::vector<Id> ShaderEmitter::DecomposeCell(int snode, Id linear) {
-  auto axes = CellAxes(snode);
+  auto axes = snodes_.CellAxes(snode);
   const int num_axes = axes.empty() ? 0 : axes.back().first + 1;
   std::vector<Id> indices(num_axes, b_.ConstI32(0));
   const Id i64 = I64();
@@ -235,7 +224,7 @@ absl::Status ShaderEmitter::EmitRangeFor(const ir::RangeForStmt& s) {
 
 absl::Status ShaderEmitter::EmitStructFor(const ir::StructForStmt& s) {
   int64_t cells = 1;
-  for (const auto& axis : CellAxes(s.snode_id()))
+  for (const auto& axis : snodes_.CellAxes(s.snode_id()))
     cells *= axis.second;
   return CountedLoop(
       b_.ConstI64(0), b_.ConstI64(cells), b_.ConstI64(1),
@@ -302,4 +291,4 @@ absl::Status ShaderEmitter::EmitIf(const ir::IfStmt& s) {
   return absl::OkStatus();
 }
 
-}  // namespace quadrants::spirv::shader
+}  // namespace quadrants::codegen::spirv::shader

@@ -2,7 +2,7 @@
 // assertions under debug, and print records in the print buffer.
 #include "quadrants/codegen/spirv/shader_emitter_internal.h"
 
-namespace quadrants::spirv::shader {
+namespace quadrants::codegen::spirv::shader {
 
 void ShaderEmitter::ReportError(uint32_t code, int site, Id v0, Id v1, Id v2) {
   // The first error wins: whoever swaps the code from 0 writes the rest.
@@ -126,4 +126,4 @@ void ShaderEmitter::EmitPrint(const ir::DebugPrintStmt& s) {
   b_.Label(merge);
 }
 
-}  // namespace quadrants::spirv::shader
+}  // namespace quadrants::codegen::spirv::shader

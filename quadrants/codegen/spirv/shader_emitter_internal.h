@@ -21,15 +21,17 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "quadrants/codegen/spirv/gfx_abi.h"
+#include "quadrants/codegen/spirv/shader_abi.h"
 #include "quadrants/codegen/spirv/kernel_codegen.h"
 #include "quadrants/codegen/spirv/math_library.h"
 #include "quadrants/codegen/spirv/module_builder.h"
 #include "quadrants/common/errors.h"
+#include "quadrants/common/status_macros.h"
 #include "quadrants/ir/statements.h"
+#include "quadrants/ir/stmt_visitor.h"
 #include "quadrants/ir/walk.h"
 
-namespace quadrants::spirv::shader {
+namespace quadrants::codegen::spirv::shader {
 
 using ir::BinaryOpKind;
 using ir::PrimitiveType;
@@ -44,8 +46,10 @@ inline int Bytes(PrimitiveType t) {
   return std::max(1, ir::BitWidth(t) / 8);
 }
 
-// Emits one shader of one task.
-class ShaderEmitter {
+// Emits one shader of one task. Each statement kind has a Visit method
+// returning the statement's value, or kNoValue for statements without one
+// (shader_visits.cc; the one-line ones are here).
+class ShaderEmitter : public ir::StmtVisitor<ShaderEmitter, absl::StatusOr<Id>> {
  public:
   ShaderEmitter(const ir::Kernel& kernel, const ir::SNodeTree& snodes,
                 const CodegenOptions& options, int task_index,
@@ -63,7 +67,7 @@ class ShaderEmitter {
   absl::StatusOr<std::vector<uint32_t>> EmitBounds(
       const ir::OffloadedTaskStmt& task);
   // Where this task's adstack record starts in the launch's records
-  // (gfx_abi.h), and the stacks its code allocated.
+  // (shader_abi.h), and the stacks its code allocated.
   void set_ad_record_offset(uint32_t offset) { ad_record_offset_ = offset; }
   std::vector<AdStackSpec> TakeAdStacks() { return std::move(ad_stacks_); }
 
@@ -203,8 +207,99 @@ class ShaderEmitter {
   std::vector<AdStackSpec> ad_stacks_;
 
   // ---- statements ---------------------------------------------------------
-  absl::Status EmitBlock(const ir::Block& block);
+  friend class ir::StmtVisitor<ShaderEmitter, absl::StatusOr<Id>>;
+  static constexpr Id kNoValue = 0;
+  // Emits `s` and records its value.
   absl::Status EmitStmt(const Stmt& s);
+  absl::StatusOr<Id> VisitStmt(const Stmt& s) {
+    return Unsupported(s, "this statement");
+  }
+  absl::StatusOr<Id> VisitConst(const ir::ConstStmt& s) { return EmitConst(s); }
+  absl::StatusOr<Id> VisitArgLoad(const ir::ArgLoadStmt& s) {
+    return EmitArgLoad(s);
+  }
+  absl::StatusOr<Id> VisitNdarrayShape(const ir::NdarrayShapeStmt& s);
+  absl::StatusOr<Id> VisitNdarrayPtr(const ir::NdarrayPtrStmt& s) {
+    return EmitNdarrayPtr(s);
+  }
+  absl::StatusOr<Id> VisitFieldPtr(const ir::FieldPtrStmt& s) {
+    return EmitFieldPtr(s);
+  }
+  absl::StatusOr<Id> VisitGlobalLoad(const ir::GlobalLoadStmt& s);
+  absl::StatusOr<Id> VisitGlobalStore(const ir::GlobalStoreStmt& s);
+  absl::StatusOr<Id> VisitLocalLoad(const ir::LocalLoadStmt& s);
+  absl::StatusOr<Id> VisitLocalStore(const ir::LocalStoreStmt& s);
+  absl::StatusOr<Id> VisitAlloca(const ir::AllocaStmt& s);
+  absl::StatusOr<Id> VisitUnaryOp(const ir::UnaryOpStmt& s) {
+    return EmitUnary(s);
+  }
+  absl::StatusOr<Id> VisitBinaryOp(const ir::BinaryOpStmt& s) {
+    return EmitBinary(s);
+  }
+  absl::StatusOr<Id> VisitTernaryOp(const ir::TernaryOpStmt& s);
+  absl::StatusOr<Id> VisitAtomicOp(const ir::AtomicOpStmt& s) {
+    return EmitAtomic(s);
+  }
+  absl::StatusOr<Id> VisitLoopIndex(const ir::LoopIndexStmt& s);
+  absl::StatusOr<Id> VisitBreak(const ir::BreakStmt& s);
+  absl::StatusOr<Id> VisitContinue(const ir::ContinueStmt& s);
+  absl::StatusOr<Id> VisitRandom(const ir::RandomStmt& s);
+  absl::StatusOr<Id> VisitOffloadedTask(const ir::OffloadedTaskStmt& s) {
+    return Unsupported(s, "a nested offloaded task");
+  }
+  absl::StatusOr<Id> VisitAdStackLoadTop(const ir::AdStackLoadTopStmt& s) {
+    return LoadStackTop(s, /*adjoint=*/false);
+  }
+  absl::StatusOr<Id> VisitAdStackLoadTopAdj(
+      const ir::AdStackLoadTopAdjStmt& s) {
+    return LoadStackTop(s, /*adjoint=*/true);
+  }
+  absl::StatusOr<Id> VisitAdStackAccAdjoint(
+      const ir::AdStackAccAdjointStmt& s);
+  // Statements that only have effects, emitted by an Emit method.
+  template <typename StmtT>
+  using EffectOf = absl::Status (ShaderEmitter::*)(const StmtT&);
+  template <typename StmtT, EffectOf<StmtT> kEmit>
+  absl::StatusOr<Id> Effect(const StmtT& s) {
+    QD_RETURN_IF_ERROR((this->*kEmit)(s));
+    return kNoValue;
+  }
+  absl::StatusOr<Id> VisitRangeFor(const ir::RangeForStmt& s) {
+    return Effect<ir::RangeForStmt, &ShaderEmitter::EmitRangeFor>(s);
+  }
+  absl::StatusOr<Id> VisitStructFor(const ir::StructForStmt& s) {
+    return Effect<ir::StructForStmt, &ShaderEmitter::EmitStructFor>(s);
+  }
+  absl::StatusOr<Id> VisitWhile(const ir::WhileStmt& s) {
+    return Effect<ir::WhileStmt, &ShaderEmitter::EmitWhile>(s);
+  }
+  absl::StatusOr<Id> VisitIf(const ir::IfStmt& s) {
+    return Effect<ir::IfStmt, &ShaderEmitter::EmitIf>(s);
+  }
+  absl::StatusOr<Id> VisitAssert(const ir::AssertStmt& s) {
+    EmitAssert(s);
+    return kNoValue;
+  }
+  absl::StatusOr<Id> VisitDebugPrint(const ir::DebugPrintStmt& s) {
+    EmitPrint(s);
+    return kNoValue;
+  }
+  absl::StatusOr<Id> VisitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
+    EmitAdStackAlloca(s);
+    return kNoValue;
+  }
+  absl::StatusOr<Id> VisitAdStackPush(const ir::AdStackPushStmt& s) {
+    EmitAdStackPush(s);
+    return kNoValue;
+  }
+  absl::StatusOr<Id> VisitAdStackPop(const ir::AdStackPopStmt& s) {
+    EmitAdStackPop(s);
+    return kNoValue;
+  }
+  Id LoadStackTop(const Stmt& s, bool adjoint);
+  absl::StatusOr<Id> Jump(const Stmt& s, bool is_break);
+
+  absl::Status EmitBlock(const ir::Block& block);
   Id EmitConst(const ir::ConstStmt& s);
   Id EmitArgLoad(const ir::ArgLoadStmt& s);
   Id EmitNdarrayPtr(const ir::NdarrayPtrStmt& s);
@@ -253,7 +348,6 @@ class ShaderEmitter {
   void SeedRandom(Id iteration);
   Id NextRandom();
   Id EmitRandom(const ir::RandomStmt& s);
-  std::vector<std::pair<int, int64_t>> CellAxes(int snode) const;
   std::vector<Id> DecomposeCell(int snode, Id linear);
 
   const ir::Kernel& kernel_;
@@ -283,6 +377,6 @@ class ShaderEmitter {
   Id random_state_ = 0;  // Function variable of the task's stream
 };
 
-}  // namespace quadrants::spirv::shader
+}  // namespace quadrants::codegen::spirv::shader
 
 #endif  // QUADRANTS_CODEGEN_SPIRV_SHADER_EMITTER_INTERNAL_H_

@@ -3,7 +3,7 @@
 // routines or the driver's f32 instructions), and random streams.
 #include "quadrants/codegen/spirv/shader_emitter_internal.h"
 
-namespace quadrants::spirv::shader {
+namespace quadrants::codegen::spirv::shader {
 
 Id ShaderEmitter::AsBool(Id v, PrimitiveType t) {
   if (t == PrimitiveType::kU1)
@@ -449,19 +449,12 @@ Id ShaderEmitter::EmitRandom(const ir::RandomStmt& s) {
                   b_.ConstFloat(work, std::ldexp(1.0, -precision))});
     return work == type ? r : b_.Op(spv::OpFConvert, type, {r});
   };
-  switch (t) {
-    case PrimitiveType::kF16:
-      return unit(11);
-    case PrimitiveType::kF32:
-      return unit(24);
-    case PrimitiveType::kF64:
-      return unit(53);
-    case PrimitiveType::kU1:
-      return b_.Op(spv::OpSLessThan, Bool(),
-                   {b_.Op(spv::OpBitcast, I64(), {bits}), b_.ConstI64(0)});
-    default:
-      return IntConvert(bits, PrimitiveType::kU64, t);
-  }
+  if (ir::IsFloat(t))
+    return unit(ir::MantissaBits(t));
+  if (t != PrimitiveType::kU1)
+    return IntConvert(bits, PrimitiveType::kU64, t);
+  return b_.Op(spv::OpSLessThan, Bool(),  // the top bit
+               {b_.Op(spv::OpBitcast, I64(), {bits}), b_.ConstI64(0)});
 }
 
-}  // namespace quadrants::spirv::shader
+}  // namespace quadrants::codegen::spirv::shader

@@ -3,7 +3,7 @@
 // elements.
 #include "quadrants/codegen/spirv/shader_emitter_internal.h"
 
-namespace quadrants::spirv::shader {
+namespace quadrants::codegen::spirv::shader {
 
 Id ShaderEmitter::RegType(PrimitiveType t) {
   switch (t) {
@@ -148,4 +148,4 @@ absl::StatusOr<Id> ShaderEmitter::EmitFieldPtr(const ir::FieldPtrStmt& s) {
   return Guarded(valid, AddrPlus(root, b_.Op(spv::OpBitcast, U64(), {offset})));
 }
 
-}  // namespace quadrants::spirv::shader
+}  // namespace quadrants::codegen::spirv::shader

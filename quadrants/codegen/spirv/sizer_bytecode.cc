@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace quadrants::spirv::sizer {
+namespace quadrants::codegen::spirv::sizer {
 namespace {
 
 using ir::SizeExpr;
@@ -242,4 +242,4 @@ bool ReadsData(const ir::SizeExpr& expr) {
                      [](const ir::SizeExpr::Ptr& c) { return ReadsData(*c); });
 }
 
-}  // namespace quadrants::spirv::sizer
+}  // namespace quadrants::codegen::spirv::sizer

@@ -20,7 +20,7 @@
 // capacity before the floor and the at-least-one-slot rule of the heap
 // layout apply. Reads outside their array push kSizerNone, which every
 // operator but kMax propagates, as in the host evaluator.
-namespace quadrants::spirv::sizer {
+namespace quadrants::codegen::spirv::sizer {
 
 // An empty maximum (nothing is smaller).
 constexpr int64_t kNone = INT64_MIN;
@@ -79,6 +79,6 @@ absl::StatusOr<std::vector<int64_t>> EncodeSizer(
 // the host would have to map or wait for).
 bool ReadsData(const ir::SizeExpr& expr);
 
-}  // namespace quadrants::spirv::sizer
+}  // namespace quadrants::codegen::spirv::sizer
 
 #endif  // QUADRANTS_CODEGEN_SPIRV_SIZER_BYTECODE_H_

@@ -2,11 +2,11 @@
 
 #include <functional>
 
-#include "quadrants/codegen/spirv/gfx_abi.h"
+#include "quadrants/codegen/spirv/shader_abi.h"
 #include "quadrants/codegen/spirv/interpreter_builder.h"
 #include "quadrants/codegen/spirv/sizer_bytecode.h"
 
-namespace quadrants::spirv::sizer {
+namespace quadrants::codegen::spirv::sizer {
 namespace {
 
 // Emits the interpreter. Everything inside an instruction is branch-free
@@ -332,4 +332,4 @@ std::vector<uint32_t> BuildSizerShader() {
   return SizerEmitter().Build();
 }
 
-}  // namespace quadrants::spirv::sizer
+}  // namespace quadrants::codegen::spirv::sizer

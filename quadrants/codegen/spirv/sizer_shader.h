@@ -7,14 +7,14 @@
 // The on-device adstack sizer: one compute shader, the same for every task,
 // that interprets a task's sizer bytecode (sizer_bytecode.h) in a single
 // invocation and writes each stack's capacity and per-invocation offset into
-// the task's adstack record (gfx_abi.h), and the heap strides and its
+// the task's adstack record (shader_abi.h), and the heap strides and its
 // outcome into a status block.
 //
 // Its push constant (the 8 bytes every pipeline has) is the address of a
 // job block, laid out below; field elements are read from the runtime
 // record's root buffer, scalar arguments and ndarrays through the launch
 // context, as generated kernels reach them.
-namespace quadrants::spirv::sizer {
+namespace quadrants::codegen::spirv::sizer {
 
 // The job block.
 constexpr uint32_t kJobContext = 0;  // u64: the launch context
@@ -44,6 +44,6 @@ enum Outcome : int64_t {
 
 std::vector<uint32_t> BuildSizerShader();
 
-}  // namespace quadrants::spirv::sizer
+}  // namespace quadrants::codegen::spirv::sizer
 
 #endif  // QUADRANTS_CODEGEN_SPIRV_SIZER_SHADER_H_

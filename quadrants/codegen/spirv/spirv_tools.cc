@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "quadrants/common/errors.h"
 
-namespace quadrants::spirv {
+namespace quadrants::codegen::spirv {
 namespace {
 constexpr spv_target_env kEnv = SPV_ENV_VULKAN_1_2;
 }  // namespace
@@ -61,4 +61,4 @@ std::string Disassemble(absl::Span<const uint32_t> words) {
   return text;
 }
 
-}  // namespace quadrants::spirv
+}  // namespace quadrants::codegen::spirv

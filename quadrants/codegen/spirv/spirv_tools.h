@@ -9,7 +9,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
-namespace quadrants::spirv {
+namespace quadrants::codegen::spirv {
 
 // SPIRV-Tools for Vulkan 1.2 (SPIR-V 1.5) modules.
 
@@ -23,6 +23,6 @@ absl::StatusOr<std::vector<uint32_t>> OptimizeModule(
 // Text form, for error messages and dumps.
 std::string Disassemble(absl::Span<const uint32_t> words);
 
-}  // namespace quadrants::spirv
+}  // namespace quadrants::codegen::spirv
 
 #endif  // QUADRANTS_CODEGEN_SPIRV_SPIRV_TOOLS_H_

@@ -16,7 +16,7 @@ TEST(CompilerIdentity, LlvmNamesTheVersionAndTheLoweringsFile) {
 }
 
 TEST(CompilerIdentity, SpirvNamesTheGeneratorsFile) {
-  const std::string& identity = spirv::CompilerIdentity();
+  const std::string& identity = codegen::spirv::CompilerIdentity();
   ASSERT_FALSE(identity.empty());
   EXPECT_EQ(identity.rfind("spirv ", 0), 0u) << identity;
   // Dynamically linked here: the generator's library (its path mangled by

@@ -11,7 +11,7 @@
 #include "quadrants/codegen/spirv/spirv_tools.h"
 #include "quadrants/common/errors.h"
 
-namespace quadrants::spirv::sizer {
+namespace quadrants::codegen::spirv::sizer {
 namespace {
 
 using ir::SizeExpr;
@@ -184,4 +184,4 @@ TEST(SizerShader, CrossCompilesToMsl) {
 }
 
 }  // namespace
-}  // namespace quadrants::spirv::sizer
+}  // namespace quadrants::codegen::spirv::sizer

@@ -17,7 +17,7 @@
 #include "quadrants/transforms/pipeline.h"
 #include "tests/cpp/ir/sample_kernels.h"
 
-namespace quadrants::spirv {
+namespace quadrants::codegen::spirv {
 namespace {
 
 DeviceCaps FullCaps() {
@@ -128,4 +128,4 @@ TEST(ModuleBuilderTest, AnEmptyComputeShaderValidates) {
 }
 
 }  // namespace
-}  // namespace quadrants::spirv
+}  // namespace quadrants::codegen::spirv

@@ -1,5 +1,5 @@
-#ifndef QUADRANTS_RUNTIME_GFX_VULKAN_BACKEND_H_
-#define QUADRANTS_RUNTIME_GFX_VULKAN_BACKEND_H_
+#ifndef QUADRANTS_RUNTIME_VULKAN_VULKAN_BACKEND_H_
+#define QUADRANTS_RUNTIME_VULKAN_VULKAN_BACKEND_H_
 
 #include <cstdint>
 #include <memory>
@@ -10,14 +10,14 @@
 #include "quadrants/codegen/spirv/kernel_codegen.h"
 #include "quadrants/runtime/backend.h"
 #include "quadrants/runtime/cpu/cpu_max_reducer.h"
-#include "quadrants/runtime/gfx/vulkan_adstack.h"
-#include "quadrants/runtime/gfx/vulkan_device.h"
-#include "quadrants/runtime/gfx/vulkan_max_reducer.h"
-#include "quadrants/runtime/gfx/vulkan_memory.h"
-#include "quadrants/runtime/gfx/vulkan_sizer.h"
+#include "quadrants/runtime/vulkan/vulkan_adstack.h"
+#include "quadrants/runtime/vulkan/vulkan_device.h"
+#include "quadrants/runtime/vulkan/vulkan_max_reducer.h"
+#include "quadrants/runtime/vulkan/vulkan_memory.h"
+#include "quadrants/runtime/vulkan/vulkan_sizer.h"
 #include "quadrants/runtime/offline_cache/offline_cache.h"
 
-namespace quadrants::gfx {
+namespace quadrants::vulkan {
 
 // The Vulkan backend: kernels lowered to SPIR-V (one compute pipeline per
 // task, plus one per range_for task computing its range on the device),
@@ -56,7 +56,7 @@ class VulkanBackend : public Backend {
   ~VulkanBackend() override;
 
  private:
-  spirv::CodegenOptions CodegenOptions() const;
+  codegen::spirv::CodegenOptions CodegenOptions() const;
   absl::StatusOr<CompiledKernelData> Generate(
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes);
   absl::Status EnsureBounds(int tasks);
@@ -70,7 +70,7 @@ class VulkanBackend : public Backend {
   // The record of the adstack overflow the launch's pushes left, if any
   // (then cleared), for the task layouts it ran with.
   absl::optional<RuntimeErrorRecord> TakeAdStackOverflow(
-      const std::vector<GfxAdStackLayout>& layouts);
+      const std::vector<VulkanAdStackLayout>& layouts);
 
   CompileConfig config_;
   std::shared_ptr<VulkanDevice> device_;
@@ -83,10 +83,10 @@ class VulkanBackend : public Backend {
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
   VkCommandBuffer commands_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
-  GfxBuffer runtime_;  // the runtime record (gfx_abi.h)
-  GfxBuffer context_;  // the launch context
-  GfxBuffer bounds_;   // per-task range records
-  GfxBuffer prints_;   // print() records
+  VulkanBuffer runtime_;  // the runtime record (shader_abi.h)
+  VulkanBuffer context_;  // the launch context
+  VulkanBuffer bounds_;   // per-task range records
+  VulkanBuffer prints_;   // print() records
   int64_t print_capacity_ = 0;
   bool print_overflowed_ = false;
   PrintBatch pending_prints_;
@@ -102,6 +102,6 @@ class VulkanBackend : public Backend {
   std::optional<offline_cache::OfflineCache> cache_;
 };
 
-}  // namespace quadrants::gfx
+}  // namespace quadrants::vulkan
 
-#endif  // QUADRANTS_RUNTIME_GFX_VULKAN_BACKEND_H_
+#endif  // QUADRANTS_RUNTIME_VULKAN_VULKAN_BACKEND_H_

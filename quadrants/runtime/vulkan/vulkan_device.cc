@@ -1,4 +1,4 @@
-#include "quadrants/runtime/gfx/vulkan_device.h"
+#include "quadrants/runtime/vulkan/vulkan_device.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -9,7 +9,7 @@
 #include "quadrants/common/options.h"
 #include "quadrants/common/status_macros.h"
 
-namespace quadrants::gfx {
+namespace quadrants::vulkan {
 namespace {
 
 using options::EnvFlag;
@@ -267,4 +267,4 @@ std::string VulkanDevice::Description() const {
                       VK_API_VERSION_PATCH(api_version_));
 }
 
-}  // namespace quadrants::gfx
+}  // namespace quadrants::vulkan

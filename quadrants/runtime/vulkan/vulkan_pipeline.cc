@@ -1,11 +1,11 @@
-#include "quadrants/runtime/gfx/vulkan_pipeline.h"
+#include "quadrants/runtime/vulkan/vulkan_pipeline.h"
 
 #include "absl/strings/str_cat.h"
-#include "quadrants/codegen/spirv/gfx_abi.h"
+#include "quadrants/codegen/spirv/shader_abi.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
 
-namespace quadrants::gfx {
+namespace quadrants::vulkan {
 
 absl::StatusOr<VkPipeline> CreatePipeline(const VulkanDevice& device,
                                           VkPipelineLayout layout,
@@ -50,7 +50,7 @@ absl::StatusOr<VkPipeline> CreatePipeline(const VulkanDevice& device,
 absl::StatusOr<VkPipelineLayout> CreatePipelineLayout(
     const VulkanDevice& device) {
   VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                            spirv::abi::kPushConstantBytes};
+                            codegen::spirv::abi::kPushConstantBytes};
   VkPipelineLayoutCreateInfo info{
       VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   info.pushConstantRangeCount = 1;
@@ -121,4 +121,4 @@ absl::Status SubmitAndWait(const VulkanDevice& device, VkCommandBuffer commands,
                           "vkResetFences");
 }
 
-}  // namespace quadrants::gfx
+}  // namespace quadrants::vulkan

@@ -1,21 +1,21 @@
-#include "quadrants/runtime/gfx/vulkan_sizer.h"
+#include "quadrants/runtime/vulkan/vulkan_sizer.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "quadrants/codegen/spirv/gfx_abi.h"
+#include "quadrants/codegen/spirv/shader_abi.h"
 #include "quadrants/codegen/spirv/sizer_bytecode.h"
 #include "quadrants/codegen/spirv/sizer_shader.h"
 #include "quadrants/codegen/spirv/spirv_tools.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/options.h"
 #include "quadrants/common/status_macros.h"
-#include "quadrants/runtime/gfx/vulkan_pipeline.h"
+#include "quadrants/runtime/vulkan/vulkan_pipeline.h"
 
-namespace quadrants::gfx {
-namespace sizer = spirv::sizer;
+namespace quadrants::vulkan {
+namespace sizer = codegen::spirv::sizer;
 
 absl::StatusOr<SizerMode> SizerModeFromEnvironment() {
   const options::Option option = options::Option::kVulkanSizer;
@@ -70,7 +70,7 @@ absl::StatusOr<std::unique_ptr<VulkanSizer>> VulkanSizer::Create(
     std::shared_ptr<VulkanDevice> device, VkPipelineLayout layout) {
   const std::vector<uint32_t> words = sizer::BuildSizerShader();
   const std::string what = "the adstack sizer shader";
-  QD_RETURN_IF_ERROR(spirv::ValidateModule(words, what));
+  QD_RETURN_IF_ERROR(codegen::spirv::ValidateModule(words, what));
   QD_ASSIGN_OR_RETURN(VkPipeline pipeline,
                       CreatePipeline(*device, layout, words, what));
   return std::unique_ptr<VulkanSizer>(
@@ -107,7 +107,7 @@ absl::Status VulkanSizer::Record(VkCommandBuffer cmd, VkPipelineLayout layout,
   const uint64_t job = buffer_.address;
   api.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_);
   api.vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                         spirv::abi::kPushConstantBytes, &job);
+                         codegen::spirv::abi::kPushConstantBytes, &job);
   api.vkCmdDispatch(cmd, 1, 1, 1);
   return absl::OkStatus();
 }
@@ -128,4 +128,4 @@ SizerResult VulkanSizer::Result() const {
   return result;
 }
 
-}  // namespace quadrants::gfx
+}  // namespace quadrants::vulkan

@@ -1,14 +1,14 @@
-#ifndef QUADRANTS_RUNTIME_GFX_VULKAN_PIPELINE_H_
-#define QUADRANTS_RUNTIME_GFX_VULKAN_PIPELINE_H_
+#ifndef QUADRANTS_RUNTIME_VULKAN_VULKAN_PIPELINE_H_
+#define QUADRANTS_RUNTIME_VULKAN_VULKAN_PIPELINE_H_
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "quadrants/runtime/gfx/vulkan_device.h"
+#include "quadrants/runtime/vulkan/vulkan_device.h"
 
-namespace quadrants::gfx {
+namespace quadrants::vulkan {
 
 // A compute pipeline of the SPIR-V module `words` (entry point "main");
 // compilation errors name `what`.
@@ -35,6 +35,6 @@ absl::Status BeginCommands(const VulkanDevice& device,
 absl::Status SubmitAndWait(const VulkanDevice& device, VkCommandBuffer commands,
                            VkFence fence);
 
-}  // namespace quadrants::gfx
+}  // namespace quadrants::vulkan
 
-#endif  // QUADRANTS_RUNTIME_GFX_VULKAN_PIPELINE_H_
+#endif  // QUADRANTS_RUNTIME_VULKAN_VULKAN_PIPELINE_H_

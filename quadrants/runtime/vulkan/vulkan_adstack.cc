@@ -1,15 +1,15 @@
-#include "quadrants/runtime/gfx/vulkan_adstack.h"
+#include "quadrants/runtime/vulkan/vulkan_adstack.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "quadrants/codegen/spirv/gfx_abi.h"
+#include "quadrants/codegen/spirv/shader_abi.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
 
-namespace quadrants::gfx {
-namespace abi = spirv::abi;
+namespace quadrants::vulkan {
+namespace abi = codegen::spirv::abi;
 
 namespace {
 
@@ -20,14 +20,14 @@ constexpr int64_t kHeapBudget = int64_t{1} << 30;
 }  // namespace
 
 VulkanAdStacks::~VulkanAdStacks() {
-  for (GfxBuffer* buffer : {&float_heap_, &int_heap_, &records_})
+  for (VulkanBuffer* buffer : {&float_heap_, &int_heap_, &records_})
     DestroyBuffer(*device_, buffer);
 }
 
-absl::StatusOr<GfxAdStackLayout> VulkanAdStacks::Plan(
+absl::StatusOr<VulkanAdStackLayout> VulkanAdStacks::Plan(
     const std::string& kernel, int task, absl::Span<const AdStackSpec> stacks,
     std::vector<int64_t> capacities, int64_t max_invocations) const {
-  GfxAdStackLayout layout;
+  VulkanAdStackLayout layout;
   layout.capacities = std::move(capacities);
   for (size_t k = 0; k < stacks.size(); ++k) {
     // A stack of capacity 0 would clamp to slot -1.
@@ -53,12 +53,12 @@ absl::StatusOr<GfxAdStackLayout> VulkanAdStacks::Plan(
   return layout;
 }
 
-bool VulkanAdStacks::NeedsGrowth(const GfxAdStackLayout& layout) const {
+bool VulkanAdStacks::NeedsGrowth(const VulkanAdStackLayout& layout) const {
   return layout.float_stride * layout.invocations > float_heap_.bytes ||
          layout.int_stride * layout.invocations > int_heap_.bytes;
 }
 
-absl::Status VulkanAdStacks::Grow(GfxBuffer* heap, int64_t need,
+absl::Status VulkanAdStacks::Grow(VulkanBuffer* heap, int64_t need,
                                   AdStackStats* stats) {
   if (need <= heap->bytes)
     return absl::OkStatus();
@@ -91,7 +91,7 @@ std::vector<int64_t> VulkanAdStacks::ReadCapacities(uint32_t record_offset,
   return capacities;
 }
 
-absl::Status VulkanAdStacks::Publish(const GfxAdStackLayout& layout,
+absl::Status VulkanAdStacks::Publish(const VulkanAdStackLayout& layout,
                                      uint32_t record_offset,
                                      AdStackStats* stats) {
   QD_RETURN_IF_ERROR(
@@ -114,4 +114,4 @@ absl::Status VulkanAdStacks::Publish(const GfxAdStackLayout& layout,
   return absl::OkStatus();
 }
 
-}  // namespace quadrants::gfx
+}  // namespace quadrants::vulkan

@@ -1,5 +1,5 @@
-#ifndef QUADRANTS_RUNTIME_GFX_VULKAN_DEVICE_H_
-#define QUADRANTS_RUNTIME_GFX_VULKAN_DEVICE_H_
+#ifndef QUADRANTS_RUNTIME_VULKAN_VULKAN_DEVICE_H_
+#define QUADRANTS_RUNTIME_VULKAN_VULKAN_DEVICE_H_
 
 #include <cstdint>
 #include <memory>
@@ -7,9 +7,9 @@
 
 #include "absl/status/statusor.h"
 #include "quadrants/codegen/spirv/device_caps.h"
-#include "quadrants/runtime/gfx/vulkan_api.h"
+#include "quadrants/runtime/vulkan/vulkan_api.h"
 
-namespace quadrants::gfx {
+namespace quadrants::vulkan {
 
 // Features a test can take away from the device, to exercise the paths of
 // devices that lack them (set from QD_VULKAN_* environment variables).
@@ -37,7 +37,7 @@ class VulkanDevice {
   VkDevice device() const { return device_; }
   VkQueue queue() const { return queue_; }
   VkCommandPool command_pool() const { return command_pool_; }
-  const spirv::DeviceCaps& caps() const { return caps_; }
+  const codegen::spirv::DeviceCaps& caps() const { return caps_; }
   // Name, driver and API version: what compiled code may depend on.
   std::string Description() const;
   const std::string& name() const { return caps_.device_name; }
@@ -68,7 +68,7 @@ class VulkanDevice {
   VkQueue queue_ = VK_NULL_HANDLE;
   VkCommandPool command_pool_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
-  spirv::DeviceCaps caps_;
+  codegen::spirv::DeviceCaps caps_;
   uint32_t driver_version_ = 0;
   uint32_t api_version_ = 0;
   uint32_t host_memory_type_ = 0;
@@ -77,6 +77,6 @@ class VulkanDevice {
   uint32_t max_groups_ = 65535;
 };
 
-}  // namespace quadrants::gfx
+}  // namespace quadrants::vulkan
 
-#endif  // QUADRANTS_RUNTIME_GFX_VULKAN_DEVICE_H_
+#endif  // QUADRANTS_RUNTIME_VULKAN_VULKAN_DEVICE_H_

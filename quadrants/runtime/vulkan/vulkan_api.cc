@@ -1,10 +1,10 @@
-#include "quadrants/runtime/gfx/vulkan_api.h"
+#include "quadrants/runtime/vulkan/vulkan_api.h"
 
 #include "absl/strings/str_cat.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
 
-namespace quadrants::gfx {
+namespace quadrants::vulkan {
 
 absl::StatusOr<std::unique_ptr<VulkanApi>> VulkanApi::Load() {
   auto api = std::make_unique<VulkanApi>();
@@ -87,4 +87,4 @@ absl::Status VulkanApi::Check(VkResult result, const char* what) {
                                 static_cast<int>(result), ")"));
 }
 
-}  // namespace quadrants::gfx
+}  // namespace quadrants::vulkan

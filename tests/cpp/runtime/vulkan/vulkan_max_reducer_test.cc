@@ -2,7 +2,7 @@
 // random small jobs: several axes with negative begins, reads of every
 // narrow integer type with constant and axis indices in and out of range,
 // negative values and maxima that do not fit in 32 bits.
-#include "quadrants/runtime/gfx/vulkan_max_reducer.h"
+#include "quadrants/runtime/vulkan/vulkan_max_reducer.h"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@
 #include "quadrants/common/errors.h"
 #include "quadrants/runtime/adstack/max_reducer.h"
 
-namespace quadrants::gfx {
+namespace quadrants::vulkan {
 namespace {
 
 using adstack::BodyInstr;
@@ -53,7 +53,7 @@ class VulkanMaxReducerTest : public ::testing::Test {
     if (!device.ok())
       GTEST_SKIP() << device.status();
     device_ = std::move(*device);
-    absl::StatusOr<GfxBuffer> buffer = CreateBuffer(*device_, kBytes, false);
+    absl::StatusOr<VulkanBuffer> buffer = CreateBuffer(*device_, kBytes, false);
     ASSERT_TRUE(buffer.ok()) << buffer.status();
     buffer_ = *buffer;
     absl::StatusOr<std::unique_ptr<VulkanMaxReducer>> reducer =
@@ -107,7 +107,7 @@ class VulkanMaxReducerTest : public ::testing::Test {
 
   static constexpr int64_t kBytes = int64_t{1} << 22;
   std::shared_ptr<VulkanDevice> device_;
-  GfxBuffer buffer_;
+  VulkanBuffer buffer_;
   HostReducer host_;
   // How many checked jobs had no value, a 32-bit value or a wider one.
   int no_value_ = 0, values_ = 0, too_wide_ = 0;
@@ -115,16 +115,16 @@ class VulkanMaxReducerTest : public ::testing::Test {
 };
 
 TEST(ReducerShader, PassesValidation) {
-  std::vector<uint32_t> words = spirv::reducer::BuildReducerShader();
+  std::vector<uint32_t> words = codegen::spirv::reducer::BuildReducerShader();
   absl::Status valid =
-      spirv::ValidateModule(words, "the adstack max-reducer shader");
+      codegen::spirv::ValidateModule(words, "the adstack max-reducer shader");
   EXPECT_TRUE(valid.ok()) << valid;
 }
 
 // Metal has no 64-bit atomics: the shader combines with 32-bit ones, so it
 // cross-compiles to MSL.
 TEST(ReducerShader, CrossCompilesToMsl) {
-  auto metal = spirv::CrossCompileToMsl(spirv::reducer::BuildReducerShader());
+  auto metal = codegen::spirv::CrossCompileToMsl(codegen::spirv::reducer::BuildReducerShader());
   if (!metal.ok() && quadrants::GetErrorKind(metal.status()) ==
                          quadrants::ErrorKind::kUnavailable)
     GTEST_SKIP() << metal.status();
@@ -260,7 +260,7 @@ TEST_F(VulkanMaxReducerTest, WalksTheDeviceEndsEarlyGoToTheHost) {
   reducer_->set_max_groups(1);
   ReducerJob job;
   job.begin = {-5};
-  job.end = {spirv::reducer::kLocalSize * 70000 - 5};
+  job.end = {codegen::spirv::reducer::kLocalSize * 70000 - 5};
   job.code = {{BodyOp::kAxis, 0, -1, 0}};
   absl::StatusOr<std::vector<int64_t>> got = reducer_->Reduce({job});
   ASSERT_TRUE(got.ok()) << got.status();
@@ -301,7 +301,7 @@ TEST_F(VulkanMaxReducerTest, DISABLED_Throughput) {
 
 TEST_F(VulkanMaxReducerTest, WhatTheShaderCannotTakeGoesToTheHost) {
   ReducerJob job;
-  for (int a = 0; a < spirv::reducer::kMaxAxes + 1; ++a) {
+  for (int a = 0; a < codegen::spirv::reducer::kMaxAxes + 1; ++a) {
     job.begin.push_back(0);
     job.end.push_back(2);
   }
@@ -331,4 +331,4 @@ TEST_F(VulkanMaxReducerTest, WhatTheShaderCannotTakeGoesToTheHost) {
 }
 
 }  // namespace
-}  // namespace quadrants::gfx
+}  // namespace quadrants::vulkan

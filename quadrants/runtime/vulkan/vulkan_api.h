@@ -1,5 +1,5 @@
-#ifndef QUADRANTS_RUNTIME_GFX_VULKAN_API_H_
-#define QUADRANTS_RUNTIME_GFX_VULKAN_API_H_
+#ifndef QUADRANTS_RUNTIME_VULKAN_VULKAN_API_H_
+#define QUADRANTS_RUNTIME_VULKAN_VULKAN_API_H_
 
 #include <vulkan/vulkan.h>
 
@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "quadrants/common/dynamic_library.h"
 
-namespace quadrants::gfx {
+namespace quadrants::vulkan {
 
 // X(name): the Vulkan entry points Quadrants calls, all resolved through
 // vkGetInstanceProcAddr once an instance exists (the global ones before).
@@ -87,6 +87,6 @@ class VulkanApi {
   std::unique_ptr<DynamicLibrary> library_;
 };
 
-}  // namespace quadrants::gfx
+}  // namespace quadrants::vulkan
 
-#endif  // QUADRANTS_RUNTIME_GFX_VULKAN_API_H_
+#endif  // QUADRANTS_RUNTIME_VULKAN_VULKAN_API_H_

@@ -1,5 +1,5 @@
-#ifndef QUADRANTS_RUNTIME_GFX_VULKAN_MEMORY_H_
-#define QUADRANTS_RUNTIME_GFX_VULKAN_MEMORY_H_
+#ifndef QUADRANTS_RUNTIME_VULKAN_VULKAN_MEMORY_H_
+#define QUADRANTS_RUNTIME_VULKAN_VULKAN_MEMORY_H_
 
 #include <cstdint>
 #include <map>
@@ -7,16 +7,16 @@
 #include <mutex>
 
 #include "absl/status/statusor.h"
-#include "quadrants/runtime/gfx/vulkan_device.h"
+#include "quadrants/runtime/vulkan/vulkan_device.h"
 #include "quadrants/runtime/shared_memory.h"
 
-namespace quadrants::gfx {
+namespace quadrants::vulkan {
 
 // One VkBuffer with its own memory, addressed by kernels through its
 // buffer device address. `host` is where the host reads and writes it: the
 // buffer's own mapping, or, for a device-local buffer that cannot be
 // mapped, the mapping of a host-visible staging buffer of the same size.
-struct GfxBuffer {
+struct VulkanBuffer {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
   VkBuffer staging = VK_NULL_HANDLE;
@@ -26,10 +26,10 @@ struct GfxBuffer {
   char* host = nullptr;
 };
 
-// Creates and destroys GfxBuffers on one device.
-absl::StatusOr<GfxBuffer> CreateBuffer(const VulkanDevice& device,
+// Creates and destroys VulkanBuffers on one device.
+absl::StatusOr<VulkanBuffer> CreateBuffer(const VulkanDevice& device,
                                        int64_t bytes, bool device_local);
-void DestroyBuffer(const VulkanDevice& device, GfxBuffer* buffer);
+void DestroyBuffer(const VulkanDevice& device, VulkanBuffer* buffer);
 
 // The allocator of fields and ndarrays on Vulkan: device-local buffers,
 // mapped where the device allows it, else staged. The host sees the same
@@ -55,9 +55,9 @@ class VulkanMemory : public SharedMemoryAllocator {
  private:
   std::shared_ptr<VulkanDevice> device_;
   mutable std::mutex mutex_;
-  std::map<const char*, GfxBuffer> buffers_;  // by host pointer
+  std::map<const char*, VulkanBuffer> buffers_;  // by host pointer
 };
 
-}  // namespace quadrants::gfx
+}  // namespace quadrants::vulkan
 
-#endif  // QUADRANTS_RUNTIME_GFX_VULKAN_MEMORY_H_
+#endif  // QUADRANTS_RUNTIME_VULKAN_VULKAN_MEMORY_H_

@@ -1,4 +1,4 @@
-#include "quadrants/runtime/gfx/vulkan_memory.h"
+#include "quadrants/runtime/vulkan/vulkan_memory.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
 
-namespace quadrants::gfx {
+namespace quadrants::vulkan {
 namespace {
 
 absl::Status MakeBuffer(const VulkanDevice& device, int64_t bytes,
@@ -46,10 +46,10 @@ absl::Status MakeBuffer(const VulkanDevice& device, int64_t bytes,
 
 }  // namespace
 
-absl::StatusOr<GfxBuffer> CreateBuffer(const VulkanDevice& device,
+absl::StatusOr<VulkanBuffer> CreateBuffer(const VulkanDevice& device,
                                        int64_t bytes, bool device_local) {
   const VulkanApi& api = device.api();
-  GfxBuffer out;
+  VulkanBuffer out;
   out.bytes = std::max<int64_t>(bytes, 16);
   const bool staged = device_local && !device.device_memory_mappable();
   const uint32_t type =
@@ -88,7 +88,7 @@ absl::StatusOr<GfxBuffer> CreateBuffer(const VulkanDevice& device,
   return out;
 }
 
-void DestroyBuffer(const VulkanDevice& device, GfxBuffer* buffer) {
+void DestroyBuffer(const VulkanDevice& device, VulkanBuffer* buffer) {
   const VulkanApi& api = device.api();
   VkDevice d = device.device();
   if (buffer->buffer != VK_NULL_HANDLE)
@@ -99,7 +99,7 @@ void DestroyBuffer(const VulkanDevice& device, GfxBuffer* buffer) {
     api.vkDestroyBuffer(d, buffer->staging, nullptr);
   if (buffer->staging_memory != VK_NULL_HANDLE)
     api.vkFreeMemory(d, buffer->staging_memory, nullptr);
-  *buffer = GfxBuffer();
+  *buffer = VulkanBuffer();
 }
 
 VulkanMemory::~VulkanMemory() {
@@ -109,7 +109,7 @@ VulkanMemory::~VulkanMemory() {
 }
 
 absl::StatusOr<void*> VulkanMemory::Allocate(int64_t bytes) {
-  QD_ASSIGN_OR_RETURN(GfxBuffer buffer, CreateBuffer(*device_, bytes, true));
+  QD_ASSIGN_OR_RETURN(VulkanBuffer buffer, CreateBuffer(*device_, bytes, true));
   std::lock_guard<std::mutex> lock(mutex_);
   char* host = buffer.host;
   buffers_[host] = buffer;
@@ -132,7 +132,7 @@ uint64_t VulkanMemory::DeviceAddress(const void* p) const {
   if (it == buffers_.begin())
     return 0;
   --it;
-  const GfxBuffer& buffer = it->second;
+  const VulkanBuffer& buffer = it->second;
   if (c < buffer.host || c >= buffer.host + buffer.bytes)
     return 0;
   return buffer.address + static_cast<uint64_t>(c - buffer.host);
@@ -159,4 +159,4 @@ void VulkanMemory::RecordCopies(VkCommandBuffer commands, bool upload) const {
   }
 }
 
-}  // namespace quadrants::gfx
+}  // namespace quadrants::vulkan

@@ -1,5 +1,5 @@
-#ifndef QUADRANTS_RUNTIME_GFX_VULKAN_ADSTACK_H_
-#define QUADRANTS_RUNTIME_GFX_VULKAN_ADSTACK_H_
+#ifndef QUADRANTS_RUNTIME_VULKAN_VULKAN_ADSTACK_H_
+#define QUADRANTS_RUNTIME_VULKAN_VULKAN_ADSTACK_H_
 
 #include <cstdint>
 #include <memory>
@@ -9,15 +9,15 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "quadrants/runtime/backend.h"
-#include "quadrants/runtime/gfx/vulkan_device.h"
-#include "quadrants/runtime/gfx/vulkan_memory.h"
+#include "quadrants/runtime/vulkan/vulkan_device.h"
+#include "quadrants/runtime/vulkan/vulkan_memory.h"
 
-namespace quadrants::gfx {
+namespace quadrants::vulkan {
 
 // Where one task's adstacks live for one launch: per-stack capacities and
-// per-invocation offsets into the float or int heap (gfx_abi.h), and the
+// per-invocation offsets into the float or int heap (shader_abi.h), and the
 // invocations the heaps are sliced for.
-struct GfxAdStackLayout {
+struct VulkanAdStackLayout {
   std::vector<int64_t> capacities;
   std::vector<int64_t> offsets;
   int64_t float_stride = 0;  // bytes per invocation
@@ -39,13 +39,13 @@ class VulkanAdStacks {
   // Lays out `stacks` with `capacities` for at most `max_invocations`,
   // fewer when the heaps would pass the byte budget (the others idle); an
   // error naming the kernel and task when one invocation does not fit.
-  absl::StatusOr<GfxAdStackLayout> Plan(const std::string& kernel, int task,
+  absl::StatusOr<VulkanAdStackLayout> Plan(const std::string& kernel, int task,
                                         absl::Span<const AdStackSpec> stacks,
                                         std::vector<int64_t> capacities,
                                         int64_t max_invocations) const;
   // Whether `layout` needs larger heaps (which replaces the buffers: work
   // recorded against the current ones must finish first).
-  bool NeedsGrowth(const GfxAdStackLayout& layout) const;
+  bool NeedsGrowth(const VulkanAdStackLayout& layout) const;
   // Makes the records buffer hold `bytes` (replacing it: nothing recorded
   // may read the old one).
   absl::Status EnsureRecords(int64_t bytes);
@@ -55,18 +55,18 @@ class VulkanAdStacks {
   std::vector<int64_t> ReadCapacities(uint32_t record_offset,
                                       size_t stacks) const;
   // Grows the heaps for `layout` and writes its record at `record_offset`.
-  absl::Status Publish(const GfxAdStackLayout& layout, uint32_t record_offset,
+  absl::Status Publish(const VulkanAdStackLayout& layout, uint32_t record_offset,
                        AdStackStats* stats);
 
  private:
-  absl::Status Grow(GfxBuffer* heap, int64_t need, AdStackStats* stats);
+  absl::Status Grow(VulkanBuffer* heap, int64_t need, AdStackStats* stats);
 
   std::shared_ptr<VulkanDevice> device_;
-  GfxBuffer float_heap_;
-  GfxBuffer int_heap_;
-  GfxBuffer records_;
+  VulkanBuffer float_heap_;
+  VulkanBuffer int_heap_;
+  VulkanBuffer records_;
 };
 
-}  // namespace quadrants::gfx
+}  // namespace quadrants::vulkan
 
-#endif  // QUADRANTS_RUNTIME_GFX_VULKAN_ADSTACK_H_
+#endif  // QUADRANTS_RUNTIME_VULKAN_VULKAN_ADSTACK_H_

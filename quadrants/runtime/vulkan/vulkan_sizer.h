@@ -1,5 +1,5 @@
-#ifndef QUADRANTS_RUNTIME_GFX_VULKAN_SIZER_H_
-#define QUADRANTS_RUNTIME_GFX_VULKAN_SIZER_H_
+#ifndef QUADRANTS_RUNTIME_VULKAN_VULKAN_SIZER_H_
+#define QUADRANTS_RUNTIME_VULKAN_VULKAN_SIZER_H_
 
 #include <cstdint>
 #include <memory>
@@ -12,10 +12,10 @@
 #include "quadrants/ir/snode.h"
 #include "quadrants/runtime/backend.h"
 #include "quadrants/runtime/compile_config.h"
-#include "quadrants/runtime/gfx/vulkan_device.h"
-#include "quadrants/runtime/gfx/vulkan_memory.h"
+#include "quadrants/runtime/vulkan/vulkan_device.h"
+#include "quadrants/runtime/vulkan/vulkan_memory.h"
 
-namespace quadrants::gfx {
+namespace quadrants::vulkan {
 
 // Where a task's adstacks are sized (QD_VULKAN_SIZER): by the sizer shader
 // when the size expressions read field or ndarray contents (auto, the
@@ -33,7 +33,7 @@ std::vector<std::vector<int64_t>> SizerPrograms(
 
 // What one sizer run left.
 struct SizerResult {
-  int64_t outcome = 0;  // spirv::sizer::Outcome
+  int64_t outcome = 0;  // codegen::spirv::sizer::Outcome
   int64_t float_stride = 0;
   int64_t int_stride = 0;
   int64_t iterations = 0;
@@ -66,9 +66,9 @@ class VulkanSizer {
 
   std::shared_ptr<VulkanDevice> device_;
   VkPipeline pipeline_ = VK_NULL_HANDLE;
-  GfxBuffer buffer_;
+  VulkanBuffer buffer_;
 };
 
-}  // namespace quadrants::gfx
+}  // namespace quadrants::vulkan
 
-#endif  // QUADRANTS_RUNTIME_GFX_VULKAN_SIZER_H_
+#endif  // QUADRANTS_RUNTIME_VULKAN_VULKAN_SIZER_H_

@@ -1,20 +1,20 @@
-#include "quadrants/runtime/gfx/vulkan_max_reducer.h"
+#include "quadrants/runtime/vulkan/vulkan_max_reducer.h"
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "quadrants/codegen/spirv/gfx_abi.h"
+#include "quadrants/codegen/spirv/shader_abi.h"
 #include "quadrants/codegen/spirv/reducer_shader.h"
 #include "quadrants/codegen/spirv/sizer_bytecode.h"
 #include "quadrants/codegen/spirv/spirv_tools.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
-#include "quadrants/runtime/gfx/vulkan_pipeline.h"
+#include "quadrants/runtime/vulkan/vulkan_pipeline.h"
 
-namespace quadrants::gfx {
-namespace reducer = spirv::reducer;
+namespace quadrants::vulkan {
+namespace reducer = codegen::spirv::reducer;
 using adstack::BodyOp;
 
 namespace {
@@ -92,7 +92,7 @@ absl::Status VulkanMaxReducer::Initialize() {
   QD_ASSIGN_OR_RETURN(layout_, CreatePipelineLayout(*device_));
   const std::vector<uint32_t> words = reducer::BuildReducerShader();
   const std::string what = "the adstack max-reducer shader";
-  QD_RETURN_IF_ERROR(spirv::ValidateModule(words, what));
+  QD_RETURN_IF_ERROR(codegen::spirv::ValidateModule(words, what));
   QD_ASSIGN_OR_RETURN(pipeline_,
                       CreatePipeline(*device_, layout_, words, what));
   return CreateCommands(*device_, &commands_, &fence_);
@@ -135,7 +135,7 @@ std::optional<VulkanMaxReducer::Encoded> VulkanMaxReducer::Encode(
     int64_t* words = &w[reducer::kWordReads + r * reducer::kReadWords];
     if (!NarrowInteger(where.dtype))
       return std::nullopt;
-    words[1] = *spirv::sizer::TypeCode(where.dtype);
+    words[1] = *codegen::spirv::sizer::TypeCode(where.dtype);
     for (int d = 0; d < reducer::kMaxReadAxes; ++d)
       words[2 + 3 * d] = -1;
     // A read without memory, or with indices that do not match its axes,
@@ -232,7 +232,7 @@ absl::StatusOr<std::vector<uint64_t>> VulkanMaxReducer::Dispatch(
   for (size_t j = 0; j < encoded.size(); ++j) {
     const uint64_t job = buffer_.address + j * kJobBytes;
     api.vkCmdPushConstants(commands_, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                           spirv::abi::kPushConstantBytes, &job);
+                           codegen::spirv::abi::kPushConstantBytes, &job);
     api.vkCmdDispatch(commands_, encoded[j].groups, 1, 1);
   }
   VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
@@ -299,4 +299,4 @@ absl::StatusOr<std::vector<int64_t>> VulkanMaxReducer::Reduce(
   return out;
 }
 
-}  // namespace quadrants::gfx
+}  // namespace quadrants::vulkan

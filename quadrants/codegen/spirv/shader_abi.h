@@ -1,12 +1,12 @@
-#ifndef QUADRANTS_CODEGEN_SPIRV_GFX_ABI_H_
-#define QUADRANTS_CODEGEN_SPIRV_GFX_ABI_H_
+#ifndef QUADRANTS_CODEGEN_SPIRV_SHADER_ABI_H_
+#define QUADRANTS_CODEGEN_SPIRV_SHADER_ABI_H_
 
 #include <cstdint>
 
 // The memory the host shares with SPIR-V kernels, reached through buffer
 // device addresses: generated code and the Vulkan runtime both read these
 // offsets, so this header is the single source of the layout.
-namespace quadrants::spirv::abi {
+namespace quadrants::codegen::spirv::abi {
 
 // Push constants of every pipeline: the launch context's address.
 constexpr uint32_t kPushConstantBytes = 8;
@@ -82,6 +82,6 @@ constexpr uint32_t kErrorAssertion = 2;
 constexpr uint32_t kBlockSize = 128;
 constexpr uint32_t kMaxGroups = 65535;
 
-}  // namespace quadrants::spirv::abi
+}  // namespace quadrants::codegen::spirv::abi
 
-#endif  // QUADRANTS_CODEGEN_SPIRV_GFX_ABI_H_
+#endif  // QUADRANTS_CODEGEN_SPIRV_SHADER_ABI_H_

@@ -1,5 +1,5 @@
 #include "quadrants/codegen/spirv/compiler_identity.h"
-#include "quadrants/runtime/gfx/vulkan_backend.h"
+#include "quadrants/runtime/vulkan/vulkan_backend.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "quadrants/codegen/spirv/gfx_abi.h"
+#include "quadrants/codegen/spirv/shader_abi.h"
 #include "quadrants/codegen/spirv/msl_export.h"
 #include "quadrants/codegen/spirv/sizer_bytecode.h"
 #include "quadrants/codegen/spirv/sizer_shader.h"
@@ -22,11 +22,11 @@
 #include "quadrants/common/options.h"
 #include "quadrants/common/status_macros.h"
 #include "quadrants/runtime/adstack/launch_sizer.h"
-#include "quadrants/runtime/gfx/vulkan_pipeline.h"
+#include "quadrants/runtime/vulkan/vulkan_pipeline.h"
 #include "quadrants/runtime/llvm/host/launch_state.h"
 
-namespace quadrants::gfx {
-namespace abi = spirv::abi;
+namespace quadrants::vulkan {
+namespace abi = codegen::spirv::abi;
 
 namespace {
 
@@ -72,7 +72,7 @@ absl::StatusOr<std::shared_ptr<VulkanDevice>> SharedDevice(
   return device;
 }
 
-struct GfxTask {
+struct VulkanTask {
   ir::TaskKind kind = ir::TaskKind::kSerial;
   int64_t cells = 0;
   VkPipeline pipeline = VK_NULL_HANDLE;
@@ -82,9 +82,9 @@ struct GfxTask {
 // A kernel's pipelines; destroyed with the kernel.
 struct PipelineSet {
   std::shared_ptr<VulkanDevice> device;
-  std::vector<GfxTask> tasks;
+  std::vector<VulkanTask> tasks;
   ~PipelineSet() {
-    for (const GfxTask& task : tasks) {
+    for (const VulkanTask& task : tasks) {
       if (task.pipeline != VK_NULL_HANDLE)
         device->api().vkDestroyPipeline(device->device(), task.pipeline,
                                         nullptr);
@@ -94,9 +94,9 @@ struct PipelineSet {
   }
 };
 
-class GfxCompiledKernel : public CompiledKernel {
+class VulkanCompiledKernel : public CompiledKernel {
  public:
-  GfxCompiledKernel(const ir::Kernel& kernel,
+  VulkanCompiledKernel(const ir::Kernel& kernel,
                     std::vector<ErrorSite> sites,
                     std::shared_ptr<PipelineSet> pipelines,
                     std::vector<std::vector<AdStackSpec>> task_adstacks)
@@ -114,7 +114,7 @@ class GfxCompiledKernel : public CompiledKernel {
             abi::AdRecordBytes(static_cast<uint32_t>(stacks.size()));
     }
   }
-  const std::vector<GfxTask>& tasks() const { return pipelines_->tasks; }
+  const std::vector<VulkanTask>& tasks() const { return pipelines_->tasks; }
 
  private:
   std::shared_ptr<PipelineSet> pipelines_;
@@ -156,9 +156,9 @@ bool ReadsAny(const ir::SizeExpr& expr, const std::vector<int>& snodes,
 absl::StatusOr<absl::optional<std::vector<int64_t>>> SizerCapacities(
     const CompiledKernel& kernel, int task, const SizerResult& result,
     std::vector<int64_t> capacities) {
-  if (result.outcome == spirv::sizer::kDone)
+  if (result.outcome == codegen::spirv::sizer::kDone)
     return absl::optional<std::vector<int64_t>>(std::move(capacities));
-  if (result.outcome != spirv::sizer::kGuardHit)
+  if (result.outcome != codegen::spirv::sizer::kGuardHit)
     return absl::optional<std::vector<int64_t>>();
   const auto& stacks = kernel.task_adstacks()[task];
   const std::string loop =
@@ -171,15 +171,15 @@ absl::StatusOr<absl::optional<std::vector<int64_t>>> SizerCapacities(
                    "': sizing the adstack of the loop at ", loop,
                    " on the device: adstack sizing needs ", result.iterations,
                    " serial iterations, which exceeds the ",
-                   spirv::sizer::kMaxIterations, " (1 << 24) guard"));
+                   codegen::spirv::sizer::kMaxIterations, " (1 << 24) guard"));
 }
 
 // The shader lays the stacks out as the host does; a difference is a bug
 // that would put stacks on top of each other.
 absl::Status CheckSizerLayout(const CompiledKernel& kernel, size_t task,
                               const SizerResult& ran,
-                              const GfxAdStackLayout& layout) {
-  if (ran.outcome != spirv::sizer::kDone ||
+                              const VulkanAdStackLayout& layout) {
+  if (ran.outcome != codegen::spirv::sizer::kDone ||
       (ran.float_stride == layout.float_stride &&
        ran.int_stride == layout.int_stride))
     return absl::OkStatus();
@@ -217,7 +217,7 @@ absl::Status Inspect(const std::string& kernel, size_t task, bool bounds,
                      const std::vector<uint32_t>& words,
                      const std::string& what, bool validate) {
   if (validate)
-    QD_RETURN_IF_ERROR(spirv::ValidateModule(words, what));
+    QD_RETURN_IF_ERROR(codegen::spirv::ValidateModule(words, what));
   if (EnvFlag(Option::kDumpSpirv)) {
     const std::string dir =
         DumpDirectory(Option::kDumpSpirvDir, "QD_DUMP_SPIRV");
@@ -233,11 +233,11 @@ absl::Status Inspect(const std::string& kernel, size_t task, bool bounds,
 // functions SPIRV-Cross needs), and cross-compiled to MSL, one file per
 // shader; a failure is written next to them and reported on stderr.
 void ExportMsl(const ir::Kernel& kernel, const ir::SNodeTree& snodes,
-               spirv::CodegenOptions options, bool validate) {
+               codegen::spirv::CodegenOptions options, bool validate) {
   const std::string dir = DumpDirectory(Option::kDumpMslDir, "QD_DUMP_MSL");
-  options.caps = spirv::DeviceCaps::Metal();
-  absl::StatusOr<spirv::SpirvKernel> spirv =
-      spirv::GenerateSpirv(kernel, snodes, options);
+  options.caps = codegen::spirv::DeviceCaps::Metal();
+  absl::StatusOr<codegen::spirv::SpirvKernel> spirv =
+      codegen::spirv::GenerateSpirv(kernel, snodes, options);
   if (!spirv.ok()) {
     std::ofstream(DumpPath(dir, kernel.name(), 0, false) + ".msl_error")
         << spirv.status().message() << "\n";
@@ -255,9 +255,9 @@ void ExportMsl(const ir::Kernel& kernel, const ir::SNodeTree& snodes,
       const std::string what = absl::StrCat(
           "kernel '", kernel.name(), "' task ", t, bounds ? " bounds" : "");
       absl::Status valid =
-          validate ? spirv::ValidateModule(words, what) : absl::OkStatus();
+          validate ? codegen::spirv::ValidateModule(words, what) : absl::OkStatus();
       absl::StatusOr<std::string> msl =
-          valid.ok() ? spirv::CrossCompileToMsl(words)
+          valid.ok() ? codegen::spirv::CrossCompileToMsl(words)
                      : absl::StatusOr<std::string>(valid);
       if (msl.ok()) {
         std::ofstream(path + ".metal") << *msl;
@@ -298,14 +298,14 @@ VulkanBackend::VulkanBackend(const CompileConfig& config,
       device_(std::move(device)),
       memory_(std::make_shared<VulkanMemory>(device_)),
       adstacks_(device_),
-      cache_(offline_cache::OpenOfflineCache(config, spirv::CompilerIdentity(),
+      cache_(offline_cache::OpenOfflineCache(config, codegen::spirv::CompilerIdentity(),
                                           &cache_stats_)) {}
 
 VulkanBackend::~VulkanBackend() {
   const VulkanApi& api = device_->api();
   VkDevice d = device_->device();
   api.vkDeviceWaitIdle(d);
-  for (GfxBuffer* buffer : {&runtime_, &context_, &bounds_, &prints_})
+  for (VulkanBuffer* buffer : {&runtime_, &context_, &bounds_, &prints_})
     DestroyBuffer(*device_, buffer);
   DestroyCommands(*device_, &commands_, &fence_);
   if (layout_ != VK_NULL_HANDLE)
@@ -316,8 +316,8 @@ int VulkanBackend::num_threads() const {
   return static_cast<int>(abi::kBlockSize * device_->max_groups());
 }
 
-spirv::CodegenOptions VulkanBackend::CodegenOptions() const {
-  spirv::CodegenOptions options;
+codegen::spirv::CodegenOptions VulkanBackend::CodegenOptions() const {
+  codegen::spirv::CodegenOptions options;
   options.caps = device_->caps();
   options.check_out_of_bound = config_.checks_bounds();
   options.debug = config_.debug;
@@ -328,8 +328,8 @@ spirv::CodegenOptions VulkanBackend::CodegenOptions() const {
 absl::StatusOr<CompiledKernelData> VulkanBackend::Generate(
     const ir::Kernel& offloaded, const ir::SNodeTree& snodes) {
   QD_ASSIGN_OR_RETURN(
-      spirv::SpirvKernel kernel,
-      spirv::GenerateSpirv(offloaded, snodes, CodegenOptions()));
+      codegen::spirv::SpirvKernel kernel,
+      codegen::spirv::GenerateSpirv(offloaded, snodes, CodegenOptions()));
   // Release builds run SPIRV-Tools' performance passes; debug keeps the
   // emitted code as it is.
   if (!config_.debug) {
@@ -337,15 +337,15 @@ absl::StatusOr<CompiledKernelData> VulkanBackend::Generate(
       auto& task = kernel.tasks[t];
       const std::string what =
           absl::StrCat("kernel '", offloaded.name(), "' task ", t);
-      QD_ASSIGN_OR_RETURN(task.code, spirv::OptimizeModule(task.code, what));
+      QD_ASSIGN_OR_RETURN(task.code, codegen::spirv::OptimizeModule(task.code, what));
       if (!task.bounds_code.empty()) {
         QD_ASSIGN_OR_RETURN(task.bounds_code,
-                            spirv::OptimizeModule(task.bounds_code, what));
+                            codegen::spirv::OptimizeModule(task.bounds_code, what));
       }
     }
   }
   CompiledKernelData artifact = std::move(kernel.data);
-  artifact.binary = spirv::PackModules(kernel.tasks);
+  artifact.binary = codegen::spirv::PackModules(kernel.tasks);
   return artifact;
 }
 
@@ -363,13 +363,13 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> VulkanBackend::Compile(
   auto load = [&](const CompiledKernelData& artifact)
       -> absl::StatusOr<std::shared_ptr<PipelineSet>> {
     QD_ASSIGN_OR_RETURN(
-        std::vector<spirv::SpirvTask> modules,
-        spirv::UnpackModules(artifact.binary, artifact.tasks.size()));
+        std::vector<codegen::spirv::SpirvTask> modules,
+        codegen::spirv::UnpackModules(artifact.binary, artifact.tasks.size()));
     auto set = std::make_shared<PipelineSet>();
     set->device = device_;
     for (size_t t = 0; t < artifact.tasks.size(); ++t) {
       const CompiledTask& lowered = artifact.tasks[t];
-      GfxTask task;
+      VulkanTask task;
       task.kind = lowered.kind;
       task.cells = lowered.struct_for_cells;
       const std::string what = TaskName(offloaded.name(), t, lowered, false);
@@ -399,7 +399,7 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> VulkanBackend::Compile(
   if (EnvFlag(Option::kDumpMsl))
     ExportMsl(offloaded, snodes, CodegenOptions(), validate);
   snodes_ = &snodes;
-  auto compiled = std::make_shared<GfxCompiledKernel>(
+  auto compiled = std::make_shared<VulkanCompiledKernel>(
       offloaded, generated.first.error_sites,
       std::move(generated.second),
       generated.first.TaskAdStacks());
@@ -456,7 +456,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
     const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
     absl::Span<const uint64_t> field_generations,
     const LaunchOptions& /*options*/) {
-  const auto& compiled = static_cast<const GfxCompiledKernel&>(kernel);
+  const auto& compiled = static_cast<const VulkanCompiledKernel&>(kernel);
   const VulkanApi& api = device_->api();
   QD_RETURN_IF_ERROR(EnsureBounds(kernel.num_tasks()));
   if (!kernel.print_sites().empty()) {
@@ -528,7 +528,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
       std::any_of(task_stacks.begin(), task_stacks.end(),
                   [](const auto& stacks) { return !stacks.empty(); });
   QdLaunchContext host_ctx{};
-  std::vector<GfxAdStackLayout> layouts(task_stacks.size());
+  std::vector<VulkanAdStackLayout> layouts(task_stacks.size());
   if (any_stacks) {
     QD_RETURN_IF_ERROR(adstacks_.EnsureRecords(compiled.record_bytes));
     put64(ctx, abi::kCtxAdStack, adstacks_.records_address());
@@ -599,7 +599,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
   const uint64_t ctx_address = context_.address;
   BackendLaunchStats stats;
   for (size_t t = 0; t < compiled.tasks().size(); ++t) {
-    const GfxTask& task = compiled.tasks()[t];
+    const VulkanTask& task = compiled.tasks()[t];
     const int64_t block = abi::kBlockSize;
     int64_t groups = device_->max_groups();
     if (task.kind == ir::TaskKind::kStructFor) {
@@ -767,7 +767,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
 }
 
 absl::optional<RuntimeErrorRecord> VulkanBackend::TakeAdStackOverflow(
-    const std::vector<GfxAdStackLayout>& layouts) {
+    const std::vector<VulkanAdStackLayout>& layouts) {
   char* word = runtime_.host + abi::kRtAdStackOverflow;
   uint32_t signal = 0;
   std::memcpy(&signal, word, 4);
@@ -801,4 +801,4 @@ PrintBatch VulkanBackend::TakePrints() {
   return batch;
 }
 
-}  // namespace quadrants::gfx
+}  // namespace quadrants::vulkan

@@ -1,5 +1,5 @@
-#ifndef QUADRANTS_RUNTIME_GFX_VULKAN_MAX_REDUCER_H_
-#define QUADRANTS_RUNTIME_GFX_VULKAN_MAX_REDUCER_H_
+#ifndef QUADRANTS_RUNTIME_VULKAN_VULKAN_MAX_REDUCER_H_
+#define QUADRANTS_RUNTIME_VULKAN_VULKAN_MAX_REDUCER_H_
 
 #include <cstdint>
 #include <functional>
@@ -10,10 +10,10 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "quadrants/runtime/adstack/max_reducer.h"
-#include "quadrants/runtime/gfx/vulkan_device.h"
-#include "quadrants/runtime/gfx/vulkan_memory.h"
+#include "quadrants/runtime/vulkan/vulkan_device.h"
+#include "quadrants/runtime/vulkan/vulkan_memory.h"
 
-namespace quadrants::gfx {
+namespace quadrants::vulkan {
 
 // The device address of host-mapped memory, 0 when the device cannot
 // address it.
@@ -80,12 +80,12 @@ class VulkanMaxReducer : public adstack::MaxReducer {
   VkPipeline pipeline_ = VK_NULL_HANDLE;
   VkCommandBuffer commands_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
-  GfxBuffer buffer_;
+  VulkanBuffer buffer_;
   int64_t max_groups_ = 65535;
   int64_t device_jobs_ = 0;
   int64_t fallback_jobs_ = 0;
 };
 
-}  // namespace quadrants::gfx
+}  // namespace quadrants::vulkan
 
-#endif  // QUADRANTS_RUNTIME_GFX_VULKAN_MAX_REDUCER_H_
+#endif  // QUADRANTS_RUNTIME_VULKAN_VULKAN_MAX_REDUCER_H_

@@ -1,8 +1,8 @@
 // Registers the Vulkan backend with the backend registry.
 #include "quadrants/runtime/backend_registry.h"
-#include "quadrants/runtime/gfx/vulkan_backend.h"
+#include "quadrants/runtime/vulkan/vulkan_backend.h"
 
-namespace quadrants::gfx {
+namespace quadrants::vulkan {
 namespace {
 
 // data64 needs a device with shaderInt64/shaderFloat64, which kernels check
@@ -19,4 +19,4 @@ const BackendRegistrar kRegistrar({
 });
 
 }  // namespace
-}  // namespace quadrants::gfx
+}  // namespace quadrants::vulkan
