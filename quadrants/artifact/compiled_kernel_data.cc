@@ -1,6 +1,17 @@
 #include "quadrants/artifact/compiled_kernel_data.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace quadrants {
+
+std::string NdarraySiteName(const ir::Kernel& kernel, int arg) {
+  return absl::StrCat("ndarray '", kernel.params()[arg].name, "' (argument ",
+                      arg, ")");
+}
+
+std::string FieldSiteName(const ir::SNodeTree& snodes, int snode) {
+  return absl::StrCat("field '", snodes.node(snode).name, "'");
+}
 
 CompiledTask DescribeTask(const ir::OffloadedTaskStmt& task,
                           const ir::SNodeTree& snodes) {

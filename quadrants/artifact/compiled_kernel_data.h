@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "quadrants/common/source_location.h"
+#include "quadrants/ir/kernel.h"
 #include "quadrants/ir/op_kinds.h"
 #include "quadrants/ir/print_format.h"
 #include "quadrants/ir/size_expr.h"
@@ -54,6 +55,10 @@ struct CompiledTask {
   SourceLocation loc;
   std::vector<AdStackSpec> ad_stacks;  // ids are positions in this list
 };
+
+// How error reports name an ndarray argument and a field.
+std::string NdarraySiteName(const ir::Kernel& kernel, int arg);
+std::string FieldSiteName(const ir::SNodeTree& snodes, int snode);
 
 // A task's kind, location and struct-for cell count; code generators add
 // the entry points and adstacks.

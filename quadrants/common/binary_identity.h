@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
 namespace quadrants {
@@ -13,6 +15,16 @@ namespace quadrants {
 // different code for the same input, so what it compiled is only reusable
 // by the same files.
 std::string BinaryIdentity(absl::Span<const void* const> anchors);
+
+// "<name> <BinaryIdentity of the functions>", or an empty string when the
+// files cannot be read: what keys a compiler's offline cache entries.
+template <typename... Functions>
+std::string CompilerIdentity(absl::string_view name,
+                             Functions*... functions) {
+  const void* anchors[] = {reinterpret_cast<const void*>(functions)...};
+  const std::string files = BinaryIdentity(anchors);
+  return files.empty() ? "" : absl::StrCat(name, " ", files);
+}
 
 }  // namespace quadrants
 

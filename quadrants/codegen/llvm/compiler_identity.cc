@@ -9,16 +9,9 @@
 namespace quadrants::codegen {
 
 const std::string& LlvmCompilerIdentity() {
-  static const std::string identity = []() -> std::string {
-    const void* anchors[] = {
-        reinterpret_cast<const void*>(&LowerKernel),
-        reinterpret_cast<const void*>(&OptimizeModule),
-        reinterpret_cast<const void*>(&LlvmCompilerIdentity)};
-    const std::string files = BinaryIdentity(anchors);
-    if (files.empty())
-      return "";
-    return absl::StrCat("llvm ", LLVM_VERSION_STRING, " ", files);
-  }();
+  static const std::string identity =
+      CompilerIdentity(absl::StrCat("llvm ", LLVM_VERSION_STRING), &LowerKernel,
+                       &OptimizeModule, &LlvmCompilerIdentity);
   return identity;
 }
 

@@ -301,12 +301,9 @@ llvm::Value* FunctionEmitter::GuardedPointer(llvm::Value* valid,
 
 llvm::Value* FunctionEmitter::EmitNdarrayPtr(const ir::NdarrayPtrStmt& s) {
   const ir::KernelParam& param = kernel_.params()[s.arg()];
-  int site = -1;
-  if (options_.check_out_of_bound) {
-    site = AddSite(
-        absl::StrCat("ndarray '", param.name, "' (argument ", s.arg(), ")"),
-        s.loc());
-  }
+  const int site = options_.check_out_of_bound
+                       ? AddSite(NdarraySiteName(kernel_, s.arg()), s.loc())
+                       : -1;
   llvm::Value* data =
       Call("qd_ndarray_data", b_.getPtrTy(), {ctx_, b_.getInt32(s.arg())});
   llvm::Value* linear = b_.getInt64(0);
@@ -328,11 +325,8 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitFieldPtr(
   QD_ASSIGN_OR_RETURN(const ir::PlaceLayout layout,
                       snodes_.Layout(s.snode_id()));
   const bool checked = options_.check_out_of_bound;
-  const int site = checked ? AddSite(absl::StrCat("field '",
-                                                  snodes_.node(s.snode_id()).name,
-                                                  "'"),
-                                     s.loc())
-                           : -1;
+  const int site =
+      checked ? AddSite(FieldSiteName(snodes_, s.snode_id()), s.loc()) : -1;
   llvm::Value* offset = b_.getInt64(layout.offset);
   llvm::Value* valid = checked ? b_.getTrue() : nullptr;
   for (size_t axis = 0; axis < s.num_operands(); ++axis) {

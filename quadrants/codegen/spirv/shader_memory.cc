@@ -99,12 +99,9 @@ Id ShaderEmitter::Guarded(Id valid, Id addr) {
 
 Id ShaderEmitter::EmitNdarrayPtr(const ir::NdarrayPtrStmt& s) {
   const ir::KernelParam& param = kernel_.params()[s.arg()];
-  int site = -1;
-  if (options_.check_out_of_bound) {
-    site = AddSite(
-        absl::StrCat("ndarray '", param.name, "' (argument ", s.arg(), ")"),
-        s.loc());
-  }
+  const int site = options_.check_out_of_bound
+                       ? AddSite(NdarraySiteName(kernel_, s.arg()), s.loc())
+                       : -1;
   const Id i64 = I64();
   Id data = CtxWord(abi::kCtxNdarrayData + 8 * s.arg());
   Id linear = b_.ConstI64(0);
@@ -127,11 +124,10 @@ absl::StatusOr<Id> ShaderEmitter::EmitFieldPtr(const ir::FieldPtrStmt& s) {
   absl::StatusOr<ir::PlaceLayout> layout = snodes_.Layout(s.snode_id());
   if (!layout.ok())
     return layout.status();
-  int site = -1;
-  if (options_.check_out_of_bound) {
-    site = AddSite(
-        absl::StrCat("field '", snodes_.node(s.snode_id()).name, "'"), s.loc());
-  }
+  const int site =
+      options_.check_out_of_bound
+          ? AddSite(FieldSiteName(snodes_, s.snode_id()), s.loc())
+          : -1;
   const Id i64 = I64();
   Id offset = b_.ConstI64(layout->offset);
   Id valid = options_.check_out_of_bound ? b_.ConstBool(true) : 0;
