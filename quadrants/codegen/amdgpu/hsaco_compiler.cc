@@ -1,13 +1,11 @@
 #include "quadrants/codegen/amdgpu/hsaco_compiler.h"
 
 #include <cctype>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/InstIterator.h"

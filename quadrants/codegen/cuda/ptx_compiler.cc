@@ -1,13 +1,10 @@
 #include "quadrants/codegen/cuda/ptx_compiler.h"
 
 #include <algorithm>
-#include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
 #include "llvm/Support/TargetSelect.h"

@@ -34,7 +34,8 @@ struct GpuOutput {
   const char* name = "";
 };
 
-// What a GPU target is to LLVM and in messages.
+// A GPU target's names, the GPU it compiles for, and what every kernel
+// gets from it.
 struct GpuTargetSpec {
   // "CUDA": a missing piece reads "CUDA not available: <reason>".
   const char* platform = "";
@@ -128,6 +129,8 @@ class GpuCompiler {
         device_library_.size());
   }
 
+  // The binary of `lowered`, whose tasks name the entries to add; its
+  // module is consumed.
   absl::StatusOr<std::string> Compile(LoweredKernel& lowered);
   // The binary of the adstack sizing max-reduction kernel for `shape` (see
   // codegen/llvm/max_reduce_kernel.h), entry kMaxReduceEntry.

@@ -9,7 +9,9 @@
 #include "quadrants/runtime/amdgpu/amdgpu_codegen.h"
 #include "quadrants/runtime/amdgpu/codegen_only.h"
 #include "quadrants/runtime/amdgpu/hip_driver.h"
+#include "quadrants/runtime/gpu/driver.h"
 #include "quadrants/runtime/gpu/driver_backend.h"
+#include "quadrants/runtime/gpu/gpu_codegen.h"
 
 namespace quadrants::amdgpu {
 namespace {

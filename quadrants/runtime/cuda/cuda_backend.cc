@@ -9,6 +9,8 @@
 #include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
 #include "quadrants/runtime/cuda/cuda_graph.h"
+#include "quadrants/runtime/gpu/driver.h"
+#include "quadrants/runtime/gpu/gpu_codegen.h"
 
 namespace quadrants::cuda {
 namespace {
@@ -123,7 +125,8 @@ class CudaCompiledKernel : public gpu::ModuleKernel {
   mutable std::unique_ptr<CudaGraph> graph;
 };
 
-// PTX depends on the driver beyond its ISA version, so the key names it.
+// What keys PTX in the offline cache: the runtime module linked in, the
+// target and the driver.
 gpu::GpuCacheTarget PtxCacheTarget(const codegen::GpuCompiler& compiler,
                                    int driver_version) {
   return {
@@ -138,8 +141,8 @@ CudaBackend::CudaBackend(const CompileConfig& config,
                          std::shared_ptr<CudaDriver> driver,
                          std::unique_ptr<codegen::GpuCompiler> compiler,
                          gpu::GpuCacheTarget cache_target)
-    : DriverBackend(config, std::make_shared<CudaDevice>(driver), std::move(compiler),
-                    std::move(cache_target)),
+    : DriverBackend(config, std::make_shared<CudaDevice>(driver),
+                    std::move(compiler), std::move(cache_target)),
       driver_(std::move(driver)) {}
 
 absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(

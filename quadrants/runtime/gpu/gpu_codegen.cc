@@ -14,7 +14,7 @@ codegen::LoweringOptions GpuLoweringOptions(
   codegen::LoweringOptions options;
   options.check_out_of_bound = config.checks_bounds();
   options.debug = config.debug;
-  options.ad_stack_size_forced = config.ad_stack_size > 0;
+  options.adstack_size_forced = config.ad_stack_size > 0;
   // A warp (wavefront) pushes in lockstep.
   options.interleave_adstacks = true;
   options.warp_aggregate_atomics = compiler.warp_aggregate_atomics();
@@ -31,8 +31,10 @@ absl::StatusOr<CompiledKernelData> GenerateGpuKernel(
       codegen::LoweredKernel lowered,
       codegen::LowerKernel(offloaded, snodes,
                            GpuLoweringOptions(config, compiler), context));
+  // Compile reads the tasks in `lowered.data`, so they move out after it.
+  QD_ASSIGN_OR_RETURN(std::string binary, compiler.Compile(lowered));
   CompiledKernelData artifact = std::move(lowered.data);
-  QD_ASSIGN_OR_RETURN(artifact.binary, compiler.Compile(lowered));
+  artifact.binary = std::move(binary);
   return artifact;
 }
 
