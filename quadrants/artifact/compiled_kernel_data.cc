@@ -28,7 +28,7 @@ std::vector<std::vector<AdStackSpec>> CompiledKernelData::TaskAdStacks()
   std::vector<std::vector<AdStackSpec>> stacks;
   stacks.reserve(tasks.size());
   for (const CompiledTask& task : tasks)
-    stacks.push_back(task.ad_stacks);
+    stacks.push_back(task.adstacks);
   return stacks;
 }
 

@@ -53,7 +53,7 @@ struct CompiledTask {
   // thread slices.
   int simd_lanes = 0;
   SourceLocation loc;
-  std::vector<AdStackSpec> ad_stacks;  // ids are positions in this list
+  std::vector<AdStackSpec> adstacks;  // ids are positions in this list
 };
 
 // How error reports name an ndarray argument and a field.

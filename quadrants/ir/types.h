@@ -66,7 +66,7 @@ class DataType {
   bool is_unknown() const { return kind_ == Kind::kUnknown; }
   bool is_scalar() const { return kind_ == Kind::kScalar; }
   bool is_pointer() const { return kind_ == Kind::kPointer; }
-  bool is_ad_stack() const { return kind_ == Kind::kAdStack; }
+  bool is_adstack() const { return kind_ == Kind::kAdStack; }
   // The scalar type held, pointed to or stacked; meaningless for void.
   PrimitiveType element() const { return element_; }
 

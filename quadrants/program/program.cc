@@ -283,7 +283,7 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
   options.types = {config_.default_fp, config_.default_ip};
   options.snodes = &snodes_;
   options.autodiff = mode;
-  options.ad_stack_enabled = config_.ad_stack_experimental_enabled;
+  options.adstack_enabled = config_.ad_stack_experimental_enabled;
   options.stack_trig_derivatives = backend_->fuses_sin_cos();
   options.keep_dead_stores = config_.checks_bounds();
   if (config_.debug)

@@ -12,7 +12,7 @@ namespace quadrants {
 
 absl::string_view CapabilityName(Capability capability) {
   switch (capability) {
-    case Capability::kAdstack:
+    case Capability::kAdStack:
       return "adstack";
     case Capability::kData64:
       return "data64";

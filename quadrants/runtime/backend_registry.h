@@ -18,7 +18,7 @@ namespace quadrants {
 
 // What a backend can do, as Python's qd.extension names it.
 enum class Capability {
-  kAdstack,        // "adstack": dynamic-bound loops differentiate
+  kAdStack,        // "adstack": dynamic-bound loops differentiate
   kData64,         // "data64": 64-bit fields, ndarrays and scalars (f64)
   kGraph,          // "graph": @qd.kernel(graph=True) replays a graph
   kDeviceReducer,  // "device_reducer": adstack sizing reduces on the device

@@ -67,7 +67,7 @@ absl::Status LowerToTasks(ir::Kernel& kernel, const PipelineOptions& options) {
     if (options.autodiff == AutodiffMode::kReverse) {
       QD_RETURN_IF_ERROR(autodiff::MakeGradKernel(
           kernel, *options.snodes,
-          {.ad_stack_enabled = options.ad_stack_enabled,
+          {.adstack_enabled = options.adstack_enabled,
            .stack_trig_derivatives = options.stack_trig_derivatives}));
     } else {
       QD_RETURN_IF_ERROR(autodiff::MakeForwardKernel(kernel, *options.snodes));

@@ -23,7 +23,7 @@ struct PipelineOptions {
   // Produce the reverse-mode gradient kernel or the forward-mode tangent
   // kernel instead (both need `snodes`).
   AutodiffMode autodiff = AutodiffMode::kNone;
-  bool ad_stack_enabled = false;
+  bool adstack_enabled = false;
   // See ReverseModeOptions::stack_trig_derivatives.
   bool stack_trig_derivatives = false;
   // Keeps stores nothing reads, and so the reads that feed them: with

@@ -195,7 +195,7 @@ void FunctionEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
   llvm::AllocaInst* count = EntryAlloca(b_.getInt64Ty(), "adstack.count");
   b_.CreateStore(b_.getInt64(0), count);
   const bool exact =
-      adstack::HasExactCapacity(s, options_.ad_stack_size_forced);
+      adstack::HasExactCapacity(s, options_.adstack_size_forced);
   stacks_[&s] = {id,
                  base,
                  count,

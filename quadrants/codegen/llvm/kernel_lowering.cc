@@ -32,8 +32,8 @@ void TryLaneLowering(llvm::Module& module, const ir::Kernel& kernel,
     const int lanes = LaneCount(task, options.simd_vector_bits);
     absl::StatusOr<int> pairs =
         EmitLaneTask(module, kernel, snodes, task, task_index, lanes,
-                     options.simd_vector_bits, options.ad_stack_size_forced,
-                     out->function, &out->ad_stacks);
+                     options.simd_vector_bits, options.adstack_size_forced,
+                     out->function, &out->adstacks);
     if (pairs.ok()) {
       out->simd_lanes = lanes;
       QD_LOG(DEBUG) << what << " runs " << lanes << " iterations per step in "
@@ -48,7 +48,7 @@ void TryLaneLowering(llvm::Module& module, const ir::Kernel& kernel,
     }
     if (llvm::Function* partial = module.getFunction(out->function))
       partial->eraseFromParent();
-    out->ad_stacks.clear();
+    out->adstacks.clear();
     obstacle = std::string(pairs.status().message());
   }
   QD_LOG(DEBUG) << what << " runs one iteration at a time: " << obstacle;
@@ -59,7 +59,7 @@ void TryLaneLowering(llvm::Module& module, const ir::Kernel& kernel,
 std::string LoweringOptions::ToString() const {
   return absl::StrCat(
       "bounds=", check_out_of_bound, " debug=", debug,
-      " forced=", ad_stack_size_forced, " interleave=", interleave_adstacks,
+      " forced=", adstack_size_forced, " interleave=", interleave_adstacks,
       " warp_atomics=", warp_aggregate_atomics, " simd_bits=", simd_vector_bits,
       " triple=", triple, " layout=", data_layout);
 }
@@ -84,7 +84,7 @@ absl::StatusOr<LoweredKernel> LowerKernel(const ir::Kernel& kernel,
       TryLaneLowering(*lowered.module, kernel, snodes, *task,
                       static_cast<int>(t), options, &out);
     if (out.simd_lanes == 0) {
-      emitter.set_task_stacks(&out.ad_stacks);
+      emitter.set_task_stacks(&out.adstacks);
       emitter.set_task_index(static_cast<int>(t));
       if (absl::Status s = emitter.EmitTask(*task, out.function); !s.ok())
         return s;

@@ -16,7 +16,7 @@ struct LoweringOptions {
   bool debug = false;
   // Every adstack capacity is forced (ad_stack_size > 0) rather than exact,
   // so pushes are always checked.
-  bool ad_stack_size_forced = false;
+  bool adstack_size_forced = false;
   // Lay adstacks out word-interleaved across the launch's threads (GPUs,
   // where a warp pushes in lockstep) instead of one contiguous slice per
   // thread (CPUs, where a thread's slice stays in its cache).

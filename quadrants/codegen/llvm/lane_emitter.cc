@@ -614,11 +614,11 @@ absl::StatusOr<int> EmitLaneTask(llvm::Module& module, const ir::Kernel& kernel,
                                  const ir::SNodeTree& snodes,
                                  const ir::OffloadedTaskStmt& task,
                                  int task_index, int lanes, int vector_bits,
-                                 bool ad_stack_size_forced,
+                                 bool adstack_size_forced,
                                  const std::string& name,
                                  std::vector<AdStackSpec>* stacks) {
   lanes::LaneEmitter emitter(module, kernel, snodes, task, task_index, lanes,
-                             ad_stack_size_forced, stacks);
+                             adstack_size_forced, stacks);
   QD_RETURN_IF_ERROR(emitter.Emit(name, vector_bits));
   return emitter.sin_cos_pairs();
 }

@@ -48,7 +48,7 @@ absl::StatusOr<int> EmitLaneTask(llvm::Module& module, const ir::Kernel& kernel,
                                  const ir::SNodeTree& snodes,
                                  const ir::OffloadedTaskStmt& task,
                                  int task_index, int lanes, int vector_bits,
-                                 bool ad_stack_size_forced,
+                                 bool adstack_size_forced,
                                  const std::string& name,
                                  std::vector<AdStackSpec>* stacks);
 

@@ -35,7 +35,7 @@ class LaneEmitter {
  public:
   LaneEmitter(llvm::Module& module, const ir::Kernel& kernel,
               const ir::SNodeTree& snodes, const ir::OffloadedTaskStmt& task,
-              int task_index, int lanes, bool ad_stack_size_forced,
+              int task_index, int lanes, bool adstack_size_forced,
               std::vector<AdStackSpec>* stacks)
       : module_(module),
         context_(module.getContext()),
@@ -45,7 +45,7 @@ class LaneEmitter {
         task_(task),
         task_index_(task_index),
         lanes_(lanes),
-        forced_(ad_stack_size_forced),
+        forced_(adstack_size_forced),
         stacks_out_(stacks),
         forms_(task, LinearStructAxis(snodes, task)),
         ops_(

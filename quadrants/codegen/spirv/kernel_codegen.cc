@@ -359,7 +359,7 @@ using shader::ShaderEmitter;
 
 std::string CodegenOptions::ToString() const {
   return absl::StrCat("bounds=", check_out_of_bound, " debug=", debug,
-                      " forced=", ad_stack_size_forced, " ", caps.ToString());
+                      " forced=", adstack_size_forced, " ", caps.ToString());
 }
 
 absl::StatusOr<SpirvKernel> GenerateSpirv(const ir::Kernel& kernel,
@@ -379,7 +379,7 @@ absl::StatusOr<SpirvKernel> GenerateSpirv(const ir::Kernel& kernel,
                             out.data.error_sites, out.data.print_sites);
       emitter.set_ad_record_offset(ad_record_offset);
       QD_ASSIGN_OR_RETURN(spirv_task.code, emitter.EmitTask(*task));
-      compiled.ad_stacks = emitter.TakeAdStacks();
+      compiled.adstacks = emitter.TakeAdStacks();
     }
     if (task->task_kind() == ir::TaskKind::kRangeFor) {
       ShaderEmitter emitter(kernel, snodes, options, static_cast<int>(t),
@@ -388,9 +388,9 @@ absl::StatusOr<SpirvKernel> GenerateSpirv(const ir::Kernel& kernel,
       QD_ASSIGN_OR_RETURN(spirv_task.bounds_code, emitter.EmitBounds(*task));
       compiled.bounds_function = "main";
     }
-    if (!compiled.ad_stacks.empty()) {
+    if (!compiled.adstacks.empty()) {
       ad_record_offset += abi::AdRecordBytes(
-          static_cast<uint32_t>(compiled.ad_stacks.size()));
+          static_cast<uint32_t>(compiled.adstacks.size()));
     }
     out.tasks.push_back(std::move(spirv_task));
     out.data.tasks.push_back(std::move(compiled));

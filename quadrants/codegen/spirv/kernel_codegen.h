@@ -22,7 +22,7 @@ struct CodegenOptions {
   bool check_out_of_bound = false;  // index checks on every access
   bool debug = false;               // assert statements
   // ad_stack_size forces every adstack's capacity: pushes check it.
-  bool ad_stack_size_forced = false;
+  bool adstack_size_forced = false;
   // Every field as text (part of compile-cache keys).
   std::string ToString() const;
 };

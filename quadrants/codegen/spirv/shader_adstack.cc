@@ -49,7 +49,7 @@ void ShaderEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
   // otherwise pushes move half the bytes.
   st.adjoint = is_float && HasStackAdjoint(&s);
   const bool exact =
-      adstack::HasExactCapacity(s, options_.ad_stack_size_forced);
+      adstack::HasExactCapacity(s, options_.adstack_size_forced);
   st.checked = options_.debug || options_.check_out_of_bound || !exact;
   const uint32_t words = abi::kAdHeaderBytes + abi::kAdStackBytes * st.id;
   Id heap = AdWord(is_float ? abi::kAdFloatHeap : abi::kAdIntHeap);
@@ -66,7 +66,7 @@ void ShaderEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
              {b_.Op(spv::OpIMul, u64, {offset, invocations}),
               b_.Op(spv::OpIMul, u64, {invocation_, b_.ConstU64(st.unit)})})});
   b_.OpVoid(spv::OpStore, {AdCounter(st.id), b_.ConstU32(0)});
-  ad_stacks_.push_back(adstack::Describe(s, st.unit * (st.adjoint ? 2 : 1)));
+  adstacks_.push_back(adstack::Describe(s, st.unit * (st.adjoint ? 2 : 1)));
   stacks_[&s] = st;
 }
 

@@ -69,7 +69,7 @@ class ShaderEmitter : public ir::StmtVisitor<ShaderEmitter, absl::StatusOr<Id>> 
   // Where this task's adstack record starts in the launch's records
   // (shader_abi.h), and the stacks its code allocated.
   void set_ad_record_offset(uint32_t offset) { ad_record_offset_ = offset; }
-  std::vector<AdStackSpec> TakeAdStacks() { return std::move(ad_stacks_); }
+  std::vector<AdStackSpec> TakeAdStacks() { return std::move(adstacks_); }
 
  private:
   // One adstack of the task: its slice of a heap and its counter.
@@ -204,7 +204,7 @@ class ShaderEmitter : public ir::StmtVisitor<ShaderEmitter, absl::StatusOr<Id>> 
   absl::flat_hash_map<const Stmt*, AdStack> stacks_;
   absl::flat_hash_map<const Stmt*, bool> adjoint_stacks_;
   bool adjoint_stacks_computed_ = false;
-  std::vector<AdStackSpec> ad_stacks_;
+  std::vector<AdStackSpec> adstacks_;
 
   // ---- statements ---------------------------------------------------------
   friend class ir::StmtVisitor<ShaderEmitter, absl::StatusOr<Id>>;

@@ -13,7 +13,7 @@ const BackendRegistrar kRegistrar({
     .arch = Arch::kAmdgpu,
     .create = &CreateBackend,
     .probe = &ProbeBackend,
-    .capabilities = {Capability::kAdstack, Capability::kData64,
+    .capabilities = {Capability::kAdStack, Capability::kData64,
                      Capability::kDeviceReducer},
 });
 

@@ -85,7 +85,7 @@ codegen::LoweringOptions CpuBackend::LoweringOptions() const {
   codegen::LoweringOptions options;
   options.check_out_of_bound = config_.checks_bounds();
   options.debug = config_.debug;
-  options.ad_stack_size_forced = config_.ad_stack_size > 0;
+  options.adstack_size_forced = config_.ad_stack_size > 0;
   options.simd_vector_bits = config_.cpu_simd ? jit_->VectorBits() : 0;
   options.triple = jit_->triple();
   options.data_layout = jit_->data_layout();

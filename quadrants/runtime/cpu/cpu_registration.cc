@@ -12,7 +12,7 @@ const BackendRegistrar kRegistrar({
         -> absl::StatusOr<std::unique_ptr<Backend>> {
       return CpuBackend::Create(config);
     },
-    .capabilities = {Capability::kAdstack, Capability::kData64},
+    .capabilities = {Capability::kAdStack, Capability::kData64},
 });
 
 }  // namespace

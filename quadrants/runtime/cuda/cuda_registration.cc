@@ -12,7 +12,7 @@ const BackendRegistrar kRegistrar({
       return CudaBackend::Create(config);
     },
     .probe = &CudaBackend::Probe,
-    .capabilities = {Capability::kAdstack, Capability::kData64,
+    .capabilities = {Capability::kAdStack, Capability::kData64,
                      Capability::kGraph, Capability::kDeviceReducer},
 });
 

@@ -120,11 +120,11 @@ absl::StatusOr<CompiledTask> DecodeTask(const proto::Task& in) {
   out.struct_for_cells = in.struct_for_cells();
   out.simd_lanes = in.simd_lanes();
   out.loc = FromProto(in.loc());
-  for (const proto::AdStack& stack : in.ad_stacks()) {
+  for (const proto::AdStack& stack : in.adstacks()) {
     auto spec = DecodeStack(stack);
     if (!spec.ok())
       return spec.status();
-    out.ad_stacks.push_back(*std::move(spec));
+    out.adstacks.push_back(*std::move(spec));
   }
   return out;
 }
@@ -158,8 +158,8 @@ std::string EncodeEntry(absl::string_view key, const CompiledKernelData& artifac
     t->set_struct_for_cells(task.struct_for_cells);
     t->set_simd_lanes(task.simd_lanes);
     ToProto(task.loc, t->mutable_loc());
-    for (const AdStackSpec& spec : task.ad_stacks) {
-      proto::AdStack* s = t->add_ad_stacks();
+    for (const AdStackSpec& spec : task.adstacks) {
+      proto::AdStack* s = t->add_adstacks();
       s->set_dtype(static_cast<int32_t>(spec.dtype));
       s->set_slot_bytes(spec.slot_bytes);
       s->set_static_capacity(spec.static_capacity);

@@ -321,7 +321,7 @@ codegen::spirv::CodegenOptions VulkanBackend::CodegenOptions() const {
   options.caps = device_->caps();
   options.check_out_of_bound = config_.checks_bounds();
   options.debug = config_.debug;
-  options.ad_stack_size_forced = config_.ad_stack_size > 0;
+  options.adstack_size_forced = config_.ad_stack_size > 0;
   return options;
 }
 

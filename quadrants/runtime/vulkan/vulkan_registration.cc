@@ -14,7 +14,7 @@ const BackendRegistrar kRegistrar({
       return VulkanBackend::Create(config);
     },
     .probe = &VulkanBackend::Probe,
-    .capabilities = {Capability::kAdstack, Capability::kData64,
+    .capabilities = {Capability::kAdStack, Capability::kData64,
                      Capability::kDeviceReducer},
 });
 

@@ -237,7 +237,7 @@ class GradTaskBuilder {
   }
 
   bool NeedsStack(const Stmt& loop) {
-    return options_.ad_stack_enabled &&
+    return options_.adstack_enabled &&
            NeedsPerIterationPrimals(loop).has_value();
   }
 

@@ -10,7 +10,7 @@ namespace quadrants::transforms::autodiff {
 struct ReverseModeOptions {
   // Without the adstack, a loop whose reversal needs per-iteration primal
   // values is a compile error; with it, such values are pushed and popped.
-  bool ad_stack_enabled = false;
+  bool adstack_enabled = false;
   // Stacks the derivative of each f32 sin and cos in a stacked loop during
   // the forward replay instead of evaluating it in the reverse sweep: for
   // backends that compute sin and cos of one value together.

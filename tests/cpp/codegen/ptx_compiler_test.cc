@@ -96,7 +96,7 @@ TEST(PtxCompilerTest, EverySampleKernelAndGradientCompilesForSm90) {
       transforms::PipelineOptions options;
       options.snodes = &ir::samples::SampleTree();
       options.autodiff = mode;
-      options.ad_stack_enabled = true;
+      options.adstack_enabled = true;
       if (!transforms::LowerToTasks(*kernel, options).ok())
         continue;  // not every sample is differentiable
       for (bool debug : {false, true}) {

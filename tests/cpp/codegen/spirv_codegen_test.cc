@@ -44,7 +44,7 @@ TEST(SpirvCodegenTest, EverySampleKernelValidatesOptimizesAndCrossCompiles) {
       transforms::PipelineOptions options;
       options.snodes = &ir::samples::SampleTree();
       options.autodiff = mode;
-      options.ad_stack_enabled = true;
+      options.adstack_enabled = true;
       if (!transforms::LowerToTasks(*kernel, options).ok())
         continue;  // not every sample is differentiable
       for (const DeviceCaps& caps : {FullCaps(), MinimalCaps()}) {
@@ -65,7 +65,7 @@ TEST(SpirvCodegenTest, EverySampleKernelValidatesOptimizesAndCrossCompiles) {
             continue;
           }
           for (const CompiledTask& task : spirv->data.tasks)
-            adstack_tasks += task.ad_stacks.empty() ? 0 : 1;
+            adstack_tasks += task.adstacks.empty() ? 0 : 1;
           for (const SpirvTask& task : spirv->tasks) {
             for (const auto* words : {&task.code, &task.bounds_code}) {
               if (words->empty())

@@ -36,21 +36,21 @@ TEST(BackendRegistryTest, EveryLinkedArchIsRegisteredOnce) {
 TEST(BackendRegistryTest, CapabilitiesAreWhatEachBackendImplements) {
   const BackendRegistry& registry = BackendRegistry::Global();
   EXPECT_EQ(registry.capabilities(Arch::kCpu),
-            (CapabilitySet{Capability::kAdstack, Capability::kData64}));
+            (CapabilitySet{Capability::kAdStack, Capability::kData64}));
   EXPECT_EQ(registry.capabilities(Arch::kCuda),
-            (CapabilitySet{Capability::kAdstack, Capability::kData64,
+            (CapabilitySet{Capability::kAdStack, Capability::kData64,
                            Capability::kGraph, Capability::kDeviceReducer}));
   EXPECT_EQ(registry.capabilities(Arch::kAmdgpu),
-            (CapabilitySet{Capability::kAdstack, Capability::kData64,
+            (CapabilitySet{Capability::kAdStack, Capability::kData64,
                            Capability::kDeviceReducer}));
   EXPECT_EQ(registry.capabilities(Arch::kVulkan),
-            (CapabilitySet{Capability::kAdstack, Capability::kData64,
+            (CapabilitySet{Capability::kAdStack, Capability::kData64,
                            Capability::kDeviceReducer}));
   EXPECT_TRUE(registry.capabilities(Arch::kMetal).empty());
 }
 
 TEST(BackendRegistryTest, CapabilityNamesAreTheExtensionNames) {
-  EXPECT_EQ(CapabilityName(Capability::kAdstack), "adstack");
+  EXPECT_EQ(CapabilityName(Capability::kAdStack), "adstack");
   EXPECT_EQ(CapabilityName(Capability::kData64), "data64");
   EXPECT_EQ(CapabilityName(Capability::kGraph), "graph");
   EXPECT_EQ(CapabilityName(Capability::kDeviceReducer), "device_reducer");

@@ -43,7 +43,7 @@ CompiledKernelData SampleArtifact() {
                         SizeExpr::NdarrayRead(1, {SizeExpr::BoundVar(0)})),
                     SizeExpr::Const(2)),
       {"sim.py", 15}};
-  loop.ad_stacks = {exact, launch_sized};
+  loop.adstacks = {exact, launch_sized};
   artifact.tasks.push_back(loop);
   artifact.error_sites.push_back(
       {"ndarray 'a' (argument 0)",
@@ -67,17 +67,17 @@ void ExpectSame(const CompiledKernelData& a, const CompiledKernelData& b) {
     EXPECT_EQ(x.function, y.function);
     EXPECT_EQ(x.bounds_function, y.bounds_function);
     EXPECT_EQ(x.loc.ToString(), y.loc.ToString());
-    ASSERT_EQ(x.ad_stacks.size(), y.ad_stacks.size());
-    for (size_t s = 0; s < x.ad_stacks.size(); ++s) {
-      EXPECT_EQ(x.ad_stacks[s].dtype, y.ad_stacks[s].dtype);
-      EXPECT_EQ(x.ad_stacks[s].slot_bytes, y.ad_stacks[s].slot_bytes);
-      EXPECT_EQ(x.ad_stacks[s].static_capacity, y.ad_stacks[s].static_capacity);
-      EXPECT_EQ(x.ad_stacks[s].loc.ToString(), y.ad_stacks[s].loc.ToString());
-      ASSERT_EQ(x.ad_stacks[s].size_expr == nullptr,
-                y.ad_stacks[s].size_expr == nullptr);
-      if (x.ad_stacks[s].size_expr) {
-        EXPECT_TRUE(x.ad_stacks[s].size_expr->Equals(*y.ad_stacks[s].size_expr))
-            << y.ad_stacks[s].size_expr->ToString();
+    ASSERT_EQ(x.adstacks.size(), y.adstacks.size());
+    for (size_t s = 0; s < x.adstacks.size(); ++s) {
+      EXPECT_EQ(x.adstacks[s].dtype, y.adstacks[s].dtype);
+      EXPECT_EQ(x.adstacks[s].slot_bytes, y.adstacks[s].slot_bytes);
+      EXPECT_EQ(x.adstacks[s].static_capacity, y.adstacks[s].static_capacity);
+      EXPECT_EQ(x.adstacks[s].loc.ToString(), y.adstacks[s].loc.ToString());
+      ASSERT_EQ(x.adstacks[s].size_expr == nullptr,
+                y.adstacks[s].size_expr == nullptr);
+      if (x.adstacks[s].size_expr) {
+        EXPECT_TRUE(x.adstacks[s].size_expr->Equals(*y.adstacks[s].size_expr))
+            << y.adstacks[s].size_expr->ToString();
       }
     }
   }

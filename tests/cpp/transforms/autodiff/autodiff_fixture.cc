@@ -59,7 +59,7 @@ absl::Status AutodiffTest::Lower(transforms::PipelineOptions options) {
 absl::Status AutodiffTest::LowerReverse(bool stack_trig_derivatives) {
   transforms::PipelineOptions options;
   options.autodiff = transforms::AutodiffMode::kReverse;
-  options.ad_stack_enabled = true;
+  options.adstack_enabled = true;
   options.stack_trig_derivatives = stack_trig_derivatives;
   return Lower(options);
 }
@@ -78,15 +78,15 @@ absl::Status AutodiffTest::LowerReverse(bool stack_trig_derivatives) {
          << status.message();
 }
 
-absl::Status AutodiffTest::MakeGrad(bool ad_stack_enabled) {
+absl::Status AutodiffTest::MakeGrad(bool adstack_enabled) {
   if (absl::Status lowered = Lower(); !lowered.ok())
     return lowered;
-  return Grad(ad_stack_enabled);
+  return Grad(adstack_enabled);
 }
 
-absl::Status AutodiffTest::Grad(bool ad_stack_enabled) {
+absl::Status AutodiffTest::Grad(bool adstack_enabled) {
   absl::Status status = transforms::autodiff::MakeGradKernel(
-      kernel_, snodes_, {.ad_stack_enabled = ad_stack_enabled});
+      kernel_, snodes_, {.adstack_enabled = adstack_enabled});
   if (status.ok()) {
     absl::Status verified = ir::Verify(kernel_, {.snodes = &snodes_});
     EXPECT_TRUE(verified.ok()) << verified << "\n" << ir::PrintKernel(kernel_);

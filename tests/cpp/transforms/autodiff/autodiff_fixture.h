@@ -38,9 +38,9 @@ class AutodiffTest : public ::testing::Test {
   absl::Status LowerReverse(bool stack_trig_derivatives = false);
   // Reverse mode alone on the lowered kernel: the gradient kernel as
   // MakeGradKernel emits it, before the cleanup. It must verify.
-  absl::Status Grad(bool ad_stack_enabled = true);
+  absl::Status Grad(bool adstack_enabled = true);
   // Lower without autodiff, then Grad.
-  absl::Status MakeGrad(bool ad_stack_enabled = true);
+  absl::Status MakeGrad(bool adstack_enabled = true);
 
   // Whether `status` is an error of `kind` with exactly `message`; the
   // failure shows what it is instead.

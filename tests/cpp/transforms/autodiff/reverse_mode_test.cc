@@ -125,7 +125,7 @@ TEST_F(ReverseModeTest, LinearRecurrenceIsReversedWithoutAStack) {
 
 TEST_F(ReverseModeTest, NonLinearRecurrenceWithoutTheStackIsAnError) {
   BuildRecurrence(/*linear=*/false);
-  absl::Status status = MakeGrad(/*ad_stack_enabled=*/false);
+  absl::Status status = MakeGrad(/*adstack_enabled=*/false);
   EXPECT_TRUE(
       IsError(status, ErrorKind::kCompilation,
               "k.py:3: in kernel 'k': reverse-mode autodiff of this loop needs "
