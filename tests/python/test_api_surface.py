@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import quadrants as qd
-from quadrants.lang import impl, misc, runtime
+from quadrants.lang import impl, misc, options, runtime
 from tests import test_utils
 
 
@@ -159,7 +159,7 @@ def test_current_cfg_reflects_init_options():
     assert cfg.cpu_max_num_threads == 3
     assert cfg.ad_stack_experimental_enabled is False  # defaults are filled in
     assert cfg.default_ad_stack_size == 256
-    for name in runtime._OPTIONS:  # every option qd.init() takes is readable
+    for name in options.INIT_OPTIONS:  # every option qd.init() takes is readable
         getattr(cfg, name)
     with pytest.raises(AttributeError, match="read-only"):
         cfg.debug = False
