@@ -109,7 +109,7 @@ int Run(int n) {
   if (!Check(quadrants::transforms::LowerToTasks(*grad, lowering),
              "lowering the kernel") ||
       !Check(quadrants::transforms::autodiff::MakeGradKernel(
-                 *grad, (*program)->snodes(), {.ad_stack_enabled = true}),
+                 *grad, (*program)->snodes(), {.adstack_enabled = true}),
              "making the gradient kernel"))
     return 2;
   std::printf("gradient kernel parameters:");
