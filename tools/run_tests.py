@@ -3,21 +3,25 @@
 
 usage: run_tests.py [-v] [bazel test args, e.g. --config=cpu] [targets]
 
-Counts individual test cases (GoogleTest and pytest write JUnit XML); a test
-target without case-level results counts as one. Skipped cases are reported
-as one line per (backend, reason) with a count, so nothing is skipped
-silently; `-v` (or QD_TEST_VERBOSE=1) lists every skipped case instead. With
-the whole suite on the CPU it also builds and runs examples/bazel_consumer
-from a clean output base, counted as one case (QD_TEST_CONSUMER=0 skips it).
+Counts individual test cases (GoogleTest and pytest write JUnit XML; the
+shards of a sharded target add up); a test target without case-level
+results counts as one. Skipped cases are reported as one line per (backend,
+reason) with a count, so nothing is skipped silently; `-v` (or
+QD_TEST_VERBOSE=1) lists every skipped case instead. With the whole suite on
+the CPU it also builds and runs examples/bazel_consumer from a clean output
+base, counted as one case (QD_TEST_CONSUMER=0 skips it).
 Exits non-zero when anything failed or the build broke.
 """
 import collections
+import glob
 import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.parse
 import xml.etree.ElementTree as ElementTree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -67,19 +71,72 @@ def target_backends(events):
     return backends
 
 
-def xml_path(label):
+def xml_files(events):
+    """label -> the test.xml of each of its shards (and runs), from the BEP
+    testResult events; the last attempt of a retried shard counts."""
+    latest = {}
+    for event in events:
+        result_id = event.get("id", {}).get("testResult")
+        if not result_id:
+            continue
+        key = (result_id.get("label"), result_id.get("run", 0), result_id.get("shard", 0))
+        attempt = result_id.get("attempt", 0)
+        for output in event.get("testResult", {}).get("testActionOutput", []):
+            uri = output.get("uri", "")
+            if output.get("name") == "test.xml" and uri.startswith("file://"):
+                if key not in latest or attempt >= latest[key][0]:
+                    latest[key] = (attempt, urllib.parse.unquote(uri[len("file://"):]))
+    files = collections.defaultdict(list)
+    for (label, _, _), (_, path) in sorted(latest.items()):
+        files[label].append(path)
+    return dict(files)
+
+
+def longest_tests(events, count=5):
+    """The `count` longest test runs (a shard each) as text, from the BEP
+    testResult events."""
+    runs = []
+    for event in events:
+        result_id = event.get("id", {}).get("testResult")
+        millis = event.get("testResult", {}).get("testAttemptDurationMillis")
+        if result_id and millis is not None:
+            runs.append((int(millis) / 1000, result_id.get("label", "?"),
+                         result_id.get("shard", 0)))
+    shards = collections.Counter(label for _, label, _ in runs)
+    return ", ".join(f"{label}{f' shard {shard}' if shards[label] > 1 else ''} {seconds:.0f} s"
+                     for seconds, label, shard in sorted(runs, reverse=True)[:count])
+
+
+def xml_paths(label):
+    """The test.xml files under bazel-testlogs: the target's own, else one
+    per shard (shard_K_of_N/)."""
     package, name = label.lstrip("/").split(":")
-    return os.path.join(ROOT, "bazel-testlogs", package, name, "test.xml")
+    target = os.path.join(ROOT, "bazel-testlogs", package, name)
+    whole = os.path.join(target, "test.xml")
+    if os.path.exists(whole):
+        return [whole]
+    return sorted(glob.glob(os.path.join(target, "shard_*_of_*", "test.xml")))
 
 
-def count_cases(path):
-    """(passed, failed, skipped [(case, reason)]) from one JUnit XML file;
-    passed and failed are lists of case names."""
+def count_cases(paths):
+    """(passed, failed, skipped [(case, reason)]) from JUnit XML files (a
+    target's shards add up); passed and failed are lists of case names.
+    None when no file has a case."""
+    if isinstance(paths, str):
+        paths = [paths]
     passed, failed, skipped = [], [], []
+    for path in paths:
+        _count_file(path, passed, failed, skipped)
+    if len(passed) + len(failed) + len(skipped) == 0:
+        return None
+    return passed, failed, skipped
+
+
+def _count_file(path, passed, failed, skipped):
     try:
         tree = ElementTree.parse(path)
     except (OSError, ElementTree.ParseError):
-        return None
+        return
     for case in tree.iter("testcase"):
         name = case.get("classname", "") + "." + case.get("name", "")
         if case.find("failure") is not None or case.find("error") is not None:
@@ -93,9 +150,6 @@ def count_cases(path):
             skipped.append((name, reason or "no reason given"))
         else:
             passed.append(name)
-    if len(passed) + len(failed) + len(skipped) == 0:
-        return None
-    return passed, failed, skipped
 
 
 def backend_of(case_name, default="any"):
@@ -175,7 +229,9 @@ def main(argv):
         command = ["bazel", "test", "--keep_going",
                    "--build_event_json_file=" + bep] + flags + targets
         print("+ " + " ".join(command), flush=True)
+        begin = time.time()
         code = subprocess.call(command, cwd=ROOT)
+        times = [f"bazel test {time.time() - begin:.0f} s"]
         events = read_events(bep) if os.path.exists(bep) else []
 
     passed = failed = 0
@@ -184,9 +240,11 @@ def main(argv):
     # for the backend it names, any other for its target's backend tag.
     outcomes = collections.Counter()
     tags = target_backends(events)
+    xml = xml_files(events)
     for label, status in sorted(test_summaries(events).items()):
         tag = tags.get(label, "any")
-        cases = count_cases(xml_path(label)) if status != "FAILED_TO_BUILD" else None
+        cases = (count_cases(xml.get(label) or xml_paths(label))
+                 if status != "FAILED_TO_BUILD" else None)
         if cases is None:
             ok = status == "PASSED"
             passed, failed = passed + ok, failed + (not ok)
@@ -212,10 +270,17 @@ def main(argv):
         print(f"FAILED build: bazel exited with code {code}")
         failed += 1
     if wants_consumer(flags, targets):
+        begin = time.time()
         ok = run_consumer()
+        times.append(f"consumer {time.time() - begin:.0f} s")
         passed, failed = passed + ok, failed + (not ok)
         outcomes[("cpu", "passed" if ok else "failed")] += 1
     report_skipped(skipped, verbose, tags)
+    # Where a run's time goes, for keeping CI within its budget.
+    print("time: " + ", ".join(times))
+    longest = longest_tests(events)
+    if longest:
+        print("longest tests: " + longest)
     report_backends(outcomes)
     print(f"{passed} passed, {failed} failed", flush=True)
     return 1 if failed else 0

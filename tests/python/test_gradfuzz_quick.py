@@ -3,8 +3,10 @@ from the fixed seeds 0..299 on cpu and 0..99 on vulkan (lavapipe), each
 checked against central differences, qd.ad.Tape, forward mode and f32
 (tools/gradfuzz/oracle.py). Any mismatch, crash, hang or compile error fails the test
 and leaves a shrunk, runnable repro file in the test's output directory.
-Each Bazel target selects one arch with `-k` so they run in parallel; a
-third runs cpu with scalar tasks (QD_CPU_SIMD=0)."""
+Each case fuzzes one block of consecutive seeds on one arch. Each Bazel
+target selects one arch with `-k` and runs its blocks in shards side by side
+(shard_count in BUILD.bazel); a third target runs cpu with scalar tasks
+(QD_CPU_SIMD=0)."""
 import os
 import time
 
@@ -19,6 +21,11 @@ QUICK_SEEDS = range(300)
 # CI on two cores within its time budget; long runs cover more
 # (`--arch vulkan`, docs/architecture.md).
 SEEDS = {"cpu": QUICK_SEEDS, "vulkan": QUICK_SEEDS[:100]}
+# Seeds per case, a minute or two of one core per block on cpu, three to
+# five on vulkan: short enough that no shard holds up the end of a CI run.
+BLOCK = {"cpu": 50, "vulkan": 25}
+BLOCKS = [(arch, seeds[k:k + BLOCK[arch]]) for arch, seeds in SEEDS.items()
+          for k in range(0, len(seeds), BLOCK[arch])]
 
 
 def _wanted(arch):
@@ -26,8 +33,15 @@ def _wanted(arch):
     return not wanted or arch in {w.strip() for w in wanted.split(",")}
 
 
-@pytest.mark.parametrize("arch", ["cpu", "vulkan"])
-def test_gradfuzz_quick_mode_finds_nothing(arch, tmp_path):
+def _workers():
+    """Bazel runs the shards of a target side by side, one core each; run
+    alone, a case fuzzes its block in two worker processes."""
+    return 1 if int(os.environ.get("TEST_TOTAL_SHARDS", "0") or 0) > 1 else 2
+
+
+@pytest.mark.parametrize("arch,seeds", BLOCKS,
+                         ids=[f"{arch}-seeds{s[0]}to{s[-1]}" for arch, s in BLOCKS])
+def test_gradfuzz_quick_mode_finds_nothing(arch, seeds, tmp_path):
     if not _wanted(arch):
         pytest.skip(f"arch {arch} is not in QD_WANTED_ARCHS")
     reason = runtime.arch_unavailable_reason(getattr(runtime, arch))
@@ -35,8 +49,7 @@ def test_gradfuzz_quick_mode_finds_nothing(arch, tmp_path):
         pytest.skip(f"arch {arch} unavailable: {reason}")
     out = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR") or str(tmp_path)
     begin = time.time()
-    seeds = SEEDS[arch]
-    results, summary = runner.run(seeds, arch=arch, workers=2, threads=2,
+    results, summary = runner.run(seeds, arch=arch, workers=_workers(), threads=2,
                                   out=os.path.join(out, f"gradfuzz-{arch}"), progress_every=50)
     print(summary)
     simd = "scalar tasks" if os.environ.get("QD_CPU_SIMD", "").strip() == "0" else "SIMD lanes"

@@ -1,4 +1,5 @@
-"""The test runner's report: skipped cases grouped per (backend, reason)."""
+"""The test runner's report: skipped cases grouped per (backend, reason),
+cases counted over a sharded target's shards."""
 import contextlib
 import io
 import os
@@ -105,6 +106,60 @@ class ReportTest(unittest.TestCase):
                                  ("no verdict\n", 0, False)):
             with fake(stdout, code), contextlib.redirect_stdout(io.StringIO()):
                 self.assertEqual(run_tests.run_consumer(), ok, stdout)
+
+    def test_shards_add_up_from_build_events(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            def junit(name, cases):
+                path = os.path.join(tmp, name)
+                with open(path, "w") as f:
+                    f.write("<testsuites><testsuite>" + cases + "</testsuite></testsuites>")
+                return "file://" + path
+
+            def result(shard, attempt, uri):
+                return {"id": {"testResult": {"label": "//t:fuzz", "run": 1, "shard": shard,
+                                              "attempt": attempt}},
+                        "testResult": {"testActionOutput": [
+                            {"name": "test.log", "uri": uri[:-4] + ".log"},
+                            {"name": "test.xml", "uri": uri}]}}
+            events = [
+                result(1, 1, junit("s1.xml", '<testcase classname="m" name="t[cpu-0]"/>')),
+                result(2, 1, junit("s2a.xml", '<testcase classname="m" name="t[cpu-1]">'
+                                              '<failure/></testcase>')),
+                result(2, 2, junit("s2b.xml", '<testcase classname="m" name="t[cpu-1]"/>')),
+                result(3, 1, junit("s3.xml", '<testcase classname="m" name="t[cpu-2]">'
+                                             '<skipped message="why"/></testcase>')),
+            ]
+            files = run_tests.xml_files(events)
+            self.assertEqual(len(files["//t:fuzz"]), 3)
+            passed, failed, skipped = run_tests.count_cases(files["//t:fuzz"])
+        self.assertEqual(passed, ["m.t[cpu-0]", "m.t[cpu-1]"])
+        self.assertEqual(failed, [])
+        self.assertEqual(skipped, [("m.t[cpu-2]", "why")])
+
+    def test_longest_tests_name_their_shard(self):
+        def result(label, shard, millis):
+            return {"id": {"testResult": {"label": label, "run": 1, "shard": shard,
+                                          "attempt": 1}},
+                    "testResult": {"testAttemptDurationMillis": str(millis)}}
+        events = [result("//t:a", 1, 75000), result("//t:fuzz", 2, 90400),
+                  result("//t:fuzz", 1, 61000)]
+        self.assertEqual(run_tests.longest_tests(events, count=2),
+                         "//t:fuzz shard 2 90 s, //t:a 75 s")
+
+    def test_no_cases_counts_as_none(self):
+        self.assertIsNone(run_tests.count_cases([]))
+        self.assertIsNone(run_tests.count_cases(["/nonexistent/test.xml"]))
+
+    def test_shard_directories_under_testlogs(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for shard in (2, 1):
+                os.makedirs(os.path.join(tmp, "bazel-testlogs", "t", "fuzz", f"shard_{shard}_of_2"))
+                open(os.path.join(tmp, "bazel-testlogs", "t", "fuzz", f"shard_{shard}_of_2",
+                                  "test.xml"), "w").close()
+            with unittest.mock.patch.object(run_tests, "ROOT", tmp):
+                paths = run_tests.xml_paths("//t:fuzz")
+        self.assertEqual([os.path.basename(os.path.dirname(p)) for p in paths],
+                         ["shard_1_of_2", "shard_2_of_2"])
 
 
 if __name__ == "__main__":
