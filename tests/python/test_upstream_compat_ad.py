@@ -2379,3 +2379,64 @@ def test_ad_module_public_names():
     names = sorted(s for s in dir(qd.ad) if not s.startswith(("_", "@")))
     assert names == ["FwdMode", "Tape", "clear_all_gradients", "grad_for", "grad_replaced",
                      "no_grad"]
+
+
+# ---- qd.ad.Tape(grad_check=...) -------------------------------------------------
+
+@pytest.mark.parametrize("fn", [lambda v: v * v * v, lambda v: qd.sin(v) * qd.exp(v),
+                                lambda v: (v + 1) / (v + 3), lambda v: qd.sqrt(v)])
+@test_utils.test(require=qd.extension.data64, default_fp=qd.f64, exclude=[qd.vulkan])
+def test_tape_grad_check_passes_for_correct_gradients(fn):
+    x = qd.field(qd.f64, shape=(2, 3), needs_grad=True)
+    v = qd.Vector.field(2, qd.f64, shape=4, needs_grad=True)
+    y = qd.field(qd.f64, shape=(), needs_grad=True)
+    x.from_numpy(np.linspace(0.2, 1.4, 6).reshape(2, 3))
+    v.from_numpy(np.linspace(0.3, 1.1, 8).reshape(4, 2))
+
+    @qd.kernel
+    def compute():
+        for i, j in x:
+            y[None] += fn(x[i, j])
+        for i in v:
+            y[None] += fn(v[i][0]) * v[i][1]
+
+    with qd.ad.Tape(loss=y, grad_check=[x, v]) as tape:
+        compute()
+    assert tape.grad_checker.results == [True, True]
+    # The loss is left as the forward pass left it (qd math runs on the host too).
+    expected = sum(fn(float(a)) for a in np.linspace(0.2, 1.4, 6)) + \
+        sum(fn(float(a)) * float(b) for a, b in np.linspace(0.3, 1.1, 8).reshape(4, 2))
+    assert y[None] == pytest.approx(expected, rel=1e-12)
+
+
+@test_utils.test(require=qd.extension.data64, default_fp=qd.f64, exclude=[qd.vulkan])
+def test_tape_grad_check_catches_a_wrong_gradient():
+    x = qd.field(qd.f64, shape=5, needs_grad=True)
+    y = qd.field(qd.f64, shape=(), needs_grad=True)
+    x.from_numpy(np.linspace(0.5, 1.5, 5))
+
+    @qd.kernel
+    def compute():
+        for i in x:
+            y[None] += x[i] * x[i]
+
+    @qd.ad.grad_replaced
+    def forward():
+        compute()
+
+    @qd.ad.grad_for(forward)
+    def wrong_backward():
+        for i in range(5):  # d/dx x^2 is 2x, this claims 3x
+            x.grad[i] = 3.0 * x[i] * y.grad[None]
+
+    with pytest.raises(qd.QuadrantsAssertionError, match="Grad check failed"):
+        with qd.ad.Tape(loss=y, grad_check=[x]):
+            forward()
+
+
+@test_utils.test(exclude=[qd.vulkan])
+def test_tape_grad_check_needs_an_f64_loss():
+    x = qd.field(qd.f32, shape=5, needs_grad=True)
+    y = qd.field(qd.f32, shape=(), needs_grad=True)
+    with pytest.raises(qd.QuadrantsTypeError, match="only f64"):
+        qd.ad.Tape(loss=y, grad_check=[x])

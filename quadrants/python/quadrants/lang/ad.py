@@ -31,9 +31,14 @@ class Tape:
     forward launch, so a kernel that breaks the global data access rule
     (overwrites an element it read) raises QuadrantsGlobalDataAccessError,
     also a QuadrantsAssertionError, at that launch rather than on exit.
+
+    A tape records the launches of the thread that entered it; other
+    threads may run their own tapes meanwhile. Clearing on entry zeroes the
+    gradients of the whole session, so threads taping at once pass
+    clear_gradients=False and zero the gradients they own.
     """
 
-    def __init__(self, loss=None, clear_gradients=True, validation=False):
+    def __init__(self, loss=None, clear_gradients=True, validation=False, grad_check=None):
         if not isinstance(validation, bool):
             raise QuadrantsTypeError(f"qd.ad.Tape(validation=...) must be a bool, got "
                                      f"{validation!r}")
@@ -41,6 +46,12 @@ class Tape:
         self.clear_gradients = clear_gradients
         self.validation = validation
         self.launches = []
+        # grad_check=[fields]: checked against central differences on exit
+        # (lang/grad_check.py); the state to replay from is saved now.
+        self.grad_checker = None
+        if grad_check:
+            from quadrants.lang.grad_check import GradChecker  # pylint: disable=import-outside-toplevel
+            self.grad_checker = GradChecker(loss, grad_check)
 
     @property
     def calls(self):
@@ -74,7 +85,13 @@ class Tape:
             return False
         for fn, args, kwargs in reversed(self.launches):
             fn.grad(*args, **kwargs)
+        if self.grad_checker is not None:
+            self.grad_checker.check(self._replay)
         return False
+
+    def _replay(self):
+        for fn, args, kwargs in self.launches:
+            fn(*args, **kwargs)
 
 
 def _check_loss(loss):
@@ -104,8 +121,11 @@ def clear_all_gradients():
     for f in field_module._live_fields():
         if f.grad is not None and f.grad.placed:
             f.grad.fill(0)
-    for array in list(ndarray_module._with_grad):
-        if array._generation == runtime.state.generation:
+    # A copy of the weak references in one step: iterating the WeakSet
+    # itself fails when another thread creates an ndarray meanwhile.
+    refs = set(ndarray_module._with_grad.data)
+    for array in (ref() for ref in refs):
+        if array is not None and array._generation == runtime.state.generation:
             array.grad.fill(0)
 
 

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from quadrants._core import core
-from quadrants.lang import context, runtime, types
+from quadrants.lang import context, ops, runtime, types
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsCompilationError,
                                       QuadrantsGlobalDataAccessError,
                                       QuadrantsRuntimeError, QuadrantsSyntaxError,
@@ -18,6 +18,8 @@ from quadrants.lang.expr import Composite, Expr, GlobalRef, NdarrayArg, Var
 from quadrants.lang.matrix import MatrixType
 from quadrants.lang.struct import StructType
 from quadrants.lang.field import Field
+from quadrants.lang.hidden_params import HiddenParams, Origins
+from quadrants.lang.kernel_returns import ReturnType
 from quadrants.lang.ndarray import Ndarray
 from quadrants.lang.transformer import FunctionCompiler
 
@@ -90,6 +92,8 @@ class CompileContext:
         self.region = (None, 0)   # where new local variables are declared
         self.in_parallel = False
         self.inline_depth = 0
+        self.origins = Origins()  # paths from template arguments to objects
+        self.hidden = None        # a kernel's HiddenParams
 
 
 # ---- parameter kinds -----------------------------------------------------------
@@ -128,11 +132,22 @@ def _ir_slots(spec):
     return 1
 
 
+def is_method(fn):
+    """Whether fn is defined in a class body (its qualified name's last
+    scope is a class, not a function's <locals>)."""
+    scopes = fn.__qualname__.split(".")
+    return len(scopes) > 1 and scopes[-2] != "<locals>"
+
+
 def _param_specs(fn, source):
     specs = []
-    for p in inspect.signature(fn).parameters.values():
+    method = is_method(fn)
+    for position, p in enumerate(inspect.signature(fn).parameters.values()):
         ann = p.annotation
         where = f"{source.file}:{source.line_offset + source.node.lineno}"
+        if position == 0 and method and ann is inspect.Parameter.empty:
+            specs.append(_TemplateParam(p.name))  # self: its members are compile-time
+            continue
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise QuadrantsSyntaxError(f"{where}: kernel '{fn.__name__}': *args and "
                                        f"**kwargs parameters are not supported")
@@ -186,14 +201,24 @@ class Kernel:
         self._signature = inspect.signature(fn)
         self._cache = {}
         self._cache_generation = -1
+        self._return_type = None
         self.graph = False  # set by @qd.kernel(graph=True)
         functools.update_wrapper(self, fn)
+
+    def __get__(self, instance, owner):
+        if instance is None:
+            return self
+        from quadrants.lang.data_oriented import BoundKernel  # pylint: disable=import-outside-toplevel
+        return BoundKernel(self, instance)
 
     def _prepare(self):
         if self._specs is None:
             source = FunctionSource(self.fn)
-            self._specs = _param_specs(self.fn, source)
+            where = f"{source.file}:{source.line_offset + source.node.lineno}"
+            self._return_type = ReturnType.of(self.fn, f"{where}: kernel '{self.name}'")
+            specs = _param_specs(self.fn, source)
             self._source = source
+            self._specs = specs  # last: another thread takes it as "prepared"
 
     def _bind(self, args, kwargs):
         if kwargs or len(args) < len(self._specs):
@@ -229,15 +254,18 @@ class Kernel:
             self._cache_generation = runtime.state.generation
         key = (mode, self._signature_key(args))
         compiled = self._cache.get(key)
-        if compiled is None:
-            kernel_ir = self._build_ir(args)
-            prog = runtime.program()
-            compile_fn = {PRIMAL: prog.compile, REVERSE: prog.compile_grad,
-                          FORWARD: prog.compile_forward}[mode]
-            compiled = (compile_fn(kernel_ir), kernel_ir)
-            for message in prog.compile_warnings:
-                warnings.warn(message, stacklevel=4)
-            self._cache[key] = compiled
+        if compiled is None or not compiled[2].up_to_date(args):
+            with runtime.compile_lock:  # checked again: another thread may have compiled it
+                compiled = self._cache.get(key)
+                if compiled is None or not compiled[2].up_to_date(args):
+                    kernel_ir, hidden = self._build_ir(args)
+                    prog = runtime.program()
+                    compile_fn = {PRIMAL: prog.compile, REVERSE: prog.compile_grad,
+                                  FORWARD: prog.compile_forward}[mode]
+                    compiled = (compile_fn(kernel_ir), kernel_ir, hidden)
+                    for message in prog.compile_warnings:
+                        warnings.warn(message, stacklevel=4)
+                    self._cache[key] = compiled
         return compiled
 
     def _build_ir(self, args):
@@ -246,9 +274,11 @@ class Kernel:
         kernel_ir = core.Kernel(self.name, src.file, src.line_offset + 1)
         scope = {}
         ir_index = 0
-        for spec, arg in zip(self._specs, args):
+        origins = Origins()
+        for position, (spec, arg) in enumerate(zip(self._specs, args)):
             if isinstance(spec, _TemplateParam):
                 scope[spec.name] = arg
+                origins.note_argument(arg, position)
             elif isinstance(spec, _NdarrayParam):
                 dtype, ndim = _array_signature(self.name, spec, arg)
                 if isinstance(dtype, (MatrixType, StructType)):
@@ -268,9 +298,14 @@ class Kernel:
                 kernel_ir.add_scalar_param(spec.name, spec.dtype.name)
                 ir_index += 1
         ctx = CompileContext(self.name, "kernel", kernel_ir, prog)
+        ctx.origins = origins
+        ctx.hidden = HiddenParams(kernel_ir, self._return_type)
         context.push(ctx)
         try:
             compiler = FunctionCompiler(ctx, src, scope, src.globals, is_kernel=True)
+            if self._return_type is not None:
+                compiler.return_type = self._return_type
+                compiler.on_return = functools.partial(_store_return, ctx)
             index = 0
             for spec in self._specs:
                 if isinstance(spec, _ScalarParam):
@@ -289,9 +324,13 @@ class Kernel:
                         scope[spec.name] = value
                 index += _ir_slots(spec)
             compiler.compile_body(src.node.body)
+            if self._return_type is not None and not compiler.returned:
+                raise QuadrantsSyntaxError(
+                    f"{src.file}:{src.line_offset + src.node.lineno}: kernel '{self.name}': "
+                    f"Kernel has a return type but does not have a return statement")
         finally:
             context.pop()
-        return kernel_ir
+        return kernel_ir, ctx.hidden
 
     def __call__(self, *args, **kwargs):
         if context.current() is not None:
@@ -299,16 +338,17 @@ class Kernel:
                                        f"code; make it a @qd.func")
         # Inside qd.ad.FwdMode kernels also propagate tangents into .dual.
         mode = FORWARD if runtime.state.fwd_mode is not None else PRIMAL
-        self._launch(args, kwargs, mode)
+        result = self._launch(args, kwargs, mode)
         tape = runtime.state.tape
         if tape is not None and runtime.state.grad_replaced_depth == 0:
             tape.record(self, args, kwargs)
+        return result
 
     def _launch(self, args, kwargs, mode):
         prog = runtime.program()
         self._prepare()
         args = self._bind(args, kwargs)
-        compiled, _ = self._compiled(args, mode)
+        compiled, _, hidden = self._compiled(args, mode)
         if self.graph and compiled.has_adstacks:
             raise QuadrantsRuntimeError(
                 f"kernel '{self.name}' uses the adstack and cannot be launched with "
@@ -317,11 +357,18 @@ class Kernel:
         if mode == REVERSE:
             self._check_no_aliased_writes(args)
         launch_args, copy_back = _launch_arguments(self._specs, args)
+        buffers, arrays = hidden.launch_arguments(self.name, args)
+        launch_args += buffers + [a._core if isinstance(a, Ndarray) else a for a in arrays]
         if mode == REVERSE:
             launch_args += _adjoint_arguments(self._specs, args, copy_back)
+            launch_args += hidden.adjoints(buffers, arrays)
         prog.launch(compiled, launch_args, self.graph)
         for original, contiguous in copy_back:
             original[...] = contiguous
+        if self._return_type is None or mode == REVERSE:
+            return None
+        prog.sync()
+        return self._return_type.read(buffers)
 
     @property
     def grad(self):
@@ -336,7 +383,7 @@ class Kernel:
         (it takes parameters to be different memory)."""
         if sum(isinstance(spec, _NdarrayParam) for spec in self._specs) < 2:
             return  # nothing can alias: no lookup on the launch path
-        forward, _ = self._compiled(args, PRIMAL)
+        forward, _, _ = self._compiled(args, PRIMAL)
         written = set(forward.written_args)
         arrays, ir_index = [], 0
         for spec, arg in zip(self._specs, args):
@@ -362,6 +409,17 @@ class Kernel:
         """The kernel's IR for these arguments, as text (for inspection)."""
         self._prepare()
         return self._compiled(self._bind(args, {}))[1].print()
+
+
+def _store_return(ctx, leaves):
+    """Stores a kernel's returned leaves into its return buffers."""
+    _, slots = ctx.hidden.return_type.buffer_dtypes()
+    order, _ = ctx.hidden.return_type.buffer_dtypes()
+    b = ctx.builder
+    for (k, i), leaf in zip(slots, leaves):
+        index = context.constant(i, types.i32).stmt
+        ptr = b.ndarray_ptr(ctx.hidden.return_args[k], [index], "<return value>")
+        b.global_store(ptr, ops.cast(leaf, order[k]).stmt)
 
 
 def _same_memory(a, b):
@@ -503,13 +561,27 @@ class Func:
         self.fn = fn
         self.name = fn.__name__
         self._source = None
+        self._return_type = None
         functools.update_wrapper(self, fn)
+
+    def __get__(self, instance, owner):
+        if instance is None:
+            return self
+        from quadrants.lang.data_oriented import BoundFunc  # pylint: disable=import-outside-toplevel
+        return BoundFunc(self, instance)
+
+    def _parse(self):
+        if self._source is None:
+            self._source = FunctionSource(self.fn)
+            src = self._source
+            self._return_type = ReturnType.of(
+                self.fn, f"{src.file}:{src.line_offset + src.node.lineno}: "
+                         f"{self._label} '{self.name}'")
 
     def inline(self, ctx, node, caller, args, kwargs, by_reference=0):
         """Inlines the body; the first `by_reference` positional arguments
         (a method's self) are bound as they are, the others by value."""
-        if self._source is None:
-            self._source = FunctionSource(self.fn)
+        self._parse()
         if ctx.inline_depth > 64:
             raise caller.error(node, f"{self._label} '{self.name}': recursion is not "
                                f"supported", QuadrantsCompilationError)
@@ -540,7 +612,11 @@ class Func:
                 else:
                     compiler.scope[name] = value
             compiler.depth = 0
+            compiler.return_type = self._return_type
             compiler.compile_body(self._source.node.body)
+            if self._return_type is not None and not compiler.returned:
+                raise caller.error(node, f"{self._label} '{self.name}': Function has a "
+                                   f"return type but does not have a return statement")
         finally:
             ctx.inline_depth -= 1
             ctx.name, ctx.kind = saved

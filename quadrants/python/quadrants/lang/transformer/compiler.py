@@ -43,7 +43,11 @@ class FunctionCompiler(AssignmentsMixin, StatementsMixin, LoopsMixin, Directives
         self.is_kernel = is_kernel
         self.loops = []
         self.return_value = None
+        self.returned = False     # a return was compiled: the rest is dead code
+        self.return_type = None   # a ReturnType when the function is annotated
+        self.on_return = None     # a kernel's store of its returned value
         self.depth = 0            # nesting of blocks inside this function
+        self.dynamic_depth = 0    # nesting of run-time if/while/for bodies
         self.pending_loop_config = None  # from qd.loop_config, for the next loop
 
     # ---- errors and locations ----------------------------------------------
@@ -60,22 +64,41 @@ class FunctionCompiler(AssignmentsMixin, StatementsMixin, LoopsMixin, Directives
 
     # ---- entry --------------------------------------------------------------
     def compile_body(self, body):
+        self.statements(body)
+
+    def statements(self, body):
+        """Compiles statements in order up to the first return reached at
+        compile time (a return in a qd.static if or for ends the function)."""
         for i, stmt in enumerate(body):
-            if isinstance(stmt, ast.Return):
-                if self.is_kernel:
-                    raise self.error(stmt, "kernels cannot return values",
-                                     QuadrantsSyntaxError)
-                if i != len(body) - 1 or self.depth:
-                    raise self.error(stmt, "return is only supported as the last "
-                                     "statement of a qd.func", QuadrantsSyntaxError)
-                self.locate(stmt)
-                value = None if stmt.value is None else self.eval(stmt.value)
-                # A returned tuple holds values, not the callee's variables.
-                self.return_value = (tuple(context.load(v) for v in value)
-                                     if isinstance(value, tuple) else context.load(value))
+            if self.returned:
                 return
             self.visit(stmt)
             self.check_loop_config_target(body, i)
+
+    def compile_return(self, node):
+        if self.dynamic_depth:
+            raise self.error(node, "Return inside non-static if/for is not supported",
+                             QuadrantsCompilationError)
+        value = None if node.value is None else self.eval(node.value)
+        value = (tuple(context.load(v) for v in value) if isinstance(value, tuple)
+                 else context.load(value))
+        what = f"kernel '{self.source.name}'" if self.is_kernel else \
+            f"function '{self.source.name}'"
+        if value is not None and self.return_type is None and self.is_kernel:
+            raise self.error(node, f"{what} returns a value but has no return type "
+                             f"annotation (e.g. `-> qd.f32`)", QuadrantsCompilationError)
+        if value is None and self.return_type is not None:
+            raise self.error(node, f"{what} has the return type "
+                             f"{self.return_type.annotation!r} but returns nothing",
+                             QuadrantsCompilationError)
+        if self.return_type is not None:
+            if self.on_return is not None:
+                self.on_return(self.return_type.cast_leaves(value, what))
+            else:
+                value = self.return_type.cast_value(value, what)
+        # A returned tuple holds values, not the callee's variables.
+        self.return_value = value
+        self.returned = True
 
     def visit(self, node):
         if type(node) in _UNSUPPORTED:
@@ -103,17 +126,16 @@ class FunctionCompiler(AssignmentsMixin, StatementsMixin, LoopsMixin, Directives
     def eval(self, node):
         return self.visit(node)
 
-    def block(self, body):
+    def block(self, body, dynamic=False):
+        """Compiles a nested block; `dynamic` for the body of an if, while or
+        for decided at run time, where a return cannot end the function."""
         self.depth += 1
+        self.dynamic_depth += dynamic
         try:
-            for i, stmt in enumerate(body):
-                if isinstance(stmt, ast.Return):
-                    raise self.error(stmt, "return is only supported as the last "
-                                     "statement of a qd.func", QuadrantsSyntaxError)
-                self.visit(stmt)
-                self.check_loop_config_target(body, i)
+            self.statements(body)
         finally:
             self.depth -= 1
+            self.dynamic_depth -= dynamic
 
     # ---- names and variables --------------------------------------------------
     def lookup(self, node, name):

@@ -10,6 +10,7 @@ from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
 from quadrants.lang.expr import (Composite, Expr, GlobalRef, NdarrayArg, ShapeProxy,
                                  is_runtime)
 from quadrants.lang.field import Field
+from quadrants.lang.ndarray import Ndarray
 from quadrants.lang.struct import StructField, StructType
 
 _BINARY = {
@@ -45,7 +46,7 @@ class ExpressionsMixin:
         return node.value
 
     def visit_Name(self, node):
-        return self.lookup(node, node.id)
+        return self.as_kernel_data(self.lookup(node, node.id), node.id)
 
     def visit_Tuple(self, node):
         return tuple(self.eval(e) for e in node.elts)
@@ -76,10 +77,16 @@ class ExpressionsMixin:
             raise self.error(node, f"run-time values have no attribute '{node.attr}'",
                              QuadrantsSyntaxError)
         try:
-            return getattr(base, node.attr)
+            value = getattr(base, node.attr)
         except AttributeError:
             raise self.error(node, f"{type(base).__name__} object has no attribute "
                              f"'{node.attr}'", QuadrantsSyntaxError) from None
+        self.ctx.origins.note_step(base, ("attr", node.attr), value)
+        lifted = self.ctx.origins.lifted_path(base, ("attr", node.attr), value)
+        if lifted is not None and self.ctx.hidden is not None:
+            param = self.ctx.hidden.scalar_arg(value, lifted, ast.unparse(node))
+            return Expr(self.ctx.builder.arg_load(param.ir_index), param.dtype)
+        return self.as_kernel_data(value, ast.unparse(node))
 
     def visit_Subscript(self, node):
         base = self.eval(node.value)
@@ -95,7 +102,17 @@ class ExpressionsMixin:
         if isinstance(index, Expr) and not isinstance(base, ShapeProxy):
             raise self.error(node, "cannot index a Python object with a run-time value",
                              QuadrantsTypeError)
-        return base[index]
+        value = base[index]
+        if not isinstance(base, ShapeProxy):
+            self.ctx.origins.note_step(base, ("item", index), value)
+        return self.as_kernel_data(value, ast.unparse(node))
+
+    def as_kernel_data(self, value, label):
+        """An ndarray object met in kernel code (a template argument or
+        one of its members) becomes a hidden ndarray parameter."""
+        if isinstance(value, Ndarray) and self.ctx.hidden is not None:
+            return self.ctx.hidden.ndarray_arg(value, self.ctx.origins.path(value), label)
+        return value
 
     def element(self, node, base, index):
         if index is None:

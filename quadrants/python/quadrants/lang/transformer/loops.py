@@ -136,7 +136,7 @@ class LoopsMixin:
         try:
             for name, value in bindings(loop).items():
                 self.scope[name] = value
-            self.block(node.body)
+            self.block(node.body, dynamic=True)
         finally:
             self.loops.pop()
             self.ctx.region, self.ctx.in_parallel = saved_region, saved_parallel
@@ -255,6 +255,8 @@ class LoopsMixin:
                 else:
                     self.assign(node, node.target, item)
                 self.block(node.body)
+                if self.returned:
+                    break
         finally:
             self.loops.pop()
 

@@ -1,6 +1,6 @@
 """Statements other than assignments and for loops: expression statements,
 pass, if (one branch only when the condition is known at compile time),
-while, break and continue, assert, and misplaced returns."""
+while, break and continue, assert, and returns."""
 import ast
 
 from quadrants.lang import context
@@ -29,7 +29,7 @@ class StatementsMixin:
             if body:
                 self.ctx.builder.push_block(branch, which)
                 try:
-                    self.block(body)
+                    self.block(body, dynamic=True)
                 finally:
                     self.ctx.builder.pop_block()
 
@@ -52,7 +52,7 @@ class StatementsMixin:
                 b.pop_block()
             elif not cond:
                 b.break_()
-            self.block(node.body)
+            self.block(node.body, dynamic=True)
         finally:
             self.loops.pop()
             b.pop_block()
@@ -100,5 +100,4 @@ class StatementsMixin:
         self.ctx.builder.assert_(cond.stmt, message, [a.stmt for a in args])
 
     def visit_Return(self, node):
-        raise self.error(node, "return is only supported as the last statement of a "
-                         "qd.func", QuadrantsSyntaxError)
+        self.compile_return(node)
