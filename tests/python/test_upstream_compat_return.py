@@ -331,3 +331,94 @@ def test_return_shape_mismatches_are_errors():
             k()
         assert "test_upstream_compat_return.py" in str(info.value)
         assert k.__name__ in str(info.value)
+
+
+# ---- locals shared by the serial code and a parallel loop -------------------------
+
+@test_utils.test()
+def test_reduction_into_a_local_is_returned():
+    x = qd.field(qd.f32, shape=1000)
+    x.from_numpy(np.arange(1000, dtype=np.float32) * 0.5)
+
+    @qd.kernel
+    def total_and_count(threshold: qd.f32) -> (qd.f32, qd.i32):
+        total = 0.0
+        count = 0
+        for i in x:
+            total += x[i]
+            if x[i] > threshold:
+                count += 1
+        return total, count
+
+    total, count = total_and_count(100.0)
+    assert total == test_utils.approx(float(np.sum(np.arange(1000) * 0.5)))
+    assert count == int(np.sum(np.arange(1000) * 0.5 > 100.0))
+
+
+@test_utils.test()
+def test_local_assigned_twice_then_read_by_a_loop():
+    x = qd.field(qd.i32, shape=8)
+
+    @qd.kernel
+    def fill(a: qd.i32):
+        v = a * 2
+        if a > 10:
+            v = -1
+        for i in x:
+            x[i] = v + i
+
+    fill(3)
+    assert x.to_numpy().tolist() == [6 + i for i in range(8)]
+    fill(11)
+    assert x.to_numpy().tolist() == [-1 + i for i in range(8)]
+
+
+@test_utils.test()
+def test_vector_local_written_by_a_loop_is_returned():
+    vec = qd.types.vector(128, qd.i32)
+
+    @qd.kernel
+    def iota() -> vec:
+        r = vec(0)
+        for i in range(128):
+            r[i] = i * i
+        return r
+
+    r = iota()
+    assert all(r[i] == i * i for i in range(128))
+
+
+@test_utils.test()
+def test_loop_local_reused_by_name_later_stays_separate():
+    x = qd.field(qd.i32, shape=16)
+
+    @qd.kernel
+    def run() -> qd.i32:
+        for i in x:
+            v = i * 3  # a local of each iteration
+            x[i] = v
+        v = 7
+        return v
+
+    assert run() == 7
+    assert x.to_numpy().tolist() == [3 * i for i in range(16)]
+
+
+@test_utils.test()
+def test_gradient_through_a_shared_local_reduction():
+    x = qd.field(qd.f32, shape=64, needs_grad=True)
+    loss = qd.field(qd.f32, shape=(), needs_grad=True)
+    values = np.linspace(-1, 1, 64).astype(np.float32)
+    x.from_numpy(values)
+
+    @qd.kernel
+    def energy():
+        e = 0.0
+        for i in x:
+            e += x[i] * x[i]
+        loss[None] = e
+
+    with qd.ad.Tape(loss=loss):
+        energy()
+    assert loss[None] == test_utils.approx(float(np.sum(values.astype(np.float64) ** 2)))
+    np.testing.assert_allclose(x.grad.to_numpy(), 2 * values, rtol=1e-6)

@@ -117,6 +117,20 @@ class ImplicitScalar:
         return resolve(self.path, args)
 
 
+class Temporary:
+    """A local that serial code and a parallel loop share, kept in a fresh
+    buffer of `count` elements at every launch (transformer/shared_locals.py)."""
+
+    def __init__(self, ir_index, label, dtype, count):
+        self.ir_index = ir_index
+        self.label = label
+        self.dtype = dtype
+        self.count = count
+
+    def allocate(self):
+        return np.zeros(self.count, dtype=types.to_numpy_dtype(self.dtype))
+
+
 def scalar_dtype(value):
     from quadrants.lang import runtime  # pylint: disable=import-outside-toplevel
     if isinstance(value, (bool, np.bool_)):
@@ -128,7 +142,9 @@ def scalar_dtype(value):
 
 class HiddenParams:
     """The hidden parameters of one compiled kernel, in IR order after the
-    kernel's own: return buffers first, then implicit ndarrays."""
+    kernel's own: return buffers first, then, in the order the body meets
+    them, ndarrays and primitives reached through template arguments and
+    the buffers of shared locals."""
 
     def __init__(self, kernel_ir, return_type):
         self.kernel_ir = kernel_ir
@@ -157,6 +173,13 @@ class HiddenParams:
         self._by_id[id(array)] = (array, arg)
         return arg
 
+    def temporary(self, label, dtype, count):
+        """The NdarrayArg of a new shared-local buffer of `count` elements."""
+        storage = types.i32 if dtype == types.u1 else dtype
+        index = self.kernel_ir.add_ndarray_param(label, storage.name, 1)
+        self.implicit.append(Temporary(index, label, storage, count))
+        return NdarrayArg(index, storage, 1, label)
+
     def scalar_arg(self, value, path, label):
         """A run-time scalar parameter holding the primitive at `path`."""
         known = self._by_path.get(path)
@@ -172,6 +195,8 @@ class HiddenParams:
         """Whether every implicit ndarray found from these arguments has the
         signature this kernel was compiled for."""
         for imp in self.implicit:
+            if isinstance(imp, Temporary):
+                continue
             try:
                 value = imp.current(args)
             except (AttributeError, IndexError, KeyError, TypeError):
@@ -189,6 +214,9 @@ class HiddenParams:
         buffers = self.return_type.allocate() if self.return_type is not None else []
         arrays = []
         for imp in self.implicit:
+            if isinstance(imp, Temporary):
+                arrays.append(imp.allocate())
+                continue
             array = imp.current(args)
             if isinstance(imp, ImplicitScalar):
                 arrays.append(float(array) if imp.dtype.is_float else int(array))
@@ -210,6 +238,10 @@ class HiddenParams:
             if np.issubdtype(buf.dtype, np.floating):
                 out.append(np.zeros_like(buf))
         for array in arrays:
+            if isinstance(array, np.ndarray):
+                if np.issubdtype(array.dtype, np.floating):
+                    out.append(np.zeros_like(array))
+                continue
             if not isinstance(array, Ndarray) or not array._scalar.is_float:
                 continue
             if array.grad is not None:

@@ -22,6 +22,7 @@ from quadrants.lang.hidden_params import HiddenParams, Origins
 from quadrants.lang.kernel_returns import ReturnType
 from quadrants.lang.ndarray import Ndarray
 from quadrants.lang.transformer import FunctionCompiler
+from quadrants.lang.transformer.shared_locals import shared_locals
 
 
 class FunctionSource:
@@ -303,6 +304,7 @@ class Kernel:
         context.push(ctx)
         try:
             compiler = FunctionCompiler(ctx, src, scope, src.globals, is_kernel=True)
+            compiler.shared_locals = shared_locals(src.node)
             if self._return_type is not None:
                 compiler.return_type = self._return_type
                 compiler.on_return = functools.partial(_store_return, ctx)

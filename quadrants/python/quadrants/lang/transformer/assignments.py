@@ -40,8 +40,52 @@ class AssignmentsMixin:
         alloca = self.ctx.builder.alloca_at_start(region, which, dtype.name)
         return Var(alloca, dtype, name)
 
+    def shares(self, name):
+        """Whether a new variable `name` is one the serial code shares with
+        a parallel loop, declared here in the serial code."""
+        return name in self.shared_locals and not self.ctx.in_parallel
+
+    def new_shared(self, name, value):
+        """A shared local holding `value` (a scalar or a vector/matrix):
+        GlobalRefs into a fresh hidden buffer, stored in serial code."""
+        b = self.ctx.builder
+        if isinstance(value, matrix.Matrix):
+            exprs = [context.to_expr(e) for e in value.entries]
+            dt = exprs[0].dtype
+            for e in exprs[1:]:
+                dt = types.promote(dt, e.dtype)
+        else:
+            exprs = [context.to_expr(value)]
+            dt = exprs[0].dtype
+        arg = self.ctx.hidden.temporary(name, dt, len(exprs))
+        refs = []
+        for k, e in enumerate(exprs):
+            ptr = b.ndarray_ptr(arg.arg, [context.constant(k, types.i32).stmt], name)
+            ref = GlobalRef(ptr, arg.dtype)
+            b.global_store(ptr, ops.cast(e, arg.dtype).stmt)
+            refs.append(ref)
+        shared = value._like(refs) if isinstance(value, matrix.Matrix) else refs[0]
+        self.scope[name] = shared
+        return shared
+
     def assign_name(self, node, name, value):
         current = self.scope.get(name)
+        if isinstance(current, GlobalRef) and name in self.shared_locals:
+            if isinstance(value, Composite):
+                raise self.error(node, f"'{name}' is a scalar variable and cannot be "
+                                 f"assigned {value._describe()}", QuadrantsTypeError)
+            expr = context.to_expr(context.load(value), like=current.dtype)
+            self.ctx.builder.global_store(current.ptr, ops.cast(expr, current.dtype).stmt)
+            return
+        if isinstance(current, matrix.Matrix) and name in self.shared_locals and \
+                any(isinstance(e, GlobalRef) for e in current.entries):
+            matrix.store(current, value, f"assignment to '{name}'")
+            return
+        if self.shares(name) and current is None and self.ctx.hidden is not None:
+            loaded = context.load(value)
+            if isinstance(loaded, (Expr, numbers.Number, matrix.Matrix)):
+                self.new_shared(name, loaded)
+                return
         if isinstance(current, Var):
             if isinstance(value, Composite):
                 raise self.error(node, f"'{name}' is a scalar variable and cannot be "
@@ -153,6 +197,13 @@ class AssignmentsMixin:
                              f"{ast.unparse(node.target)}")
                 return
         current = self.eval(node.target)
+        if isinstance(node.target, ast.Name) and node.target.id in self.shared_locals and \
+                op in _ATOMIC_AUG and (isinstance(current, GlobalRef) or (
+                    isinstance(current, matrix.Matrix) and
+                    any(isinstance(e, GlobalRef) for e in current.entries))):
+            # A shared local updated by a parallel loop's iterations at once.
+            getattr(ops, _ATOMIC_AUG[op])(current, self.eval(node.value))
+            return
         name, python_fn = _BINARY[op]
         result = ops.binary(name, current, self.eval(node.value), python_fn)
         self.assign(node, node.target, result)

@@ -48,6 +48,7 @@ class FunctionCompiler(AssignmentsMixin, StatementsMixin, LoopsMixin, Directives
         self.on_return = None     # a kernel's store of its returned value
         self.depth = 0            # nesting of blocks inside this function
         self.dynamic_depth = 0    # nesting of run-time if/while/for bodies
+        self.shared_locals = set()  # kernel locals kept in global memory (shared_locals.py)
         self.pending_loop_config = None  # from qd.loop_config, for the next loop
 
     # ---- errors and locations ----------------------------------------------

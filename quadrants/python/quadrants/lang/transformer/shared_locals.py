@@ -1,0 +1,112 @@
+"""Kernel locals that the serial code and a top-level parallel loop share.
+
+A kernel's top-level code runs serially and each of its outermost loops is
+a parallel task, so a local variable lives in one of them. A variable the
+serial code defines and a parallel loop writes (`total = 0.0; for i in x:
+total += x[i]`), or that the serial code assigns more than once and a loop
+reads, is kept in global memory instead: a hidden one-element buffer per
+launch (hidden_params.HiddenParams.temporary), where `+=` and the other
+augmented assignments in a parallel loop are atomic. Upstream calls these
+global temporaries. A local assigned once and only read by the loops stays
+a plain local, whose value the offload pass copies into each task.
+"""
+import ast
+
+
+def _is_static_iter(node):
+    """Whether a for loop iterates qd.static(...) (unrolled at compile time)."""
+    call = node.iter
+    if not isinstance(call, ast.Call):
+        return False
+    fn = call.func
+    name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", None)
+    return name == "static"
+
+
+class _Scan(ast.NodeVisitor):
+    def __init__(self):
+        self.serial_stores = {}    # name -> number of stores in serial code
+        self.first_store = {}      # name -> line of its first store in serial code
+        self.loops = []            # (line, names stored, names read) per parallel loop
+        self.loop_targets = set()  # names a parallel loop binds
+        self.in_loop = 0
+
+    def _serial_store(self, node, name, count):
+        self.serial_stores[name] = self.serial_stores.get(name, 0) + count
+        self.first_store.setdefault(name, node.lineno)
+
+    def visit_For(self, node):
+        if self.in_loop or _is_static_iter(node):
+            self.generic_visit(node)
+            return
+        # An outermost run-time loop: its header runs in the serial code,
+        # its body in the task.
+        for leaf in ast.walk(node.target):
+            if isinstance(leaf, ast.Name):
+                self.loop_targets.add(leaf.id)
+        self.visit(node.iter)
+        self.loops.append((node.lineno, set(), set()))
+        self.in_loop += 1
+        for stmt in node.body:
+            self.visit(stmt)
+        self.in_loop -= 1
+
+    def visit_FunctionDef(self, node):
+        for stmt in node.body:
+            self.visit(stmt)
+
+    def visit_Lambda(self, node):
+        pass  # a lambda's names are its own
+
+    def visit_Subscript(self, node):
+        self._element_store(node)
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node):
+        self._element_store(node)
+        self.generic_visit(node)
+
+    def _element_store(self, node):
+        """v[i] = ... and v.x = ... store into the variable v."""
+        if isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) and \
+                self.in_loop:
+            self.loops[-1][1].add(node.value.id)
+
+    def visit_Name(self, node):
+        stored = isinstance(node.ctx, ast.Store)
+        if self.in_loop:
+            _, stores, reads = self.loops[-1]
+            (stores if stored else reads).add(node.id)
+        elif stored:
+            self._serial_store(node, node.id, 1)
+
+    def visit_AugAssign(self, node):
+        # x += v reads x too, and counts as a second store in serial code.
+        if isinstance(node.target, ast.Name):
+            name = node.target.id
+            if self.in_loop:
+                _, stores, reads = self.loops[-1]
+                stores.add(name)
+                reads.add(name)
+            else:
+                self._serial_store(node, name, 2)
+            self.visit(node.value)
+            return
+        self.generic_visit(node)
+
+
+def shared_locals(function_node):
+    """The names of the kernel's locals to keep in global memory."""
+    scan = _Scan()
+    scan.visit(function_node)
+    shared = set()
+    for name, count in scan.serial_stores.items():
+        if name in scan.loop_targets:
+            continue
+        # Only loops after the serial definition share it; a loop before it
+        # has a local of its own by that name.
+        for line, stores, reads in scan.loops:
+            if line > scan.first_store[name] and (
+                    name in stores or (count > 1 and name in reads)):
+                shared.add(name)
+    return shared
