@@ -47,7 +47,7 @@ def _fresh_runtime():
 
 
 def test_every_python_snippet_is_covered():
-    assert len(_snippets()) == 6
+    assert len(_snippets()) == 7
 
 
 def test_first_kernel_saxpy(tmp_path):
@@ -112,6 +112,20 @@ def test_vectors_and_matrices_fragment(tmp_path):
     want = p / np.linalg.norm(p, axis=1, keepdims=True) + np.cross(p, [0, 0, 1])
     # f32: three rotations and a normalization, each a few ulps of O(1) values.
     np.testing.assert_allclose(a, want, rtol=1e-5, atol=1e-5)
+
+
+def test_data_oriented_fragment(tmp_path):
+    prelude = "qd.init(arch=qd.cpu)\n"
+    ns = _run(tmp_path, _snippet("class Cloud"), prelude)
+    c = ns["c"]
+    x = np.linspace(-1, 1, 100).astype(np.float32)
+    # The Tape ran on zeros: the gradient of sum(x^2) there is zero.
+    np.testing.assert_array_equal(c.x.grad.to_numpy(), np.zeros(100))
+    c.x.from_numpy(x)
+    with qd.ad.Tape(loss=c.energy):
+        c.compute()
+    np.testing.assert_allclose(c.x.grad.to_numpy(), 2 * x, rtol=1e-6)
+    assert c.mean() == pytest.approx(float(np.mean(x.astype(np.float64))), abs=1e-6)
 
 
 def test_offline_cache_lines(tmp_path):
