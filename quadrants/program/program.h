@@ -29,7 +29,8 @@ struct LaunchStats {
 
 // Ties the pieces together: configuration, the SNode tree and its root
 // buffer, compiled kernels (cached by IR hash and config), launches, and
-// the deferred run-time errors that sync() reports.
+// the deferred run-time errors that sync() reports. Not thread-safe: calls
+// must not overlap (the Python module's are serialized by the GIL).
 class Program {
  public:
   // OK when kernels can run on `arch` here, else why not (kUnavailable).

@@ -159,6 +159,14 @@ struct PlaceCursor {
   }
 };
 
+// Program is not thread-safe; Python threads may still launch kernels at
+// once because every method here runs with the GIL held and none releases
+// it, so calls into one Program run one at a time and each launch runs
+// whole. The module does not declare itself free of the GIL
+// (py::mod_gil_not_used), so a free-threaded interpreter keeps the GIL on
+// while it is loaded. A method that calls back into Python (numpy's astype,
+// writing kernel output to sys.stdout) may let another thread run: it reads
+// the Program's buffers again afterwards, never a pointer taken before.
 class PyProgram {
  public:
   explicit PyProgram(const CompileConfig& config)

@@ -1,14 +1,18 @@
 #include "quadrants/runtime/offline_cache/offline_cache.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <random>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
@@ -27,17 +31,97 @@ namespace {
 // another format are rejected (and recompiled), never misread.
 constexpr uint32_t kFormat = 2;
 constexpr char kSuffix[] = ".qdk";
+// Between an entry's name and the unique tail of its temporary files.
+constexpr char kTemporaryInfix[] = ".tmp.";
 
-// The whole file, or nothing when it cannot be opened or read.
-std::optional<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return std::nullopt;
-  std::stringstream contents;
-  contents << in.rdbuf();
-  if (in.bad())
-    return std::nullopt;
-  return contents.str();
+// Closes a file descriptor when it goes out of scope.
+class ScopedFd {
+ public:
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ~ScopedFd() {
+    if (fd_ >= 0)
+      close(fd_);
+  }
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  int get() const { return fd_; }
+  // Closes now; false when close reports an error (a failed write-back).
+  bool Close() {
+    const int fd = fd_;
+    fd_ = -1;
+    return close(fd) == 0;
+  }
+
+ private:
+  int fd_;
+};
+
+// The rest of the file `fd` reads, or nothing on a read error.
+std::optional<std::string> ReadAll(int fd) {
+  std::string contents;
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t n = read(fd, chunk, sizeof(chunk));
+    if (n == 0)
+      return contents;
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return std::nullopt;
+    }
+    contents.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+bool WriteAll(int fd, absl::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = write(fd, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return false;
+    }
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// A name next to `path` that no other writer picks: this process's id, a
+// random salt (processes in different pid namespaces may share the
+// directory) and a counter (threads of this process).
+std::string UniqueSibling(const std::string& path) {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt = [] {
+    std::random_device device;
+    return (static_cast<uint64_t>(device()) << 32) ^ device();
+  }();
+  return absl::StrFormat("%s%s%d.%016x.%d", path, kTemporaryInfix, getpid(),
+                         salt, counter++);
+}
+
+// Deletes the rejected entry at `path` only if it is still the file `fd`
+// read: another process may have renamed a fresh entry into place since,
+// and that one stays. The entry is moved aside in one atomic step and the
+// check is made on what was moved, so it races with no rename; `fd` stays
+// open meanwhile, so the read file's inode cannot be reused.
+void RemoveRejectedEntry(const std::string& path, int fd) {
+  struct stat read_file;
+  if (fstat(fd, &read_file) != 0)
+    return;
+  const std::string aside = UniqueSibling(path);
+  if (std::rename(path.c_str(), aside.c_str()) != 0)
+    return;  // already gone
+  struct stat moved;
+  if (stat(aside.c_str(), &moved) == 0 && moved.st_dev == read_file.st_dev &&
+      moved.st_ino == read_file.st_ino) {
+    unlink(aside.c_str());
+    return;
+  }
+  // Writers rename only complete entries into place, so what was moved is
+  // a fresh one: put it back (over any other fresh entry for this key that
+  // has landed meanwhile, which is as good).
+  if (std::rename(aside.c_str(), path.c_str()) != 0)
+    unlink(aside.c_str());
 }
 
 uint64_t Checksum(absl::string_view s) {
@@ -276,15 +360,19 @@ std::optional<CompiledKernelData> OfflineCache::Load(absl::string_view key,
   if (rejected != nullptr)
     *rejected = false;
   const std::string path = PathFor(key);
-  std::optional<std::string> contents = ReadFile(path);
+  // Entries are only ever renamed into place whole, so the open file is one
+  // complete entry however many processes write this key meanwhile.
+  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0)
+    return std::nullopt;
+  std::optional<std::string> contents = ReadAll(fd.get());
   if (!contents)
     return std::nullopt;
   auto artifact = DecodeEntry(key, *contents);
   if (!artifact.ok()) {
     if (rejected != nullptr)
       *rejected = true;
-    std::error_code ignored;
-    std::filesystem::remove(path, ignored);
+    RemoveRejectedEntry(path, fd.get());
     return std::nullopt;
   }
   return *std::move(artifact);
@@ -299,29 +387,64 @@ absl::Status OfflineCache::Store(absl::string_view key,
                      absl::StrCat("cannot create the offline cache directory ",
                                   directory_, ": ", error.message()));
   }
-  static std::atomic<uint64_t> counter{0};
   const std::string path = PathFor(key);
-  const std::string temporary =
-      absl::StrCat(path, ".tmp.", getpid(), ".", counter++);
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    const std::string bytes = EncodeEntry(key, artifact);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) {
-      std::filesystem::remove(temporary, error);
-      return MakeError(ErrorKind::kRuntime,
-                       absl::StrCat("cannot write ", temporary));
-    }
+  const std::string bytes = EncodeEntry(key, artifact);
+  // A temporary file of this writer's own (O_EXCL: never one another
+  // writer has open), renamed into place once complete: readers see the
+  // old entry or the new one, never part of one.
+  std::string temporary;
+  int raw_fd = -1;
+  for (int attempt = 0; attempt < 8 && raw_fd < 0; ++attempt) {
+    temporary = UniqueSibling(path);
+    raw_fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                  0666);
+    if (raw_fd < 0 && errno != EEXIST)
+      break;
   }
-  std::filesystem::rename(temporary, path, error);
-  if (error) {
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
+  if (raw_fd < 0) {
+    return MakeError(ErrorKind::kRuntime,
+                     absl::StrCat("cannot create ", temporary, ": ",
+                                  std::strerror(errno)));
+  }
+  ScopedFd fd(raw_fd);
+  const bool written = WriteAll(fd.get(), bytes);
+  if (!fd.Close() || !written) {
+    const std::string reason = std::strerror(errno);
+    unlink(temporary.c_str());
+    return MakeError(ErrorKind::kRuntime,
+                     absl::StrCat("cannot write ", temporary, ": ", reason));
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    unlink(temporary.c_str());
     return MakeError(ErrorKind::kRuntime,
                      absl::StrCat("cannot rename ", temporary, " to ", path,
-                                  ": ", error.message()));
+                                  ": ", reason));
   }
   return absl::OkStatus();
+}
+
+int OfflineCache::RemoveStaleTemporaries(std::chrono::seconds max_age) const {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::directory_iterator it(directory_, error);
+  if (error)
+    return 0;
+  const auto now = fs::file_time_type::clock::now();
+  int removed = 0;
+  for (; it != fs::directory_iterator(); it.increment(error)) {
+    if (error)
+      break;
+    const std::string name = it->path().filename().string();
+    if (name.find(absl::StrCat(kSuffix, kTemporaryInfix)) == std::string::npos)
+      continue;
+    std::error_code ignored;
+    const auto written = fs::last_write_time(it->path(), ignored);
+    // A writer finishes within seconds; its own file is never this old.
+    if (!ignored && now - written > max_age && fs::remove(it->path(), ignored))
+      ++removed;
+  }
+  return removed;
 }
 
 std::optional<OfflineCache> OpenOfflineCache(
@@ -334,6 +457,7 @@ std::optional<OfflineCache> OpenOfflineCache(
                          : config.offline_cache_file_path,
                      compiler_identity);
   stats->directory = cache.directory();
+  cache.RemoveStaleTemporaries(kStaleTemporaryAge);
   return cache;
 }
 

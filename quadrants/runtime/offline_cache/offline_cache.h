@@ -1,6 +1,7 @@
 #ifndef QUADRANTS_RUNTIME_OFFLINE_CACHE_OFFLINE_CACHE_H_
 #define QUADRANTS_RUNTIME_OFFLINE_CACHE_OFFLINE_CACHE_H_
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <utility>
@@ -33,8 +34,10 @@ absl::StatusOr<CompiledKernelData> DecodeEntry(absl::string_view key,
                                                absl::string_view bytes);
 
 // One directory of entries, one file per key, for the kernels of one
-// compiler. Safe across processes: entries are written to a temporary file
-// and renamed into place.
+// compiler. Safe for any number of threads and processes at once: an entry
+// is written to a temporary file of its writer's own and renamed into place,
+// so a reader sees a whole entry or none, and a corrupt entry is deleted
+// only while it is still the file that was read.
 class OfflineCache {
  public:
   explicit OfflineCache(std::string directory,
@@ -58,11 +61,17 @@ class OfflineCache {
   // caller may ignore the status.
   absl::Status Store(absl::string_view key,
                      const CompiledKernelData& artifact) const;
+  // Deletes the temporary files older than `max_age` (left by writers that
+  // died before renaming them); returns how many.
+  int RemoveStaleTemporaries(std::chrono::seconds max_age) const;
 
  private:
   std::string directory_;
   std::string compiler_identity_;
 };
+
+// Temporary files older than this were left by a writer that died.
+inline constexpr std::chrono::hours kStaleTemporaryAge{1};
 
 // The cache `config` asks for, for kernels of the compiler
 // `compiler_identity` names (nothing when caching is off, or when that

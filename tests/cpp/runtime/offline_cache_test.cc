@@ -1,11 +1,18 @@
 #include "quadrants/runtime/offline_cache/offline_cache.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -170,6 +177,96 @@ TEST(OfflineCacheEntry, RejectsAnEntryOfTheEarlierFormat) {
   ASSERT_FALSE(decoded.ok());
   EXPECT_NE(decoded.status().message().find("format 1"), std::string::npos)
       << decoded.status();
+}
+
+// An artifact whose large binary is `fill` repeated, so an entry mixing
+// two writers' bytes shows.
+CompiledKernelData FilledArtifact(char fill) {
+  CompiledKernelData artifact = SampleArtifact();
+  artifact.binary = std::string(1 << 20, fill);
+  return artifact;
+}
+
+// Stores and loads `keys` `rounds` times, as one of several writers; false
+// when a load saw a rejected (partial or mixed) entry or a store failed.
+bool HammerCache(const OfflineCache& cache, char fill, int rounds) {
+  const std::vector<std::string> keys = {"k0", "k1"};
+  for (int round = 0; round < rounds; ++round) {
+    for (const std::string& key : keys) {
+      if (!cache.Store(key, FilledArtifact(fill)).ok())
+        return false;
+      bool rejected = false;
+      std::optional<CompiledKernelData> loaded = cache.Load(key, &rejected);
+      if (rejected || !loaded || loaded->binary.size() != (1u << 20) ||
+          loaded->binary.find_first_not_of(loaded->binary[0]) !=
+              std::string::npos) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+TEST(OfflineCache, ConcurrentProcessesAndThreadsSeeOnlyWholeEntries) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "/qd_cache_concurrent_", getpid());
+  OfflineCache cache(dir);
+  constexpr int kRounds = 8;
+  // Processes first: forking once threads run is unsafe.
+  std::vector<pid_t> children;
+  for (char fill : {'p', 'q'}) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0)
+      _exit(HammerCache(cache, fill, kRounds) ? 0 : 1);
+    children.push_back(child);
+  }
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (char fill : {'a', 'b', 'c'}) {
+    threads.emplace_back([&, fill] {
+      failures += !HammerCache(cache, fill, kRounds);
+    });
+  }
+  for (std::thread& t : threads)
+    t.join();
+  for (pid_t child : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "a writer process saw a partial entry or failed to store";
+  }
+  EXPECT_EQ(failures.load(), 0) << "a writer thread saw a partial entry";
+  // Every temporary file was renamed into place or deleted.
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"k0.qdk", "k1.qdk"}));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(OfflineCache, RemovesOnlyStaleTemporaries) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "/qd_cache_stale_", getpid());
+  OfflineCache cache(dir);
+  ASSERT_TRUE(cache.Store("abc", SampleArtifact()).ok());
+  const std::string stale = cache.PathFor("abc") + ".tmp.1.00.0";
+  const std::string fresh = cache.PathFor("abc") + ".tmp.2.00.0";
+  const std::string unrelated = dir + "/notes.tmp.1";
+  for (const std::string& path : {stale, fresh, unrelated})
+    std::ofstream(path) << "partial";
+  const auto two_hours_ago =
+      std::filesystem::file_time_type::clock::now() - std::chrono::hours(2);
+  std::filesystem::last_write_time(stale, two_hours_ago);
+  std::filesystem::last_write_time(unrelated, two_hours_ago);
+
+  EXPECT_EQ(cache.RemoveStaleTemporaries(std::chrono::hours(1)), 1);
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(fresh));
+  EXPECT_TRUE(std::filesystem::exists(unrelated));  // not the cache's
+  EXPECT_TRUE(cache.Load("abc").has_value());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(OfflineCache, KeysDependOnTheCompilerIdentity) {

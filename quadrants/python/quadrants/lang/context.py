@@ -1,32 +1,45 @@
 """The kernel being compiled, for intrinsics called from kernel code."""
 import numbers
+import threading
 
 from quadrants.lang import runtime, types
 from quadrants.lang.exception import QuadrantsTypeError
 from quadrants.lang.expr import Composite, Expr, GlobalRef, Var
 
-_stack = []
+
+class _Stack(threading.local):
+    """The kernels being compiled, innermost last, per thread: a thread that
+    launches kernels or runs Python-scope code while another compiles must
+    not see (or build into) the other thread's kernel."""
+
+    def __init__(self):
+        super().__init__()
+        self.contexts = []
+
+
+_stack = _Stack()
 
 
 def push(ctx):
-    _stack.append(ctx)
+    _stack.contexts.append(ctx)
 
 
 def pop():
-    _stack.pop()
+    _stack.contexts.pop()
 
 
 def current():
-    return _stack[-1] if _stack else None
+    contexts = _stack.contexts
+    return contexts[-1] if contexts else None
 
 
 def builder():
-    return _stack[-1].builder
+    return _stack.contexts[-1].builder
 
 
 def load(x):
     """The value of x: loads variables and global elements."""
-    ctx = _stack[-1]
+    ctx = _stack.contexts[-1]
     if isinstance(x, Var):
         return Expr(ctx.builder.local_load(x.alloca), x.dtype)
     if isinstance(x, GlobalRef):

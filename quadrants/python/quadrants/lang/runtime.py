@@ -1,5 +1,15 @@
-"""Process-wide state: the current Program, qd.init / qd.reset / qd.sync."""
+"""Process-wide state: the current Program, qd.init / qd.reset / qd.sync.
+
+Threads: kernels may be launched from several Python threads at once. Each
+call into the core (a launch, a field access, a compile) holds the GIL
+throughout, so calls into the Program run one at a time and each launch runs
+whole; compilations (the IR builder driven from Python, then the core's
+compile) take `compile_lock`. The autodiff scopes (qd.ad.Tape, qd.ad.FwdMode,
+qd.ad.grad_replaced) are per thread: a Tape records the launches of the
+thread that entered it.
+"""
 import atexit
+import threading
 
 from quadrants._core import core
 from quadrants.lang import options as registry
@@ -24,16 +34,48 @@ gpu = Arch("gpu")
 GPU_ARCHS = [cuda, vulkan, amdgpu, metal]
 ALL_ARCHS = [cpu] + GPU_ARCHS
 
+class _ThreadState(threading.local):
+    """The autodiff scopes one thread is in, for the session `generation`."""
+
+    def __init__(self):
+        super().__init__()
+        self.generation = -1
+        self.tape = None
+        self.fwd_mode = None
+        self.grad_replaced_depth = 0
+
+
+def _per_thread(name):
+    """A _State attribute each thread has its own of; qd.init and qd.reset
+    (bumping the generation) drop every thread's."""
+    def scopes(state):
+        local = state._thread  # pylint: disable=protected-access
+        if local.generation != state.generation:
+            local.__init__()
+            local.generation = state.generation
+        return local
+    return property(lambda state: getattr(scopes(state), name),
+                    lambda state, value: setattr(scopes(state), name, value))
+
+
+# One compilation at a time: the IR builder and the Program's compile state
+# (its warnings among them) are shared by all threads. Reentrant, so a
+# compilation may compile what it needs.
+compile_lock = threading.RLock()
+
+
 class _State:
     program = None
     config = None
     options = {}
     generation = 0  # bumped by every init/reset; stale objects compare against it
-    tape = None     # the qd.ad.Tape recording launches, if any
-    fwd_mode = None  # the qd.ad.FwdMode whose kernels propagate tangents, if any
+    _thread = _ThreadState()
+    tape = _per_thread("tape")  # the qd.ad.Tape recording launches, if any
+    # The qd.ad.FwdMode whose kernels propagate tangents, if any.
+    fwd_mode = _per_thread("fwd_mode")
     # Nesting of qd.ad.grad_replaced calls: the kernels launched inside one
     # are not recorded on the tape (the function is, as one launch).
-    grad_replaced_depth = 0
+    grad_replaced_depth = _per_thread("grad_replaced_depth")
     # Unnamed fields are numbered per session, so a rerun names (and keys
     # in the offline cache) its fields the same way.
     unnamed_fields = 0
