@@ -11,15 +11,22 @@
 namespace quadrants {
 namespace {
 
-// A value qd.init would reject reads as the default, warning.
+// A threshold above every level: nothing is written.
+constexpr LogLevel kNothing = static_cast<LogLevel>(4);
+
+// A value qd.init would reject reads as the default, warning. trace and
+// warn are upstream's names; critical and off print nothing, as no message
+// here is critical.
 LogLevel ThresholdFromEnvironment() {
   const std::string value = options::EnvString(options::Option::kLogLevel);
-  if (value == "debug")
+  if (value == "debug" || value == "trace")
     return LogLevel::kDebug;
   if (value == "info")
     return LogLevel::kInfo;
   if (value == "error")
     return LogLevel::kError;
+  if (value == "critical" || value == "off")
+    return kNothing;
   return LogLevel::kWarning;
 }
 

@@ -133,7 +133,8 @@ absl::StatusOr<Value> ParseTrimmed(const OptionSpec& spec,
                                    absl::string_view text) {
   switch (spec.type) {
     case Type::kBool:
-      if (text == "0" || text == "1")
+      // A flag may declare only the value it supports (see options.def).
+      if ((text == "0" || text == "1") && IsChoice(Choices(spec), text))
         return Value(text == "1");
       return Invalid(spec, text);
     case Type::kInt:

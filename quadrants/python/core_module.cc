@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "quadrants/common/errors.h"
+#include "quadrants/common/logging.h"
 #include "quadrants/common/options.h"
 #include "quadrants/ir/builder.h"
 #include "quadrants/ir/printer.h"
@@ -269,14 +270,16 @@ class PyProgram {
   }
 
   std::shared_ptr<CompiledKernel> Compile(const ir::Kernel& kernel) {
-    return Unwrap(program_->Compile(kernel));
+    return Counted(program_->Compile(kernel));
   }
   std::shared_ptr<CompiledKernel> CompileGrad(const ir::Kernel& kernel) {
-    return Unwrap(program_->CompileGrad(kernel));
+    return Counted(program_->CompileGrad(kernel));
   }
   std::shared_ptr<CompiledKernel> CompileForward(const ir::Kernel& kernel) {
-    return Unwrap(program_->CompileForward(kernel));
+    return Counted(program_->CompileForward(kernel));
   }
+  // Kernels compiled (or loaded from the offline cache) by this Program.
+  int64_t num_compiled() const { return num_compiled_; }
 
   void Launch(const CompiledKernel& kernel, py::list args, bool graph) {
     const auto& params = kernel.params();
@@ -321,7 +324,15 @@ class PyProgram {
  private:
   char* RootBytes(int place) { return Unwrap(program_->root_buffer()); }
 
+  std::shared_ptr<CompiledKernel> Counted(
+      absl::StatusOr<std::shared_ptr<CompiledKernel>> compiled) {
+    std::shared_ptr<CompiledKernel> kernel = Unwrap(std::move(compiled));
+    ++num_compiled_;
+    return kernel;
+  }
+
   std::unique_ptr<Program> program_;
+  int64_t num_compiled_ = 0;
 };
 
 // Drives ir::IRBuilder for the AST transformer, type checking each new
@@ -538,6 +549,33 @@ PYBIND11_MODULE(_quadrants_core, m) {
       "(target, code objects compiled and checked, kernels failed) per "
       "target of QD_AMDGPU_CODEGEN_ONLY in this process.");
 
+  // The log threshold (quadrants/common/logging.h) for quadrants._logging:
+  // 0 debug, 1 info, 2 warning, 3 error, 4 nothing.
+  m.def(
+      "log_threshold", [] { return static_cast<int>(GetLogThreshold()); },
+      "The least severe level written to stderr (4: nothing is).");
+  m.def(
+      "set_log_threshold",
+      [](int level) {
+        if (level < 0 || level > 4)
+          throw py::value_error(
+              absl::StrCat("log threshold must be in [0, 4], got ", level));
+        SetLogThreshold(static_cast<LogLevel>(level));
+      },
+      "Sets the least severe level written to stderr (4: nothing is).");
+  m.def(
+      "log",
+      [](int level, const std::string& file, int line,
+         const std::string& text) {
+        if (level < 0 || level > 3)
+          throw py::value_error(
+              absl::StrCat("log level must be in [0, 3], got ", level));
+        LogMessage(static_cast<LogLevel>(level), file.c_str(), line).stream()
+            << text;
+      },
+      "Writes `text` to stderr as a message of `level` from file:line; the "
+      "caller has checked the level (quadrants._logging).");
+
   // The option registry (quadrants/common/options.def) for
   // quadrants.lang.options.
   m.def(
@@ -718,6 +756,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
            [](PyProgram& p) { WriteOutput(p.get().TakeOutput()); })
       .def("materialize",
            [](PyProgram& p) { Check(p.get().MaterializeFields()); })
+      .def_property_readonly("num_compiled_kernels", &PyProgram::num_compiled)
       .def_property_readonly(
           "num_cpu_threads",
           [](PyProgram& p) { return p.get().num_cpu_threads(); })

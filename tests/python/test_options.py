@@ -30,12 +30,36 @@ def _cfg(**arguments):
 # ---- declarations ------------------------------------------------------------------------
 
 def test_qd_init_takes_exactly_the_declared_options():
-    assert set(options.INIT_OPTIONS) == {
+    ours = {
         "debug", "check_out_of_bound", "default_fp", "default_ip",
         "ad_stack_experimental_enabled", "ad_stack_size", "default_ad_stack_size",
         "offline_cache", "offline_cache_file_path", "cfg_optimization", "print_ir",
         "cpu_max_num_threads", "cpu_simd", "random_seed", "device_memory_GB",
         "device_memory_fraction"}
+    # The rest of upstream's (test_upstream_compat_modules.py checks each).
+    upstream = {
+        "log_level", "enable_fallback", "require_version", "print_non_pure", "src_ll_cache",
+        "gdb_trigger", "short_circuit_operators", "print_full_traceback", "unrolling_limit",
+        "opt_level", "raise_on_templated_floats", "print_preprocessed_ir", "print_ir_dbg_info",
+        "print_accessor_ir", "use_llvm", "print_struct_llvm_ir", "print_kernel_llvm_ir",
+        "print_kernel_llvm_ir_optimized", "print_kernel_asm", "print_kernel_amdgcn",
+        "debug_dump_path", "simplify_before_lower_access", "simplify_after_lower_access",
+        "lower_access", "move_loop_invariant_outside_if", "cache_loop_invariant_global_vars",
+        "default_cpu_block_dim", "cpu_block_dim_adaptive", "default_gpu_block_dim",
+        "gpu_max_reg", "saturating_grid_dim", "max_block_dim", "verbose_kernel_launches",
+        "verbose", "demote_dense_struct_fors", "kernel_profiler", "timeline", "fast_math",
+        "advanced_optimization", "ad_stack_sparse_threshold_bytes", "flatten_if",
+        "make_thread_local", "make_block_local", "detect_read_only", "real_matrix_scalarize",
+        "force_scalarize_matrix", "half2_vectorization", "make_cpu_multithreading_loop",
+        "quant_opt_store_fusion", "quant_opt_atomic_demotion", "make_mesh_block_local",
+        "mesh_localize_to_end_mapping", "mesh_localize_from_end_mapping",
+        "optimize_mesh_reordered_mapping", "mesh_localize_all_attr_mappings",
+        "demote_no_access_mesh_fors", "experimental_auto_mesh_local",
+        "auto_mesh_local_default_occupacy", "offline_cache_cleaning_policy",
+        "offline_cache_max_size_of_files", "offline_cache_cleaning_factor",
+        "num_compile_threads", "vk_api_version", "cuda_stack_limit",
+        "external_metal_command_queue", "external_metal_command_queue_is_torch_queue"}
+    assert set(options.INIT_OPTIONS) == ours | upstream
 
 
 def test_every_variable_of_the_library_is_declared():

@@ -44,3 +44,25 @@ types.matrix = math.matrix
 types.struct = _struct_module.struct
 
 __version__ = "0.1.0"
+
+# qd.types is the quadrants.types package: quadrants.lang.types and
+# upstream's submodules (enums, primitive_types, ...).
+import importlib as _importlib  # pylint: disable=wrong-import-position
+types = _importlib.import_module("quadrants.types")
+# pylint: disable=wrong-import-position
+from quadrants._logging import (CRITICAL, DEBUG, ERROR, INFO, TRACE, WARN,
+                                is_logging_effective, set_logging_level)
+from quadrants.lang.exception import (QuadrantsIndexError, QuadrantsNameError,
+                                      QuadrantsRuntimeTypeError)
+from quadrants.lang.misc import is_arch_supported, is_extension_enabled
+from quadrants.types.primitive_types import (float16, float32, float64, int8, int16, int32,
+                                             int64, uint1, uint8, uint16, uint32, uint64)
+from quadrants.lang import runtime as _runtime
+
+
+def __getattr__(name):
+    """qd.cfg: the active session's options (impl.current_cfg()), None
+    before qd.init()."""
+    if name == "cfg":
+        return impl.current_cfg() if _runtime.is_initialized() else None
+    raise AttributeError(f"module 'quadrants' has no attribute '{name}'")

@@ -43,3 +43,37 @@ class QuadrantsGradientError(QuadrantsTypeError, QuadrantsRuntimeError):
     with needs_grad, a Tape loss without an adjoint or with more than one
     element. It is both a QuadrantsTypeError and a QuadrantsRuntimeError so
     either `except` clause catches it."""
+
+
+class QuadrantsNameError(QuadrantsCompilationError, NameError):
+    """A name a kernel or qd.func uses is not defined."""
+
+
+class QuadrantsIndexError(QuadrantsCompilationError, IndexError):
+    """An index out of range that compilation detects (a constant index
+    into a vector, a qd.static index, a wrong number of indices)."""
+
+
+class QuadrantsRuntimeTypeError(QuadrantsRuntimeError, TypeError):
+    """A launch argument or return value of the wrong type."""
+
+    @staticmethod
+    def get(pos, needed, provided):
+        """The error for argument `pos` of type `provided` where `needed` is
+        required."""
+        return QuadrantsRuntimeTypeError(
+            f"Argument {pos} (type={provided}) cannot be converted into required type {needed}")
+
+    @staticmethod
+    def get_ret(needed, provided):
+        """The error for a return value of type `provided` where `needed` is
+        required."""
+        return QuadrantsRuntimeTypeError(
+            f"Return (type={provided}) cannot be converted into required type {needed}")
+
+
+__all__ = [
+    "QuadrantsError", "QuadrantsCompilationError", "QuadrantsSyntaxError", "QuadrantsNameError",
+    "QuadrantsIndexError", "QuadrantsTypeError", "QuadrantsRuntimeError",
+    "QuadrantsRuntimeTypeError", "QuadrantsAssertionError",
+]

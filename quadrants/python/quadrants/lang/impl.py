@@ -33,3 +33,43 @@ def current_cfg():
         raise QuadrantsRuntimeError("current_cfg(): Quadrants is not initialized; call "
                                     "qd.init() first")
     return Config(runtime.state.options)
+
+
+class Runtime:
+    """What upstream's runtime object offers that applies here: the session's
+    program, arch and default types, and how many kernels it compiled."""
+
+    @property
+    def prog(self):
+        """The active Program (raises before qd.init())."""
+        return runtime.program()
+
+    @property
+    def _arch(self):
+        return current_cfg().arch
+
+    @property
+    def default_fp(self):
+        return runtime.default_fp()
+
+    @property
+    def default_ip(self):
+        return runtime.default_ip()
+
+    def materialize(self):
+        """Lays out the fields declared so far (done before a launch anyway)."""
+        runtime.program().materialize()
+
+    def get_num_compiled_functions(self):
+        """Kernel variants the session compiled or loaded from the offline
+        cache: one per kernel and distinct template / dtype / ndim signature,
+        and one per gradient or forward-mode version."""
+        return runtime.program().num_compiled_kernels
+
+
+_RUNTIME = Runtime()
+
+
+def get_runtime():
+    """The session's runtime (see Runtime)."""
+    return _RUNTIME

@@ -10,13 +10,20 @@ import os
 
 from quadrants._core import core
 from quadrants.lang import types
-from quadrants.lang.exception import QuadrantsError, QuadrantsTypeError
+from quadrants.lang.exception import QuadrantsError, QuadrantsRuntimeError, QuadrantsTypeError
 
 
 class InvalidEnvironmentError(QuadrantsError, ValueError):
     """An environment variable holds a value its declaration rejects. It is
     a ValueError, as upstream reports bad QD_* values, and a QuadrantsError,
     as the core reports them."""
+
+
+class UnknownOptionError(QuadrantsError, TypeError, KeyError):
+    """qd.init() was given a keyword it does not take. A TypeError, as for
+    any Python call, and a KeyError, as upstream reports it."""
+
+    __str__ = Exception.__str__  # KeyError would quote the message
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,6 +145,11 @@ def argument_value(spec, value):
                          f"got {value}")
     if spec.type == "enum" and value not in spec.choice_values:
         raise ValueError(f"qd.init(): {spec.name} must be {spec.accepted}, got {value!r}")
+    if spec.type == "bool" and str(int(value)) not in spec.choice_values:
+        # A flag that declares only the value it supports.
+        supported = {"1": True, "0": False}[spec.choice_values[0]]
+        raise ValueError(f"qd.init(): {spec.name}={value} is not supported; only "
+                         f"{spec.name}={supported} ({spec.choices[0][1]})")
     if spec.type == "path":
         return os.path.expanduser(os.fspath(value))
     return value
@@ -150,8 +162,11 @@ def init_values(arguments):
     scope 'init_env_off', whose variable set to 0 turns it off whatever the
     argument asks."""
     for name in arguments:
+        if name == "default_up":
+            raise UnknownOptionError("qd.init(): 'default_up' is always the unsigned type of "
+                                     "'default_ip'; set default_ip instead")
         if name not in INIT_OPTIONS:
-            raise TypeError(f"qd.init() got an unknown option '{name}'")
+            raise UnknownOptionError(f"qd.init() got an unknown option '{name}'")
     environment = check_environment()
     given = {name: argument_value(INIT_OPTIONS[name], value)
              for name, value in arguments.items()}
@@ -163,4 +178,34 @@ def init_values(arguments):
         if spec.scope == "init_env_off" and from_env is False:
             value = False
         values[name] = value
+    check_required_version(values["require_version"])
     return values
+
+
+def _version_numbers(text, what):
+    """(major, minor, patch) of a version string; its numeric prefix counts
+    (1.2.3rc1 is 1.2.3) and a missing patch is 0."""
+    prefix = text
+    for position, char in enumerate(text):
+        if not (char.isdigit() or char == "."):
+            prefix = text[:position]
+            break
+    parts = prefix.split(".")
+    if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"qd.init(): {what} must be major.minor[.patch], got {text!r}")
+    numbers = [int(p) for p in parts]
+    return tuple(numbers + [0] * (3 - len(numbers)))
+
+
+def check_required_version(required):
+    """require_version: this Quadrants must have the same major version and
+    at least the required minor.patch."""
+    if required is None:
+        return
+    from quadrants import __version__  # pylint: disable=import-outside-toplevel
+    need = _version_numbers(required, "require_version")
+    have = _version_numbers(__version__, "the installed version")
+    if need[0] != have[0] or need[1:] > have[1:]:
+        raise QuadrantsRuntimeError(f"qd.init(): require_version={required!r}, but this "
+                                    f"Quadrants is {__version__} (the same major version and "
+                                    f"at least the required minor.patch are needed)")

@@ -11,6 +11,7 @@ thread that entered it.
 import atexit
 import threading
 
+from quadrants import _logging
 from quadrants._core import core
 from quadrants.lang import options as registry
 from quadrants.lang import types
@@ -107,6 +108,7 @@ def init(arch=None, **options):
     The options and the environment variables that set them are declared in
     quadrants.lang.options."""
     values = registry.init_values(options)
+    _logging.set_logging_level(values["log_level"])
     if arch is None:
         arch = cpu
     if isinstance(arch, str):
@@ -124,11 +126,12 @@ def init(arch=None, **options):
                 f"{a.name}: "
                 f"{arch_unavailable_reason(a) or 'QD_AMDGPU_CODEGEN_ONLY compiles without running'}"
                 for a in GPU_ARCHS)
-            raise QuadrantsRuntimeError(f"qd.gpu: no GPU backend is available ({reasons})")
-        arch = available[0]
+            arch = _fall_back(values, f"qd.gpu: no GPU backend is available ({reasons})")
+        else:
+            arch = available[0]
     reason = arch_unavailable_reason(arch)
     if reason is not None:
-        raise QuadrantsRuntimeError(f"arch {arch.name} is not available: {reason}")
+        arch = _fall_back(values, f"arch {arch.name} is not available: {reason}")
     reset()
     config = core.CompileConfig()
     config.arch = arch.name
@@ -136,7 +139,9 @@ def init(arch=None, **options):
     config.check_out_of_bound = values["check_out_of_bound"]
     config.default_fp = values["default_fp"].name
     config.default_ip = values["default_ip"].name
-    config.cpu_max_num_threads = values["cpu_max_num_threads"]
+    # make_cpu_multithreading_loop=False: every CPU loop on one thread.
+    config.cpu_max_num_threads = (values["cpu_max_num_threads"]
+                                  if values["make_cpu_multithreading_loop"] else 1)
     config.cpu_simd = values["cpu_simd"]
     config.print_ir = values["print_ir"]
     config.ad_stack_experimental_enabled = values["ad_stack_experimental_enabled"]
@@ -152,6 +157,15 @@ def init(arch=None, **options):
     state.config = config
     state.options = dict(values, arch=arch)
     state.arch = arch
+
+
+def _fall_back(values, reason):
+    """qd.cpu when qd.init(enable_fallback=True) asks for it (with a logged
+    warning), else the QuadrantsRuntimeError saying `reason`."""
+    if not values["enable_fallback"]:
+        raise QuadrantsRuntimeError(reason)
+    _logging.warn("{}; running on qd.cpu instead (enable_fallback=True)", reason)
+    return cpu
 
 
 def reset():
