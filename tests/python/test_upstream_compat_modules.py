@@ -279,7 +279,7 @@ def test_unknown_options_and_default_up_are_key_and_type_errors():
         assert not runtime.is_initialized()
 
 
-@pytest.mark.parametrize("name", ["short_circuit_operators", "raise_on_templated_floats"])
+@pytest.mark.parametrize("name", ["raise_on_templated_floats"])
 def test_unsupported_values_are_refused(monkeypatch, name):
     with pytest.raises(ValueError, match=f"{name}=True is not supported; only {name}=False"):
         qd.init(arch=qd.cpu, **{name: True})

@@ -4,7 +4,7 @@ expressions. Compile-time operands fold in Python; run-time ones lower
 through ops and the builder."""
 import ast
 
-from quadrants.lang import context, matrix, ops, printing, types
+from quadrants.lang import context, matrix, ops, printing, runtime, types
 from quadrants.lang.composite_field import MatrixField
 from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
 from quadrants.lang.expr import (Composite, Expr, GlobalRef, NdarrayArg, ShapeProxy,
@@ -206,10 +206,42 @@ class ExpressionsMixin:
                     return result
                 result = context.load(self.eval(value_node))
                 continue
+            if runtime.state.options.get("short_circuit_operators", True):
+                result = self.short_circuit(node, is_and, result, value_node)
+                continue
             other = context.load(self.eval(value_node))
             result = ops.binary("logical_and" if is_and else "logical_or", result, other,
                                 None)
         return result
+
+    def short_circuit(self, node, is_and, left, right_node):
+        """left and/or right, evaluating right only when left does not
+        decide the result (a branch on left around right's code)."""
+        b = self.ctx.builder
+        var = self.new_scalar_var("<and/or>", types.u1)
+        b.local_store(var.alloca, self.truth(node, left).stmt)
+        decided = Expr(b.local_load(var.alloca), types.u1)
+        if not is_and:
+            decided = Expr(b.unary("logical_not", decided.stmt), types.u1)
+        branch = b.if_(decided.stmt)
+        b.push_block(branch, 0)
+        try:
+            right = context.load(self.eval(right_node))
+            b.local_store(var.alloca, self.truth(node, right).stmt)
+        finally:
+            b.pop_block()
+        return Expr(b.local_load(var.alloca), types.u1)
+
+    def truth(self, node, value):
+        """A run-time operand of and/or as a u1 (integers and booleans)."""
+        e = context.to_expr(value)
+        if e.dtype.is_float:
+            raise self.error(node, f"and/or needs integer or boolean operands, found "
+                             f"{e.dtype}", QuadrantsTypeError)
+        if e.dtype == types.u1:
+            return e
+        return Expr(self.ctx.builder.binary("cmp_ne", e.stmt,
+                                            context.constant(0, e.dtype).stmt), types.u1)
 
     def visit_Compare(self, node):
         left = self.eval(node.left)
