@@ -19,7 +19,8 @@ from quadrants.lang.misc import extension, is_extension_supported
 from quadrants.lang.ndarray import Ndarray, ndarray
 from quadrants.lang import mathlib as math  # qd.math
 from quadrants.lang.composite_field import Layout, MatrixField
-from quadrants.lang.decompositions import polar_decompose, solve, svd, sym_eig
+from quadrants.lang.decompositions import (eig, make_spd, polar_decompose, solve, svd,
+                                          sym_eig)
 from quadrants.lang.matrix import Matrix, Vector
 from quadrants.lang import struct as _struct_module
 from quadrants.lang.struct import Struct, StructField, dataclass
@@ -29,6 +30,8 @@ from quadrants.lang.ops import (abs, acos, asin, atan2, atomic_add, atomic_and, 
                                 exp, floor, log, max, min, pow, rsqrt, select, sin, sqrt,
                                 stop_grad, tan, tanh)
 from quadrants.lang.ops import random
+from quadrants.lang.ops import (assume_in_range, one, randn, static_assert, static_print,
+                                zero)
 from quadrants.lang.runtime import (amdgpu, cpu, cuda, gpu, init, metal, reset, sync, vulkan,
                                     x64)
 from quadrants.lang.transformer import NdRange as ndrange
@@ -42,6 +45,9 @@ from quadrants.lang.types import Template
 types.vector = math.vector
 types.matrix = math.matrix
 types.struct = _struct_module.struct
+
+# qd.algorithms and qd.linalg build on the names above.
+from quadrants import algorithms, linalg  # pylint: disable=wrong-import-position
 
 __version__ = "0.1.0"
 

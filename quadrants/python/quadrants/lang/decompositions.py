@@ -1,7 +1,9 @@
-"""qd.svd and qd.polar_decompose for 2x2 and 3x3 matrices.
+"""Per-thread decompositions: qd.svd, qd.polar_decompose, qd.solve (2x2 and
+3x3), qd.sym_eig and qd.make_spd (2x2 up to 6x6), qd.eig (2x2).
 
-Both are built from scalar ops (statically unrolled), so they compile to
-straight-line code and autodiff differentiates them like any other code.
+Up to 3x3 they are built from scalar ops (statically unrolled), so they
+compile to straight-line code and autodiff differentiates them like any
+other code; sym_eig from 4x4 up loops over its sweeps (sym_eig_jacobi.py).
 The SVD is one-sided Jacobi: plane rotations V make the columns of A V
 orthogonal; their norms are the singular values. Rotation angles come from
 atan2, which stays finite (and differentiable) when a column pair is
@@ -33,13 +35,19 @@ def _neg(x):
     return _sub(0.0, x)
 
 
-def _check(a, what):
+def _check(a, what, sizes=(2, 3)):
     if context.current() is not None:
         a = context.load(a)
-    if not isinstance(a, Matrix) or a.ndim != 2 or a.n != a.m or a.n not in (2, 3):
+    if not isinstance(a, Matrix) or a.ndim != 2 or a.n != a.m or a.n not in sizes:
         shape = a._describe() if isinstance(a, Matrix) else type(a).__name__
-        raise QuadrantsTypeError(f"{what} only supports 2D and 3D matrices (2x2 and 3x3), "
-                                 f"got a {shape}")
+        if sizes == (2, 3):
+            supported = "2D and 3D matrices (2x2 and 3x3)"
+        elif len(sizes) == 1:
+            supported = f"{sizes[0]}x{sizes[0]} matrices"
+        else:
+            supported = (f"square matrices from {sizes[0]}x{sizes[0]} up to "
+                         f"{sizes[-1]}x{sizes[-1]}")
+        raise QuadrantsTypeError(f"{what} only supports {supported}, got a {shape}")
     return a
 
 
@@ -140,12 +148,16 @@ def polar_decompose(A, dt=None):  # pylint: disable=invalid-name
 
 
 def sym_eig(A, dt=None):  # pylint: disable=invalid-name
-    """qd.sym_eig(A) for symmetric 2x2 and 3x3 A: (eigenvalues, eigenvectors),
-    a vector and a matrix whose columns are the unit eigenvectors, eigenvalues
-    in decreasing order. Two-sided Jacobi: each rotation zeroes one
-    off-diagonal pair of R^T A R."""
-    a = _cast(_check(A, "qd.sym_eig()"), dt)
+    """qd.sym_eig(A, dt=None) for symmetric A from 2x2 up to 6x6:
+    (eigenvalues, eigenvectors), a vector and a matrix whose column k is the
+    unit eigenvector of eigenvalue k, eigenvalues in ascending order (as
+    numpy's eigh). Two-sided Jacobi: each rotation zeroes one off-diagonal
+    pair of R^T A R; 2x2 and 3x3 unroll a few sweeps into straight-line,
+    differentiable code, larger sizes loop over sweeps (sym_eig_jacobi)."""
+    a = _cast(_check(A, "qd.sym_eig()", _SYM_EIG_SIZES), dt)
     n = a.n
+    if n > 3:
+        return _sym_eig_loop(a, dt)
     m = [list(a.entries[i * n:(i + 1) * n]) for i in range(n)]
     v = [[1.0 if i == j else 0.0 for i in range(n)] for j in range(n)]  # columns
     pairs = [(0, 1)] if n == 2 else [(0, 1), (0, 2), (1, 2)]
@@ -164,7 +176,7 @@ def sym_eig(A, dt=None):  # pylint: disable=invalid-name
     lam = [m[k][k] for k in range(n)]
     order = [(0, 1)] if n == 2 else [(0, 1), (1, 2), (0, 1)]
     for i, j in order:
-        cond = _lt(lam[i], lam[j])
+        cond = _lt(lam[j], lam[i])
         lam[i], lam[j] = ops.select(cond, lam[j], lam[i]), ops.select(cond, lam[i], lam[j])
         v[i], v[j] = _swap_if(cond, v[i], v[j])
     return Matrix._make(lam, n, 1, 1), _from_cols(v)
@@ -183,5 +195,101 @@ def solve(A, b, dt=None):  # pylint: disable=invalid-name
     return a.inverse() @ _cast(b, dt)
 
 
-for _fn in (svd, polar_decompose, sym_eig, solve):
+_SYM_EIG_SIZES = (2, 3, 4, 5, 6)
+
+
+def _sym_eig_loop(a, dt):
+    from quadrants.lang import runtime, source_inline  # pylint: disable=import-outside-toplevel
+    from quadrants.lang.sym_eig_jacobi import sym_eig_jacobi  # pylint: disable=import-outside-toplevel
+    if context.current() is None:
+        raise QuadrantsTypeError(f"qd.sym_eig() of a {a.n}x{a.n} matrix runs in kernel code "
+                                 f"only")
+    dtype = dt if dt is not None else _float_dtype(a, runtime.default_fp())
+    lam, vecs = source_inline.inline(sym_eig_jacobi, {"A": a.cast(dtype), "n": a.n,
+                                                      "dt": dtype})
+    return lam, vecs
+
+
+def _float_dtype(a, default):
+    """The float type of a's entries (the default float type for literals)."""
+    from quadrants.lang.expr import Expr  # pylint: disable=import-outside-toplevel
+    dtypes = [e.dtype for e in a.entries if isinstance(e, Expr) and e.dtype.is_float]
+    return dtypes[0] if dtypes else default
+
+
+def make_spd(A, dt=None):  # pylint: disable=invalid-name
+    """qd.make_spd(A, dt=None): the positive semi-definite matrix nearest to
+    symmetric A in the Frobenius norm, Q diag(max(lambda, 0)) Q^T with
+    A = Q diag(lambda) Q^T from qd.sym_eig (2x2 up to 6x6)."""
+    a = _cast(_check(A, "qd.make_spd()", _SYM_EIG_SIZES), dt)
+    lam, q = sym_eig(a, dt)
+    n = a.n
+    lam = [ops.max(lam.entries[k], 0.0) for k in range(n)]
+    qe = q.entries
+    out = []
+    for i in range(n):
+        for j in range(n):
+            terms = [_mul(_mul(qe[i * n + k], lam[k]), qe[j * n + k]) for k in range(n)]
+            total = terms[0]
+            for t in terms[1:]:
+                total = _add(total, t)
+            out.append(total)
+    return Matrix._make(out, n, n, 2)
+
+
+def eig(A, dt=None):  # pylint: disable=invalid-name
+    """qd.eig(A, dt=None) for a real 2x2 A: (eigenvalues, eigenvectors) in
+    complex form. eigenvalues is 2x2, row k = (real, imaginary) of eigenvalue
+    k (the larger real one first, or the one with positive imaginary part);
+    eigenvectors is 4x2, column k = (re x, im x, re y, im y), a unit
+    eigenvector of eigenvalue k. By Cayley-Hamilton the columns of
+    A - lambda_2 I are eigenvectors of lambda_1 and the other way round; of
+    two real columns the longer is taken. A double eigenvalue of A = c I
+    gets the unit vectors; of a defective A, its one eigenvector twice."""
+    a = _cast(_check(A, "qd.eig()", (2,)), dt)
+    e = a.entries
+    tr = _add(e[0], e[3])
+    half = _mul(tr, 0.5)
+    gap = _sub(_mul(tr, tr), _mul(4.0, _sub(_mul(e[0], e[3]), _mul(e[1], e[2]))))
+    root = _mul(ops.sqrt(ops.abs(gap)), 0.5)
+    real, cplx = _lt(0.0, gap), _lt(gap, 0.0)
+    zero = _mul(0.0, tr)
+    lam1 = [ops.select(real, _add(half, root), half), ops.select(real, zero, root)]
+    lam2 = [ops.select(real, _sub(half, root), half), ops.select(real, zero, _neg(root))]
+    # The complex case takes column 0 of A - lambda I: its imaginary part is
+    # +-root, never 0.
+    centered = _sub(e[0], half)
+    c1 = _unit([centered, root, e[2], zero])
+    c2 = _unit([centered, _neg(root), e[2], zero])
+    m_size = _add(_add(ops.abs(centered), ops.abs(e[1])),
+                  _add(ops.abs(e[2]), ops.abs(_sub(e[3], half))))
+    scalar = ops.binary("cmp_le", m_size, 0.0, operator.le)  # A - lambda I == 0
+    defective = _longer_column(e, half)
+
+    def pick(v_real, v_cplx, v_scalar):
+        return [ops.select(real, r, ops.select(cplx, c, ops.select(scalar, u, d)))
+                for r, c, u, d in zip(v_real, v_cplx, v_scalar, defective)]
+    v1 = pick(_longer_column(e, lam2[0]), c1, [zero, zero, _add(zero, 1.0), zero])
+    v2 = pick(_longer_column(e, lam1[0]), c2, [_add(zero, 1.0), zero, zero, zero])
+    values = Matrix._make(lam1 + lam2, 2, 2, 2)
+    vectors = Matrix._make([x for pair in zip(v1, v2) for x in pair], 4, 2, 2)
+    return values, vectors
+
+
+def _unit(v):
+    inv = ops.rsqrt(_dot(v, v))
+    return [_mul(x, inv) for x in v]
+
+
+def _longer_column(e, lam):
+    """The longer column of the 2x2 [[e0 - lam, e1], [e2, e3 - lam]], made a
+    unit vector, in complex form (x, 0, y, 0)."""
+    c0, c1 = [_sub(e[0], lam), e[2]], [e[1], _sub(e[3], lam)]
+    first = _lt(_dot(c1, c1), _dot(c0, c0))
+    x, y = _unit([ops.select(first, p, q) for p, q in zip(c0, c1)])
+    zero = _mul(0.0, x)
+    return [x, zero, y, zero]
+
+
+for _fn in (svd, polar_decompose, sym_eig, solve, make_spd, eig):
     _fn._qd_intrinsic = True

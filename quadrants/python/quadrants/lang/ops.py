@@ -247,3 +247,98 @@ def _select_composite(cond, a, b):
         return v
     return shaped._like([select(part(cond, k), part(a, k), part(b, k))
                          for k in range(len(shaped.entries))])
+
+
+@intrinsic
+def randn(dt=None):
+    """qd.randn(dt=None): a random number from the standard normal
+    distribution (mean 0, variance 1), drawn in kernel code from two
+    qd.random(dt) draws by the Box-Muller transform. dt is qd.f32 or qd.f64
+    (None: qd.init's default_fp)."""
+    if context.current() is None:
+        raise QuadrantsSyntaxError("qd.randn() can only be called in kernel code")
+    from quadrants.lang import runtime  # pylint: disable=import-outside-toplevel
+    try:
+        dtype = runtime.default_fp() if dt is None else types.normalize(dt)
+    except QuadrantsTypeError:
+        dtype = None
+    if dtype not in (types.f32, types.f64):
+        raise QuadrantsTypeError(f"qd.randn(dt): dt must be qd.f32 or qd.f64, got {dt!r}")
+    # 1 - u lies in (0, 1], so its log is finite.
+    u1 = binary("sub", context.constant(1.0, dtype), random(dtype), None)
+    u2 = random(dtype)
+    radius = sqrt(binary("mul", -2.0, log(u1), None))
+    return binary("mul", radius, cos(binary("mul", 2.0 * math.pi, u2, None)), None)
+
+
+@intrinsic
+def zero(x):
+    """qd.zero(x): zeros of x's type and shape (a scalar or a vector/matrix)."""
+    return binary("mul", x, 0, lambda a, b: a * b)
+
+
+@intrinsic
+def one(x):
+    """qd.one(x): ones of x's type and shape (a scalar or a vector/matrix)."""
+    return binary("add", zero(x), 1, lambda a, b: a + b)
+
+
+def _compile_time_truth(cond, what):
+    if context.current() is not None:
+        cond = context.load(cond)
+    if isinstance(cond, Composite):
+        leaves = [context.load(v) if context.current() is not None else v
+                  for v in cond._leaves()]
+        if any(isinstance(v, Expr) for v in leaves):
+            raise QuadrantsTypeError(f"Static assert with non-static condition: {what} "
+                                     f"needs a compile-time condition, got a run-time "
+                                     f"{cond._describe()}")
+        return builtins.all(leaves)
+    if isinstance(cond, Expr):
+        raise QuadrantsTypeError(f"Static assert with non-static condition: {what} needs "
+                                 f"a compile-time condition, got a run-time {cond.dtype} "
+                                 f"value")
+    return bool(cond)
+
+
+@intrinsic
+def static_assert(cond, msg=None):
+    """qd.static_assert(cond, msg=None): checks a compile-time condition while
+    the kernel compiles (QuadrantsCompilationError with `msg` when it is
+    false; QuadrantsTypeError when cond is a run-time value). Outside
+    kernels it checks at once."""
+    if not _compile_time_truth(cond, "qd.static_assert()"):
+        from quadrants.lang.exception import QuadrantsCompilationError  # pylint: disable=import-outside-toplevel
+        raise QuadrantsCompilationError(f"static assertion failed: {msg}" if msg is not None
+                                        else "static assertion failed")
+
+
+@intrinsic
+def static_print(*args, **kwargs):
+    """qd.static_print(...): Python's print, run once while the kernel
+    compiles (run-time values print as their type)."""
+    print(*args, **kwargs)
+
+
+@intrinsic
+def assume_in_range(val, base, low, high):
+    """qd.assume_in_range(val, base, low, high): val, unchanged. It states
+    that base + low <= val < base + high (low and high compile-time ints);
+    upstream uses it for a block-local scratchpad optimization that this
+    compiler does not have, so the statement changes no result."""
+    for name, bound in (("low", low), ("high", high)):
+        if isinstance(bound, bool) or not isinstance(bound, (numbers.Integral, np.integer)):
+            raise QuadrantsTypeError(f"qd.assume_in_range(): {name} must be a compile-time "
+                                     f"int, got {bound!r}")
+    if low >= high:
+        raise QuadrantsTypeError(f"qd.assume_in_range(): needs low < high, got low={low}, "
+                                 f"high={high}")
+    if context.current() is not None:
+        val, base = context.load(val), context.load(base)
+    for name, v in (("val", val), ("base", base)):
+        dtype = v.dtype if isinstance(v, Expr) else None
+        if isinstance(v, Composite) or (dtype is not None and dtype.is_float) or \
+                isinstance(v, float):
+            raise QuadrantsTypeError(f"qd.assume_in_range(): {name} must be an integer "
+                                     f"scalar, got {v!r}")
+    return val
