@@ -39,6 +39,9 @@ from quadrants.lang.transformer import loop_config, static
 from quadrants.lang.types import (f16, f32, f64, i8, i16, i32, i64, template, u1, u8, u16,
                                   u32, u64)
 from quadrants.lang.types import Template
+from quadrants.lang.field import ScalarField
+from quadrants.lang.ndarray import MatrixNdarray, ScalarNdarray, VectorNdarray
+from quadrants.lang.tensor import Backend, MatrixTensor, Tensor, VectorTensor, tensor, wrap
 
 # qd.types.vector / matrix / struct live with their classes; the types
 # module cannot import them (they import it).

@@ -42,6 +42,8 @@ class Tape:
         if not isinstance(validation, bool):
             raise QuadrantsTypeError(f"qd.ad.Tape(validation=...) must be a bool, got "
                                      f"{validation!r}")
+        from quadrants.lang.tensor import unwrap  # pylint: disable=import-outside-toplevel
+        loss = unwrap(loss)  # a qd.Tensor's field or ndarray
         self.loss = loss
         self.clear_gradients = clear_gradients
         self.validation = validation
@@ -230,8 +232,10 @@ class FwdMode:
     """
 
     def __init__(self, loss, param, seed=None, clear_gradients=True):
-        self.loss = loss
-        self.param = param
+        from quadrants.lang.tensor import unwrap  # pylint: disable=import-outside-toplevel
+        self.loss = [unwrap(l) for l in loss] if isinstance(loss, (list, tuple)) \
+            else unwrap(loss)
+        self.param = unwrap(param)
         self.seed = seed
         self.clear_gradients = clear_gradients
         self._seed_values = None

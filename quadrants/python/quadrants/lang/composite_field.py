@@ -9,7 +9,7 @@ Host access gathers and scatters the components as numpy arrays of shape
 """
 import numpy as np
 
-from quadrants.lang import runtime, types
+from quadrants.lang import context, runtime, types
 from quadrants.lang import field as field_module
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsGradientError,
                                       QuadrantsTypeError)
@@ -62,12 +62,17 @@ def host_value(array, store=None):
 
 
 class Layout:  # pylint: disable=too-few-public-methods
-    """qd.Layout.AOS / SOA, accepted by the vector/matrix/struct field
-    constructors. Components are always separate fields here (SOA); the
-    choice changes memory order upstream, never results, so both are
-    accepted."""
+    """qd.Layout.AOS / SOA for the vector/matrix field constructors: AOS
+    (the default) stores the components of an element together, SOA each
+    component in a dense level of its own. Results do not depend on it."""
     AOS = "aos"
     SOA = "soa"
+
+
+def _check_layout(layout, what):
+    if layout not in (None, Layout.AOS, Layout.SOA):
+        raise QuadrantsTypeError(f"{what}: layout must be qd.Layout.AOS or qd.Layout.SOA, "
+                                 f"got {layout!r}")
 
 
 def element_array(value, element_shape, what):
@@ -82,17 +87,12 @@ def element_array(value, element_shape, what):
     return value
 
 
-def _place_group(fields, shape):
-    """Places `fields` side by side: in one new dense node of `shape`, or at
-    the root when 0-D."""
-    prog = runtime.program()
-    if len(shape) == 0:
-        for f in fields:
-            f._place_at(0, ())
-        return
-    dense = prog.add_dense(0, list(range(len(shape))), list(shape))
-    for f in fields:
-        f._place_at(dense, shape)
+def _place_group(fields, shape, order=None, offset=None, layout=None):
+    """Places `fields` side by side in one new dense node of `shape` (one
+    each with the SOA layout), or at the root when 0-D."""
+    groups = [[f] for f in fields] if layout == Layout.SOA else [fields]
+    for group in groups:
+        field_module.place_together(group, shape, order, offset)
 
 
 class MatrixField:
@@ -172,6 +172,17 @@ class MatrixField:
         refs = [GlobalRef(make_ptr(c), c.dtype) for c in self._comps]
         return matrix.Matrix._make(refs, self.n, self.m, self.ndim_element)
 
+    @property
+    def offset(self):
+        """The index of the first element on each axis."""
+        return self._comps[0].offset
+
+    @property
+    def layout(self):
+        """The axes in memory order, outermost first, for a field created
+        with order=; None for the default order."""
+        return self._comps[0].layout
+
     # ---- host access ---------------------------------------------------------
     def _check_array(self, array, what):
         want = tuple(self.shape) + self.element_shape
@@ -196,7 +207,8 @@ class MatrixField:
         for c, v in zip(self._comps, value.reshape(-1).tolist()):
             c[key] = v
 
-    def to_numpy(self, dtype=None, keep_dims=False):  # pylint: disable=unused-argument
+    def to_numpy(self, dtype=None, keep_dims=False, *, copy=True):  # pylint: disable=unused-argument
+        field_module.check_copy_flag(copy, f"field '{self.name}'")
         parts = [c.to_numpy() for c in self._comps]
         out = np.stack(parts, axis=-1).reshape(tuple(self.shape) + self.element_shape)
         return out if dtype is None else out.astype(dtype)
@@ -208,7 +220,22 @@ class MatrixField:
         for k, c in enumerate(self._comps):
             c.from_numpy(flat[..., k].copy())
 
+    def copy_from(self, other):
+        """Copies every element of `other` (a field of the same shape and
+        element shape) here."""
+        field_module.check_copy_source(self, other, MatrixField)
+        if other.element_shape != self.element_shape:
+            raise ArgumentValueError(f"copy_from: field '{self.name}' has "
+                                     f"{self._describe()} elements, the source "
+                                     f"{other._describe()} ones")
+        self.from_numpy(other.to_numpy())
+
     def fill(self, value):
+        """Sets every element to value (a scalar fills every component);
+        in kernel code, as a loop of the kernel."""
+        if context.current() is not None:
+            self._fill_in_kernel(value)
+            return
         value = np.asarray(value.to_list() if hasattr(value, "to_list") else value)
         if value.shape == ():
             for c in self._comps:
@@ -219,6 +246,20 @@ class MatrixField:
                                      f"elements; the value has shape {value.shape}")
         for c, v in zip(self._comps, value.reshape(-1).tolist()):
             c.fill(v)
+
+    fill._qd_intrinsic = True  # called as it is from kernel code, not inlined
+
+    def _fill_in_kernel(self, value):
+        from quadrants.lang import matrix  # pylint: disable=import-outside-toplevel
+        value = context.load(value)
+        if isinstance(value, matrix.Matrix):
+            if (value.n, value.m) != (self.n, self.m):
+                raise QuadrantsTypeError(f"fill: field '{self.name}' has {self._describe()} "
+                                         f"elements; the value is a {value._describe()}")
+            values = [context.load(e) for e in value.entries]
+        else:
+            values = [value] * len(self._comps)
+        field_module.fill_in_kernel(self._comps, values)
 
 
 def _check_flags(dtype, needs_grad, needs_dual, what):
@@ -238,16 +279,17 @@ def _new_name(name):
     return name or f"field{runtime.state.unnamed_fields}"
 
 
-def _place_new(leaves, shape):
-    """Places freshly made leaf fields and the companions they asked for."""
+def _place_new(leaves, shape, order=None, offset=None, layout=None):
+    """Places freshly made leaf fields and the companions they asked for
+    (order and offset as field_module.layout_options gives them)."""
     if shape is None:
         return
-    _place_group(leaves, shape)
+    _place_group(leaves, shape, order, offset, layout)
     for role in ("grad", "dual"):
         wanted = [getattr(f, role) for f in leaves
                   if getattr(f, f"_needs_{role}") and not getattr(f, role).placed]
         if wanted:
-            _place_group(wanted, shape)
+            _place_group(wanted, shape, order, offset, layout)
 
 
 def _matrix_components(n, m, dtype, shape, needs_grad, needs_dual, name):
@@ -255,14 +297,17 @@ def _matrix_components(n, m, dtype, shape, needs_grad, needs_dual, name):
                                needs_dual=needs_dual) for k in range(n * m)]
 
 
-def matrix_field(n, m, ndim, dtype, shape, needs_grad, needs_dual, name):
+def matrix_field(n, m, ndim, dtype, shape, needs_grad, needs_dual, name, order=None,
+                 offset=None, layout=None):
     runtime.program()
+    what = "qd.Vector.field()" if ndim == 1 else "qd.Matrix.field()"
     dtype = types.normalize(dtype)
     shape = field_module._shape_tuple(shape)  # pylint: disable=protected-access
-    _check_flags(dtype, needs_grad, needs_dual, "qd.Vector.field()" if ndim == 1
-                 else "qd.Matrix.field()")
+    order, offset = field_module.layout_options(shape, order, offset, what)
+    _check_layout(layout, what)
+    _check_flags(dtype, needs_grad, needs_dual, what)
     name = _new_name(name)
     comps = _matrix_components(n, m, dtype, shape, needs_grad, needs_dual, name)
     f = MatrixField(comps, n, m, ndim, name)
-    _place_new(comps, shape)
+    _place_new(comps, shape, order, offset, layout)
     return f

@@ -3,9 +3,11 @@ import numbers
 
 import numpy as np
 
-from quadrants.lang import runtime, types
-from quadrants.lang.exception import (QuadrantsGradientError, QuadrantsRuntimeError,
+from quadrants.lang import context, runtime, types
+from quadrants.lang.exception import (ArgumentValueError, QuadrantsGradientError,
+                                      QuadrantsRuntimeError, QuadrantsSyntaxError,
                                       QuadrantsTypeError)
+from quadrants.lang.expr import Expr
 
 
 class Axes:
@@ -53,6 +55,11 @@ class Field:
 
     Host access (x[i], to_numpy, ...) synchronizes first, so errors recorded
     by earlier launches surface there.
+
+    A field placed with an offset is indexed from that offset on every axis,
+    in kernels and on the host (x[offset] is its first element); to_numpy()
+    and from_numpy() use arrays of its shape. A field created with an order
+    keeps its shape and indices; only its memory layout follows the order.
     """
 
     def __init__(self, dtype, shape, name, needs_grad=False, needs_dual=False,
@@ -68,6 +75,8 @@ class Field:
         self._needs_dual = needs_dual
         self.grad = None
         self.dual = None
+        self._offset = None        # per-axis index origin, None when all zero
+        self._layout = None        # axes from the outermost memory level in, or None
         if role == "primal" and dtype.is_float:
             self.grad = Field(dtype, shape, name + ".grad", primal=self, role="grad")
             self.dual = Field(dtype, shape, name + ".dual", primal=self, role="dual")
@@ -146,12 +155,38 @@ class Field:
     def ndim(self):
         return len(self.shape)
 
+    def _origin(self):
+        """The offset indices are taken from (a companion's is its primal's),
+        or None."""
+        return self._offset if self._role == "primal" else self.primal._offset
+
+    @property
+    def offset(self):
+        """The index of the first element on each axis."""
+        return self._origin() or (0,) * len(self.shape)
+
+    @property
+    def layout(self):
+        """The axes in memory order, outermost first, for a field created
+        with order=; None for the default (row-major) order."""
+        return self._layout
+
     def __repr__(self):
         return f"<qd.field {self.name}: {self.dtype}{list(self.shape)}>"
 
     # ---- host access ------------------------------------------------------
     def _index(self, key):
-        return types.host_index(key, len(self.shape), f"field '{self.name}'")
+        index = types.host_index(key, len(self.shape), f"field '{self.name}'")
+        origin = self._origin()
+        if origin is None:
+            return index
+        shape = self.shape
+        for axis, (i, o, n) in enumerate(zip(index, origin, shape)):
+            if not o <= i < o + n:
+                raise QuadrantsRuntimeError(
+                    f"index {index} is out of bounds for field '{self.name}': axis {axis} "
+                    f"takes indices in [{o}, {o + n}) (shape {shape}, offset {origin})")
+        return [i - o for i, o in zip(index, origin)]
 
     def __getitem__(self, key):
         place = self.place_id()
@@ -165,7 +200,11 @@ class Field:
         prog.sync()
         prog.write_field(place, self._index(key), value)
 
-    def to_numpy(self, dtype=None):
+    def to_numpy(self, dtype=None, *, copy=True):
+        """The field as a new numpy array of its shape (element [0, ...] is
+        the one at the field's offset). copy=False asks for a view of the
+        field's memory, which fields do not offer: it raises ValueError."""
+        check_copy_flag(copy, f"field '{self.name}'")
         place = self.place_id()
         prog = runtime.program()
         prog.sync()
@@ -183,27 +222,150 @@ class Field:
         prog.field_from_numpy(place, array)
 
     def fill(self, value):
+        """Sets every element to value; in kernel code, as a loop of the
+        kernel."""
+        if context.current() is not None:
+            fill_in_kernel([self], [value])
+            return
         place = self.place_id()
         prog = runtime.program()
         prog.sync()
         prog.field_fill(place, value)
 
+    fill._qd_intrinsic = True  # called as it is from kernel code, not inlined
 
-def field(dtype, shape=None, needs_grad=False, name=None, needs_dual=False):
-    """qd.field(dtype, shape=None, needs_grad=False, name=None, needs_dual=False).
+    def copy_from(self, other):
+        """Copies every element of field `other` (of the same shape) here."""
+        check_copy_source(self, other, Field)
+        self.from_numpy(other.to_numpy())
+
+
+# Upstream's name for a field of scalars.
+ScalarField = Field
+
+
+def check_copy_flag(copy, what):
+    if copy not in (True, None, False):
+        raise QuadrantsTypeError(f"to_numpy(copy=...) takes True, False or None, got {copy!r}")
+    if copy is False:
+        raise ValueError(f"to_numpy(copy=False): {what} cannot be viewed without a copy "
+                         f"here; use copy=True or copy=None (a copy when no view exists)")
+
+
+def check_copy_source(dst, src, cls):
+    """copy_from needs a source of the destination's kind and shape."""
+    if not isinstance(src, cls):
+        raise QuadrantsTypeError(f"copy_from: {dst!r} copies from a {cls.__name__}, got "
+                                 f"{type(src).__name__}")
+    if tuple(dst.shape) != tuple(src.shape):
+        raise ArgumentValueError(f"copy_from: the destination has shape "
+                                 f"{tuple(dst.shape)}, the source {tuple(src.shape)}")
+
+
+def fill_in_kernel(fields, values):
+    """x.fill(v) in kernel code: a loop storing values[k] into fields[k]
+    (components of one vector/matrix field) at every index."""
+    from quadrants.lang import ops  # pylint: disable=import-outside-toplevel
+    b = context.builder()
+    stored = []
+    for f, value in zip(fields, values):
+        value = ops.cast(value, f.dtype)
+        stored.append(value.stmt if isinstance(value, Expr) else
+                      context.constant(value, f.dtype).stmt)
+    shape = fields[0].shape
+    total = 1
+    for extent in shape:
+        total *= extent
+    loop = b.range_for(context.constant(0, types.i32).stmt,
+                       context.constant(total, types.i32).stmt)
+    b.push_block(loop, 0)
+    try:
+        flat = Expr(b.loop_index(loop, 0))
+        indices = [None] * len(shape)
+        for axis in range(len(shape) - 1, -1, -1):
+            indices[axis] = ops.binary("mod", flat, shape[axis], None) if axis else flat
+            if axis:
+                flat = ops.binary("floordiv", flat, shape[axis], None)
+        stmts = [context.to_expr(i).stmt for i in indices]
+        for f, stmt in zip(fields, stored):
+            b.global_store(b.field_ptr(f.place_id(), stmts, f"{f.name}.fill()"), stmt)
+    finally:
+        b.pop_block()
+
+
+def _offset_tuple(offset, ndim, what):
+    """offset= as a tuple of ndim ints, or None when it shifts nothing."""
+    if offset is None:
+        return None
+    if not isinstance(offset, (tuple, list)):
+        offset = (offset,)
+    offset = tuple(offset)
+    if not all(isinstance(o, numbers.Integral) for o in offset):
+        raise QuadrantsTypeError(f"{what}: offset must be integers, got {offset}")
+    if len(offset) != ndim:
+        raise QuadrantsSyntaxError(f"{what}: The dimensionality of shape and offset must be "
+                                   f"the same ({ndim} != {len(offset)})")
+    offset = tuple(int(o) for o in offset)
+    return offset if any(offset) else None
+
+
+def _order_axes(order, ndim, what):
+    """order= ("ji", ...) as the axes from the outermost memory level in, or
+    None for the default order."""
+    if order is None:
+        return None
+    if not isinstance(order, str):
+        raise QuadrantsTypeError(f"{what}: order must be a string of axis letters such as "
+                                 f"'ji', got {order!r}")
+    if len(order) != ndim:
+        raise QuadrantsSyntaxError(f"{what}: The dimensionality of shape and order must be "
+                                   f"the same ({ndim} != {len(order)})")
+    if len(set(order)) != ndim:
+        raise QuadrantsSyntaxError(f"{what}: The axes in order must be different, got "
+                                   f"'{order}'")
+    axes = []
+    for ch in order:
+        axis = ord(ch) - ord("i")
+        if not 0 <= axis < ndim:
+            raise QuadrantsSyntaxError(f"{what}: Invalid axis {ch} in order '{order}' for a "
+                                       f"{ndim}-D shape (axes are "
+                                       f"{'ijklmnop'[:ndim]!r})")
+        axes.append(axis)
+    return None if axes == list(range(ndim)) else tuple(axes)
+
+
+def layout_options(shape, order, offset, what):
+    """Checks a field factory's order= and offset= against its shape:
+    (order as axes or None, offset as a tuple or None)."""
+    if shape is None:
+        for option, value in (("offset", offset), ("order", order)):
+            if value is not None:
+                raise QuadrantsSyntaxError(f"{what}: shape cannot be None when {option} is "
+                                           f"set")
+        return None, None
+    return _order_axes(order, len(shape), what), _offset_tuple(offset, len(shape), what)
+
+
+def field(dtype, shape=None, needs_grad=False, name=None, needs_dual=False, order=None,
+          offset=None):
+    """qd.field(dtype, shape=None, needs_grad=False, name=None, needs_dual=False,
+    order=None, offset=None).
 
     With a shape the field is placed at once in its own dense level (and so
     are .grad with needs_grad and .dual with needs_dual); without one it
     waits for qd.root....place(x), or becomes a 0-D field at first use.
+    order ("ji", ...) lays the axes out in memory in that order, outermost
+    first; offset (an int per axis) is the index of the first element.
     """
     runtime.program()
     if hasattr(dtype, "field"):
         # qd.field(qd.math.vec3, ...) / qd.field(MyStruct, ...): a field of
         # vectors, matrices or structs.
         return dtype.field(shape=shape, needs_grad=needs_grad, needs_dual=needs_dual,
-                           name=name)
+                           name=name, order=order, offset=offset)
     dtype = types.normalize(dtype)
     shape = _shape_tuple(shape)
+    layout, offset = layout_options(shape, order, offset, "qd.field()")
     for flag, value in (("needs_grad", needs_grad), ("needs_dual", needs_dual)):
         if not isinstance(value, bool):
             raise QuadrantsTypeError(f"{flag} must be a bool, got {value!r}")
@@ -218,9 +380,9 @@ def field(dtype, shape=None, needs_grad=False, name=None, needs_dual=False):
     f = Field(dtype, shape, name or f"field{runtime.state.unnamed_fields}",
               needs_grad=needs_grad, needs_dual=needs_dual)
     if shape is not None:
-        _place_with_shape(f, shape)
+        place_together([f], shape, layout, offset)
         for companion in _companions_to_place(f):
-            _place_with_shape(companion, shape)
+            place_together([companion], shape, layout, offset)
     return f
 
 
@@ -235,13 +397,73 @@ def _companions_to_place(f):
     return wanted
 
 
-def _place_with_shape(f, shape):
+def place_together(fields, shape, layout=None, offset=None):
+    """Places `fields` side by side under a new dense level of `shape` (one
+    level per axis, outermost first, with a layout), or at the root when
+    0-D."""
     prog = runtime.program()
-    if len(shape) == 0:
-        f._place_at(0, ())
-        return
-    dense = prog.add_dense(0, list(range(len(shape))), list(shape))
-    f._place_at(dense, shape)
+    parent = 0
+    if len(shape) and layout is None:
+        parent = prog.add_dense(0, list(range(len(shape))), list(shape))
+    elif len(shape):
+        for axis in layout:
+            parent = prog.add_dense(parent, [axis], [shape[axis]])
+    for f in fields:
+        f._place_at(parent, shape)
+        f._layout, f._offset = layout, offset
+
+
+def _place_with_shape(f, shape):
+    """Places f alone; a companion is laid out like its primal."""
+    like = f.primal if f._role != "primal" else f
+    place_together([f], shape, like._layout, like._offset)
+
+
+def element_indices(f, indices):
+    """The IR indices of f's storage for a kernel's indices (statements):
+    an offset field's are shifted to start at 0."""
+    origin = f._origin()
+    if origin is None:
+        return indices
+    b = context.builder()
+    # Kernel asserts run in debug mode only; check_out_of_bound alone still
+    # checks the shifted index against the storage.
+    checked = runtime.state.options.get("debug")
+    out = []
+    for axis, (stmt, o, n) in enumerate(zip(indices, origin, f.shape)):
+        if checked:
+            _assert_in_range(f, Expr(stmt), o, n, axis)
+        if o:
+            stmt = b.binary("sub", stmt, context.constant(o, Expr(stmt).dtype).stmt)
+        out.append(stmt)
+    return out
+
+
+def _assert_in_range(f, index, begin, size, axis):
+    """In debug mode an offset field's index is checked against its own
+    range, so the error names the index as the kernel wrote it."""
+    from quadrants.lang import ops  # pylint: disable=import-outside-toplevel
+    inside = ops.binary("bit_and", ops.binary("cmp_ge", index, begin, None),
+                        ops.binary("cmp_lt", index, begin + size, None), None)
+    context.builder().assert_(
+        inside.stmt, f"out-of-bound access to field '{f.name}': index %d is outside "
+        f"[{begin}, {begin + size}) on axis {axis}", [index.stmt])
+
+
+def loop_index(f, index, axis):
+    """A struct-for's index on `axis` (an Expr from 0) as f's index."""
+    origin = f._origin()
+    if origin is None or not origin[axis]:
+        return index
+    b = context.builder()
+    return Expr(b.binary("add", index.stmt, context.constant(origin[axis], index.dtype).stmt))
+
+
+def index_bounds(f):
+    """(begin, end) of each axis of field f (scalar, vector, matrix or
+    struct), for qd.grouped(f)."""
+    leaf = f._leaf_fields()[0] if hasattr(f, "_leaf_fields") else f
+    return [(o, o + n) for o, n in zip(leaf.offset, leaf.shape)]
 
 
 def _place_default(f):
@@ -292,14 +514,24 @@ class SNode:
             shape[axis] = int(size)
         return SNode(node, tuple(shape))
 
-    def place(self, *fields):
+    def place(self, *fields, offset=None):
+        """Places fields here; offset (an int per axis) is the index of
+        their first element."""
+        offset = _offset_tuple(offset, len(self._shape), "place()")
         for f in fields:
             # Vector, matrix and struct fields place all their components here.
             leaves = f._leaf_fields() if hasattr(f, "_leaf_fields") else [f]
             for leaf in leaves:
                 if not isinstance(leaf, Field):
                     raise QuadrantsTypeError(f"place() takes fields, got {f!r}")
+                if leaf._role != "primal" and offset not in (None, leaf.primal._offset):
+                    raise QuadrantsSyntaxError(
+                        f"place(): '{leaf.name}' is indexed like its primal "
+                        f"'{leaf.primal.name}' (offset {leaf.primal._offset}), so it cannot "
+                        f"be placed with offset {offset}; give the offset when placing "
+                        f"'{leaf.primal.name}'")
                 leaf._place_at(self._id, self._shape)
+                leaf._offset = offset
         return self
 
     def lazy_grad(self):

@@ -10,6 +10,7 @@ import numpy as np
 
 from quadrants._core import core
 from quadrants.lang import context, ops, runtime, types
+from quadrants.lang import tensor as tensor_module
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsCompilationError,
                                       QuadrantsGlobalDataAccessError,
                                       QuadrantsRuntimeError, QuadrantsSyntaxError,
@@ -114,6 +115,11 @@ class _TemplateParam:
         self.name = name
 
 
+class _TensorParam(_TemplateParam):
+    """A qd.Tensor parameter: bound like a template; an ndarray bound to it
+    becomes a hidden ndarray parameter (tensor_module.kernel_key)."""
+
+
 class _CompositeParam:
     """A vector, matrix or struct parameter: passed as its scalar leaves."""
 
@@ -159,6 +165,8 @@ def _param_specs(fn, source):
         if isinstance(ann, types.Template) or ann is types.Template:
             # qd.template() or the class itself (qd.Template), as upstream allows.
             specs.append(_TemplateParam(p.name))
+        elif tensor_module.is_annotation(ann):
+            specs.append(_TensorParam(p.name))
         elif isinstance(ann, types.NdarrayType):
             specs.append(_NdarrayParam(p.name, ann))
         elif isinstance(ann, (MatrixType, StructType)):
@@ -222,6 +230,9 @@ class Kernel:
             self._specs = specs  # last: another thread takes it as "prepared"
 
     def _bind(self, args, kwargs):
+        # Kernels see the field or ndarray inside a qd.Tensor.
+        args = [tensor_module.unwrap(a) for a in args]
+        kwargs = {k: tensor_module.unwrap(v) for k, v in kwargs.items()}
         if kwargs or len(args) < len(self._specs):
             try:
                 bound = self._signature.bind(*args, **kwargs)
@@ -238,7 +249,9 @@ class Kernel:
     def _signature_key(self, args):
         key = []
         for spec, arg in zip(self._specs, args):
-            if isinstance(spec, _TemplateParam):
+            if isinstance(spec, _TensorParam):
+                key.append(tensor_module.kernel_key(self.name, spec.name, arg))
+            elif isinstance(spec, _TemplateParam):
                 key.append(_template_key(arg))
             elif isinstance(spec, _NdarrayParam):
                 dtype, ndim = _array_signature(self.name, spec, arg)

@@ -463,16 +463,23 @@ class Matrix(Composite):
 
     @staticmethod
     def field(n, m, dtype, shape=None, needs_grad=False, needs_dual=False, name=None,
-              order=None, offset=None, layout=None):  # pylint: disable=unused-argument
+              order=None, offset=None, layout=None):
         """qd.Matrix.field(n, m, dtype, shape=None, needs_grad=False, ...)."""
         from quadrants.lang import composite_field  # pylint: disable=import-outside-toplevel
         return composite_field.matrix_field(n, m, 2, dtype, shape, needs_grad, needs_dual,
-                                            name)
+                                            name, order, offset, layout)
 
     @staticmethod
     def ndarray(n, m, dtype, shape, needs_grad=False):
         from quadrants.lang import ndarray as nd  # pylint: disable=import-outside-toplevel
         return nd.ndarray(matrix(n, m, dtype), shape, needs_grad)
+
+    @staticmethod
+    def tensor(n, m, dtype, shape, **kwargs):
+        """qd.Matrix.tensor(n, m, dtype, shape, backend=qd.Backend.NDARRAY,
+        needs_grad=False): a qd.MatrixTensor on the chosen backend."""
+        from quadrants.lang import tensor  # pylint: disable=import-outside-toplevel
+        return tensor.matrix_tensor(n, m, dtype, shape, **kwargs)
 
 
 class Vector(Matrix):
@@ -487,16 +494,23 @@ class Vector(Matrix):
 
     @staticmethod
     def field(n, dtype, shape=None, needs_grad=False, needs_dual=False, name=None,
-              order=None, offset=None, layout=None):  # pylint: disable=unused-argument
+              order=None, offset=None, layout=None):
         """qd.Vector.field(n, dtype, shape=None, needs_grad=False, ...)."""
         from quadrants.lang import composite_field  # pylint: disable=import-outside-toplevel
         return composite_field.matrix_field(n, 1, 1, dtype, shape, needs_grad, needs_dual,
-                                            name)
+                                            name, order, offset, layout)
 
     @staticmethod
     def ndarray(n, dtype, shape, needs_grad=False):  # pylint: disable=arguments-differ
         from quadrants.lang import ndarray as nd  # pylint: disable=import-outside-toplevel
         return nd.ndarray(vector(n, dtype), shape, needs_grad)
+
+    @staticmethod
+    def tensor(n, dtype, shape, **kwargs):  # pylint: disable=arguments-differ
+        """qd.Vector.tensor(n, dtype, shape, backend=qd.Backend.NDARRAY,
+        needs_grad=False): a qd.VectorTensor on the chosen backend."""
+        from quadrants.lang import tensor  # pylint: disable=import-outside-toplevel
+        return tensor.vector_tensor(n, dtype, shape, **kwargs)
 
     @staticmethod
     def zero(dt, n):  # pylint: disable=arguments-differ
@@ -728,10 +742,11 @@ class MatrixType:
                             self.ndim)
 
     def field(self, shape=None, needs_grad=False, needs_dual=False, name=None, order=None,
-              offset=None, layout=None):  # pylint: disable=unused-argument
+              offset=None, layout=None):
         from quadrants.lang import composite_field  # pylint: disable=import-outside-toplevel
         return composite_field.matrix_field(self.n, self.m, self.ndim, self.dtype, shape,
-                                            needs_grad, needs_dual, name)
+                                            needs_grad, needs_dual, name, order, offset,
+                                            layout)
 
     def ndarray(self, shape, needs_grad=False):
         from quadrants.lang import ndarray as nd  # pylint: disable=import-outside-toplevel

@@ -57,7 +57,7 @@ class Ndarray:
         self._scalar = scalar
         self._core_shape = shape + self._element_shape
         self._core = prog.create_ndarray(scalar.name, list(self._core_shape))
-        self.grad = Ndarray(self.dtype, shape) if needs_grad else None
+        self.grad = type(self)(self.dtype, shape) if needs_grad else None
         if self.grad is not None:
             _with_grad.add(self)
 
@@ -139,11 +139,38 @@ class Ndarray:
         for c, v in zip(self._components(), value.reshape(-1).tolist()):
             self._core.write(index + c, v)
 
-    def to_numpy(self):
+    @property
+    def layout(self):
+        """The memory order of the axes when it is not the default: ndarrays
+        are always row-major, so None."""
+        return None
+
+    def to_numpy(self, dtype=None, *, copy=True):
+        """A new numpy array of the contents (shape + element shape).
+        copy=False asks for a view of the ndarray's memory, which is not
+        offered: it raises ValueError."""
+        from quadrants.lang.field import check_copy_flag  # pylint: disable=import-outside-toplevel
+        check_copy_flag(copy, "this ndarray")
         self._check_alive().sync()
         if self._struct is not None:
+            if dtype is not None:
+                raise QuadrantsTypeError("to_numpy(dtype=...) does not apply to an ndarray "
+                                         "of structs (it gives a dict of arrays)")
             return _struct_split(self._struct, self._core.to_numpy(), self.shape)
-        return self._core.to_numpy()
+        out = self._core.to_numpy()
+        return out if dtype is None else out.astype(dtype)
+
+    def copy_from(self, other):
+        """Copies every element of ndarray `other` (of the same shape and
+        element type) here."""
+        from quadrants.lang.field import check_copy_source  # pylint: disable=import-outside-toplevel
+        check_copy_source(self, other, Ndarray)
+        if other.dtype != self.dtype:
+            raise QuadrantsTypeError(f"copy_from: the destination holds {self.dtype}, the "
+                                     f"source {other.dtype}")
+        other._check_alive().sync()
+        self._check_alive()
+        self._core.from_numpy(other._core.to_numpy())
 
     def from_numpy(self, array):
         self._check_alive().sync()
@@ -183,9 +210,38 @@ class Ndarray:
         return f"<qd.ndarray {self.dtype}{list(self.shape)}>"
 
 
+class ScalarNdarray(Ndarray):
+    """An ndarray of scalars."""
+
+
+class VectorNdarray(Ndarray):
+    """An ndarray of vectors (qd.Vector.ndarray)."""
+
+    @property
+    def n(self):
+        return self._element_shape[0]
+
+
+class MatrixNdarray(Ndarray):
+    """An ndarray of matrices (qd.Matrix.ndarray)."""
+
+    @property
+    def n(self):
+        return self._element_shape[0]
+
+    @property
+    def m(self):
+        return self._element_shape[1]
+
+
 def ndarray(dtype, shape, needs_grad=False):
-    """qd.ndarray(dtype, shape, needs_grad=False), zero-initialized."""
-    return Ndarray(dtype, shape, needs_grad)
+    """qd.ndarray(dtype, shape, needs_grad=False), zero-initialized: a
+    ScalarNdarray, VectorNdarray or MatrixNdarray (an Ndarray for structs)."""
+    cls = ScalarNdarray
+    if hasattr(dtype, "_flat_dtypes"):
+        ndim = len(dtype.shape) if hasattr(dtype, "shape") else 0
+        cls = {1: VectorNdarray, 2: MatrixNdarray}.get(ndim, Ndarray)
+    return cls(dtype, shape, needs_grad)
 
 
 def _struct_layout(stype):

@@ -6,8 +6,8 @@ Structs; a StructField holds one field per member.
 """
 from quadrants.lang import context, types
 from quadrants.lang import field as field_module
-from quadrants.lang.composite_field import _check_flags, _new_name, _place_new, \
-    _matrix_components, MatrixField
+from quadrants.lang.composite_field import _check_flags, _check_layout, _new_name, \
+    _place_new, _matrix_components, MatrixField
 from quadrants.lang.exception import ArgumentValueError, QuadrantsTypeError
 from quadrants.lang.expr import Composite, GlobalRef
 from quadrants.lang.matrix import Matrix, MatrixType
@@ -211,15 +211,19 @@ class StructType:
         return self(**value._members)
 
     def field(self, shape=None, needs_grad=False, needs_dual=False, name=None, order=None,
-              offset=None, layout=None):  # pylint: disable=unused-argument
+              offset=None, layout=None):
         """MyStruct.field(shape=None, needs_grad=False, ...): one field per
-        member, placed together."""
+        member, placed together (order=, offset= and layout= as for
+        qd.field and qd.Vector.field)."""
         from quadrants.lang import runtime  # pylint: disable=import-outside-toplevel
         runtime.program()
         shape = field_module._shape_tuple(shape)  # pylint: disable=protected-access
+        what = f"{self!r}.field()"
+        order, offset = field_module.layout_options(shape, order, offset, what)
+        _check_layout(layout, what)
         name = _new_name(name)
         f = self._make_field(shape, needs_grad, needs_dual, name)
-        _place_new(f._leaf_fields(), shape)
+        _place_new(f._leaf_fields(), shape, order, offset, layout)
         return f
 
     def _make_field(self, shape, needs_grad, needs_dual, name):
@@ -346,6 +350,16 @@ class StructField:
     def fill(self, value):
         for f in self._members.values():
             f.fill(value)
+
+    def copy_from(self, other):
+        """Copies every element of struct field `other` (of the same struct
+        type and shape) here."""
+        field_module.check_copy_source(self, other, StructField)
+        if other._stype != self._stype:
+            raise QuadrantsTypeError(f"copy_from: struct field '{self.name}' holds "
+                                     f"{self._stype!r}, the source {other._stype!r}")
+        for k, f in self._members.items():
+            f.copy_from(other._members[k])
 
     def __repr__(self):
         return f"<qd.Struct.field {self.name}: {self._stype!r}{list(self.shape)}>"

@@ -5,11 +5,12 @@ through ops and the builder."""
 import ast
 
 from quadrants.lang import context, matrix, ops, printing, runtime, types
+from quadrants.lang import tensor as tensor_module
 from quadrants.lang.composite_field import MatrixField
 from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
 from quadrants.lang.expr import (Composite, Expr, GlobalRef, NdarrayArg, ShapeProxy,
                                  is_runtime)
-from quadrants.lang.field import Field
+from quadrants.lang.field import Field, element_indices
 from quadrants.lang.ndarray import Ndarray
 from quadrants.lang.struct import StructField, StructType
 
@@ -109,7 +110,13 @@ class ExpressionsMixin:
 
     def as_kernel_data(self, value, label):
         """An ndarray object met in kernel code (a template argument or
-        one of its members) becomes a hidden ndarray parameter."""
+        one of its members) becomes a hidden ndarray parameter; a qd.Tensor
+        stands for its field or ndarray."""
+        if isinstance(value, tensor_module.Tensor):
+            impl = value._unwrap()
+            # Launches find the impl again through the wrapper.
+            self.ctx.origins.note_step(value, ("attr", "_impl"), impl)
+            value = impl
         if isinstance(value, Ndarray) and self.ctx.hidden is not None:
             return self.ctx.hidden.ndarray_arg(value, self.ctx.origins.path(value), label)
         return value
@@ -139,13 +146,15 @@ class ExpressionsMixin:
                 raise self.error(node, f"field '{base.name}' has {len(base.shape)} "
                                  f"dimensions, indexed with {len(indices)}",
                                  QuadrantsTypeError)
-            return base._element(lambda f: b.field_ptr(f.place_id(), indices, label))
+            return base._element(lambda f: b.field_ptr(f.place_id(),
+                                                       element_indices(f, indices), label))
         if isinstance(base, Field):
             if len(indices) != len(base.shape):
                 raise self.error(node, f"field '{base.name}' has {len(base.shape)} "
                                  f"dimensions, indexed with {len(indices)}",
                                  QuadrantsTypeError)
-            return GlobalRef(b.field_ptr(base.place_id(), indices, label), base.dtype)
+            return GlobalRef(b.field_ptr(base.place_id(), element_indices(base, indices),
+                                         label), base.dtype)
         if len(indices) != base.ndim:
             raise self.error(node, f"ndarray '{base.name}' has {base.ndim} dimensions, "
                              f"indexed with {len(indices)}", QuadrantsTypeError)

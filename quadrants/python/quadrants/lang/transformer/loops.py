@@ -9,7 +9,7 @@ from quadrants.lang import context, matrix, ops
 from quadrants.lang.composite_field import MatrixField
 from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
 from quadrants.lang.expr import Expr, NdarrayArg, Var
-from quadrants.lang.field import Field
+from quadrants.lang.field import Field, index_bounds, loop_index
 from quadrants.lang.struct import StructField
 
 class NdRange:
@@ -159,7 +159,7 @@ class LoopsMixin:
         if isinstance(target, range):
             target = NdRange((target.start, target.stop))
         elif isinstance(target, (Field, MatrixField, StructField)):
-            target = NdRange(*target.shape)
+            target = NdRange(*index_bounds(target))
         elif isinstance(target, NdarrayArg):
             target = NdRange(*[target.shape[k] for k in range(target.ndim)])
         elif not isinstance(target, NdRange):
@@ -236,7 +236,8 @@ class LoopsMixin:
         loop = b.struct_for(dense)
 
         def bind(lp):
-            return {name: Expr(b.loop_index(lp, axis)) for axis, name in enumerate(names)}
+            return {name: loop_index(f, Expr(b.loop_index(lp, axis)), axis)
+                    for axis, name in enumerate(names)}
         self.run_loop_body(node, loop, bind, self.is_outermost())
 
     def static_for(self, node, iterable):
