@@ -98,3 +98,16 @@ def test_float_operand_is_an_error():
 
     with pytest.raises(qd.QuadrantsTypeError, match="integer or boolean"):
         bad(2.0)
+
+
+@test_utils.test()
+def test_guarded_integer_division_never_divides_by_zero():
+    @qd.kernel
+    def safe_ratio(n: qd.i32, k: qd.i32) -> qd.i32:
+        r = 0
+        if k != 0 and n // k > 2:
+            r = 1
+        return r
+
+    assert safe_ratio(10, 0) == 0
+    assert safe_ratio(10, 2) == 1 and safe_ratio(10, 5) == 0

@@ -40,6 +40,21 @@ _COMPARE = {
 }
 
 
+# Operands built only of these read locals and constants: evaluating one
+# when and/or does not need it has no effect and cannot fault, so it takes
+# no branch (which also keeps `while v < 3.0 and k < n:` a plain condition
+# for reverse mode).
+_PLAIN_NODES = (ast.Name, ast.Constant, ast.Compare, ast.BinOp, ast.UnaryOp, ast.BoolOp,
+                ast.IfExp, ast.Load, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+
+def _is_plain_operand(node):
+    # Division and modulo can trap on an integer zero the left operand guards.
+    return all(isinstance(n, _PLAIN_NODES) and
+               not isinstance(n, (ast.Div, ast.FloorDiv, ast.Mod))
+               for n in ast.walk(node))
+
+
 class ExpressionsMixin:
     """FunctionCompiler's expression visitors."""
 
@@ -215,7 +230,8 @@ class ExpressionsMixin:
                     return result
                 result = context.load(self.eval(value_node))
                 continue
-            if runtime.state.options.get("short_circuit_operators", True):
+            if runtime.state.options.get("short_circuit_operators", True) and \
+                    not _is_plain_operand(value_node):
                 result = self.short_circuit(node, is_and, result, value_node)
                 continue
             other = context.load(self.eval(value_node))
