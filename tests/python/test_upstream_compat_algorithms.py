@@ -349,6 +349,35 @@ def test_parallel_sort(dtype):
         np.testing.assert_array_equal(values.to_numpy(), keys.to_numpy())
 
 
+@pytest.mark.parametrize("offset", [-23333, -1, 1, 128])
+@pytest.mark.parametrize("dtype", ["i32", "f32"])
+@test_utils.test()
+def test_parallel_sort_fields_with_offset(dtype, offset):
+    n = 4099
+    keys = qd.field(getattr(qd, dtype), n, offset=offset)
+    values = qd.field(getattr(qd, dtype), n, offset=-offset)
+    host = (np.random.default_rng(offset % 97).random(n) * n).astype(_NP[dtype])
+    keys.from_numpy(host)
+    values.from_numpy(-host)
+    with pytest.warns(DeprecationWarning):
+        qd.algorithms.parallel_sort(keys, values)
+    np.testing.assert_array_equal(keys.to_numpy(), np.sort(host))
+    np.testing.assert_array_equal(values.to_numpy(), -keys.to_numpy())
+    assert keys[offset] == keys.to_numpy()[0]
+
+
+@pytest.mark.parametrize("offset", [-23333, -256, 1, 23333])
+@test_utils.test()
+def test_prefix_sum_executor_with_offset(offset):
+    n = 4096
+    arr = qd.field(qd.i32, n, offset=offset)
+    host = np.random.default_rng(offset % 89).integers(0, n, n).astype(np.int32)
+    arr.from_numpy(host)
+    with pytest.warns(DeprecationWarning):
+        qd.algorithms.PrefixSumExecutor(n).run(arr)
+    np.testing.assert_array_equal(arr.to_numpy(), np.cumsum(host, dtype=np.int32))
+
+
 @test_utils.test()
 def test_prefix_sum_executor():
     for n in (512, 1024, 4096, 1000, 70_001):

@@ -17,7 +17,7 @@ def _sort_stage(keys: template(), values: template(), has_values: template(), n:
                 p: i32, k: i32, pairs: i32, key_base: i32, value_base: i32):
     # One compare-exchange of Batcher's odd-even merge sort per thread: the
     # pairs (j + i, j + i + k) for j = k % p + 2 k t, i < k, that stay in one
-    # block of 2 p elements. *_base: the index of the fields' first element.
+    # block of 2 p elements. *_base: the fields' offsets.
     for t in range(pairs):
         j = k % p + (t // k) * 2 * k
         a = j + t % k
@@ -53,7 +53,7 @@ def parallel_sort(keys, values=None):
             starts = (n - 1 - k - k % p) // (2 * k) + 1 if n - 1 - k >= k % p else 0
             if starts:
                 _sort_stage(keys, vals, values is not None, n, p, k, starts * k,
-                            0, 0)
+                            keys.offset[0], vals.offset[0])
             k //= 2
         p *= 2
 
@@ -77,7 +77,8 @@ def _prefix_sum(buf: template(), n: template(), depth: template(), base: templat
 
 class PrefixSumExecutor:
     """PrefixSumExecutor(length).run(arr): the inclusive prefix sum of the
-    i32 field arr (shape (length,)) in place, arr[i] = arr[0] + ... + arr[i].
+    i32 field arr (shape (length,), any offset) in place,
+    arr[i] = arr[0] + ... + arr[i] counting from the first element.
 
     Deprecated: use qd.algorithms.exclusive_scan_add inside a kernel."""
 
@@ -100,4 +101,4 @@ class PrefixSumExecutor:
                                      f"{input_arr.shape}")
         if self.sorting_length:
             _prefix_sum(input_arr, self.sorting_length,
-                        _common.depth_for_n(self.sorting_length), 0)
+                        _common.depth_for_n(self.sorting_length), input_arr.offset[0])
