@@ -83,7 +83,9 @@ def _excluded(arch, exclude):
 def test(arch=None, require=None, exclude=None, **init_options):
     """Parametrizes a test over archs; see the module docstring."""
     archs = _as_list(arch) or list(runtime.ALL_ARCHS)
-    archs = [a for a in archs if not _excluded(a, _as_list(exclude) or [])]
+    # qd.gpu stands for every GPU arch, as upstream.
+    archs = [g for a in archs for g in (runtime.GPU_ARCHS if a is qd.gpu else [a])]
+    archs = list(dict.fromkeys(a for a in archs if not _excluded(a, _as_list(exclude) or [])))
     requirements = _as_list(require) or []
     if extension.adstack in requirements:  # as upstream: the adstack is turned on
         init_options.setdefault("ad_stack_experimental_enabled", True)
