@@ -136,8 +136,12 @@ class IRBuilder {
   TernaryOpStmt* Select(Stmt* cond, Stmt* a, Stmt* b) {
     return Make<TernaryOpStmt>(cond, a, b);
   }
-  AtomicOpStmt* Atomic(AtomicOpKind op, Stmt* ptr, Stmt* value) {
-    return Make<AtomicOpStmt>(op, ptr, value);
+  AtomicOpStmt* Atomic(AtomicOpKind op, Stmt* ptr, Stmt* value,
+                       Stmt* expected = nullptr) {
+    return Make<AtomicOpStmt>(op, ptr, value, expected);
+  }
+  UnaryOpStmt* BitCast(Stmt* x, PrimitiveType to) {
+    return Make<UnaryOpStmt>(UnaryOpKind::kBitCast, x, to);
   }
 
   // Control flow: each returns the container; enter its blocks to fill them.
@@ -165,6 +169,7 @@ class IRBuilder {
                                 std::move(values));
   }
   RandomStmt* Random(PrimitiveType dtype) { return Make<RandomStmt>(dtype); }
+  ThreadIndexStmt* ThreadIndex() { return Make<ThreadIndexStmt>(); }
   OffloadedTaskStmt* Task(TaskKind kind, int snode_id = -1) {
     return Make<OffloadedTaskStmt>(kind, snode_id);
   }

@@ -71,7 +71,8 @@ std::unique_ptr<Stmt> CopyAttributes(const Stmt& s) {
       break;
     case StmtKind::kAtomicOp:
       copy = std::make_unique<AtomicOpStmt>(
-          static_cast<const AtomicOpStmt&>(s).op(), ops[0], ops[1]);
+          static_cast<const AtomicOpStmt&>(s).op(), ops[0], ops[1],
+          ops.size() > 2 ? ops[2] : nullptr);
       break;
     case StmtKind::kRangeFor:
       copy = std::make_unique<RangeForStmt>(ops[0], ops[1]);
@@ -139,6 +140,9 @@ std::unique_ptr<Stmt> CopyAttributes(const Stmt& s) {
     }
     case StmtKind::kRandom:
       copy = std::make_unique<RandomStmt>(s.type().element());
+      break;
+    case StmtKind::kThreadIndex:
+      copy = std::make_unique<ThreadIndexStmt>();
       break;
   }
   copy->set_type(s.type());

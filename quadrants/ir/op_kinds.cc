@@ -75,6 +75,15 @@ bool IsFloatMath(UnaryOpKind op) {
   }
 }
 
+bool IsBitCount(UnaryOpKind op) {
+  return op == UnaryOpKind::kClz || op == UnaryOpKind::kPopcnt ||
+         op == UnaryOpKind::kFfs;
+}
+
+bool HasExplicitType(UnaryOpKind op) {
+  return op == UnaryOpKind::kCast || op == UnaryOpKind::kBitCast;
+}
+
 absl::string_view TaskKindName(TaskKind kind) {
   switch (kind) {
     case TaskKind::kSerial:

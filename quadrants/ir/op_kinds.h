@@ -5,25 +5,32 @@
 
 namespace quadrants::ir {
 
-#define QD_FOR_EACH_UNARY_OP(X) \
-  X(kNeg, "neg")                \
-  X(kBitNot, "bit_not")         \
-  X(kLogicalNot, "logical_not") \
-  X(kCast, "cast")              \
-  X(kAbs, "abs")                \
-  X(kSqrt, "sqrt")              \
-  X(kRsqrt, "rsqrt")            \
-  X(kSin, "sin")                \
-  X(kCos, "cos")                \
-  X(kTan, "tan")                \
-  X(kTanh, "tanh")              \
-  X(kExp, "exp")                \
-  X(kLog, "log")                \
-  X(kAsin, "asin")              \
-  X(kAcos, "acos")              \
-  X(kFloor, "floor")            \
-  X(kCeil, "ceil")              \
-  X(kStopGrad, "stop_grad")
+#define QD_FOR_EACH_UNARY_OP(X)       \
+  X(kNeg, "neg")                      \
+  X(kBitNot, "bit_not")               \
+  X(kLogicalNot, "logical_not")       \
+  X(kCast, "cast")                    \
+  X(kAbs, "abs")                      \
+  X(kSqrt, "sqrt")                    \
+  X(kRsqrt, "rsqrt")                  \
+  X(kSin, "sin")                      \
+  X(kCos, "cos")                      \
+  X(kTan, "tan")                      \
+  X(kTanh, "tanh")                    \
+  X(kExp, "exp")                      \
+  X(kLog, "log")                      \
+  X(kAsin, "asin")                    \
+  X(kAcos, "acos")                    \
+  X(kFloor, "floor")                  \
+  X(kCeil, "ceil")                    \
+  X(kStopGrad, "stop_grad")           \
+  X(kRound, "round")                  \
+  X(kClz, "clz")                      \
+  X(kPopcnt, "popcnt")                \
+  X(kFfs, "ffs")                      \
+  X(kBitCast, "bit_cast")             \
+  X(kFrexpMantissa, "frexp_mantissa") \
+  X(kFrexpExponent, "frexp_exponent")
 
 #define QD_FOR_EACH_BINARY_OP(X) \
   X(kAdd, "add")                 \
@@ -50,14 +57,17 @@ namespace quadrants::ir {
   X(kLogicalAnd, "logical_and")  \
   X(kLogicalOr, "logical_or")
 
-#define QD_FOR_EACH_ATOMIC_OP(X) \
-  X(kAdd, "atomic_add")          \
-  X(kSub, "atomic_sub")          \
-  X(kMin, "atomic_min")          \
-  X(kMax, "atomic_max")          \
-  X(kBitAnd, "atomic_and")       \
-  X(kBitOr, "atomic_or")         \
-  X(kBitXor, "atomic_xor")
+#define QD_FOR_EACH_ATOMIC_OP(X)  \
+  X(kAdd, "atomic_add")           \
+  X(kSub, "atomic_sub")           \
+  X(kMin, "atomic_min")           \
+  X(kMax, "atomic_max")           \
+  X(kBitAnd, "atomic_and")        \
+  X(kBitOr, "atomic_or")          \
+  X(kBitXor, "atomic_xor")        \
+  X(kMul, "atomic_mul")           \
+  X(kExchange, "atomic_exchange") \
+  X(kCas, "atomic_cas")
 
 #define QD_DECLARE_ENUMERATOR(name, text) name,
 
@@ -78,6 +88,11 @@ bool IsIntegerOnly(BinaryOpKind op);
 bool IsLogical(BinaryOpKind op);
 // sqrt, sin, exp, ...: integer operands are converted to the default float.
 bool IsFloatMath(UnaryOpKind op);
+// clz, popcnt, ffs: an integer operand's bit pattern, counted into an i32.
+bool IsBitCount(UnaryOpKind op);
+// Ops whose result type is fixed when the statement is built (the cast
+// target) rather than derived by type checking.
+bool HasExplicitType(UnaryOpKind op);
 
 // How an offloaded task runs: once (serial), or in parallel over a range of
 // indices or over the cells of a field.

@@ -146,13 +146,13 @@ class LocalStoreStmt : public Stmt {
 class UnaryOpStmt : public Stmt {
  public:
   static constexpr StmtKind kKind = StmtKind::kUnaryOp;
-  // For kCast, `cast_to` is the destination type; other ops ignore it and
-  // get their type from type checking.
+  // For kCast and kBitCast, `cast_to` is the destination type; other ops
+  // ignore it and get their type from type checking.
   UnaryOpStmt(UnaryOpKind op, Stmt* operand,
               PrimitiveType cast_to = PrimitiveType::kI32)
       : Stmt(kKind,
-             op == UnaryOpKind::kCast ? DataType::Scalar(cast_to)
-                                      : DataType::Unknown(),
+             HasExplicitType(op) ? DataType::Scalar(cast_to)
+                                 : DataType::Unknown(),
              {operand}),
         op_(op) {}
   UnaryOpKind op() const { return op_; }
@@ -191,15 +191,22 @@ class TernaryOpStmt : public Stmt {
 };
 
 // Atomically applies `op` with `value` at `ptr` and yields the old value.
+// kCas has a third operand, `expected`: it stores `value` (the desired
+// value) only where the element equals `expected`.
 class AtomicOpStmt : public Stmt {
  public:
   static constexpr StmtKind kKind = StmtKind::kAtomicOp;
-  AtomicOpStmt(AtomicOpKind op, Stmt* ptr, Stmt* value)
+  AtomicOpStmt(AtomicOpKind op, Stmt* ptr, Stmt* value,
+               Stmt* expected = nullptr)
       : Stmt(kKind, DataType::Scalar(ptr->type().element()), {ptr, value}),
-        op_(op) {}
+        op_(op) {
+    if (expected != nullptr)
+      AddOperand(expected);
+  }
   AtomicOpKind op() const { return op_; }
   Stmt* ptr() const { return operand(0); }
   Stmt* value() const { return operand(1); }
+  Stmt* expected() const { return num_operands() > 2 ? operand(2) : nullptr; }
   bool has_side_effects() const override { return true; }
 
  private:
@@ -467,6 +474,17 @@ class RandomStmt : public Stmt {
   explicit RandomStmt(PrimitiveType dtype)
       : Stmt(kKind, DataType::Scalar(dtype)) {}
   bool has_side_effects() const override { return true; }
+};
+
+// qd.global_thread_idx(): the index of the thread running this code, an
+// i32. On the CPU, the worker thread (SIMD lanes of one thread share it);
+// on GPUs, block index * block size + thread index; on Vulkan, the global
+// invocation index; 0 in serial tasks. Which thread runs an iteration may
+// differ from run to run, so it is neither pure nor movable.
+class ThreadIndexStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kThreadIndex;
+  ThreadIndexStmt() : Stmt(kKind, DataType::Scalar(PrimitiveType::kI32)) {}
 };
 
 // Loops with an index: what a loop_index may refer to, and what `continue`

@@ -38,6 +38,7 @@ constexpr absl::string_view kKindNames[] = {
     "adstack_acc_adjoint",
     "print",
     "random",
+    "thread_index",
 };
 
 #define QD_COUNT_KIND(name) +1

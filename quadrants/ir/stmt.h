@@ -44,7 +44,8 @@ namespace quadrants::ir {
   X(AdStackLoadTopAdj)           \
   X(AdStackAccAdjoint)           \
   X(DebugPrint)                  \
-  X(Random)
+  X(Random)                      \
+  X(ThreadIndex)
 
 enum class StmtKind {
 #define QD_DECLARE_KIND(name) k##name,

@@ -272,11 +272,12 @@ class Verifier {
                   "result");
         return;
       case StmtKind::kGlobalStore:
-      case StmtKind::kAtomicOp:
         CheckGlobalPtr(s, s.operand(0));
         CheckType(s, s.operand(1),
                   DataType::Scalar(s.operand(0)->type().element()), "value");
         return;
+      case StmtKind::kAtomicOp:
+        return VerifyAtomic(static_cast<const AtomicOpStmt&>(s));
       case StmtKind::kLocalLoad:
       case StmtKind::kLocalStore:
         if (!Isa<AllocaStmt>(s.operand(0))) {
@@ -292,12 +293,7 @@ class Verifier {
         CheckTyped(s);
         if (u.is_cast() || s.type().is_unknown())
           return;
-        if (u.op() == UnaryOpKind::kLogicalNot) {
-          CheckType(s, &s, DataType::Scalar(PrimitiveType::kU1), "result");
-        } else {
-          CheckType(s, u.input(), s.type(), "operand");
-        }
-        return;
+        return VerifyUnaryTypes(u);
       }
       case StmtKind::kBinaryOp: {
         const auto& b = static_cast<const BinaryOpStmt&>(s);
@@ -381,6 +377,9 @@ class Verifier {
         if (!s.type().is_scalar())
           Fail(s, "random must produce a scalar");
         return;
+      case StmtKind::kThreadIndex:
+        CheckType(s, &s, DataType::Scalar(PrimitiveType::kI32), "result");
+        return;
       case StmtKind::kAdStackAlloca: {
         const auto& a = static_cast<const AdStackAllocaStmt&>(s);
         if (a.max_size() < 0)
@@ -389,6 +388,59 @@ class Verifier {
       }
       default:
         return;
+    }
+  }
+
+  void VerifyAtomic(const AtomicOpStmt& a) {
+    CheckGlobalPtr(a, a.ptr());
+    const DataType element = DataType::Scalar(a.ptr()->type().element());
+    CheckType(a, a.value(), element, "value");
+    const bool cas = a.op() == AtomicOpKind::kCas;
+    if (cas != (a.num_operands() == 3)) {
+      return Fail(a, cas ? "atomic_cas needs an expected value (3 operands)"
+                         : "only atomic_cas takes a third operand");
+    }
+    if (cas)
+      CheckType(a, a.expected(), element, "expected value");
+  }
+
+  void VerifyUnaryTypes(const UnaryOpStmt& u) {
+    if (!options_.require_types)
+      return;
+    if (!u.input()->type().is_scalar())
+      return CheckType(u, u.input(), u.type(), "operand");
+    const PrimitiveType in = u.input()->type().element();
+    const PrimitiveType out = u.type().element();
+    switch (u.op()) {
+      case UnaryOpKind::kLogicalNot:
+        return CheckType(u, &u, DataType::Scalar(PrimitiveType::kU1), "result");
+      case UnaryOpKind::kClz:
+      case UnaryOpKind::kPopcnt:
+      case UnaryOpKind::kFfs:
+        CheckIntegerScalar(u, u.input(), "operand");
+        return CheckType(u, &u, DataType::Scalar(PrimitiveType::kI32),
+                         "result");
+      case UnaryOpKind::kFrexpExponent:
+        if (!IsFloat(in))
+          return Fail(u, "frexp_exponent needs a float operand");
+        return CheckType(u, &u, DataType::Scalar(PrimitiveType::kI32),
+                         "result");
+      case UnaryOpKind::kBitCast:
+        if (BitWidth(in) != BitWidth(out) || IsBool(in)) {
+          return Fail(u,
+                      absl::StrCat("bit_cast between ", PrimitiveTypeName(in),
+                                   " and ", PrimitiveTypeName(out),
+                                   ", types of different sizes"));
+        }
+        return;
+      case UnaryOpKind::kRound:
+      case UnaryOpKind::kFrexpMantissa:
+        if (!IsFloat(in))
+          return Fail(u,
+                      absl::StrCat(OpName(u.op()), " needs a float operand"));
+        return CheckType(u, u.input(), u.type(), "operand");
+      default:
+        return CheckType(u, u.input(), u.type(), "operand");
     }
   }
 

@@ -416,6 +416,14 @@ class PyBuilder {
   ir::Stmt* Atomic(const std::string& op, ir::Stmt* ptr, ir::Stmt* value) {
     return Typed(builder_.Atomic(AtomicOp(op), ptr, value));
   }
+  ir::Stmt* AtomicCas(ir::Stmt* ptr, ir::Stmt* expected, ir::Stmt* desired) {
+    return Typed(
+        builder_.Atomic(ir::AtomicOpKind::kCas, ptr, desired, expected));
+  }
+  ir::Stmt* BitCast(ir::Stmt* x, const std::string& dtype) {
+    return Typed(builder_.BitCast(x, Dtype(dtype)));
+  }
+  ir::Stmt* ThreadIndex() { return builder_.ThreadIndex(); }
   ir::Stmt* RangeFor(ir::Stmt* begin, ir::Stmt* end) {
     return Typed(builder_.RangeFor(begin, end));
   }
@@ -857,6 +865,9 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("binary", &PyBuilder::Binary, ref)
       .def("select", &PyBuilder::Select, ref)
       .def("atomic", &PyBuilder::Atomic, ref)
+      .def("atomic_cas", &PyBuilder::AtomicCas, ref)
+      .def("bit_cast", &PyBuilder::BitCast, ref)
+      .def("thread_index", &PyBuilder::ThreadIndex, ref)
       .def("range_for", &PyBuilder::RangeFor, ref)
       .def("struct_for", &PyBuilder::StructFor, ref)
       .def("loop_index", &PyBuilder::LoopIndex, ref)

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 namespace quadrants::transforms {
 namespace {
@@ -114,6 +115,90 @@ absl::optional<Constant> EvalIntUnary(UnaryOpKind op, const Constant& x,
     default:
       return absl::nullopt;
   }
+}
+
+// The bits of `c` as an unsigned integer of its width.
+uint64_t BitsOf(const Constant& c) {
+  const int width = ir::BitWidth(c.type());
+  if (c.type() == PrimitiveType::kF64) {
+    const double d = c.as_float();
+    uint64_t bits;
+    std::memcpy(&bits, &d, sizeof bits);
+    return bits;
+  }
+  if (c.type() == PrimitiveType::kF32) {
+    const float f = static_cast<float>(c.as_float());
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    return bits;
+  }
+  return width == 64 ? c.as_uint() : c.as_uint() & ((uint64_t{1} << width) - 1);
+}
+
+absl::optional<Constant> BitCast(const Constant& x, PrimitiveType to) {
+  // f16 constants have no exact bit-level form here: left to run time.
+  if (x.type() == PrimitiveType::kF16 || to == PrimitiveType::kF16)
+    return absl::nullopt;
+  const uint64_t bits = BitsOf(x);
+  if (to == PrimitiveType::kF64) {
+    double d;
+    std::memcpy(&d, &bits, sizeof d);
+    return Constant::Float(to, d);
+  }
+  if (to == PrimitiveType::kF32) {
+    const uint32_t word = static_cast<uint32_t>(bits);
+    float f;
+    std::memcpy(&f, &word, sizeof f);
+    return Constant::Float(to, f);
+  }
+  return Constant::Int(to, static_cast<int64_t>(bits));
+}
+
+// clz, popcnt and ffs over the bit pattern of `x`'s width.
+Constant BitCount(UnaryOpKind op, const Constant& x) {
+  const int width = ir::BitWidth(x.type());
+  const uint64_t bits = BitsOf(x);
+  int r = 0;
+  switch (op) {
+    case UnaryOpKind::kClz:
+      r = width;
+      for (int k = width - 1; k >= 0; --k) {
+        if ((bits >> k) & 1) {
+          r = width - 1 - k;
+          break;
+        }
+      }
+      break;
+    case UnaryOpKind::kPopcnt:
+      for (int k = 0; k < width; ++k)
+        r += static_cast<int>((bits >> k) & 1);
+      break;
+    default:  // ffs: 1-based position of the lowest set bit, 0 for none
+      for (int k = 0; k < width; ++k) {
+        if ((bits >> k) & 1) {
+          r = k + 1;
+          break;
+        }
+      }
+      break;
+  }
+  return Constant::Int(PrimitiveType::kI32, r);
+}
+
+// Round half away from zero (C's round); frexp as C's, with exponent 0 for
+// zero, infinities and NaN.
+absl::optional<Constant> EvalRounding(UnaryOpKind op, const Constant& x,
+                                      PrimitiveType result) {
+  const double v = x.as_float();
+  if (op == UnaryOpKind::kRound)
+    return Constant::Float(result, std::round(v));
+  int exponent = 0;
+  double mantissa = v;
+  if (std::isfinite(v) && v != 0)
+    mantissa = std::frexp(v, &exponent);
+  if (op == UnaryOpKind::kFrexpExponent)
+    return Constant::Int(PrimitiveType::kI32, exponent);
+  return Constant::Float(result, mantissa);
 }
 
 // Python's floor division and modulo on signed integers.
@@ -275,6 +360,15 @@ absl::optional<Constant> EvalUnary(UnaryOpKind op, const Constant& x,
     return Constant::Cast(x, result);
   if (op == UnaryOpKind::kLogicalNot)
     return Constant::Bool(x.is_zero());
+  if (op == UnaryOpKind::kBitCast)
+    return BitCast(x, result);
+  if (ir::IsBitCount(op))
+    return ir::IsInteger(x.type()) ? absl::make_optional(BitCount(op, x))
+                                   : absl::nullopt;
+  if (op == UnaryOpKind::kRound || op == UnaryOpKind::kFrexpMantissa ||
+      op == UnaryOpKind::kFrexpExponent) {
+    return x.is_float() ? EvalRounding(op, x, result) : absl::nullopt;
+  }
   if (ir::IsFloat(result))
     return EvalFloatUnary(op, x.as_float(), result);
   return EvalIntUnary(op, x, result);

@@ -115,9 +115,10 @@ class TypeChecker {
       case StmtKind::kNdarrayPtr:
       case StmtKind::kFieldPtr:
         return CheckIndices(s);
+      case StmtKind::kAtomicOp:
+        return CheckAtomic(static_cast<ir::AtomicOpStmt&>(s));
       case StmtKind::kGlobalStore:
       case StmtKind::kLocalStore:
-      case StmtKind::kAtomicOp:
       case StmtKind::kAdStackPush:
       case StmtKind::kAdStackAccAdjoint:
         return ConvertValue(s, 1, s.operand(0)->type().element());
@@ -163,10 +164,72 @@ class TypeChecker {
     }
   }
 
+  void CheckAtomic(ir::AtomicOpStmt& a) {
+    const PrimitiveType t = a.ptr()->type().element();
+    if (a.op() == ir::AtomicOpKind::kCas && ir::IsFloat(t)) {
+      return Fail(a, absl::StrCat("atomic_cas needs an integer target, found ",
+                                  ir::PrimitiveTypeName(t),
+                                  " (compare-and-swap on floats is not "
+                                  "supported)"));
+    }
+    ConvertValue(a, 1, t);
+    if (a.expected() != nullptr && error_.ok())
+      ConvertValue(a, 2, t);
+  }
+
+  // Unary ops whose operand type is restricted or whose result type is not
+  // the operand's; false when `u` is not one of them.
+  bool CheckSpecialUnary(ir::UnaryOpStmt& u, PrimitiveType in) {
+    const std::string op(ir::OpName(u.op()));
+    const std::string found =
+        absl::StrCat(", found ", ir::PrimitiveTypeName(in));
+    switch (u.op()) {
+      case UnaryOpKind::kBitCast: {
+        const PrimitiveType out = u.type().element();
+        if (ir::IsBool(in) || ir::IsBool(out)) {
+          Fail(u, absl::StrCat("bit_cast cannot convert ",
+                               ir::PrimitiveTypeName(in), " to ",
+                               ir::PrimitiveTypeName(out),
+                               ": u1 has no bit pattern of its own"));
+        } else if (ir::BitWidth(in) != ir::BitWidth(out)) {
+          Fail(u, absl::StrCat("bit_cast needs types of the same size, but ",
+                               ir::PrimitiveTypeName(in), " has ",
+                               ir::BitWidth(in), " bits and ",
+                               ir::PrimitiveTypeName(out), " has ",
+                               ir::BitWidth(out)));
+        }
+        return true;
+      }
+      case UnaryOpKind::kClz:
+      case UnaryOpKind::kPopcnt:
+      case UnaryOpKind::kFfs:
+        if (ir::IsFloat(in) || ir::IsBool(in)) {
+          Fail(u, absl::StrCat(op, " takes integral inputs only (i8 to u64)",
+                               found));
+        }
+        u.set_type(DataType::Scalar(PrimitiveType::kI32));
+        return true;
+      case UnaryOpKind::kRound:
+      case UnaryOpKind::kFrexpMantissa:
+      case UnaryOpKind::kFrexpExponent:
+        if (!ir::IsFloat(in)) {
+          Fail(u, absl::StrCat(op == "round" ? op : "frexp",
+                               " takes real inputs only", found));
+        }
+        u.set_type(DataType::Scalar(
+            u.op() == UnaryOpKind::kFrexpExponent ? PrimitiveType::kI32 : in));
+        return true;
+      default:
+        return false;
+    }
+  }
+
   void CheckUnary(ir::UnaryOpStmt& u) {
     if (!RequireScalar(u, u.input(), "an operand"))
       return;
     if (u.is_cast())
+      return;
+    if (CheckSpecialUnary(u, u.input()->type().element()))
       return;
     PrimitiveType in = u.input()->type().element();
     if (ir::IsFloatMath(u.op()) && !ir::IsFloat(in)) {

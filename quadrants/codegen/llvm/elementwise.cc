@@ -144,8 +144,96 @@ llvm::Value* Elementwise::Unary(UnaryOpKind op, llvm::Value* x,
       return Math("asin", {x}, in);
     case UnaryOpKind::kAcos:
       return Math("acos", {x}, in);
+    case UnaryOpKind::kRound:
+      return Round(x);
+    case UnaryOpKind::kClz:
+    case UnaryOpKind::kPopcnt:
+    case UnaryOpKind::kFfs:
+      return BitCount(op, x);
+    case UnaryOpKind::kBitCast:
+      return b_.CreateBitCast(x, RegisterType(out));
+    case UnaryOpKind::kFrexpMantissa:
+      return Frexp(x, in).first;
+    case UnaryOpKind::kFrexpExponent:
+      return Frexp(x, in).second;
   }
   return nullptr;
+}
+
+llvm::Value* Elementwise::Round(llvm::Value* x) {
+  // x - trunc(x) is exact, so comparing it with 1/2 decides; adding 0.5
+  // and truncating would round 0.49999997f up.
+  llvm::Type* type = x->getType();
+  llvm::Value* t = b_.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, x);
+  llvm::Value* frac =
+      b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, b_.CreateFSub(x, t));
+  llvm::Value* away = b_.CreateFAdd(
+      t, b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign,
+                                  llvm::ConstantFP::get(type, 1.0), x));
+  return b_.CreateSelect(
+      b_.CreateFCmpOGE(frac, llvm::ConstantFP::get(type, 0.5)), away, t);
+}
+
+llvm::Value* Elementwise::BitCount(UnaryOpKind op, llvm::Value* x) {
+  llvm::Type* type = x->getType();
+  llvm::Value* r;
+  if (op == UnaryOpKind::kClz) {
+    r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, x, b_.getFalse());
+  } else if (op == UnaryOpKind::kPopcnt) {
+    r = b_.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, x);
+  } else {
+    // ffs: 1-based index of the lowest set bit, 0 when none is.
+    llvm::Value* zero = llvm::ConstantInt::get(type, 0);
+    llvm::Value* tz =
+        b_.CreateBinaryIntrinsic(llvm::Intrinsic::cttz, x, b_.getFalse());
+    r = b_.CreateSelect(b_.CreateICmpEQ(x, zero), zero,
+                        b_.CreateAdd(tz, llvm::ConstantInt::get(type, 1)));
+  }
+  return b_.CreateZExtOrTrunc(r, Widen(b_.getInt32Ty()));
+}
+
+std::pair<llvm::Value*, llvm::Value*> Elementwise::Frexp(llvm::Value* x,
+                                                         PrimitiveType t) {
+  if (t == PrimitiveType::kF16) {
+    // Every half is a normal f32; the mantissa narrows back exactly.
+    auto [m, e] =
+        Frexp(b_.CreateFPExt(x, Widen(b_.getFloatTy())), PrimitiveType::kF32);
+    return {b_.CreateFPTrunc(m, Widen(b_.getHalfTy())), e};
+  }
+  const bool wide = t == PrimitiveType::kF64;
+  const int width = wide ? 64 : 32;
+  const int mant = wide ? 52 : 23;  // stored fraction bits
+  const int bias = wide ? 1023 : 127;
+  const uint64_t exp_mask = wide ? 0x7ff : 0xff;
+  llvm::Type* it = Widen(wide ? b_.getInt64Ty() : b_.getInt32Ty());
+  auto c = [&](uint64_t v) { return llvm::ConstantInt::get(it, v); };
+  llvm::Value* bits = b_.CreateBitCast(x, it);
+  llvm::Value* field = b_.CreateAnd(b_.CreateLShr(bits, c(mant)), c(exp_mask));
+  llvm::Value* frac = b_.CreateAnd(bits, c((uint64_t{1} << mant) - 1));
+  llvm::Value* sign = b_.CreateAnd(bits, c(uint64_t{1} << (width - 1)));
+  // A subnormal's fraction, of highest set bit p, is normalized by shifting
+  // that bit to the implicit one's place; its exponent is p + 2 - bias - mant.
+  llvm::Value* lz =
+      b_.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, frac, b_.getFalse());
+  llvm::Value* p = b_.CreateSub(c(width - 1), lz);
+  llvm::Value* sub_frac =
+      b_.CreateAnd(b_.CreateShl(frac, b_.CreateSub(c(mant), p)),
+                   c((uint64_t{1} << mant) - 1));
+  llvm::Value* subnormal = b_.CreateICmpEQ(field, c(0));
+  llvm::Value* exponent =
+      b_.CreateSelect(subnormal, b_.CreateSub(p, c(bias + mant - 2)),
+                      b_.CreateSub(field, c(bias - 1)));
+  llvm::Value* mantissa_bits =
+      b_.CreateOr(b_.CreateOr(sign, c(uint64_t(bias - 1) << mant)),
+                  b_.CreateSelect(subnormal, sub_frac, frac));
+  // Zero, infinities and NaN: x itself, exponent 0.
+  llvm::Value* special =
+      b_.CreateOr(b_.CreateICmpEQ(field, c(exp_mask)),
+                  b_.CreateAnd(subnormal, b_.CreateICmpEQ(frac, c(0))));
+  llvm::Value* mantissa = b_.CreateSelect(
+      special, x, b_.CreateBitCast(mantissa_bits, x->getType()));
+  exponent = b_.CreateSelect(special, c(0), exponent);
+  return {mantissa, b_.CreateTrunc(exponent, Widen(b_.getInt32Ty()))};
 }
 
 llvm::Value* Elementwise::Binary(BinaryOpKind op, llvm::Value* x,
@@ -307,6 +395,14 @@ absl::StatusOr<llvm::AtomicRMWInst::BinOp> AtomicBinOp(
       return f ? Op::FMin : (sgn ? Op::Min : Op::UMin);
     case ir::AtomicOpKind::kMax:
       return f ? Op::FMax : (sgn ? Op::Max : Op::UMax);
+    case ir::AtomicOpKind::kExchange:
+      return Op::Xchg;
+    case ir::AtomicOpKind::kMul:
+    case ir::AtomicOpKind::kCas:
+      return MakeError(
+          ErrorKind::kCompilation, s.loc(),
+          absl::StrCat("in kernel '", kernel, "': ", ir::OpName(s.op()),
+                       " has no atomicrmw form"));
     case ir::AtomicOpKind::kBitAnd:
     case ir::AtomicOpKind::kBitOr:
     case ir::AtomicOpKind::kBitXor:
@@ -326,6 +422,63 @@ absl::StatusOr<llvm::AtomicRMWInst::BinOp> AtomicBinOp(
     default:
       return Op::Xor;
   }
+}
+
+namespace {
+
+// atomic_mul: a compare-exchange loop on the element's bits.
+llvm::Value* AtomicMulLoop(llvm::IRBuilder<>& b, llvm::Value* ptr,
+                           llvm::Value* value, bool is_float) {
+  llvm::Type* type = value->getType();
+  const unsigned bits = type->getPrimitiveSizeInBits();
+  llvm::Type* word = b.getIntNTy(bits);
+  llvm::BasicBlock* start = b.GetInsertBlock();
+  llvm::Function* function = start->getParent();
+  llvm::LLVMContext& context = function->getContext();
+  auto* loop = llvm::BasicBlock::Create(context, "atomic_mul.loop", function);
+  auto* done = llvm::BasicBlock::Create(context, "atomic_mul.done", function);
+  llvm::LoadInst* first = b.CreateLoad(word, ptr);
+  first->setAtomic(llvm::AtomicOrdering::Monotonic);
+  first->setAlignment(llvm::Align(bits / 8));
+  b.CreateBr(loop);
+  b.SetInsertPoint(loop);
+  llvm::PHINode* old_bits = b.CreatePHI(word, 2);
+  old_bits->addIncoming(first, start);
+  llvm::Value* old = b.CreateBitCast(old_bits, type);
+  llvm::Value* product =
+      is_float ? b.CreateFMul(old, value) : b.CreateMul(old, value);
+  llvm::Value* pair = b.CreateAtomicCmpXchg(
+      ptr, old_bits, b.CreateBitCast(product, word), llvm::MaybeAlign(),
+      llvm::AtomicOrdering::Monotonic, llvm::AtomicOrdering::Monotonic);
+  old_bits->addIncoming(b.CreateExtractValue(pair, 0), loop);
+  b.CreateCondBr(b.CreateExtractValue(pair, 1), done, loop);
+  b.SetInsertPoint(done);
+  return old;
+}
+
+}  // namespace
+
+bool IsCombinableAtomic(ir::AtomicOpKind op) {
+  return op != ir::AtomicOpKind::kMul && op != ir::AtomicOpKind::kExchange &&
+         op != ir::AtomicOpKind::kCas;
+}
+
+absl::StatusOr<llvm::Value*> EmitScalarAtomic(
+    llvm::IRBuilder<>& b, const ir::AtomicOpStmt& s, absl::string_view kernel,
+    llvm::Value* ptr, llvm::Value* value, llvm::Value* expected) {
+  if (s.op() == ir::AtomicOpKind::kCas) {
+    llvm::Value* pair = b.CreateAtomicCmpXchg(
+        ptr, expected, value, llvm::MaybeAlign(),
+        llvm::AtomicOrdering::Monotonic, llvm::AtomicOrdering::Monotonic);
+    return b.CreateExtractValue(pair, 0);
+  }
+  if (s.op() == ir::AtomicOpKind::kMul)
+    return AtomicMulLoop(b, ptr, value, ir::IsFloat(s.type().element()));
+  absl::StatusOr<llvm::AtomicRMWInst::BinOp> op = AtomicBinOp(s, kernel);
+  if (!op.ok())
+    return op.status();
+  return b.CreateAtomicRMW(*op, ptr, value, llvm::MaybeAlign(),
+                           llvm::AtomicOrdering::Monotonic);
 }
 
 llvm::Value* CallRuntime(llvm::IRBuilder<>& b, const std::string& name,

@@ -52,6 +52,15 @@ class Elementwise {
                      ir::PrimitiveType out);
   llvm::Value* Binary(ir::BinaryOpKind op, llvm::Value* x, llvm::Value* y,
                       ir::PrimitiveType t);
+  // Round half away from zero (C's round), exactly.
+  llvm::Value* Round(llvm::Value* x);
+  // clz, popcnt or ffs of an integer, as i32.
+  llvm::Value* BitCount(ir::UnaryOpKind op, llvm::Value* x);
+  // C's frexp: {mantissa in [0.5, 1) with x's sign, i32 exponent}, with
+  // zero, infinities and NaN returned unchanged with exponent 0. Computed on
+  // the bits, so subnormals are exact even where the target flushes them.
+  std::pair<llvm::Value*, llvm::Value*> Frexp(llvm::Value* x,
+                                              ir::PrimitiveType t);
   // f16 math runs in f32.
   llvm::Value* Math(const char* name, std::vector<llvm::Value*> args,
                     ir::PrimitiveType t);
@@ -79,6 +88,18 @@ class Elementwise {
 // a float.
 absl::StatusOr<llvm::AtomicRMWInst::BinOp> AtomicBinOp(
     const ir::AtomicOpStmt& s, absl::string_view kernel);
+
+// One scalar atomic of `s`'s op at `ptr` (u1 values as bytes), returning
+// the old value: atomicrmw where LLVM has the operation, a compare-exchange
+// loop for atomic_mul, cmpxchg for atomic_cas (`expected` non-null). A type
+// error naming the kernel when the op needs an integer target.
+absl::StatusOr<llvm::Value*> EmitScalarAtomic(
+    llvm::IRBuilder<>& b, const ir::AtomicOpStmt& s, absl::string_view kernel,
+    llvm::Value* ptr, llvm::Value* value, llvm::Value* expected);
+// Whether `op` lowers to one atomicrmw instruction (which lane code may
+// combine across lanes); atomic_mul and atomic_cas do not, and
+// atomic_exchange has no combination of lanes.
+bool IsCombinableAtomic(ir::AtomicOpKind op);
 
 // Calls runtime-module function `name` (declared on first use) with `args`.
 llvm::Value* CallRuntime(llvm::IRBuilder<>& b, const std::string& name,

@@ -386,10 +386,20 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitAtomic(
   const PrimitiveType t = s.type().element();
   const bool f = ir::IsFloat(t);
   using Op = llvm::AtomicRMWInst::BinOp;
-  QD_ASSIGN_OR_RETURN(const Op op, AtomicBinOp(s, kernel_.name()));
   llvm::Value* value = Get(s.value());
-  if (t == PrimitiveType::kU1)
+  llvm::Value* expected = s.expected() ? Get(s.expected()) : nullptr;
+  if (t == PrimitiveType::kU1) {
     value = b_.CreateZExt(value, b_.getInt8Ty());
+    if (expected != nullptr)
+      expected = b_.CreateZExt(expected, b_.getInt8Ty());
+  }
+  if (!IsCombinableAtomic(s.op())) {
+    QD_ASSIGN_OR_RETURN(
+        llvm::Value * old,
+        EmitScalarAtomic(b_, s, kernel_.name(), Get(s.ptr()), value, expected));
+    return t == PrimitiveType::kU1 ? b_.CreateICmpNE(old, b_.getInt8(0)) : old;
+  }
+  QD_ASSIGN_OR_RETURN(const Op op, AtomicBinOp(s, kernel_.name()));
   if (options_.warp_aggregate_atomics && f &&
       (op == Op::FAdd || op == Op::FSub) && t != PrimitiveType::kF16 &&
       IsLaunchUniform(*s.ptr()) && !IsUsed(&s)) {

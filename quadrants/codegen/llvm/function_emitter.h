@@ -116,6 +116,7 @@ class FunctionEmitter : public ir::StmtVisitor<FunctionEmitter, absl::Status> {
   absl::Status VisitAssert(const ir::AssertStmt& s);
   absl::Status VisitDebugPrint(const ir::DebugPrintStmt& s);
   absl::Status VisitRandom(const ir::RandomStmt& s);
+  absl::Status VisitThreadIndex(const ir::ThreadIndexStmt& s);
   absl::Status VisitOffloadedTask(const ir::OffloadedTaskStmt& s);
   absl::Status VisitAdStackAlloca(const ir::AdStackAllocaStmt& s);
   absl::Status VisitAdStackPush(const ir::AdStackPushStmt& s);

@@ -153,6 +153,14 @@ absl::Status FunctionEmitter::VisitRandom(const ir::RandomStmt& s) {
   return Define(s, EmitRandom(s));
 }
 
+absl::Status FunctionEmitter::VisitThreadIndex(const ir::ThreadIndexStmt& s) {
+  // The task function's thread argument: the CPU worker, or on GPUs the
+  // entry's block index * block size + thread index.
+  if (function_->arg_size() < 4)
+    return Unsupported(s, "qd.global_thread_idx() in a loop bound");
+  return Define(s, function_->getArg(3));
+}
+
 absl::Status FunctionEmitter::VisitOffloadedTask(
     const ir::OffloadedTaskStmt& s) {
   return Unsupported(s, "a nested offloaded task");

@@ -201,12 +201,18 @@ void LaneEmitter::FlushDeferredAtomics() {
 absl::StatusOr<llvm::Value*> LaneEmitter::EmitAtomic(
     const ir::AtomicOpStmt& s) {
   const PrimitiveType t = s.type().element();
+  llvm::Value* value = Get(s.value());
+  llvm::Value* expected = s.expected() ? Get(s.expected()) : nullptr;
+  llvm::Value* ptrs = Get(s.ptr());
+  if (t == PrimitiveType::kU1) {
+    value = b_.CreateZExt(value, ops_.Widen(b_.getInt8Ty()));
+    if (expected != nullptr)
+      expected = b_.CreateZExt(expected, ops_.Widen(b_.getInt8Ty()));
+  }
+  if (!IsCombinableAtomic(s.op()))
+    return EmitPerLaneAtomic(s, ptrs, value, expected);
   using Op = llvm::AtomicRMWInst::BinOp;
   QD_ASSIGN_OR_RETURN(const Op op, AtomicBinOp(s, kernel_.name()));
-  llvm::Value* value = Get(s.value());
-  llvm::Value* ptrs = Get(s.ptr());
-  if (t == PrimitiveType::kU1)
-    value = b_.CreateZExt(value, ops_.Widen(b_.getInt8Ty()));
   llvm::Type* scalar = value->getType()->getScalarType();
   if (forms_.Uniform(s.ptr()) && !IsUsed(&s) && t != PrimitiveType::kU1 &&
       t != PrimitiveType::kF16) {
@@ -238,7 +244,14 @@ absl::StatusOr<llvm::Value*> LaneEmitter::EmitAtomic(
     b_.CreateMaskedStore(ApplyAtomic(op, old, value), first, align, mask_);
     return old;
   }
-  // Otherwise one atomic per active lane, in lane order.
+  return EmitPerLaneAtomic(s, ptrs, value, nullptr);
+}
+
+absl::StatusOr<llvm::Value*> LaneEmitter::EmitPerLaneAtomic(
+    const ir::AtomicOpStmt& s, llvm::Value* ptrs, llvm::Value* value,
+    llvm::Value* expected) {
+  // One atomic per active lane, in lane order.
+  llvm::Type* scalar = value->getType()->getScalarType();
   llvm::AllocaInst* result =
       EntryAlloca(llvm::ArrayType::get(scalar, lanes_), "atomic.old");
   b_.CreateStore(llvm::Constant::getNullValue(value->getType()), result);
@@ -247,17 +260,20 @@ absl::StatusOr<llvm::Value*> LaneEmitter::EmitAtomic(
     auto* next = llvm::BasicBlock::Create(context_, "atomic.next", function_);
     b_.CreateCondBr(b_.CreateExtractElement(mask_, uint64_t(l)), on, next);
     b_.SetInsertPoint(on);
-    llvm::Value* old =
-        b_.CreateAtomicRMW(op, b_.CreateExtractElement(ptrs, uint64_t(l)),
-                           b_.CreateExtractElement(value, uint64_t(l)),
-                           llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic);
+    QD_ASSIGN_OR_RETURN(
+        llvm::Value * old,
+        EmitScalarAtomic(
+            b_, s, kernel_.name(), b_.CreateExtractElement(ptrs, uint64_t(l)),
+            b_.CreateExtractElement(value, uint64_t(l)),
+            expected ? b_.CreateExtractElement(expected, uint64_t(l))
+                     : nullptr));
     b_.CreateStore(
         old, b_.CreateConstGEP2_32(result->getAllocatedType(), result, 0, l));
     b_.CreateBr(next);
     b_.SetInsertPoint(next);
   }
   llvm::Value* old = b_.CreateLoad(value->getType(), result);
-  if (t == PrimitiveType::kU1)
+  if (s.type().element() == PrimitiveType::kU1)
     old = b_.CreateICmpNE(old, Splat(b_.getInt8(0)));
   return old;
 }

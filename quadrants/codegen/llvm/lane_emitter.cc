@@ -587,6 +587,9 @@ absl::Status LaneEmitter::EmitStmt(const Stmt& s) {
     }
     case StmtKind::kRandom:
       return set(EmitRandom(static_cast<const ir::RandomStmt&>(s)));
+    case StmtKind::kThreadIndex:
+      // The worker thread runs every lane: one index for all of them.
+      return set(Splat(function_->getArg(3)));
     default:
       return unsupported(
           absl::StrCat("statement kind ", static_cast<int>(s.kind())));

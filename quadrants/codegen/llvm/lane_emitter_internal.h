@@ -138,6 +138,11 @@ class LaneEmitter {
   void EmitGlobalStore(const Stmt& s);
   void EmitLocalStore(const Stmt& s);
   absl::StatusOr<llvm::Value*> EmitAtomic(const ir::AtomicOpStmt& s);
+  // `s` as one scalar atomic per active lane (u1 values as bytes).
+  absl::StatusOr<llvm::Value*> EmitPerLaneAtomic(const ir::AtomicOpStmt& s,
+                                                 llvm::Value* ptrs,
+                                                 llvm::Value* value,
+                                                 llvm::Value* expected);
   using AtomicOp = llvm::AtomicRMWInst::BinOp;
   // A sum (or min, max, ...) of one atomic's lanes over a whole chunk,
   // flushed with one atomic when the chunk ends.

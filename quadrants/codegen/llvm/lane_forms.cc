@@ -56,6 +56,7 @@ LaneForm LaneForms::Compute(const Stmt& s) const {
     case StmtKind::kArgLoad:
     case StmtKind::kNdarrayShape:
     case StmtKind::kAlloca:
+    case StmtKind::kThreadIndex:  // the thread's, shared by its lanes
       return LaneForm::kUniform;
     case StmtKind::kLoopIndex: {
       const auto& index = static_cast<const ir::LoopIndexStmt&>(s);

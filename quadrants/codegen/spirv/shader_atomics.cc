@@ -35,8 +35,43 @@ Id ShaderEmitter::Combine(ir::AtomicOpKind op, Id old, Id value,
       if (t == PrimitiveType::kU1)
         return b_.Op(spv::OpLogicalNotEqual, Bool(), {old, value});
       return b_.Op(spv::OpBitwiseXor, type, {old, value});
+    case ir::AtomicOpKind::kMul:
+      if (t == PrimitiveType::kU1)
+        return b_.Op(spv::OpLogicalAnd, Bool(), {old, value});
+      return b_.Op(f ? spv::OpFMul : spv::OpIMul, type, {old, value});
+    case ir::AtomicOpKind::kExchange:
+      return value;
+    case ir::AtomicOpKind::kCas:
+      break;  // needs the expected value: EmitAtomic's update
   }
   return old;
+}
+
+spv::Op ShaderEmitter::NativeIntAtomic(const ir::AtomicOpStmt& s) {
+  const bool sgn = ir::IsSigned(s.type().element());
+  switch (s.op()) {
+    case ir::AtomicOpKind::kAdd:
+      return spv::OpAtomicIAdd;
+    case ir::AtomicOpKind::kSub:
+      return spv::OpAtomicISub;
+    case ir::AtomicOpKind::kMin:
+      return sgn ? spv::OpAtomicSMin : spv::OpAtomicUMin;
+    case ir::AtomicOpKind::kMax:
+      return sgn ? spv::OpAtomicSMax : spv::OpAtomicUMax;
+    case ir::AtomicOpKind::kBitAnd:
+      return spv::OpAtomicAnd;
+    case ir::AtomicOpKind::kBitOr:
+      return spv::OpAtomicOr;
+    case ir::AtomicOpKind::kBitXor:
+      return spv::OpAtomicXor;
+    case ir::AtomicOpKind::kExchange:
+      return spv::OpAtomicExchange;
+    case ir::AtomicOpKind::kCas:
+      return spv::OpAtomicCompareExchange;
+    case ir::AtomicOpKind::kMul:
+      break;
+  }
+  return spv::OpNop;
 }
 
 Id ShaderEmitter::CasLoop(Id addr, PrimitiveType t,
@@ -243,7 +278,8 @@ absl::StatusOr<Id> ShaderEmitter::EmitAtomic(const ir::AtomicOpStmt& s) {
   const bool f = ir::IsFloat(t);
   if (f && (s.op() == ir::AtomicOpKind::kBitAnd ||
             s.op() == ir::AtomicOpKind::kBitOr ||
-            s.op() == ir::AtomicOpKind::kBitXor)) {
+            s.op() == ir::AtomicOpKind::kBitXor ||
+            s.op() == ir::AtomicOpKind::kCas)) {
     return MakeError(
         ErrorKind::kType, s.loc(),
         absl::StrCat("in kernel '", kernel_.name(), "': ", ir::OpName(s.op()),
@@ -255,7 +291,15 @@ absl::StatusOr<Id> ShaderEmitter::EmitAtomic(const ir::AtomicOpStmt& s) {
   const int width = ir::BitWidth(t);
   const Id scope = b_.ConstU32(spv::ScopeDevice);
   const Id relaxed = b_.ConstU32(0);
-  auto update = [&](Id old) { return Combine(s.op(), old, value, t); };
+  Id expected = s.expected() ? Get(s.expected()) : 0;
+  auto update = [&](Id old) {
+    if (s.op() != ir::AtomicOpKind::kCas)
+      return Combine(s.op(), old, value, t);
+    Id same = t == PrimitiveType::kU1
+                  ? b_.Op(spv::OpLogicalEqual, Bool(), {old, expected})
+                  : b_.Op(spv::OpIEqual, Bool(), {old, expected});
+    return b_.Op(spv::OpSelect, type, {same, value, old});
+  };
   // Native float add where the device has it.
   const bool add_like =
       s.op() == ir::AtomicOpKind::kAdd || s.op() == ir::AtomicOpKind::kSub;
@@ -273,41 +317,25 @@ absl::StatusOr<Id> ShaderEmitter::EmitAtomic(const ir::AtomicOpStmt& s) {
                   {Pointer(type, addr), scope, relaxed, v});
   }
   const bool native_int =
-      !f && (width == 32 || (width == 64 && options_.caps.int64_atomics));
+      !f && (width == 32 || (width == 64 && options_.caps.int64_atomics)) &&
+      NativeIntAtomic(s) != spv::OpNop;
   if (native_int) {
     if (width == 64)
       b_.Capability(spv::CapabilityInt64Atomics);
-    spv::Op op = spv::OpNop;
-    const bool sgn = ir::IsSigned(t);
-    switch (s.op()) {
-      case ir::AtomicOpKind::kAdd:
-        op = spv::OpAtomicIAdd;
-        break;
-      case ir::AtomicOpKind::kSub:
-        op = spv::OpAtomicISub;
-        break;
-      case ir::AtomicOpKind::kMin:
-        op = sgn ? spv::OpAtomicSMin : spv::OpAtomicUMin;
-        break;
-      case ir::AtomicOpKind::kMax:
-        op = sgn ? spv::OpAtomicSMax : spv::OpAtomicUMax;
-        break;
-      case ir::AtomicOpKind::kBitAnd:
-        op = spv::OpAtomicAnd;
-        break;
-      case ir::AtomicOpKind::kBitOr:
-        op = spv::OpAtomicOr;
-        break;
-      case ir::AtomicOpKind::kBitXor:
-        op = spv::OpAtomicXor;
-        break;
+    if (s.op() == ir::AtomicOpKind::kCas) {
+      return Atomic(
+          spv::OpAtomicCompareExchange, type,
+          {Pointer(type, addr), scope, relaxed, relaxed, value, expected});
     }
-    return Atomic(op, type, {Pointer(type, addr), scope, relaxed, value});
+    return Atomic(NativeIntAtomic(s), type,
+                  {Pointer(type, addr), scope, relaxed, value});
   }
-  if (width == 64 && !options_.caps.int64_atomics && !f &&
-      s.op() != ir::AtomicOpKind::kMin && s.op() != ir::AtomicOpKind::kMax) {
+  const bool splits =
+      s.op() == ir::AtomicOpKind::kAdd || s.op() == ir::AtomicOpKind::kSub ||
+      s.op() == ir::AtomicOpKind::kBitAnd ||
+      s.op() == ir::AtomicOpKind::kBitOr || s.op() == ir::AtomicOpKind::kBitXor;
+  if (width == 64 && !options_.caps.int64_atomics && !f && splits)
     return SplitWordAtomic(s.op(), addr, value, t);
-  }
   if (width == 64 && !options_.caps.int64_atomics)
     return LockedUpdate(addr, t, update);
   return CasLoop(addr, t, update);

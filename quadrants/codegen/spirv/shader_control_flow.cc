@@ -28,12 +28,27 @@ ShaderEmitter::LoopLabels ShaderEmitter::OpenLoop() {
 }
 
 void ShaderEmitter::RetryUntil(const std::function<Id()>& attempt) {
-  const LoopLabels loop = OpenLoop();
-  Id done = attempt();
-  b_.Branch(loop.latch);
-  b_.Label(loop.latch);
-  b_.BranchConditional(done, loop.merge, loop.header);
-  b_.Label(loop.merge);
+  // The loop leaves from its header on a flag carried around it, so what
+  // the attempt stores in variables reaches the code after the loop
+  // through the header's phis. Lavapipe computes the loop body's values
+  // for every lane, also those that already left; a body value used after
+  // the loop directly (as a bottom-tested loop leaves it) would hold
+  // another lane's later attempt, such as an atomic's old value.
+  Id done_var = b_.LocalVariable(Bool());
+  b_.OpVoid(spv::OpStore, {done_var, b_.ConstBool(false)});
+  Id header = b_.NewId(), body = b_.NewId(), latch = b_.NewId(),
+     merge = b_.NewId();
+  b_.Branch(header);
+  b_.Label(header);
+  Id done = b_.Op(spv::OpLoad, Bool(), {done_var});
+  b_.OpVoid(spv::OpLoopMerge, {merge, latch, spv::LoopControlMaskNone});
+  b_.BranchConditional(done, merge, body);
+  b_.Label(body);
+  b_.OpVoid(spv::OpStore, {done_var, attempt()});
+  b_.Branch(latch);
+  b_.Label(latch);
+  b_.Branch(header);
+  b_.Label(merge);
 }
 
 absl::Status ShaderEmitter::CountedLoop(

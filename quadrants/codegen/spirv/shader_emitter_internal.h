@@ -244,6 +244,7 @@ class ShaderEmitter : public ir::StmtVisitor<ShaderEmitter, absl::StatusOr<Id>> 
   absl::StatusOr<Id> VisitBreak(const ir::BreakStmt& s);
   absl::StatusOr<Id> VisitContinue(const ir::ContinueStmt& s);
   absl::StatusOr<Id> VisitRandom(const ir::RandomStmt& s);
+  absl::StatusOr<Id> VisitThreadIndex(const ir::ThreadIndexStmt& s);
   absl::StatusOr<Id> VisitOffloadedTask(const ir::OffloadedTaskStmt& s) {
     return Unsupported(s, "a nested offloaded task");
   }
@@ -311,6 +312,14 @@ class ShaderEmitter : public ir::StmtVisitor<ShaderEmitter, absl::StatusOr<Id>> 
   absl::StatusOr<Id> EmitAtomic(const ir::AtomicOpStmt& s);
   Id Math(Fn fn, std::vector<Id> args, PrimitiveType t, GLSLstd450 f32_inst);
   Id IntDivMod(bool mod, Id x, Id y, PrimitiveType t);
+  // Round half away from zero (C's round).
+  Id Round(Id x, PrimitiveType t);
+  // clz, popcnt or ffs of an integer of type t (any width), as i32.
+  Id BitCount(UnaryOpKind op, Id x, PrimitiveType t);
+  Id BitCount32(UnaryOpKind op, Id word);
+  // C's frexp on the bits: {mantissa, i32 exponent}; zero, infinities and
+  // NaN come back unchanged with exponent 0.
+  std::pair<Id, Id> Frexp(Id x, PrimitiveType t);
   Id MinMax(bool is_min, Id x, Id y, PrimitiveType t);
   Id Compare(BinaryOpKind op, Id x, Id y, PrimitiveType t);
   // Atomic read-modify-write through a compare-exchange loop on the 32-bit
@@ -337,6 +346,9 @@ class ShaderEmitter : public ir::StmtVisitor<ShaderEmitter, absl::StatusOr<Id>> 
   Id LockedUpdate(Id addr, PrimitiveType t,
                   const std::function<Id(Id)>& update);
   Id Combine(ir::AtomicOpKind op, Id old, Id value, PrimitiveType t);
+  // The native atomic instruction of `s` on a 32-bit (or, with the device's
+  // 64-bit atomics, 64-bit) integer; OpNop for atomic_mul, which has none.
+  spv::Op NativeIntAtomic(const ir::AtomicOpStmt& s);
   absl::Status EmitRangeFor(const ir::RangeForStmt& s);
   absl::Status EmitStructFor(const ir::StructForStmt& s);
   absl::Status EmitWhile(const ir::WhileStmt& s);

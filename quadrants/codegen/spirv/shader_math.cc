@@ -187,8 +187,146 @@ absl::StatusOr<Id> ShaderEmitter::EmitUnary(const ir::UnaryOpStmt& s) {
       return Math(Fn::kAsin, {x}, in, GLSLstd450Asin);
     case UnaryOpKind::kAcos:
       return Math(Fn::kAcos, {x}, in, GLSLstd450Acos);
+    case UnaryOpKind::kRound:
+      return Round(x, in);
+    case UnaryOpKind::kClz:
+    case UnaryOpKind::kPopcnt:
+    case UnaryOpKind::kFfs:
+      return BitCount(s.op(), x, in);
+    case UnaryOpKind::kBitCast:
+      return b_.Op(spv::OpBitcast, RegType(out), {x});
+    case UnaryOpKind::kFrexpMantissa:
+      return Frexp(x, in).first;
+    case UnaryOpKind::kFrexpExponent:
+      return Frexp(x, in).second;
   }
   return Unsupported(s, "this unary op");
+}
+
+Id ShaderEmitter::Round(Id x, PrimitiveType t) {
+  // Half away from zero, exactly: x - trunc(x) is exact, so comparing it
+  // with 1/2 decides (GLSL's Round leaves halfway cases to the driver).
+  const Id type = RegType(t);
+  Id truncated = b_.Glsl(GLSLstd450Trunc, type, {x});
+  Id frac =
+      b_.Glsl(GLSLstd450FAbs, type, {b_.Op(spv::OpFSub, type, {x, truncated})});
+  Id step = b_.Op(spv::OpSelect, type,
+                  {b_.Op(spv::OpFOrdLessThan, Bool(), {x, Zero(t)}),
+                   b_.ConstFloat(type, -1.0), b_.ConstFloat(type, 1.0)});
+  Id half = b_.Op(spv::OpFOrdGreaterThanEqual, Bool(),
+                  {frac, b_.ConstFloat(type, 0.5)});
+  return b_.Op(spv::OpSelect, type,
+               {half, b_.Op(spv::OpFAdd, type, {truncated, step}), truncated});
+}
+
+Id ShaderEmitter::BitCount32(UnaryOpKind op, Id word) {
+  // FindUMsb, FindILsb and (on Vulkan) OpBitCount take 32-bit operands;
+  // the first two give -1 for 0.
+  const Id i32 = I32();
+  switch (op) {
+    case UnaryOpKind::kPopcnt:
+      return b_.Op(spv::OpBitCount, i32, {word});
+    case UnaryOpKind::kClz:
+      return b_.Op(spv::OpISub, i32,
+                   {b_.ConstI32(31), b_.Glsl(GLSLstd450FindUMsb, i32, {word})});
+    default:  // ffs
+      return b_.Op(spv::OpIAdd, i32,
+                   {b_.Glsl(GLSLstd450FindILsb, i32, {word}), b_.ConstI32(1)});
+  }
+}
+
+Id ShaderEmitter::BitCount(UnaryOpKind op, Id x, PrimitiveType t) {
+  const int width = ir::BitWidth(t);
+  const Id i32 = I32(), u32 = U32();
+  // The unsigned bit pattern, zero-extended.
+  const PrimitiveType pattern =
+      width == 64
+          ? PrimitiveType::kU64
+          : (width == 32
+                 ? PrimitiveType::kU32
+                 : (width == 16 ? PrimitiveType::kU16 : PrimitiveType::kU8));
+  Id bits = IntConvert(x, t, pattern);
+  if (width < 64) {
+    Id word = IntConvert(bits, pattern, PrimitiveType::kU32);
+    Id r = BitCount32(op, word);
+    if (op != UnaryOpKind::kClz || width == 32)
+      return r;
+    return b_.Op(spv::OpISub, i32, {r, b_.ConstI32(32 - width)});
+  }
+  Id lo = b_.Op(spv::OpUConvert, u32, {bits});
+  Id hi =
+      b_.Op(spv::OpUConvert, u32,
+            {b_.Op(spv::OpShiftRightLogical, U64(), {bits, b_.ConstU64(32)})});
+  Id lo_r = BitCount32(op, lo), hi_r = BitCount32(op, hi);
+  auto nonzero = [&](Id w) {
+    return b_.Op(spv::OpINotEqual, Bool(), {w, b_.ConstU32(0)});
+  };
+  auto plus32 = [&](Id r) {
+    return b_.Op(spv::OpIAdd, i32, {r, b_.ConstI32(32)});
+  };
+  switch (op) {
+    case UnaryOpKind::kPopcnt:
+      return b_.Op(spv::OpIAdd, i32, {lo_r, hi_r});
+    case UnaryOpKind::kClz:
+      return b_.Op(spv::OpSelect, i32, {nonzero(hi), hi_r, plus32(lo_r)});
+    default:  // ffs: the low half first; 0 when both halves are
+      return b_.Op(spv::OpSelect, i32,
+                   {nonzero(lo), lo_r,
+                    b_.Op(spv::OpSelect, i32,
+                          {nonzero(hi), plus32(hi_r), b_.ConstI32(0)})});
+  }
+}
+
+std::pair<Id, Id> ShaderEmitter::Frexp(Id x, PrimitiveType t) {
+  if (t == PrimitiveType::kF16) {
+    // Every half is a normal f32; the mantissa narrows back exactly.
+    auto [m, e] = Frexp(b_.Op(spv::OpFConvert, b_.FloatType(32), {x}),
+                        PrimitiveType::kF32);
+    return {b_.Op(spv::OpFConvert, RegType(t), {m}), e};
+  }
+  // On the bits, so subnormals are exact even where the device flushes them.
+  const bool wide = t == PrimitiveType::kF64;
+  const PrimitiveType ut = wide ? PrimitiveType::kU64 : PrimitiveType::kU32;
+  const int width = wide ? 64 : 32;
+  const int mant = wide ? 52 : 23;  // stored fraction bits
+  const uint64_t bias = wide ? 1023 : 127;
+  const uint64_t exp_mask = wide ? 0x7ff : 0xff;
+  const uint64_t frac_mask = (uint64_t{1} << mant) - 1;
+  const Id it = RegType(ut);
+  auto c = [&](uint64_t v) { return b_.ConstInt(it, v); };
+  auto op = [&](spv::Op code, Id a, Id b) { return b_.Op(code, it, {a, b}); };
+  Id bits = b_.Op(spv::OpBitcast, it, {x});
+  Id field = op(spv::OpBitwiseAnd, op(spv::OpShiftRightLogical, bits, c(mant)),
+                c(exp_mask));
+  Id frac = op(spv::OpBitwiseAnd, bits, c(frac_mask));
+  Id sign = op(spv::OpBitwiseAnd, bits, c(uint64_t{1} << (width - 1)));
+  // A subnormal's fraction, of highest set bit p, is normalized by shifting
+  // that bit to the implicit one's place; its exponent is p + 2 - bias - mant.
+  Id lz = IntConvert(BitCount(UnaryOpKind::kClz, frac, ut), PrimitiveType::kI32,
+                     ut);
+  Id p = op(spv::OpISub, c(width - 1), lz);
+  Id sub_frac =
+      op(spv::OpBitwiseAnd,
+         op(spv::OpShiftLeftLogical, frac, op(spv::OpISub, c(mant), p)),
+         c(frac_mask));
+  Id subnormal = b_.Op(spv::OpIEqual, Bool(), {field, c(0)});
+  Id exponent = b_.Op(spv::OpSelect, it,
+                      {subnormal, op(spv::OpISub, p, c(bias + mant - 2)),
+                       op(spv::OpISub, field, c(bias - 1))});
+  Id mantissa_bits =
+      op(spv::OpBitwiseOr, op(spv::OpBitwiseOr, sign, c((bias - 1) << mant)),
+         b_.Op(spv::OpSelect, it, {subnormal, sub_frac, frac}));
+  // Zero, infinities and NaN: x itself, exponent 0.
+  Id special =
+      b_.Op(spv::OpLogicalOr, Bool(),
+            {b_.Op(spv::OpIEqual, Bool(), {field, c(exp_mask)}),
+             b_.Op(spv::OpLogicalAnd, Bool(),
+                   {subnormal, b_.Op(spv::OpIEqual, Bool(), {frac, c(0)})})});
+  Id mantissa =
+      b_.Op(spv::OpSelect, RegType(t),
+            {special, x, b_.Op(spv::OpBitcast, RegType(t), {mantissa_bits})});
+  exponent = b_.Op(spv::OpSelect, it, {special, c(0), exponent});
+  return {mantissa, IntConvert(exponent, ut, PrimitiveType::kI32)};
 }
 
 Id ShaderEmitter::IntDivMod(bool mod, Id x, Id y, PrimitiveType t) {

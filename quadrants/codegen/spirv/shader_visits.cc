@@ -95,6 +95,14 @@ absl::StatusOr<Id> ShaderEmitter::VisitRandom(const ir::RandomStmt& s) {
   return EmitRandom(s);
 }
 
+absl::StatusOr<Id> ShaderEmitter::VisitThreadIndex(
+    const ir::ThreadIndexStmt& s) {
+  // The global invocation index (0 in serial tasks).
+  if (invocation_ == 0)
+    return Unsupported(s, "qd.global_thread_idx() in a loop bound");
+  return IntConvert(invocation_, PrimitiveType::kU64, PrimitiveType::kI32);
+}
+
 Id ShaderEmitter::LoadStackTop(const Stmt& s, bool adjoint) {
   const AdStack& st = stacks_.at(s.operand(0));
   Id v = Load(RegType(st.stored), AdElement(st, AdTop(st), adjoint), st.unit);

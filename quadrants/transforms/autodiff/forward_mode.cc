@@ -251,8 +251,14 @@ class TangentBuilder {
         out = s.op() == UnaryOpKind::kAsin ? d : Neg(d);
         break;
       }
+      case UnaryOpKind::kFrexpMantissa:
+        // mantissa = x * 2^-e with e piecewise constant: the slope is
+        // mantissa / x (exactly 2^-e), taken as 0 at x = 0.
+        out = b_.Mul(dx, b_.Select(b_.Binary(BinaryOpKind::kEq, x, Zero(t)),
+                                   Zero(t), b_.Div(z, x)));
+        break;
       default:
-        return;  // floor, ceil: zero almost everywhere
+        return;  // floor, ceil, round: zero almost everywhere
     }
     tangent_[&s] = out;
   }

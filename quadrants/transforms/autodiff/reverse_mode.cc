@@ -106,6 +106,17 @@ class GradTaskBuilder {
                 "forward pass and would draw different random numbers, "
                 "so the gradients would be wrong; draw them in a "
                 "separate kernel into a field or ndarray and read that"));
+      case StmtKind::kThreadIndex:
+        // The thread that runs an iteration may differ between the two
+        // launches (CPU threads take iterations as they come).
+        return MakeError(
+            ErrorKind::kGradient, s.loc(),
+            absl::StrCat(
+                "in kernel '", kernel_.name(), "': ",
+                "qd.global_thread_idx() cannot be used in a kernel that is "
+                "differentiated: the gradient kernel recomputes the forward "
+                "pass, where another thread may run the same iteration, so "
+                "the gradients would be wrong; use the loop index instead"));
       case StmtKind::kAtomicOp:
         primal[&s] = b_.GlobalLoad(primal.at(s.operand(0)));
         return absl::OkStatus();
@@ -617,10 +628,22 @@ class GradTaskBuilder {
         Accumulate(in, s.op() == UnaryOpKind::kAsin ? d : Neg(d));
         break;
       }
+      case UnaryOpKind::kFrexpMantissa:
+        // mantissa = x * 2^-e with e piecewise constant: the slope is
+        // mantissa / x (exactly 2^-e), taken as 0 at x = 0.
+        Accumulate(in, b_.Mul(g, FrexpSlope(x, z)));
+        break;
       default:
-        break;  // floor, ceil: zero almost everywhere
+        break;  // floor, ceil, round: zero almost everywhere; bit_cast
+                // from an integer carries no gradient
     }
     ResetAdjoint(&s);
+  }
+
+  Stmt* FrexpSlope(Stmt* x, Stmt* mantissa) {
+    const PrimitiveType t = x->type().element();
+    return b_.Select(b_.Binary(BinaryOpKind::kEq, x, Zero(t)), Zero(t),
+                     b_.Div(mantissa, x));
   }
 
   void ReverseBinary(const ir::BinaryOpStmt& s, Stmt* x, Stmt* y, Stmt* z) {

@@ -192,12 +192,13 @@ TEST(IrPrintTest, AdStackStatements) {
 )ir");
 }
 
-TEST(IrPrintTest, PrintAndRandom) {
+TEST(IrPrintTest, PrintRandomAndThreadIndex) {
   ExpectPrints(*samples::BuildOutputKernel(), kTyped,
                R"ir(kernel output(arg0 n: i32) {
   $0 : i32 = arg_load arg0
   $1 : f32 = random
-  $2 = print "n = ", $0:"%5d", ", r = \"", $1:"", "\"\n"
+  $2 : i32 = thread_index
+  $3 = print "n = ", $0:"%5d", ", r = \"", $1:"", "\", t = ", $2:"", "\n"
 }
 )ir");
 }

@@ -207,8 +207,51 @@ std::unique_ptr<Kernel> BuildOutputKernel() {
   b.SetLocation(At(71));
   Stmt* n = b.ArgLoad(0);
   Stmt* r = b.Random(kF32);
+  Stmt* t = b.ThreadIndex();
   b.SetLocation(At(72));
-  b.Print({"n = ", ", r = \"", "\"\n"}, {"%5d", ""}, {n, r});
+  b.Print({"n = ", ", r = \"", "\", t = ", "\n"}, {"%5d", "", ""}, {n, r, t});
+  return k;
+}
+
+std::unique_ptr<Kernel> BuildBitsKernel() {
+  constexpr PrimitiveType kI8 = PrimitiveType::kI8;
+  constexpr PrimitiveType kI16 = PrimitiveType::kI16;
+  constexpr PrimitiveType kI64 = PrimitiveType::kI64;
+  auto k = NewKernel("bits", 80);
+  k->AddParam(KernelParam::Ndarray("f", kF32, 1));
+  k->AddParam(KernelParam::Ndarray("w", kI64, 1));
+  k->AddParam(KernelParam::Ndarray("s", kI16, 1));
+  k->AddParam(KernelParam::Ndarray("c", kI32, 1));
+  IRBuilder b(k.get());
+  b.SetLocation(At(81));
+  auto* loop = b.RangeFor(b.ConstI32(0), b.NdarrayShape(0, 0));
+  auto scope = b.EnterBlock(loop->body());
+  Stmt* i = b.LoopIndex(loop);
+  Stmt* f = b.NdarrayPtr(0, {i});
+  Stmt* w = b.NdarrayPtr(1, {i});
+  Stmt* s = b.NdarrayPtr(2, {i});
+  Stmt* c = b.NdarrayPtr(3, {i});
+  Stmt* x = b.GlobalLoad(f);
+  Stmt* word = b.GlobalLoad(w);
+  b.SetLocation(At(82));
+  auto unary = [&](UnaryOpKind op, Stmt* v, PrimitiveType t) {
+    return Typed(b.Unary(op, v), t);
+  };
+  auto add = [&](Stmt* p, Stmt* q) { return Typed(b.Add(p, q), kI32); };
+  Stmt* counts = add(add(unary(UnaryOpKind::kClz, word, kI32),
+                         unary(UnaryOpKind::kPopcnt, word, kI32)),
+                     unary(UnaryOpKind::kFfs, b.Cast(word, kI8), kI32));
+  Stmt* mantissa = unary(UnaryOpKind::kFrexpMantissa, x, kF32);
+  Stmt* exponent = unary(UnaryOpKind::kFrexpExponent, x, kI32);
+  Stmt* bits = b.BitCast(unary(UnaryOpKind::kRound, x, kF32), kI32);
+  Stmt* total = add(add(counts, exponent), add(bits, b.ThreadIndex()));
+  b.SetLocation(At(83));
+  // 32 bits and narrower: SPIR-V for Metal has no 64-bit atomics.
+  b.Atomic(AtomicOpKind::kCas, c, total, bits);
+  b.Atomic(AtomicOpKind::kExchange, f, mantissa);
+  b.Atomic(AtomicOpKind::kMul, s, b.Cast(total, kI16));
+  b.Atomic(AtomicOpKind::kCas, s, b.Cast(exponent, kI16), b.Cast(i, kI16));
+  b.Atomic(AtomicOpKind::kMul, f, x);
   return k;
 }
 
@@ -224,6 +267,7 @@ std::vector<SampleKernel> AllSampleKernels() {
   kernels.push_back({BuildStructForKernel(), typed});
   kernels.push_back({BuildAdStackKernel(), typed});
   kernels.push_back({BuildOutputKernel(), typed});
+  kernels.push_back({BuildBitsKernel(), typed});
   return kernels;
 }
 

@@ -43,8 +43,11 @@ std::unique_ptr<Kernel> BuildOffloadedKernel();
 std::unique_ptr<Kernel> BuildStructForKernel();
 // Every adstack statement, one stack with a symbolic size.
 std::unique_ptr<Kernel> BuildAdStackKernel();
-// print with formatted values, and a random number.
+// print with formatted values, a random number and the thread index.
 std::unique_ptr<Kernel> BuildOutputKernel();
+// A range_for over ndarrays with the bit counts, round, frexp, bit_cast,
+// the thread index and atomic_cas / exchange / mul of 16 and 32 bits.
+std::unique_ptr<Kernel> BuildBitsKernel();
 
 struct SampleKernel {
   std::unique_ptr<Kernel> kernel;

@@ -4,6 +4,9 @@ import math as _pymath
 import operator
 
 from quadrants.lang import ops, types
+# Bit counts, classification and rounding, as upstream's qd.math has them.
+from quadrants.lang.numerics import (clz, ffs, isinf, isnan,  # pylint: disable=unused-import
+                                     popcnt, round)  # pylint: disable=redefined-builtin
 from quadrants.lang.matrix import Matrix, matrix, vector
 
 pi = _pymath.pi

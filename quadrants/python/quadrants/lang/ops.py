@@ -161,7 +161,10 @@ def random(dtype=float):
     return Expr(context.builder().random(dtype.name), dtype)
 
 
-def _atomic(name, python_op):
+def _atomic(name, python_op, local_update=None):
+    """qd.<name>(target, value): returns the old value. On a local variable
+    the update is plain code: `local_update(old, value)`, or the binary op
+    `python_op`."""
     @intrinsic
     def op(target, value):
         if isinstance(target, Composite):
@@ -179,7 +182,8 @@ def _atomic(name, python_op):
                                      f"target; got {what}")
         if isinstance(target, Var):
             old = context.load(target)
-            new = binary(python_op, old, value, None)
+            new = (local_update(old, value) if local_update is not None
+                   else binary(python_op, old, value, None))
             context.builder().local_store(target.alloca, context.to_expr(new).stmt)
             return old
         if not isinstance(target, GlobalRef):
@@ -199,6 +203,56 @@ atomic_max = _atomic("atomic_max", "max")
 atomic_and = _atomic("atomic_and", "bit_and")
 atomic_or = _atomic("atomic_or", "bit_or")
 atomic_xor = _atomic("atomic_xor", "bit_xor")
+# atomic_mul runs as a compare-and-swap loop on every backend.
+atomic_mul = _atomic("atomic_mul", "mul")
+# qd.atomic_exchange(x, y): stores y, whatever x held; returns the old x.
+atomic_exchange = _atomic("atomic_exchange", "exchange", lambda old, value: value)
+
+
+@intrinsic
+def atomic_cas(target, expected, desired):
+    """qd.atomic_cas(x, expected, desired): atomically stores `desired` into x
+    when x equals `expected`; returns the value x held before, so the swap
+    happened exactly when the result equals `expected`. Integer targets only
+    (a float target is a QuadrantsTypeError); `expected` and `desired` are
+    converted to x's type."""
+    if isinstance(target, Composite):
+        raise QuadrantsTypeError("qd.atomic_cas() needs a scalar target; index a vector or "
+                                 "matrix component (v[None][0]) to compare-and-swap it")
+    if not is_runtime(target):
+        from quadrants.lang.field import Field  # pylint: disable=import-outside-toplevel
+        what = ("a field (index it first, e.g. f[None])" if isinstance(target, Field)
+                else repr(target))
+        raise QuadrantsSyntaxError(f"cannot use a non-writable target as the first operand of "
+                                   f"'atomic_cas': got {what}")
+    if isinstance(target, (Var, GlobalRef)) and not target.dtype.is_integral:
+        raise QuadrantsTypeError(f"qd.atomic_cas() compares integers only; its target is "
+                                 f"{target.dtype} (compare-and-swap on floats is not supported)")
+    if isinstance(target, Var):
+        old = context.load(target)
+        hit = binary("cmp_eq", old, cast(expected, target.dtype), None)
+        context.builder().local_store(
+            target.alloca, context.to_expr(select(hit, cast(desired, target.dtype), old)).stmt)
+        return old
+    if not isinstance(target, GlobalRef):
+        raise QuadrantsTypeError("qd.atomic_cas() cannot update a read-only value")
+    e = cast(context.to_expr(expected, like=target.dtype), target.dtype)
+    d = cast(context.to_expr(desired, like=target.dtype), target.dtype)
+    return Expr(context.builder().atomic_cas(target.ptr, e.stmt, d.stmt), target.dtype)
+
+
+@intrinsic
+def global_thread_idx():
+    """qd.global_thread_idx(): the i32 index of the thread running this code.
+    On the CPU it is the worker thread's index (every iteration a worker
+    runs, and all SIMD lanes of one, share it); on CUDA and AMDGPU it is
+    block index * block size + thread index; on Vulkan the global
+    invocation index. Serial code (outside the parallel loop) sees 0. Which
+    thread runs an iteration may change from launch to launch, so a
+    differentiated kernel cannot use it."""
+    if context.current() is None:
+        raise QuadrantsSyntaxError("qd.global_thread_idx() can only be called in kernel code")
+    return Expr(context.builder().thread_index(), types.i32)
 
 
 @intrinsic
