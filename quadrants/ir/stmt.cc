@@ -38,6 +38,9 @@ constexpr absl::string_view kKindNames[] = {
     "adstack_acc_adjoint",
     "print",
     "random",
+    "func_arg",
+    "call",
+    "return",
 };
 
 #define QD_COUNT_KIND(name) +1

@@ -44,7 +44,10 @@ namespace quadrants::ir {
   X(AdStackLoadTopAdj)           \
   X(AdStackAccAdjoint)           \
   X(DebugPrint)                  \
-  X(Random)
+  X(Random)                      \
+  X(FuncArg)                     \
+  X(FuncCall)                    \
+  X(Return)
 
 enum class StmtKind {
 #define QD_DECLARE_KIND(name) k##name,

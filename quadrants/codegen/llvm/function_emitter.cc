@@ -105,6 +105,39 @@ absl::Status FunctionEmitter::EmitTask(const ir::OffloadedTaskStmt& task,
   return absl::OkStatus();
 }
 
+absl::Status FunctionEmitter::EmitRealFunctions() {
+  const auto& functions = kernel_.functions();
+  real_functions_.clear();
+  for (size_t f = 0; f < functions.size(); ++f) {
+    std::vector<llvm::Type*> params = {b_.getPtrTy()};
+    for (const ir::FunctionParam& p : functions[f]->params()) {
+      params.push_back(p.type.is_pointer() ? b_.getPtrTy()
+                                           : RegisterType(p.type.element()));
+    }
+    auto* type = llvm::FunctionType::get(b_.getVoidTy(), params, false);
+    // Internal: the optimizer may inline a non-recursive one into its
+    // callers, and two kernels' functions never clash.
+    real_functions_.push_back(llvm::Function::Create(
+        type, llvm::Function::InternalLinkage,
+        absl::StrCat("qd_fn", f, "_", functions[f]->name()), module_));
+  }
+  for (size_t f = 0; f < functions.size(); ++f) {
+    const ir::Function& fn = *functions[f];
+    function_ = real_functions_[f];
+    ctx_ = function_->getArg(0);
+    entry_ = llvm::BasicBlock::Create(context_, "entry", function_);
+    b_.SetInsertPoint(entry_);
+    values_.clear();
+    loop_indices_.clear();
+    loops_.clear();
+    loops_.push_back({nullptr, nullptr});
+    random_state_ = nullptr;
+    QD_RETURN_IF_ERROR(EmitBlock(*fn.body()));
+    b_.CreateRetVoid();
+  }
+  return absl::OkStatus();
+}
+
 absl::Status FunctionEmitter::EmitBounds(const ir::OffloadedTaskStmt& task,
                                          const std::string& name) {
   BeginFunction(name, {b_.getPtrTy(), b_.getPtrTy()});
@@ -543,7 +576,9 @@ void FunctionEmitter::SeedRandom(llvm::Value* iteration) {
 absl::StatusOr<llvm::Value*> FunctionEmitter::EmitRandom(
     const ir::RandomStmt& s) {
   if (random_state_ == nullptr)
-    return Unsupported(s, "qd.random() outside a task body");
+    return Unsupported(s,
+                       "qd.random() outside a task body (for example in "
+                       "a qd.real_func)");
   llvm::Value* bits = Call("qd_random_next", b_.getInt64Ty(), {random_state_});
   return ops_.FromRandomBits(bits, s.type().element());
 }

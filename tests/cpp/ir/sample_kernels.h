@@ -45,6 +45,9 @@ std::unique_ptr<Kernel> BuildStructForKernel();
 std::unique_ptr<Kernel> BuildAdStackKernel();
 // print with formatted values, and a random number.
 std::unique_ptr<Kernel> BuildOutputKernel();
+// A recursive real function with a by-value and a result parameter, called
+// from the kernel and from itself.
+std::unique_ptr<Kernel> BuildRealFunctionKernel();
 
 struct SampleKernel {
   std::unique_ptr<Kernel> kernel;
