@@ -46,10 +46,8 @@ class Kernel {
   const std::string& name() const { return name_; }
   const SourceLocation& loc() const { return loc_; }
   const std::vector<KernelParam>& params() const { return params_; }
-  int AddParam(KernelParam param) {
-    params_.push_back(std::move(param));
-    return static_cast<int>(params_.size()) - 1;
-  }
+  // Functions see every parameter, added before or after them.
+  int AddParam(KernelParam param);
   Block* body() const { return body_.get(); }
   ~Kernel();
 
@@ -98,6 +96,13 @@ class Function {
 };
 
 inline Kernel::~Kernel() = default;
+
+inline int Kernel::AddParam(KernelParam param) {
+  for (const auto& function : functions_)
+    function->scope().AddParam(param);
+  params_.push_back(std::move(param));
+  return static_cast<int>(params_.size()) - 1;
+}
 
 inline int Kernel::AddFunction(std::unique_ptr<Function> function) {
   functions_.push_back(std::move(function));

@@ -368,6 +368,24 @@ def test_captured_ndarray_argument():
 
 
 @test_utils.test(arch=LLVM)
+def test_ndarray_captured_inside_the_function_body():
+    # The capture adds a hidden kernel parameter while the function body is
+    # compiled, after the function was declared.
+    table = qd.ndarray(dtype=qd.i32, shape=(4,))
+
+    @qd.real_func
+    def lookup(i: qd.i32) -> qd.i32:
+        return table[i] * 10
+
+    @qd.kernel
+    def run(i: qd.i32) -> qd.i32:
+        return lookup(i) + lookup(i + 1)
+
+    table.from_numpy(np.array([1, 2, 3, 4], dtype=np.int32))
+    assert run(1) == 50
+
+
+@test_utils.test(arch=LLVM)
 def test_non_ndarray_for_an_ndarray_parameter():
     @qd.real_func
     def corner(weight: qd.types.NDArray[qd.f32, 3]) -> qd.f32:
@@ -552,6 +570,117 @@ def test_data_oriented_methods():
     grid.fill()
     i, j = np.meshgrid(np.arange(32), np.arange(16), indexing="ij")
     assert np.array_equal(grid.val.to_numpy(), (2 * i * j).astype(np.float32))
+
+
+@test_utils.test(arch=LLVM)
+def test_serial_result_read_by_a_later_parallel_loop():
+    out = qd.field(qd.i32, shape=8)
+
+    @qd.real_func
+    def double(v: qd.i32) -> qd.i32:
+        return v * 2
+
+    @qd.kernel
+    def run(n: qd.i32):
+        base = double(n)
+        for i in range(8):
+            out[i] = double(i) + base
+
+    run(4)
+    assert out.to_numpy().tolist() == [2 * i + 8 for i in range(8)]
+
+
+@test_utils.test(arch=LLVM)
+def test_nesting_with_inlined_funcs():
+    out = qd.field(qd.i32, shape=4)
+
+    @qd.func
+    def plus_one(v):
+        return v + 1
+
+    @qd.real_func
+    def twice_next(v: qd.i32) -> qd.i32:
+        return plus_one(v) * 2
+
+    @qd.func
+    def offset(v):
+        return twice_next(v) + 100
+
+    @qd.kernel
+    def run():
+        for i in range(4):
+            out[i] = offset(i)
+
+    run()
+    assert out.to_numpy().tolist() == [102, 104, 106, 108]
+
+
+@test_utils.test(arch=LLVM)
+def test_bool_results_and_references():
+    @qd.real_func
+    def big(v: qd.i32) -> qd.u1:
+        return v > 3
+
+    @qd.real_func
+    def set_big(flag: qd.ref(qd.u1), v: qd.i32):
+        flag = v > 5
+
+    @qd.kernel
+    def run() -> qd.i32:
+        count = 0
+        for i in range(8):
+            if big(i):
+                count += 1
+        yes = False
+        set_big(yes, 7)  # declared after the parallel loop, used by a call
+        no = True
+        set_big(no, 1)
+        return count * 100 + qd.cast(yes, qd.i32) * 10 + qd.cast(no, qd.i32)
+
+    assert run() == 410
+
+
+@test_utils.test(arch=LLVM)
+def test_reassigned_parameters_and_defaults():
+    @qd.real_func
+    def scaled(v: qd.i32, by: qd.i32 = 10) -> qd.i32:
+        v = v * by
+        return v
+
+    @qd.kernel
+    def run(n: qd.i32) -> qd.i32:
+        return scaled(n) + scaled(n, by=2) + n
+
+    assert run(3) == 30 + 6 + 3
+
+
+@test_utils.test(arch=LLVM)
+def test_print_inside(capfd):
+    @qd.real_func
+    def show(v: qd.i32):
+        print("value", v)
+
+    @qd.kernel
+    def run():
+        show(5)
+
+    run()
+    qd.sync()
+    assert "value 5" in capfd.readouterr().out
+
+
+@test_utils.test(arch=LLVM)
+def test_random_inside_is_a_compile_error():
+    @qd.real_func
+    def draw() -> qd.f32:
+        return qd.random(qd.f32)
+
+    @qd.kernel
+    def run() -> qd.f32:
+        return draw()
+
+    with pytest.raises(qd.QuadrantsCompilationError, match=r"qd.random\(\) outside a task body"):
+        run()
 
 
 @test_utils.test(arch=LLVM)

@@ -123,6 +123,25 @@ TEST_F(CallTest, PipelineTypesFunctionBodiesAndKeepsCalls) {
   EXPECT_THAT(text, HasSubstr("global_store"));
 }
 
+TEST_F(CallTest, LocalDeclaredBeforeALoopAndCalledAfterItIsOffloaded) {
+  // Python declares every top-level variable at the kernel's start.
+  Stmt* r = b_.Alloca(kI32);
+  auto* loop = b_.RangeFor(b_.ConstI32(0), b_.ConstI32(8));
+  {
+    auto scope = b_.EnterBlock(loop->body());
+    b_.GlobalStore(b_.NdarrayPtr(0, {b_.LoopIndex(loop)}), b_.ConstI32(1));
+  }
+  b_.LocalStore(r, b_.ConstI32(5));
+  CallBump(r);
+  b_.GlobalStore(b_.NdarrayPtr(0, {b_.ConstI32(0)}), b_.LocalLoad(r));
+  absl::Status status = LowerToTasks(kernel_, {});
+  ASSERT_TRUE(status.ok()) << status;
+  // The local lives in the serial task after the loop, with its call.
+  const Stmt* task_of_r = r->enclosing();
+  ASSERT_NE(task_of_r, nullptr);
+  EXPECT_EQ(kernel_.body()->IndexOf(task_of_r), 1u) << ir::PrintKernel(kernel_);
+}
+
 TEST_F(CallTest, GradientOfAKernelWithCallsIsRefused) {
   Stmt* store = nullptr;
   BuildStoreCallLoad(&store);

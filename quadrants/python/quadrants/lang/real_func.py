@@ -124,6 +124,7 @@ class RealFunc:
             instance = self._declare(ctx, layout, values)
             instances[key] = instance
             self._compile(ctx, caller, instance, values)
+            caller.locate(node)
         return self._emit_call(ctx, caller, node, instance, values)
 
     def _layout(self, caller, node, param, value):
@@ -225,6 +226,9 @@ class RealFunc:
         if self._return_type is None:
             return None
         loaded = [context.load(var) for var in results]
+        if ctx.kind == "kernel" and not ctx.in_parallel and ctx.hidden is not None:
+            loaded = [_share(ctx, f"<{self.name} result {k}>", leaf)
+                      for k, leaf in enumerate(loaded)]
         value, _ = self._return_type._rebuild(self._return_type.shape, loaded)
         return value
 
@@ -245,6 +249,18 @@ class RealFunc:
                                f"qd.ref({dtype}) but the variable passed is "
                                f"{value.dtype}", QuadrantsTypeError)
         return value.alloca if isinstance(value, Var) else value.ptr
+
+
+def _share(ctx, label, leaf):
+    """A result of a call in the kernel's serial code, kept in a hidden
+    buffer: parallel loops after the call may read it (a value read from
+    global memory is carried into a loop, a local variable is not)."""
+    b = ctx.builder
+    arg = ctx.hidden.temporary(label, leaf.dtype, 1)
+    ptr = b.ndarray_ptr(arg.arg, [context.constant(0, types.i32).stmt], label)
+    b.global_store(ptr, ops.cast(leaf, arg.dtype).stmt)
+    value = Expr(b.global_load(ptr), arg.dtype)
+    return ops.cast(value, leaf.dtype) if arg.dtype != leaf.dtype else value
 
 
 class _ResultStore:
