@@ -765,3 +765,30 @@ def test_spirv_backends_reject_real_functions():
                        match=r"test_real_func.py:\d+: kernel 'run' calls qd.real_func 'one'.*"
                              r"vulkan, metal"):
         run()
+
+
+@pytest.mark.parametrize("qd_arch", [qd.cpu], ids=["cpu"])
+def test_offline_cache_keys_on_function_bodies(tmp_path, qd_arch):
+    def build(step):
+        @qd.real_func
+        def tri(n: qd.i32) -> qd.i32:
+            if n == 0:
+                return 0
+            return tri(n - 1) + n * step
+
+        @qd.kernel
+        def run(n: qd.i32) -> qd.i32:
+            return tri(n)
+        return run
+
+    results = []
+    for step in (1, 1, 2):
+        qd.init(arch=qd_arch, offline_cache=True, offline_cache_file_path=str(tmp_path))
+        try:
+            results.append((build(step)(10),
+                            qd.lang.runtime.program().offline_cache_stats()["hits"]))
+        finally:
+            qd.reset()
+    # The second run reads the first one's entry; a different body (step 2
+    # is a different constant in the function) is a new entry.
+    assert results == [(55, 0), (55, 1), (110, 0)]

@@ -207,6 +207,7 @@ class RefType:
 
     def __init__(self, dtype):
         self._dtype = dtype
+        self.tp = dtype  # upstream's attribute name
 
     @property
     def dtype(self):
