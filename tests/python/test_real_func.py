@@ -669,18 +669,38 @@ def test_print_inside(capfd):
     assert "value 5" in capfd.readouterr().out
 
 
-@test_utils.test(arch=LLVM)
-def test_random_inside_is_a_compile_error():
-    @qd.real_func
-    def draw() -> qd.f32:
-        return qd.random(qd.f32)
+@pytest.mark.parametrize("qd_arch", [qd.cpu], ids=["cpu"])
+def test_random_draws_from_the_calling_iterations_stream(qd_arch):
+    # The same draws as qd.random() written in the loop itself.
+    def run(use_real_func):
+        qd.init(arch=qd_arch, random_seed=7)
+        try:
+            out = qd.field(qd.f32, shape=4096)
 
-    @qd.kernel
-    def run() -> qd.f32:
-        return draw()
+            @qd.real_func
+            def draw() -> qd.f32:
+                return qd.random(qd.f32)
 
-    with pytest.raises(qd.QuadrantsCompilationError, match=r"qd.random\(\) outside a task body"):
-        run()
+            @qd.kernel
+            def fill_real():
+                for i in out:
+                    out[i] = draw()
+
+            @qd.kernel
+            def fill_inline():
+                for i in out:
+                    out[i] = qd.random(qd.f32)
+
+            (fill_real if use_real_func else fill_inline)()
+            return out.to_numpy()
+        finally:
+            qd.reset()
+
+    through_call, inline = run(True), run(False)
+    assert np.array_equal(through_call, inline)
+    assert 0.0 <= through_call.min() and through_call.max() < 1.0
+    assert abs(through_call.mean() - 0.5) < 0.03
+    assert len(np.unique(through_call)) > 4000
 
 
 @test_utils.test(arch=LLVM)

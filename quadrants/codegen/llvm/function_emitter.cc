@@ -70,7 +70,8 @@ absl::Status FunctionEmitter::EmitTask(const ir::OffloadedTaskStmt& task,
   llvm::Value* end = function_->getArg(2);
   bool draws = false;
   ir::WalkBlock(*task.body(), [&](const Stmt* s) {
-    draws = draws || ir::Isa<ir::RandomStmt>(s);
+    draws = draws || ir::Isa<ir::RandomStmt>(s) ||
+            (functions_draw_ && ir::Isa<ir::FuncCallStmt>(s));
   });
   random_state_ = draws ? EntryAlloca(b_.getInt64Ty(), "random") : nullptr;
   absl::Status status;
@@ -108,8 +109,16 @@ absl::Status FunctionEmitter::EmitTask(const ir::OffloadedTaskStmt& task,
 absl::Status FunctionEmitter::EmitRealFunctions() {
   const auto& functions = kernel_.functions();
   real_functions_.clear();
+  functions_draw_ = false;
+  for (const auto& function : functions) {
+    ir::WalkBlock(*function->body(), [&](const Stmt* s) {
+      functions_draw_ = functions_draw_ || ir::Isa<ir::RandomStmt>(s);
+    });
+  }
   for (size_t f = 0; f < functions.size(); ++f) {
-    std::vector<llvm::Type*> params = {b_.getPtrTy()};
+    // The caller's random state comes second: a function draws from the
+    // stream of the iteration that calls it.
+    std::vector<llvm::Type*> params = {b_.getPtrTy(), b_.getPtrTy()};
     for (const ir::FunctionParam& p : functions[f]->params()) {
       params.push_back(p.type.is_pointer() ? b_.getPtrTy()
                                            : RegisterType(p.type.element()));
@@ -131,10 +140,11 @@ absl::Status FunctionEmitter::EmitRealFunctions() {
     loop_indices_.clear();
     loops_.clear();
     loops_.push_back({nullptr, nullptr});
-    random_state_ = nullptr;
+    random_state_ = functions_draw_ ? function_->getArg(1) : nullptr;
     QD_RETURN_IF_ERROR(EmitBlock(*fn.body()));
     b_.CreateRetVoid();
   }
+  random_state_ = nullptr;
   return absl::OkStatus();
 }
 
@@ -576,9 +586,7 @@ void FunctionEmitter::SeedRandom(llvm::Value* iteration) {
 absl::StatusOr<llvm::Value*> FunctionEmitter::EmitRandom(
     const ir::RandomStmt& s) {
   if (random_state_ == nullptr)
-    return Unsupported(s,
-                       "qd.random() outside a task body (for example in "
-                       "a qd.real_func)");
+    return Unsupported(s, "qd.random() outside a task body");
   llvm::Value* bits = Call("qd_random_next", b_.getInt64Ty(), {random_state_});
   return ops_.FromRandomBits(bits, s.type().element());
 }

@@ -56,7 +56,8 @@ class FunctionEmitter : public ir::StmtVisitor<FunctionEmitter, absl::Status> {
   absl::Status EmitTask(const ir::OffloadedTaskStmt& task,
                         const std::string& name);
   // Every real function of the kernel as void qd_fn<i>_<name>(ptr ctx,
-  // params...); called before the tasks that call them are emitted.
+  // ptr random_state, params...); called before the tasks that call them
+  // are emitted.
   absl::Status EmitRealFunctions();
   // void name(ptr ctx, ptr out): evaluates the prologue, stores the bounds.
   absl::Status EmitBounds(const ir::OffloadedTaskStmt& task,
@@ -192,6 +193,7 @@ class FunctionEmitter : public ir::StmtVisitor<FunctionEmitter, absl::Status> {
 
   llvm::Function* function_ = nullptr;
   std::vector<llvm::Function*> real_functions_;
+  bool functions_draw_ = false;  // some real function calls qd.random()
   llvm::Value* ctx_ = nullptr;
   llvm::BasicBlock* entry_ = nullptr;
   absl::flat_hash_map<const Stmt*, llvm::Value*> values_;

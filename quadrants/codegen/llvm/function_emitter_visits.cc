@@ -71,7 +71,7 @@ absl::Status FunctionEmitter::VisitLocalStore(const ir::LocalStoreStmt& s) {
 }
 
 absl::Status FunctionEmitter::VisitFuncArg(const ir::FuncArgStmt& s) {
-  return Define(s, function_->getArg(s.index() + 1));
+  return Define(s, function_->getArg(s.index() + 2));
 }
 
 absl::Status FunctionEmitter::VisitFuncCall(const ir::FuncCallStmt& s) {
@@ -79,7 +79,10 @@ absl::Status FunctionEmitter::VisitFuncCall(const ir::FuncCallStmt& s) {
       s.function() >= static_cast<int>(real_functions_.size())) {
     return Unsupported(s, "a call to an undeclared function");
   }
-  std::vector<llvm::Value*> args = {ctx_};
+  llvm::Value* random = random_state_ != nullptr
+                            ? random_state_
+                            : llvm::ConstantPointerNull::get(b_.getPtrTy());
+  std::vector<llvm::Value*> args = {ctx_, random};
   for (const Stmt* operand : s.operands())
     args.push_back(Get(operand));
   b_.CreateCall(real_functions_[s.function()], args);
