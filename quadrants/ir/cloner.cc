@@ -144,6 +144,19 @@ std::unique_ptr<Stmt> CopyAttributes(const Stmt& s) {
     case StmtKind::kThreadIndex:
       copy = std::make_unique<ThreadIndexStmt>();
       break;
+    case StmtKind::kFuncArg:
+      copy = std::make_unique<FuncArgStmt>(
+          static_cast<const FuncArgStmt&>(s).index(), s.type());
+      break;
+    case StmtKind::kFuncCall: {
+      const auto& c = static_cast<const FuncCallStmt&>(s);
+      copy = std::make_unique<FuncCallStmt>(c.function(), c.name(), c.params(),
+                                            ops);
+      break;
+    }
+    case StmtKind::kReturn:
+      copy = std::make_unique<ReturnStmt>();
+      break;
   }
   copy->set_type(s.type());
   copy->set_loc(s.loc());
@@ -199,6 +212,16 @@ std::unique_ptr<Kernel> CloneKernel(const Kernel& kernel) {
     copy->body()->Append(CopyTree(*stmt, map, copies));
   }
   RemapOperands(copies, map);
+  for (const auto& function : kernel.functions()) {
+    auto fn = std::make_unique<Function>(*copy, function->name(),
+                                         function->loc(), function->params());
+    absl::flat_hash_map<const Stmt*, Stmt*> fn_map;
+    std::vector<Stmt*> fn_copies;
+    for (const auto& stmt : *function->body())
+      fn->body()->Append(CopyTree(*stmt, fn_map, fn_copies));
+    RemapOperands(fn_copies, fn_map);
+    copy->AddFunction(std::move(fn));
+  }
   return copy;
 }
 

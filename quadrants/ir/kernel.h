@@ -32,7 +32,10 @@ struct KernelParam {
   }
 };
 
-// The root of a kernel's IR: its parameters and its top-level block.
+class Function;
+
+// The root of a kernel's IR: its parameters, its top-level block and the
+// real functions its code calls.
 class Kernel {
  public:
   explicit Kernel(std::string name, SourceLocation loc = {})
@@ -43,18 +46,68 @@ class Kernel {
   const std::string& name() const { return name_; }
   const SourceLocation& loc() const { return loc_; }
   const std::vector<KernelParam>& params() const { return params_; }
-  int AddParam(KernelParam param) {
-    params_.push_back(std::move(param));
-    return static_cast<int>(params_.size()) - 1;
-  }
+  // Functions see every parameter, added before or after them.
+  int AddParam(KernelParam param);
   Block* body() const { return body_.get(); }
+  ~Kernel();
+
+  // Real functions, called by index (FuncCallStmt::function).
+  const std::vector<std::unique_ptr<Function>>& functions() const {
+    return functions_;
+  }
+  int AddFunction(std::unique_ptr<Function> function);
 
  private:
   std::string name_;
   SourceLocation loc_;
   std::vector<KernelParam> params_;
   std::unique_ptr<Block> body_;
+  std::vector<std::unique_ptr<Function>> functions_;
 };
+
+struct FunctionParam {
+  std::string name;
+  DataType type;  // a scalar, or a pointer to a caller's variable
+};
+
+// A function compiled once and called from kernel code (or from itself).
+// Its body lives in a Kernel of its own, named after the function, with the
+// parameters of the calling kernel, so that passes written for kernels run
+// on it and field and ndarray accesses inside name the kernel's arguments.
+// FuncArgStmt reads its parameters; ReturnStmt leaves it.
+class Function {
+ public:
+  Function(const Kernel& caller, std::string name, SourceLocation loc,
+           std::vector<FunctionParam> params)
+      : scope_(std::make_unique<Kernel>(std::move(name), std::move(loc))),
+        params_(std::move(params)) {
+    for (const KernelParam& p : caller.params())
+      scope_->AddParam(p);
+  }
+  const std::string& name() const { return scope_->name(); }
+  const SourceLocation& loc() const { return scope_->loc(); }
+  const std::vector<FunctionParam>& params() const { return params_; }
+  Block* body() const { return scope_->body(); }
+  Kernel& scope() const { return *scope_; }
+
+ private:
+  std::unique_ptr<Kernel> scope_;
+  std::vector<FunctionParam> params_;
+};
+
+inline Kernel::~Kernel() = default;
+
+inline int Kernel::AddParam(KernelParam param) {
+  for (const auto& function : functions_)
+    function->scope().AddParam(param);
+  params_.push_back(std::move(param));
+  return static_cast<int>(params_.size()) - 1;
+}
+
+inline int Kernel::AddFunction(std::unique_ptr<Function> function) {
+  functions_.push_back(std::move(function));
+  return static_cast<int>(functions_.size()) - 1;
+}
 
 }  // namespace quadrants::ir
 

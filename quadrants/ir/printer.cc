@@ -124,6 +124,14 @@ std::string Body(const Stmt& s, const StmtNumbering& n) {
       }
       return text;
     }
+    case StmtKind::kFuncArg:
+      return absl::StrCat(name, " ",
+                          static_cast<const FuncArgStmt&>(s).index());
+    case StmtKind::kFuncCall: {
+      const auto& c = static_cast<const FuncCallStmt&>(s);
+      return absl::StrCat(name, " fn", c.function(), " ", c.name(), "(",
+                          list(0), ")");
+    }
     default:
       return s.num_operands() == 0 ? name : absl::StrCat(name, " ", list(0));
   }
@@ -205,6 +213,19 @@ std::string PrintKernel(const Kernel& kernel, const PrintOptions& options) {
   absl::StrAppend(&out, " {\n");
   PrintBlock(*kernel.body(), numbering, options, 1, &out);
   absl::StrAppend(&out, "}\n");
+  for (size_t f = 0; f < kernel.functions().size(); ++f) {
+    const Function& fn = *kernel.functions()[f];
+    std::vector<std::string> fn_params;
+    for (const FunctionParam& p : fn.params())
+      fn_params.push_back(absl::StrCat(p.name, ": ", p.type.ToString()));
+    absl::StrAppend(&out, "function fn", f, " ", fn.name(), "(",
+                    absl::StrJoin(fn_params, ", "), ")");
+    if (options.locations)
+      absl::StrAppend(&out, "  @", fn.loc().ToString());
+    absl::StrAppend(&out, " {\n");
+    PrintBlock(*fn.body(), StmtNumbering(fn.scope()), options, 1, &out);
+    absl::StrAppend(&out, "}\n");
+  }
   return out;
 }
 

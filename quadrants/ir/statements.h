@@ -487,6 +487,56 @@ class ThreadIndexStmt : public Stmt {
   ThreadIndexStmt() : Stmt(kKind, DataType::Scalar(PrimitiveType::kI32)) {}
 };
 
+// ---- Real functions (compiled once, called, possibly recursively) ---------
+
+// The value of parameter `index` of the enclosing function: a scalar, or a
+// pointer to the caller's variable (a by-reference parameter or a result).
+class FuncArgStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kFuncArg;
+  FuncArgStmt(int index, DataType type) : Stmt(kKind, type), index_(index) {}
+  int index() const { return index_; }
+  bool is_pure() const override { return true; }
+
+ private:
+  int index_;
+};
+
+// Calls function `function` of the kernel with one operand per parameter
+// (values for scalars, addresses of caller locals for pointer parameters).
+// The callee may read and write any global memory and the locals passed to
+// it, so a call is never moved, merged or deleted, and a local whose address
+// it takes stays in memory.
+class FuncCallStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kFuncCall;
+  FuncCallStmt(int function, std::string name, std::vector<DataType> params,
+               std::vector<Stmt*> args)
+      : Stmt(kKind, DataType::Void(), std::move(args)),
+        function_(function),
+        name_(std::move(name)),
+        params_(std::move(params)) {}
+  int function() const { return function_; }
+  const std::string& name() const { return name_; }
+  // The callee's parameter types, one per operand.
+  const std::vector<DataType>& params() const { return params_; }
+  bool has_side_effects() const override { return true; }
+
+ private:
+  int function_;
+  std::string name_;
+  std::vector<DataType> params_;
+};
+
+// Leaves the enclosing function (its results are stored through its pointer
+// parameters before).
+class ReturnStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kReturn;
+  ReturnStmt() : Stmt(kKind, DataType::Void()) {}
+  bool has_side_effects() const override { return true; }
+};
+
 // Loops with an index: what a loop_index may refer to, and what `continue`
 // may target.
 inline bool IsIndexedLoop(const Stmt* stmt) {

@@ -39,6 +39,9 @@ constexpr absl::string_view kKindNames[] = {
     "print",
     "random",
     "thread_index",
+    "func_arg",
+    "call",
+    "return",
 };
 
 #define QD_COUNT_KIND(name) +1

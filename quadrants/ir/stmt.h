@@ -45,7 +45,10 @@ namespace quadrants::ir {
   X(AdStackAccAdjoint)           \
   X(DebugPrint)                  \
   X(Random)                      \
-  X(ThreadIndex)
+  X(ThreadIndex)                 \
+  X(FuncArg)                     \
+  X(FuncCall)                    \
+  X(Return)
 
 enum class StmtKind {
 #define QD_DECLARE_KIND(name) k##name,

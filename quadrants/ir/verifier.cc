@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "quadrants/common/errors.h"
+#include "quadrants/common/status_macros.h"
 #include "quadrants/ir/print_format.h"
 #include "quadrants/ir/printer.h"
 #include "quadrants/ir/statements.h"
@@ -15,8 +16,13 @@ namespace {
 
 class Verifier {
  public:
-  Verifier(const Kernel& kernel, const VerifyOptions& options)
-      : kernel_(kernel), options_(options), numbering_(kernel) {}
+  Verifier(const Kernel& kernel, const VerifyOptions& options,
+           const Kernel& root, const Function* function = nullptr)
+      : kernel_(kernel),
+        options_(options),
+        numbering_(kernel),
+        root_(root),
+        function_(function) {}
 
   absl::Status Run() {
     scopes_.emplace_back();
@@ -194,8 +200,11 @@ class Verifier {
   }
 
   void CheckGlobalPtr(const Stmt& s, const Stmt* ptr) {
-    if (!Isa<NdarrayPtrStmt>(ptr) && !Isa<FieldPtrStmt>(ptr)) {
-      Fail(s, "expects a field or ndarray element pointer");
+    if (!Isa<NdarrayPtrStmt>(ptr) && !Isa<FieldPtrStmt>(ptr) &&
+        !(Isa<FuncArgStmt>(ptr) && ptr->type().is_pointer())) {
+      Fail(s,
+           "expects a field or ndarray element pointer, or a pointer "
+           "parameter of the enclosing function");
     }
   }
 
@@ -386,6 +395,24 @@ class Verifier {
           Fail(s, "adstack capacity must not be negative");
         return;
       }
+      case StmtKind::kFuncArg: {
+        const auto& a = static_cast<const FuncArgStmt&>(s);
+        if (function_ == nullptr)
+          return Fail(s, "func_arg outside of a function");
+        if (a.index() < 0 ||
+            a.index() >= static_cast<int>(function_->params().size())) {
+          return Fail(s, absl::StrCat("function '", function_->name(),
+                                      "' has no parameter ", a.index()));
+        }
+        CheckType(s, &s, function_->params()[a.index()].type, "result");
+        return;
+      }
+      case StmtKind::kReturn:
+        if (function_ == nullptr)
+          Fail(s, "return outside of a function");
+        return;
+      case StmtKind::kFuncCall:
+        return VerifyCall(static_cast<const FuncCallStmt&>(s));
       default:
         return;
     }
@@ -444,6 +471,39 @@ class Verifier {
     }
   }
 
+  void VerifyCall(const FuncCallStmt& call) {
+    const auto& functions = root_.functions();
+    if (call.function() < 0 ||
+        call.function() >= static_cast<int>(functions.size())) {
+      return Fail(call,
+                  absl::StrCat("the kernel has no function ", call.function()));
+    }
+    const Function& callee = *functions[call.function()];
+    if (callee.params().size() != call.num_operands() ||
+        call.params().size() != call.num_operands()) {
+      return Fail(call, absl::StrCat("function '", callee.name(), "' takes ",
+                                     callee.params().size(), " arguments, ",
+                                     call.num_operands(), " given"));
+    }
+    for (size_t i = 0; i < call.num_operands(); ++i) {
+      const DataType want = callee.params()[i].type;
+      if (call.params()[i] != want) {
+        return Fail(
+            call, absl::StrCat("parameter ", i, " of '", callee.name(), "' is ",
+                               want.ToString(), " but the call says ",
+                               call.params()[i].ToString()));
+      }
+      if (want.is_pointer() && !Isa<AllocaStmt>(call.operand(i)) &&
+          !(Isa<FuncArgStmt>(call.operand(i)) &&
+            call.operand(i)->type().is_pointer())) {
+        return Fail(call, absl::StrCat("argument ", i,
+                                       " must be the address of a local"));
+      }
+      const std::string what = absl::StrCat("argument ", i);
+      CheckType(call, call.operand(i), want, what.c_str());
+    }
+  }
+
   void VerifyLoopIndex(const LoopIndexStmt& index) {
     const Stmt* loop = index.loop();
     if (!IsIndexedLoop(loop)) {
@@ -485,6 +545,8 @@ class Verifier {
   const Kernel& kernel_;
   const VerifyOptions& options_;
   StmtNumbering numbering_;
+  const Kernel& root_;
+  const Function* function_;
   std::vector<absl::flat_hash_set<const Stmt*>> scopes_;
   absl::Status error_;
 };
@@ -492,7 +554,12 @@ class Verifier {
 }  // namespace
 
 absl::Status Verify(const Kernel& kernel, const VerifyOptions& options) {
-  return Verifier(kernel, options).Run();
+  QD_RETURN_IF_ERROR(Verifier(kernel, options, kernel).Run());
+  for (const auto& function : kernel.functions()) {
+    QD_RETURN_IF_ERROR(
+        Verifier(function->scope(), options, kernel, function.get()).Run());
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace quadrants::ir

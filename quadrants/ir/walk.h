@@ -23,9 +23,13 @@ void WalkBlock(const Block& block, Fn&& fn) {
   }
 }
 
+// The kernel's body, then the bodies of its real functions (whose code runs
+// as part of the kernel's: what they read and write counts as the kernel's).
 template <typename Fn>
 void WalkKernel(const Kernel& kernel, Fn&& fn) {
   WalkBlock(*kernel.body(), fn);
+  for (const auto& function : kernel.functions())
+    WalkBlock(*function->body(), fn);
 }
 
 // The top-level statements of an offloaded kernel, each a task; a

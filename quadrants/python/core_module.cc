@@ -7,6 +7,8 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -393,7 +395,7 @@ class PyBuilder {
   ir::Stmt* AllocaAtStart(ir::Stmt* container, int which,
                           const std::string& dtype) {
     ir::Block* block =
-        container == nullptr ? kernel_->body() : container->blocks().at(which);
+        container == nullptr ? root_ : container->blocks().at(which);
     return builder_.InsertAt(block, 0,
                              std::make_unique<ir::AllocaStmt>(Dtype(dtype)));
   }
@@ -453,6 +455,56 @@ class PyBuilder {
     return builder_.Random(Dtype(dtype));
   }
 
+  // Real functions: building moves into function `index`'s body (its top
+  // level is where its variables are declared) until LeaveFunction.
+  void EnterFunction(int index) {
+    ir::Function* fn = FunctionAt(index);
+    functions_.push_back({root_, function_});
+    root_ = fn->body();
+    function_ = fn;
+    saved_.push_back(std::make_unique<ir::IRBuilder::Scope>(
+        builder_.EnterBlock(fn->body())));
+  }
+  void LeaveFunction() {
+    if (functions_.empty()) {
+      throw QuadrantsError(ErrorKind::kCompilation,
+                           "leave_function without enter_function");
+    }
+    saved_.pop_back();
+    std::tie(root_, function_) = functions_.back();
+    functions_.pop_back();
+  }
+  ir::Stmt* FuncArg(int index) {
+    if (function_ == nullptr ||
+        index >= static_cast<int>(function_->params().size()) || index < 0) {
+      throw QuadrantsError(ErrorKind::kCompilation,
+                           "func_arg outside of a function's parameters");
+    }
+    return builder_.Make<ir::FuncArgStmt>(index,
+                                          function_->params()[index].type);
+  }
+  void Call(int index, std::vector<ir::Stmt*> args) {
+    ir::Function* fn = FunctionAt(index);
+    std::vector<ir::DataType> params;
+    for (const ir::FunctionParam& p : fn->params())
+      params.push_back(p.type);
+    if (params.size() != args.size()) {
+      throw QuadrantsError(
+          ErrorKind::kCompilation,
+          absl::StrCat("function '", fn->name(), "' takes ", params.size(),
+                       " arguments, ", args.size(), " given"));
+    }
+    Typed(builder_.Make<ir::FuncCallStmt>(index, fn->name(), std::move(params),
+                                          std::move(args)));
+  }
+  void Return() {
+    if (function_ == nullptr) {
+      throw QuadrantsError(ErrorKind::kCompilation,
+                           "return outside of a function");
+    }
+    builder_.Make<ir::ReturnStmt>();
+  }
+
   // Enters block `which` (0: body / then, 1: else) of container `stmt`.
   void PushBlock(ir::Stmt* stmt, int which) {
     std::vector<ir::Block*> blocks = stmt->blocks();
@@ -490,10 +542,21 @@ class PyBuilder {
     throw QuadrantsError(ErrorKind::kCompilation, "unknown atomic op " + name);
   }
 
+  ir::Function* FunctionAt(int index) {
+    if (index < 0 || index >= static_cast<int>(kernel_->functions().size())) {
+      throw QuadrantsError(ErrorKind::kCompilation,
+                           absl::StrCat("the kernel has no function ", index));
+    }
+    return kernel_->functions()[index].get();
+  }
+
   ir::Kernel* kernel_;
   ir::IRBuilder builder_;
   transforms::TypeCheckOptions options_;
   std::vector<std::unique_ptr<ir::IRBuilder::Scope>> saved_;
+  ir::Block* root_ = kernel_->body();
+  ir::Function* function_ = nullptr;
+  std::vector<std::pair<ir::Block*, ir::Function*>> functions_;
 };
 
 // Kernel print() output goes to Python's sys.stdout, so redirections there
@@ -825,6 +888,21 @@ PYBIND11_MODULE(_quadrants_core, m) {
              return k.AddParam(ir::KernelParam::Ndarray(name, Dtype(t), ndim));
            })
       .def_property_readonly("name", &ir::Kernel::name)
+      // params: (name, dtype, is_pointer) per parameter.
+      .def("add_function",
+           [](ir::Kernel& k, const std::string& name, const std::string& file,
+              int line,
+              const std::vector<std::tuple<std::string, std::string, bool>>&
+                  params) {
+             std::vector<ir::FunctionParam> list;
+             for (const auto& [pname, dtype, pointer] : params) {
+               list.push_back(
+                   {pname, pointer ? ir::DataType::Pointer(Dtype(dtype))
+                                   : ir::DataType::Scalar(Dtype(dtype))});
+             }
+             return k.AddFunction(std::make_unique<ir::Function>(
+                 k, name, SourceLocation{file, line}, std::move(list)));
+           })
       .def("print", [](const ir::Kernel& k) { return ir::PrintKernel(k); });
 
   py::class_<ir::Stmt, std::unique_ptr<ir::Stmt, py::nodelete>>(m, "Stmt")
@@ -878,6 +956,11 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("assert_", &PyBuilder::Assert)
       .def("print_", &PyBuilder::Print)
       .def("random", &PyBuilder::Random, ref)
+      .def("enter_function", &PyBuilder::EnterFunction)
+      .def("leave_function", &PyBuilder::LeaveFunction)
+      .def("func_arg", &PyBuilder::FuncArg, ref)
+      .def("call", &PyBuilder::Call)
+      .def("return_", &PyBuilder::Return)
       .def("push_block", &PyBuilder::PushBlock)
       .def("pop_block", &PyBuilder::PopBlock);
 }

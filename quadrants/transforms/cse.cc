@@ -49,6 +49,9 @@ std::string KeyOf(const Stmt& s) {
     case StmtKind::kLoopIndex:
       absl::StrAppend(&key, static_cast<const ir::LoopIndexStmt&>(s).axis());
       break;
+    case StmtKind::kFuncArg:
+      absl::StrAppend(&key, static_cast<const ir::FuncArgStmt&>(s).index());
+      break;
     default:
       break;
   }

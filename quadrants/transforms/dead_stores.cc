@@ -17,7 +17,8 @@ using Locals = absl::flat_hash_set<const Stmt*>;
 
 // Backward liveness of locals over the structured IR: a local is live at a
 // point when some path from there reads it before assigning it. Valid IR
-// reaches a local only through local_load and local_store.
+// reaches a local only through local_load, local_store and calls that take
+// its address (which may read it).
 class LocalLiveness {
  public:
   std::vector<const Stmt*> DeadStores(const ir::Kernel& kernel) {
@@ -55,6 +56,15 @@ class LocalLiveness {
         if (!live.erase(s.operand(0)) && record)
           dead_.push_back(&s);
         return live;
+      case ir::StmtKind::kFuncCall:
+        for (const Stmt* operand : s.operands()) {
+          if (ir::Isa<ir::AllocaStmt>(operand))
+            live.insert(operand);
+        }
+        return live;
+      case ir::StmtKind::kReturn:
+        // The function's own locals die when it returns.
+        return {};
       case ir::StmtKind::kBreak:
         return jumps.on_break ? *jumps.on_break : live;
       case ir::StmtKind::kContinue:

@@ -192,9 +192,49 @@ class Offloader {
   std::vector<std::unique_ptr<OffloadedTaskStmt>> pure_only_;
 };
 
+bool Uses(const Stmt& s, const Stmt* value) {
+  bool found = false;
+  auto check = [&](const Stmt* t) {
+    for (const Stmt* operand : t->operands())
+      found |= operand == value;
+  };
+  check(&s);
+  for (Block* block : s.blocks())
+    ir::WalkBlock(*block, check);
+  return found;
+}
+
+// Top-level locals are declared at the start of the kernel (Python scoping);
+// one whose address a call takes stays in memory (promote_locals keeps it),
+// so it moves down to its first use and lands in the task that uses it.
+void SinkCalledLocals(Block& root) {
+  absl::flat_hash_set<const Stmt*> called;
+  ir::WalkBlock(root, [&](const Stmt* s) {
+    if (ir::Isa<ir::FuncCallStmt>(s)) {
+      for (const Stmt* operand : s->operands())
+        called.insert(operand);
+    }
+  });
+  std::vector<const Stmt*> locals;
+  for (const auto& s : root) {
+    if (called.contains(s.get()) && ir::Isa<ir::AllocaStmt>(s.get()))
+      locals.push_back(s.get());
+  }
+  for (const Stmt* local : locals) {
+    size_t first = root.IndexOf(local) + 1;
+    while (first < root.size() && !Uses(*root.at(first), local))
+      ++first;
+    if (first == root.size())
+      continue;
+    std::unique_ptr<Stmt> alloca = root.Extract(local);
+    root.Insert(first - 1, std::move(alloca));
+  }
+}
+
 }  // namespace
 
 absl::Status Offload(ir::Kernel& kernel) {
+  SinkCalledLocals(*kernel.body());
   return Offloader(kernel).Run();
 }
 

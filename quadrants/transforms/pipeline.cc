@@ -43,11 +43,31 @@ void Cleanup(ir::Kernel& kernel, const PipelineOptions& options) {
   }
 }
 
+// Functions are typed and cleaned like a kernel body; they are never
+// offloaded (calls run inside the tasks that make them).
+absl::Status LowerFunctions(ir::Kernel& kernel,
+                            const PipelineOptions& options) {
+  for (const auto& function : kernel.functions()) {
+    if (options.autodiff != AutodiffMode::kNone) {
+      return MakeError(
+          ErrorKind::kCompilation, function->loc(),
+          absl::StrCat("kernel '", kernel.name(), "' calls qd.real_func '",
+                       function->name(),
+                       "', which cannot be differentiated; use a qd.func "
+                       "(inlined) in kernels that need gradients"));
+    }
+    QD_RETURN_IF_ERROR(TypeCheck(function->scope(), options.types));
+    Cleanup(function->scope(), options);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status LowerToTasks(ir::Kernel& kernel, const PipelineOptions& options) {
   QD_RETURN_IF_ERROR(
       ir::Verify(kernel, {.require_types = false, .snodes = options.snodes}));
+  QD_RETURN_IF_ERROR(LowerFunctions(kernel, options));
   QD_RETURN_IF_ERROR(TypeCheck(kernel, options.types));
   QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "type_check"));
   Cleanup(kernel, options);

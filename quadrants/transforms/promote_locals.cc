@@ -22,6 +22,11 @@ bool PromoteTopLevelLocals(ir::Kernel& kernel) {
     if (ir::Isa<ir::LocalStoreStmt>(s) && s->parent() != &root) {
       candidates.erase(s->operand(0));
     }
+    // A call may write a local whose address it takes: it stays in memory.
+    if (ir::Isa<ir::FuncCallStmt>(s)) {
+      for (const ir::Stmt* operand : s->operands())
+        candidates.erase(operand);
+    }
   });
   if (candidates.empty())
     return false;

@@ -130,6 +130,8 @@ class TypeChecker {
         return CheckSelect(s);
       case StmtKind::kRangeFor:
         return CheckBounds(s);
+      case StmtKind::kFuncCall:
+        return CheckCall(static_cast<ir::FuncCallStmt&>(s));
       case StmtKind::kIf:
       case StmtKind::kAssert:
         RequireInteger(s, s.operand(0), "a condition");
@@ -293,6 +295,23 @@ class TypeChecker {
     CastOperand(b, 1, common);
     b.set_type(DataType::Scalar(ir::IsComparison(b.op()) ? PrimitiveType::kU1
                                                          : common));
+  }
+
+  // Scalar arguments convert to the parameter's type; pointer arguments
+  // must point to the parameter's type exactly (the callee writes them).
+  void CheckCall(ir::FuncCallStmt& call) {
+    for (size_t i = 0; i < call.num_operands() && i < call.params().size();
+         ++i) {
+      const DataType want = call.params()[i];
+      if (want.is_scalar()) {
+        if (RequireScalar(call, call.operand(i), "an argument"))
+          CastOperand(call, i, want.element());
+      } else if (call.operand(i)->type() != want) {
+        Fail(call, absl::StrCat("argument ", i, " of '", call.name(),
+                                "' must be ", want.ToString(), ", found ",
+                                call.operand(i)->type().ToString()));
+      }
+    }
   }
 
   void CheckSelect(Stmt& s) {

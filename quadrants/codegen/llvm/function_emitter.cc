@@ -70,7 +70,8 @@ absl::Status FunctionEmitter::EmitTask(const ir::OffloadedTaskStmt& task,
   llvm::Value* end = function_->getArg(2);
   bool draws = false;
   ir::WalkBlock(*task.body(), [&](const Stmt* s) {
-    draws = draws || ir::Isa<ir::RandomStmt>(s);
+    draws = draws || ir::Isa<ir::RandomStmt>(s) ||
+            (functions_draw_ && ir::Isa<ir::FuncCallStmt>(s));
   });
   random_state_ = draws ? EntryAlloca(b_.getInt64Ty(), "random") : nullptr;
   absl::Status status;
@@ -102,6 +103,48 @@ absl::Status FunctionEmitter::EmitTask(const ir::OffloadedTaskStmt& task,
   if (!status.ok())
     return status;
   b_.CreateRetVoid();
+  return absl::OkStatus();
+}
+
+absl::Status FunctionEmitter::EmitRealFunctions() {
+  const auto& functions = kernel_.functions();
+  real_functions_.clear();
+  functions_draw_ = false;
+  for (const auto& function : functions) {
+    ir::WalkBlock(*function->body(), [&](const Stmt* s) {
+      functions_draw_ = functions_draw_ || ir::Isa<ir::RandomStmt>(s);
+    });
+  }
+  for (size_t f = 0; f < functions.size(); ++f) {
+    // The caller's random state comes second: a function draws from the
+    // stream of the iteration that calls it.
+    std::vector<llvm::Type*> params = {b_.getPtrTy(), b_.getPtrTy()};
+    for (const ir::FunctionParam& p : functions[f]->params()) {
+      params.push_back(p.type.is_pointer() ? b_.getPtrTy()
+                                           : RegisterType(p.type.element()));
+    }
+    auto* type = llvm::FunctionType::get(b_.getVoidTy(), params, false);
+    // Internal: the optimizer may inline a non-recursive one into its
+    // callers, and two kernels' functions never clash.
+    real_functions_.push_back(llvm::Function::Create(
+        type, llvm::Function::InternalLinkage,
+        absl::StrCat("qd_fn", f, "_", functions[f]->name()), module_));
+  }
+  for (size_t f = 0; f < functions.size(); ++f) {
+    const ir::Function& fn = *functions[f];
+    function_ = real_functions_[f];
+    ctx_ = function_->getArg(0);
+    entry_ = llvm::BasicBlock::Create(context_, "entry", function_);
+    b_.SetInsertPoint(entry_);
+    values_.clear();
+    loop_indices_.clear();
+    loops_.clear();
+    loops_.push_back({nullptr, nullptr});
+    random_state_ = functions_draw_ ? function_->getArg(1) : nullptr;
+    QD_RETURN_IF_ERROR(EmitBlock(*fn.body()));
+    b_.CreateRetVoid();
+  }
+  random_state_ = nullptr;
   return absl::OkStatus();
 }
 

@@ -55,6 +55,10 @@ class FunctionEmitter : public ir::StmtVisitor<FunctionEmitter, absl::Status> {
   // void name(ptr ctx, i64 begin, i64 end, i32 thread_id)
   absl::Status EmitTask(const ir::OffloadedTaskStmt& task,
                         const std::string& name);
+  // Every real function of the kernel as void qd_fn<i>_<name>(ptr ctx,
+  // ptr random_state, params...); called before the tasks that call them
+  // are emitted.
+  absl::Status EmitRealFunctions();
   // void name(ptr ctx, ptr out): evaluates the prologue, stores the bounds.
   absl::Status EmitBounds(const ir::OffloadedTaskStmt& task,
                           const std::string& name);
@@ -117,6 +121,9 @@ class FunctionEmitter : public ir::StmtVisitor<FunctionEmitter, absl::Status> {
   absl::Status VisitDebugPrint(const ir::DebugPrintStmt& s);
   absl::Status VisitRandom(const ir::RandomStmt& s);
   absl::Status VisitThreadIndex(const ir::ThreadIndexStmt& s);
+  absl::Status VisitFuncArg(const ir::FuncArgStmt& s);
+  absl::Status VisitFuncCall(const ir::FuncCallStmt& s);
+  absl::Status VisitReturn(const ir::ReturnStmt& s);
   absl::Status VisitOffloadedTask(const ir::OffloadedTaskStmt& s);
   absl::Status VisitAdStackAlloca(const ir::AdStackAllocaStmt& s);
   absl::Status VisitAdStackPush(const ir::AdStackPushStmt& s);
@@ -186,6 +193,8 @@ class FunctionEmitter : public ir::StmtVisitor<FunctionEmitter, absl::Status> {
   Elementwise ops_;
 
   llvm::Function* function_ = nullptr;
+  std::vector<llvm::Function*> real_functions_;
+  bool functions_draw_ = false;  // some real function calls qd.random()
   llvm::Value* ctx_ = nullptr;
   llvm::BasicBlock* entry_ = nullptr;
   absl::flat_hash_map<const Stmt*, llvm::Value*> values_;

@@ -70,6 +70,31 @@ absl::Status FunctionEmitter::VisitLocalStore(const ir::LocalStoreStmt& s) {
   return EmitStore(s, /*global=*/false);
 }
 
+absl::Status FunctionEmitter::VisitFuncArg(const ir::FuncArgStmt& s) {
+  return Define(s, function_->getArg(s.index() + 2));
+}
+
+absl::Status FunctionEmitter::VisitFuncCall(const ir::FuncCallStmt& s) {
+  if (s.function() < 0 ||
+      s.function() >= static_cast<int>(real_functions_.size())) {
+    return Unsupported(s, "a call to an undeclared function");
+  }
+  llvm::Value* random = random_state_ != nullptr
+                            ? random_state_
+                            : llvm::ConstantPointerNull::get(b_.getPtrTy());
+  std::vector<llvm::Value*> args = {ctx_, random};
+  for (const Stmt* operand : s.operands())
+    args.push_back(Get(operand));
+  b_.CreateCall(real_functions_[s.function()], args);
+  return absl::OkStatus();
+}
+
+absl::Status FunctionEmitter::VisitReturn(const ir::ReturnStmt& s) {
+  b_.CreateRetVoid();
+  StartDeadBlock();
+  return absl::OkStatus();
+}
+
 absl::Status FunctionEmitter::VisitAlloca(const ir::AllocaStmt& s) {
   llvm::Type* type = RegisterType(s.type().element());
   llvm::AllocaInst* slot = EntryAlloca(type, "var");

@@ -76,6 +76,7 @@ absl::StatusOr<LoweredKernel> LowerKernel(const ir::Kernel& kernel,
                           lowered.data.error_sites, lowered.data.print_sites);
   QD_ASSIGN_OR_RETURN(std::vector<const ir::OffloadedTaskStmt*> tasks,
                       ir::OffloadedTasks(kernel));
+  QD_RETURN_IF_ERROR(emitter.EmitRealFunctions());
   for (size_t t = 0; t < tasks.size(); ++t) {
     const ir::OffloadedTaskStmt* task = tasks[t];
     CompiledTask out = DescribeTask(*task, snodes);

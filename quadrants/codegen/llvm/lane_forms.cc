@@ -207,6 +207,11 @@ std::string LaneLoweringObstacle(const ir::OffloadedTaskStmt& task,
             case StmtKind::kOffloadedTask:
               obstacle = "a nested task";
               break;
+            case StmtKind::kFuncCall:
+              obstacle = absl::StrCat(
+                  "a call of qd.real_func '",
+                  static_cast<const ir::FuncCallStmt*>(s)->name(), "'", where);
+              break;
             case StmtKind::kBreak:
               if (!in_loop)
                 obstacle = "a break out of the parallel loop" + where;

@@ -365,6 +365,17 @@ std::string CodegenOptions::ToString() const {
 absl::StatusOr<SpirvKernel> GenerateSpirv(const ir::Kernel& kernel,
                                           const ir::SNodeTree& snodes,
                                           const CodegenOptions& options) {
+  if (!kernel.functions().empty()) {
+    // Shaders have no call stack: recursion cannot be expressed in SPIR-V.
+    const ir::Function& fn = *kernel.functions().front();
+    return MakeError(
+        ErrorKind::kCompilation, fn.loc(),
+        absl::StrCat("kernel '", kernel.name(), "' calls qd.real_func '",
+                     fn.name(),
+                     "', which the SPIR-V backends (vulkan, metal) do not "
+                     "support; real functions run on cpu, cuda and amdgpu. "
+                     "Use a qd.func (inlined) instead"));
+  }
   SpirvKernel out;
   uint32_t ad_record_offset = 0;
   QD_ASSIGN_OR_RETURN(std::vector<const ir::OffloadedTaskStmt*> tasks,

@@ -38,8 +38,9 @@ from quadrants.lang.runtime import (amdgpu, cpu, cuda, gpu, init, metal, reset, 
                                     x64)
 from quadrants.lang.transformer import NdRange as ndrange
 from quadrants.lang.transformer import loop_config, static
-from quadrants.lang.types import (f16, f32, f64, i8, i16, i32, i64, template, u1, u8, u16,
-                                  u32, u64)
+from quadrants.lang.types import (f16, f32, f64, i8, i16, i32, i64, ref, template, u1, u8,
+                                  u16, u32, u64)
+from quadrants.lang.real_func import real_func
 from quadrants.lang.types import Template
 from quadrants.lang.field import ScalarField
 from quadrants.lang.ndarray import MatrixNdarray, ScalarNdarray, VectorNdarray

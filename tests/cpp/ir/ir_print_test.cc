@@ -203,6 +203,36 @@ TEST(IrPrintTest, PrintRandomAndThreadIndex) {
 )ir");
 }
 
+TEST(IrPrintTest, RealFunctionsAfterTheKernel) {
+  ExpectPrints(*samples::BuildRealFunctionKernel(), kTyped,
+               R"ir(kernel calls(arg0 n: i32) {
+  $0 : *i32 = alloca
+  $1 : i32 = arg_load arg0
+  $2 = call fn0 tri($1, $0)
+  $3 : i32 = local_load $0
+}
+function fn0 tri(v: i32, <result 0>: *i32) {
+  $0 : i32 = func_arg 0
+  $1 : *i32 = func_arg 1
+  $2 : *i32 = alloca
+  $3 : i32 = const 0
+  $4 : u1 = cmp_eq $0, $3
+  $5 = if $4 {
+    $6 = global_store $1, $3
+    $7 = return
+  } else {
+  }
+  $8 : i32 = const 1
+  $9 : i32 = sub $0, $8
+  $10 = call fn0 tri($9, $2)
+  $11 : i32 = local_load $2
+  $12 : i32 = add $11, $0
+  $13 = global_store $1, $12
+  $14 = return
+}
+)ir");
+}
+
 TEST(IrPrintTest, SampleKernelsUseEveryStatementKind) {
   std::set<StmtKind> seen;
   for (const samples::SampleKernel& sample : samples::AllSampleKernels()) {

@@ -255,6 +255,42 @@ std::unique_ptr<Kernel> BuildBitsKernel() {
   return k;
 }
 
+std::unique_ptr<Kernel> BuildRealFunctionKernel() {
+  auto k = NewKernel("calls", 80);
+  k->AddParam(KernelParam::Scalar("n", kI32));
+  const std::vector<DataType> params = {DataType::Scalar(kI32),
+                                        DataType::Pointer(kI32)};
+  const int fn = k->AddFunction(std::make_unique<Function>(
+      *k, "tri", At(90),
+      std::vector<FunctionParam>{{"v", params[0]}, {"<result 0>", params[1]}}));
+  {
+    // tri(v): if v == 0: return 0; return tri(v - 1) + v
+    IRBuilder b(&k->functions()[fn]->scope());
+    b.SetLocation(At(91));
+    Stmt* v = b.Make<FuncArgStmt>(0, params[0]);
+    Stmt* out = b.Make<FuncArgStmt>(1, params[1]);
+    Stmt* partial = b.Alloca(kI32);
+    Stmt* zero = b.ConstI32(0);
+    auto* done = b.If(Typed(b.Binary(BinaryOpKind::kEq, v, zero), kU1));
+    {
+      auto scope = b.EnterBlock(done->true_block());
+      b.GlobalStore(out, zero);
+      b.Make<ReturnStmt>();
+    }
+    Stmt* less = Typed(b.Sub(v, b.ConstI32(1)), kI32);
+    b.Make<FuncCallStmt>(fn, "tri", params, std::vector<Stmt*>{less, partial});
+    b.GlobalStore(out, Typed(b.Add(b.LocalLoad(partial), v), kI32));
+    b.Make<ReturnStmt>();
+  }
+  IRBuilder b(k.get());
+  b.SetLocation(At(81));
+  Stmt* result = b.Alloca(kI32);
+  b.Make<FuncCallStmt>(fn, "tri", params,
+                       std::vector<Stmt*>{b.ArgLoad(0), result});
+  b.LocalLoad(result);
+  return k;
+}
+
 std::vector<SampleKernel> AllSampleKernels() {
   const VerifyOptions typed{.require_types = true, .snodes = &SampleTree()};
   const VerifyOptions untyped{.require_types = false, .snodes = &SampleTree()};
@@ -268,6 +304,7 @@ std::vector<SampleKernel> AllSampleKernels() {
   kernels.push_back({BuildAdStackKernel(), typed});
   kernels.push_back({BuildOutputKernel(), typed});
   kernels.push_back({BuildBitsKernel(), typed});
+  kernels.push_back({BuildRealFunctionKernel(), typed});
   return kernels;
 }
 

@@ -48,6 +48,9 @@ std::unique_ptr<Kernel> BuildOutputKernel();
 // A range_for over ndarrays with the bit counts, round, frexp, bit_cast,
 // the thread index and atomic_cas / exchange / mul of 16 and 32 bits.
 std::unique_ptr<Kernel> BuildBitsKernel();
+// A recursive real function with a by-value and a result parameter, called
+// from the kernel and from itself.
+std::unique_ptr<Kernel> BuildRealFunctionKernel();
 
 struct SampleKernel {
   std::unique_ptr<Kernel> kernel;

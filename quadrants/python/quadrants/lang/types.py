@@ -199,3 +199,24 @@ def ndarray(dtype=None, ndim=None, needs_grad=None):
 
 def template():
     return Template()
+
+
+class RefType:
+    """Annotation of a qd.real_func parameter passed by reference: the
+    caller's local variable, which the function reads and writes."""
+
+    def __init__(self, dtype):
+        self._dtype = dtype
+        self.tp = dtype  # upstream's attribute name
+
+    @property
+    def dtype(self):
+        return normalize(self._dtype)  # float/int follow qd.init's defaults
+
+    def __repr__(self):
+        return f"ref({self._dtype})"
+
+
+def ref(dtype):
+    """qd.ref(dtype): see RefType."""
+    return RefType(dtype)

@@ -1,6 +1,7 @@
 """The scalar data types under upstream's names: float16/f16 ... uint64/u64,
 uint1/u1, and the sets of them upstream code checks against."""
-from quadrants.lang.types import f16, f32, f64, i8, i16, i32, i64, u1, u8, u16, u32, u64
+from quadrants.lang.types import (RefType, f16, f32, f64, i8, i16, i32, i64, ref, u1, u8, u16,
+                                  u32, u64)
 
 float16, float32, float64 = f16, f32, f64
 int8, int16, int32, int64 = i8, i16, i32, i64
@@ -19,4 +20,5 @@ __all__ = [
     "float16", "f16", "float32", "f32", "float64", "f64",
     "int8", "i8", "int16", "i16", "int32", "i32", "int64", "i64",
     "uint1", "u1", "uint8", "u8", "uint16", "u16", "uint32", "u32", "uint64", "u64",
+    "RefType", "ref",
 ]

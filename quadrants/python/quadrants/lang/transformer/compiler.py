@@ -46,6 +46,7 @@ class FunctionCompiler(AssignmentsMixin, StatementsMixin, LoopsMixin, Directives
         self.returned = False     # a return was compiled: the rest is dead code
         self.return_type = None   # a ReturnType when the function is annotated
         self.on_return = None     # a kernel's store of its returned value
+        self.on_real_return = None  # a real function's store of its results, then return
         self.depth = 0            # nesting of blocks inside this function
         self.dynamic_depth = 0    # nesting of run-time if/while/for bodies
         self.shared_locals = set()  # kernel locals kept in global memory (shared_locals.py)
@@ -77,6 +78,8 @@ class FunctionCompiler(AssignmentsMixin, StatementsMixin, LoopsMixin, Directives
             self.check_loop_config_target(body, i)
 
     def compile_return(self, node):
+        if self.on_real_return is not None:
+            return self.compile_real_return(node)
         if self.dynamic_depth:
             raise self.error(node, "Return inside non-static if/for is not supported",
                              QuadrantsCompilationError)
@@ -100,6 +103,25 @@ class FunctionCompiler(AssignmentsMixin, StatementsMixin, LoopsMixin, Directives
         # A returned tuple holds values, not the callee's variables.
         self.return_value = value
         self.returned = True
+
+    def compile_real_return(self, node):
+        """A return of a qd.real_func: allowed anywhere, since the function
+        really leaves (its results are stored first)."""
+        value = None if node.value is None else self.eval(node.value)
+        value = (tuple(context.load(v) for v in value) if isinstance(value, tuple)
+                 else context.load(value))
+        what = f"qd.real_func '{self.source.name}'"
+        if value is not None and self.return_type is None:
+            raise self.error(node, f"{what} returns a value, but its return value must be "
+                             f"annotated (e.g. `-> qd.f32`)", QuadrantsCompilationError)
+        if value is None and self.return_type is not None:
+            raise self.error(node, f"{what} has the return type "
+                             f"{self.return_type.annotation!r} but returns nothing",
+                             QuadrantsCompilationError)
+        leaves = self.return_type.cast_leaves(value, what) if self.return_type else []
+        self.on_real_return(self.ctx.builder, leaves)
+        if not self.dynamic_depth:
+            self.returned = True  # the rest of the body is dead code
 
     def visit(self, node):
         if type(node) in _UNSUPPORTED:
