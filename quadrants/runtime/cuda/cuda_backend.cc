@@ -25,26 +25,34 @@ class CudaDevice final : public gpu::Driver {
       : cu_(std::move(driver)) {}
 
   absl::StatusOr<uint64_t> Allocate(int64_t bytes) override {
+    QD_RETURN_IF_ERROR(cu_->MakeCurrent());
     CUdeviceptr address = 0;
     QD_RETURN_IF_ERROR(cu_->Check(
         cu_->cuMemAlloc(&address, static_cast<size_t>(bytes)), "cuMemAlloc"));
     return static_cast<uint64_t>(address);
   }
-  void Free(uint64_t address) override { cu_->cuMemFree(address); }
+  void Free(uint64_t address) override {
+    if (cu_->MakeCurrent().ok())
+      cu_->cuMemFree(address);
+  }
   absl::Status CopyToDevice(uint64_t address, const void* data,
                             int64_t bytes) override {
+    QD_RETURN_IF_ERROR(cu_->MakeCurrent());
     return cu_->Check(cu_->cuMemcpyHtoD(address, data, bytes), "cuMemcpyHtoD");
   }
   absl::Status CopyToHost(void* data, uint64_t address,
                           int64_t bytes) override {
+    QD_RETURN_IF_ERROR(cu_->MakeCurrent());
     return cu_->Check(cu_->cuMemcpyDtoH(data, address, bytes), "cuMemcpyDtoH");
   }
   absl::Status Synchronize() override {
+    QD_RETURN_IF_ERROR(cu_->MakeCurrent());
     return cu_->Check(cu_->cuCtxSynchronize(), "cuCtxSynchronize");
   }
 
   // Asks the driver's JIT for its error log on failure.
   absl::StatusOr<void*> LoadModule(const std::string& ptx) override {
+    QD_RETURN_IF_ERROR(cu_->MakeCurrent());
     char log[8192] = {};
     CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
                               CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
@@ -60,7 +68,8 @@ class CudaDevice final : public gpu::Driver {
     return static_cast<void*>(module);
   }
   void UnloadModule(void* module) override {
-    cu_->cuModuleUnload(static_cast<CUmodule>(module));
+    if (cu_->MakeCurrent().ok())
+      cu_->cuModuleUnload(static_cast<CUmodule>(module));
   }
   absl::StatusOr<void*> Function(void* module,
                                  const std::string& name) override {
@@ -73,6 +82,7 @@ class CudaDevice final : public gpu::Driver {
   }
 
   absl::StatusOr<void*> AllocateManaged(size_t bytes) override {
+    QD_RETURN_IF_ERROR(cu_->MakeCurrent());
     CUdeviceptr data = 0;
     QD_RETURN_IF_ERROR(
         cu_->Check(cu_->cuMemAllocManaged(&data, bytes, CU_MEM_ATTACH_GLOBAL),
@@ -80,7 +90,8 @@ class CudaDevice final : public gpu::Driver {
     return reinterpret_cast<void*>(data);
   }
   void FreeManaged(void* data) override {
-    cu_->cuMemFree(reinterpret_cast<CUdeviceptr>(data));
+    if (cu_->MakeCurrent().ok())
+      cu_->cuMemFree(reinterpret_cast<CUdeviceptr>(data));
   }
 
   absl::StatusOr<gpu::DeviceLimits> Limits() override {
@@ -99,6 +110,7 @@ class CudaDevice final : public gpu::Driver {
  protected:
   absl::Status LaunchKernel(void* function, unsigned grid, unsigned block,
                             void** params) override {
+    QD_RETURN_IF_ERROR(cu_->MakeCurrent());
     return cu_->Check(
         cu_->cuLaunchKernel(static_cast<CUfunction>(function), grid, 1, 1,
                             block, 1, 1, 0, nullptr, params, nullptr),

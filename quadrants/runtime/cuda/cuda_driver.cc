@@ -35,6 +35,13 @@ absl::Status CudaDriver::Initialize() {
   return Check(cuCtxSetCurrent(context_), "cuCtxSetCurrent");
 }
 
+absl::Status CudaDriver::MakeCurrent() {
+  CUcontext current = nullptr;
+  if (cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == context_)
+    return absl::OkStatus();
+  return Check(cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+}
+
 CudaDriver::~CudaDriver() {
   if (context_ != nullptr)
     cuDevicePrimaryCtxRelease(device_);

@@ -24,6 +24,7 @@ namespace quadrants::cuda {
   X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")      \
   X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2") \
   X(cuCtxSetCurrent, "cuCtxSetCurrent")                        \
+  X(cuCtxGetCurrent, "cuCtxGetCurrent")                        \
   X(cuCtxSynchronize, "cuCtxSynchronize")                      \
   X(cuModuleLoadData, "cuModuleLoadData")                      \
   X(cuModuleUnload, "cuModuleUnload")                          \
@@ -56,6 +57,11 @@ class CudaDriver : public gpu::DriverLibrary {
 
   // OK, or an error naming `what` and the driver's message for `result`.
   absl::Status Check(CUresult result, const char* what) const;
+
+  // Makes the primary context current on the calling thread. The driver
+  // keeps the current context per thread and kernels may be launched from
+  // any Python thread, so every entry point of the device calls this first.
+  absl::Status MakeCurrent();
 
   CUdevice device() const { return device_; }
   // Compute capability as major * 10 + minor (e.g. 90 for sm_90).

@@ -10,6 +10,7 @@ namespace quadrants::cuda {
 absl::StatusOr<std::unique_ptr<CudaGraph>> CudaGraph::Build(
     std::shared_ptr<CudaDriver> driver,
     absl::Span<const gpu::KernelLaunch> launches) {
+  QD_RETURN_IF_ERROR(driver->MakeCurrent());
   CUgraph graph = nullptr;
   QD_RETURN_IF_ERROR(
       driver->Check(driver->cuGraphCreate(&graph, 0), "cuGraphCreate"));
@@ -53,6 +54,7 @@ CudaGraph::~CudaGraph() {
 }
 
 absl::Status CudaGraph::Launch() const {
+  QD_RETURN_IF_ERROR(driver_->MakeCurrent());
   return driver_->Check(driver_->cuGraphLaunch(exec_, nullptr),
                         "cuGraphLaunch");
 }
