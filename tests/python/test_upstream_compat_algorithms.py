@@ -105,7 +105,7 @@ def test_exclusive_scan(op, dtype, n):
 
 @test_utils.test()
 def test_scan_large_with_ndarrays_and_a_smaller_count():
-    n, live = 1 << 20, 1_000_003 - 60_000
+    n, live = 1 << 18, 262_147 - 15_000
     depth = 3
     i32_1d = qd.types.ndarray(qd.i32, ndim=1)
     u32_1d = qd.types.ndarray(qd.u32, ndim=1)
