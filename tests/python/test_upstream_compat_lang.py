@@ -91,3 +91,22 @@ def test_struct_for_over_2d_ndarray_visits_every_index():
     fill(a)
     expected = np.arange(3)[:, None] * 10 + np.arange(5)[None, :]
     np.testing.assert_array_equal(a.to_numpy(), expected)
+
+
+@test_utils.test()
+def test_grouped_loop_over_a_0d_field_runs_once_at_the_empty_index():
+    x = qd.field(qd.f32)
+    y = qd.field(qd.f32)
+    qd.root.place(x, x.grad, y, y.grad)
+
+    @qd.kernel
+    def twice():
+        for I in qd.grouped(x):
+            y[I] += x[I] * 2
+
+    x[None] = 0.75
+    twice()
+    assert y[None] == 1.5
+    with qd.ad.Tape(loss=y):
+        twice()
+    assert x.grad[None] == 2.0

@@ -165,6 +165,12 @@ class LoopsMixin:
         elif not isinstance(target, NdRange):
             raise self.error(node, "qd.grouped() takes a field, an ndarray or qd.ndrange()",
                              QuadrantsTypeError)
+        if not target.bounds:
+            # A 0-D field has one element, at the empty index.
+            group = node.target.id
+            return self._range_for(node, NdRange((0, 1)), [f"{group}[]"], group,
+                                   lambda g, names, values: {g: matrix.Matrix._make(
+                                       [], 0, 1, 1)})
         return self.range_for(node, target, group=node.target.id)
 
     def range_for(self, node, ndrange, group=None):
