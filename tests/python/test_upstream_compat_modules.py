@@ -443,3 +443,27 @@ def test_file_helpers(tmp_path):
         test_utils.mkdir_p(test_utils.make_temp_file(dir=str(tmp_path)) + os.sep + "c")
     name = test_utils.make_temp_file(suffix=".txt", dir=str(target))
     assert name.endswith(".txt") and os.path.getsize(name) == 0
+
+
+# ---- quadrants._test_tools ---------------------------------------------------------
+
+@test_utils.test()
+def test_test_tools_reinit_on_the_same_arch_and_load_kernels_from_strings():
+    from quadrants._test_tools import qd_init_same_arch
+    from quadrants._test_tools.load_kernel_string import load_kernel_from_string
+
+    arch = runtime.state.options["arch"]
+    qd_init_same_arch(debug=True)
+    assert runtime.state.options["arch"] is arch and impl.current_cfg().debug is True
+    source = ("import quadrants as qd\n\n"
+              "@qd.kernel\n"
+              "def triple(x: qd.i32) -> qd.i32:\n"
+              "    return x * 3\n")
+    with load_kernel_from_string(source, "triple") as triple:
+        assert triple(14) == 42
+    import sys
+    assert "triple" not in sys.modules
+
+
+def test_x64_and_arm64_name_the_cpu_backend():
+    assert qd.x64 is qd.cpu and qd.arm64 is qd.cpu

@@ -25,7 +25,9 @@ class Arch(types.Named):
 
 
 cpu = Arch("cpu")
+# Upstream names the CPU backend by the host's ISA; both name it here.
 x64 = cpu
+arm64 = cpu
 cuda = Arch("cuda")
 amdgpu = Arch("amdgpu")
 vulkan = Arch("vulkan")
