@@ -428,8 +428,7 @@ class Kernel:
 
 def _store_return(ctx, leaves):
     """Stores a kernel's returned leaves into its return buffers."""
-    _, slots = ctx.hidden.return_type.buffer_dtypes()
-    order, _ = ctx.hidden.return_type.buffer_dtypes()
+    order, slots = ctx.hidden.return_type.buffer_dtypes()
     b = ctx.builder
     for (k, i), leaf in zip(slots, leaves):
         index = context.constant(i, types.i32).stmt
