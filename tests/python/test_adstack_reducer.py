@@ -26,7 +26,8 @@ from tests import test_utils
 OPTIONS = dict(ad_stack_experimental_enabled=True, default_ad_stack_size=2,
                default_fp=qd.f64, offline_cache=False, debug=True)
 GUARD = 1 << 24
-BIG = 1 << 25
+# Past the serial-walk guard by a little: the reducer must reach the tail.
+BIG = GUARD + 1024
 # The backends with a max-reducer; on vulkan it is the reducer shader.
 ARCHS = [qd.cpu, qd.cuda, qd.vulkan]
 
@@ -122,7 +123,7 @@ def big_gating_array(n, peaks):
     return a, arr
 
 
-# ---- 1. exact capacities over 2^25 elements --------------------------------------
+# ---- 1. exact capacities over more elements than the guard --------------------------------------
 
 BODIES = ["arr[i]", "arr[i] + k", "f[i] + arr[i]", "max(f[i], arr[i])"]
 
@@ -200,7 +201,7 @@ def test_two_axis_bound_past_the_guard_is_sized_exactly():
                     v = qd.sin(v)
             loss[None] += v
 
-    rows, cols = 1 << 12, 1 << 13  # 2^25 cells
+    rows, cols = (1 << 11) + 64, 1 << 13  # 2^24 + 2^19 cells, past the guard
     values = np.zeros((rows, cols), np.int32)
     values[3, 5], values[rows - 1, cols - 2], values[2100, 0] = 4, 17, 8
     arr2d = qd.ndarray(qd.i32, (rows, cols))

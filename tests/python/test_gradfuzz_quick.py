@@ -1,5 +1,5 @@
 """The gradient fuzzer's quick mode (tools/gradfuzz), run in CI: kernels
-from the fixed seeds 0..249 on cpu and 0..49 on vulkan (lavapipe), each
+from the fixed seeds 0..149 on cpu and 0..29 on vulkan (lavapipe), each
 checked against central differences, qd.ad.Tape, forward mode and f32
 (tools/gradfuzz/oracle.py). Any mismatch, crash, hang or compile error fails the test
 and leaves a shrunk, runnable repro file in the test's output directory.
@@ -15,15 +15,15 @@ import pytest
 from quadrants.lang import runtime
 from tools.gradfuzz import runner
 
-QUICK_SEEDS = range(250)
+QUICK_SEEDS = range(150)
 # Lavapipe compiles every pipeline with LLVM on the CPU (seconds per reverse
-# kernel on one core), so vulkan runs the first 50 of the same seeds to keep
+# kernel on one core), so vulkan runs the first 30 of the same seeds to keep
 # CI on two cores within its time budget; long runs cover more
 # (`--arch vulkan`, docs/architecture.md).
-SEEDS = {"cpu": QUICK_SEEDS, "vulkan": QUICK_SEEDS[:50]}
-# Seeds per case, a minute or two of one core per block on cpu, three to
-# five on vulkan: short enough that no shard holds up the end of a CI run.
-BLOCK = {"cpu": 50, "vulkan": 25}
+SEEDS = {"cpu": QUICK_SEEDS, "vulkan": QUICK_SEEDS[:30]}
+# Seeds per case, a minute or two of one core per block on cpu, two to
+# three on vulkan: short enough that no shard holds up the end of a CI run.
+BLOCK = {"cpu": 50, "vulkan": 15}
 BLOCKS = [(arch, seeds[k:k + BLOCK[arch]]) for arch, seeds in SEEDS.items()
           for k in range(0, len(seeds), BLOCK[arch])]
 
