@@ -32,7 +32,10 @@ import time
 import numpy as np
 
 import quadrants as qd
-from progress import phase
+
+# `python -I` leaves the script's folder off sys.path; the sibling module is there.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from progress import phase  # pylint: disable=wrong-import-position
 
 THREADS = 1 << 16
 ITERATIONS = 256

@@ -33,6 +33,7 @@ QD_EXPORT void qd_report_error(QdLaunchContext* ctx, qd_i32 code, qd_i32 site,
   if (__atomic_compare_exchange_n(&rt->error_code, &expected, code, false,
                                   __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
     rt->error_site = site;
+    rt->error_launch = ctx->launch_id;
     rt->error_values[0] = v0;
     rt->error_values[1] = v1;
     rt->error_values[2] = v2;

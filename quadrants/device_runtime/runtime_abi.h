@@ -21,10 +21,9 @@ typedef __UINT64_TYPE__ qd_u64;
 #define QD_ERROR_ASSERTION 2
 
 typedef struct QdRuntime {
+  // Written by the host; a GPU host uploads this part, in queue order,
+  // when it changes.
   char* root;  // the SNode tree's root buffer
-  qd_i32 error_code;
-  qd_i32 error_site;       // index into the kernel's table of error sites
-  qd_i64 error_values[4];  // site-specific: axis, index, extent, ...
 
   // Adstack storage: one heap sliced per thread, with per-stack offsets and
   // capacities published by the host before each launch.
@@ -33,12 +32,6 @@ typedef struct QdRuntime {
   qd_i64 adstack_threads;  // threads the heap is laid out for (interleaved)
   qd_i64* adstack_offsets;
   qd_i64* adstack_max_sizes;
-  qd_i32 adstack_overflow;  // first overflowing stack id + 1, or 0
-  qd_i32 reserved;
-
-  // Where an access whose bounds check failed goes instead, so a bad index
-  // neither corrupts nor reads other elements.
-  qd_i64 scratch[8];
 
   // print() records, appended by qd_print and drained by the host after
   // each launch: an i32 site id, an i32 value count, then the values as
@@ -46,20 +39,48 @@ typedef struct QdRuntime {
   // the capacity; records that do not fit are counted in `print_dropped`.
   char* print_buffer;
   qd_i64 print_capacity;
+
+  // Written by kernels; the host reads this part at sync points and
+  // clears it, so uploads of the part above never overwrite it.
+  qd_i32 error_code;
+  qd_i32 error_site;       // index into the kernel's table of error sites
+  qd_i64 error_launch;     // the launch_id of the launch that recorded it
+  qd_i64 error_values[4];  // site-specific: axis, index, extent, ...
+  qd_i32 adstack_overflow;  // first overflowing stack id + 1, or 0
+  qd_i32 reserved;
   qd_i64 print_used;
   qd_i64 print_dropped;
+
+  // Where an access whose bounds check failed goes instead, so a bad index
+  // neither corrupts nor reads other elements.
+  qd_i64 scratch[8];
 } QdRuntime;
+
+// Bytes of QdRuntime the host writes (the part before error_code).
+#define QD_RUNTIME_HOST_BYTES ((qd_i64)(__builtin_offsetof(QdRuntime, error_code)))
+// Bytes from error_code to the end of the kernel-written counters.
+#define QD_RUNTIME_RECORD_BYTES                                 \
+  ((qd_i64)(__builtin_offsetof(QdRuntime, scratch) -           \
+            __builtin_offsetof(QdRuntime, error_code)))
 
 typedef struct QdLaunchContext {
   QdRuntime* runtime;
+  // Selects this launch's random streams (from the seed and a launch count).
+  qd_u64 random_key;
+  // Names the launch in the error record (QdRuntime::error_launch).
+  qd_i64 launch_id;
   // Scalar arguments as 64-bit slots: integers sign/zero-extended, f64 as
   // its bits, f32/f16 bits in the low half.
   qd_i64 args[QD_MAX_ARGS];
   void* ndarray_data[QD_MAX_ARGS];
+  // Last, so a launch uploads only the rows of its own parameters.
   qd_i64 ndarray_shape[QD_MAX_ARGS][QD_MAX_NDIM];
-  // Selects this launch's random streams (from the seed and a launch count).
-  qd_u64 random_key;
 } QdLaunchContext;
+
+// Bytes of QdLaunchContext a kernel of `num_params` parameters reads.
+#define QD_LAUNCH_CONTEXT_BYTES(num_params)                    \
+  ((qd_i64)(__builtin_offsetof(QdLaunchContext, ndarray_shape) + \
+            (qd_i64)(num_params) * QD_MAX_NDIM * 8))
 
 // The SplitMix64 output function (Steele, Lea and Flood, "Fast splittable
 // pseudorandom number generators", 2014): a bijective 64-bit mix that

@@ -214,12 +214,28 @@ absl::Status SNodeTree::Finalize() {
   return absl::OkStatus();
 }
 
+void SNodeTree::Discard(int first) {
+  std::vector<int>& top = nodes_[0].children;
+  top.erase(std::remove_if(top.begin(), top.end(),
+                           [first](int child) { return child >= first; }),
+            top.end());
+  for (int id = std::max(first, 1); id < size(); ++id)
+    nodes_[id].discarded = true;
+  finalized_ = false;
+  (void)Finalize();
+}
+
 absl::StatusOr<PlaceLayout> SNodeTree::Layout(int place) const {
   if (!finalized_)
     return TreeError("SNode tree layout is not finalized");
   if (place < 0 || place >= size() ||
       nodes_[place].kind != SNode::Kind::kPlace) {
     return TreeError(absl::StrCat("SNode ", place, " is not a place"));
+  }
+  if (nodes_[place].discarded) {
+    return MakeError(ErrorKind::kRuntime,
+                     absl::StrCat("field '", nodes_[place].name,
+                                  "' holds no memory: allocating it failed"));
   }
   PlaceLayout layout;
   const int axes = NumAxes(place);

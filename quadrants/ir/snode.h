@@ -40,6 +40,10 @@ struct SNode {
   // inside its parent's cell.
   int64_t cell_bytes = 0;
   int64_t offset_in_parent = 0;
+
+  // Detached from the tree because its memory could not be allocated; its
+  // id stays taken so no later field reuses it.
+  bool discarded = false;
 };
 
 // Where a place's element [i, j, ...] lives: the byte address is
@@ -78,6 +82,10 @@ class SNodeTree {
   // unchanged, so compiled kernels stay valid and data can be copied over.
   absl::Status Finalize();
   bool finalized() const { return finalized_; }
+  // Detaches every root-level subtree whose id is `first` or more (added
+  // since a layout whose memory exists) and lays out the rest again, with
+  // unchanged offsets. Their places answer Layout() with an error.
+  void Discard(int first);
   // Total bytes of the root buffer.
   int64_t root_bytes() const { return nodes_[0].cell_bytes; }
 

@@ -1,6 +1,8 @@
 #include "quadrants/program/ndarray.h"
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -11,7 +13,7 @@ namespace quadrants {
 
 absl::StatusOr<std::shared_ptr<Ndarray>> Ndarray::Create(
     ir::PrimitiveType dtype, std::vector<int64_t> shape,
-    std::shared_ptr<SharedMemoryAllocator> memory) {
+    std::shared_ptr<ArrayMemory> memory) {
   if (shape.size() > 8) {
     return MakeError(ErrorKind::kType, absl::StrCat("an ndarray has at most 8 "
                                                     "dimensions, got ",
@@ -29,16 +31,21 @@ absl::StatusOr<std::shared_ptr<Ndarray>> Ndarray::Create(
   }
   // At least one byte so data() is a valid pointer for empty arrays.
   const int64_t bytes = count * std::max(1, ir::BitWidth(dtype) / 8);
-  absl::StatusOr<SharedBuffer> storage =
-      SharedBuffer::Allocate(std::move(memory), bytes);
-  if (!storage.ok())
-    return storage.status();
+  absl::StatusOr<ArrayBuffer> storage =
+      ArrayBuffer::Allocate(std::move(memory), bytes);
+  if (!storage.ok()) {
+    return MakeError(
+        ErrorKind::kRuntime,
+        absl::StrCat("allocating an ndarray of ", ir::PrimitiveTypeName(dtype),
+                     " of shape (", absl::StrJoin(shape, ", "), "), ", bytes,
+                     " bytes: ", storage.status().message()));
+  }
   return std::make_shared<Ndarray>(Key(), dtype, std::move(shape), count,
                                    *std::move(storage));
 }
 
 Ndarray::Ndarray(Key, ir::PrimitiveType dtype, std::vector<int64_t> shape,
-                 int64_t num_elements, SharedBuffer storage)
+                 int64_t num_elements, ArrayBuffer storage)
     : dtype_(dtype),
       shape_(std::move(shape)),
       num_elements_(num_elements),
@@ -72,7 +79,12 @@ absl::StatusOr<ir::Constant> Ndarray::Read(
   absl::StatusOr<int64_t> offset = Offset(index);
   if (!offset.ok())
     return offset.status();
-  return ReadScalar(storage_.get() + *offset, dtype_);
+  int64_t element = 0;
+  absl::Status copied = storage_.memory().CopyToHost(
+      &element, storage_.get() + *offset, element_bytes_);
+  if (!copied.ok())
+    return copied;
+  return ReadScalar(&element, dtype_);
 }
 
 absl::Status Ndarray::Write(absl::Span<const int64_t> index,
@@ -80,9 +92,30 @@ absl::Status Ndarray::Write(absl::Span<const int64_t> index,
   absl::StatusOr<int64_t> offset = Offset(index);
   if (!offset.ok())
     return offset.status();
-  WriteScalar(storage_.get() + *offset, dtype_, value);
+  int64_t element = 0;
+  WriteScalar(&element, dtype_, value);
+  absl::Status copied = storage_.memory().CopyFromHost(
+      storage_.get() + *offset, &element, element_bytes_);
   BumpDataGeneration();
-  return absl::OkStatus();
+  return copied;
+}
+
+absl::Status Ndarray::CopyToHost(void* out) const {
+  return storage_.memory().CopyToHost(out, storage_.get(), data_bytes());
+}
+
+absl::Status Ndarray::CopyFromHost(const void* in) {
+  BumpDataGeneration();
+  return storage_.memory().CopyFromHost(storage_.get(), in, data_bytes());
+}
+
+absl::Status Ndarray::Fill(const ir::Constant& value) {
+  int64_t element = 0;
+  WriteScalar(&element, dtype_, value);
+  std::vector<char> values(static_cast<size_t>(data_bytes()));
+  for (int64_t i = 0; i < num_elements_; ++i)
+    std::memcpy(values.data() + i * element_bytes_, &element, element_bytes_);
+  return CopyFromHost(values.data());
 }
 
 }  // namespace quadrants

@@ -10,17 +10,18 @@
 #include "absl/types/span.h"
 #include "quadrants/ir/constant.h"
 #include "quadrants/ir/types.h"
-#include "quadrants/runtime/shared_memory.h"
+#include "quadrants/runtime/array_memory.h"
 
 namespace quadrants {
 
-// A dense, row-major, zero-initialized array in memory the backend's kernels
-// and the host share (host access needs a synchronized backend).
+// A dense, row-major, zero-initialized array in the backend's array memory;
+// the host reaches it through that memory's copies. data() is the address
+// kernels use, which the host may not dereference.
 class Ndarray {
  public:
   static absl::StatusOr<std::shared_ptr<Ndarray>> Create(
       ir::PrimitiveType dtype, std::vector<int64_t> shape,
-      std::shared_ptr<SharedMemoryAllocator> memory =
+      std::shared_ptr<ArrayMemory> memory =
           std::make_shared<HostMemoryAllocator>());
 
   ir::PrimitiveType dtype() const { return dtype_; }
@@ -30,6 +31,12 @@ class Ndarray {
   int64_t element_bytes() const { return element_bytes_; }
   void* data() { return storage_.get(); }
   const void* data() const { return storage_.get(); }
+
+  int64_t data_bytes() const { return num_elements_ * element_bytes_; }
+  // Every element, dense and row-major, to and from host memory.
+  absl::Status CopyToHost(void* out) const;
+  absl::Status CopyFromHost(const void* in);
+  absl::Status Fill(const ir::Constant& value);
 
   // Element access with bounds checks (errors name the index and shape).
   absl::StatusOr<ir::Constant> Read(absl::Span<const int64_t> index) const;
@@ -44,7 +51,7 @@ class Ndarray {
   // Public for std::make_shared only; use Create().
   struct Key {};
   Ndarray(Key, ir::PrimitiveType dtype, std::vector<int64_t> shape,
-          int64_t num_elements, SharedBuffer storage);
+          int64_t num_elements, ArrayBuffer storage);
 
  private:
   absl::StatusOr<int64_t> Offset(absl::Span<const int64_t> index) const;
@@ -53,7 +60,7 @@ class Ndarray {
   std::vector<int64_t> shape_;
   int64_t num_elements_;
   int64_t element_bytes_;
-  SharedBuffer storage_;
+  ArrayBuffer storage_;
   uint64_t data_generation_ = 0;
 };
 

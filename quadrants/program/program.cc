@@ -132,6 +132,18 @@ int64_t HostArrayBytes(const KernelArgument& array) {
   return count * std::max(1, ir::BitWidth(array.dtype) / 8);
 }
 
+// Whether launches of `kernel` can leave an error record: failed checks,
+// assertions, adstack overflows.
+bool CanRecordErrors(const CompiledKernel& kernel) {
+  if (!kernel.error_sites().empty())
+    return true;
+  for (const auto& stacks : kernel.task_adstacks()) {
+    if (!stacks.empty())
+      return true;
+  }
+  return false;
+}
+
 // Field places and ndarray parameters a kernel may write.
 void CollectWrites(const ir::Kernel& kernel, std::vector<int>* snodes,
                    std::vector<int>* args) {
@@ -180,14 +192,36 @@ absl::Status Program::MaterializeFields() {
   QD_RETURN_IF_ERROR(snodes_.Finalize());
   // Fields added since the last layout extend the buffer; old ones keep
   // their offsets and contents.
-  QD_ASSIGN_OR_RETURN(
-      SharedBuffer grown,
-      SharedBuffer::Allocate(backend_->memory(), snodes_.root_bytes()));
-  if (root_) {
-    QD_RETURN_IF_ERROR(backend_->Synchronize());  // kernels may still write
-    std::memcpy(grown.get(), root_.get(), old_bytes);
+  const int64_t bytes = snodes_.root_bytes();
+  absl::StatusOr<ArrayBuffer> grown =
+      ArrayBuffer::Allocate(backend_->memory(), bytes);
+  if (!grown.ok()) {
+    // The fields that asked for it are dropped, so the program goes on
+    // with the ones it has.
+    std::vector<std::string> names;
+    for (int id = materialized_nodes_; id < snodes_.size(); ++id) {
+      if (snodes_.node(id).kind == ir::SNode::Kind::kPlace)
+        names.push_back(absl::StrCat("'", snodes_.node(id).name, "'"));
+    }
+    snodes_.Discard(materialized_nodes_);
+    return MakeError(
+        ErrorKind::kRuntime,
+        absl::StrCat("allocating ", bytes, " bytes for fields ",
+                     absl::StrJoin(names, ", "), " (",
+                     bytes - old_bytes, " bytes new): ",
+                     grown.status().message(),
+                     "; these fields are discarded, the others keep their "
+                     "values"));
   }
-  root_ = std::move(grown);
+  if (root_) {
+    std::vector<char> old(static_cast<size_t>(old_bytes));
+    QD_RETURN_IF_ERROR(
+        backend_->memory()->CopyToHost(old.data(), root_.get(), old_bytes));
+    QD_RETURN_IF_ERROR(
+        backend_->memory()->CopyFromHost(grown->get(), old.data(), old_bytes));
+  }
+  root_ = *std::move(grown);
+  materialized_nodes_ = snodes_.size();
   backend_->SetRoot(root_.get());
   field_generation_.resize(snodes_.size(), 0);
   return absl::OkStatus();
@@ -220,20 +254,52 @@ absl::StatusOr<char*> Program::FieldAddress(int place,
 absl::StatusOr<ir::Constant> Program::ReadField(
     int place, absl::Span<const int64_t> index) {
   QD_ASSIGN_OR_RETURN(char* address, FieldAddress(place, index));
-  return ReadScalar(address, snodes_.node(place).dtype);
+  const ir::PrimitiveType type = snodes_.node(place).dtype;
+  int64_t element = 0;
+  QD_RETURN_IF_ERROR(backend_->memory()->CopyToHost(
+      &element, address, std::max(1, ir::BitWidth(type) / 8)));
+  return ReadScalar(&element, type);
 }
 
 absl::Status Program::WriteField(int place, absl::Span<const int64_t> index,
                                  const ir::Constant& value) {
   QD_ASSIGN_OR_RETURN(char* address, FieldAddress(place, index));
-  WriteScalar(address, snodes_.node(place).dtype, value);
+  const ir::PrimitiveType type = snodes_.node(place).dtype;
+  int64_t element = 0;
+  WriteScalar(&element, type, value);
+  QD_RETURN_IF_ERROR(backend_->memory()->CopyFromHost(
+      address, &element, std::max(1, ir::BitWidth(type) / 8)));
   ++field_generation_[place];
   return absl::OkStatus();
 }
 
-absl::StatusOr<char*> Program::root_buffer() {
+absl::StatusOr<PlaceAccess> Program::Place(int place) {
   QD_RETURN_IF_ERROR(MaterializeFields());
-  return root_.get();
+  QD_ASSIGN_OR_RETURN(ir::PlaceLayout layout, snodes_.Layout(place));
+  const int64_t bytes = std::max(1, ir::BitWidth(snodes_.node(place).dtype) / 8);
+  return PlaceAccess(*backend_->memory(), root_.get(), std::move(layout),
+                     bytes);
+}
+
+absl::Status Program::ReadPlace(int place, void* out) {
+  QD_ASSIGN_OR_RETURN(PlaceAccess access, Place(place));
+  return access.Read(out);
+}
+
+absl::Status Program::WritePlace(int place, const void* in) {
+  QD_ASSIGN_OR_RETURN(PlaceAccess access, Place(place));
+  QD_RETURN_IF_ERROR(access.Write(in));
+  NoteFieldWrite(place);
+  return absl::OkStatus();
+}
+
+absl::Status Program::FillPlace(int place, const ir::Constant& value) {
+  QD_ASSIGN_OR_RETURN(PlaceAccess access, Place(place));
+  int64_t element = 0;
+  WriteScalar(&element, snodes_.node(place).dtype, value);
+  QD_RETURN_IF_ERROR(access.Fill(&element));
+  NoteFieldWrite(place);
+  return absl::OkStatus();
 }
 
 void Program::NoteFieldWrite(int place) {
@@ -391,7 +457,7 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
   std::vector<ResolvedArgument> resolved(args.size());
   // Host arrays the backend cannot address, copied in and (when written)
   // back out around the launch.
-  std::vector<std::pair<size_t, SharedBuffer>> staged;
+  std::vector<std::pair<size_t, ArrayBuffer>> staged;
   for (size_t i = 0; i < args.size(); ++i) {
     const KernelArgument& a = args[i];
     switch (a.kind) {
@@ -409,7 +475,7 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
         resolved[i].data = a.data;
         resolved[i].shape = a.shape;
         if (backend_->stages_host_arrays()) {
-          QD_ASSIGN_OR_RETURN(SharedBuffer copy, StageHostArray(a));
+          QD_ASSIGN_OR_RETURN(ArrayBuffer copy, StageHostArray(a));
           resolved[i].data = copy.get();
           staged.emplace_back(i, std::move(copy));
         }
@@ -420,6 +486,8 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
       BackendLaunchStats stats,
       backend_->Launch(kernel, resolved, field_generation_, options));
   last_launch_ = {stats.tasks, stats.max_threads_used, stats.graph_replayed};
+  if (CanRecordErrors(kernel))
+    unsynced_.emplace_back(stats.launch_id, &kernel);
   // Only what the kernel may have written changes generation.
   for (int place : kernel.written_snodes())
     NoteFieldWrite(place);
@@ -429,36 +497,57 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
   }
   if (!staged.empty())
     QD_RETURN_IF_ERROR(UnstageHostArrays(kernel, args, staged));
+  RetireStaging(std::move(staged));
   CollectPrints(kernel);
-  CollectRuntimeError(kernel);
+  // Backends that finish each launch before returning report its errors
+  // now; queued launches report theirs at the next sync.
+  if (!backend_->queues_launches())
+    CollectRuntimeError();
   return absl::OkStatus();
 }
 
-absl::StatusOr<SharedBuffer> Program::StageHostArray(
+void Program::RetireStaging(
+    std::vector<std::pair<size_t, ArrayBuffer>> staged) {
+  for (auto& [arg, copy] : staged) {
+    retired_staging_bytes_ += copy.size();
+    retired_staging_.push_back(std::move(copy));
+  }
+  // Bounds what a loop of launches over large host arrays holds.
+  constexpr int64_t kMaxRetiredBytes = int64_t{1} << 30;
+  if (retired_staging_bytes_ > kMaxRetiredBytes &&
+      backend_->Synchronize().ok()) {
+    retired_staging_.clear();
+    retired_staging_bytes_ = 0;
+  }
+}
+
+absl::StatusOr<ArrayBuffer> Program::StageHostArray(
     const KernelArgument& array) {
   const int64_t bytes = HostArrayBytes(array);
-  QD_ASSIGN_OR_RETURN(SharedBuffer copy,
-                      SharedBuffer::Allocate(backend_->memory(), bytes));
-  if (bytes > 0)
-    std::memcpy(copy.get(), array.data, bytes);
+  absl::StatusOr<ArrayBuffer> copy =
+      ArrayBuffer::Allocate(backend_->memory(), bytes);
+  if (!copy.ok()) {
+    return MakeError(ErrorKind::kRuntime,
+                     absl::StrCat("allocating ", bytes,
+                                  " bytes for a copy of a numpy argument: ",
+                                  copy.status().message()));
+  }
+  QD_RETURN_IF_ERROR(copy->memory().CopyFromHost(copy->get(), array.data,
+                                                 bytes));
   return copy;
 }
 
 absl::Status Program::UnstageHostArrays(
     const CompiledKernel& kernel, absl::Span<const KernelArgument> args,
-    absl::Span<const std::pair<size_t, SharedBuffer>> staged) {
+    absl::Span<const std::pair<size_t, ArrayBuffer>> staged) {
   const auto& written = kernel.written_args();
-  bool synchronized = false;
   for (const auto& [arg, copy] : staged) {
     if (std::find(written.begin(), written.end(), static_cast<int>(arg)) ==
         written.end()) {
       continue;  // read-only in this kernel: nothing to copy back
     }
-    if (!synchronized) {
-      QD_RETURN_IF_ERROR(backend_->Synchronize());
-      synchronized = true;
-    }
-    std::memcpy(args[arg].data, copy.get(), HostArrayBytes(args[arg]));
+    QD_RETURN_IF_ERROR(copy.memory().CopyToHost(args[arg].data, copy.get(),
+                                                HostArrayBytes(args[arg])));
   }
   return absl::OkStatus();
 }
@@ -490,63 +579,78 @@ std::string Program::TakeOutput() {
   return output;
 }
 
-void Program::CollectRuntimeError(const CompiledKernel& kernel) {
+void Program::CollectRuntimeError() {
   absl::optional<RuntimeErrorRecord> record = backend_->TakeError();
+  std::vector<std::pair<uint64_t, const CompiledKernel*>> launches;
+  launches.swap(unsynced_);
   if (!record || !pending_error_.ok())
     return;
+  const CompiledKernel* kernel = nullptr;
+  for (const auto& [launch, k] : launches) {
+    if (launch == record->launch)
+      kernel = k;
+  }
+  if (kernel == nullptr && launches.size() == 1)
+    kernel = launches[0].second;
+  if (kernel == nullptr) {
+    pending_error_ = MakeError(
+        ErrorKind::kRuntime,
+        absl::StrCat("a kernel launched since the last sync recorded a "
+                     "run-time error (code ", static_cast<int>(record->code),
+                     ") that names no known launch"));
+    return;
+  }
+  ErrorKind kind = ErrorKind::kRuntime;
+  std::string message = DescribeRuntimeError(*kernel, *record, &kind);
+  pending_error_ = MakeError(kind, message);
+}
+
+std::string Program::DescribeRuntimeError(const CompiledKernel& kernel,
+                                          const RuntimeErrorRecord& record,
+                                          ErrorKind* kind) const {
   const auto& sites = kernel.error_sites();
-  if (record->code == RuntimeErrorRecord::Code::kAdStackOverflow) {
-    const int task = static_cast<int>(record->values[0]);
+  *kind = ErrorKind::kAssertion;
+  if (record.code == RuntimeErrorRecord::Code::kAdStackOverflow) {
+    const int task = static_cast<int>(record.values[0]);
     const auto& stacks = kernel.task_adstacks();
     std::string loop = "<unknown loop>";
     if (task >= 0 && task < static_cast<int>(stacks.size()) &&
-        record->values[1] < static_cast<int64_t>(stacks[task].size())) {
-      loop = stacks[task][record->values[1]].loc.ToString();
+        record.values[1] < static_cast<int64_t>(stacks[task].size())) {
+      loop = stacks[task][record.values[1]].loc.ToString();
     }
-    pending_error_ = MakeError(
-        ErrorKind::kAssertion,
-        absl::StrCat("Adstack overflow in kernel '", kernel.name(), "' (task ",
-                     task, "): the adstack of the loop at ", loop,
-                     " needs more than its ", record->values[2],
-                     " slots; raise qd.init(ad_stack_size=...) or "
-                     "default_ad_stack_size"));
-    return;
+    return absl::StrCat("Adstack overflow in kernel '", kernel.name(),
+                        "' (task ", task, "): the adstack of the loop at ",
+                        loop, " needs more than its ", record.values[2],
+                        " slots; raise qd.init(ad_stack_size=...) or "
+                        "default_ad_stack_size");
   }
-  if (record->site < 0 || record->site >= static_cast<int>(sites.size())) {
-    pending_error_ =
-        MakeError(ErrorKind::kRuntime,
-                  absl::StrCat("kernel '", kernel.name(),
-                               "' reported an unknown run-time error"));
-    return;
+  if (record.site < 0 || record.site >= static_cast<int>(sites.size())) {
+    *kind = ErrorKind::kRuntime;
+    return absl::StrCat("kernel '", kernel.name(),
+                        "' reported an unknown run-time error");
   }
-  const ErrorSite& site = sites[record->site];
-  if (record->code == RuntimeErrorRecord::Code::kOutOfBound) {
-    pending_error_ = MakeError(
-        ErrorKind::kAssertion,
-        absl::StrCat("kernel '", kernel.name(), "': out-of-bound access to ",
-                     site.description, " at ", site.loc.ToString(), ": index ",
-                     record->values[1], " is outside [0, ", record->values[2],
-                     ") on axis ", record->values[0]));
-    return;
+  const ErrorSite& site = sites[record.site];
+  if (record.code == RuntimeErrorRecord::Code::kOutOfBound) {
+    return absl::StrCat("kernel '", kernel.name(), "': out-of-bound access to ",
+                        site.description, " at ", site.loc.ToString(),
+                        ": index ", record.values[1], " is outside [0, ",
+                        record.values[2], ") on axis ", record.values[0]);
   }
   std::string formatted;
   if (!site.value_types.empty() &&
-      FormatLikePython(site.description, site.value_types, record->values,
+      FormatLikePython(site.description, site.value_types, record.values,
                        &formatted)) {
-    pending_error_ = MakeError(
-        ErrorKind::kAssertion,
-        absl::StrCat("kernel '", kernel.name(), "': assertion failed at ",
-                     site.loc.ToString(), ": ", formatted));
-    return;
+    return absl::StrCat("kernel '", kernel.name(), "': assertion failed at ",
+                        site.loc.ToString(), ": ", formatted);
   }
   std::vector<std::string> values;
   for (size_t k = 0; k < site.value_types.size() && k < 3; ++k) {
     if (ir::IsFloat(site.value_types[k])) {
       double v;
-      std::memcpy(&v, &record->values[k], sizeof(v));
+      std::memcpy(&v, &record.values[k], sizeof(v));
       values.push_back(absl::StrCat(v));
     } else {
-      values.push_back(absl::StrCat(record->values[k]));
+      values.push_back(absl::StrCat(record.values[k]));
     }
   }
   std::string message =
@@ -554,22 +658,30 @@ void Program::CollectRuntimeError(const CompiledKernel& kernel) {
                    site.loc.ToString(), ": ", site.description);
   if (!values.empty())
     absl::StrAppend(&message, " (values: ", absl::StrJoin(values, ", "), ")");
-  pending_error_ = MakeError(ErrorKind::kAssertion, message);
+  return message;
 }
 
 absl::Status Program::Sync() {
   QD_RETURN_IF_ERROR(backend_->Synchronize());
+  retired_staging_.clear();
+  retired_staging_bytes_ = 0;
+  CollectRuntimeError();
   absl::Status error = pending_error_;
   pending_error_ = absl::OkStatus();
   return error;
 }
 
 void Program::Reset() {
+  (void)backend_->Synchronize();
+  unsynced_.clear();
+  retired_staging_.clear();
+  retired_staging_bytes_ = 0;
   cache_.clear();
   pending_error_ = absl::OkStatus();
   pending_output_.clear();
   backend_->TakeError();
   snodes_ = ir::SNodeTree();
+  materialized_nodes_ = 1;
   root_.reset();
   backend_->SetRoot(nullptr);
   field_generation_.clear();

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -12,6 +13,8 @@
 #include "quadrants/ir/constant.h"
 #include "quadrants/ir/kernel.h"
 #include "quadrants/ir/snode.h"
+#include "quadrants/common/errors.h"
+#include "quadrants/program/field_access.h"
 #include "quadrants/program/kernel_argument.h"
 #include "quadrants/program/ndarray.h"
 #include "quadrants/runtime/backend.h"
@@ -55,9 +58,11 @@ class Program {
                           const ir::Constant& value);
   // Bumped whenever a field may have been written (host write or launch).
   uint64_t field_write_generation(int place) const;
-  // For bulk host access (numpy copies): the laid-out root buffer, and the
-  // call that records a bulk write to `place`.
-  absl::StatusOr<char*> root_buffer();
+  // Bulk host access to every element of `place`, as a dense row-major
+  // host array of the field's element type (numpy copies, fill).
+  absl::Status ReadPlace(int place, void* out);
+  absl::Status WritePlace(int place, const void* in);
+  absl::Status FillPlace(int place, const ir::Constant& value);
   void NoteFieldWrite(int place);
 
   absl::StatusOr<std::shared_ptr<Ndarray>> CreateNdarray(
@@ -114,27 +119,44 @@ class Program {
       const ir::Kernel& kernel, transforms::AutodiffMode mode);
   absl::Status CheckArguments(const CompiledKernel& kernel,
                               absl::Span<const KernelArgument> args) const;
-  void CollectRuntimeError(const CompiledKernel& kernel);
+  // Turns the error the backend recorded (if any) into pending_error_,
+  // naming the kernel of the launch that recorded it.
+  void CollectRuntimeError();
+  std::string DescribeRuntimeError(const CompiledKernel& kernel,
+                                   const RuntimeErrorRecord& record,
+                                   ErrorKind* kind) const;
   // A copy of a host array argument in memory the backend addresses.
-  absl::StatusOr<SharedBuffer> StageHostArray(const KernelArgument& array);
+  absl::StatusOr<ArrayBuffer> StageHostArray(const KernelArgument& array);
   // Copies staged arrays the kernel may have written back to the host.
   absl::Status UnstageHostArrays(
       const CompiledKernel& kernel, absl::Span<const KernelArgument> args,
-      absl::Span<const std::pair<size_t, SharedBuffer>> staged);
+      absl::Span<const std::pair<size_t, ArrayBuffer>> staged);
+  // Keeps staged copies alive until the launches reading them are done.
+  void RetireStaging(std::vector<std::pair<size_t, ArrayBuffer>> staged);
   void CollectPrints(const CompiledKernel& kernel);
   void WarnAboutDefaultSizedStacks(const CompiledKernel& kernel);
   absl::StatusOr<char*> FieldAddress(int place,
                                      absl::Span<const int64_t> index);
+  absl::StatusOr<PlaceAccess> Place(int place);
 
   CompileConfig config_;
   std::unique_ptr<Backend> backend_;
   ir::SNodeTree snodes_;
-  SharedBuffer root_;
+  ArrayBuffer root_;
+  // Nodes below this id have memory in root_.
+  int materialized_nodes_ = 1;
   std::vector<uint64_t> field_generation_;
   absl::flat_hash_map<uint64_t, std::shared_ptr<CompiledKernel>> cache_;
   absl::Status pending_error_;
   std::string pending_output_;
   LaunchStats last_launch_;
+  // Launches not yet synchronized whose kernel can record an error, by
+  // the backend's launch id (the kernels stay alive in cache_).
+  std::vector<std::pair<uint64_t, const CompiledKernel*>> unsynced_;
+  // Staged copies of host arrays that queued launches may still read,
+  // freed at the next sync, and their bytes.
+  std::vector<ArrayBuffer> retired_staging_;
+  int64_t retired_staging_bytes_ = 0;
   std::vector<std::string> compile_warnings_;
 };
 

@@ -142,25 +142,6 @@ py::object FromConstant(const ir::Constant& c) {
   return py::int_(c.as_uint());
 }
 
-// Copies between a place's elements (strided in the root buffer) and a
-// dense row-major host buffer.
-struct PlaceCursor {
-  ir::PlaceLayout layout;
-  int64_t count = 1;
-  explicit PlaceCursor(ir::PlaceLayout l) : layout(std::move(l)) {
-    for (int64_t extent : layout.shape)
-      count *= extent;
-  }
-  int64_t Offset(int64_t linear) const {
-    int64_t offset = layout.offset;
-    for (int axis = static_cast<int>(layout.shape.size()) - 1; axis >= 0;
-         --axis) {
-      offset += (linear % layout.shape[axis]) * layout.axis_stride[axis];
-      linear /= layout.shape[axis];
-    }
-    return offset;
-  }
-};
 
 // Program is not thread-safe; Python threads may still launch kernels at
 // once because every method here runs with the GIL held and none releases
@@ -210,60 +191,35 @@ class PyProgram {
 
   py::array FieldToNumpy(int place) {
     Check(program_->MaterializeFields());
-    PlaceCursor cursor(Unwrap(program_->snodes().Layout(place)));
+    const ir::PlaceLayout layout = Unwrap(program_->snodes().Layout(place));
     const PrimitiveType t = program_->snodes().node(place).dtype;
-    py::array out(NumpyDtype(t), cursor.layout.shape);
-    auto* dst = static_cast<char*>(out.mutable_data());
-    const int64_t bytes = out.itemsize();
-    const char* root = RootBytes(place);
-    for (int64_t i = 0; i < cursor.count; ++i) {
-      std::memcpy(dst + i * bytes, root + cursor.Offset(i), bytes);
-    }
+    py::array out(NumpyDtype(t), layout.shape);
+    Check(program_->ReadPlace(place, out.mutable_data()));
     return out;
   }
 
   void FieldFromNumpy(int place, py::array values) {
     Check(program_->MaterializeFields());
-    PlaceCursor cursor(Unwrap(program_->snodes().Layout(place)));
+    const ir::PlaceLayout layout = Unwrap(program_->snodes().Layout(place));
     const PrimitiveType t = program_->snodes().node(place).dtype;
     py::array contiguous = py::array::ensure(
         values.attr("astype")(NumpyDtype(t)), py::array::c_style);
-    if (static_cast<int64_t>(contiguous.size()) != cursor.count ||
-        contiguous.ndim() !=
-            static_cast<py::ssize_t>(cursor.layout.shape.size())) {
+    std::vector<int64_t> shape(contiguous.shape(),
+                               contiguous.shape() + contiguous.ndim());
+    if (shape != layout.shape) {
       throw QuadrantsError(
           ErrorKind::kType,
           absl::StrCat("from_numpy: field '",
                        program_->snodes().node(place).name,
                        "' has a different shape than the array"));
     }
-    for (size_t axis = 0; axis < cursor.layout.shape.size(); ++axis) {
-      if (contiguous.shape(axis) != cursor.layout.shape[axis]) {
-        throw QuadrantsError(
-            ErrorKind::kType,
-            absl::StrCat("from_numpy: field '",
-                         program_->snodes().node(place).name,
-                         "' has a different shape than the array"));
-      }
-    }
-    const auto* src = static_cast<const char*>(contiguous.data());
-    const int64_t bytes = contiguous.itemsize();
-    char* root = RootBytes(place);
-    for (int64_t i = 0; i < cursor.count; ++i) {
-      std::memcpy(root + cursor.Offset(i), src + i * bytes, bytes);
-    }
-    program_->NoteFieldWrite(place);
+    Check(program_->WritePlace(place, contiguous.data()));
   }
 
   void FieldFill(int place, py::handle value) {
     Check(program_->MaterializeFields());
-    PlaceCursor cursor(Unwrap(program_->snodes().Layout(place)));
     const PrimitiveType t = program_->snodes().node(place).dtype;
-    const ir::Constant c = ToConstant(value, t);
-    char* root = RootBytes(place);
-    for (int64_t i = 0; i < cursor.count; ++i)
-      WriteScalar(root + cursor.Offset(i), t, c);
-    program_->NoteFieldWrite(place);
+    Check(program_->FillPlace(place, ToConstant(value, t)));
   }
 
   std::shared_ptr<Ndarray> CreateNdarray(const std::string& dtype,
@@ -324,8 +280,6 @@ class PyProgram {
   }
 
  private:
-  char* RootBytes(int place) { return Unwrap(program_->root_buffer()); }
-
   std::shared_ptr<CompiledKernel> Counted(
       absl::StatusOr<std::shared_ptr<CompiledKernel>> compiled) {
     std::shared_ptr<CompiledKernel> kernel = Unwrap(std::move(compiled));
@@ -714,6 +668,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def_readwrite("device_memory_GB", &CompileConfig::device_memory_GB)
       .def_readwrite("device_memory_fraction",
                      &CompileConfig::device_memory_fraction)
+      .def_readwrite("device_id", &CompileConfig::device_id)
       .def_property(
           "default_fp",
           [](const CompileConfig& c) { return DtypeName(c.default_fp); },
@@ -756,8 +711,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("to_numpy",
            [](Ndarray& a) {
              py::array out(NumpyDtype(a.dtype()), a.shape());
-             std::memcpy(out.mutable_data(), a.data(),
-                         a.num_elements() * a.element_bytes());
+             Check(a.CopyToHost(out.mutable_data()));
              return out;
            })
       .def("from_numpy",
@@ -772,17 +726,10 @@ PYBIND11_MODULE(_quadrants_core, m) {
                                     "from_numpy: the array's shape differs "
                                     "from the ndarray's");
              }
-             std::memcpy(a.data(), contiguous.data(),
-                         a.num_elements() * a.element_bytes());
-             a.BumpDataGeneration();
+             Check(a.CopyFromHost(contiguous.data()));
            })
       .def("fill", [](Ndarray& a, py::handle value) {
-        const ir::Constant c = ToConstant(value, a.dtype());
-        char* data = static_cast<char*>(a.data());
-        for (int64_t i = 0; i < a.num_elements(); ++i) {
-          WriteScalar(data + i * a.element_bytes(), a.dtype(), c);
-        }
-        a.BumpDataGeneration();
+        Check(a.Fill(ToConstant(value, a.dtype())));
       });
 
   py::class_<CompiledKernel, std::shared_ptr<CompiledKernel>>(m,

@@ -16,7 +16,7 @@
 #include "quadrants/ir/size_expr.h"
 #include "quadrants/ir/snode.h"
 #include "quadrants/runtime/compile_config.h"
-#include "quadrants/runtime/shared_memory.h"
+#include "quadrants/runtime/array_memory.h"
 
 namespace quadrants {
 
@@ -59,6 +59,7 @@ struct AdStackStats {
 struct RuntimeErrorRecord {
   enum class Code { kOutOfBound = 1, kAssertion = 2, kAdStackOverflow = 3 };
   Code code = Code::kOutOfBound;
+  uint64_t launch = 0;  // BackendLaunchStats::launch_id of the launch
   int site = 0;
   int64_t values[3] = {0, 0, 0};
 };
@@ -133,6 +134,7 @@ struct ResolvedArgument {
 };
 
 struct BackendLaunchStats {
+  uint64_t launch_id = 0;  // names the launch in error records
   int tasks = 0;
   int max_threads_used = 0;
   bool graph_replayed = false;  // the tasks ran as one replayed graph
@@ -162,12 +164,16 @@ class Backend {
       const LaunchOptions& options) = 0;
   // Waits for outstanding work.
   virtual absl::Status Synchronize() = 0;
-  // The first error recorded since the last call, clearing it.
+  // Whether Launch returns with the kernel queued rather than finished;
+  // such backends report errors only at sync points.
+  virtual bool queues_launches() const { return false; }
+  // The first error recorded since the last call, clearing it. A queuing
+  // backend waits for its queued work first.
   virtual absl::optional<RuntimeErrorRecord> TakeError() = 0;
   // The print() records of the last launch, clearing them.
   virtual PrintBatch TakePrints() { return {}; }
   // Where fields and ndarrays live for this backend's kernels.
-  virtual std::shared_ptr<SharedMemoryAllocator> memory() = 0;
+  virtual std::shared_ptr<ArrayMemory> memory() = 0;
   // Whether arrays in plain host memory (numpy arguments) must be copied
   // into memory from memory() for the kernel to see them.
   virtual bool stages_host_arrays() const { return false; }

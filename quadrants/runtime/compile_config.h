@@ -42,6 +42,8 @@ struct CompileConfig {
   // else half the device. Run-time only.
   double device_memory_GB = 0;
   double device_memory_fraction = 0;
+  // The GPU to run on, by the driver's numbering. Run-time only.
+  int device_id = 0;
 
   // Out-of-bound checks are on when asked for or in debug mode.
   bool checks_bounds() const { return check_out_of_bound || debug; }

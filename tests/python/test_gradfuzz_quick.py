@@ -60,5 +60,6 @@ def test_gradfuzz_quick_mode_finds_nothing(arch, seeds, tmp_path):
         f"seed {r['seed']}: {r['status']}: {r['details'][:500]} (repro: {r.get('repro')})"
         for r in findings)
     assert sorted(r["seed"] for r in results) == list(seeds)
-    # The oracle compares something: most kernels have a nonzero gradient.
-    assert sum(r["grad_max"] > 0 for r in results) > 0.8 * len(results)
+    # The oracle compares something: most kernels have a nonzero gradient
+    # (about four in five over many seeds; a block of 15 may hold fewer).
+    assert sum(r["grad_max"] > 0 for r in results) > 0.7 * len(results)

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -17,13 +19,66 @@ void AddOnce(List& list, int value) {
     list.push_back(value);
 }
 
-// Launch-time values for size expressions, read through host pointers.
+// Reads elements of arrays the host may not address through the memory's
+// copies, a page at a time, so a serial walk over an array costs one copy
+// per page rather than one per element. Pages are clipped to the array
+// they belong to, so no copy leaves an allocation.
+class PagedReader {
+ public:
+  explicit PagedReader(ArrayMemory* memory) : memory_(memory) {}
+
+  // The element of `type` at `address`, inside the `array_bytes` bytes
+  // from `array`.
+  absl::optional<int64_t> Read(const char* array, int64_t array_bytes,
+                               const char* address, ir::PrimitiveType type) {
+    if (memory_ == nullptr || memory_->host_addressable())
+      return ReadAsInteger(address, type);
+    const int64_t offset = address - array;
+    const int64_t page = offset / kPageBytes;
+    const auto key = std::make_pair(array, page);
+    auto it = pages_.find(key);
+    if (it == pages_.end()) {
+      const int64_t begin = page * kPageBytes;
+      const int64_t bytes = std::min(kPageBytes, array_bytes - begin);
+      std::vector<char> copy(static_cast<size_t>(std::max<int64_t>(bytes, 0)));
+      absl::Status status =
+          memory_->CopyToHost(copy.data(), array + begin, bytes);
+      if (!status.ok()) {
+        if (error_.ok())
+          error_ = status;
+        return absl::nullopt;
+      }
+      it = pages_.emplace(key, std::move(copy)).first;
+    }
+    return ReadAsInteger(it->second.data() + (offset - page * kPageBytes),
+                         type);
+  }
+
+  // The first copy that failed, if any.
+  const absl::Status& error() const { return error_; }
+
+ private:
+  static constexpr int64_t kPageBytes = int64_t{1} << 16;
+  ArrayMemory* memory_;
+  absl::flat_hash_map<std::pair<const char*, int64_t>, std::vector<char>>
+      pages_;
+  absl::Status error_;
+};
+
+// Launch-time values for size expressions: fields in the root buffer and
+// ndarrays at the context's data pointers, read in place or through
+// `memory`'s copies.
 class HostSizerInputs : public SizeExprInputs {
  public:
   HostSizerInputs(const ir::SNodeTree& snodes, const char* root,
                   const QdLaunchContext& ctx,
-                  const std::vector<ir::KernelParam>& params)
-      : snodes_(snodes), root_(root), ctx_(ctx), params_(params) {}
+                  const std::vector<ir::KernelParam>& params,
+                  ArrayMemory* memory)
+      : snodes_(snodes),
+        root_(root),
+        ctx_(ctx),
+        params_(params),
+        reader_(memory) {}
 
   absl::optional<int64_t> FieldValue(
       int snode, absl::Span<const int64_t> index) const override {
@@ -43,7 +98,8 @@ class HostSizerInputs : public SizeExprInputs {
         return absl::nullopt;
       offset += index[a] * layout.axis_stride[a];
     }
-    return ReadAsInteger(root_ + offset, snodes_.node(snode).dtype);
+    return reader_.Read(root_, snodes_.root_bytes(), root_ + offset,
+                        snodes_.node(snode).dtype);
   }
 
   int64_t NdarrayShape(int arg, int axis) const override {
@@ -55,20 +111,22 @@ class HostSizerInputs : public SizeExprInputs {
     const ir::KernelParam& p = params_[arg];
     if (static_cast<int>(index.size()) != p.ndim)
       return absl::nullopt;
-    int64_t linear = 0;
+    int64_t linear = 0, count = 1;
     for (int a = 0; a < p.ndim; ++a) {
       const int64_t extent = ctx_.ndarray_shape[arg][a];
       if (index[a] < 0 || index[a] >= extent)
         return absl::nullopt;
       linear = linear * extent + index[a];
+      count *= extent;
     }
     const int64_t bytes = std::max(1, ir::BitWidth(p.dtype) / 8);
-    return ReadAsInteger(
-        static_cast<const char*>(ctx_.ndarray_data[arg]) + linear * bytes,
-        p.dtype);
+    const char* data = static_cast<const char*>(ctx_.ndarray_data[arg]);
+    return reader_.Read(data, count * bytes, data + linear * bytes, p.dtype);
   }
 
   int64_t ArgValue(int arg) const override { return ctx_.args[arg]; }
+
+  const absl::Status& read_error() const { return reader_.error(); }
 
  private:
   const ir::SNodeTree& snodes_;
@@ -76,6 +134,7 @@ class HostSizerInputs : public SizeExprInputs {
   const QdLaunchContext& ctx_;
   const std::vector<ir::KernelParam>& params_;
   mutable absl::flat_hash_map<int, ir::PlaceLayout> layouts_;
+  mutable PagedReader reader_;
 };
 
 std::vector<int64_t> Signature(const LaunchSizer::Dependencies& deps,
@@ -316,7 +375,7 @@ absl::StatusOr<AdStackLayout> LaunchSizer::Size(
         }
       }
     }
-    HostSizerInputs inputs(snodes, root, ctx, kernel.params());
+    HostSizerInputs inputs(snodes, root, ctx, kernel.params(), memory_);
     // Captured MaxOverRange nodes of the missed stacks, with their values.
     absl::flat_hash_map<const ir::SizeExpr*, int64_t> results;
     struct Pending {
@@ -368,6 +427,8 @@ absl::StatusOr<AdStackLayout> LaunchSizer::Size(
           for (const auto* bound : {&spec.begin[a], &spec.end[a]}) {
             absl::StatusOr<int64_t> v = EvaluateSizeExprValue(
                 *SubstituteConstants(*bound, results), inputs);
+            if (v.ok() && !inputs.read_error().ok())
+              v = inputs.read_error();
             if (!v.ok())
               return InLoop(kernel, *p.stack, v.status());
             empty |= *v == kNoValue;
@@ -422,6 +483,8 @@ absl::StatusOr<AdStackLayout> LaunchSizer::Size(
       absl::StatusOr<int64_t> value = EvaluateSizeExpr(
           *SubstituteConstants(stack.size_expr, results), inputs);
       ++stats->tree_evaluations;
+      if (value.ok() && !inputs.read_error().ok())
+        value = inputs.read_error();
       if (!value.ok())
         return InLoop(kernel, stack, value.status());
       const int64_t capacity = std::max<int64_t>(*value, 2);  // setup slots

@@ -10,6 +10,7 @@
 #include "quadrants/ir/snode.h"
 #include "quadrants/runtime/adstack/max_reducer.h"
 #include "quadrants/adstack/reducer_spec.h"
+#include "quadrants/runtime/array_memory.h"
 #include "quadrants/runtime/backend.h"
 #include "quadrants/runtime/compile_config.h"
 #include "quadrants/device_runtime/runtime_abi.h"
@@ -23,10 +24,9 @@ struct AdStackLayout {
   int64_t stride = 0;               // bytes per thread
 };
 
-// Sizes the adstacks of every task of one compiled kernel at launch, for
-// backends whose size expressions read fields and ndarrays through
-// host-addressable pointers: forced, static, or evaluated from the launch's
-// values. MaxOverRange chains that fit the reducers' grammar (see
+// Sizes the adstacks of every task of one compiled kernel at launch:
+// forced, static, or evaluated from the launch's values (fields and
+// ndarrays read in place or through their memory's copies). MaxOverRange chains that fit the reducers' grammar (see
 // RecognizeReducerSpecs) go to a MaxReducer, in rounds of one dependency
 // depth each, and their results replace them as constants before the serial
 // walk. Three cache layers, each keyed by the values its entry reads
@@ -45,10 +45,13 @@ class LaunchSizer {
   // Evaluates captured MaxOverRanges with `reducer` (not owned; null walks
   // every range serially, under the 1 << 24 guard).
   void set_reducer(MaxReducer* reducer) { reducer_ = reducer; }
+  // Where fields and ndarrays live (not owned): the serial walk reads
+  // through its copies when the host cannot address it. Null: in place.
+  void set_memory(ArrayMemory* memory) { memory_ = memory; }
 
   // The layout of `task`'s stacks for this launch. `root` is the fields'
-  // root buffer and `ctx` the launch context as the host sees it (ndarray
-  // data pointers readable on the host).
+  // root buffer and `ctx` the launch context, with the addresses kernels
+  // use (see set_memory).
   absl::StatusOr<AdStackLayout> Size(
       const CompileConfig& config, const CompiledKernel& kernel, int task,
       const ir::SNodeTree& snodes, const char* root, const QdLaunchContext& ctx,
@@ -105,6 +108,7 @@ class LaunchSizer {
 
   std::vector<TaskState> tasks_;
   MaxReducer* reducer_ = nullptr;
+  ArrayMemory* memory_ = nullptr;
 };
 
 // Records `layout` of `task` for a launch of `threads` threads in `stats`.

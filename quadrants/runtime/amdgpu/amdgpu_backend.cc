@@ -4,7 +4,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "quadrants/codegen/amdgpu/hsaco_compiler.h"
+#include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
 #include "quadrants/runtime/amdgpu/amdgpu_codegen.h"
 #include "quadrants/runtime/amdgpu/codegen_only.h"
@@ -20,40 +22,74 @@ hipDeviceptr_t DevicePointer(uint64_t address) {
   return reinterpret_cast<hipDeviceptr_t>(address);
 }
 
-// The shared GPU runtime's driver hooks over HIP: hipMalloc memory,
-// synchronous copies and module launches on the null stream, code objects
-// loaded as they are and managed memory (hipMallocManaged) for fields and
-// ndarrays.
+// The shared GPU runtime's driver hooks over HIP: hipMalloc memory for
+// everything kernels address, copies and module launches on the null
+// stream, pinned staging from hipHostMalloc, code objects loaded as they
+// are. Every entry point selects the device on the calling thread first.
 class HipDevice final : public gpu::Driver {
  public:
   explicit HipDevice(std::shared_ptr<HipDriver> driver)
       : hip_(std::move(driver)) {}
 
   absl::StatusOr<uint64_t> Allocate(int64_t bytes) override {
+    QD_RETURN_IF_ERROR(hip_->MakeCurrent());
     void* address = nullptr;
-    QD_RETURN_IF_ERROR(hip_->Check(
-        hip_->hipMalloc(&address, static_cast<size_t>(bytes)), "hipMalloc"));
+    absl::Status status = hip_->Check(
+        hip_->hipMalloc(&address, static_cast<size_t>(bytes)), "hipMalloc");
+    if (!status.ok()) {
+      return MakeError(ErrorKind::kRuntime,
+                       absl::StrCat("out of device memory for ", bytes,
+                                    " bytes: ", status.message()));
+    }
     return reinterpret_cast<uint64_t>(address);
   }
   void Free(uint64_t address) override {
-    (void)hip_->hipFree(reinterpret_cast<void*>(address));
+    if (hip_->MakeCurrent().ok())
+      (void)hip_->hipFree(reinterpret_cast<void*>(address));
   }
   absl::Status CopyToDevice(uint64_t address, const void* data,
                             int64_t bytes) override {
+    QD_RETURN_IF_ERROR(hip_->MakeCurrent());
     return hip_->Check(hip_->hipMemcpyHtoD(DevicePointer(address),
                                            const_cast<void*>(data), bytes),
                        "hipMemcpyHtoD");
   }
   absl::Status CopyToHost(void* data, uint64_t address,
                           int64_t bytes) override {
+    QD_RETURN_IF_ERROR(hip_->MakeCurrent());
     return hip_->Check(hip_->hipMemcpyDtoH(data, DevicePointer(address), bytes),
                        "hipMemcpyDtoH");
   }
+  absl::Status CopyToDeviceAsync(uint64_t address, const void* pinned,
+                                 int64_t bytes) override {
+    QD_RETURN_IF_ERROR(hip_->MakeCurrent());
+    return hip_->Check(
+        hip_->hipMemcpyHtoDAsync(DevicePointer(address),
+                                 const_cast<void*>(pinned), bytes, nullptr),
+        "hipMemcpyHtoDAsync");
+  }
+  absl::Status Zero(uint64_t address, int64_t bytes) override {
+    QD_RETURN_IF_ERROR(hip_->MakeCurrent());
+    return hip_->Check(
+        hip_->hipMemsetD8Async(DevicePointer(address), 0, bytes, nullptr),
+        "hipMemsetD8Async");
+  }
+  absl::StatusOr<void*> AllocatePinned(int64_t bytes) override {
+    QD_RETURN_IF_ERROR(hip_->MakeCurrent());
+    void* data = nullptr;
+    QD_RETURN_IF_ERROR(
+        hip_->Check(hip_->hipHostMalloc(&data, static_cast<size_t>(bytes), 0),
+                    "hipHostMalloc"));
+    return data;
+  }
+  void FreePinned(void* data) override { (void)hip_->hipHostFree(data); }
   absl::Status Synchronize() override {
+    QD_RETURN_IF_ERROR(hip_->MakeCurrent());
     return hip_->Check(hip_->hipDeviceSynchronize(), "hipDeviceSynchronize");
   }
 
   absl::StatusOr<void*> LoadModule(const std::string& hsaco) override {
+    QD_RETURN_IF_ERROR(hip_->MakeCurrent());
     hipModule_t module = nullptr;
     QD_RETURN_IF_ERROR(hip_->Check(
         hip_->hipModuleLoadData(&module, hsaco.data()), "hipModuleLoadData"));
@@ -72,15 +108,6 @@ class HipDevice final : public gpu::Driver {
     return static_cast<void*>(fn);
   }
 
-  absl::StatusOr<void*> AllocateManaged(size_t bytes) override {
-    void* data = nullptr;
-    QD_RETURN_IF_ERROR(
-        hip_->Check(hip_->hipMallocManaged(&data, bytes, hipMemAttachGlobal),
-                    "hipMallocManaged"));
-    return data;
-  }
-  void FreeManaged(void* data) override { (void)hip_->hipFree(data); }
-
   // Read when the driver loaded.
   absl::StatusOr<gpu::DeviceLimits> Limits() override {
     return gpu::DeviceLimits{hip_->resident_threads(), hip_->total_memory()};
@@ -89,6 +116,7 @@ class HipDevice final : public gpu::Driver {
  protected:
   absl::Status LaunchKernel(void* function, unsigned grid, unsigned block,
                             void** params) override {
+    QD_RETURN_IF_ERROR(hip_->MakeCurrent());
     return hip_->Check(hip_->hipModuleLaunchKernel(
                            static_cast<hipFunction_t>(function), grid, 1, 1,
                            block, 1, 1, 0, nullptr, params, nullptr),
@@ -101,7 +129,8 @@ class HipDevice final : public gpu::Driver {
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateHipBackend(
     const CompileConfig& config) {
-  QD_ASSIGN_OR_RETURN(std::shared_ptr<HipDriver> driver, HipDriver::Load());
+  QD_ASSIGN_OR_RETURN(std::shared_ptr<HipDriver> driver,
+                      HipDriver::Load(config.device_id));
   QD_ASSIGN_OR_RETURN(auto compiler,
                       codegen::CreateHsacoCompiler(driver->gfx_target()));
   gpu::GpuCacheTarget cache_target = HsacoCacheTarget(*compiler);

@@ -108,7 +108,7 @@ class CodegenOnlyBackend : public Backend {
   absl::optional<RuntimeErrorRecord> TakeError() override {
     return absl::nullopt;
   }
-  std::shared_ptr<SharedMemoryAllocator> memory() override { return memory_; }
+  std::shared_ptr<ArrayMemory> memory() override { return memory_; }
   int num_threads() const override { return 1; }
   const AdStackStats& adstack_stats() const override { return adstack_stats_; }
   const OfflineCacheStats& offline_cache_stats() const override {
@@ -118,7 +118,7 @@ class CodegenOnlyBackend : public Backend {
  private:
   CompileConfig config_;
   std::unique_ptr<CodegenOnlyCompiler> compiler_;
-  std::shared_ptr<SharedMemoryAllocator> memory_ =
+  std::shared_ptr<ArrayMemory> memory_ =
       std::make_shared<HostMemoryAllocator>();
   AdStackStats adstack_stats_;
   OfflineCacheStats cache_stats_;  // before cache_, which notes its directory
@@ -152,11 +152,12 @@ class CheckingBackend : public Backend {
     return inner_->Launch(kernel, args, field_generations, options);
   }
   absl::Status Synchronize() override { return inner_->Synchronize(); }
+  bool queues_launches() const override { return inner_->queues_launches(); }
   absl::optional<RuntimeErrorRecord> TakeError() override {
     return inner_->TakeError();
   }
   PrintBatch TakePrints() override { return inner_->TakePrints(); }
-  std::shared_ptr<SharedMemoryAllocator> memory() override {
+  std::shared_ptr<ArrayMemory> memory() override {
     return inner_->memory();
   }
   bool stages_host_arrays() const override {

@@ -2,11 +2,12 @@
 
 #include <cstring>
 
+#include "absl/strings/str_cat.h"
 #include "quadrants/common/status_macros.h"
 
 namespace quadrants::amdgpu {
 
-absl::Status HipDriver::Initialize() {
+absl::Status HipDriver::Initialize(int device_id) {
   QD_ASSIGN_OR_RETURN(
       library_, DynamicLibrary::Open({"libamdhip64.so.5", "libamdhip64.so"}));
   QD_HIP_DRIVER_FUNCTIONS(QD_GPU_LOAD_ENTRY)
@@ -19,12 +20,19 @@ absl::Status HipDriver::Initialize() {
   QD_RETURN_IF_ERROR(Check(hipGetDeviceCount(&count), "hipGetDeviceCount"));
   if (count == 0)
     return absl::UnavailableError("no AMD GPU found");
-  QD_RETURN_IF_ERROR(Check(hipSetDevice(0), "hipSetDevice"));
+  if (device_id < 0 || device_id >= count) {
+    return absl::UnavailableError(absl::StrCat(
+        "device_id ", device_id, " names no GPU: this machine has ", count,
+        " AMD GPU", count == 1 ? "" : "s", " (device_id 0 to ", count - 1,
+        ")"));
+  }
+  device_ = device_id;
+  QD_RETURN_IF_ERROR(MakeCurrent());
   QD_RETURN_IF_ERROR(
       Check(hipDriverGetVersion(&driver_version_), "hipDriverGetVersion"));
   char name[256] = {};
   QD_RETURN_IF_ERROR(
-      Check(hipDeviceGetName(name, sizeof(name), 0), "hipDeviceGetName"));
+      Check(hipDeviceGetName(name, sizeof(name), device_), "hipDeviceGetName"));
   device_name_ = name;
   // Newer runtimes keep this entry point's layout and add fields at the
   // end of theirs; the spare room guards against a longer one anyway.
@@ -32,7 +40,7 @@ absl::Status HipDriver::Initialize() {
     hipDeviceProp_t props;
     char spare[4096];
   } storage = {};
-  QD_RETURN_IF_ERROR(Check(hipGetDeviceProperties(&storage.props, 0),
+  QD_RETURN_IF_ERROR(Check(hipGetDeviceProperties(&storage.props, device_),
                            "hipGetDeviceProperties"));
   const hipDeviceProp_t& props = storage.props;
   const std::string arch(props.gcnArchName,
@@ -44,6 +52,10 @@ absl::Status HipDriver::Initialize() {
       props.multiProcessorCount * props.maxThreadsPerMultiProcessor;
   total_memory_ = static_cast<int64_t>(props.totalGlobalMem);
   return absl::OkStatus();
+}
+
+absl::Status HipDriver::MakeCurrent() {
+  return Check(hipSetDevice(device_), "hipSetDevice");
 }
 
 absl::Status HipDriver::Check(hipError_t result, const char* what) const {

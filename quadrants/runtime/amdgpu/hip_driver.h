@@ -29,27 +29,33 @@ namespace quadrants::amdgpu {
   X(hipModuleLaunchKernel, "hipModuleLaunchKernel")   \
   X(hipFree, "hipFree")                               \
   X(hipMemcpyHtoD, "hipMemcpyHtoD")                   \
-  X(hipMemcpyDtoH, "hipMemcpyDtoH")
+  X(hipMemcpyDtoH, "hipMemcpyDtoH")                   \
+  X(hipMemcpyHtoDAsync, "hipMemcpyHtoDAsync")         \
+  X(hipMemsetD8Async, "hipMemsetD8Async")             \
+  X(hipHostFree, "hipHostFree")
 
 // X(member, symbol, type): entry points the C++ header overloads, so their C
 // signature is spelled out.
 using HipMallocFunction = hipError_t (*)(void**, size_t);
-using HipMallocManagedFunction = hipError_t (*)(void**, size_t, unsigned int);
+using HipHostMallocFunction = hipError_t (*)(void**, size_t, unsigned int);
 #define QD_HIP_DRIVER_OVERLOADED_FUNCTIONS(X)  \
   X(hipMalloc, "hipMalloc", HipMallocFunction) \
-  X(hipMallocManaged, "hipMallocManaged", HipMallocManagedFunction)
+  X(hipHostMalloc, "hipHostMalloc", HipHostMallocFunction)
 
-// The loaded HIP runtime with device 0 selected, and what the backend needs
-// to know about that device.
+// The loaded HIP runtime with one device selected, and what the backend
+// needs to know about that device.
 class HipDriver : public gpu::DriverLibrary {
  public:
   // Fails with an Unavailable error "AMDGPU not available: <reason>" when the
   // library, the driver or a device is missing.
-  static absl::StatusOr<std::unique_ptr<HipDriver>> Load() {
-    return LoadAs<HipDriver>("AMDGPU");
+  static absl::StatusOr<std::unique_ptr<HipDriver>> Load(int device_id = 0) {
+    return LoadAs<HipDriver>("AMDGPU", device_id);
   }
 
   absl::Status Check(hipError_t result, const char* what) const;
+  // Selects the device on the calling thread: HIP keeps the current device
+  // per thread, and kernels may be launched from any Python thread.
+  absl::Status MakeCurrent();
   // The device's ISA without feature suffixes, e.g. "gfx90a".
   const std::string& gfx_target() const { return gfx_target_; }
   int resident_threads() const { return resident_threads_; }
@@ -63,8 +69,9 @@ class HipDriver : public gpu::DriverLibrary {
  private:
   friend class gpu::DriverLibrary;
   HipDriver() = default;
-  absl::Status Initialize();
+  absl::Status Initialize(int device_id);
 
+  int device_ = 0;
   std::string gfx_target_;
   int resident_threads_ = 0;
   int64_t total_memory_ = 0;

@@ -71,6 +71,12 @@ absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(
                      absl::StrCat("cpu_max_num_threads must be >= 0, got ",
                                   config.cpu_max_num_threads));
   }
+  if (config.device_id != 0) {
+    return MakeError(ErrorKind::kRuntime,
+                     absl::StrCat("device_id ", config.device_id,
+                                  " names no device: the cpu backend has one, "
+                                  "device_id 0"));
+  }
   QD_ASSIGN_OR_RETURN(auto jit, codegen::CpuJit::Create());
   return std::make_unique<CpuBackend>(config, std::move(jit));
 }
@@ -203,7 +209,7 @@ absl::Status CpuBackend::PublishAdStacks(
 void CpuBackend::CheckAdStackOverflow(int task) {
   absl::optional<RuntimeErrorRecord> overflow =
       llvm_runtime::TakeAdStackOverflow(&runtime_, task,
-                                        adstack_layout_.capacities);
+                                        adstack_layout_.capacities, launches_);
   if (overflow && !pending_)
     pending_ = overflow;
 }
@@ -217,9 +223,11 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
   QdLaunchContext ctx;
   QD_RETURN_IF_ERROR(llvm_runtime::FillLaunchContext(
       kernel, args, &runtime_,
-      llvm_runtime::LaunchRandomKey(config_.random_seed, ++launches_), &ctx));
+      llvm_runtime::LaunchRandomKey(config_.random_seed, ++launches_),
+      launches_, &ctx));
   QD_RETURN_IF_ERROR(prints_.Prepare(kernel, &runtime_));
   BackendLaunchStats stats;
+  stats.launch_id = launches_;
   bool any_stacks = false;
   for (size_t t = 0; t < compiled.tasks().size(); ++t) {
     const CpuTask& task = compiled.tasks()[t];

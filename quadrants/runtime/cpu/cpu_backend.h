@@ -35,7 +35,7 @@ class CpuBackend : public Backend {
   absl::Status Synchronize() override { return absl::OkStatus(); }
   absl::optional<RuntimeErrorRecord> TakeError() override;
   PrintBatch TakePrints() override;
-  std::shared_ptr<SharedMemoryAllocator> memory() override { return memory_; }
+  std::shared_ptr<ArrayMemory> memory() override { return memory_; }
   int num_threads() const override { return pool_.num_threads(); }
   // Tasks in SIMD lanes do (without checks or debug mode, which keep tasks
   // scalar).
@@ -67,7 +67,7 @@ class CpuBackend : public Backend {
   LoadOrGenerate(const ir::Kernel& offloaded, const ir::SNodeTree& snodes);
 
   CompileConfig config_;
-  std::shared_ptr<SharedMemoryAllocator> memory_ =
+  std::shared_ptr<ArrayMemory> memory_ =
       std::make_shared<HostMemoryAllocator>();
   const ir::SNodeTree* snodes_ = nullptr;
   std::unique_ptr<codegen::CpuJit> jit_;

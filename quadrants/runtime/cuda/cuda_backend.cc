@@ -16,9 +16,10 @@ namespace quadrants::cuda {
 namespace {
 
 // The shared GPU runtime's driver hooks over the CUDA driver API: cuMemAlloc
-// memory, synchronous copies and launches on the default stream, PTX
-// modules JIT-compiled by the driver (its error log in load errors) and
-// unified memory (cuMemAllocManaged) for fields and ndarrays.
+// memory for everything kernels address, copies and launches on the legacy
+// default stream (whose synchronous copies wait for the launches before
+// them), pinned staging from cuMemHostAlloc, and PTX modules JIT-compiled
+// by the driver (its error log in load errors).
 class CudaDevice final : public gpu::Driver {
  public:
   explicit CudaDevice(std::shared_ptr<CudaDriver> driver)
@@ -27,8 +28,13 @@ class CudaDevice final : public gpu::Driver {
   absl::StatusOr<uint64_t> Allocate(int64_t bytes) override {
     QD_RETURN_IF_ERROR(cu_->MakeCurrent());
     CUdeviceptr address = 0;
-    QD_RETURN_IF_ERROR(cu_->Check(
-        cu_->cuMemAlloc(&address, static_cast<size_t>(bytes)), "cuMemAlloc"));
+    absl::Status status = cu_->Check(
+        cu_->cuMemAlloc(&address, static_cast<size_t>(bytes)), "cuMemAlloc");
+    if (!status.ok()) {
+      return MakeError(ErrorKind::kRuntime,
+                       absl::StrCat("out of device memory for ", bytes,
+                                    " bytes: ", status.message()));
+    }
     return static_cast<uint64_t>(address);
   }
   void Free(uint64_t address) override {
@@ -44,6 +50,29 @@ class CudaDevice final : public gpu::Driver {
                           int64_t bytes) override {
     QD_RETURN_IF_ERROR(cu_->MakeCurrent());
     return cu_->Check(cu_->cuMemcpyDtoH(data, address, bytes), "cuMemcpyDtoH");
+  }
+  absl::Status CopyToDeviceAsync(uint64_t address, const void* pinned,
+                                 int64_t bytes) override {
+    QD_RETURN_IF_ERROR(cu_->MakeCurrent());
+    return cu_->Check(cu_->cuMemcpyHtoDAsync(address, pinned, bytes, nullptr),
+                      "cuMemcpyHtoDAsync");
+  }
+  absl::Status Zero(uint64_t address, int64_t bytes) override {
+    QD_RETURN_IF_ERROR(cu_->MakeCurrent());
+    return cu_->Check(cu_->cuMemsetD8Async(address, 0, bytes, nullptr),
+                      "cuMemsetD8Async");
+  }
+  absl::StatusOr<void*> AllocatePinned(int64_t bytes) override {
+    QD_RETURN_IF_ERROR(cu_->MakeCurrent());
+    void* data = nullptr;
+    QD_RETURN_IF_ERROR(cu_->Check(
+        cu_->cuMemHostAlloc(&data, static_cast<size_t>(bytes), 0),
+        "cuMemHostAlloc"));
+    return data;
+  }
+  void FreePinned(void* data) override {
+    if (cu_->MakeCurrent().ok())
+      cu_->cuMemFreeHost(data);
   }
   absl::Status Synchronize() override {
     QD_RETURN_IF_ERROR(cu_->MakeCurrent());
@@ -79,19 +108,6 @@ class CudaDevice final : public gpu::Driver {
                                             name.c_str()),
                    "cuModuleGetFunction"));
     return static_cast<void*>(fn);
-  }
-
-  absl::StatusOr<void*> AllocateManaged(size_t bytes) override {
-    QD_RETURN_IF_ERROR(cu_->MakeCurrent());
-    CUdeviceptr data = 0;
-    QD_RETURN_IF_ERROR(
-        cu_->Check(cu_->cuMemAllocManaged(&data, bytes, CU_MEM_ATTACH_GLOBAL),
-                   "cuMemAllocManaged"));
-    return reinterpret_cast<void*>(data);
-  }
-  void FreeManaged(void* data) override {
-    if (cu_->MakeCurrent().ok())
-      cu_->cuMemFree(reinterpret_cast<CUdeviceptr>(data));
   }
 
   absl::StatusOr<gpu::DeviceLimits> Limits() override {
@@ -159,7 +175,8 @@ CudaBackend::CudaBackend(const CompileConfig& config,
 
 absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
     const CompileConfig& config) {
-  QD_ASSIGN_OR_RETURN(std::shared_ptr<CudaDriver> driver, CudaDriver::Load());
+  QD_ASSIGN_OR_RETURN(std::shared_ptr<CudaDriver> driver,
+                      CudaDriver::Load(config.device_id));
   QD_ASSIGN_OR_RETURN(auto compiler,
                       codegen::CreatePtxCompiler(driver->compute_capability(),
                                                  driver->driver_version()));

@@ -1,10 +1,11 @@
 #include "quadrants/runtime/cuda/cuda_driver.h"
 
+#include "absl/strings/str_cat.h"
 #include "quadrants/common/status_macros.h"
 
 namespace quadrants::cuda {
 
-absl::Status CudaDriver::Initialize() {
+absl::Status CudaDriver::Initialize(int device_id) {
   QD_ASSIGN_OR_RETURN(library_,
                       DynamicLibrary::Open({"libcuda.so.1", "libcuda.so"}));
   QD_CUDA_DRIVER_FUNCTIONS(QD_GPU_LOAD_ENTRY)
@@ -15,7 +16,13 @@ absl::Status CudaDriver::Initialize() {
   QD_RETURN_IF_ERROR(Check(cuDeviceGetCount(&count), "cuDeviceGetCount"));
   if (count == 0)
     return absl::UnavailableError("no CUDA device found");
-  QD_RETURN_IF_ERROR(Check(cuDeviceGet(&device_, 0), "cuDeviceGet"));
+  if (device_id < 0 || device_id >= count) {
+    return absl::UnavailableError(absl::StrCat(
+        "device_id ", device_id, " names no GPU: this machine has ", count,
+        " CUDA GPU", count == 1 ? "" : "s", " (device_id 0 to ", count - 1,
+        ")"));
+  }
+  QD_RETURN_IF_ERROR(Check(cuDeviceGet(&device_, device_id), "cuDeviceGet"));
   char name[256] = {};
   QD_RETURN_IF_ERROR(
       Check(cuDeviceGetName(name, sizeof(name), device_), "cuDeviceGetName"));

@@ -33,8 +33,11 @@ namespace quadrants::cuda {
   X(cuMemFree, "cuMemFree_v2")                                 \
   X(cuMemcpyHtoD, "cuMemcpyHtoD_v2")                           \
   X(cuMemcpyDtoH, "cuMemcpyDtoH_v2")                           \
+  X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2")                 \
+  X(cuMemsetD8Async, "cuMemsetD8Async")                        \
+  X(cuMemHostAlloc, "cuMemHostAlloc")                          \
+  X(cuMemFreeHost, "cuMemFreeHost")                            \
   X(cuLaunchKernel, "cuLaunchKernel")                          \
-  X(cuMemAllocManaged, "cuMemAllocManaged")                    \
   X(cuModuleLoadDataEx, "cuModuleLoadDataEx")                  \
   X(cuDeviceTotalMem, "cuDeviceTotalMem_v2")                   \
   X(cuGraphCreate, "cuGraphCreate")                            \
@@ -44,14 +47,16 @@ namespace quadrants::cuda {
   X(cuGraphExecDestroy, "cuGraphExecDestroy")                  \
   X(cuGraphDestroy, "cuGraphDestroy")
 
-// The loaded driver library with an initialized primary context on device 0.
+// The loaded driver library with an initialized primary context on one
+// device.
 class CudaDriver : public gpu::DriverLibrary {
  public:
-  // Loads libcuda, calls cuInit and retains device 0's primary context.
-  // Fails with an Unavailable error "CUDA not available: <reason>" when the
-  // library, the driver or a device is missing.
-  static absl::StatusOr<std::unique_ptr<CudaDriver>> Load() {
-    return LoadAs<CudaDriver>("CUDA");
+  // Loads libcuda, calls cuInit and retains device `device_id`'s primary
+  // context. Fails with an Unavailable error "CUDA not available: <reason>"
+  // when the library, the driver or a device is missing, or the id names
+  // no device (the reason says how many there are).
+  static absl::StatusOr<std::unique_ptr<CudaDriver>> Load(int device_id = 0) {
+    return LoadAs<CudaDriver>("CUDA", device_id);
   }
   ~CudaDriver();
 
@@ -72,7 +77,7 @@ class CudaDriver : public gpu::DriverLibrary {
  private:
   friend class gpu::DriverLibrary;
   CudaDriver() = default;
-  absl::Status Initialize();
+  absl::Status Initialize(int device_id);
 
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;

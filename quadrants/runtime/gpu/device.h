@@ -26,15 +26,24 @@ class Device {
  public:
   virtual ~Device() = default;
   // `bytes` (at least one) of device memory; its address as the kernels
-  // see it.
+  // see it. Failure names the byte count.
   virtual absl::StatusOr<uint64_t> Allocate(int64_t bytes) = 0;
   // At teardown a failure has no one to tell, so freeing reports nothing.
   virtual void Free(uint64_t address) = 0;
-  // Synchronous copies; they wait for queued work touching the memory.
+  // Copies that wait for the queued work, then copy, then return.
   virtual absl::Status CopyToDevice(uint64_t address, const void* data,
                                     int64_t bytes) = 0;
   virtual absl::Status CopyToHost(void* data, uint64_t address,
                                   int64_t bytes) = 0;
+  // Queued after the work queued so far. `pinned` (from AllocatePinned)
+  // must keep its bytes until that copy has run.
+  virtual absl::Status CopyToDeviceAsync(uint64_t address, const void* pinned,
+                                         int64_t bytes) = 0;
+  // Queued: sets `bytes` bytes at `address` to zero.
+  virtual absl::Status Zero(uint64_t address, int64_t bytes) = 0;
+  // Page-locked host memory the device copies from without staging.
+  virtual absl::StatusOr<void*> AllocatePinned(int64_t bytes) = 0;
+  virtual void FreePinned(void* data) = 0;
   virtual absl::Status Launch(const KernelLaunch& launch) = 0;
   virtual absl::Status Synchronize() = 0;
 };

@@ -19,8 +19,8 @@ struct DeviceLimits {
 };
 
 // A vendor driver API (CUDA's driver API, HIP) as the shared GPU runtime
-// calls it: the launcher's device interface plus modules, managed memory
-// and the device's limits. Each GPU backend implements these hooks over its
+// calls it: the launcher's device interface plus modules and the device's
+// limits. Each GPU backend implements these hooks over its
 // dlopen'd function table; module and function handles are the driver's,
 // opaque here. Errors name the driver call that failed.
 class Driver : public Device {
@@ -30,10 +30,6 @@ class Driver : public Device {
   virtual void UnloadModule(void* module) = 0;
   virtual absl::StatusOr<void*> Function(void* module,
                                          const std::string& name) = 0;
-  // `bytes` of memory kernels address and the host reads and writes through
-  // the same pointer once the device is synchronized.
-  virtual absl::StatusOr<void*> AllocateManaged(size_t bytes) = 0;
-  virtual void FreeManaged(void* data) = 0;
   virtual absl::StatusOr<DeviceLimits> Limits() = 0;
 
   absl::Status Launch(const KernelLaunch& launch) final {

@@ -4,7 +4,7 @@
 
 #include "quadrants/codegen/llvm/compiler_identity.h"
 #include "quadrants/common/status_macros.h"
-#include "quadrants/runtime/gpu/managed_memory.h"
+#include "quadrants/runtime/gpu/device_memory.h"
 
 namespace quadrants::gpu {
 
@@ -19,7 +19,7 @@ DriverBackend::DriverBackend(const CompileConfig& config,
                              std::unique_ptr<codegen::GpuCompiler> compiler,
                              GpuCacheTarget cache_target)
     : GpuBackend(config, driver,
-                 std::make_shared<ManagedMemoryAllocator>(driver)),
+                 std::make_shared<DeviceArrayMemory>(driver)),
       driver_(std::move(driver)),
       compiler_(std::move(compiler)),
       cache_target_(std::move(cache_target)),

@@ -53,7 +53,7 @@ class ModuleKernel : public GpuCompiledKernel {
 // A GPU backend over a vendor driver's hooks (gpu::Driver) and its target's
 // compiler (codegen::GpuCompiler): kernels lowered by the shared LLVM
 // lowering, compiled through the offline cache, loaded as modules and
-// launched by GpuBackend. Fields and ndarrays live in managed memory; the
+// launched by GpuBackend. Fields and ndarrays live in device memory; the
 // adstack sizing reductions run as device kernels.
 class DriverBackend : public GpuBackend {
  public:

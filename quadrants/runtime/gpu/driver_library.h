@@ -26,7 +26,7 @@ absl::Status AvailableOr(absl::string_view platform,
                          const absl::Status& initialized);
 
 // A GPU vendor's driver library, loaded with dlopen, and what it says about
-// device 0.
+// the device it chose.
 class DriverLibrary {
  public:
   DriverLibrary(const DriverLibrary&) = delete;
@@ -40,11 +40,13 @@ class DriverLibrary {
   ~DriverLibrary() = default;
 
   // A T (which befriends DriverLibrary) whose Initialize opened its library
-  // and chose device 0; a failure reads "<platform> not available: ...".
+  // and chose device `device_id`; a failure reads "<platform> not
+  // available: ...".
   template <typename T>
-  static absl::StatusOr<std::unique_ptr<T>> LoadAs(absl::string_view platform) {
+  static absl::StatusOr<std::unique_ptr<T>> LoadAs(absl::string_view platform,
+                                                   int device_id) {
     std::unique_ptr<T> driver(new T());
-    QD_RETURN_IF_ERROR(AvailableOr(platform, driver->Initialize()));
+    QD_RETURN_IF_ERROR(AvailableOr(platform, driver->Initialize(device_id)));
     return driver;
   }
 

@@ -17,6 +17,10 @@ namespace {
 // kernels.
 constexpr unsigned kBlockSize = 128;
 
+// The pinned ring launch contexts are staged in: hundreds of launches'
+// worth before the host waits for the device once.
+constexpr int64_t kUploadRingBytes = int64_t{1} << 20;
+
 // `status` with "kernel '<name>'..." in front, as a runtime error.
 absl::Status InKernel(const std::string& prefix, const absl::Status& status) {
   if (status.ok())
@@ -50,7 +54,7 @@ absl::Status GpuCompiledKernel::AddTasks(
 
 GpuBackend::GpuBackend(const CompileConfig& config,
                        std::shared_ptr<Device> device,
-                       std::shared_ptr<SharedMemoryAllocator> memory)
+                       std::shared_ptr<ArrayMemory> memory)
     : config_(config), device_(std::move(device)), memory_(std::move(memory)) {}
 
 absl::Status GpuBackend::InitDevice(int resident_threads,
@@ -69,7 +73,9 @@ absl::Status GpuBackend::InitDevice(int resident_threads,
                       DeviceBuffer::Allocate(device_, sizeof(QdLaunchContext)));
   QD_ASSIGN_OR_RETURN(device_bounds_,
                       DeviceBuffer::Allocate(device_, 2 * sizeof(int64_t)));
-  return absl::OkStatus();
+  uploads_ = std::make_unique<UploadQueue>(device_, kUploadRingBytes);
+  // The kernel-written part starts cleared.
+  return UploadRecord();
 }
 
 absl::Status GpuBackend::ReplayGraph(const GpuCompiledKernel& kernel) {
@@ -93,24 +99,35 @@ void GpuBackend::Shape(int64_t iterations, bool has_stacks, unsigned* grid,
 
 absl::Status GpuBackend::UploadRuntime() {
   if (device_runtime_copy_ &&
-      std::memcmp(&*device_runtime_copy_, &runtime_, sizeof(runtime_)) == 0) {
+      std::memcmp(&*device_runtime_copy_, &runtime_, QD_RUNTIME_HOST_BYTES) ==
+          0) {
     return absl::OkStatus();
   }
   device_runtime_copy_.reset();
-  QD_RETURN_IF_ERROR(device_runtime_.Upload(&runtime_, sizeof(runtime_)));
+  // Queued behind the launches that read the old values.
+  QD_RETURN_IF_ERROR(uploads_->Copy(device_runtime_.get(), &runtime_,
+                                    QD_RUNTIME_HOST_BYTES));
   device_runtime_copy_ = runtime_;
   return absl::OkStatus();
 }
 
 absl::Status GpuBackend::DownloadRuntime() {
-  device_runtime_copy_.reset();
   QD_RETURN_IF_ERROR(device_runtime_.Download(&runtime_, sizeof(runtime_)));
-  device_runtime_copy_ = runtime_;
+  uploads_->Drained();
   return absl::OkStatus();
 }
 
+absl::Status GpuBackend::UploadRecord() {
+  const auto* record =
+      reinterpret_cast<const char*>(&runtime_) + QD_RUNTIME_HOST_BYTES;
+  return device_->CopyToDevice(device_runtime_.get() + QD_RUNTIME_HOST_BYTES,
+                               record, QD_RUNTIME_RECORD_BYTES);
+}
+
 absl::Status GpuBackend::Synchronize() {
-  return device_->Synchronize();
+  QD_RETURN_IF_ERROR(device_->Synchronize());
+  uploads_->Drained();
+  return absl::OkStatus();
 }
 
 adstack::MaxReducer* GpuBackend::reducer() {
@@ -155,6 +172,7 @@ absl::Status GpuBackend::RunTask(const GpuTask& task,
     Shape(range[1] - range[0], !stacks.empty(), &run.grid, &run.block);
   if (!stacks.empty()) {
     kernel.sizer->set_reducer(reducer());
+    kernel.sizer->set_memory(memory_.get());
     QD_ASSIGN_OR_RETURN(
         adstack_layout_,
         kernel.sizer->Size(config_, kernel, index, *snodes_, runtime_.root, ctx,
@@ -169,14 +187,18 @@ absl::Status GpuBackend::RunTask(const GpuTask& task,
   run.params = {device_context_.get(), static_cast<uint64_t>(range[0]),
                 static_cast<uint64_t>(range[1])};
   QD_RETURN_IF_ERROR(InKernel(what, device_->Launch(run)));
-  QD_RETURN_IF_ERROR(InKernel(what, device_->Synchronize()));
+  QD_RETURN_IF_ERROR(InKernel(what, Synchronize()));
   QD_RETURN_IF_ERROR(DownloadRuntime());
-  if (!stacks.empty() && !pending_) {
+  if (!stacks.empty()) {
     absl::optional<RuntimeErrorRecord> overflow =
         llvm_runtime::TakeAdStackOverflow(&runtime_, index,
-                                          adstack_layout_.capacities);
-    if (overflow)
-      pending_ = *overflow;
+                                          adstack_layout_.capacities,
+                                          launches_);
+    if (overflow) {
+      if (!pending_)
+        pending_ = *overflow;
+      QD_RETURN_IF_ERROR(UploadRecord());
+    }
   }
   return absl::OkStatus();
 }
@@ -212,8 +234,7 @@ absl::Status GpuBackend::FinishQueued(const CompiledKernel& kernel,
     return absl::OkStatus();
   *queued = false;
   QD_RETURN_IF_ERROR(Synchronize());
-  // Only error checks, assertions and print() write the runtime record.
-  if (kernel.error_sites().empty() && kernel.print_sites().empty())
+  if (kernel.print_sites().empty())
     return absl::OkStatus();
   return DownloadRuntime();
 }
@@ -235,21 +256,25 @@ absl::StatusOr<BackendLaunchStats> GpuBackend::Launch(
                      "(graph=True): its heap is sized on the host at every "
                      "launch"));
   }
-  // The last launch finished at its end, and copies from pageable host
-  // memory wait for queued work: nothing still runs that sizing could race.
   QdLaunchContext ctx;
   QD_RETURN_IF_ERROR(llvm_runtime::FillLaunchContext(
       kernel, args, reinterpret_cast<QdRuntime*>(device_runtime_.get()),
-      llvm_runtime::LaunchRandomKey(config_.random_seed, ++launches_), &ctx));
+      llvm_runtime::LaunchRandomKey(config_.random_seed, ++launches_),
+      launches_, &ctx));
   QD_RETURN_IF_ERROR(prints_.Prepare(kernel, &runtime_));
-  QD_RETURN_IF_ERROR(device_context_.Upload(&ctx, sizeof(ctx)));
+  // Queued behind the launches still reading the buffer.
+  QD_RETURN_IF_ERROR(uploads_->Copy(device_context_.get(), &ctx,
+                                    QD_LAUNCH_CONTEXT_BYTES(args.size())));
   QD_RETURN_IF_ERROR(UploadRuntime());
+  record_may_hold_error_ |= !kernel.error_sites().empty();
   BackendLaunchStats stats;
+  stats.launch_id = launches_;
   stats.tasks = static_cast<int>(compiled.tasks.size());
+  const bool prints = !kernel.print_sites().empty();
   if (graph) {
     QD_RETURN_IF_ERROR(ReplayGraph(compiled));
     stats.graph_replayed = true;
-    bool queued = true;
+    bool queued = prints;
     QD_RETURN_IF_ERROR(FinishQueued(kernel, &queued));
     return stats;
   }
@@ -278,22 +303,46 @@ absl::StatusOr<BackendLaunchStats> GpuBackend::Launch(
     QD_RETURN_IF_ERROR(RunTask(task, compiled, static_cast<int>(t), ctx, args,
                                field_generations));
   }
+  // Prints are read at the launch's end, so they appear in launch order
+  // with the kernel's sites; other kernels stay queued.
+  queued = queued && prints;
   QD_RETURN_IF_ERROR(FinishQueued(kernel, &queued));
   return stats;
 }
 
 absl::optional<RuntimeErrorRecord> GpuBackend::TakeError() {
   if (pending_) {
+    // An overflow, found when its task finished, comes first; a recorded
+    // error of a later launch is dropped with it, as the first error wins.
     absl::optional<RuntimeErrorRecord> record = *pending_;
     pending_.reset();
-    runtime_.error_code = QD_ERROR_NONE;
+    if (record_may_hold_error_ && DownloadRuntime().ok()) {
+      runtime_.error_code = QD_ERROR_NONE;
+      (void)UploadRecord();
+    }
+    record_may_hold_error_ = false;
     return record;
   }
-  return llvm_runtime::TakeRecordedError(&runtime_);
+  if (!record_may_hold_error_)
+    return absl::nullopt;
+  record_may_hold_error_ = false;
+  if (!DownloadRuntime().ok())
+    return absl::nullopt;
+  absl::optional<RuntimeErrorRecord> record =
+      llvm_runtime::TakeRecordedError(&runtime_);
+  if (record)
+    (void)UploadRecord();
+  return record;
 }
 
 PrintBatch GpuBackend::TakePrints() {
-  return prints_.Take(&runtime_);
+  if (runtime_.print_used == 0 && runtime_.print_dropped == 0)
+    return {};
+  PrintBatch batch = prints_.Take(&runtime_);
+  // The counters are cleared on the device too; an error the record holds
+  // goes back as it was read.
+  (void)UploadRecord();
+  return batch;
 }
 
 }  // namespace quadrants::gpu

@@ -16,6 +16,7 @@
 #include "quadrants/runtime/gpu/device.h"
 #include "quadrants/runtime/gpu/device_buffer.h"
 #include "quadrants/runtime/gpu/gpu_max_reducer.h"
+#include "quadrants/runtime/gpu/upload_queue.h"
 #include "quadrants/runtime/llvm/host/launch_state.h"
 #include "quadrants/device_runtime/runtime_abi.h"
 
@@ -57,10 +58,12 @@ class GpuCompiledKernel : public CompiledKernel {
 
 // The launch path CUDA and AMDGPU share, over a gpu::Device. The runtime
 // record, the launch context, the range read-back and the adstack heap and
-// metadata live in device memory, since HIP kernels cannot dereference
-// ordinary host memory. A launch queues its tasks in order (waiting before
-// a task whose adstacks are sized on the host) and synchronizes at its end,
-// so errors and prints are known when it returns.
+// metadata live in device memory. A launch queues its tasks on the
+// device's stream, its context uploaded through a pinned ring, and returns
+// without waiting. It waits only for a task whose adstacks are sized on
+// the host (what runs before it must have finished, and the sizing reads
+// device data) and, at its end, for a kernel that prints. Errors kernels
+// record are read at the next sync (TakeError).
 class GpuBackend : public Backend {
  public:
   void SetRoot(char* root) override { runtime_.root = root; }
@@ -69,18 +72,19 @@ class GpuBackend : public Backend {
       absl::Span<const uint64_t> field_generations,
       const LaunchOptions& options) override;
   absl::Status Synchronize() override;
+  bool queues_launches() const override { return true; }
   absl::optional<RuntimeErrorRecord> TakeError() override;
   PrintBatch TakePrints() override;
-  std::shared_ptr<SharedMemoryAllocator> memory() override { return memory_; }
+  std::shared_ptr<ArrayMemory> memory() override { return memory_; }
   bool stages_host_arrays() const override { return true; }
   // Threads the device keeps resident: the most an adstack task runs.
   int num_threads() const override { return resident_threads_; }
   const AdStackStats& adstack_stats() const override { return adstack_stats_; }
 
  protected:
-  // `memory` holds fields and ndarrays (host-accessible after a sync).
+  // `memory` holds fields and ndarrays.
   GpuBackend(const CompileConfig& config, std::shared_ptr<Device> device,
-             std::shared_ptr<SharedMemoryAllocator> memory);
+             std::shared_ptr<ArrayMemory> memory);
 
   // Allocates the device-side runtime record, launch context and range
   // read-back, and sets the adstack heap budget from the config and the
@@ -114,6 +118,8 @@ class GpuBackend : public Backend {
   adstack::MaxReducer* reducer();
   // Reads a range task's [begin, end) by running its bounds entry.
   absl::Status ResolveRange(const GpuTask& task, int64_t range[2]);
+  // Waits for the queued tasks, if any; for a kernel that prints, reads
+  // the record the prints are counted in.
   absl::Status FinishQueued(const CompiledKernel& kernel, bool* queued);
   // Resolves the range, sizes, publishes and runs a task with adstacks,
   // synchronously.
@@ -121,26 +127,34 @@ class GpuBackend : public Backend {
                        int index, const QdLaunchContext& ctx,
                        absl::Span<const ResolvedArgument> args,
                        absl::Span<const uint64_t> field_generations);
-  // Copies the host's runtime record to the device when it differs from
-  // what the device holds, and back.
+  // Copies the host-written part of the runtime record to the device when
+  // it differs from what the device holds (in queue order); reads the
+  // whole record back; writes the host's copy of the kernel-written part
+  // (once the host has read and cleared it).
   absl::Status UploadRuntime();
   absl::Status DownloadRuntime();
+  absl::Status UploadRecord();
 
   CompileConfig config_;
   std::shared_ptr<Device> device_;
-  std::shared_ptr<SharedMemoryAllocator> memory_;
+  std::shared_ptr<ArrayMemory> memory_;
   const ir::SNodeTree* snodes_ = nullptr;
   int resident_threads_ = 1;
 
   QdRuntime runtime_{};  // the host's copy; the device's is device_runtime_
-  // What device_runtime_ holds, unless a kernel that may write it ran.
+  // What the host-written part of device_runtime_ holds.
   std::optional<QdRuntime> device_runtime_copy_;
   DeviceBuffer device_runtime_;
+  // Read by the queued launch; each launch's upload is queued behind the
+  // launches before it, so one buffer serves them all.
   DeviceBuffer device_context_;
   DeviceBuffer device_bounds_;
+  std::unique_ptr<UploadQueue> uploads_;
   llvm_runtime::PrintBuffer prints_{memory_};
   std::optional<RuntimeErrorRecord> pending_;
   uint64_t launches_ = 0;
+  // A kernel with error checks was queued since the record was last read.
+  bool record_may_hold_error_ = false;
 
   std::unique_ptr<AdStackHeap> adstack_heap_;
   adstack::AdStackLayout adstack_layout_;  // of the task being launched

@@ -278,6 +278,12 @@ absl::Status VulkanBackend::Probe() {
 
 absl::StatusOr<std::unique_ptr<VulkanBackend>> VulkanBackend::Create(
     const CompileConfig& config) {
+  if (config.device_id != 0) {
+    return MakeError(ErrorKind::kRuntime,
+                     absl::StrCat("device_id ", config.device_id,
+                                  " names no device: the vulkan backend runs "
+                                  "on the first suitable device, device_id 0"));
+  }
   QD_ASSIGN_OR_RETURN(std::shared_ptr<VulkanDevice> device,
                       SharedDevice(FeatureOverrides::FromEnvironment()));
   auto backend = std::make_unique<VulkanBackend>(config, device);

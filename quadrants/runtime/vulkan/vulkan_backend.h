@@ -43,7 +43,7 @@ class VulkanBackend : public Backend {
   absl::Status Synchronize() override { return absl::OkStatus(); }
   absl::optional<RuntimeErrorRecord> TakeError() override;
   PrintBatch TakePrints() override;
-  std::shared_ptr<SharedMemoryAllocator> memory() override { return memory_; }
+  std::shared_ptr<ArrayMemory> memory() override { return memory_; }
   bool stages_host_arrays() const override { return true; }
   int num_threads() const override;
   const AdStackStats& adstack_stats() const override { return adstack_stats_; }

@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "quadrants/runtime/vulkan/vulkan_device.h"
-#include "quadrants/runtime/shared_memory.h"
+#include "quadrants/runtime/array_memory.h"
 
 namespace quadrants::vulkan {
 
@@ -35,7 +35,7 @@ void DestroyBuffer(const VulkanDevice& device, VulkanBuffer* buffer);
 // mapped where the device allows it, else staged. The host sees the same
 // bytes as kernels once a launch has finished (launches copy staged
 // buffers in before their tasks and out after them).
-class VulkanMemory : public SharedMemoryAllocator {
+class VulkanMemory : public ArrayMemory {
  public:
   explicit VulkanMemory(std::shared_ptr<VulkanDevice> device)
       : device_(std::move(device)) {}

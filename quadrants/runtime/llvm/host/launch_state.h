@@ -9,7 +9,7 @@
 #include "absl/types/span.h"
 #include "quadrants/runtime/backend.h"
 #include "quadrants/device_runtime/runtime_abi.h"
-#include "quadrants/runtime/shared_memory.h"
+#include "quadrants/runtime/array_memory.h"
 
 namespace quadrants::llvm_runtime {
 
@@ -23,7 +23,7 @@ namespace quadrants::llvm_runtime {
 absl::Status FillLaunchContext(const CompiledKernel& kernel,
                                absl::Span<const ResolvedArgument> args,
                                QdRuntime* runtime, uint64_t random_key,
-                               QdLaunchContext* ctx);
+                               uint64_t launch_id, QdLaunchContext* ctx);
 
 // The key of launch number `launch` (1, 2, ...) under `seed`: each launch
 // draws from fresh qd.random() streams.
@@ -32,18 +32,19 @@ uint64_t LaunchRandomKey(int64_t seed, uint64_t launch);
 // The buffer print() appends records to, in memory kernels address.
 class PrintBuffer {
  public:
-  explicit PrintBuffer(std::shared_ptr<SharedMemoryAllocator> memory)
+  explicit PrintBuffer(std::shared_ptr<ArrayMemory> memory)
       : memory_(std::move(memory)) {}
 
   // Points `runtime` at an empty buffer (allocated once a kernel prints).
   absl::Status Prepare(const CompiledKernel& kernel, QdRuntime* runtime);
-  // The records `runtime` shows (host-readable), then grows the buffer for
+  // The records `runtime` shows (its counters as the host last read them;
+  // the records are copied out of the buffer), then grows the buffer for
   // later launches when this one overflowed it, and empties it.
   PrintBatch Take(QdRuntime* runtime);
 
  private:
-  std::shared_ptr<SharedMemoryAllocator> memory_;
-  SharedBuffer buffer_;
+  std::shared_ptr<ArrayMemory> memory_;
+  ArrayBuffer buffer_;
 };
 
 // The error `runtime` records, clearing it; nothing when there is none.
@@ -51,7 +52,8 @@ absl::optional<RuntimeErrorRecord> TakeRecordedError(QdRuntime* runtime);
 
 // The overflow a task's adstacks recorded in `runtime`, clearing it.
 absl::optional<RuntimeErrorRecord> TakeAdStackOverflow(
-    QdRuntime* runtime, int task, absl::Span<const int64_t> capacities);
+    QdRuntime* runtime, int task, absl::Span<const int64_t> capacities,
+    uint64_t launch);
 
 }  // namespace quadrants::llvm_runtime
 

@@ -23,11 +23,16 @@ namespace {
 
 class FakeDriver : public Driver {
  public:
+  // Fresh device memory holds garbage: whoever needs zeros clears it.
   absl::StatusOr<uint64_t> Allocate(int64_t bytes) override {
-    return reinterpret_cast<uint64_t>(Keep(bytes));
+    char* data = Keep(bytes);
+    std::memset(data, 0xff, bytes);
+    allocated_sizes.push_back(bytes);
+    return reinterpret_cast<uint64_t>(data);
   }
   void Free(uint64_t address) override {
     blocks.erase(reinterpret_cast<char*>(address));
+    ++frees;
   }
   absl::Status CopyToDevice(uint64_t address, const void* data,
                             int64_t bytes) override {
@@ -38,6 +43,20 @@ class FakeDriver : public Driver {
                           int64_t bytes) override {
     std::memcpy(data, reinterpret_cast<const void*>(address), bytes);
     return absl::OkStatus();
+  }
+  absl::Status CopyToDeviceAsync(uint64_t address, const void* pinned,
+                                 int64_t bytes) override {
+    return CopyToDevice(address, pinned, bytes);
+  }
+  absl::Status Zero(uint64_t address, int64_t bytes) override {
+    std::memset(reinterpret_cast<void*>(address), 0, bytes);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<void*> AllocatePinned(int64_t bytes) override {
+    return Keep(bytes);
+  }
+  void FreePinned(void* data) override {
+    blocks.erase(static_cast<char*>(data));
   }
   absl::Status Synchronize() override { return absl::OkStatus(); }
 
@@ -58,16 +77,6 @@ class FakeDriver : public Driver {
     return static_cast<void*>(&looked_up);
   }
 
-  absl::StatusOr<void*> AllocateManaged(size_t bytes) override {
-    char* data = Keep(bytes);
-    std::memset(data, 0xff, bytes);  // the allocator must clear it
-    managed_sizes.push_back(bytes);
-    return data;
-  }
-  void FreeManaged(void* data) override {
-    blocks.erase(static_cast<char*>(data));
-    ++managed_frees;
-  }
   absl::StatusOr<DeviceLimits> Limits() override {
     return DeviceLimits{4096, int64_t{1} << 30};
   }
@@ -75,8 +84,8 @@ class FakeDriver : public Driver {
   std::vector<std::vector<uint64_t>> launched;
   std::vector<std::string> modules;
   std::vector<std::string> looked_up;
-  std::vector<size_t> managed_sizes;
-  int loaded = 0, unloaded = 0, managed_frees = 0;
+  std::vector<int64_t> allocated_sizes;
+  int loaded = 0, unloaded = 0, frees = 0;
 
  protected:
   absl::Status LaunchKernel(void* function, unsigned grid, unsigned block,
@@ -97,20 +106,26 @@ class FakeDriver : public Driver {
   std::map<char*, std::unique_ptr<char[]>> blocks;
 };
 
-TEST(DriverBackendTest, InitSizesTheLauncherAndManagedMemoryIsCleared) {
+TEST(DriverBackendTest, InitSizesTheLauncherAndArrayMemoryIsClearedDeviceMemory) {
   auto driver = std::make_shared<FakeDriver>();
   DriverBackend backend(CompileConfig{}, driver, nullptr, {});
   ASSERT_TRUE(backend.Init().ok());
   EXPECT_EQ(backend.num_threads(), 4096);
 
+  const size_t before = driver->allocated_sizes.size();
   absl::StatusOr<void*> data = backend.memory()->Allocate(300);
   ASSERT_TRUE(data.ok()) << data.status();
-  EXPECT_EQ(driver->managed_sizes, std::vector<size_t>{512});
-  const char* bytes = static_cast<const char*>(*data);
+  ASSERT_EQ(driver->allocated_sizes.size(), before + 1);
+  EXPECT_EQ(driver->allocated_sizes.back(), 512);
+  // The host reaches it through copies only.
+  EXPECT_FALSE(backend.memory()->host_addressable());
+  std::vector<char> bytes(512, 1);
+  ASSERT_TRUE(backend.memory()->CopyToHost(bytes.data(), *data, 512).ok());
   for (int i = 0; i < 512; ++i)
     ASSERT_EQ(bytes[i], 0) << "at " << i;
+  const int frees = driver->frees;
   backend.memory()->Free(*data);
-  EXPECT_EQ(driver->managed_frees, 1);
+  EXPECT_EQ(driver->frees, frees + 1);
 
   ASSERT_TRUE(driver->Launch(KernelLaunch{nullptr, 1, 1, {7, 9}}).ok());
   EXPECT_EQ(driver->launched, (std::vector<std::vector<uint64_t>>{{7, 9}}));

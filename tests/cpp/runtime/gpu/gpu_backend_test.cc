@@ -51,6 +51,27 @@ class FakeDevice : public Device {
     std::memcpy(data, reinterpret_cast<const void*>(address), bytes);
     return absl::OkStatus();
   }
+  absl::Status CopyToDeviceAsync(uint64_t address, const void* pinned,
+                                 int64_t bytes) override {
+    EXPECT_NE(PinnedBase(pinned), nullptr) << "async copies read pinned memory";
+    return CopyToDevice(address, pinned, bytes);
+  }
+  absl::Status Zero(uint64_t address, int64_t bytes) override {
+    EXPECT_TRUE(Holds(address, bytes));
+    std::memset(reinterpret_cast<void*>(address), 0, bytes);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<void*> AllocatePinned(int64_t bytes) override {
+    auto block = std::make_unique<char[]>(bytes);
+    char* data = block.get();
+    pinned[data] = std::move(block);
+    pinned_sizes[data] = bytes;
+    return data;
+  }
+  void FreePinned(void* data) override {
+    pinned.erase(static_cast<char*>(data));
+    pinned_sizes.erase(static_cast<char*>(data));
+  }
   absl::Status Launch(const KernelLaunch& launch) override {
     launches.push_back(launch);
     (*static_cast<FakeKernel*>(launch.function))(launch);
@@ -70,7 +91,19 @@ class FakeDevice : public Device {
     return false;
   }
 
+  // The pinned block holding `p`, or null.
+  const char* PinnedBase(const void* p) const {
+    for (const auto& [start, size] : pinned_sizes) {
+      if (static_cast<const char*>(p) >= start &&
+          static_cast<const char*>(p) < start + size)
+        return start;
+    }
+    return nullptr;
+  }
+
   std::map<uint64_t, std::unique_ptr<char[]>> live;
+  std::map<char*, std::unique_ptr<char[]>> pinned;
+  std::map<char*, int64_t> pinned_sizes;
   std::map<uint64_t, int64_t> sizes;
   std::vector<KernelLaunch> launches;
   int allocations = 0, frees = 0, uploads = 0, syncs = 0;
@@ -268,7 +301,51 @@ TEST(GpuBackendTest, TasksWithoutAdStacksAreQueuedWithTheirRangeOnDevice) {
   EXPECT_EQ(device->launches[0].params.size(), 1u);  // device_range_run(ctx)
   EXPECT_EQ(device->launches[1].params[2], 300u);
   EXPECT_EQ(device->launches[1].grid, 3u);
-  EXPECT_EQ(device->syncs, 1);  // once, at the end
+  EXPECT_EQ(device->syncs, 0);  // queued: the launch returns at once
+}
+
+TEST(GpuBackendTest, AnErrorOfAQueuedLaunchIsReadAtTheNextSyncWithItsLaunch) {
+  auto device = std::make_shared<FakeDevice>();
+  FakeBackend backend(CompileConfig{}, device);
+  ASSERT_TRUE(backend.Init().ok());
+  // Records an out-of-bound access the way qd_report_error does.
+  FakeKernel failing = [](const KernelLaunch& launch) {
+    auto* ctx = reinterpret_cast<QdLaunchContext*>(launch.params[0]);
+    ctx->runtime->error_code = QD_ERROR_OUT_OF_BOUND;
+    ctx->runtime->error_site = 0;
+    ctx->runtime->error_launch = ctx->launch_id;
+    ctx->runtime->error_values[1] = 42;
+  };
+  FakeKernel clean = [](const KernelLaunch&) {};
+  ir::Kernel ir_kernel("checked");
+  GpuCompiledKernel bad(ir_kernel, {ErrorSite{}}, {{}});
+  GpuCompiledKernel good(ir_kernel, {ErrorSite{}}, {{}});
+  GpuTask task;
+  task.kind = ir::TaskKind::kSerial;
+  task.run = &failing;
+  bad.tasks = {task};
+  task.run = &clean;
+  good.tasks = {task};
+
+  auto first = backend.Launch(good, {}, {}, LaunchOptions{});
+  auto second = backend.Launch(bad, {}, {}, LaunchOptions{});
+  // A later launch changes the host-written part of the record; its
+  // upload must leave the recorded error alone.
+  backend.SetRoot(reinterpret_cast<char*>(0x1000));
+  auto third = backend.Launch(good, {}, {}, LaunchOptions{});
+  ASSERT_TRUE(first.ok() && second.ok() && third.ok());
+  EXPECT_EQ(device->syncs, 0);
+  ASSERT_TRUE(backend.Synchronize().ok());
+  absl::optional<RuntimeErrorRecord> error = backend.TakeError();
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->code, RuntimeErrorRecord::Code::kOutOfBound);
+  EXPECT_EQ(error->launch, second->launch_id);
+  EXPECT_NE(second->launch_id, third->launch_id);
+  EXPECT_EQ(error->values[1], 42);
+  // Read once: cleared on the device as well.
+  EXPECT_FALSE(backend.TakeError().has_value());
+  ASSERT_TRUE(backend.Launch(good, {}, {}, LaunchOptions{}).ok());
+  EXPECT_FALSE(backend.TakeError().has_value());
 }
 
 }  // namespace

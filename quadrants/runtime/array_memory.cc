@@ -1,4 +1,4 @@
-#include "quadrants/runtime/shared_memory.h"
+#include "quadrants/runtime/array_memory.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,25 +10,25 @@
 
 namespace quadrants {
 
-absl::StatusOr<SharedBuffer> SharedBuffer::Allocate(
-    std::shared_ptr<SharedMemoryAllocator> allocator, int64_t bytes) {
+absl::StatusOr<ArrayBuffer> ArrayBuffer::Allocate(
+    std::shared_ptr<ArrayMemory> allocator, int64_t bytes) {
   bytes = std::max<int64_t>(1, bytes);
   absl::StatusOr<void*> data = allocator->Allocate(bytes);
   if (!data.ok())
     return data.status();
-  SharedBuffer buffer;
+  ArrayBuffer buffer;
   buffer.allocator_ = std::move(allocator);
   buffer.data_ = static_cast<char*>(*data);
   buffer.bytes_ = bytes;
   return buffer;
 }
 
-SharedBuffer::SharedBuffer(SharedBuffer&& other) noexcept
+ArrayBuffer::ArrayBuffer(ArrayBuffer&& other) noexcept
     : allocator_(std::move(other.allocator_)),
       data_(std::exchange(other.data_, nullptr)),
       bytes_(std::exchange(other.bytes_, 0)) {}
 
-SharedBuffer& SharedBuffer::operator=(SharedBuffer&& other) noexcept {
+ArrayBuffer& ArrayBuffer::operator=(ArrayBuffer&& other) noexcept {
   if (this != &other) {
     reset();
     allocator_ = std::move(other.allocator_);
@@ -38,16 +38,30 @@ SharedBuffer& SharedBuffer::operator=(SharedBuffer&& other) noexcept {
   return *this;
 }
 
-SharedBuffer::~SharedBuffer() {
+ArrayBuffer::~ArrayBuffer() {
   reset();
 }
 
-void SharedBuffer::reset() {
+void ArrayBuffer::reset() {
   if (data_ != nullptr)
     allocator_->Free(data_);
   data_ = nullptr;
   bytes_ = 0;
   allocator_.reset();
+}
+
+absl::Status ArrayMemory::CopyToHost(void* host, const void* data,
+                                     int64_t bytes) {
+  if (bytes > 0)
+    std::memcpy(host, data, static_cast<size_t>(bytes));
+  return absl::OkStatus();
+}
+
+absl::Status ArrayMemory::CopyFromHost(void* data, const void* host,
+                                       int64_t bytes) {
+  if (bytes > 0)
+    std::memcpy(data, host, static_cast<size_t>(bytes));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<void*> HostMemoryAllocator::Allocate(int64_t bytes) {
