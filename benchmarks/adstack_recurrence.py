@@ -163,6 +163,13 @@ def cuda_main(args):
                       f"{value / ours:.2f}  {target}")
             elif value is not None:
                 print(f"  {name:22s}  {value}")
+        coalesced = refs.get("handwritten_coalesced")
+        if isinstance(coalesced, (int, float)):
+            # The reverse kernel replays the forward loop onto the adstack and
+            # pops it, as the hand-written kernel does with its tape.
+            print(f"  adstack kernel (reverse) / handwritten_coalesced = "
+                  f"{reverse / coalesced:.2f}  target <= 1.15; fwd+rev / "
+                  f"handwritten_coalesced = {ours / coalesced:.2f}")
         if reference_grad is not None:
             ours_grad = x.grad.to_numpy()
             rel = np.max(np.abs(ours_grad - reference_grad) /

@@ -17,6 +17,15 @@ PlaceAccess::PlaceAccess(ArrayMemory& memory, char* root,
   for (int64_t extent : layout_.shape)
     count_ *= extent;
   span_ = count_ == 0 ? 0 : Offset(count_ - 1) + element_bytes_;
+  // A permuted order (field order=) or another place between elements
+  // breaks the packing even where the span has the right size.
+  int64_t stride = element_bytes_;
+  for (int axis = static_cast<int>(layout_.shape.size()) - 1; axis >= 0;
+       --axis) {
+    if (layout_.shape[axis] > 1 && layout_.axis_stride[axis] != stride)
+      contiguous_ = false;
+    stride *= layout_.shape[axis];
+  }
 }
 
 int64_t PlaceAccess::Offset(int64_t linear) const {
@@ -30,7 +39,7 @@ int64_t PlaceAccess::Offset(int64_t linear) const {
 }
 
 absl::Status PlaceAccess::Read(void* out) const {
-  if (contiguous())
+  if (contiguous_)
     return memory_.CopyToHost(out, begin_, span_);
   std::vector<char> span(static_cast<size_t>(span_));
   QD_RETURN_IF_ERROR(memory_.CopyToHost(span.data(), begin_, span_));
@@ -42,7 +51,7 @@ absl::Status PlaceAccess::Read(void* out) const {
 }
 
 absl::Status PlaceAccess::Write(const void* in) const {
-  if (contiguous())
+  if (contiguous_)
     return memory_.CopyFromHost(begin_, in, span_);
   // The other places' bytes in the span are written back as they are.
   std::vector<char> span(static_cast<size_t>(span_));

@@ -28,7 +28,6 @@ class PlaceAccess {
 
  private:
   int64_t Offset(int64_t linear) const;  // from the span's start
-  bool contiguous() const { return span_ == count_ * element_bytes_; }
 
   ArrayMemory& memory_;
   char* begin_;  // the span's first byte in `memory_`
@@ -36,6 +35,8 @@ class PlaceAccess {
   int64_t element_bytes_;
   int64_t count_ = 1;
   int64_t span_ = 0;  // bytes from the first element to past the last
+  // Elements packed in row-major order: the span is the host array.
+  bool contiguous_ = true;
 };
 
 }  // namespace quadrants

@@ -375,6 +375,11 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
   std::vector<int> written_snodes, written_args;
   CollectWrites(*lowered, &written_snodes, &written_args);
   compiled->set_written(std::move(written_snodes), std::move(written_args));
+  bool draws_random = false;
+  ir::WalkKernel(*lowered, [&](const ir::Stmt* s) {
+    draws_random = draws_random || ir::Isa<ir::RandomStmt>(s);
+  });
+  compiled->set_draws_random(draws_random);
   if (config_.ad_stack_size <= 0)
     WarnAboutDefaultSizedStacks(*compiled);
   cache_[key] = compiled;

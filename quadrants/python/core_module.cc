@@ -203,7 +203,8 @@ class PyProgram {
     const ir::PlaceLayout layout = Unwrap(program_->snodes().Layout(place));
     const PrimitiveType t = program_->snodes().node(place).dtype;
     py::array contiguous = py::array::ensure(
-        values.attr("astype")(NumpyDtype(t)), py::array::c_style);
+        values.attr("astype")(NumpyDtype(t), py::arg("copy") = false),
+        py::array::c_style);
     std::vector<int64_t> shape(contiguous.shape(),
                                contiguous.shape() + contiguous.ndim());
     if (shape != layout.shape) {
@@ -717,7 +718,8 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("from_numpy",
            [](Ndarray& a, py::array values) {
              py::array contiguous =
-                 py::array::ensure(values.attr("astype")(NumpyDtype(a.dtype())),
+                 py::array::ensure(values.attr("astype")(NumpyDtype(a.dtype()),
+                                                         py::arg("copy") = false),
                                    py::array::c_style);
              std::vector<int64_t> shape(contiguous.shape(),
                                         contiguous.shape() + contiguous.ndim());

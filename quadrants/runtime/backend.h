@@ -95,6 +95,10 @@ class CompiledKernel {
     written_snodes_ = std::move(snodes);
     written_args_ = std::move(args);
   }
+  // Whether the kernel calls qd.random(): only then does its launch
+  // context carry the launch's random key.
+  bool draws_random() const { return draws_random_; }
+  void set_draws_random(bool draws) { draws_random_ = draws; }
   // What each print record's site id stands for.
   const std::vector<ir::PrintSite>& print_sites() const { return print_sites_; }
   void set_print_sites(std::vector<ir::PrintSite> sites) {
@@ -120,6 +124,7 @@ class CompiledKernel {
   std::vector<int> written_snodes_;
   std::vector<int> written_args_;
   std::vector<ir::PrintSite> print_sites_;
+  bool draws_random_ = true;
 };
 
 // A launch argument after validation: scalars as their 64-bit slot, arrays

@@ -17,7 +17,7 @@ from tests import test_utils
 
 _NP = {"i32": np.int32, "u32": np.uint32, "f32": np.float32, "i64": np.int64,
        "u64": np.uint64, "f64": np.float64}
-_SIZES = [1, 255, 257, 65537]
+_SIZES = [1, 255, 256, 257, 1024, 65537]
 
 
 def _require(dtype):
@@ -191,7 +191,7 @@ def _keys(rng, dtype, n):
     return keys
 
 
-@pytest.mark.parametrize("n", [1, 257, 65536])
+@pytest.mark.parametrize("n", [1, 257, 1024, 65536])
 @pytest.mark.parametrize("dtype", ["u32", "i32", "f32", "u64", "i64", "f64"])
 @test_utils.test()
 def test_sort_key_value(dtype, n):

@@ -117,6 +117,20 @@ absl::Status GpuBackend::DownloadRuntime() {
   return absl::OkStatus();
 }
 
+absl::Status GpuBackend::UploadContext(const QdLaunchContext& ctx,
+                                       size_t num_params) {
+  const int64_t bytes = QD_LAUNCH_CONTEXT_BYTES(num_params);
+  if (bytes <= uploaded_context_bytes_ &&
+      std::memcmp(&uploaded_context_, &ctx, bytes) == 0) {
+    return absl::OkStatus();
+  }
+  // Queued behind the launches still reading the buffer.
+  QD_RETURN_IF_ERROR(uploads_->Copy(device_context_.get(), &ctx, bytes));
+  std::memcpy(&uploaded_context_, &ctx, bytes);
+  uploaded_context_bytes_ = bytes;
+  return absl::OkStatus();
+}
+
 absl::Status GpuBackend::UploadRecord() {
   const auto* record =
       reinterpret_cast<const char*>(&runtime_) + QD_RUNTIME_HOST_BYTES;
@@ -257,14 +271,18 @@ absl::StatusOr<BackendLaunchStats> GpuBackend::Launch(
                      "launch"));
   }
   QdLaunchContext ctx;
+  ++launches_;
+  // A kernel that neither draws random numbers nor records errors gets the
+  // same context for the same arguments, so a loop of such launches
+  // uploads it once.
   QD_RETURN_IF_ERROR(llvm_runtime::FillLaunchContext(
       kernel, args, reinterpret_cast<QdRuntime*>(device_runtime_.get()),
-      llvm_runtime::LaunchRandomKey(config_.random_seed, ++launches_),
-      launches_, &ctx));
+      kernel.draws_random()
+          ? llvm_runtime::LaunchRandomKey(config_.random_seed, launches_)
+          : 0,
+      kernel.error_sites().empty() ? 0 : launches_, &ctx));
   QD_RETURN_IF_ERROR(prints_.Prepare(kernel, &runtime_));
-  // Queued behind the launches still reading the buffer.
-  QD_RETURN_IF_ERROR(uploads_->Copy(device_context_.get(), &ctx,
-                                    QD_LAUNCH_CONTEXT_BYTES(args.size())));
+  QD_RETURN_IF_ERROR(UploadContext(ctx, args.size()));
   QD_RETURN_IF_ERROR(UploadRuntime());
   record_may_hold_error_ |= !kernel.error_sites().empty();
   BackendLaunchStats stats;

@@ -134,6 +134,9 @@ class GpuBackend : public Backend {
   absl::Status UploadRuntime();
   absl::Status DownloadRuntime();
   absl::Status UploadRecord();
+  // Queues the upload of the first bytes of `ctx` a kernel of `num_params`
+  // parameters reads, unless the device buffer already holds them.
+  absl::Status UploadContext(const QdLaunchContext& ctx, size_t num_params);
 
   CompileConfig config_;
   std::shared_ptr<Device> device_;
@@ -148,6 +151,10 @@ class GpuBackend : public Backend {
   // Read by the queued launch; each launch's upload is queued behind the
   // launches before it, so one buffer serves them all.
   DeviceBuffer device_context_;
+  // The first uploaded_context_bytes_ of uploaded_context_ are what
+  // device_context_ holds once the queued uploads have run.
+  QdLaunchContext uploaded_context_{};
+  int64_t uploaded_context_bytes_ = 0;
   DeviceBuffer device_bounds_;
   std::unique_ptr<UploadQueue> uploads_;
   llvm_runtime::PrintBuffer prints_{memory_};
