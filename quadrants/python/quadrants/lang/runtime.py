@@ -48,17 +48,20 @@ class _ThreadState(threading.local):
         self.grad_replaced_depth = 0
 
 
+def _scopes(state):
+    """This thread's _ThreadState for the current session; qd.init and
+    qd.reset (bumping the generation) drop every thread's."""
+    local = state._thread  # pylint: disable=protected-access
+    if local.generation != state.generation:
+        local.__init__()
+        local.generation = state.generation
+    return local
+
+
 def _per_thread(name):
-    """A _State attribute each thread has its own of; qd.init and qd.reset
-    (bumping the generation) drop every thread's."""
-    def scopes(state):
-        local = state._thread  # pylint: disable=protected-access
-        if local.generation != state.generation:
-            local.__init__()
-            local.generation = state.generation
-        return local
-    return property(lambda state: getattr(scopes(state), name),
-                    lambda state, value: setattr(scopes(state), name, value))
+    """A _State attribute each thread has its own of."""
+    return property(lambda state: getattr(_scopes(state), name),
+                    lambda state, value: setattr(_scopes(state), name, value))
 
 
 # One compilation at a time: the IR builder and the Program's compile state
@@ -82,6 +85,11 @@ class _State:
     # Unnamed fields are numbered per session, so a rerun names (and keys
     # in the offline cache) its fields the same way.
     unnamed_fields = 0
+
+    def scopes(self):
+        """This thread's tape, fwd_mode and grad_replaced_depth at once (the
+        launch path reads all three)."""
+        return _scopes(self)
 
 
 state = _State()
