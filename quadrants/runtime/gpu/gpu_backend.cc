@@ -87,12 +87,13 @@ absl::Status GpuBackend::ReplayGraph(const GpuCompiledKernel& kernel) {
 void GpuBackend::Shape(int64_t iterations, bool has_stacks, unsigned* grid,
                        unsigned* block) const {
   *block = kBlockSize;
-  // Grid-stride loops cover the rest: an adstack task never runs more
-  // threads than stay resident, so its heap is bounded by the device, not
-  // by the range.
+  // Grid-stride loops cover the rest. An adstack task runs at most four
+  // waves of resident threads (and fewer where the heap budget says so,
+  // see AdStackHeap::FitGrid): its heap is bounded by the device, not by
+  // the range, while the waves still hide memory latency.
   const int64_t resident_blocks =
       std::max<int64_t>(1, resident_threads_ / kBlockSize);
-  const int64_t cap = has_stacks ? resident_blocks : 16 * resident_blocks;
+  const int64_t cap = (has_stacks ? 4 : 16) * resident_blocks;
   const int64_t wanted = (iterations + kBlockSize - 1) / kBlockSize;
   *grid = static_cast<unsigned>(std::clamp<int64_t>(wanted, 1, cap));
 }
