@@ -14,7 +14,10 @@ class Ndarray;
 // One argument of a launch: a scalar, a Quadrants ndarray, or external
 // memory (e.g. a numpy array) given by pointer, dtype and shape.
 struct KernelArgument {
-  enum class Kind { kScalar, kNdarray, kExternal };
+  // kExternal: host memory another library owns (numpy); kDevice: memory
+  // another library owns in the backend's own device memory (a torch CUDA
+  // tensor), which kernels address as it is.
+  enum class Kind { kScalar, kNdarray, kExternal, kDevice };
 
   Kind kind = Kind::kScalar;
   ir::Constant scalar = ir::Constant::Int(ir::PrimitiveType::kI32, 0);
@@ -42,6 +45,12 @@ struct KernelArgument {
     a.data = data;
     a.dtype = dtype;
     a.shape = std::move(shape);
+    return a;
+  }
+  static KernelArgument Device(void* data, ir::PrimitiveType dtype,
+                               std::vector<int64_t> shape) {
+    KernelArgument a = External(data, dtype, std::move(shape));
+    a.kind = Kind::kDevice;
     return a;
   }
 };

@@ -476,6 +476,18 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
         resolved[i].shape = a.ndarray->shape();
         resolved[i].data_generation = a.ndarray->data_generation();
         break;
+      case KernelArgument::Kind::kDevice:
+        if (backend_->memory()->host_addressable()) {
+          return MakeError(
+              ErrorKind::kType,
+              absl::StrCat("kernel '", kernel.name(), "' argument ", i, " ('",
+                           kernel.params()[i].name,
+                           "'): device memory of another library is an "
+                           "argument on a GPU backend only"));
+        }
+        resolved[i].data = a.data;
+        resolved[i].shape = a.shape;
+        break;
       case KernelArgument::Kind::kExternal:
         resolved[i].data = a.data;
         resolved[i].shape = a.shape;

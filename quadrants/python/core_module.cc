@@ -151,6 +151,14 @@ py::object FromConstant(const ir::Constant& c) {
 // while it is loaded. A method that calls back into Python (numpy's astype,
 // writing kernel output to sys.stdout) may let another thread run: it reads
 // the Program's buffers again afterwards, never a pointer taken before.
+// Memory another library owns on the backend's device (a torch CUDA
+// tensor), passed to a kernel in place of an ndarray.
+struct DeviceArray {
+  uint64_t address = 0;
+  std::string dtype;
+  std::vector<int64_t> shape;
+};
+
 class PyProgram {
  public:
   explicit PyProgram(const CompileConfig& config)
@@ -254,6 +262,10 @@ class PyProgram {
       py::handle a = args[i];
       if (py::isinstance<Ndarray>(a)) {
         resolved.push_back(KernelArgument::Array(a.cast<Ndarray*>()));
+      } else if (py::isinstance<DeviceArray>(a)) {
+        const auto& d = a.cast<const DeviceArray&>();
+        resolved.push_back(KernelArgument::Device(
+            reinterpret_cast<void*>(d.address), Dtype(d.dtype), d.shape));
       } else if (py::isinstance<py::array>(a)) {
         py::array array = py::reinterpret_borrow<py::array>(a);
         PrimitiveType dtype = PrimitiveType::kI32;
@@ -733,6 +745,13 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("fill", [](Ndarray& a, py::handle value) {
         Check(a.Fill(ToConstant(value, a.dtype())));
       });
+
+  py::class_<DeviceArray>(m, "DeviceArray")
+      .def(py::init([](uint64_t address, const std::string& dtype,
+                       std::vector<int64_t> shape) {
+             return DeviceArray{address, dtype, std::move(shape)};
+           }),
+           py::arg("address"), py::arg("dtype"), py::arg("shape"));
 
   py::class_<CompiledKernel, std::shared_ptr<CompiledKernel>>(m,
                                                               "CompiledKernel")

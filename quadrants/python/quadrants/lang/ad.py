@@ -318,9 +318,75 @@ def clear_all_duals():
             f.dual.fill(0)
 
 
+def torch_function(kernel, outputs):
+    """`kernel` as a differentiable PyTorch function.
+
+    Returns f(*args), which takes the kernel's arguments (tensors for its
+    ndarray parameters) and returns the tensors passed for the parameters
+    named in `outputs` (one tensor, or a tuple in that order), after the
+    kernel has written copies of them: the caller's tensors are not
+    modified, and an output tensor's values are where the kernel starts
+    (zeros for a kernel that accumulates). Inside a torch autograd graph,
+    backward runs kernel.grad with the output gradients as seeds, giving
+    the gradients of every floating-point tensor argument, outputs'
+    starting values included, so torch.autograd.gradcheck applies (f64
+    kernels), through dynamic loops too (adstack)."""
+    import torch  # pylint: disable=import-outside-toplevel
+    kernel._prepare()  # pylint: disable=protected-access
+    names = [spec.name for spec in kernel._specs]  # pylint: disable=protected-access
+    if isinstance(outputs, str):
+        outputs = (outputs,)
+    unknown = [name for name in outputs if name not in names]
+    if unknown or not outputs:
+        raise QuadrantsTypeError(f"qd.ad.torch_function(): kernel '{kernel.name}' has "
+                                 f"parameters {names}; outputs {list(outputs)} must name "
+                                 f"at least one of them")
+    out_index = [names.index(name) for name in outputs]
+
+    def detached(args):
+        return [a.detach() if torch.is_tensor(a) else a for a in args]
+
+    class _Function(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *args):  # pylint: disable=arguments-differ
+            if len(args) != len(names):
+                raise QuadrantsTypeError(f"kernel '{kernel.name}' takes {len(names)} "
+                                         f"arguments ({', '.join(names)}), got {len(args)}")
+            plain = detached(args)
+            starts = {i: plain[i].clone() for i in out_index}
+            for i in out_index:
+                plain[i] = plain[i].clone()
+            kernel(*plain)
+            ctx.plain, ctx.starts = plain, starts
+            results = tuple(plain[i] for i in out_index)
+            return results[0] if len(results) == 1 else results
+
+        @staticmethod
+        def backward(ctx, *seeds):  # pylint: disable=arguments-differ
+            # The reverse kernel replays the forward from the inputs and the
+            # outputs' starting values.
+            args = list(ctx.plain)
+            for i in out_index:
+                args[i] = ctx.starts[i].clone()
+            for k, i in enumerate(out_index):
+                seed = seeds[k] if seeds[k] is not None else torch.zeros_like(args[i])
+                args[i].grad = seed.detach().clone().contiguous()
+            for i, a in enumerate(args):
+                if i not in out_index and torch.is_tensor(a) and a.is_floating_point():
+                    a.grad = torch.zeros_like(a)
+            kernel.grad(*args)
+            grads = []
+            for i, a in enumerate(args):
+                grads.append(a.grad if torch.is_tensor(a) and a.is_floating_point() else None)
+            return tuple(grads)
+
+    return _Function.apply
+
+
 # The public names of qd.ad, as upstream lists them; dir(qd.ad) shows these
 # only (helpers and imported modules stay reachable as attributes).
-__all__ = ["FwdMode", "Tape", "clear_all_gradients", "grad_for", "grad_replaced", "no_grad"]
+__all__ = ["FwdMode", "Tape", "clear_all_gradients", "grad_for", "grad_replaced", "no_grad",
+           "torch_function"]
 
 
 def __dir__():

@@ -9,7 +9,7 @@ Host access gathers and scatters the components as numpy arrays of shape
 """
 import numpy as np
 
-from quadrants.lang import context, runtime, types
+from quadrants.lang import context, runtime, torch_interop, types
 from quadrants.lang import field as field_module
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsGradientError,
                                       QuadrantsTypeError)
@@ -220,6 +220,15 @@ class MatrixField:
         for k, c in enumerate(self._comps):
             c.from_numpy(flat[..., k].copy())
 
+
+    def to_torch(self, device=None, *, copy=True):
+        """What to_numpy() gives, as a torch tensor on `device` (default:
+        the CPU); copy=False raises ValueError, as for to_numpy."""
+        return torch_interop.to_torch(self, device, copy, f"field '{self.name}'")
+
+    def from_torch(self, tensor):
+        """from_numpy() of the tensor's values (on any device)."""
+        torch_interop.from_torch(self, tensor)
     def copy_from(self, other):
         """Copies every element of `other` (a field of the same shape and
         element shape) here."""

@@ -3,7 +3,7 @@ import numbers
 
 import numpy as np
 
-from quadrants.lang import context, runtime, types
+from quadrants.lang import context, runtime, torch_interop, types
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsGradientError,
                                       QuadrantsRuntimeError, QuadrantsSyntaxError,
                                       QuadrantsTypeError)
@@ -220,6 +220,15 @@ class Field:
         prog = runtime.program()
         prog.sync()
         prog.field_from_numpy(place, array)
+
+    def to_torch(self, device=None, *, copy=True):
+        """What to_numpy() gives, as a torch tensor on `device` (default:
+        the CPU); copy=False raises ValueError, as for to_numpy."""
+        return torch_interop.to_torch(self, device, copy, f"field '{self.name}'")
+
+    def from_torch(self, tensor):
+        """from_numpy() of the tensor's values (on any device)."""
+        torch_interop.from_torch(self, tensor)
 
     def fill(self, value):
         """Sets every element to value; in kernel code, as a loop of the

@@ -3,6 +3,7 @@ import ast
 import functools
 import inspect
 import numbers
+import sys
 import textwrap
 import warnings
 import weakref
@@ -12,6 +13,7 @@ import numpy as np
 from quadrants._core import core
 from quadrants.lang import context, ops, runtime, types
 from quadrants.lang import tensor as tensor_module
+from quadrants.lang import torch_interop
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsCompilationError,
                                       QuadrantsGlobalDataAccessError,
                                       QuadrantsRuntimeError, QuadrantsSyntaxError,
@@ -245,12 +247,20 @@ class Kernel:
             except TypeError as e:
                 raise QuadrantsTypeError(f"kernel '{self.name}': {e}") from None
             bound.apply_defaults()
-            return list(bound.args)
+            return self._tensor_arguments(list(bound.args))
         if len(args) != len(self._specs):
             names = ", ".join(s.name for s in self._specs)
             raise QuadrantsTypeError(f"kernel '{self.name}' takes {len(self._specs)} "
                                      f"arguments ({names}), got {len(args)}")
-        return args
+        return self._tensor_arguments(args)
+
+    def _tensor_arguments(self, args):
+        """Torch tensors bound to ndarray parameters, as kernel arrays."""
+        if "torch" not in sys.modules:
+            return args  # no tensor can exist
+        return [torch_interop.kernel_array(self.name, spec.name, arg)
+                if isinstance(spec, _NdarrayParam) and torch_interop.is_tensor(arg) else arg
+                for spec, arg in zip(self._specs, args)]
 
     def _signature_key(self, args):
         key = []
@@ -419,7 +429,7 @@ class Kernel:
         buffers, arrays = hidden.launch_arguments(self.name, args)
         launch_args += buffers + [a._core if isinstance(a, Ndarray) else a for a in arrays]
         if mode == REVERSE:
-            launch_args += _adjoint_arguments(self._specs, args, copy_back)
+            launch_args += _adjoint_arguments(self.name, self._specs, args, copy_back)
             launch_args += hidden.adjoints(buffers, arrays)
         prog.launch(compiled, launch_args, self.graph)
         if mode == PRIMAL and not kwargs and not copy_back:
@@ -485,6 +495,10 @@ def _store_return(ctx, leaves):
 def _same_memory(a, b):
     if isinstance(a, Ndarray) or isinstance(b, Ndarray):
         return a is b
+    if isinstance(a, torch_interop.TorchDeviceArray) or \
+            isinstance(b, torch_interop.TorchDeviceArray):
+        return getattr(a, "tensor", None) is not None and \
+            getattr(b, "tensor", None) is not None and torch_interop.same_memory(a, b)
     return bool(np.may_share_memory(a, b))
 
 
@@ -492,7 +506,7 @@ def _array_signature(kernel_name, spec, arg):
     ann = spec.annotation
     if isinstance(arg, Ndarray):
         dtype, ndim = arg.dtype, arg.ndim
-    elif isinstance(arg, np.ndarray):
+    elif isinstance(arg, (np.ndarray, torch_interop.TorchDeviceArray)):
         dtype, ndim = types.from_numpy_dtype(arg.dtype), arg.ndim
         if isinstance(ann.dtype, (MatrixType, StructType)):
             # A numpy array holds vector elements (a struct's leaves) along its
@@ -501,10 +515,12 @@ def _array_signature(kernel_name, spec, arg):
             if arg.ndim < len(elem) or tuple(arg.shape[arg.ndim - len(elem):]) != elem:
                 what = ann.dtype._describe() if isinstance(ann.dtype, MatrixType) else \
                     repr(ann.dtype)
+                kind = "numpy array" if isinstance(arg, np.ndarray) and \
+                    not isinstance(arg, torch_interop.TorchView) else "torch tensor"
                 raise ArgumentValueError(
                     f"kernel '{kernel_name}' argument '{spec.name}' expects an ndarray of "
                     f"{what} elements (trailing shape {elem}), got a "
-                    f"numpy array of shape {arg.shape}")
+                    f"{kind} of shape {arg.shape}")
             if dtype != scalar:
                 raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{spec.name}' "
                                          f"expects an ndarray of {ann.dtype}, got one of "
@@ -512,7 +528,7 @@ def _array_signature(kernel_name, spec, arg):
             dtype, ndim = ann.dtype, arg.ndim - len(elem)
     else:
         raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects an "
-                                 f"ndarray (qd.ndarray or numpy array), got "
+                                 f"ndarray (qd.ndarray, numpy array or torch tensor), got "
                                  f"{type(arg).__name__}")
     if ann.dtype is not None and ann.dtype != dtype:
         raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects an "
@@ -575,10 +591,11 @@ def _scalar_dtype(arg):
     return types.from_numpy_dtype(arg.dtype)
 
 
-def _adjoint_arguments(specs, args, copy_back):
+def _adjoint_arguments(kernel_name, specs, args, copy_back):
     """The adjoint arrays of the float ndarray arguments, in order. An array
     without .grad, or passed to a parameter annotated needs_grad=False, gets
-    a scratch one: its gradient is discarded."""
+    a scratch one: its gradient is discarded. A torch tensor's is its .grad
+    (see torch_interop.adjoint)."""
     adjoints = []
     for spec, arg in zip(specs, args):
         if not isinstance(spec, _NdarrayParam):
@@ -586,8 +603,14 @@ def _adjoint_arguments(specs, args, copy_back):
         dtype = _scalar_dtype(arg)
         if not dtype.is_float:
             continue
-        grad = getattr(arg, "grad", None) if spec.annotation.needs_grad is not False else None
-        if isinstance(grad, Ndarray):
+        wanted = spec.annotation.needs_grad is not False
+        if getattr(arg, "tensor", None) is not None and wanted:
+            grad = torch_interop.adjoint(kernel_name, spec.name, arg)
+        else:
+            grad = getattr(arg, "grad", None) if wanted else None
+        if isinstance(grad, core.DeviceArray):
+            adjoints.append(grad)
+        elif isinstance(grad, Ndarray):
             adjoints.append(grad._core)
         elif isinstance(grad, np.ndarray):
             adjoints.append(grad)
@@ -606,6 +629,8 @@ def _launch_arguments(specs, args):
             if isinstance(arg, Ndarray):
                 arg._check_alive()
                 launch.append(arg._core)
+            elif isinstance(arg, torch_interop.TorchDeviceArray):
+                launch.append(arg.core)
             elif arg.flags.c_contiguous and arg.flags.writeable:
                 launch.append(arg)
             else:

@@ -4,7 +4,7 @@ import weakref
 
 import numpy as np
 
-from quadrants.lang import runtime, types
+from quadrants.lang import runtime, torch_interop, types
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsGradientError,
                                       QuadrantsRuntimeError, QuadrantsTypeError)
 
@@ -188,6 +188,15 @@ class Ndarray:
                                      f"{tuple(array.shape)}")
         self._core.from_numpy(array)
 
+
+    def to_torch(self, device=None, *, copy=True):
+        """What to_numpy() gives, as a torch tensor on `device` (default:
+        the CPU); copy=False raises ValueError, as for to_numpy."""
+        return torch_interop.to_torch(self, device, copy, "this ndarray")
+
+    def from_torch(self, tensor):
+        """from_numpy() of the tensor's values (on any device)."""
+        torch_interop.from_torch(self, tensor)
     def fill(self, value):
         self._check_alive().sync()
         if self._element_shape and np.ndim(value.to_list() if hasattr(value, "to_list")

@@ -4,7 +4,7 @@ Like matrices, structs are scalarized in the front end: a Struct value maps
 member names to scalars (Expr, Var, GlobalRef, numbers), Matrices or nested
 Structs; a StructField holds one field per member.
 """
-from quadrants.lang import context, types
+from quadrants.lang import context, torch_interop, types
 from quadrants.lang import field as field_module
 from quadrants.lang.composite_field import _check_flags, _check_layout, _new_name, \
     _place_new, _matrix_components, MatrixField
@@ -347,6 +347,15 @@ class StructField:
                                          f"member '{k}'")
             self._members[k].from_numpy(a)
 
+
+    def to_torch(self, device=None, *, copy=True):
+        """What to_numpy() gives, as a torch tensor on `device` (default:
+        the CPU); copy=False raises ValueError, as for to_numpy."""
+        return torch_interop.to_torch(self, device, copy, f"struct field '{self.name}'")
+
+    def from_torch(self, tensor):
+        """from_numpy() of the tensor's values (on any device)."""
+        torch_interop.from_torch(self, tensor)
     def fill(self, value):
         for f in self._members.values():
             f.fill(value)

@@ -1,0 +1,166 @@
+"""PyTorch interop: torch tensors as ndarray arguments, used in place;
+copies between fields or ndarrays and tensors; kernels as autograd
+functions (qd.ad.torch_function).
+
+A CPU tensor reaches a kernel as a numpy view of its memory (TorchView), so
+the numpy argument path applies unchanged: zero-copy on cpu, staged on
+vulkan, strided tensors copied to a dense array and back. A CUDA tensor on
+the device the session runs on goes to the kernel as its device pointer
+(TorchDeviceArray). The tensor travels with either, so kernel.grad finds its
+.grad (the adjoint buffer it adds into, or reads as the seed of an output).
+"""
+import sys
+
+import numpy as np
+
+from quadrants._core import core
+from quadrants.lang import runtime, types
+from quadrants.lang.exception import (ArgumentValueError, QuadrantsGradientError,
+                                      QuadrantsRuntimeError, QuadrantsTypeError)
+
+
+def is_tensor(value):
+    """Whether `value` is a torch.Tensor (without importing torch: a tensor
+    exists only once torch is imported)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+class TorchView(np.ndarray):
+    """A numpy view of a CPU tensor's memory that keeps the tensor."""
+
+    tensor = None
+
+
+class TorchDeviceArray:
+    """A CUDA tensor as a kernel argument: its device pointer, with the
+    numpy-like dtype, shape and ndim the argument checks read."""
+
+    def __init__(self, tensor, dtype):
+        self.tensor = tensor
+        self.dtype = dtype
+        self.shape = tuple(tensor.shape)
+        self.ndim = tensor.dim()
+        self.core = core.DeviceArray(tensor.data_ptr(), types.from_numpy_dtype(dtype).name,
+                                     list(self.shape))
+
+
+def _numpy_dtype(tensor, where):
+    torch = sys.modules["torch"]
+    names = {torch.bool: "bool", torch.int8: "int8", torch.int16: "int16",
+             torch.int32: "int32", torch.int64: "int64", torch.uint8: "uint8",
+             torch.float16: "float16", torch.float32: "float32", torch.float64: "float64"}
+    if tensor.dtype not in names:
+        raise QuadrantsTypeError(f"{where}: torch dtype {tensor.dtype} has no Quadrants type "
+                                 f"(use one of {', '.join(str(d) for d in names)})")
+    return np.dtype(names[tensor.dtype])
+
+
+def _device_text(arch):
+    return "cpu" if arch in (runtime.cpu, runtime.vulkan) else \
+        f"{arch.name}:{runtime.state.options.get('device_id', 0)}"
+
+
+def kernel_array(kernel_name, param, tensor):
+    """`tensor` as the kernel argument for ndarray parameter `param`."""
+    where = f"kernel '{kernel_name}' argument '{param}'"
+    dtype = _numpy_dtype(tensor, where)
+    arch = runtime.state.arch
+    device = tensor.device
+    if device.type == "cpu" and arch in (runtime.cpu, runtime.vulkan):
+        view = tensor.detach().numpy().view(TorchView)
+        view.tensor = tensor
+        return view
+    if device.type == "cuda" and arch == runtime.cuda:
+        device_id = runtime.state.options.get("device_id", 0)
+        if device.index != device_id:
+            raise QuadrantsRuntimeError(f"{where}: the tensor is on cuda:{device.index}, the "
+                                        f"kernels run on cuda:{device_id} "
+                                        f"(qd.init(device_id=...))")
+        if not tensor.is_contiguous():
+            raise ArgumentValueError(f"{where}: the CUDA tensor is not contiguous (strides "
+                                     f"{tuple(tensor.stride())}); pass tensor.contiguous()")
+        return TorchDeviceArray(tensor, dtype)
+    raise QuadrantsRuntimeError(f"{where}: expected a tensor on {_device_text(arch)} (the "
+                                f"kernels run on {arch.name}), got one on {device}")
+
+
+def adjoint(kernel_name, param, arg):
+    """The adjoint buffer of tensor argument `arg` for kernel.grad: its
+    tensor's .grad, None (a scratch buffer) for a tensor that does not
+    require a gradient and has none, and an error for one that requires a
+    gradient but has no .grad."""
+    tensor = arg.tensor
+    grad = tensor.grad
+    where = f"kernel '{kernel_name}' argument '{param}'"
+    if grad is None:
+        if tensor.requires_grad:
+            raise QuadrantsGradientError(
+                f"{where}: the torch tensor requires grad but its .grad is None; kernel.grad "
+                f"adds into .grad for inputs and reads it as the seed for outputs, so set "
+                f"tensor.grad = torch.zeros_like(tensor) (or the seed) first")
+        return None
+    if tuple(grad.shape) != tuple(tensor.shape) or grad.dtype != tensor.dtype:
+        raise QuadrantsGradientError(f"{where}: .grad has shape {tuple(grad.shape)} and dtype "
+                                     f"{grad.dtype}, the tensor {tuple(tensor.shape)} and "
+                                     f"{tensor.dtype}")
+    if isinstance(arg, TorchDeviceArray):
+        return kernel_array(kernel_name, f"{param}.grad", grad).core
+    if not grad.is_contiguous():
+        raise ArgumentValueError(f"{where}: its .grad is not contiguous; kernel.grad adds "
+                                 f"into it in place")
+    return grad.detach().numpy()
+
+
+def same_memory(a, b):
+    """Whether two tensor arguments overlap."""
+    ta, tb = a.tensor, b.tensor
+    if ta.device != tb.device:
+        return False
+    start_a, start_b = ta.data_ptr(), tb.data_ptr()
+    end_a = start_a + ta.numel() * ta.element_size()
+    end_b = start_b + tb.numel() * tb.element_size()
+    return start_a < end_b and start_b < end_a
+
+
+def _torch():
+    try:
+        import torch  # pylint: disable=import-outside-toplevel
+    except ImportError as e:
+        raise QuadrantsRuntimeError(f"PyTorch is not installed: {e}") from None
+    return torch
+
+
+def _to_tensor(array, device):
+    torch = _torch()
+    tensor = torch.from_numpy(np.ascontiguousarray(array))
+    return tensor if device is None else tensor.to(device)
+
+
+def to_torch(holder, device, copy, label):
+    """A tensor (a dict of them for struct fields) with what
+    holder.to_numpy() returns, on `device` (default: the CPU). Fields and
+    ndarrays offer no view of their memory: copy=False raises, copy=None
+    copies."""
+    if copy is False:
+        raise ValueError(f"to_torch(copy=False): {label} cannot share its memory with a "
+                         f"tensor; use copy=True (or None)")
+    values = holder.to_numpy()
+    if isinstance(values, dict):
+        return {name: _to_tensor(v, device) for name, v in values.items()}
+    return _to_tensor(values, device)
+
+
+def from_torch(holder, tensor):
+    """holder.from_numpy() of a tensor (a dict of them for struct fields)."""
+    if isinstance(tensor, dict):
+        holder.from_numpy({name: _host_array(t) for name, t in tensor.items()})
+        return
+    holder.from_numpy(_host_array(tensor))
+
+
+def _host_array(tensor):
+    if not is_tensor(tensor):
+        raise QuadrantsTypeError(f"from_torch() takes a torch.Tensor, got "
+                                 f"{type(tensor).__name__}")
+    return tensor.detach().cpu().numpy()

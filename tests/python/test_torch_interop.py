@@ -1,0 +1,192 @@
+"""PyTorch interop: tensors as ndarray arguments used in place, copies
+between fields or ndarrays and tensors, kernel.grad into tensors' .grad, and
+kernels as autograd functions (qd.ad.torch_function) checked by
+torch.autograd.gradcheck."""
+import numpy as np
+import pytest
+
+import quadrants as qd
+from quadrants.lang import runtime
+from quadrants.lang.exception import QuadrantsGradientError
+from tests import test_utils
+
+torch = pytest.importorskip("torch")
+
+
+def _device():
+    """Where this arch's kernels take tensors from."""
+    if runtime.state.arch == qd.cuda:
+        if not torch.cuda.is_available():
+            pytest.skip("this PyTorch has no CUDA")
+        return f"cuda:{runtime.state.options.get('device_id', 0)}"
+    return "cpu"
+
+
+@test_utils.test()
+def test_kernel_writes_the_tensor_in_place():
+    t = torch.zeros(64, device=_device())
+    ptr = t.data_ptr()
+
+    @qd.kernel
+    def ramp(a: qd.types.ndarray(qd.f32, 1)):
+        for i in range(a.shape[0]):
+            a[i] = 2.0 * i + 1.0
+
+    ramp(t)
+    assert t.data_ptr() == ptr
+    np.testing.assert_array_equal(t.cpu().numpy(), 2.0 * np.arange(64) + 1.0)
+    view = t[10:20]  # a view of the same storage sees the writes too
+    np.testing.assert_array_equal(view.cpu().numpy(), 2.0 * np.arange(10, 20) + 1.0)
+
+
+@test_utils.test()
+def test_wrong_dtype_and_ndim_name_the_kernel_and_parameter():
+    @qd.kernel
+    def k(vel: qd.types.ndarray(qd.f32, 2)):
+        for i, j in vel:
+            vel[i, j] = 0.0
+
+    with pytest.raises(qd.QuadrantsTypeError, match=r"kernel 'k' argument 'vel'.*f32.*f64"):
+        k(torch.zeros(2, 2, dtype=torch.float64, device=_device()))
+    with pytest.raises(qd.QuadrantsError, match=r"kernel 'k' argument 'vel'.*2 dimensions"):
+        k(torch.zeros(4, device=_device()))
+    with pytest.raises(qd.QuadrantsTypeError, match=r"argument 'vel'.*torch dtype"):
+        k(torch.zeros(2, 2, dtype=torch.complex64, device=_device()))
+
+
+@test_utils.test(arch=[qd.cpu, qd.vulkan])
+def test_tensor_on_another_device_is_refused():
+    @qd.kernel
+    def k(a: qd.types.ndarray(qd.f32, 1)):
+        for i in range(a.shape[0]):
+            a[i] = 1.0
+
+    with pytest.raises(qd.QuadrantsRuntimeError,
+                       match=r"kernel 'k' argument 'a': expected a tensor on cpu.*meta"):
+        k(torch.empty(4, device="meta"))
+
+
+@test_utils.test(arch=[qd.cpu, qd.vulkan])
+def test_non_contiguous_tensor_is_written_correctly():
+    t = torch.zeros(6, 8)
+    strided = t[:, ::2]  # every other column
+    assert not strided.is_contiguous()
+
+    @qd.kernel
+    def fill(a: qd.types.ndarray(qd.f32, 2)):
+        for i, j in a:
+            a[i, j] = i * 10.0 + j
+
+    fill(strided)
+    expected = np.zeros((6, 8), np.float32)
+    expected[:, ::2] = np.arange(6)[:, None] * 10.0 + np.arange(4)[None, :]
+    np.testing.assert_array_equal(t.numpy(), expected)
+
+
+@test_utils.test()
+def test_vector_ndarray_parameter_takes_the_trailing_axis():
+    t = torch.zeros(5, 3, device=_device())
+
+    @qd.kernel
+    def k(a: qd.types.ndarray(qd.types.vector(3, qd.f32), 1)):
+        for i in range(a.shape[0]):
+            a[i] = qd.Vector([i, 2 * i, 3 * i])
+
+    k(t)
+    np.testing.assert_array_equal(t.cpu().numpy(), np.arange(5)[:, None] * [1, 2, 3])
+    with pytest.raises(qd.QuadrantsError, match=r"argument 'a'.*trailing shape \(3,\)"):
+        k(torch.zeros(5, 2, device=_device()))
+
+
+@test_utils.test()
+def test_round_trips_of_every_field_kind_and_ndarrays():
+    rng = np.random.default_rng(0)
+    scalar = qd.field(qd.f32, shape=(3, 4), needs_grad=True)
+    vec = qd.Vector.field(3, qd.f64, shape=5)
+    mat = qd.Matrix.field(2, 3, qd.i32, shape=(2, 2))
+    st = qd.Struct.field({"p": qd.f32, "n": qd.i32}, shape=4)
+    arr = qd.ndarray(qd.f32, (7,))
+    values = {
+        scalar: torch.tensor(rng.standard_normal((3, 4)), dtype=torch.float32),
+        scalar.grad: torch.tensor(rng.standard_normal((3, 4)), dtype=torch.float32),
+        vec: torch.tensor(rng.standard_normal((5, 3))),
+        mat: torch.tensor(rng.integers(-9, 9, (2, 2, 2, 3)), dtype=torch.int32),
+        arr: torch.tensor(rng.standard_normal(7), dtype=torch.float32),
+    }
+    for holder, tensor in values.items():
+        holder.from_torch(tensor)
+        back = holder.to_torch()
+        assert back.dtype == tensor.dtype and back.shape == tensor.shape
+        assert torch.equal(back, tensor)
+    members = {"p": torch.arange(4, dtype=torch.float32), "n": torch.arange(4, dtype=torch.int32)}
+    st.from_torch(members)
+    back = st.to_torch()
+    assert torch.equal(back["p"], members["p"]) and torch.equal(back["n"], members["n"])
+    with pytest.raises(ValueError, match="copy=False"):
+        scalar.to_torch(copy=False)
+
+
+@test_utils.test()
+def test_kernel_grad_adds_into_the_tensors_grad():
+    x = torch.tensor(np.linspace(-1, 1, 16), dtype=torch.float64, device=_device())
+    y = torch.zeros(16, dtype=torch.float64, device=_device())
+
+    @qd.kernel
+    def square(x: qd.types.ndarray(qd.f64, 1), y: qd.types.ndarray(qd.f64, 1)):
+        for i in range(x.shape[0]):
+            y[i] = x[i] * x[i] * 3.0
+
+    square(x, y)
+    x.grad = torch.zeros_like(x)
+    y.grad = torch.ones_like(y)
+    square.grad(x, y)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), 6.0 * x.cpu().numpy(), rtol=1e-12)
+    y.grad = torch.ones_like(y)
+    square.grad(x, y)  # adds, as for every adjoint buffer
+    np.testing.assert_allclose(x.grad.cpu().numpy(), 12.0 * x.cpu().numpy(), rtol=1e-12)
+
+
+@test_utils.test()
+def test_missing_grad_where_one_is_needed_names_the_parameter():
+    x = torch.ones(4, dtype=torch.float64, device=_device(), requires_grad=True)
+    y = torch.zeros(4, dtype=torch.float64, device=_device())
+
+    @qd.kernel
+    def double(src: qd.types.ndarray(qd.f64, 1), dst: qd.types.ndarray(qd.f64, 1)):
+        for i in range(src.shape[0]):
+            dst[i] = 2.0 * src[i]
+
+    y.grad = torch.ones_like(y)
+    with pytest.raises(QuadrantsGradientError,
+                       match=r"kernel 'double' argument 'src'.*\.grad is None"):
+        double.grad(x.detach().requires_grad_(), y)
+
+
+@test_utils.test(require=qd.extension.adstack, ad_stack_experimental_enabled=True,
+                 default_fp=qd.f64)
+def test_gradcheck_through_a_dynamic_loop_with_a_torch_trip_count():
+    @qd.kernel
+    def recurrence(x: qd.types.ndarray(qd.f64, 1), steps: qd.types.ndarray(qd.i32, 1),
+                   out: qd.types.ndarray(qd.f64, 1)):
+        for i in range(x.shape[0]):
+            v = x[i]
+            for _ in range(steps[i]):
+                v = qd.sin(v) * 0.9 + x[i]
+            out[i] += v
+
+    layer = qd.ad.torch_function(recurrence, outputs="out")
+    dev = _device()
+    x = torch.tensor([0.1, 0.5, -0.3, 0.8], dtype=torch.float64, device=dev,
+                     requires_grad=True)
+    steps = torch.tensor([0, 3, 7, 12], dtype=torch.int32, device=dev)
+    start = torch.zeros(4, dtype=torch.float64, device=dev, requires_grad=True)
+
+    out = layer(x, steps, start)
+    v = x.detach().cpu().numpy().copy()
+    for i, n in enumerate([0, 3, 7, 12]):
+        for _ in range(n):
+            v[i] = np.sin(v[i]) * 0.9 + x[i].item()
+    np.testing.assert_allclose(out.detach().cpu().numpy(), v, rtol=1e-12)
+    assert torch.equal(start, torch.zeros_like(start))  # the caller's tensor is kept
+    assert torch.autograd.gradcheck(lambda a, s: layer(a, steps, s), (x, start),
+                                    eps=1e-6, atol=1e-8)
