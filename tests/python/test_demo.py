@@ -1,7 +1,5 @@
 """The main demo (examples/pendulum_control.py): gradient descent through
 adstack-backed dynamic loops, a finite-difference check and a matplotlib plot."""
-import importlib.util
-import os
 import re
 import sys
 
@@ -9,15 +7,7 @@ import numpy as np
 import pytest
 
 import quadrants as qd
-
-EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(EXAMPLES, name + ".py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.python.example_loader import load_example
 
 
 def _read_png(path):
@@ -30,7 +20,7 @@ def _read_png(path):
 
 
 def test_plot_is_skipped_with_a_reason_without_matplotlib(tmp_path, monkeypatch):
-    loss_plot = _load("loss_plot")
+    loss_plot = load_example("loss_plot")
     for name in ("matplotlib", "matplotlib.pyplot"):
         monkeypatch.setitem(sys.modules, name, None)  # import raises ImportError
     reason = loss_plot.save_loss_curve(str(tmp_path / "x.png"), [1.0, 0.5], "t")
@@ -39,7 +29,7 @@ def test_plot_is_skipped_with_a_reason_without_matplotlib(tmp_path, monkeypatch)
 
 
 def test_demo_optimizes_checks_a_gradient_and_plots(tmp_path, capsys):
-    demo = _load("pendulum_control")
+    demo = load_example("pendulum_control")
     plot = tmp_path / "loss.png"
     try:
         history, rel = demo.main(["--iterations", "30", "--plot", str(plot)])

@@ -1,23 +1,13 @@
 """examples/diff_mpm.py: a differentiable MPM throw optimized by gradient
 descent on its initial velocity."""
-import importlib.util
-import os
 import re
 
 import quadrants as qd
-
-EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(EXAMPLES, name + ".py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.python.example_loader import load_example
 
 
 def test_diff_mpm_reaches_the_target_and_checks_its_gradient(capsys):
-    example = _load("diff_mpm")
+    example = load_example("diff_mpm")
     try:
         history, final, rel = example.main(["--ci"])
     finally:

@@ -1,22 +1,12 @@
 """examples/mass_spring.py: gradient descent through time-indexed fields."""
-import importlib.util
-import os
 import re
 
 import quadrants as qd
-
-EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(EXAMPLES, name + ".py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.python.example_loader import load_example
 
 
 def test_mass_spring_learns_rest_lengths_and_checks_a_gradient(capsys):
-    example = _load("mass_spring")
+    example = load_example("mass_spring")
     try:
         history, final, rel = example.main(["--iterations", "40"])
     finally:

@@ -1,22 +1,12 @@
 """examples/projectile.py: a @qd.data_oriented class optimized through Tape."""
-import importlib.util
-import os
 import re
 
 import quadrants as qd
-
-EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(EXAMPLES, name + ".py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.python.example_loader import load_example
 
 
 def test_projectile_volley_is_aimed_and_a_gradient_checks(capsys):
-    example = _load("projectile")
+    example = load_example("projectile")
     try:
         history, final, rel = example.main(["--iterations", "30"])
     finally:
