@@ -19,6 +19,7 @@
 #include "quadrants/ir/printer.h"
 #include "quadrants/ir/statements.h"
 #include "quadrants/program/program.h"
+#include "quadrants/python/dlpack_export.h"
 #include "quadrants/program/scalar_access.h"
 #include "quadrants/runtime/amdgpu/codegen_only.h"
 #include "quadrants/runtime/backend_registry.h"
@@ -742,9 +743,18 @@ PYBIND11_MODULE(_quadrants_core, m) {
              }
              Check(a.CopyFromHost(contiguous.data()));
            })
-      .def("fill", [](Ndarray& a, py::handle value) {
-        Check(a.Fill(ToConstant(value, a.dtype())));
-      });
+      .def("fill",
+           [](Ndarray& a, py::handle value) {
+             Check(a.Fill(ToConstant(value, a.dtype())));
+           })
+      .def(
+          "to_dlpack",
+          [](std::shared_ptr<Ndarray> a, int device_type, int device_id,
+             bool versioned) {
+            return NdarrayToDlpack(std::move(a), {device_type, device_id},
+                                   versioned);
+          },
+          py::arg("device_type"), py::arg("device_id"), py::arg("versioned"));
 
   py::class_<DeviceArray>(m, "DeviceArray")
       .def(py::init([](uint64_t address, const std::string& dtype,

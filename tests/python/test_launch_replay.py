@@ -2,6 +2,7 @@
 (skipping binding and checks); any difference in the arguments takes the
 full path, so results never depend on the replay."""
 import gc
+import sys
 import weakref
 
 import numpy as np
@@ -71,8 +72,12 @@ def test_the_last_launch_keeps_no_ndarray_alive():
             arr[i] = 1.0
 
     a = qd.ndarray(qd.f32, 16)
+    core = a._core  # what holds the array's memory
+    references = sys.getrefcount(core)
     touch(a)
     touch(a)
+    assert sys.getrefcount(core) == references
+    del core
     ref = weakref.ref(a)
     del a
     gc.collect()

@@ -190,3 +190,36 @@ def test_gradcheck_through_a_dynamic_loop_with_a_torch_trip_count():
     assert torch.equal(start, torch.zeros_like(start))  # the caller's tensor is kept
     assert torch.autograd.gradcheck(lambda a, s: layer(a, steps, s), (x, start),
                                     eps=1e-6, atol=1e-8)
+
+
+@test_utils.test(arch=[qd.cpu, qd.vulkan])
+def test_dlpack_views_the_ndarray_memory_and_keeps_it_alive():
+    a = qd.ndarray(qd.f32, (3, 4))
+
+    @qd.kernel
+    def fill(arr: qd.types.ndarray(qd.f32, 2)):
+        for i, j in arr:
+            arr[i, j] = i * 4 + j
+
+    fill(a)
+    t = torch.utils.dlpack.from_dlpack(a.to_dlpack())
+    np.testing.assert_array_equal(t.numpy(), np.arange(12).reshape(3, 4))
+    t[1, 2] = 42.0  # the same memory, not a copy
+    assert a[1, 2] == 42.0
+    assert a.__dlpack_device__() == (1, 0)
+    np.testing.assert_array_equal(np.from_dlpack(a)[2], [8, 9, 10, 11])
+    capsule = a.to_dlpack()
+    del a, t
+    import gc  # pylint: disable=import-outside-toplevel
+    gc.collect()
+    np.testing.assert_array_equal(torch.utils.dlpack.from_dlpack(capsule).numpy().ravel()[:4],
+                                  [0, 1, 2, 3])
+
+
+@test_utils.test(arch=[qd.cpu])
+def test_vector_ndarray_exports_its_element_axis():
+    v = qd.Vector.ndarray(3, qd.i32, (5,))
+    v.from_numpy(np.arange(15, dtype=np.int32).reshape(5, 3))
+    t = torch.utils.dlpack.from_dlpack(v.to_dlpack())
+    assert t.dtype == torch.int32 and tuple(t.shape) == (5, 3)
+    np.testing.assert_array_equal(t.numpy(), np.arange(15).reshape(5, 3))

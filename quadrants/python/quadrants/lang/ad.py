@@ -384,9 +384,9 @@ def torch_function(kernel, outputs):
 
 
 # The public names of qd.ad, as upstream lists them; dir(qd.ad) shows these
-# only (helpers and imported modules stay reachable as attributes).
-__all__ = ["FwdMode", "Tape", "clear_all_gradients", "grad_for", "grad_replaced", "no_grad",
-           "torch_function"]
+# only (helpers, torch_function and imported modules stay reachable as
+# attributes).
+__all__ = ["FwdMode", "Tape", "clear_all_gradients", "grad_for", "grad_replaced", "no_grad"]
 
 
 def __dir__():

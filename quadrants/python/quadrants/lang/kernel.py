@@ -392,7 +392,11 @@ class Kernel:
             elif arg is not seen and (type(arg) is not type(seen) or type(arg) is float or
                                       arg != seen):
                 return False
-        runtime.program().launch(last[2], last[3], self.graph)
+        # Arrays are taken from this call's arguments: the memory is kept
+        # alive by them, not by the remembered launch.
+        launch_args = [tensor_module.unwrap(args[x])._core if index else x
+                       for index, x in last[3]]
+        runtime.program().launch(last[2], launch_args, self.graph)
         return True
 
     def _remember(self, args, compiled, hidden, launch_args):
@@ -408,7 +412,15 @@ class Kernel:
         if hidden.implicit or hidden.return_type is not None:
             self._last = None
             return
-        self._last = (runtime.state.generation, seen, compiled, launch_args)
+        # Each launch argument: (False, the value), or (True, the index of
+        # the argument whose ndarray it is).
+        cores = {}
+        for i, arg in enumerate(args):
+            array = tensor_module.unwrap(arg)
+            if isinstance(array, Ndarray):
+                cores[id(array._core)] = i
+        template = [(True, cores[id(x)]) if id(x) in cores else (False, x) for x in launch_args]
+        self._last = (runtime.state.generation, seen, compiled, template)
 
     def _launch(self, args, kwargs, mode):
         if mode == PRIMAL and not kwargs and self._replay(args):

@@ -189,6 +189,44 @@ class Ndarray:
         self._core.from_numpy(array)
 
 
+    def to_dlpack(self, versioned=False):
+        """A DLPack capsule viewing this ndarray's memory, dense and
+        row-major with the element shape as trailing axes (no copy; the
+        capsule keeps the memory alive): "dltensor" for
+        torch.utils.dlpack.from_dlpack, or with versioned=True a DLPack 1.0
+        "dltensor_versioned" capsule. Launched kernels have finished
+        writing it when this returns."""
+        self._check_alive().sync()
+        device_type, device_id = self.__dlpack_device__()
+        return self._core.to_dlpack(device_type=device_type, device_id=device_id,
+                                    versioned=bool(versioned))
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """The DLPack protocol (np.from_dlpack, torch.from_dlpack, CuPy,
+        JAX): a view, never a copy. Kernels run on the legacy default
+        stream and have finished when this returns, so any consumer stream
+        may read it."""
+        del stream  # the export waits for the kernels: no stream to order after
+        if copy is True:
+            raise BufferError("a Quadrants ndarray exports a view of its memory, not a copy "
+                              "(copy=True)")
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"the ndarray is on DLPack device {self.__dlpack_device__()}, "
+                              f"not {tuple(dl_device)}")
+        versioned = max_version is not None and tuple(max_version) >= (1, 0)
+        return self.to_dlpack(versioned=versioned)
+
+    def __dlpack_device__(self):
+        """(DLPack device type, device id): (1, 0) for host memory (cpu, and
+        vulkan's mapped buffers), (2, id) for CUDA, (10, id) for ROCm."""
+        arch = runtime.state.arch
+        device_id = runtime.state.options.get("device_id", 0)
+        if arch == runtime.cuda:
+            return (2, device_id)
+        if arch == runtime.amdgpu:
+            return (10, device_id)
+        return (1, 0)
+
     def to_torch(self, device=None, *, copy=True):
         """What to_numpy() gives, as a torch tensor on `device` (default:
         the CPU); copy=False raises ValueError, as for to_numpy."""
