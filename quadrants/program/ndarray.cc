@@ -44,6 +44,22 @@ absl::StatusOr<std::shared_ptr<Ndarray>> Ndarray::Create(
                                    *std::move(storage));
 }
 
+absl::StatusOr<std::shared_ptr<Ndarray>> Ndarray::Wrap(
+    ir::PrimitiveType dtype, std::vector<int64_t> shape, ArrayBuffer storage) {
+  int64_t count = 1;
+  for (int64_t extent : shape)
+    count *= extent;
+  const int64_t bytes = count * std::max(1, ir::BitWidth(dtype) / 8);
+  if (shape.size() > 8 || bytes > storage.size()) {
+    return MakeError(ErrorKind::kType,
+                     absl::StrCat("an ndarray of shape (", absl::StrJoin(shape, ", "),
+                                  ") needs ", bytes, " bytes, the memory has ",
+                                  storage.size()));
+  }
+  return std::make_shared<Ndarray>(Key(), dtype, std::move(shape), count,
+                                   std::move(storage));
+}
+
 Ndarray::Ndarray(Key, ir::PrimitiveType dtype, std::vector<int64_t> shape,
                  int64_t num_elements, ArrayBuffer storage)
     : dtype_(dtype),

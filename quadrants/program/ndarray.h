@@ -24,6 +24,11 @@ class Ndarray {
       std::shared_ptr<ArrayMemory> memory =
           std::make_shared<HostMemoryAllocator>());
 
+  // An ndarray over `storage` (at least the shape's bytes), such as memory
+  // borrowed from another library.
+  static absl::StatusOr<std::shared_ptr<Ndarray>> Wrap(
+      ir::PrimitiveType dtype, std::vector<int64_t> shape, ArrayBuffer storage);
+
   ir::PrimitiveType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
   int ndim() const { return static_cast<int>(shape_.size()); }

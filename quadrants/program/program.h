@@ -67,6 +67,11 @@ class Program {
 
   absl::StatusOr<std::shared_ptr<Ndarray>> CreateNdarray(
       ir::PrimitiveType dtype, std::vector<int64_t> shape);
+  // Where the backend's fields and ndarrays live (for ndarrays over
+  // memory another library lends).
+  std::shared_ptr<ArrayMemory> array_memory() const {
+    return backend_->memory();
+  }
 
   // Compiles `kernel` (which is not modified), or returns the cached result
   // for a structurally identical kernel under the same config.

@@ -19,7 +19,7 @@
 #include "quadrants/ir/printer.h"
 #include "quadrants/ir/statements.h"
 #include "quadrants/program/program.h"
-#include "quadrants/python/dlpack_export.h"
+#include "quadrants/python/dlpack.h"
 #include "quadrants/program/scalar_access.h"
 #include "quadrants/runtime/amdgpu/codegen_only.h"
 #include "quadrants/runtime/backend_registry.h"
@@ -791,6 +791,15 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("field_from_numpy", &PyProgram::FieldFromNumpy)
       .def("field_fill", &PyProgram::FieldFill)
       .def("create_ndarray", &PyProgram::CreateNdarray)
+      .def(
+          "ndarray_from_dlpack",
+          [](PyProgram& p, py::capsule capsule, int device_type,
+             int device_id) {
+            return NdarrayFromDlpack(std::move(capsule),
+                                     {device_type, device_id},
+                                     p.get().array_memory());
+          },
+          py::arg("capsule"), py::arg("device_type"), py::arg("device_id"))
       .def("compile", &PyProgram::Compile)
       .def("compile_grad", &PyProgram::CompileGrad)
       .def("compile_forward", &PyProgram::CompileForward)

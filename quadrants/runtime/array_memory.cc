@@ -23,6 +23,29 @@ absl::StatusOr<ArrayBuffer> ArrayBuffer::Allocate(
   return buffer;
 }
 
+ArrayBuffer ArrayBuffer::Adopt(std::shared_ptr<ArrayMemory> allocator,
+                               char* data, int64_t bytes) {
+  ArrayBuffer buffer;
+  buffer.allocator_ = std::move(allocator);
+  buffer.data_ = data;
+  buffer.bytes_ = bytes;
+  return buffer;
+}
+
+absl::StatusOr<void*> BorrowedMemory::Allocate(int64_t bytes) {
+  return MakeError(ErrorKind::kRuntime,
+                   absl::StrCat("borrowed memory allocates nothing (asked for ",
+                                bytes, " bytes)"));
+}
+
+void BorrowedMemory::Free(void* /*data*/) {
+  if (release_) {
+    std::function<void()> release = std::move(release_);
+    release_ = nullptr;
+    release();
+  }
+}
+
 ArrayBuffer::ArrayBuffer(ArrayBuffer&& other) noexcept
     : allocator_(std::move(other.allocator_)),
       data_(std::exchange(other.data_, nullptr)),

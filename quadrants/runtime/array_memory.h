@@ -2,6 +2,7 @@
 #define QUADRANTS_RUNTIME_ARRAY_MEMORY_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -37,6 +38,11 @@ class ArrayBuffer {
   ArrayBuffer() = default;
   static absl::StatusOr<ArrayBuffer> Allocate(
       std::shared_ptr<ArrayMemory> allocator, int64_t bytes);
+  // `bytes` at `data`, which `allocator` did not allocate: the buffer
+  // calls allocator->Free(data) when done, which gives it back to whoever
+  // lent it (see BorrowedMemory).
+  static ArrayBuffer Adopt(std::shared_ptr<ArrayMemory> allocator, char* data,
+                           int64_t bytes);
   ArrayBuffer(ArrayBuffer&& other) noexcept;
   ArrayBuffer& operator=(ArrayBuffer&& other) noexcept;
   ArrayBuffer(const ArrayBuffer&) = delete;
@@ -53,6 +59,30 @@ class ArrayBuffer {
   std::shared_ptr<ArrayMemory> allocator_;
   char* data_ = nullptr;
   int64_t bytes_ = 0;
+};
+
+// Memory another library owns (a DLPack producer's), in a backend's array
+// memory space: copies go through that memory; Free runs `release`, which
+// hands the memory back to its owner.
+class BorrowedMemory : public ArrayMemory {
+ public:
+  BorrowedMemory(std::shared_ptr<ArrayMemory> space,
+                 std::function<void()> release)
+      : space_(std::move(space)), release_(std::move(release)) {}
+  absl::StatusOr<void*> Allocate(int64_t bytes) override;
+  void Free(void* data) override;
+  bool host_addressable() const override { return space_->host_addressable(); }
+  absl::Status CopyToHost(void* host, const void* data, int64_t bytes) override {
+    return space_->CopyToHost(host, data, bytes);
+  }
+  absl::Status CopyFromHost(void* data, const void* host,
+                            int64_t bytes) override {
+    return space_->CopyFromHost(data, host, bytes);
+  }
+
+ private:
+  std::shared_ptr<ArrayMemory> space_;
+  std::function<void()> release_;
 };
 
 // Plain host memory, for backends whose kernels run on the host.

@@ -223,3 +223,35 @@ def test_vector_ndarray_exports_its_element_axis():
     t = torch.utils.dlpack.from_dlpack(v.to_dlpack())
     assert t.dtype == torch.int32 and tuple(t.shape) == (5, 3)
     np.testing.assert_array_equal(t.numpy(), np.arange(15).reshape(5, 3))
+
+
+@test_utils.test(arch=[qd.cpu])
+def test_from_dlpack_borrows_the_producers_memory():
+    t = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    a = qd.from_dlpack(t)
+    assert a.shape == (3, 4) and a.dtype == qd.f32
+
+    @qd.kernel
+    def scale(arr: qd.types.ndarray(qd.f32, 2)):
+        for i, j in arr:
+            arr[i, j] *= 2.0
+
+    scale(a)
+    np.testing.assert_array_equal(t.numpy(), 2.0 * np.arange(12).reshape(3, 4))
+    del t  # the ndarray keeps the tensor's memory
+    import gc  # pylint: disable=import-outside-toplevel
+    gc.collect()
+    np.testing.assert_array_equal(a.to_numpy(), 2.0 * np.arange(12).reshape(3, 4))
+    # numpy arrays and raw capsules work too; strided memory is refused.
+    b = np.arange(6, dtype=np.int64)
+    np.testing.assert_array_equal(qd.from_dlpack(b).to_numpy(), b)
+    with pytest.raises(qd.QuadrantsTypeError, match="not dense and row-major"):
+        qd.from_dlpack(torch.zeros(4, 4)[:, ::2])
+    with pytest.raises(qd.QuadrantsTypeError, match="no Quadrants type"):
+        qd.from_dlpack(torch.zeros(4, dtype=torch.complex64))
+
+
+@test_utils.test(arch=[qd.vulkan])
+def test_from_dlpack_on_vulkan_says_to_copy():
+    with pytest.raises(qd.QuadrantsRuntimeError, match="copy instead"):
+        qd.from_dlpack(torch.zeros(4))

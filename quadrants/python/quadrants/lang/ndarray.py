@@ -219,13 +219,7 @@ class Ndarray:
     def __dlpack_device__(self):
         """(DLPack device type, device id): (1, 0) for host memory (cpu, and
         vulkan's mapped buffers), (2, id) for CUDA, (10, id) for ROCm."""
-        arch = runtime.state.arch
-        device_id = runtime.state.options.get("device_id", 0)
-        if arch == runtime.cuda:
-            return (2, device_id)
-        if arch == runtime.amdgpu:
-            return (10, device_id)
-        return (1, 0)
+        return _session_dlpack_device()
 
     def to_torch(self, device=None, *, copy=True):
         """What to_numpy() gives, as a torch tensor on `device` (default:
@@ -279,6 +273,48 @@ class MatrixNdarray(Ndarray):
     @property
     def m(self):
         return self._element_shape[1]
+
+
+def from_dlpack(source):
+    """qd.from_dlpack(source): a scalar ndarray over another library's
+    memory, no copy: `source` is an object with __dlpack__ (a torch tensor,
+    a CuPy or numpy array, ...) or a DLPack capsule. The memory must be on
+    the device the kernels run on (host memory on cpu, this session's GPU on
+    cuda), dense and row-major; kernel writes are seen by the owner, which
+    keeps the memory until the ndarray is gone."""
+    prog = runtime.program()
+    if runtime.state.arch not in (runtime.cpu, runtime.cuda, runtime.amdgpu):
+        raise QuadrantsRuntimeError(f"qd.from_dlpack(): {runtime.state.arch.name} kernels "
+                                    f"address only the buffers Quadrants allocates; copy "
+                                    f"instead (qd.ndarray(...).from_numpy / from_torch)")
+    device_type, device_id = _session_dlpack_device()
+    if hasattr(source, "__dlpack__"):
+        # Kernels run on the legacy default stream (DLPack's stream 1 on
+        # CUDA); a host producer takes no stream.
+        capsule = source.__dlpack__(stream=1) if device_type in (2, 10) else \
+            source.__dlpack__()
+    else:
+        capsule = source
+    core_array = prog.ndarray_from_dlpack(capsule, device_type, device_id)
+    array = ScalarNdarray.__new__(ScalarNdarray)
+    dtype = types.by_name(core_array.dtype)
+    array._struct, array.dtype, array._scalar, array._element_shape = None, dtype, dtype, ()
+    array.shape = tuple(core_array.shape)
+    array._core_shape = array.shape
+    array._generation = runtime.state.generation
+    array._core = core_array
+    array.grad = None
+    return array
+
+
+def _session_dlpack_device():
+    arch = runtime.state.arch
+    device_id = runtime.state.options.get("device_id", 0)
+    if arch == runtime.cuda:
+        return (2, device_id)
+    if arch == runtime.amdgpu:
+        return (10, device_id)
+    return (1, 0)
 
 
 def ndarray(dtype, shape, needs_grad=False):

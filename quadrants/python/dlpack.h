@@ -1,5 +1,5 @@
-#ifndef QUADRANTS_PYTHON_DLPACK_EXPORT_H_
-#define QUADRANTS_PYTHON_DLPACK_EXPORT_H_
+#ifndef QUADRANTS_PYTHON_DLPACK_H_
+#define QUADRANTS_PYTHON_DLPACK_H_
 
 #include <pybind11/pybind11.h>
 
@@ -22,6 +22,15 @@ struct DlpackDevice {
 pybind11::capsule NdarrayToDlpack(std::shared_ptr<Ndarray> array,
                                   DlpackDevice device, bool versioned);
 
+// An ndarray over the memory of DLPack `capsule` (consuming it), which
+// must be on `device`, dense and row-major, of a Quadrants dtype; `memory`
+// is the backend's array memory the host copies go through. The producer's
+// deleter runs when the ndarray is gone. Errors say what was expected and
+// found.
+std::shared_ptr<Ndarray> NdarrayFromDlpack(pybind11::capsule capsule,
+                                           DlpackDevice device,
+                                           std::shared_ptr<ArrayMemory> memory);
+
 }  // namespace quadrants::python
 
-#endif  // QUADRANTS_PYTHON_DLPACK_EXPORT_H_
+#endif  // QUADRANTS_PYTHON_DLPACK_H_
