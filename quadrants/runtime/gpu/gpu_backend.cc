@@ -311,10 +311,13 @@ absl::StatusOr<BackendLaunchStats> GpuBackend::Launch(
     if (kernel.task_adstacks()[t].empty()) {
       if (task.kind == ir::TaskKind::kStructFor && task.cells == 0)
         continue;
-      QD_RETURN_IF_ERROR(
-          InKernel(absl::StrCat("kernel '", kernel.name(), "' (task ", t,
-                                " at ", task.loc.ToString(), "): "),
-                   device_->Launch(QueuedLaunch(task))));
+      absl::Status launched = device_->Launch(QueuedLaunch(task));
+      if (!launched.ok()) {
+        // The message is built on failure only: this is every launch's path.
+        return InKernel(absl::StrCat("kernel '", kernel.name(), "' (task ", t,
+                                     " at ", task.loc.ToString(), "): "),
+                        launched);
+      }
       queued = true;
       continue;
     }
