@@ -9,6 +9,11 @@
 #   tools/gpu_suite.sh python SCRIPT [args] # there: one script, bundled Python
 #   tools/gpu_suite.sh check                # there: is the bundle isolated?
 #   tools/gpu_suite.sh pack-lavapipe        # here: write .gpu_lavapipe/
+#   tools/gpu_suite.sh import-python312 TGZ # here: keep the GPU machine's
+#                                           # Python 3.12 headers for pack
+#   tools/gpu_suite.sh system-run [pytest args]    # there: the suite under
+#   tools/gpu_suite.sh system-python SCRIPT [args] # the machine's own python3
+#                                           # (3.12, with PyTorch, CuPy, JAX)
 #
 # The bundle (.gpu_bundle/, ignored by git, at most 64 MiB so the device tool
 # can carry it) holds:
@@ -19,10 +24,19 @@
 #                   CUDA's libdevice.10.bc; every ELF file gets an $ORIGIN
 #                   rpath, so no LD_LIBRARY_PATH is needed (and none leaks
 #                   into the system's python3 that benchmarks start).
-#   src/            a snapshot of conftest.py, the quadrants package with the
-#                   built _quadrants_core.so, tests/, examples/, benchmarks/
-#                   (the .so and these sources must match).
+#   src/            a snapshot of the quadrants package with the built
+#                   _quadrants_core.so (the .so and the package must match),
+#                   and benchmarks/tape_reference; `run` adds conftest.py,
+#                   tests/, examples/ and benchmarks/ from the working tree.
 #   MANIFEST.txt    the packages and libraries inside.
+# When the GPU machine's Python 3.12 and pybind11 headers were imported
+# (import-python312; on the GPU machine:
+#   tar czf $OUT/py312.tgz -C /usr/include python3.12 x86_64-linux-gnu/python3.12 \
+#     -C "$(python3 -c 'import pybind11; print(pybind11.get_include())')" pybind11
+# its pybind11 knows numpy 2, which Debian's 2.10 does not), src/ also holds
+# the extension built against them (_quadrants_core.cpython-312-x86_64-linux-gnu.so), which Python 3.12
+# imports in preference to the plain .so: system-run and system-python use
+# it, so tests and examples reach the machine's PyTorch with CUDA.
 # `run` unpacks runtime.tar.xz once into .gpu_bundle_unpacked/ (reused while
 # the bundle is unchanged) and copies src/ next to it.
 #
@@ -39,6 +53,10 @@ UNPACKED="$ROOT/.gpu_bundle_unpacked"
 CACHE="${GPU_SUITE_CACHE:-$HOME/.cache/quadrants/gpu_suite}"
 CORE_TARGET=//quadrants/python:quadrants/_quadrants_core.so
 CORE="quadrants/python/quadrants/_quadrants_core.so"
+CORE312="quadrants/python/quadrants/_quadrants_core.cpython-312-x86_64-linux-gnu.so"
+PY312_HEADERS="$CACHE/python3.12-headers"
+# What `run` takes from the working tree next to the packed package.
+TREE_PATHS=(conftest.py README.md tests/__init__.py tests/python examples benchmarks tools/gradfuzz)
 TAPE_TARGET=//benchmarks:tape_reference
 MAX_BYTES=$((64 * 1024 * 1024))
 
@@ -233,20 +251,71 @@ make_src() {
   local src="$1"
   rm -rf "$src"; mkdir -p "$src"
   (cd "$ROOT" &&
-    git ls-files -co --exclude-standard -- conftest.py README.md quadrants/python tests/__init__.py \
-      tests/python examples benchmarks tools/gradfuzz | grep -v '\.so$' |
+    git ls-files -co --exclude-standard -- quadrants/python | grep -v '\.so$' |
     while read -r f; do [ -f "$f" ] && echo "$f"; done |
     tar -cf - -T -) | tar -C "$src" -xf -
-  cp -L "$ROOT/bazel-bin/$CORE" "$src/$CORE"
-  chmod u+w "$src/$CORE"
-  strip --strip-unneeded "$src/$CORE"
-  local patchelf; patchelf="$(patchelf_bin)"
-  "$patchelf" --force-rpath --set-rpath "\$ORIGIN/$(realpath --relative-to="$src/$(dirname "$CORE")" "$src/..")/lib" "$src/$CORE"
+  add_core "$ROOT/bazel-bin/$CORE" "$src/$CORE"
+  [ ! -f "$CACHE/core-cp312.so" ] || add_core "$CACHE/core-cp312.so" "$src/$CORE312"
   local tape="$ROOT/bazel-bin/benchmarks/tape_reference"
-  if [ -x "$tape" ]; then cp -L "$tape" "$src/benchmarks/"; fi
-  # The device tool carries 64 MiB with the working tree: the extension
-  # travels stripped and xz-compressed, and `run` restores it.
-  xz -9 -T0 "$src/$CORE"
+  if [ -x "$tape" ]; then mkdir -p "$src/benchmarks"; cp -L "$tape" "$src/benchmarks/"; fi
+}
+
+# Copies an extension into src/ with an rpath to the bundled libraries. The
+# device tool carries 64 MiB with the working tree: the extension travels
+# stripped and xz-compressed, and `run` restores it.
+add_core() {
+  local from="$1" to="$2"
+  cp -L "$from" "$to"
+  chmod u+w "$to"
+  strip --strip-unneeded "$to"
+  local patchelf; patchelf="$(patchelf_bin)"
+  # src/quadrants/python/quadrants/ -> the runtime's lib/ next to src/.
+  "$patchelf" --force-rpath --set-rpath '$ORIGIN/../../../../lib' "$to"
+  xz -9 -T0 "$to"
+}
+
+# Builds the extension against the imported Python 3.12 headers (when there
+# are any) into $CACHE/core-cp312.so, then the ordinary one again (a cache
+# hit), so bazel-bin keeps the Python 3.11 build.
+build_cores() {
+  rm -f "$CACHE/core-cp312.so"
+  if [ -f "$PY312_HEADERS/Python.h" ]; then
+    bazel build --override_repository=python_headers="$PY312_HEADERS" "$CORE_TARGET" >&2
+    cp -L "bazel-bin/$CORE" "$CACHE/core-cp312.so"
+  else
+    note "no Python 3.12 headers imported: the bundle has no extension for the machine's own python3"
+  fi
+  bazel build "$CORE_TARGET" "$TAPE_TARGET" >&2
+}
+
+# Keeps the GPU machine's Python 3.12 and pybind11 headers (the tarball
+# described at the top) as a Bazel repository that build_cores puts in
+# place of Debian's Python 3.11 headers.
+import_python312() {
+  [ $# -eq 1 ] && [ -f "$1" ] || die "usage: tools/gpu_suite.sh import-python312 PY312.tgz"
+  local tmp; tmp="$(mktemp -d)"
+  tar -C "$tmp" -xzf "$1"
+  [ -f "$tmp/python3.12/Python.h" ] && [ -f "$tmp/x86_64-linux-gnu/python3.12/pyconfig.h" ] &&
+    [ -f "$tmp/pybind11/numpy.h" ] ||
+    die "$1 lacks python3.12/Python.h, x86_64-linux-gnu/python3.12/pyconfig.h or pybind11/numpy.h"
+  rm -rf "$PY312_HEADERS"; mkdir -p "$PY312_HEADERS"
+  cp -a "$tmp/python3.12/." "$PY312_HEADERS/"
+  # Searched before /usr/include, so it stands in for Debian's pybind11.
+  cp -a "$tmp/pybind11" "$PY312_HEADERS/"
+  # Ubuntu's pyconfig.h only includes the multiarch one from /usr/include.
+  cp "$tmp/x86_64-linux-gnu/python3.12/pyconfig.h" "$PY312_HEADERS/pyconfig.h"
+  rm -rf "$tmp"
+  echo 'workspace(name = "python_headers")' > "$PY312_HEADERS/WORKSPACE"
+  cat > "$PY312_HEADERS/BUILD.bazel" <<'BUILD'
+package(default_visibility = ["//visibility:public"])
+
+cc_library(
+    name = "python_headers",
+    hdrs = glob(["**/*.h"]),
+    includes = ["."],
+)
+BUILD
+  echo "gpu_suite: Python 3.12 headers in $PY312_HEADERS"
 }
 
 pack() {
@@ -256,7 +325,7 @@ pack() {
   if [ "$build" -eq 1 ]; then
     # One build of just what the bundle needs (another engineer may build
     # here too: bazel waits for the other command's lock itself).
-    bazel build "$CORE_TARGET" "$TAPE_TARGET" >&2
+    build_cores
   fi
   [ -f "bazel-bin/$CORE" ] || die "bazel-bin/$CORE is not built (run without --no-build)"
 
@@ -299,7 +368,7 @@ pack() {
 update_core() {
   [ -f "$BUNDLE/runtime.tar.xz" ] || die "no bundle: run 'tools/gpu_suite.sh pack' first"
   cd "$ROOT"
-  [ "${1:-}" = "--no-build" ] || bazel build "$CORE_TARGET" "$TAPE_TARGET" >&2
+  [ "${1:-}" = "--no-build" ] || build_cores
   make_src "$BUNDLE/src.new"
   rm -rf "$BUNDLE/src"; mv "$BUNDLE/src.new" "$BUNDLE/src"
   echo "gpu_suite: refreshed $BUNDLE/src; .gpu_bundle is $(du -sh "$BUNDLE" | cut -f1)"
@@ -348,15 +417,32 @@ prepare() {
   fi
   rm -rf "$UNPACKED/src"
   cp -a "$BUNDLE/src" "$UNPACKED/src"
-  if [ -f "$UNPACKED/src/$CORE.xz" ]; then
+  # The tests, examples and benchmarks come from the working tree, which the
+  # device tool carries anyway; the package is the one packed with the
+  # extension.
+  local path
+  for path in "${TREE_PATHS[@]}"; do
+    [ -e "$ROOT/$path" ] || continue
+    if [ -d "$ROOT/$path" ]; then
+      mkdir -p "$UNPACKED/src/$path"
+      cp -a "$ROOT/$path/." "$UNPACKED/src/$path/"
+    else
+      mkdir -p "$UNPACKED/src/$(dirname "$path")"
+      cp -a "$ROOT/$path" "$UNPACKED/src/$path"
+    fi
+  done
+  find "$UNPACKED/src" -name __pycache__ -prune -exec rm -rf {} +
+  local core
+  for core in "$CORE" "$CORE312"; do
+    [ -f "$UNPACKED/src/$core.xz" ] || continue
     if command -v xz >/dev/null; then
-      xz -dc "$UNPACKED/src/$CORE.xz" > "$UNPACKED/src/$CORE"
+      xz -dc "$UNPACKED/src/$core.xz" > "$UNPACKED/src/$core"
     else
       python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
-        "$UNPACKED/src/$CORE.xz" "$UNPACKED/src/$CORE"
+        "$UNPACKED/src/$core.xz" "$UNPACKED/src/$core"
     fi
-    chmod +x "$UNPACKED/src/$CORE"; rm -f "$UNPACKED/src/$CORE.xz"
-  fi
+    chmod +x "$UNPACKED/src/$core"; rm -f "$UNPACKED/src/$core.xz"
+  done
   PY="$UNPACKED/usr/bin/python3.11"
   use_lavapipe
   # Child processes the tests start with sys.executable (no -I) stay isolated
@@ -389,7 +475,7 @@ use_lavapipe() {
 # that was packed with the extension.
 warn_if_stale() {
   local d
-  for d in quadrants/python/quadrants tests/python; do
+  for d in quadrants/python/quadrants; do
     [ -d "$ROOT/$d" ] || continue
     if ! diff -rq -x __pycache__ -x '*.so' -x '*.so.xz' "$ROOT/$d" "$BUNDLE/src/$d" >/dev/null 2>&1; then
       note "warning: $d differs from the bundle's snapshot; repack to test the working tree"
@@ -435,12 +521,45 @@ python_script() {
   exec "$PY" -I "$script" "$@"
 }
 
+# The machine's own python3 (3.12, with PyTorch, CuPy and JAX) with the
+# bundle's package on its path, through the extension built for 3.12.
+use_system_python() {
+  prepare
+  [ -f "$UNPACKED/src/$CORE312" ] ||
+    die "the bundle has no extension for Python 3.12: import-python312 and pack here"
+  SYSTEM_PY="$(command -v python3)"
+  export PYTHONPATH="$UNPACKED/src/quadrants/python:$UNPACKED/src"
+  export QD_WANTED_ARCHS="${QD_WANTED_ARCHS:-cuda}"
+  note "$SYSTEM_PY ($("$SYSTEM_PY" -c 'import sys; print(sys.version.split()[0])')) QD_WANTED_ARCHS=$QD_WANTED_ARCHS"
+}
+
+system_run() {
+  use_system_python
+  local results="$UNPACKED/results.txt" rc=0
+  rm -f "$results"
+  (cd "$UNPACKED/src" && "$SYSTEM_PY" -u "$ROOT/tools/gpu_suite_helper.py" pytest "$results" \
+    -p no:cacheprovider -rfEs "$@") || rc=$?
+  helper summary "$results" "$rc"
+}
+
+system_python() {
+  [ $# -ge 1 ] || die "usage: tools/gpu_suite.sh system-python SCRIPT [args]"
+  use_system_python
+  local script="$1"; shift
+  [ -f "$UNPACKED/src/$script" ] && script="$UNPACKED/src/$script"
+  cd "$UNPACKED/src"
+  exec "$SYSTEM_PY" "$script" "$@"
+}
+
 case "${1:-}" in
   pack) shift; pack "$@" ;;
   update-core) shift; update_core "$@" ;;
   run) shift; run "$@" ;;
   python) shift; python_script "$@" ;;
   pack-lavapipe) pack_lavapipe ;;
+  import-python312) shift; import_python312 "$@" ;;
+  system-run) shift; system_run "$@" ;;
+  system-python) shift; system_python "$@" ;;
   check) check ;;
-  *) die "usage: tools/gpu_suite.sh pack [--no-build] | update-core [--no-build] | pack-lavapipe | run [pytest args] | python SCRIPT [args] | check" ;;
+  *) die "usage: tools/gpu_suite.sh pack [--no-build] | update-core [--no-build] | pack-lavapipe | import-python312 TGZ | run [pytest args] | python SCRIPT [args] | system-run [pytest args] | system-python SCRIPT [args] | check" ;;
 esac

@@ -650,9 +650,9 @@ PYBIND11_MODULE(_quadrants_core, m) {
           throw py::key_error(name);
         absl::StatusOr<options::Value> value = options::EnvValue(spec->id);
         if (!value.ok())
-          return py::make_tuple(py::none(),
-                                std::string(value.status().message()));
-        return py::make_tuple(py::cast(*value), "");
+          return py::tuple(py::make_tuple(
+              py::none(), std::string(value.status().message())));
+        return py::tuple(py::make_tuple(py::cast(*value), std::string()));
       },
       "(value, error) of the option `name`'s environment variable: None "
       "when unset; error is '' or names the variable, the value and what "

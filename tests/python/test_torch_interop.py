@@ -255,3 +255,44 @@ def test_from_dlpack_borrows_the_producers_memory():
 def test_from_dlpack_on_vulkan_says_to_copy():
     with pytest.raises(qd.QuadrantsRuntimeError, match="copy instead"):
         qd.from_dlpack(torch.zeros(4))
+
+
+def _stream_round_trips(n, iterations):
+    """Per iteration: torch writes `a`, a kernel reads it into `b`, torch
+    reads `b`; nothing synchronizes until the end. Returns the results and
+    what each should be."""
+    dev = _device()
+
+    @qd.kernel
+    def add_one(a: qd.types.ndarray(qd.f32, 1), b: qd.types.ndarray(qd.f32, 1)):
+        for i in range(a.shape[0]):
+            b[i] = a[i] + 1.0
+
+    outputs = []
+    for it in range(iterations):
+        a = torch.full((n,), float(it), device=dev)
+        a.mul_(2.0)  # more torch work queued ahead of the kernel
+        b = torch.empty(n, device=dev)
+        add_one(a, b)
+        outputs.append(b * 3.0)
+    return outputs, [(2.0 * it + 1.0) * 3.0 for it in range(iterations)]
+
+
+def _check_round_trips(outputs, expected):
+    torch.cuda.synchronize()
+    for got, want in zip(outputs, expected):
+        assert torch.all(got == want).item(), (got[:4], want)
+
+
+@test_utils.test(arch=qd.cuda)
+def test_kernels_are_ordered_with_torch_work_on_the_default_stream():
+    _check_round_trips(*_stream_round_trips(1 << 20, 100))
+
+
+@test_utils.test(arch=qd.cuda)
+def test_kernels_are_ordered_with_torch_work_on_a_side_stream():
+    dev = _device()
+    side = torch.cuda.Stream(device=dev)
+    with torch.cuda.stream(side):
+        outputs, expected = _stream_round_trips(1 << 20, 100)
+    _check_round_trips(outputs, expected)

@@ -443,7 +443,12 @@ class Kernel:
         if mode == REVERSE:
             launch_args += _adjoint_arguments(self.name, self._specs, args, copy_back)
             launch_args += hidden.adjoints(buffers, arrays)
+        stream = torch_interop.side_stream(args) if "torch" in sys.modules else None
+        if stream is not None:
+            torch_interop.launches_wait_for(stream)
         prog.launch(compiled, launch_args, self.graph)
+        if stream is not None:
+            torch_interop.stream_waits_for_launches(stream)
         if mode == PRIMAL and not kwargs and not copy_back:
             self._remember(given, compiled, hidden, launch_args)
         for original, contiguous in copy_back:

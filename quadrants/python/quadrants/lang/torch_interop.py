@@ -85,6 +85,33 @@ def kernel_array(kernel_name, param, tensor):
                                 f"kernels run on {arch.name}), got one on {device}")
 
 
+def side_stream(args):
+    """The torch stream that a launch taking CUDA tensors `args` must be
+    ordered with: torch's current stream on the kernels' device when it is
+    not the default stream (None otherwise, and for launches without CUDA
+    tensors). Launches queue on the legacy default stream, which is torch's
+    default stream: work there is ordered with them already."""
+    if not any(isinstance(a, TorchDeviceArray) for a in args):
+        return None
+    torch = sys.modules["torch"]
+    device = torch.device("cuda", runtime.state.options.get("device_id", 0))
+    current = torch.cuda.current_stream(device)
+    return None if current == torch.cuda.default_stream(device) else current
+
+
+def launches_wait_for(stream):
+    """Orders the next launch after the work queued on `stream`."""
+    torch = sys.modules["torch"]
+    torch.cuda.default_stream(stream.device).wait_stream(stream)
+
+
+def stream_waits_for_launches(stream):
+    """Orders the work queued on `stream` from now on after the launches
+    queued so far (recorded as an event on the default stream)."""
+    torch = sys.modules["torch"]
+    stream.wait_stream(torch.cuda.default_stream(stream.device))
+
+
 def adjoint(kernel_name, param, arg):
     """The adjoint buffer of tensor argument `arg` for kernel.grad: its
     tensor's .grad, None (a scratch buffer) for a tensor that does not
