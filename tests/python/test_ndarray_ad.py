@@ -139,7 +139,7 @@ def test_tape_ndarray_loss_errors():
     with pytest.raises(QuadrantsGradientError, match="needs_grad=True"):
         with qd.ad.Tape(loss=no_grad):
             pass
-    with pytest.raises(qd.QuadrantsTypeError, match="needs a qd.field or a qd.ndarray"):
+    with pytest.raises(qd.QuadrantsTypeError, match="needs a qd.field, a qd.ndarray or a torch tensor"):
         with qd.ad.Tape(loss=np.zeros(1)):
             pass
     assert qd.lang.runtime.state.tape is None

@@ -7,7 +7,6 @@ import pytest
 
 import quadrants as qd
 from quadrants.lang import runtime
-from quadrants.lang.exception import QuadrantsGradientError
 from tests import test_utils
 
 torch = pytest.importorskip("torch")
@@ -67,8 +66,8 @@ def test_tensor_on_another_device_is_refused():
 
 
 @test_utils.test(arch=[qd.cpu, qd.vulkan])
-def test_non_contiguous_tensor_is_written_correctly():
-    t = torch.zeros(6, 8)
+def test_non_contiguous_tensor_is_refused_saying_so():
+    t = torch.zeros(6, 8, device=_device())
     strided = t[:, ::2]  # every other column
     assert not strided.is_contiguous()
 
@@ -77,10 +76,11 @@ def test_non_contiguous_tensor_is_written_correctly():
         for i, j in a:
             a[i, j] = i * 10.0 + j
 
-    fill(strided)
-    expected = np.zeros((6, 8), np.float32)
-    expected[:, ::2] = np.arange(6)[:, None] * 10.0 + np.arange(4)[None, :]
-    np.testing.assert_array_equal(t.numpy(), expected)
+    with pytest.raises(ValueError, match=r"kernel 'fill' argument 'a': Non contiguous tensors "
+                                         r"are not supported.*contiguous\(\)"):
+        fill(strided)
+    assert torch.all(t == 0).item()
+    fill(strided.contiguous())  # a copy, as the message says
 
 
 @test_utils.test()
@@ -147,7 +147,7 @@ def test_kernel_grad_adds_into_the_tensors_grad():
 
 
 @test_utils.test()
-def test_missing_grad_where_one_is_needed_names_the_parameter():
+def test_a_tensor_that_requires_grad_gets_a_zero_grad_at_launch():
     x = torch.ones(4, dtype=torch.float64, device=_device(), requires_grad=True)
     y = torch.zeros(4, dtype=torch.float64, device=_device())
 
@@ -156,10 +156,37 @@ def test_missing_grad_where_one_is_needed_names_the_parameter():
         for i in range(src.shape[0]):
             dst[i] = 2.0 * src[i]
 
+    double(x, y)
+    # A tensor that requires grad gets a zero .grad at launch (upstream's
+    # semantics); one that does not gets none.
+    assert x.grad is not None and torch.all(x.grad == 0).item()
+    assert y.grad is None
     y.grad = torch.ones_like(y)
-    with pytest.raises(QuadrantsGradientError,
-                       match=r"kernel 'double' argument 'src'.*\.grad is None"):
-        double.grad(x.detach().requires_grad_(), y)
+    double.grad(x, y)
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), np.full(4, 2.0))
+
+
+@test_utils.test()
+def test_tape_with_a_tensor_loss_seeds_it_and_checks_it():
+    x = torch.tensor([1.0, 2.0, 3.0], device=_device(), requires_grad=True)
+    loss = torch.zeros(1, device=_device(), requires_grad=True)
+
+    @qd.kernel
+    def squares(a: qd.types.ndarray(qd.f32, 1), out: qd.types.ndarray(qd.f32, 1)):
+        for i in range(a.shape[0]):
+            out[0] += a[i] * a[i]
+
+    with qd.ad.Tape(loss=loss):
+        squares(x, loss)
+    assert loss.item() == 14.0
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), [2.0, 4.0, 6.0])
+    with pytest.raises(RuntimeError, match="must be a tensor only contains one element"):
+        with qd.ad.Tape(loss=torch.zeros(2, device=_device(), requires_grad=True)):
+            pass
+    with pytest.raises(RuntimeError, match="please set requires_grad=True"):
+        with qd.ad.Tape(loss=torch.zeros(1, device=_device())):
+            pass
+    assert qd.lang.runtime.state.tape is None
 
 
 @test_utils.test(require=qd.extension.adstack, ad_stack_experimental_enabled=True,
@@ -296,3 +323,53 @@ def test_kernels_are_ordered_with_torch_work_on_a_side_stream():
     with torch.cuda.stream(side):
         outputs, expected = _stream_round_trips(1 << 20, 100)
     _check_round_trips(outputs, expected)
+
+
+@test_utils.test(arch=[qd.cpu, qd.cuda])
+def test_ndarray_to_torch_copy_false_shares_the_memory():
+    a = qd.ndarray(qd.f32, shape=(4, 3))
+    a.from_numpy(np.arange(12, dtype=np.float32).reshape(4, 3))
+    view = a.to_torch(copy=False)
+    assert view.device == torch.device(_device()) and tuple(view.shape) == (4, 3)
+    a[2, 1] = -1.0
+    assert view[2, 1].item() == -1.0
+    view[0, 0] = 42.0  # the other way round too
+    assert a[0, 0] == 42.0
+    assert a.to_torch(copy=None).data_ptr() == view.data_ptr()
+    copied = a.to_torch()  # copy=True: independent
+    copied[1, 1] = 9.0
+    assert a[1, 1] == 4.0
+    with pytest.raises(ValueError, match="incompatible with device transfer"):
+        a.to_torch(device="meta", copy=False)
+
+
+@test_utils.test(arch=qd.cpu)
+def test_ndarray_to_numpy_copy_false_is_a_writable_view():
+    a = qd.ndarray(qd.i32, shape=5)
+    view = a.to_numpy(copy=False)
+    assert view.flags.writeable
+    view[3] = 7
+    assert a[3] == 7
+    with pytest.raises(ValueError, match="Zero-copy not available.*dtype=float64"):
+        a.to_numpy(np.float64, copy=False)
+    assert a.to_numpy(np.float64, copy=None).dtype == np.float64
+
+
+@test_utils.test(arch=[qd.vulkan, qd.cuda])
+def test_views_refused_where_they_cannot_exist_say_so():
+    a = qd.ndarray(qd.f32, shape=5)
+    with pytest.raises(ValueError, match="Zero-copy not available"):
+        a.to_numpy(copy=False)
+    np.testing.assert_array_equal(a.to_numpy(copy=None), np.zeros(5))
+    if runtime.state.arch == qd.vulkan:
+        with pytest.raises(ValueError, match="Zero-copy not available.*arch=vulkan"):
+            a.to_torch(copy=False)
+
+
+@test_utils.test()
+def test_field_copy_false_says_why_there_is_no_view():
+    f = qd.field(qd.f32, shape=4)
+    for call in (lambda: f.to_numpy(copy=False), lambda: f.to_torch(copy=False)):
+        with pytest.raises(ValueError, match="Zero-copy not available for field.*moves"):
+            call()
+    assert tuple(f.to_torch(copy=None).shape) == (4,)

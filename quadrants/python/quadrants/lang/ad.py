@@ -7,7 +7,7 @@ import numpy as np
 
 from quadrants.lang import field as field_module
 from quadrants.lang import ndarray as ndarray_module
-from quadrants.lang import runtime, types
+from quadrants.lang import runtime, torch_interop, types
 from quadrants.lang.exception import (QuadrantsGradientError, QuadrantsRuntimeError,
                                       QuadrantsTypeError)
 
@@ -71,8 +71,11 @@ class Tape:
         if self.clear_gradients:
             clear_all_gradients()
         if self.loss is not None:
-            self.loss.fill(0)
-            self.loss.grad.fill(1)
+            if torch_interop.is_tensor(self.loss):
+                torch_interop.seed_loss(self.loss)
+            else:
+                self.loss.fill(0)
+                self.loss.grad.fill(1)
         runtime.state.tape = self
         return self
 
@@ -107,15 +110,26 @@ def _check_loss(loss):
                                          f"dtype), or place its .grad")
     elif isinstance(loss, ndarray_module.Ndarray):
         if loss.size != 1:
-            raise QuadrantsGradientError(f"qd.ad.Tape(loss=...): the loss must be an ndarray "
-                                         f"with only one element, got shape {loss.shape}")
+            raise QuadrantsGradientError(f"qd.ad.Tape(loss=...): The loss of `Tape` must be an "
+                                         f"ndarray with only one element, got shape "
+                                         f"{loss.shape}")
         if loss.grad is None:
-            raise QuadrantsGradientError("qd.ad.Tape(loss=...): the loss ndarray has no "
-                                         "adjoint; create it with "
-                                         "qd.ndarray(dtype, shape, needs_grad=True)")
+            raise QuadrantsGradientError("qd.ad.Tape(loss=...): Gradients of loss are not "
+                                         "allocated, please set needs_grad=True for all "
+                                         "ndarrays that are required by autodiff. "
+                                         "(qd.ndarray(dtype, shape, needs_grad=True))")
+    elif torch_interop.is_tensor(loss):
+        if loss.numel() != 1:
+            raise QuadrantsGradientError(f"qd.ad.Tape(loss=...): The loss of `Tape` must be a "
+                                         f"tensor only contains one element, got shape "
+                                         f"{tuple(loss.shape)}")
+        if not loss.requires_grad:
+            raise QuadrantsGradientError("qd.ad.Tape(loss=...): Gradients of loss are not "
+                                         "allocated, please set requires_grad=True for all "
+                                         "tensors that are required by autodiff.")
     else:
-        raise QuadrantsTypeError(f"qd.ad.Tape(loss=...) needs a qd.field or a qd.ndarray, "
-                                 f"got {type(loss).__name__}")
+        raise QuadrantsTypeError(f"qd.ad.Tape(loss=...) needs a qd.field, a qd.ndarray or a "
+                                 f"torch tensor, got {type(loss).__name__}")
 
 
 def clear_all_gradients():

@@ -225,7 +225,6 @@ class Field:
         """What to_numpy() gives, as a torch tensor on `device` (default:
         the CPU); copy=False raises ValueError, as for to_numpy."""
         return torch_interop.to_torch(self, device, copy, f"field '{self.name}'")
-
     def from_torch(self, tensor):
         """from_numpy() of the tensor's values (on any device)."""
         torch_interop.from_torch(self, tensor)
@@ -253,12 +252,17 @@ class Field:
 ScalarField = Field
 
 
-def check_copy_flag(copy, what):
+# Why fields offer no view of their memory.
+FIELD_NO_VIEW = ("a field's memory moves when fields are added after it, so no view of it "
+                 "stays valid; use copy=True or copy=None (a copy)")
+
+
+def check_copy_flag(copy, what, why=FIELD_NO_VIEW):
+    """For holders with no view of their memory: copy=False raises."""
     if copy not in (True, None, False):
         raise QuadrantsTypeError(f"to_numpy(copy=...) takes True, False or None, got {copy!r}")
     if copy is False:
-        raise ValueError(f"to_numpy(copy=False): {what} cannot be viewed without a copy "
-                         f"here; use copy=True or copy=None (a copy when no view exists)")
+        raise ValueError(f"to_numpy(copy=False): Zero-copy not available for {what}: {why}")
 
 
 def check_copy_source(dst, src, cls):
@@ -489,9 +493,9 @@ def _place_default(f):
     if not asked:
         how = "lazy_grad" if f._role == "grad" else "lazy_dual"
         raise QuadrantsRuntimeError(
-            f"'{f.name}' is not placed: place it (e.g. qd.root.dense(qd.i, n).place("
-            f"{primal.name}, {primal.name}.{f._role})), create '{primal.name}' with "
-            f"needs_{f._role}=True, or call qd.root.{how}()")
+            f"'{f.name}' is not placed (it has no allocation): place it (e.g. "
+            f"qd.root.dense(qd.i, n).place({primal.name}, {primal.name}.{f._role})), "
+            f"create '{primal.name}' with needs_{f._role}=True, or call qd.root.{how}()")
     shape = primal.shape  # places the primal (and with it f) if needed
     if f._place is None:
         _place_with_shape(f, shape)

@@ -13,6 +13,17 @@ from quadrants.lang.exception import (ArgumentValueError, QuadrantsGradientError
 _with_grad = weakref.WeakSet()
 
 
+class _WritableView:
+    """A writable numpy view of the memory a read-only one shows (which it
+    keeps, and with it the ndarray)."""
+
+    def __init__(self, view):
+        self._view = view
+        interface = dict(view.__array_interface__)
+        interface["data"] = (interface["data"][0], False)
+        self.__array_interface__ = interface
+
+
 class Ndarray:
     """A dense array owned by Quadrants, passed to kernels by reference."""
 
@@ -146,11 +157,20 @@ class Ndarray:
         return None
 
     def to_numpy(self, dtype=None, *, copy=True):
-        """A new numpy array of the contents (shape + element shape).
-        copy=False asks for a view of the ndarray's memory, which is not
-        offered: it raises ValueError."""
-        from quadrants.lang.field import check_copy_flag  # pylint: disable=import-outside-toplevel
-        check_copy_flag(copy, "this ndarray")
+        """The contents (shape + element shape) as a numpy array: a new one
+        (copy=True), a view of the ndarray's memory (copy=False: on cpu,
+        else ValueError), or a view where there is one and a copy otherwise
+        (copy=None)."""
+        if copy not in (True, None, False):
+            raise QuadrantsTypeError(f"to_numpy(copy=...) takes True, False or None, got "
+                                     f"{copy!r}")
+        if copy is not True:
+            view, why = self._numpy_view(dtype)
+            if view is not None:
+                return view
+            if copy is False:
+                raise ValueError(f"to_numpy(copy=False): Zero-copy not available for this "
+                                 f"ndarray: {why}")
         self._check_alive().sync()
         if self._struct is not None:
             if dtype is not None:
@@ -159,6 +179,33 @@ class Ndarray:
             return _struct_split(self._struct, self._core.to_numpy(), self.shape)
         out = self._core.to_numpy()
         return out if dtype is None else out.astype(dtype)
+
+    def _view_refused(self):
+        """Why this ndarray offers no view of its memory, or None."""
+        if self._struct is not None:
+            return "an ndarray of structs gives a dict of arrays"
+        if runtime.state.arch not in (runtime.cpu, runtime.cuda):
+            return f"arch={runtime.state.arch.name} exports no memory"
+        return None
+
+    def _numpy_view(self, dtype):
+        why = self._view_refused()
+        if why is None and runtime.state.arch != runtime.cpu:
+            why = "numpy arrays cannot reference GPU memory"
+        if why is None and dtype is not None and np.dtype(dtype) != \
+                types.to_numpy_dtype(self.dtype):
+            why = f"dtype={np.dtype(dtype)} differs from the ndarray's {self.dtype}"
+        if why is not None:
+            return None, why
+        view = np.from_dlpack(self)
+        # numpy before 2.1 marks DLPack imports read-only; the memory is not.
+        return (view if view.flags.writeable else np.asarray(_WritableView(view))), None
+
+    def _torch_view(self, torch):
+        why = self._view_refused()
+        if why is not None:
+            return None, why
+        return torch_interop.dlpack_tensor(torch, self), None
 
     def copy_from(self, other):
         """Copies every element of ndarray `other` (of the same shape and
@@ -222,9 +269,11 @@ class Ndarray:
         return _session_dlpack_device()
 
     def to_torch(self, device=None, *, copy=True):
-        """What to_numpy() gives, as a torch tensor on `device` (default:
-        the CPU); copy=False raises ValueError, as for to_numpy."""
-        return torch_interop.to_torch(self, device, copy, "this ndarray")
+        """What to_numpy() gives, as a torch tensor: a copy on `device`
+        (default: the CPU) with copy=True; with copy=False a tensor sharing
+        the ndarray's memory (cpu and cuda; through DLPack) or ValueError;
+        with copy=None that tensor where there is one, else a copy."""
+        return torch_interop.to_torch(self, device, copy, "this ndarray", self._torch_view)
 
     def from_torch(self, tensor):
         """from_numpy() of the tensor's values (on any device)."""

@@ -4,7 +4,7 @@ functions (qd.ad.torch_function).
 
 A CPU tensor reaches a kernel as a numpy view of its memory (TorchView), so
 the numpy argument path applies unchanged: zero-copy on cpu, staged on
-vulkan, strided tensors copied to a dense array and back. A CUDA tensor on
+vulkan. Non-contiguous tensors are refused, as upstream refuses them. A CUDA tensor on
 the device the session runs on goes to the kernel as its device pointer
 (TorchDeviceArray). The tensor travels with either, so kernel.grad finds its
 .grad (the adjoint buffer it adds into, or reads as the seed of an output).
@@ -62,11 +62,19 @@ def _device_text(arch):
 
 
 def kernel_array(kernel_name, param, tensor):
-    """`tensor` as the kernel argument for ndarray parameter `param`."""
+    """`tensor` as the kernel argument for ndarray parameter `param`. A
+    tensor that requires grad and has no .grad gets a zero one, as
+    upstream's launches give it: kernel.grad adds into it later."""
     where = f"kernel '{kernel_name}' argument '{param}'"
     dtype = _numpy_dtype(tensor, where)
+    if tensor.requires_grad and tensor.grad is None:
+        tensor.grad = sys.modules["torch"].zeros_like(tensor)
     arch = runtime.state.arch
     device = tensor.device
+    if not tensor.is_contiguous():
+        # Refused as upstream does: a dense copy would not alias the tensor.
+        raise ArgumentValueError(f"{where}: Non contiguous tensors are not supported (strides "
+                                 f"{tuple(tensor.stride())}); pass tensor.contiguous()")
     if device.type == "cpu" and arch in (runtime.cpu, runtime.vulkan):
         view = tensor.detach().numpy().view(TorchView)
         view.tensor = tensor
@@ -77,9 +85,6 @@ def kernel_array(kernel_name, param, tensor):
             raise QuadrantsRuntimeError(f"{where}: the tensor is on cuda:{device.index}, the "
                                         f"kernels run on cuda:{device_id} "
                                         f"(qd.init(device_id=...))")
-        if not tensor.is_contiguous():
-            raise ArgumentValueError(f"{where}: the CUDA tensor is not contiguous (strides "
-                                     f"{tuple(tensor.stride())}); pass tensor.contiguous()")
         return TorchDeviceArray(tensor, dtype)
     raise QuadrantsRuntimeError(f"{where}: expected a tensor on {_device_text(arch)} (the "
                                 f"kernels run on {arch.name}), got one on {device}")
@@ -114,18 +119,12 @@ def stream_waits_for_launches(stream):
 
 def adjoint(kernel_name, param, arg):
     """The adjoint buffer of tensor argument `arg` for kernel.grad: its
-    tensor's .grad, None (a scratch buffer) for a tensor that does not
-    require a gradient and has none, and an error for one that requires a
-    gradient but has no .grad."""
+    tensor's .grad (given at launch to a tensor that requires grad), or None
+    (a scratch buffer) for a tensor that has none."""
     tensor = arg.tensor
     grad = tensor.grad
     where = f"kernel '{kernel_name}' argument '{param}'"
     if grad is None:
-        if tensor.requires_grad:
-            raise QuadrantsGradientError(
-                f"{where}: the torch tensor requires grad but its .grad is None; kernel.grad "
-                f"adds into .grad for inputs and reads it as the seed for outputs, so set "
-                f"tensor.grad = torch.zeros_like(tensor) (or the seed) first")
         return None
     if tuple(grad.shape) != tuple(tensor.shape) or grad.dtype != tensor.dtype:
         raise QuadrantsGradientError(f"{where}: .grad has shape {tuple(grad.shape)} and dtype "
@@ -137,6 +136,17 @@ def adjoint(kernel_name, param, arg):
         raise ArgumentValueError(f"{where}: its .grad is not contiguous; kernel.grad adds "
                                  f"into it in place")
     return grad.detach().numpy()
+
+
+def seed_loss(loss):
+    """A Tape's tensor loss starts at zero with a gradient seed of one."""
+    torch = sys.modules["torch"]
+    with torch.no_grad():
+        loss.fill_(0)
+    if loss.grad is None:
+        loss.grad = torch.ones_like(loss)
+    else:
+        loss.grad.fill_(1)
 
 
 def same_memory(a, b):
@@ -164,18 +174,41 @@ def _to_tensor(array, device):
     return tensor if device is None else tensor.to(device)
 
 
-def to_torch(holder, device, copy, label):
+def to_torch(holder, device, copy, label, view=None):
     """A tensor (a dict of them for struct fields) with what
-    holder.to_numpy() returns, on `device` (default: the CPU). Fields and
-    ndarrays offer no view of their memory: copy=False raises, copy=None
-    copies."""
-    if copy is False:
-        raise ValueError(f"to_torch(copy=False): {label} cannot share its memory with a "
-                         f"tensor; use copy=True (or None)")
+    holder.to_numpy() returns, on `device` (default: the CPU, or the
+    holder's device for a view). copy=True copies; copy=False shares the
+    holder's memory or raises ValueError; copy=None shares it where it can
+    and copies otherwise. `view(torch)` gives (a tensor sharing the memory
+    or None, why not); without it there is no view: fields' memory moves
+    when fields are added."""
+    if copy not in (True, None, False):
+        raise QuadrantsTypeError(f"to_torch(copy=...) takes True, False or None, got {copy!r}")
+    if copy is not True:
+        from quadrants.lang.field import FIELD_NO_VIEW  # pylint: disable=import-outside-toplevel
+        view, why = view(_torch()) if view is not None else (None, FIELD_NO_VIEW)
+        if view is not None and device is not None and \
+                not _same_device(view.device, _torch().device(device)):
+            view, why = None, (f"copy=False is incompatible with device transfer (data on "
+                               f"{view.device}, requested {device})")
+        if view is not None:
+            return view
+        if copy is False:
+            raise ValueError(f"to_torch(copy=False): Zero-copy not available for {label}: {why}")
     values = holder.to_numpy()
     if isinstance(values, dict):
         return {name: _to_tensor(v, device) for name, v in values.items()}
     return _to_tensor(values, device)
+
+
+def _same_device(have, want):
+    return have.type == want.type and (want.index is None or have.index == want.index)
+
+
+def dlpack_tensor(torch, array):
+    """A tensor viewing ndarray `array`'s memory through DLPack."""
+    import torch.utils.dlpack  # pylint: disable=import-outside-toplevel,redefined-outer-name
+    return torch.utils.dlpack.from_dlpack(array.to_dlpack())
 
 
 def from_torch(holder, tensor):
