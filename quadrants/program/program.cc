@@ -191,10 +191,10 @@ absl::Status Program::MaterializeFields() {
   const int64_t old_bytes = root_ ? snodes_.root_bytes() : 0;
   QD_RETURN_IF_ERROR(snodes_.Finalize());
   // Fields added since the last layout extend the buffer; old ones keep
-  // their offsets and contents.
+  // their offsets and contents, and their address where the memory grows
+  // in place.
   const int64_t bytes = snodes_.root_bytes();
-  absl::StatusOr<ArrayBuffer> grown =
-      ArrayBuffer::Allocate(backend_->memory(), bytes);
+  absl::Status grown = GrowRoot(old_bytes, bytes);
   if (!grown.ok()) {
     // The fields that asked for it are dropped, so the program goes on
     // with the ones it has.
@@ -209,22 +209,57 @@ absl::Status Program::MaterializeFields() {
         absl::StrCat("allocating ", bytes, " bytes for fields ",
                      absl::StrJoin(names, ", "), " (",
                      bytes - old_bytes, " bytes new): ",
-                     grown.status().message(),
+                     grown.message(),
                      "; these fields are discarded, the others keep their "
                      "values"));
   }
+  materialized_nodes_ = snodes_.size();
+  backend_->SetRoot(root_->get());
+  field_generation_.resize(snodes_.size(), 0);
+  return absl::OkStatus();
+}
+
+absl::Status Program::GrowRoot(int64_t old_bytes, int64_t bytes) {
+  if (root_ && root_->growable())
+    return root_->GrowInPlace(bytes);
+  absl::StatusOr<ArrayBuffer> grown =
+      root_ ? ArrayBuffer::Allocate(backend_->memory(), bytes)
+            : ArrayBuffer::AllocateGrowable(backend_->memory(), bytes,
+                                            kFieldReserveBytes);
+  if (!grown.ok())
+    return grown.status();
   if (root_) {
     std::vector<char> old(static_cast<size_t>(old_bytes));
     QD_RETURN_IF_ERROR(
-        backend_->memory()->CopyToHost(old.data(), root_.get(), old_bytes));
+        backend_->memory()->CopyToHost(old.data(), root_->get(), old_bytes));
     QD_RETURN_IF_ERROR(
         backend_->memory()->CopyFromHost(grown->get(), old.data(), old_bytes));
   }
-  root_ = *std::move(grown);
-  materialized_nodes_ = snodes_.size();
-  backend_->SetRoot(root_.get());
-  field_generation_.resize(snodes_.size(), 0);
+  root_ = std::make_shared<ArrayBuffer>(*std::move(grown));
   return absl::OkStatus();
+}
+
+absl::StatusOr<Program::FieldView> Program::ViewField(int place) {
+  QD_RETURN_IF_ERROR(MaterializeFields());
+  QD_ASSIGN_OR_RETURN(ir::PlaceLayout layout, snodes_.Layout(place));
+  if (!root_->growable()) {
+    return MakeError(ErrorKind::kRuntime,
+                     absl::StrCat("field '", snodes_.node(place).name,
+                                  "': this backend's field memory moves when "
+                                  "fields are added, so no view of it stays "
+                                  "valid"));
+  }
+  QD_RETURN_IF_ERROR(Sync());
+  FieldView view;
+  view.memory = root_;
+  view.data = root_->get() + layout.offset;
+  view.shape = std::move(layout.shape);
+  view.byte_strides = std::move(layout.axis_stride);
+  for (int child : snodes_.node(snodes_.node(place).parent).children) {
+    if (child != place)
+      view.neighbours.push_back(child);
+  }
+  return view;
 }
 
 absl::StatusOr<char*> Program::FieldAddress(int place,
@@ -248,7 +283,7 @@ absl::StatusOr<char*> Program::FieldAddress(int place,
     }
     offset += index[axis] * layout.axis_stride[axis];
   }
-  return root_.get() + offset;
+  return root_->get() + offset;
 }
 
 absl::StatusOr<ir::Constant> Program::ReadField(
@@ -277,7 +312,7 @@ absl::StatusOr<PlaceAccess> Program::Place(int place) {
   QD_RETURN_IF_ERROR(MaterializeFields());
   QD_ASSIGN_OR_RETURN(ir::PlaceLayout layout, snodes_.Layout(place));
   const int64_t bytes = std::max(1, ir::BitWidth(snodes_.node(place).dtype) / 8);
-  return PlaceAccess(*backend_->memory(), root_.get(), std::move(layout),
+  return PlaceAccess(*backend_->memory(), root_->get(), std::move(layout),
                      bytes);
 }
 

@@ -64,6 +64,20 @@ class Program {
   absl::Status WritePlace(int place, const void* in);
   absl::Status FillPlace(int place, const ir::Constant& value);
   void NoteFieldWrite(int place);
+  // Where `place`'s elements are, for a view of them that shares their
+  // memory (numpy, torch): the buffer (kept alive by the view), the first
+  // element and each axis' stride in bytes. Only where the field memory
+  // never moves (it grows in place); a value error otherwise. Waits for
+  // queued launches.
+  struct FieldView {
+    std::shared_ptr<ArrayBuffer> memory;
+    char* data = nullptr;
+    std::vector<int64_t> shape;
+    std::vector<int64_t> byte_strides;
+    // Places in the same cells (its parent's other children).
+    std::vector<int> neighbours;
+  };
+  absl::StatusOr<FieldView> ViewField(int place);
 
   absl::StatusOr<std::shared_ptr<Ndarray>> CreateNdarray(
       ir::PrimitiveType dtype, std::vector<int64_t> shape);
@@ -147,7 +161,11 @@ class Program {
   CompileConfig config_;
   std::unique_ptr<Backend> backend_;
   ir::SNodeTree snodes_;
-  ArrayBuffer root_;
+  // Address space reserved for fields to grow into without moving.
+  static constexpr int64_t kFieldReserveBytes = int64_t{1} << 40;
+  absl::Status GrowRoot(int64_t old_bytes, int64_t bytes);
+  // Shared with field views, which keep it alive past a reset.
+  std::shared_ptr<ArrayBuffer> root_;
   // Nodes below this id have memory in root_.
   int materialized_nodes_ = 1;
   std::vector<uint64_t> field_generation_;

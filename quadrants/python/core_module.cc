@@ -207,6 +207,15 @@ class PyProgram {
     return out;
   }
 
+  // (the memory, kept alive by whoever holds it; the first element's
+  // address; shape; strides in bytes; places in the same cells) of a view
+  // of `place`'s elements.
+  py::tuple ViewField(int place) {
+    Program::FieldView view = Unwrap(program_->ViewField(place));
+    return py::make_tuple(view.memory, reinterpret_cast<uintptr_t>(view.data),
+                          view.shape, view.byte_strides, view.neighbours);
+  }
+
   void FieldFromNumpy(int place, py::array values) {
     Check(program_->MaterializeFields());
     const ir::PlaceLayout layout = Unwrap(program_->snodes().Layout(place));
@@ -756,6 +765,8 @@ PYBIND11_MODULE(_quadrants_core, m) {
           },
           py::arg("device_type"), py::arg("device_id"), py::arg("versioned"));
 
+  // Field memory a view shares: opaque to Python, released with the view.
+  py::class_<ArrayBuffer, std::shared_ptr<ArrayBuffer>>(m, "FieldMemory");
   py::class_<DeviceArray>(m, "DeviceArray")
       .def(py::init([](uint64_t address, const std::string& dtype,
                        std::vector<int64_t> shape) {
@@ -788,6 +799,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("read_field", &PyProgram::ReadField)
       .def("write_field", &PyProgram::WriteField)
       .def("field_to_numpy", &PyProgram::FieldToNumpy)
+      .def("view_field", &PyProgram::ViewField)
       .def("field_from_numpy", &PyProgram::FieldFromNumpy)
       .def("field_fill", &PyProgram::FieldFill)
       .def("create_ndarray", &PyProgram::CreateNdarray)

@@ -5,6 +5,9 @@
 #include <cstring>
 #include <utility>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "absl/strings/str_cat.h"
 #include "quadrants/common/errors.h"
 
@@ -46,10 +49,42 @@ void BorrowedMemory::Free(void* /*data*/) {
   }
 }
 
+absl::StatusOr<ArrayBuffer> ArrayBuffer::AllocateGrowable(
+    std::shared_ptr<ArrayMemory> allocator, int64_t bytes, int64_t max_bytes) {
+  bytes = std::max<int64_t>(1, bytes);
+  absl::StatusOr<void*> data =
+      allocator->AllocateGrowable(bytes, std::max(bytes, max_bytes));
+  if (!data.ok())
+    return data.status();
+  if (*data == nullptr)
+    return Allocate(std::move(allocator), bytes);
+  ArrayBuffer buffer;
+  buffer.allocator_ = std::move(allocator);
+  buffer.data_ = static_cast<char*>(*data);
+  buffer.bytes_ = bytes;
+  buffer.growable_ = true;
+  return buffer;
+}
+
+absl::Status ArrayBuffer::GrowInPlace(int64_t bytes) {
+  if (!growable_) {
+    return MakeError(ErrorKind::kRuntime,
+                     "GrowInPlace on a buffer that cannot grow in place");
+  }
+  if (bytes <= bytes_)
+    return absl::OkStatus();
+  absl::Status grown = allocator_->Grow(data_, bytes);
+  if (!grown.ok())
+    return grown;
+  bytes_ = bytes;
+  return absl::OkStatus();
+}
+
 ArrayBuffer::ArrayBuffer(ArrayBuffer&& other) noexcept
     : allocator_(std::move(other.allocator_)),
       data_(std::exchange(other.data_, nullptr)),
-      bytes_(std::exchange(other.bytes_, 0)) {}
+      bytes_(std::exchange(other.bytes_, 0)),
+      growable_(std::exchange(other.growable_, false)) {}
 
 ArrayBuffer& ArrayBuffer::operator=(ArrayBuffer&& other) noexcept {
   if (this != &other) {
@@ -57,6 +92,7 @@ ArrayBuffer& ArrayBuffer::operator=(ArrayBuffer&& other) noexcept {
     allocator_ = std::move(other.allocator_);
     data_ = std::exchange(other.data_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
+    growable_ = std::exchange(other.growable_, false);
   }
   return *this;
 }
@@ -70,6 +106,7 @@ void ArrayBuffer::reset() {
     allocator_->Free(data_);
   data_ = nullptr;
   bytes_ = 0;
+  growable_ = false;
   allocator_.reset();
 }
 
@@ -87,6 +124,70 @@ absl::Status ArrayMemory::CopyFromHost(void* data, const void* host,
   return absl::OkStatus();
 }
 
+absl::StatusOr<void*> ArrayMemory::AllocateGrowable(int64_t /*bytes*/,
+                                                    int64_t /*max_bytes*/) {
+  return nullptr;
+}
+
+absl::Status ArrayMemory::Grow(void* /*data*/, int64_t new_bytes) {
+  return MakeError(ErrorKind::kRuntime,
+                   absl::StrCat("this memory cannot grow an allocation in "
+                                "place (to ",
+                                new_bytes, " bytes)"));
+}
+
+namespace {
+
+size_t PageRounded(int64_t bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (static_cast<size_t>(bytes) + page - 1) / page * page;
+}
+
+}  // namespace
+
+absl::StatusOr<void*> HostMemoryAllocator::AllocateGrowable(int64_t bytes,
+                                                            int64_t max_bytes) {
+  const size_t reserve = PageRounded(max_bytes);
+  // Address space only: no memory is committed until pages are opened.
+  void* base = mmap(nullptr, reserve, PROT_NONE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED)
+    return nullptr;  // no room to reserve: an ordinary allocation
+  if (mprotect(base, PageRounded(bytes), PROT_READ | PROT_WRITE) != 0) {
+    munmap(base, reserve);
+    return MakeError(
+        ErrorKind::kRuntime,
+        absl::StrCat("out of host memory allocating ", bytes, " bytes"));
+  }
+  absl::MutexLock lock(&mutex_);
+  reserved_[base] = reserve;
+  return base;
+}
+
+absl::Status HostMemoryAllocator::Grow(void* data, int64_t new_bytes) {
+  size_t reserve = 0;
+  {
+    absl::MutexLock lock(&mutex_);
+    auto it = reserved_.find(data);
+    if (it == reserved_.end())
+      return ArrayMemory::Grow(data, new_bytes);
+    reserve = it->second;
+  }
+  if (PageRounded(new_bytes) > reserve) {
+    return MakeError(ErrorKind::kRuntime,
+                     absl::StrCat("growing to ", new_bytes,
+                                  " bytes passes the ", reserve,
+                                  " bytes reserved for it"));
+  }
+  // Pages opened now read as zero (anonymous memory).
+  if (mprotect(data, PageRounded(new_bytes), PROT_READ | PROT_WRITE) != 0) {
+    return MakeError(
+        ErrorKind::kRuntime,
+        absl::StrCat("out of host memory growing to ", new_bytes, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<void*> HostMemoryAllocator::Allocate(int64_t bytes) {
   const size_t size = (static_cast<size_t>(bytes) + 255) / 256 * 256;
   void* data = std::aligned_alloc(256, size);
@@ -100,6 +201,15 @@ absl::StatusOr<void*> HostMemoryAllocator::Allocate(int64_t bytes) {
 }
 
 void HostMemoryAllocator::Free(void* data) {
+  {
+    absl::MutexLock lock(&mutex_);
+    auto it = reserved_.find(data);
+    if (it != reserved_.end()) {
+      munmap(data, it->second);
+      reserved_.erase(it);
+      return;
+    }
+  }
   std::free(data);
 }
 

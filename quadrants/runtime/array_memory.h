@@ -5,7 +5,9 @@
 #include <functional>
 #include <memory>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 
 namespace quadrants {
 
@@ -29,6 +31,14 @@ class ArrayMemory {
   virtual absl::Status CopyToHost(void* host, const void* data, int64_t bytes);
   virtual absl::Status CopyFromHost(void* data, const void* host,
                                     int64_t bytes);
+  // An allocation that can later grow in place (Grow) up to `max_bytes`,
+  // so what points into it stays valid; null where this memory cannot do
+  // that (callers then allocate anew and copy). Free releases it too.
+  virtual absl::StatusOr<void*> AllocateGrowable(int64_t bytes,
+                                                 int64_t max_bytes);
+  // Makes `new_bytes` of a growable allocation usable, the added bytes
+  // zero. Failure (past its reserve, out of memory) leaves it as it was.
+  virtual absl::Status Grow(void* data, int64_t new_bytes);
 };
 
 // Owns one allocation; keeps its allocator (and so the device context
@@ -43,6 +53,11 @@ class ArrayBuffer {
   // lent it (see BorrowedMemory).
   static ArrayBuffer Adopt(std::shared_ptr<ArrayMemory> allocator, char* data,
                            int64_t bytes);
+  // A buffer that GrowInPlace can extend without moving, or an ordinary one
+  // where the allocator has no growable memory (growable() says which).
+  static absl::StatusOr<ArrayBuffer> AllocateGrowable(
+      std::shared_ptr<ArrayMemory> allocator, int64_t bytes, int64_t max_bytes);
+  absl::Status GrowInPlace(int64_t bytes);
   ArrayBuffer(ArrayBuffer&& other) noexcept;
   ArrayBuffer& operator=(ArrayBuffer&& other) noexcept;
   ArrayBuffer(const ArrayBuffer&) = delete;
@@ -51,6 +66,7 @@ class ArrayBuffer {
 
   char* get() const { return data_; }
   int64_t size() const { return bytes_; }
+  bool growable() const { return growable_; }
   ArrayMemory& memory() const { return *allocator_; }
   explicit operator bool() const { return data_ != nullptr; }
   void reset();
@@ -59,6 +75,7 @@ class ArrayBuffer {
   std::shared_ptr<ArrayMemory> allocator_;
   char* data_ = nullptr;
   int64_t bytes_ = 0;
+  bool growable_ = false;
 };
 
 // Memory another library owns (a DLPack producer's), in a backend's array
@@ -85,11 +102,21 @@ class BorrowedMemory : public ArrayMemory {
   std::function<void()> release_;
 };
 
-// Plain host memory, for backends whose kernels run on the host.
+// Plain host memory, for backends whose kernels run on the host. Growable
+// allocations reserve address space (mmap, no memory behind it) and make
+// pages usable as they grow.
 class HostMemoryAllocator : public ArrayMemory {
  public:
   absl::StatusOr<void*> Allocate(int64_t bytes) override;
   void Free(void* data) override;
+  absl::StatusOr<void*> AllocateGrowable(int64_t bytes,
+                                         int64_t max_bytes) override;
+  absl::Status Grow(void* data, int64_t new_bytes) override;
+
+ private:
+  absl::Mutex mutex_;
+  // Reserved bytes of each growable allocation.
+  absl::flat_hash_map<void*, size_t> reserved_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace quadrants

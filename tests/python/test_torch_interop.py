@@ -122,8 +122,8 @@ def test_round_trips_of_every_field_kind_and_ndarrays():
     st.from_torch(members)
     back = st.to_torch()
     assert torch.equal(back["p"], members["p"]) and torch.equal(back["n"], members["n"])
-    with pytest.raises(ValueError, match="copy=False"):
-        scalar.to_torch(copy=False)
+    with pytest.raises(ValueError, match="copy=False.*dict of tensors"):
+        st.to_torch(copy=False)
 
 
 @test_utils.test()
@@ -366,10 +366,68 @@ def test_views_refused_where_they_cannot_exist_say_so():
             a.to_torch(copy=False)
 
 
-@test_utils.test()
+@test_utils.test(arch=[qd.vulkan, qd.cuda])
 def test_field_copy_false_says_why_there_is_no_view():
     f = qd.field(qd.f32, shape=4)
     for call in (lambda: f.to_numpy(copy=False), lambda: f.to_torch(copy=False)):
-        with pytest.raises(ValueError, match="Zero-copy not available for field.*moves"):
+        with pytest.raises(ValueError, match="Zero-copy not available for field.*cpu only"):
             call()
     assert tuple(f.to_torch(copy=None).shape) == (4,)
+
+
+@test_utils.test(arch=qd.cpu)
+def test_field_views_share_memory_and_stay_valid_as_fields_are_added():
+    x = qd.field(qd.f32, shape=(4, 3), needs_grad=True)
+    v = qd.Vector.field(3, qd.i32, shape=5)
+
+    @qd.kernel
+    def bump():
+        for i, j in x:
+            x[i, j] += 1.0
+        for i in v:
+            v[i][2] += 7
+
+    view = x.to_numpy(copy=False)
+    tensor = x.to_torch(copy=False)
+    vectors = v.to_torch(copy=False)
+    assert tuple(vectors.shape) == (5, 3)
+    assert tuple(v.to_numpy(copy=False, keep_dims=True).shape) == (5, 3, 1)
+    view[1, 2] = 5.0  # host writes are what kernels see
+    bump()
+    assert x[1, 2] == 6.0 and tensor[1, 2].item() == 6.0 and vectors[4, 2].item() == 7
+    # Fields added after the views do not move the memory they show.
+    later = qd.field(qd.f64, shape=1 << 16)
+    later.fill(1.0)
+    bump()
+    assert view[1, 2] == 7.0 and view[0, 0] == 2.0
+    grad_view = x.grad.to_numpy(copy=False)
+    grad_view[0, 0] = 3.0
+    assert x.grad[0, 0] == 3.0
+    assert x.to_numpy(copy=None).base is not None  # copy=None gives the view
+
+
+@test_utils.test(arch=qd.cpu)
+def test_field_views_outlive_the_session_memory_they_show():
+    x = qd.field(qd.i32, shape=8)
+    x.fill(4)
+    view = x.to_numpy(copy=False)
+    qd.reset()
+    qd.init(arch=qd.cpu)
+    assert view.sum() == 32  # the memory stays with the view
+
+
+@test_utils.test(arch=qd.cpu)
+def test_fields_sharing_cells_or_split_components_have_no_view():
+    soa = qd.Vector.field(3, qd.f32, shape=4, layout=qd.Layout.SOA)
+    s = qd.Struct.field({"a": qd.f32, "b": qd.f32}, shape=4)
+    order = qd.field(qd.f32, shape=(3, 4), order="ji")
+    order.from_numpy(np.arange(12, dtype=np.float32).reshape(3, 4))
+    np.testing.assert_array_equal(order.to_numpy(copy=False),
+                                  np.arange(12).reshape(3, 4))  # strided, not dense
+    with pytest.raises(ValueError, match="Zero-copy not available.*SoA"):
+        soa.to_numpy(copy=False)
+    with pytest.raises(ValueError, match="Zero-copy not available.*interleave"):
+        s.a.to_torch(copy=False)
+    with pytest.raises(ValueError, match="Zero-copy not available.*0-D"):
+        qd.field(qd.f32, shape=()).to_numpy(copy=False)
+    assert tuple(soa.to_torch(copy=None).shape) == (4, 3)  # copies instead

@@ -207,11 +207,30 @@ class MatrixField:
         for c, v in zip(self._comps, value.reshape(-1).tolist()):
             c[key] = v
 
-    def to_numpy(self, dtype=None, keep_dims=False, *, copy=True):  # pylint: disable=unused-argument
-        field_module.check_copy_flag(copy, f"field '{self.name}'")
-        parts = [c.to_numpy() for c in self._comps]
-        out = np.stack(parts, axis=-1).reshape(tuple(self.shape) + self.element_shape)
-        return out if dtype is None else out.astype(dtype)
+    def to_numpy(self, dtype=None, keep_dims=False, *, copy=True):
+        """The field as a numpy array of shape + element shape (a vector's
+        element shape is (n, 1) with keep_dims): a new one (copy=True), a
+        view sharing its memory (copy=False: on cpu, for a field whose
+        components are stored densely together, else ValueError), or that
+        view where there is one and a copy otherwise (copy=None)."""
+        shape = tuple(self.shape) + self._numpy_element_shape(keep_dims)
+
+        def view():
+            array, why = self._view(dtype)
+            return (None, why) if array is None else (array.reshape(shape), None)
+
+        def copied():
+            parts = [c.to_numpy() for c in self._comps]
+            out = np.stack(parts, axis=-1).reshape(shape)
+            return out if dtype is None else out.astype(dtype)
+        return field_module.host_copy_or_view(copy, f"field '{self.name}'", view, copied)
+
+    def _numpy_element_shape(self, keep_dims):
+        return (self.n, 1) if keep_dims and self.ndim_element == 1 else self.element_shape
+
+    def _view(self, numpy_dtype=None):
+        return field_module.view_places([c.place_id() for c in self._comps], self.dtype,
+                                        self.element_shape, numpy_dtype)
 
     def from_numpy(self, array):
         array = np.asarray(array)
@@ -221,10 +240,20 @@ class MatrixField:
             c.from_numpy(flat[..., k].copy())
 
 
-    def to_torch(self, device=None, *, copy=True):
-        """What to_numpy() gives, as a torch tensor on `device` (default:
-        the CPU); copy=False raises ValueError, as for to_numpy."""
-        return torch_interop.to_torch(self, device, copy, f"field '{self.name}'")
+    def to_torch(self, device=None, keep_dims=False, *, copy=True):
+        """What to_numpy(keep_dims=...) gives, as a torch tensor: a copy on
+        `device` (default: the CPU) with copy=True; with copy=False a
+        tensor sharing the field's memory (as to_numpy's view) or
+        ValueError; with copy=None that tensor where there is one, else a
+        copy."""
+        shape = tuple(self.shape) + self._numpy_element_shape(keep_dims)
+
+        def view():
+            array, why = self._view()
+            return (None, why) if array is None else (array.reshape(shape), None)
+        tensor = torch_interop.to_torch(self, device, copy, f"field '{self.name}'",
+                                        torch_interop.numpy_view_tensor(view))
+        return tensor.reshape(shape)
 
     def from_torch(self, tensor):
         """from_numpy() of the tensor's values (on any device)."""

@@ -201,10 +201,17 @@ class Field:
         prog.write_field(place, self._index(key), value)
 
     def to_numpy(self, dtype=None, *, copy=True):
-        """The field as a new numpy array of its shape (element [0, ...] is
-        the one at the field's offset). copy=False asks for a view of the
-        field's memory, which fields do not offer: it raises ValueError."""
-        check_copy_flag(copy, f"field '{self.name}'")
+        """The field as a numpy array of its shape (element [0, ...] is the
+        one at the field's offset): a new one (copy=True), a view sharing
+        its memory (copy=False: on cpu, else ValueError), or that view
+        where there is one and a copy otherwise (copy=None)."""
+        return host_copy_or_view(copy, f"field '{self.name}'", lambda: self._view(dtype),
+                                 lambda: self._copy(dtype))
+
+    def _view(self, numpy_dtype=None):
+        return view_places([self.place_id()], self.dtype, (), numpy_dtype)
+
+    def _copy(self, dtype):
         place = self.place_id()
         prog = runtime.program()
         prog.sync()
@@ -222,9 +229,12 @@ class Field:
         prog.field_from_numpy(place, array)
 
     def to_torch(self, device=None, *, copy=True):
-        """What to_numpy() gives, as a torch tensor on `device` (default:
-        the CPU); copy=False raises ValueError, as for to_numpy."""
-        return torch_interop.to_torch(self, device, copy, f"field '{self.name}'")
+        """What to_numpy() gives, as a torch tensor: a copy on `device`
+        (default: the CPU) with copy=True; with copy=False a tensor sharing
+        the field's memory (on cpu) or ValueError; with copy=None that
+        tensor where there is one, else a copy."""
+        return torch_interop.to_torch(self, device, copy, f"field '{self.name}'",
+                                      torch_interop.numpy_view_tensor(self._view))
     def from_torch(self, tensor):
         """from_numpy() of the tensor's values (on any device)."""
         torch_interop.from_torch(self, tensor)
@@ -252,17 +262,78 @@ class Field:
 ScalarField = Field
 
 
-# Why fields offer no view of their memory.
-FIELD_NO_VIEW = ("a field's memory moves when fields are added after it, so no view of it "
-                 "stays valid; use copy=True or copy=None (a copy)")
-
-
-def check_copy_flag(copy, what, why=FIELD_NO_VIEW):
-    """For holders with no view of their memory: copy=False raises."""
+def check_copy_flag(copy, what):
     if copy not in (True, None, False):
-        raise QuadrantsTypeError(f"to_numpy(copy=...) takes True, False or None, got {copy!r}")
-    if copy is False:
-        raise ValueError(f"to_numpy(copy=False): Zero-copy not available for {what}: {why}")
+        raise QuadrantsTypeError(f"{what}(copy=...) takes True, False or None, got {copy!r}")
+
+
+class _MemoryInterface:  # pylint: disable=too-few-public-methods
+    """numpy's array interface over field memory it keeps alive."""
+
+    def __init__(self, memory, address, shape, strides, dtype):
+        self._memory = memory
+        self.__array_interface__ = {"version": 3, "shape": tuple(shape),
+                                    "strides": tuple(strides), "typestr": dtype.str,
+                                    "data": (address, False)}
+
+
+def view_places(places, dtype, element_shape, numpy_dtype=None):
+    """(a writable numpy array sharing the memory of field places `places`
+    (the components of one field, in row-major element order), None), or
+    (None, why there is none). Views exist on cpu, whose field memory grows
+    in place, for fields stored densely on their own; element axes come
+    last, as to_numpy gives them."""
+    np_dtype = np.dtype(types.to_numpy_dtype(dtype))
+    if numpy_dtype is not None and np.dtype(numpy_dtype) != np_dtype:
+        return None, f"dtype={np.dtype(numpy_dtype)} differs from the field's {dtype}"
+    if runtime.state.arch != runtime.cpu:
+        return None, (f"arch={runtime.state.arch.name}: numpy and torch views of field memory "
+                      f"exist on cpu only")
+    if dtype == types.f16:
+        return None, "f16 fields are not exported (as upstream)"
+    prog = runtime.program()
+    try:
+        views = [prog.view_field(p) for p in places]
+    except QuadrantsRuntimeError as e:
+        return None, str(e)
+    memory, base, shape, strides, _ = views[0]
+    shape, strides = list(shape), list(strides)
+    if not shape:
+        return None, "a 0-D field has no view (as upstream)"
+    if any(set(v[4]) - set(places) for v in views):
+        return None, ("its elements interleave with other fields' (placed in the same cells, "
+                      "as struct members in an AoS layout are)")
+    steps = []
+    for axis, size in enumerate(element_shape):
+        inner = int(np.prod(element_shape[axis + 1:], dtype=np.int64))
+        steps.append(views[inner][1] - base if size > 1 else 0)
+    packed = np_dtype.itemsize
+    for n, step in zip(reversed(element_shape), reversed(steps)):
+        if n > 1 and step != packed:
+            return None, ("its elements' components are not stored together (an SoA "
+                          "layout)")
+        packed *= n
+    for k, (_, address, comp_shape, comp_strides, _) in enumerate(views):
+        index = np.unravel_index(k, element_shape) if element_shape else ()
+        if address != base + sum(int(i) * st for i, st in zip(index, steps)) or \
+                list(comp_shape) != shape or list(comp_strides) != strides:
+            return None, "its components do not form one strided array"
+    return np.asarray(_MemoryInterface(memory, base, shape + list(element_shape),
+                                       strides + steps, np_dtype)), None
+
+
+def host_copy_or_view(copy, label, view_fn, copy_fn):
+    """to_numpy(copy=...) of a field: copy_fn() for copy=True; the view
+    view_fn() gives for copy=False (else ValueError) and copy=None (else a
+    copy)."""
+    check_copy_flag(copy, "to_numpy")
+    if copy is not True:
+        view, why = view_fn()
+        if view is not None:
+            return view
+        if copy is False:
+            raise ValueError(f"to_numpy(copy=False): Zero-copy not available for {label}: {why}")
+    return copy_fn()
 
 
 def check_copy_source(dst, src, cls):

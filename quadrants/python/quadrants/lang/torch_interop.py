@@ -180,13 +180,12 @@ def to_torch(holder, device, copy, label, view=None):
     holder's device for a view). copy=True copies; copy=False shares the
     holder's memory or raises ValueError; copy=None shares it where it can
     and copies otherwise. `view(torch)` gives (a tensor sharing the memory
-    or None, why not); without it there is no view: fields' memory moves
-    when fields are added."""
+    or None, why not); without it there is no view (struct fields)."""
     if copy not in (True, None, False):
         raise QuadrantsTypeError(f"to_torch(copy=...) takes True, False or None, got {copy!r}")
     if copy is not True:
-        from quadrants.lang.field import FIELD_NO_VIEW  # pylint: disable=import-outside-toplevel
-        view, why = view(_torch()) if view is not None else (None, FIELD_NO_VIEW)
+        view, why = view(_torch()) if view is not None else \
+            (None, "it gives a dict of tensors, one per member")
         if view is not None and device is not None and \
                 not _same_device(view.device, _torch().device(device)):
             view, why = None, (f"copy=False is incompatible with device transfer (data on "
@@ -199,6 +198,15 @@ def to_torch(holder, device, copy, label, view=None):
     if isinstance(values, dict):
         return {name: _to_tensor(v, device) for name, v in values.items()}
     return _to_tensor(values, device)
+
+
+def numpy_view_tensor(view_fn):
+    """A to_torch view function from a numpy one: torch.from_numpy shares
+    the view's memory (and keeps the view, which keeps the memory)."""
+    def view(torch):
+        array, why = view_fn()
+        return (None, why) if array is None else (torch.from_numpy(array), None)
+    return view
 
 
 def _same_device(have, want):
