@@ -710,6 +710,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def_readwrite("ad_stack_experimental_enabled",
                      &CompileConfig::ad_stack_experimental_enabled)
       .def_readwrite("ad_stack_size", &CompileConfig::ad_stack_size)
+      .def_readwrite("ad_stack_max_bytes", &CompileConfig::ad_stack_max_bytes)
       .def_readwrite("default_ad_stack_size",
                      &CompileConfig::default_ad_stack_size)
       .def_readwrite("offline_cache", &CompileConfig::offline_cache)
@@ -846,6 +847,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
              d["capacities"] = s.capacities;
              d["per_thread_stride"] = s.per_thread_stride;
              d["bytes_needed"] = s.bytes_needed;
+             d["budget_bytes"] = s.budget_bytes;
              d["heap_bytes"] = s.heap_bytes;
              d["heap_grows"] = s.heap_grows;
              d["tree_evaluations"] = s.tree_evaluations;

@@ -36,6 +36,7 @@ struct AdStackStats {
   std::vector<int64_t> per_thread_stride;        // per task, bytes
   int64_t bytes_needed = 0;                      // largest task's need
   int64_t heap_bytes = 0;                        // allocated heap
+  int64_t budget_bytes = 0;  // the heap budget of the last launch
   int heap_grows = 0;                            // allocations so far
   int64_t tree_evaluations = 0;                  // SizeExpr evaluations so far
   int64_t cache_hits = 0;  // launches sized from the cache

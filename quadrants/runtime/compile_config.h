@@ -32,6 +32,9 @@ struct CompileConfig {
   bool ad_stack_experimental_enabled = false;
   int64_t ad_stack_size = 0;  // > 0 forces every adstack to this capacity
   int64_t default_ad_stack_size = 256;
+  // Bytes the adstack heap of one launch may take; 0: the backend's
+  // default (see AdStackBudget). Run-time only.
+  int64_t ad_stack_max_bytes = 0;
   // Compiled kernels are stored on disk and reused by later processes.
   bool offline_cache = false;
   std::string offline_cache_file_path;  // empty: the default directory

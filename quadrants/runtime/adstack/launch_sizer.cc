@@ -503,6 +503,42 @@ absl::StatusOr<AdStackLayout> LaunchSizer::Size(
   return WithOffsets(stacks, std::move(layout));
 }
 
+int64_t AdStackBudget(const CompileConfig& config, int64_t default_bytes) {
+  return config.ad_stack_max_bytes > 0 ? config.ad_stack_max_bytes
+                                       : default_bytes;
+}
+
+absl::StatusOr<int64_t> ThreadsWithinBudget(const CompiledKernel& kernel,
+                                            int task,
+                                            const AdStackLayout& layout,
+                                            int64_t wanted, int64_t unit,
+                                            int64_t budget) {
+  const int64_t stride = std::max<int64_t>(layout.stride, 1);
+  unit = std::max<int64_t>(unit, 1);
+  const int64_t units = budget / (stride * unit);
+  if (units >= 1)
+    return std::min(wanted, units * unit);
+  // The stack that takes the most names the loop.
+  const std::vector<AdStackSpec>& stacks = kernel.task_adstacks()[task];
+  size_t largest = 0;
+  for (size_t k = 1; k < stacks.size() && k < layout.capacities.size(); ++k) {
+    if (layout.capacities[k] * stacks[k].slot_bytes >
+        layout.capacities[largest] * stacks[largest].slot_bytes)
+      largest = k;
+  }
+  const std::string where =
+      stacks.empty() ? "" : absl::StrCat(" at ", stacks[largest].loc.ToString());
+  return MakeError(
+      ErrorKind::kRuntime,
+      absl::StrCat("kernel '", kernel.name(), "': the adstacks of the loop",
+                   where, " need ", stride, " bytes per thread, and the ",
+                   unit, " threads a launch runs at the least need ",
+                   stride * unit, " bytes, more than the ", budget,
+                   "-byte adstack heap budget (ad_stack_max_bytes; "
+                   "qd.init(ad_stack_max_bytes=...) or QD_AD_STACK_MAX_BYTES "
+                   "raises it)"));
+}
+
 void RecordLayout(const AdStackLayout& layout, int task, int num_tasks,
                   int64_t threads, AdStackStats* stats) {
   if (static_cast<int>(stats->capacities.size()) < num_tasks) {

@@ -111,6 +111,21 @@ class LaunchSizer {
   ArrayMemory* memory_ = nullptr;
 };
 
+// The adstack heap budget of a launch: ad_stack_max_bytes when given, else
+// the backend's `default_bytes`.
+int64_t AdStackBudget(const CompileConfig& config, int64_t default_bytes);
+
+// How many threads of `task`, at most `wanted` and a multiple of `unit` (a
+// GPU block, one CPU thread's SIMD lanes), have adstack slices of
+// layout.stride bytes that fit in `budget`: a launch over budget runs fewer
+// threads at once. Not even `unit` threads fitting is an error naming the
+// kernel, the loop of the largest stack, the bytes and the option.
+absl::StatusOr<int64_t> ThreadsWithinBudget(const CompiledKernel& kernel,
+                                            int task,
+                                            const AdStackLayout& layout,
+                                            int64_t wanted, int64_t unit,
+                                            int64_t budget);
+
 // Records `layout` of `task` for a launch of `threads` threads in `stats`.
 void RecordLayout(const AdStackLayout& layout, int task, int num_tasks,
                   int64_t threads, AdStackStats* stats);

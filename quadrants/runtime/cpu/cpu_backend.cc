@@ -1,6 +1,8 @@
 #include "quadrants/codegen/llvm/compiler_identity.h"
 #include "quadrants/runtime/cpu/cpu_backend.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -179,8 +181,16 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
   return compiled;
 }
 
+namespace {
+
+int64_t PhysicalMemory() {
+  return int64_t{sysconf(_SC_PHYS_PAGES)} * sysconf(_SC_PAGESIZE);
+}
+
+}  // namespace
+
 absl::Status CpuBackend::PublishAdStacks(
-    const CompiledKernel& kernel, int task, int threads,
+    const CompiledKernel& kernel, int task, int max_threads, int lanes,
     const QdLaunchContext& ctx, absl::Span<const ResolvedArgument> args,
     absl::Span<const uint64_t> field_generations) {
   const auto& compiled = static_cast<const CpuCompiledKernel&>(kernel);
@@ -188,6 +198,15 @@ absl::Status CpuBackend::PublishAdStacks(
       adstack_layout_,
       compiled.sizer->Size(config_, kernel, task, *snodes_, runtime_.root, ctx,
                            args, field_generations, &adstack_stats_));
+  // Slices per thread id and SIMD lane; over budget, fewer threads run.
+  const int64_t budget = adstack::AdStackBudget(config_, PhysicalMemory() / 4);
+  QD_ASSIGN_OR_RETURN(
+      const int64_t threads,
+      adstack::ThreadsWithinBudget(kernel, task, adstack_layout_,
+                                   int64_t{max_threads} * lanes, lanes,
+                                   budget));
+  adstack_threads_ = static_cast<int>(threads / lanes);
+  adstack_stats_.budget_bytes = budget;
   const int64_t need = adstack_layout_.stride * threads;
   if (need > adstack_stats_.heap_bytes) {
     const int64_t grown = std::max(need, 2 * adstack_stats_.heap_bytes);
@@ -241,13 +260,11 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
         adstack_stats_.per_thread_stride.assign(compiled.tasks().size(), 0);
       }
       any_stacks = true;
-      // Heap slices are per thread id and SIMD lane; a serial task only
-      // uses thread 0.
-      QD_RETURN_IF_ERROR(PublishAdStacks(kernel, static_cast<int>(t),
-                                         task.kind == ir::TaskKind::kSerial
-                                             ? 1
-                                             : pool_.num_threads() * task.lanes,
-                                         ctx, args, field_generations));
+      // A serial task only uses thread 0.
+      QD_RETURN_IF_ERROR(PublishAdStacks(
+          kernel, static_cast<int>(t),
+          task.kind == ir::TaskKind::kSerial ? 1 : pool_.num_threads(),
+          task.lanes, ctx, args, field_generations));
     }
     ++stats.tasks;
     int64_t range[2] = {0, 1};
@@ -269,7 +286,7 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
         [&](int64_t begin, int64_t end, int thread) {
           task.run(&ctx, begin, end, thread);
         },
-        task.lanes);
+        task.lanes, stacks.empty() ? 0 : adstack_threads_);
     stats.max_threads_used =
         std::max(stats.max_threads_used, pool_.threads_used_last());
     if (!stacks.empty())

@@ -52,8 +52,11 @@ class CpuBackend : public Backend {
   // Sizes the task's stacks for this launch (static, forced, evaluated or
   // cached), grows the heap if needed and publishes the metadata generated
   // code reads.
+  // Sizes `task`'s stacks and its heap: a slice per SIMD lane of each of
+  // up to `threads` threads, fewer threads where the budget says so.
   absl::Status PublishAdStacks(const CompiledKernel& kernel, int task,
-                               int threads, const QdLaunchContext& ctx,
+                               int threads, int lanes,
+                               const QdLaunchContext& ctx,
                                absl::Span<const ResolvedArgument> args,
                                absl::Span<const uint64_t> field_generations);
   void CheckAdStackOverflow(int task);
@@ -79,6 +82,7 @@ class CpuBackend : public Backend {
   // One heap per runtime, grown by amortized doubling, never shrunk.
   std::unique_ptr<char[]> adstack_heap_;
   adstack::AdStackLayout adstack_layout_;  // of the task being launched
+  int adstack_threads_ = 1;  // threads the task's heap has slices for
   AdStackStats adstack_stats_;
   OfflineCacheStats cache_stats_;  // before cache_, which notes its directory
   std::optional<offline_cache::OfflineCache> cache_;

@@ -25,6 +25,8 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::RunChunks(int thread_id) {
+  if (thread_id >= active_threads_)
+    return;
   bool ran = false;
   for (;;) {
     const int64_t start = next_.fetch_add(chunk_, std::memory_order_relaxed);
@@ -58,20 +60,22 @@ void ThreadPool::WorkerLoop(int thread_id) {
 }
 
 void ThreadPool::ParallelFor(int64_t begin, int64_t end, const ChunkFn& body,
-                             int64_t grain) {
+                             int64_t grain, int max_threads) {
   if (end <= begin) {
     threads_used_last_ = 0;
     return;
   }
+  active_threads_ =
+      max_threads > 0 ? std::min(max_threads, num_threads_) : num_threads_;
   const int64_t total = end - begin;
   // About eight chunks per thread balances load without much contention.
-  chunk_ = std::max<int64_t>(1, total / (int64_t{num_threads_} * 8));
+  chunk_ = std::max<int64_t>(1, total / (int64_t{active_threads_} * 8));
   chunk_ = (chunk_ + grain - 1) / grain * grain;
   body_ = &body;
   end_ = end;
   next_.store(begin);
   used_mask_.store(0);
-  if (num_threads_ == 1 || total <= chunk_) {
+  if (active_threads_ == 1 || total <= chunk_) {
     RunChunks(0);
   } else {
     {

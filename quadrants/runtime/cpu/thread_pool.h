@@ -29,9 +29,11 @@ class ThreadPool {
       std::function<void(int64_t begin, int64_t end, int thread_id)>;
   // Splits [begin, end) into chunks and runs `body` on them in parallel;
   // returns when all are done. Chunks are multiples of `grain` iterations
-  // (but the last), so SIMD-lane tasks run full steps. Not reentrant.
+  // (but the last), so SIMD-lane tasks run full steps. Only threads
+  // 0 .. max_threads-1 run chunks when max_threads > 0 (per-thread scratch
+  // sized for fewer threads). Not reentrant.
   void ParallelFor(int64_t begin, int64_t end, const ChunkFn& body,
-                   int64_t grain = 1);
+                   int64_t grain = 1, int max_threads = 0);
 
   // How many distinct threads ran chunks in the last ParallelFor.
   int threads_used_last() const { return threads_used_last_; }
@@ -53,6 +55,7 @@ class ThreadPool {
   const ChunkFn* body_ = nullptr;
   int64_t end_ = 0;
   int64_t chunk_ = 1;
+  int active_threads_ = 1;
   std::atomic<int64_t> next_{0};
   std::atomic<uint64_t> used_mask_{0};
   int threads_used_last_ = 0;

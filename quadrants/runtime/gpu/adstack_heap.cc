@@ -9,23 +9,18 @@
 
 namespace quadrants::gpu {
 
-absl::Status AdStackHeap::FitGrid(const std::string& kernel, int task,
-                                  int64_t stride, unsigned block,
-                                  unsigned* grid) const {
+absl::Status AdStackHeap::FitGrid(const CompiledKernel& kernel, int task,
+                                  const adstack::AdStackLayout& layout,
+                                  unsigned block, unsigned* grid,
+                                  AdStackStats* stats) const {
   // Fewer threads, each looping over more iterations, when the heap for
   // every resident thread would not fit.
-  stride = std::max<int64_t>(stride, 1);
-  const int64_t blocks = budget_ / (stride * block);
-  if (blocks < 1) {
-    return MakeError(
-        ErrorKind::kRuntime,
-        absl::StrCat("kernel '", kernel, "' (task ", task,
-                     "): its adstacks need ", stride, " bytes per thread, and ",
-                     block, " threads exceed the ", budget_,
-                     " bytes the adstack heap may take (raise "
-                     "qd.init(device_memory_GB=...) or lower ad_stack_size)"));
-  }
-  *grid = static_cast<unsigned>(std::min<int64_t>(*grid, blocks));
+  QD_ASSIGN_OR_RETURN(
+      int64_t threads,
+      adstack::ThreadsWithinBudget(kernel, task, layout,
+                                   int64_t{*grid} * block, block, budget_));
+  *grid = static_cast<unsigned>(threads / block);
+  stats->budget_bytes = budget_;
   return absl::OkStatus();
 }
 

@@ -25,11 +25,12 @@ class AdStackHeap {
 
   int64_t budget() const { return budget_; }
 
-  // Lowers `*grid` so that `grid * block` threads of `stride` bytes each
-  // fit in the budget; an error naming the kernel and task when even one
-  // block does not.
-  absl::Status FitGrid(const std::string& kernel, int task, int64_t stride,
-                       unsigned block, unsigned* grid) const;
+  // Lowers `*grid` so that `grid * block` threads of layout.stride bytes
+  // each fit in the budget (recorded in `stats`); an error naming the
+  // kernel, the loop and the budget when even one block does not.
+  absl::Status FitGrid(const CompiledKernel& kernel, int task,
+                       const adstack::AdStackLayout& layout, unsigned block,
+                       unsigned* grid, AdStackStats* stats) const;
 
   // Grows the heap for `threads` threads of `layout`, uploads the layout's
   // offsets and capacities and points `runtime` (the host's copy of the

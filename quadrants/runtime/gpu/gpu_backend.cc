@@ -60,13 +60,14 @@ GpuBackend::GpuBackend(const CompileConfig& config,
 absl::Status GpuBackend::InitDevice(int resident_threads,
                                     int64_t total_memory) {
   resident_threads_ = std::max(resident_threads, 1);
-  const int64_t budget =
+  const int64_t device_share =
       config_.device_memory_GB > 0
           ? static_cast<int64_t>(config_.device_memory_GB * (1LL << 30))
       : config_.device_memory_fraction > 0
           ? static_cast<int64_t>(config_.device_memory_fraction * total_memory)
           : total_memory / 2;
-  adstack_heap_ = std::make_unique<AdStackHeap>(device_, budget);
+  adstack_heap_ = std::make_unique<AdStackHeap>(
+      device_, adstack::AdStackBudget(config_, device_share));
   QD_ASSIGN_OR_RETURN(device_runtime_,
                       DeviceBuffer::Allocate(device_, sizeof(QdRuntime)));
   QD_ASSIGN_OR_RETURN(device_context_,
@@ -192,8 +193,9 @@ absl::Status GpuBackend::RunTask(const GpuTask& task,
         adstack_layout_,
         kernel.sizer->Size(config_, kernel, index, *snodes_, runtime_.root, ctx,
                            args, field_generations, &adstack_stats_));
-    QD_RETURN_IF_ERROR(adstack_heap_->FitGrid(
-        kernel.name(), index, adstack_layout_.stride, run.block, &run.grid));
+    QD_RETURN_IF_ERROR(
+        adstack_heap_->FitGrid(kernel, index, adstack_layout_, run.block,
+                               &run.grid, &adstack_stats_));
     QD_RETURN_IF_ERROR(adstack_heap_->Publish(
         adstack_layout_, index, kernel.num_tasks(),
         int64_t{run.grid} * run.block, &runtime_, &adstack_stats_));

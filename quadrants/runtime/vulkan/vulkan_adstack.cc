@@ -7,17 +7,10 @@
 #include "quadrants/codegen/spirv/shader_abi.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
+#include "quadrants/runtime/adstack/launch_sizer.h"
 
 namespace quadrants::vulkan {
 namespace abi = codegen::spirv::abi;
-
-namespace {
-
-// The most bytes one heap takes: a launch whose slices would need more
-// runs fewer invocations (grid-stride covers the rest).
-constexpr int64_t kHeapBudget = int64_t{1} << 30;
-
-}  // namespace
 
 VulkanAdStacks::~VulkanAdStacks() {
   for (VulkanBuffer* buffer : {&float_heap_, &int_heap_, &records_})
@@ -25,8 +18,9 @@ VulkanAdStacks::~VulkanAdStacks() {
 }
 
 absl::StatusOr<VulkanAdStackLayout> VulkanAdStacks::Plan(
-    const std::string& kernel, int task, absl::Span<const AdStackSpec> stacks,
-    std::vector<int64_t> capacities, int64_t max_invocations) const {
+    const CompiledKernel& kernel, int task, std::vector<int64_t> capacities,
+    int64_t max_invocations, int64_t budget) const {
+  const std::vector<AdStackSpec>& stacks = kernel.task_adstacks()[task];
   VulkanAdStackLayout layout;
   layout.capacities = std::move(capacities);
   for (size_t k = 0; k < stacks.size(); ++k) {
@@ -43,12 +37,21 @@ absl::StatusOr<VulkanAdStackLayout> VulkanAdStacks::Plan(
   if (widest > kHeapBudget) {
     return MakeError(
         ErrorKind::kRuntime,
-        absl::StrCat("kernel '", kernel, "' task ", task, ": its adstacks ",
-                     "need ", widest, " bytes per invocation, more than the ",
-                     kHeapBudget, "-byte adstack heap budget"));
+        absl::StrCat("kernel '", kernel.name(), "' task ", task,
+                     ": its adstacks need ", widest,
+                     " bytes per invocation, more than the ", kHeapBudget,
+                     "-byte adstack heap budget"));
   }
   if (widest > 0)
     invocations = std::min(invocations, kHeapBudget / widest);
+  if (budget > 0) {
+    adstack::AdStackLayout total;
+    total.capacities = layout.capacities;
+    total.stride = layout.float_stride + layout.int_stride;
+    QD_ASSIGN_OR_RETURN(invocations, adstack::ThreadsWithinBudget(
+                                         kernel, task, total, invocations,
+                                         1, budget));
+  }
   layout.invocations = invocations;
   return layout;
 }

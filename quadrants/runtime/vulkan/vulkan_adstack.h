@@ -37,12 +37,18 @@ class VulkanAdStacks {
   VulkanAdStacks& operator=(const VulkanAdStacks&) = delete;
 
   // Lays out `stacks` with `capacities` for at most `max_invocations`,
-  // fewer when the heaps would pass the byte budget (the others idle); an
-  // error naming the kernel and task when one invocation does not fit.
-  absl::StatusOr<VulkanAdStackLayout> Plan(const std::string& kernel, int task,
-                                        absl::Span<const AdStackSpec> stacks,
+  // fewer when a heap would pass 1 GiB or both together `budget` (the
+  // others idle); an error naming the kernel, the loop and the budget when
+  // one invocation does not fit.
+  // The most bytes one heap takes: a launch whose slices would need more
+  // runs fewer invocations (grid-stride covers the rest).
+  static constexpr int64_t kHeapBudget = int64_t{1} << 30;
+
+  absl::StatusOr<VulkanAdStackLayout> Plan(const CompiledKernel& kernel,
+                                        int task,
                                         std::vector<int64_t> capacities,
-                                        int64_t max_invocations) const;
+                                        int64_t max_invocations,
+                                        int64_t budget) const;
   // Whether `layout` needs larger heaps (which replaces the buffers: work
   // recorded against the current ones must finish first).
   bool NeedsGrowth(const VulkanAdStackLayout& layout) const;

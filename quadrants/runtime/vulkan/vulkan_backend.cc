@@ -659,8 +659,11 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
         invocations = std::max<int64_t>(std::min(invocations, task.cells), 1);
       QD_ASSIGN_OR_RETURN(
           layouts[t],
-          adstacks_.Plan(kernel.name(), static_cast<int>(t), task_stacks[t],
-                         sized.capacities, invocations));
+          adstacks_.Plan(kernel, static_cast<int>(t), sized.capacities,
+                         invocations, config_.ad_stack_max_bytes));
+      adstack_stats_.budget_bytes = config_.ad_stack_max_bytes > 0
+                                        ? config_.ad_stack_max_bytes
+                                        : 2 * VulkanAdStacks::kHeapBudget;
       if (ran)
         QD_RETURN_IF_ERROR(CheckSizerLayout(kernel, t, *ran, layouts[t]));
       if (recorded && adstacks_.NeedsGrowth(layouts[t])) {

@@ -157,6 +157,7 @@ def init(arch=None, **options):
     config.ad_stack_experimental_enabled = values["ad_stack_experimental_enabled"]
     config.ad_stack_size = values["ad_stack_size"]
     config.default_ad_stack_size = values["default_ad_stack_size"]
+    config.ad_stack_max_bytes = values["ad_stack_max_bytes"]
     config.offline_cache = values["offline_cache"]
     config.offline_cache_file_path = values["offline_cache_file_path"] or ""
     config.device_memory_GB = float(values["device_memory_GB"] or 0)

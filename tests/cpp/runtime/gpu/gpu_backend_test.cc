@@ -182,16 +182,30 @@ TEST(AdStackHeapTest, FailedGrowthLeavesNoStaleSize) {
   EXPECT_EQ(stats.heap_bytes, 64 * 1024);
 }
 
-TEST(AdStackHeapTest, FitGridLowersTheGridOrNamesTheKernel) {
+TEST(AdStackHeapTest, FitGridLowersTheGridOrNamesTheKernelLoopAndBudget) {
   auto device = std::make_shared<FakeDevice>();
   AdStackHeap heap(device, 128 * 100 * 10);
+  ir::Kernel ir_kernel("deep");
+  AdStackSpec small, large;
+  small.slot_bytes = 4;
+  large.slot_bytes = 8;
+  large.loc = SourceLocation{"sim.py", 12};
+  GpuCompiledKernel kernel(ir_kernel, {}, {{}, {}, {small, large}});
+  AdStackStats stats;
   unsigned grid = 1000;
-  ASSERT_TRUE(heap.FitGrid("k", 0, 100, 128, &grid).ok());
+  ASSERT_TRUE(
+      heap.FitGrid(kernel, 2, Layout(100, {0, 8}, {2, 11}), 128, &grid, &stats)
+          .ok());
   EXPECT_EQ(grid, 10u);
-  absl::Status too_big = heap.FitGrid("deep", 2, 100000, 128, &grid);
+  EXPECT_EQ(stats.budget_bytes, 128 * 100 * 10);
+  absl::Status too_big = heap.FitGrid(
+      kernel, 2, Layout(100000, {0, 8}, {2, 12000}), 128, &grid, &stats);
   EXPECT_EQ(GetErrorKind(too_big), ErrorKind::kRuntime);
-  EXPECT_NE(too_big.message().find("kernel 'deep' (task 2)"),
-            absl::string_view::npos);
+  for (const char* part : {"kernel 'deep'", "loop at sim.py:12",
+                           "100000 bytes per thread", "128000 bytes",
+                           "ad_stack_max_bytes"}) {
+    EXPECT_NE(too_big.message().find(part), absl::string_view::npos) << part;
+  }
 }
 
 // A GpuBackend over the fake device, running one prebuilt kernel.
