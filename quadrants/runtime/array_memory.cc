@@ -143,25 +143,33 @@ size_t PageRounded(int64_t bytes) {
   return (static_cast<size_t>(bytes) + page - 1) / page * page;
 }
 
+// Usable zero bytes on either side of a growable allocation: a kernel that
+// reads a little out of bounds (both sides of a select, say) reads zeros
+// there, as it would read neighbouring heap memory from malloc, instead of
+// faulting on an unopened page.
+constexpr size_t kGrowableSlack = size_t{64} << 10;
+
 }  // namespace
 
 absl::StatusOr<void*> HostMemoryAllocator::AllocateGrowable(int64_t bytes,
                                                             int64_t max_bytes) {
-  const size_t reserve = PageRounded(max_bytes);
+  const size_t reserve = PageRounded(max_bytes) + 2 * kGrowableSlack;
   // Address space only: no memory is committed until pages are opened.
   void* base = mmap(nullptr, reserve, PROT_NONE,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (base == MAP_FAILED)
     return nullptr;  // no room to reserve: an ordinary allocation
-  if (mprotect(base, PageRounded(bytes), PROT_READ | PROT_WRITE) != 0) {
+  if (mprotect(base, PageRounded(bytes) + 2 * kGrowableSlack,
+               PROT_READ | PROT_WRITE) != 0) {
     munmap(base, reserve);
     return MakeError(
         ErrorKind::kRuntime,
         absl::StrCat("out of host memory allocating ", bytes, " bytes"));
   }
+  char* data = static_cast<char*>(base) + kGrowableSlack;
   absl::MutexLock lock(&mutex_);
-  reserved_[base] = reserve;
-  return base;
+  reserved_[data] = reserve;
+  return data;
 }
 
 absl::Status HostMemoryAllocator::Grow(void* data, int64_t new_bytes) {
@@ -173,14 +181,16 @@ absl::Status HostMemoryAllocator::Grow(void* data, int64_t new_bytes) {
       return ArrayMemory::Grow(data, new_bytes);
     reserve = it->second;
   }
-  if (PageRounded(new_bytes) > reserve) {
+  const size_t open = PageRounded(new_bytes) + 2 * kGrowableSlack;
+  if (open > reserve) {
     return MakeError(ErrorKind::kRuntime,
                      absl::StrCat("growing to ", new_bytes,
                                   " bytes passes the ", reserve,
                                   " bytes reserved for it"));
   }
   // Pages opened now read as zero (anonymous memory).
-  if (mprotect(data, PageRounded(new_bytes), PROT_READ | PROT_WRITE) != 0) {
+  char* base = static_cast<char*>(data) - kGrowableSlack;
+  if (mprotect(base, open, PROT_READ | PROT_WRITE) != 0) {
     return MakeError(
         ErrorKind::kRuntime,
         absl::StrCat("out of host memory growing to ", new_bytes, " bytes"));
@@ -205,7 +215,7 @@ void HostMemoryAllocator::Free(void* data) {
     absl::MutexLock lock(&mutex_);
     auto it = reserved_.find(data);
     if (it != reserved_.end()) {
-      munmap(data, it->second);
+      munmap(static_cast<char*>(data) - kGrowableSlack, it->second);
       reserved_.erase(it);
       return;
     }

@@ -240,10 +240,11 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
   // Graphs would save launch overhead the CPU does not have: plain launch.
   const auto& compiled = static_cast<const CpuCompiledKernel&>(kernel);
   QdLaunchContext ctx;
+  ++launches_;
   QD_RETURN_IF_ERROR(llvm_runtime::FillLaunchContext(
       kernel, args, &runtime_,
-      llvm_runtime::LaunchRandomKey(config_.random_seed, ++launches_),
-      launches_, &ctx));
+      llvm_runtime::LaunchRandomKey(config_.random_seed, launches_), launches_,
+      &ctx));
   QD_RETURN_IF_ERROR(prints_.Prepare(kernel, &runtime_));
   BackendLaunchStats stats;
   stats.launch_id = launches_;

@@ -202,7 +202,7 @@ TEST(AdStackHeapTest, FitGridLowersTheGridOrNamesTheKernelLoopAndBudget) {
       kernel, 2, Layout(100000, {0, 8}, {2, 12000}), 128, &grid, &stats);
   EXPECT_EQ(GetErrorKind(too_big), ErrorKind::kRuntime);
   for (const char* part : {"kernel 'deep'", "loop at sim.py:12",
-                           "100000 bytes per thread", "128000 bytes",
+                           "100000 bytes per thread", "12800000 bytes",
                            "ad_stack_max_bytes"}) {
     EXPECT_NE(too_big.message().find(part), absl::string_view::npos) << part;
   }
