@@ -100,7 +100,20 @@ _EXACT_UNARY_CASES = [
                          ids=[c[0] for c in _EXACT_UNARY_CASES])
 @test_utils.test()
 def test_exact_unary_math_matches_numpy(name, np_fn, domain, dtype):
+    if name == "sqrt" and qd.lang.impl.current_cfg().arch == qd.vulkan:
+        _check_vulkan_sqrt(domain, dtype)
+        return
     _check_unary(getattr(qd, name), np_fn, domain, dtype, exact=True)
+
+
+def _check_vulkan_sqrt(domain, dtype):
+    """Vulkan gives sqrt the precision of 1 / inversesqrt (a few ULP), not
+    IEEE's correct rounding: real drivers (NVIDIA's) use that room, lavapipe
+    does not."""
+    x = np.asarray(domain, dtype=dtype)
+    out = np.zeros_like(x)
+    _apply_unary(qd.sqrt, x, out)
+    np.testing.assert_array_max_ulp(out, np.sqrt(x.astype(np.float64)).astype(dtype), maxulp=3)
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
@@ -648,7 +661,15 @@ def test_float_math_on_integers_uses_default_fp_f32():
 
     run()
     got = out.to_numpy()
-    np.testing.assert_array_equal(got[:, 0], np.sqrt(np.arange(2, 8, dtype=np.float32)))
+    # An f32 sqrt (its values are f32 values), within the few ULP Vulkan
+    # allows (exact elsewhere).
+    sqrt32 = got[:, 0].astype(np.float32)
+    np.testing.assert_array_equal(sqrt32.astype(np.float64), got[:, 0])
+    expected = np.sqrt(np.arange(2, 8, dtype=np.float32))
+    if qd.lang.impl.current_cfg().arch == qd.vulkan:
+        np.testing.assert_array_max_ulp(sqrt32, expected, maxulp=3)
+    else:
+        np.testing.assert_array_equal(sqrt32, expected)
     np.testing.assert_array_equal(got[:, 1], np.minimum(np.arange(6), 2.5))
     np.testing.assert_array_equal(got[:, 2], (np.arange(6) < 2.5).astype(np.float64))
 

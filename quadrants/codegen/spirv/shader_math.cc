@@ -345,7 +345,9 @@ Id ShaderEmitter::IntDivMod(bool mod, Id x, Id y, PrimitiveType t) {
   Id special = b_.Op(spv::OpLogicalOr, Bool(), {y_zero, y_minus_one});
   Id safe = b_.Op(spv::OpSelect, type, {special, one, y});
   Id q = b_.Op(spv::OpSDiv, type, {x, safe});
-  Id r = b_.Op(spv::OpSRem, type, {x, safe});
+  // Vulkan leaves OpSRem and OpSMod undefined for negative operands (NVIDIA's
+  // driver does not give C's remainder); OpSDiv truncates as C does.
+  Id r = b_.Op(spv::OpISub, type, {x, b_.Op(spv::OpIMul, type, {q, safe})});
   // Adjust where the remainder and the divisor have different signs.
   Id r_nonzero = b_.Op(spv::OpINotEqual, Bool(), {r, zero});
   Id signs_differ = b_.Op(spv::OpLogicalNotEqual, Bool(),
