@@ -9,6 +9,9 @@
 #   tools/gpu_suite.sh python SCRIPT [args] # there: one script, bundled Python
 #   tools/gpu_suite.sh check                # there: is the bundle isolated?
 #   tools/gpu_suite.sh pack-lavapipe        # here: write .gpu_lavapipe/
+#   tools/gpu_suite.sh pack-vulkan-loader   # here: write .gl/ (Debian's Vulkan
+#                                           # loader and glvnd, for the GPU's
+#                                           # own Vulkan driver)
 #   tools/gpu_suite.sh import-python312 TGZ # here: keep the GPU machine's
 #                                           # Python 3.12 headers for pack
 #   tools/gpu_suite.sh system-run [pytest args]    # there: the suite under
@@ -444,6 +447,7 @@ prepare() {
     chmod +x "$UNPACKED/src/$core"; rm -f "$UNPACKED/src/$core.xz"
   done
   PY="$UNPACKED/usr/bin/python3.11"
+  use_vulkan_loader
   use_lavapipe
   # Child processes the tests start with sys.executable (no -I) stay isolated
   # too; the parent runs with -I (no PYTHON* variables, no user site, no cwd).
@@ -452,6 +456,34 @@ prepare() {
   if [ -z "${CUDA_HOME:-}" ] && [ -d "$UNPACKED/cuda" ]; then
     export CUDA_HOME="$UNPACKED/cuda"
   fi
+}
+
+# Debian's Vulkan loader and libglvnd, which NVIDIA's Vulkan driver (in
+# libGLX_nvidia) needs and the GPU machine's image lacks.
+VULKAN_LOADER_PACKAGES=(libvulkan1 libglvnd0 libglx0 libgl1 libegl1 libgles2 libopengl0)
+
+pack_vulkan_loader() {
+  local out="$ROOT/.gl"
+  rm -rf "$out"; mkdir -p "$out"
+  (cd "$out" && apt-get download -q "${VULKAN_LOADER_PACKAGES[@]}" >&2) ||
+    die "apt-get download of the Vulkan loader packages failed"
+  echo "gpu_suite: .gl is $(du -sh "$out" | cut -f1); carry it with .gpu_bundle"
+}
+
+# With a carried .gl/ (and no lavapipe): installs the loader into the
+# machine (dpkg -x to /, as the device notes say) and points it at NVIDIA's
+# driver, so vulkan runs on the GPU.
+use_vulkan_loader() {
+  compgen -G "$ROOT/.gl/*.deb" >/dev/null || return 0
+  [ -f "$ROOT/.gpu_lavapipe/lavapipe.tar.xz" ] && return 0
+  local deb
+  for deb in "$ROOT"/.gl/*.deb; do dpkg -x "$deb" / || die "dpkg -x $deb failed"; done
+  ldconfig
+  local icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  local egl=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+  [ -f "$icd" ] && export VK_DRIVER_FILES="${VK_DRIVER_FILES:-$icd}"
+  [ -f "$egl" ] && export __EGL_VENDOR_LIBRARY_FILENAMES="${__EGL_VENDOR_LIBRARY_FILENAMES:-$egl}"
+  note "vulkan: the machine's driver through Debian's loader (${VK_DRIVER_FILES:-default ICDs})"
 }
 
 # Unpacks a carried .gpu_lavapipe/ and makes the Vulkan loader find only
@@ -557,9 +589,10 @@ case "${1:-}" in
   run) shift; run "$@" ;;
   python) shift; python_script "$@" ;;
   pack-lavapipe) pack_lavapipe ;;
+  pack-vulkan-loader) pack_vulkan_loader ;;
   import-python312) shift; import_python312 "$@" ;;
   system-run) shift; system_run "$@" ;;
   system-python) shift; system_python "$@" ;;
   check) check ;;
-  *) die "usage: tools/gpu_suite.sh pack [--no-build] | update-core [--no-build] | pack-lavapipe | import-python312 TGZ | run [pytest args] | python SCRIPT [args] | system-run [pytest args] | system-python SCRIPT [args] | check" ;;
+  *) die "usage: tools/gpu_suite.sh pack [--no-build] | update-core [--no-build] | pack-lavapipe | pack-vulkan-loader | import-python312 TGZ | run [pytest args] | python SCRIPT [args] | system-run [pytest args] | system-python SCRIPT [args] | check" ;;
 esac
