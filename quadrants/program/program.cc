@@ -683,7 +683,7 @@ std::string Program::DescribeRuntimeError(const CompiledKernel& kernel,
   }
   const ErrorSite& site = sites[record.site];
   if (record.code == RuntimeErrorRecord::Code::kOutOfBound) {
-    return absl::StrCat("kernel '", kernel.name(), "': out-of-bound access to ",
+    return absl::StrCat("kernel '", kernel.name(), "': Out of bound access to ",
                         site.description, " at ", site.loc.ToString(),
                         ": index ", record.values[1], " is outside [0, ",
                         record.values[2], ") on axis ", record.values[0]);

@@ -84,7 +84,7 @@ def test_graph_replay_reports_out_of_bound_access():
     oob(a, 4)
     qd.sync()
     oob(a, 5)
-    with pytest.raises(qd.QuadrantsAssertionError, match="out-of-bound"):
+    with pytest.raises(qd.QuadrantsAssertionError, match="Out of bound access"):
         qd.sync()
     oob(a, 4)  # the error was cleared
     qd.sync()

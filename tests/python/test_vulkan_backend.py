@@ -230,7 +230,7 @@ def test_offline_cache_hit_matches_a_fresh_compile_and_corrupt_entries_recompile
             out = (loss[None], x.grad.to_numpy())
             compute(17)  # out of bounds: the error site survives a hit
             with pytest.raises(qd.QuadrantsAssertionError,
-                               match=r"out-of-bound access to field .* index 16 is outside"):
+                               match=r"Out of bound access to field .* index 16 is outside"):
                 qd.sync()
             return out, runtime.offline_cache_stats()
         finally:

@@ -246,16 +246,9 @@ Id ShaderEmitter::LockedUpdate(Id addr, PrimitiveType t,
   Id lock = Pointer(u32, lock_addr);
   const Id storage = StorageType(t);
   Id old_var = b_.LocalVariable(RegType(t));
-  // Taken with acquire and released with release semantics on storage
-  // buffer memory, so the guarded load sees the last holder's store: with
-  // relaxed ones a real GPU's caches lose updates.
-  const Id acquire = b_.ConstU32(spv::MemorySemanticsAcquireMask |
-                                 spv::MemorySemanticsUniformMemoryMask);
-  const Id release = b_.ConstU32(spv::MemorySemanticsReleaseMask |
-                                 spv::MemorySemanticsUniformMemoryMask);
   RetryUntil([&] {
     Id previous = Atomic(spv::OpAtomicCompareExchange, u32,
-                         {lock, b_.ConstU32(spv::ScopeDevice), acquire,
+                         {lock, b_.ConstU32(spv::ScopeDevice), b_.ConstU32(0),
                           b_.ConstU32(0), b_.ConstU32(1), b_.ConstU32(0)});
     Id taken = b_.Op(spv::OpIEqual, Bool(), {previous, b_.ConstU32(0)});
     If(taken, [&] {
@@ -269,10 +262,11 @@ Id ShaderEmitter::LockedUpdate(Id addr, PrimitiveType t,
       b_.OpVoid(spv::OpStore,
                 {ptr, update(old), kAligned | spv::MemoryAccessVolatileMask,
                  static_cast<uint32_t>(Bytes(t))});
-      // Released with an exchange: with an OpMemoryBarrier and an
+      // Released with a relaxed exchange: with an OpMemoryBarrier and an
       // OpAtomicStore instead, lavapipe loses most updates.
       Atomic(spv::OpAtomicExchange, u32,
-             {lock, b_.ConstU32(spv::ScopeDevice), release, b_.ConstU32(0)});
+             {lock, b_.ConstU32(spv::ScopeDevice), b_.ConstU32(0),
+              b_.ConstU32(0)});
     });
     return taken;
   });

@@ -530,7 +530,7 @@ def _assert_in_range(f, index, begin, size, axis):
     inside = ops.binary("bit_and", ops.binary("cmp_ge", index, begin, None),
                         ops.binary("cmp_lt", index, begin + size, None), None)
     context.builder().assert_(
-        inside.stmt, f"out-of-bound access to field '{f.name}': index %d is outside "
+        inside.stmt, f"Out of bound access to field '{f.name}': index %d is outside "
         f"[{begin}, {begin + size}) on axis {axis}", [index.stmt])
 
 

@@ -99,7 +99,7 @@ class ImplicitNdarray:
 
 
 def signature(array):
-    return (array.dtype, array.ndim)
+    return (array.element_type, array.ndim)
 
 
 class ImplicitScalar:
@@ -165,9 +165,9 @@ class HiddenParams:
         if known is not None:
             return known[1]
         array._check_alive()
-        scalar, elem = element_layout(array.dtype)
+        scalar, elem = element_layout(array.element_type)
         index = self.kernel_ir.add_ndarray_param(label, scalar.name, array.ndim + len(elem))
-        element = array.dtype if elem else None
+        element = array.element_type if elem else None
         arg = NdarrayArg(index, scalar, array.ndim, label, element=element)
         self.implicit.append(ImplicitNdarray(array, path, index, label))
         self._by_id[id(array)] = (array, arg)

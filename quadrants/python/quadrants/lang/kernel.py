@@ -522,7 +522,7 @@ def _same_memory(a, b):
 def _array_signature(kernel_name, spec, arg):
     ann = spec.annotation
     if isinstance(arg, Ndarray):
-        dtype, ndim = arg.dtype, arg.ndim
+        dtype, ndim = arg.element_type, arg.ndim
     elif isinstance(arg, (np.ndarray, torch_interop.TorchDeviceArray)):
         dtype, ndim = types.from_numpy_dtype(arg.dtype), arg.ndim
         if isinstance(ann.dtype, (MatrixType, StructType)):
@@ -551,8 +551,11 @@ def _array_signature(kernel_name, spec, arg):
         raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects an "
                                  f"ndarray of {ann.dtype}, got one of {dtype}")
     if ann.ndim is not None and ann.ndim != ndim:
+        shape = tuple(arg.shape)[:ndim]
         raise ArgumentValueError(f"kernel '{kernel_name}' argument '{spec.name}' expects an "
-                                 f"ndarray with {ann.ndim} dimensions, got {ndim}")
+                                 f"ndarray with {ann.ndim} dimensions, got {ndim} (required "
+                                 f"ndim={ann.ndim}, but {ndim}d ndarray with shape {shape} "
+                                 f"is provided)")
     return dtype, ndim
 
 

@@ -41,13 +41,17 @@ class Ndarray:
                     f"qd.ndarray() of struct {dtype!r}: its members have the scalar types "
                     f"{sorted({t.name for t in leaves})}; an ndarray of structs needs one "
                     f"scalar type for all members (use a struct field otherwise)")
-            self.dtype, self._struct = dtype, dtype
+            self.element_type, self._struct = dtype, dtype
             scalar, self._element_shape = leaves[0], (len(leaves),)
-        elif hasattr(dtype, "_flat_dtypes"):
             self.dtype = dtype
+        elif hasattr(dtype, "_flat_dtypes"):
+            self.element_type = dtype
             scalar, self._element_shape = dtype.dtype, tuple(dtype.shape)
+            # As upstream: the components' scalar type (element_type is the
+            # vector or matrix type).
+            self.dtype = scalar
         else:
-            self.dtype = types.normalize(dtype)
+            self.element_type = self.dtype = types.normalize(dtype)
             scalar, self._element_shape = self.dtype, ()
         if isinstance(shape, numbers.Integral):
             shape = (shape,)
@@ -58,9 +62,9 @@ class Ndarray:
             raise QuadrantsTypeError(f"needs_grad must be a bool, got {needs_grad!r}")
         if needs_grad and not scalar.is_float:
             # The wording keeps upstream's "<dtype> is not supported for ndarray".
-            raise QuadrantsGradientError(f"qd.ndarray(): {self.dtype} is not supported for "
-                                         f"ndarray gradients: {scalar} is not "
-                                         f"differentiable, so an ndarray of {self.dtype} "
+            raise QuadrantsGradientError(f"qd.ndarray(): {self.element_type} is not supported "
+                                         f"for ndarray gradients: {scalar} is not "
+                                         f"differentiable, so an ndarray of {self.element_type} "
                                          f"cannot have needs_grad=True; use a floating-point "
                                          f"dtype (qd.f32, qd.f64)")
         self.shape = shape
@@ -68,7 +72,7 @@ class Ndarray:
         self._scalar = scalar
         self._core_shape = shape + self._element_shape
         self._core = prog.create_ndarray(scalar.name, list(self._core_shape))
-        self.grad = type(self)(self.dtype, shape) if needs_grad else None
+        self.grad = type(self)(self.element_type, shape) if needs_grad else None
         if self.grad is not None:
             _with_grad.add(self)
 
@@ -212,9 +216,9 @@ class Ndarray:
         element type) here."""
         from quadrants.lang.field import check_copy_source  # pylint: disable=import-outside-toplevel
         check_copy_source(self, other, Ndarray)
-        if other.dtype != self.dtype:
-            raise QuadrantsTypeError(f"copy_from: the destination holds {self.dtype}, the "
-                                     f"source {other.dtype}")
+        if other.element_type != self.element_type:
+            raise QuadrantsTypeError(f"copy_from: the destination holds {self.element_type}, "
+                                     f"the source {other.element_type}")
         other._check_alive().sync()
         self._check_alive()
         self._core.from_numpy(other._core.to_numpy())
@@ -297,7 +301,7 @@ class Ndarray:
         return self._core.data_generation
 
     def __repr__(self):
-        return f"<qd.ndarray {self.dtype}{list(self.shape)}>"
+        return f"<qd.ndarray {self.element_type}{list(self.shape)}>"
 
 
 class ScalarNdarray(Ndarray):
@@ -348,6 +352,7 @@ def from_dlpack(source):
     array = ScalarNdarray.__new__(ScalarNdarray)
     dtype = types.by_name(core_array.dtype)
     array._struct, array.dtype, array._scalar, array._element_shape = None, dtype, dtype, ()
+    array.element_type = dtype
     array.shape = tuple(core_array.shape)
     array._core_shape = array.shape
     array._generation = runtime.state.generation

@@ -348,7 +348,7 @@ def kernel_key(kernel_name, param, value):
     if _is_field(value):
         return ("tensor-field", id(value))
     if isinstance(value, ndarray_module.Ndarray):
-        return ("tensor-ndarray", value.dtype, value.ndim)
+        return ("tensor-ndarray", value.element_type, value.ndim)
     raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{param}' is annotated "
                              f"qd.Tensor and takes a qd.Tensor, a field, an ndarray or "
                              f"None, got {type(value).__name__}")
