@@ -306,8 +306,10 @@ def _check_flags(dtype, needs_grad, needs_dual, what):
             raise QuadrantsTypeError(f"{flag} must be a bool, got {value!r}")
     if (needs_grad or needs_dual) and not dtype.is_float:
         flag = "needs_grad" if needs_grad else "needs_dual"
-        raise QuadrantsGradientError(f"{what}: {dtype} is not differentiable, so it cannot "
-                                     f"have {flag}=True; use a floating-point dtype")
+        raise QuadrantsGradientError(f"{what}: {dtype} is not supported for field with "
+                                     f"`needs_grad=True` or `needs_dual=True`. {dtype} is not "
+                                     f"differentiable, so it cannot have {flag}=True; use a "
+                                     f"floating-point dtype")
 
 
 def _new_name(name):

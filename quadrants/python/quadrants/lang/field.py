@@ -455,9 +455,12 @@ def field(dtype, shape=None, needs_grad=False, name=None, needs_dual=False, orde
             raise QuadrantsTypeError(f"{flag} must be a bool, got {value!r}")
     if (needs_grad or needs_dual) and not dtype.is_float:
         flag = "needs_grad" if needs_grad else "needs_dual"
-        raise QuadrantsGradientError(f"qd.field(): {dtype} is not differentiable, so a "
-                                     f"field of {dtype} cannot have {flag}=True; use a "
-                                     f"floating-point dtype (qd.f32, qd.f64)")
+        # The first sentence is upstream's wording.
+        raise QuadrantsGradientError(f"qd.field(): {dtype} is not supported for field with "
+                                     f"`needs_grad=True` or `needs_dual=True`. {dtype} is not "
+                                     f"differentiable, so a field of {dtype} cannot have "
+                                     f"{flag}=True; use a floating-point dtype (qd.f32, "
+                                     f"qd.f64)")
     if name is not None and not isinstance(name, str):
         raise QuadrantsTypeError(f"field name must be a str, got {name!r}")
     runtime.state.unnamed_fields += not name

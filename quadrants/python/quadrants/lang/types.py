@@ -1,4 +1,5 @@
 """Data types and parameter annotations."""
+import numbers
 import operator
 
 import numpy as np
@@ -163,6 +164,13 @@ def host_index(key, ndim, what):
         key = ()
     elif not isinstance(key, tuple):
         key = (key,)
+    for v in key:
+        if not isinstance(v, numbers.Integral) and not hasattr(v, "__index__"):
+            # The second sentence is upstream's wording.
+            raise QuadrantsTypeError(f"{what}: Detected illegal element of type: "
+                                     f"{type(v).__name__}. Please be aware that slicing a "
+                                     f"qd.field is not supported so far. Index it with ints, "
+                                     f"or use to_numpy()")
     if len(key) != ndim:
         raise QuadrantsTypeError(f"{what} has {ndim} dimensions, indexed with {len(key)} "
                                  f"indices")
