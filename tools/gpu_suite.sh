@@ -476,6 +476,8 @@ pack_vulkan_loader() {
 use_vulkan_loader() {
   compgen -G "$ROOT/.gl/*.deb" >/dev/null || return 0
   [ -f "$ROOT/.gpu_lavapipe/lavapipe.tar.xz" ] && return 0
+  # Only on the GPU machine (its driver's folder): never into this one's /.
+  [ -d /usr/local/nvidia ] || return 0
   local deb
   for deb in "$ROOT"/.gl/*.deb; do dpkg -x "$deb" / || die "dpkg -x $deb failed"; done
   ldconfig
@@ -545,12 +547,21 @@ run() {
 python_script() {
   [ $# -ge 1 ] || die "usage: tools/gpu_suite.sh python SCRIPT [args]"
   prepare
+  exec_script "$PY" -I "$@"
+}
+
+# Runs SCRIPT [args] with the interpreter command before it. Scripts of the
+# snapshot (e.g. benchmarks/x.py) run from it, next to what they load
+# (benchmarks/tape_reference).
+exec_script() {
+  local interpreter=("$1"); shift
+  while [ $# -gt 0 ] && [ "${1#-}" != "$1" ] && [ "$1" != "-c" ]; do
+    interpreter+=("$1"); shift
+  done
   local script="$1"; shift
-  # Scripts of the snapshot (e.g. benchmarks/x.py) run from it, next to what
-  # they load (benchmarks/tape_reference).
   [ -f "$UNPACKED/src/$script" ] && script="$UNPACKED/src/$script"
   cd "$UNPACKED/src"  # e.g. `python -c ...` importing tools.gradfuzz from here
-  exec "$PY" -I "$script" "$@"
+  exec "${interpreter[@]}" "$script" "$@"
 }
 
 # The machine's own python3 (3.12, with PyTorch, CuPy and JAX) with the
@@ -577,10 +588,7 @@ system_run() {
 system_python() {
   [ $# -ge 1 ] || die "usage: tools/gpu_suite.sh system-python SCRIPT [args]"
   use_system_python
-  local script="$1"; shift
-  [ -f "$UNPACKED/src/$script" ] && script="$UNPACKED/src/$script"
-  cd "$UNPACKED/src"
-  exec "$SYSTEM_PY" "$script" "$@"
+  exec_script "$SYSTEM_PY" "$@"
 }
 
 case "${1:-}" in

@@ -174,17 +174,17 @@ def _to_tensor(array, device):
     return tensor if device is None else tensor.to(device)
 
 
-def to_torch(holder, device, copy, label, view=None):
+def to_torch(holder, device, copy, label, view_fn=None):
     """A tensor (a dict of them for struct fields) with what
     holder.to_numpy() returns, on `device` (default: the CPU, or the
     holder's device for a view). copy=True copies; copy=False shares the
     holder's memory or raises ValueError; copy=None shares it where it can
-    and copies otherwise. `view(torch)` gives (a tensor sharing the memory
-    or None, why not); without it there is no view (struct fields)."""
+    and copies otherwise. `view_fn(torch)` gives (a tensor sharing the
+    memory or None, why not); without it there is no view (struct fields)."""
     if copy not in (True, None, False):
         raise QuadrantsTypeError(f"to_torch(copy=...) takes True, False or None, got {copy!r}")
     if copy is not True:
-        view, why = view(_torch()) if view is not None else \
+        view, why = view_fn(_torch()) if view_fn is not None else \
             (None, "it gives a dict of tensors, one per member")
         if view is not None and device is not None and \
                 not _same_device(view.device, _torch().device(device)):
