@@ -19,6 +19,8 @@ AdStackSpec Describe(const ir::AdStackAllocaStmt& s, int64_t slot_bytes) {
   spec.static_capacity = s.max_size();
   spec.size_expr = s.size_expr();
   spec.loc = s.loc();
+  spec.checkpoint_group = s.checkpoint_group();
+  spec.checkpoints = s.role() == ir::AdStackRole::kCheckpoint;
   return spec;
 }
 

@@ -25,6 +25,11 @@ struct AdStackSpec {
   int64_t static_capacity = 0;  // 0: decided at launch
   ir::SizeExpr::Ptr size_expr;  // the launch-time capacity, when captured
   SourceLocation loc;           // the loop the stack serves
+  // Stacks of one loop the launch may checkpoint share a group (-1: none);
+  // `checkpoints` marks the stacks of its segment-start states (see
+  // ir::AdStackRole).
+  int checkpoint_group = -1;
+  bool checkpoints = false;
 };
 
 // A place in a kernel that can raise a run-time error, so the host can

@@ -184,6 +184,9 @@ class IRBuilder {
   AdStackPopStmt* AdStackPop(Stmt* stack) {
     return Make<AdStackPopStmt>(stack);
   }
+  AdStackCapacityStmt* AdStackCapacity(Stmt* stack) {
+    return Make<AdStackCapacityStmt>(stack);
+  }
   AdStackLoadTopStmt* AdStackLoadTop(Stmt* stack) {
     return Make<AdStackLoadTopStmt>(stack);
   }

@@ -115,6 +115,7 @@ std::unique_ptr<Stmt> CopyAttributes(const Stmt& s) {
       const auto& a = static_cast<const AdStackAllocaStmt&>(s);
       auto stack = std::make_unique<AdStackAllocaStmt>(a.dtype(), a.max_size());
       stack->set_size_expr(a.size_expr());  // immutable, safe to share
+      stack->set_checkpoint(a.checkpoint_group(), a.role());
       copy = std::move(stack);
       break;
     }
@@ -129,6 +130,9 @@ std::unique_ptr<Stmt> CopyAttributes(const Stmt& s) {
       break;
     case StmtKind::kAdStackLoadTopAdj:
       copy = std::make_unique<AdStackLoadTopAdjStmt>(ops[0]);
+      break;
+    case StmtKind::kAdStackCapacity:
+      copy = std::make_unique<AdStackCapacityStmt>(ops[0]);
       break;
     case StmtKind::kAdStackAccAdjoint:
       copy = std::make_unique<AdStackAccAdjointStmt>(ops[0], ops[1]);

@@ -122,6 +122,12 @@ std::string Body(const Stmt& s, const StmtNumbering& n) {
       if (stack.size_expr()) {
         absl::StrAppend(&text, " size_expr=", stack.size_expr()->ToString());
       }
+      if (stack.checkpoint_group() >= 0) {
+        absl::StrAppend(&text, " checkpoint_group=", stack.checkpoint_group(),
+                        stack.role() == AdStackRole::kCheckpoint
+                            ? " checkpoints"
+                            : " segment");
+      }
       return text;
     }
     case StmtKind::kFuncArg:

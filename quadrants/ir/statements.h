@@ -376,9 +376,16 @@ class OffloadedTaskStmt : public Stmt {
 
 // ---- Adstack (reverse-mode autodiff through dynamic loops) ----------------
 
+// What a stack holds for a loop the launch may checkpoint: the per-iteration
+// state of one segment (kSegment) or the carried state at every segment's
+// start (kCheckpoint). The launch decides the segment length; see
+// AdStackCapacityStmt.
+enum class AdStackRole { kPlain, kSegment, kCheckpoint };
+
 // A per-thread stack of `dtype` slots. Float stacks keep a (primal, adjoint)
 // pair per slot. `max_size` is the capacity when known at compile time (0
 // while unknown); `size_expr`, when set, gives it symbolically per launch.
+// Stacks of one checkpointable loop share `checkpoint_group` (-1: none).
 class AdStackAllocaStmt : public Stmt {
  public:
   static constexpr StmtKind kKind = StmtKind::kAdStackAlloca;
@@ -389,10 +396,30 @@ class AdStackAllocaStmt : public Stmt {
   void set_max_size(int64_t size) { max_size_ = size; }
   const SizeExpr::Ptr& size_expr() const { return size_expr_; }
   void set_size_expr(SizeExpr::Ptr expr) { size_expr_ = std::move(expr); }
+  int checkpoint_group() const { return checkpoint_group_; }
+  AdStackRole role() const { return role_; }
+  void set_checkpoint(int group, AdStackRole role) {
+    checkpoint_group_ = group;
+    role_ = role;
+  }
 
  private:
   int64_t max_size_;
   SizeExpr::Ptr size_expr_;
+  int checkpoint_group_ = -1;
+  AdStackRole role_ = AdStackRole::kPlain;
+};
+
+// The capacity (slots) the launch gave `stack`, as i32. A checkpointed
+// loop's code reads it to choose its schedule: a kCheckpoint stack of
+// capacity 2 or more means the loop runs in segments of (capacity of its
+// kSegment stacks - 2) iterations.
+class AdStackCapacityStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kAdStackCapacity;
+  explicit AdStackCapacityStmt(Stmt* stack)
+      : Stmt(kKind, DataType::Scalar(PrimitiveType::kI32), {stack}) {}
+  Stmt* stack() const { return operand(0); }
 };
 
 class AdStackPushStmt : public Stmt {

@@ -36,6 +36,7 @@ constexpr absl::string_view kKindNames[] = {
     "adstack_load_top",
     "adstack_load_top_adj",
     "adstack_acc_adjoint",
+    "adstack_capacity",
     "print",
     "random",
     "thread_index",

@@ -43,6 +43,7 @@ namespace quadrants::ir {
   X(AdStackLoadTop)              \
   X(AdStackLoadTopAdj)           \
   X(AdStackAccAdjoint)           \
+  X(AdStackCapacity)             \
   X(DebugPrint)                  \
   X(Random)                      \
   X(ThreadIndex)                 \

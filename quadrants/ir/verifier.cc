@@ -362,6 +362,7 @@ class Verifier {
         return;
       case StmtKind::kAdStackPop:
       case StmtKind::kAdStackLoadTop:
+      case StmtKind::kAdStackCapacity:
         CheckStack(s, false);
         return;
       case StmtKind::kAdStackLoadTopAdj:

@@ -845,6 +845,9 @@ PYBIND11_MODULE(_quadrants_core, m) {
              const AdStackStats& s = p.get().adstack_stats();
              py::dict d;
              d["capacities"] = s.capacities;
+             d["segments"] = s.segments;
+             d["checkpoint_capacities"] = s.checkpoint_capacities;
+             d["threads_at_once"] = s.threads_at_once;
              d["per_thread_stride"] = s.per_thread_stride;
              d["bytes_needed"] = s.bytes_needed;
              d["budget_bytes"] = s.budget_bytes;

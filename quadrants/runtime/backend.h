@@ -32,9 +32,19 @@ struct OfflineCacheStats {
 
 // What the adstack machinery did at the last launch that used it.
 struct AdStackStats {
-  std::vector<std::vector<int64_t>> capacities;  // per task, per stack
+  // Per task, per stack of loop state (checkpoint stacks apart).
+  std::vector<std::vector<int64_t>> capacities;
+  // Per task, per stack: the segment length of its checkpointed loop, 0
+  // when the loop ran unsegmented.
+  std::vector<std::vector<int64_t>> segments;
+  // Per task: the capacities of the checkpoint stacks of its checkpointable
+  // loops (0 or 1 while unsegmented), apart from `capacities`.
+  std::vector<std::vector<int64_t>> checkpoint_capacities;
   std::vector<int64_t> per_thread_stride;        // per task, bytes
   int64_t bytes_needed = 0;                      // largest task's need
+  // Threads the device runs at once, as the last launch's checkpoint
+  // choice counted them.
+  int64_t threads_at_once = 0;
   int64_t heap_bytes = 0;                        // allocated heap
   int64_t budget_bytes = 0;  // the heap budget of the last launch
   int heap_grows = 0;                            // allocations so far

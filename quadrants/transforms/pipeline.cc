@@ -88,7 +88,8 @@ absl::Status LowerToTasks(ir::Kernel& kernel, const PipelineOptions& options) {
       QD_RETURN_IF_ERROR(autodiff::MakeGradKernel(
           kernel, *options.snodes,
           {.adstack_enabled = options.adstack_enabled,
-           .stack_trig_derivatives = options.stack_trig_derivatives}));
+           .stack_trig_derivatives = options.stack_trig_derivatives,
+           .checkpointing = options.checkpointing}));
     } else {
       QD_RETURN_IF_ERROR(autodiff::MakeForwardKernel(kernel, *options.snodes));
     }

@@ -26,6 +26,8 @@ struct PipelineOptions {
   bool adstack_enabled = false;
   // See ReverseModeOptions::stack_trig_derivatives.
   bool stack_trig_derivatives = false;
+  // See ReverseModeOptions::checkpointing.
+  bool checkpointing = true;
   // Keeps stores nothing reads, and so the reads that feed them: with
   // bounds checks on, an out-of-range read reports even when its value ends
   // up unused, and an adstack overflows as the program is written.

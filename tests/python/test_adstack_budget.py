@@ -1,7 +1,9 @@
-"""ad_stack_max_bytes: a launch whose adstacks for every thread it would run
-exceed the budget runs fewer threads at once over the same iterations, with
-the same gradients; a budget below the fewest threads a launch runs raises,
-naming the kernel, the loop, the bytes and the option."""
+"""ad_stack_max_bytes: a launch whose adstacks for the threads the device
+runs at once exceed the budget checkpoints its loops (test_adstack_checkpoint)
+and, if they still do not fit, runs fewer threads at once over the same
+iterations, with the same gradients; a budget below the fewest threads a
+launch runs, even checkpointed, raises, naming the kernel, the loop, the
+bytes and the option."""
 import inspect
 
 import numpy as np
@@ -44,7 +46,7 @@ def _reinit(budget):
 
 @test_utils.test(require=qd.extension.adstack, ad_stack_experimental_enabled=True,
                  default_fp=qd.f64, cpu_max_num_threads=2)
-def test_a_budget_runs_fewer_threads_with_the_same_gradient():
+def test_a_budget_checkpoints_or_runs_fewer_threads_with_the_same_gradient():
     free, stats, _ = _gradient()
     stride = stats["per_thread_stride"][0]
     assert stride >= (STEPS + 2) * 8
@@ -73,7 +75,7 @@ def test_a_budget_runs_fewer_threads_with_the_same_gradient():
 
 
 @test_utils.test(require=qd.extension.adstack, ad_stack_experimental_enabled=True,
-                 default_fp=qd.f64, ad_stack_max_bytes=1000)
+                 default_fp=qd.f64, ad_stack_max_bytes=64)
 def test_a_budget_below_the_fewest_threads_raises_naming_kernel_loop_and_option():
     with pytest.raises(qd.QuadrantsRuntimeError) as info:
         _gradient()
@@ -83,7 +85,7 @@ def test_a_budget_below_the_fewest_threads_raises_naming_kernel_loop_and_option(
     assert "test_adstack_budget.py:" in message
     loop_line = int(message.split("test_adstack_budget.py:")[1].split()[0])
     assert line < loop_line < line + 20
-    assert "1000-byte adstack heap budget" in message
+    assert "64-byte adstack heap budget" in message
     assert "ad_stack_max_bytes" in message and "QD_AD_STACK_MAX_BYTES" in message
     # The session goes on: a budget that fits runs.
     _reinit(0)

@@ -17,6 +17,11 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_CHECKS = ("fd", "tape", "fwd", "f32")
+
+
+def _checks(checkpoint):
+    return DEFAULT_CHECKS + (("budget",) if checkpoint else ())
 FINDINGS = ("mismatch", "crash", "hang", "compile_error", "error")
 
 
@@ -40,8 +45,9 @@ class ModuleLoader:
         return module
 
 
-def repro_source(spec, arch, status, details):
+def repro_source(spec, arch, status, details, checks=None):
     """A self-contained script: the kernel, the embedded oracle and a main."""
+    checks = checks or DEFAULT_CHECKS
     with open(os.path.join(HERE, "oracle.py")) as f:
         oracle = f.read()
     summary = "\n".join("# " + line for line in str(details).splitlines()[:20])
@@ -50,14 +56,15 @@ def repro_source(spec, arch, status, details):
             + spec.source()
             + "\n\n# ---- the gradfuzz oracle (tools/gradfuzz/oracle.py), embedded ----\n"
             + oracle
-            + _REPRO_MAIN.format(seed=spec.seed, arch=arch))
+            + _REPRO_MAIN.format(seed=spec.seed, arch=arch, checks=tuple(checks)))
 
 
 _REPRO_MAIN = '''
 
 if __name__ == "__main__":
     import sys
-    status, details = check_module(sys.modules[__name__], seed={seed}, arch="{arch}")
+    status, details = check_module(sys.modules[__name__], seed={seed}, arch="{arch}",
+                                   checks={checks!r})
     print(status)
     for line in (details if isinstance(details, list) else [details]):
         print(line)
@@ -65,31 +72,35 @@ if __name__ == "__main__":
 '''
 
 
-def fuzz_one(seed, arch, threads, loader, out_dir, do_shrink=True):
+def fuzz_one(seed, arch, threads, loader, out_dir, do_shrink=True, checks=None):
     from tools.gradfuzz import generator, oracle, shrink
+    checks = tuple(checks or DEFAULT_CHECKS)
     spec = generator.generate(seed)
     module = loader.load(spec.source(), f"k{seed}")
     stats = {}
-    status, details = oracle.check_module(module, seed, arch, threads, stats=stats)
+    status, details = oracle.check_module(module, seed, arch, threads, checks=checks,
+                                          stats=stats)
     result = dict(seed=seed, status=status, features=sorted(spec.features()),
-                  details=str(details)[:2000], grad_max=stats.get("grad_max", 0.0))
+                  details=str(details)[:2000], grad_max=stats.get("grad_max", 0.0),
+                  segmented=stats.get("segmented", False))
     if status in FINDINGS:
         key = oracle.failure_key(status, details)
 
         def still_fails(candidate):
             mod = loader.load(candidate.source(), f"k{seed}_shrink")
-            return oracle.failure_key(*oracle.check_module(mod, seed, arch, threads)) == key
+            return oracle.failure_key(
+                *oracle.check_module(mod, seed, arch, threads, checks=checks)) == key
 
         small = shrink.shrink(spec, still_fails) if do_shrink else spec
-        result["repro"] = write_repro(out_dir, small, arch, status, details)
+        result["repro"] = write_repro(out_dir, small, arch, status, details, checks=checks)
     return result
 
 
-def write_repro(out_dir, spec, arch, status, details, suffix=""):
+def write_repro(out_dir, spec, arch, status, details, suffix="", checks=None):
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, f"gradfuzz_seed{spec.seed}{suffix}.py")
     with open(path, "w") as f:
-        f.write(repro_source(spec, arch, status, details))
+        f.write(repro_source(spec, arch, status, details, checks))
     return path
 
 
@@ -100,7 +111,7 @@ def worker_main(args):
         for _ in range(args.count):
             print(json.dumps(dict(start=seed)), flush=True)
             result = fuzz_one(seed, args.arch, args.threads, loader, args.out,
-                              not args.no_shrink)
+                              not args.no_shrink, checks=_checks(args.checkpoint))
             print(json.dumps(result), flush=True)
             seed += args.stride
 
@@ -123,6 +134,7 @@ class Worker:
                "--first", str(self.seeds[0]), "--count", str(len(self.seeds)),
                "--stride", str(stride), "--arch", o.arch, "--threads", str(o.threads),
                "--out", o.out] + (["--no-shrink"] if o.no_shrink else [])
+        cmd += ["--checkpoint"] if o.checkpoint else []
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env,
                                      cwd=os.path.dirname(os.path.dirname(HERE)))
@@ -136,12 +148,12 @@ def _restart_after(worker, seed):
 
 
 def run(seeds, arch="cpu", workers=2, threads=2, out="gradfuzz_out", no_shrink=False,
-        hang_s=300, log=print, progress_every=0):
+        hang_s=300, log=print, progress_every=0, checkpoint=False):
     """Fuzzes `seeds`; returns (results, summary text). With `progress_every`
     > 0, a running count is logged every that many kernels, so a run cut short
     (e.g. by a time limit) still says how far it got and what it found."""
     options = argparse.Namespace(arch=arch, threads=threads, out=os.path.abspath(out),
-                                 no_shrink=no_shrink)
+                                 no_shrink=no_shrink, checkpoint=checkpoint)
     seeds = list(seeds)
     pool = [Worker(seeds[k::workers], options) for k in range(workers) if seeds[k::workers]]
     results, begin = [], time.time()
@@ -201,7 +213,8 @@ def _lost(seed, status, options, details):
     """A result for a kernel whose worker died: the unshrunk kernel's repro."""
     from tools.gradfuzz import generator
     spec = generator.generate(seed)
-    path = write_repro(options.out, spec, options.arch, status, details)
+    path = write_repro(options.out, spec, options.arch, status, details,
+                       checks=_checks(options.checkpoint))
     return dict(seed=seed, status=status, features=sorted(spec.features()),
                 details=details, repro=path)
 
@@ -215,6 +228,9 @@ def summarize(results, arch, seconds):
             f"{counts['error']} errors")
     nonzero = sum(1 for r in results if r.get("grad_max", 0) > 0)
     head += f"\n{nonzero} of {len(results)} kernels have a nonzero gradient"
+    segmented = sum(1 for r in results if r.get("segmented"))
+    if segmented:
+        head += f"\n{segmented} of {len(results)} kernels ran checkpointed under the budget"
     features = collections.Counter(f for r in results for f in r["features"])
     groups = collections.defaultdict(list)
     for name, n in sorted(features.items()):
@@ -236,6 +252,9 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=2, help="cpu_max_num_threads")
     parser.add_argument("--out", default="gradfuzz_out", help="directory for repro files")
     parser.add_argument("--no-shrink", action="store_true")
+    parser.add_argument("--checkpoint", action="store_true",
+                        help="also check each gradient under an adstack budget that makes "
+                             "its loops run checkpointed (the oracle's budget check)")
     parser.add_argument("--progress", type=int, default=0, metavar="N",
                         help="print a running count every N kernels (flushed)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -253,7 +272,8 @@ def main(argv=None):
     def log(line):
         print(line, flush=True)
     _, summary = run(range(first, first + count), args.arch, args.workers, args.threads,
-                     out, args.no_shrink, log=log, progress_every=args.progress)
+                     out, args.no_shrink, log=log, progress_every=args.progress,
+                     checkpoint=args.checkpoint)
     print(summary)
     return 0
 

@@ -129,6 +129,7 @@ class FunctionEmitter : public ir::StmtVisitor<FunctionEmitter, absl::Status> {
   absl::Status VisitAdStackPush(const ir::AdStackPushStmt& s);
   absl::Status VisitAdStackPop(const ir::AdStackPopStmt& s);
   absl::Status VisitAdStackLoadTop(const ir::AdStackLoadTopStmt& s);
+  absl::Status VisitAdStackCapacity(const ir::AdStackCapacityStmt& s);
   absl::Status VisitAdStackLoadTopAdj(const ir::AdStackLoadTopAdjStmt& s);
   absl::Status VisitAdStackAccAdjoint(const ir::AdStackAccAdjointStmt& s);
   // Records `value` (or its error) as the value of `s`.

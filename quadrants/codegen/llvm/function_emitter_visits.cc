@@ -222,6 +222,12 @@ absl::Status FunctionEmitter::VisitAdStackLoadTop(
   return EmitStackTop(s, /*adjoint=*/false);
 }
 
+absl::Status FunctionEmitter::VisitAdStackCapacity(
+    const ir::AdStackCapacityStmt& s) {
+  return Define(s, b_.CreateTrunc(stacks_.at(s.stack()).capacity,
+                                  b_.getInt32Ty()));
+}
+
 absl::Status FunctionEmitter::VisitAdStackLoadTopAdj(
     const ir::AdStackLoadTopAdjStmt& s) {
   return EmitStackTop(s, /*adjoint=*/true);

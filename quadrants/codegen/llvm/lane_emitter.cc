@@ -578,6 +578,10 @@ absl::Status LaneEmitter::EmitStmt(const Stmt& s) {
       const bool adjoint = s.kind() == StmtKind::kAdStackLoadTopAdj;
       return set(StackLoad(st, StackSlot(st, StackTop(st), adjoint)));
     }
+    case StmtKind::kAdStackCapacity: {
+      const StackState& st = stacks_.at(s.operand(0));
+      return set(Splat(b_.CreateTrunc(st.capacity, b_.getInt32Ty())));
+    }
     case StmtKind::kAdStackAccAdjoint: {
       const StackState& st = stacks_.at(s.operand(0));
       llvm::Value* slot = StackSlot(st, StackTop(st), true);

@@ -57,6 +57,7 @@ LaneForm LaneForms::Compute(const Stmt& s) const {
     case StmtKind::kNdarrayShape:
     case StmtKind::kAlloca:
     case StmtKind::kThreadIndex:  // the thread's, shared by its lanes
+    case StmtKind::kAdStackCapacity:  // the launch's, shared by every lane
       return LaneForm::kUniform;
     case StmtKind::kLoopIndex: {
       const auto& index = static_cast<const ir::LoopIndexStmt&>(s);

@@ -251,6 +251,10 @@ class ShaderEmitter : public ir::StmtVisitor<ShaderEmitter, absl::StatusOr<Id>> 
   absl::StatusOr<Id> VisitAdStackLoadTop(const ir::AdStackLoadTopStmt& s) {
     return LoadStackTop(s, /*adjoint=*/false);
   }
+  absl::StatusOr<Id> VisitAdStackCapacity(const ir::AdStackCapacityStmt& s) {
+    return b_.Op(spv::OpBitcast, RegType(ir::PrimitiveType::kI32),
+                 {stacks_.at(s.stack()).capacity});
+  }
   absl::StatusOr<Id> VisitAdStackLoadTopAdj(
       const ir::AdStackLoadTopAdjStmt& s) {
     return LoadStackTop(s, /*adjoint=*/true);

@@ -218,9 +218,13 @@ absl::StatusOr<std::vector<int64_t>> EncodeSizer(
     header[1] = stack.slot_bytes;
     header[2] = static_cast<int64_t>(words.size());
     header[3] = 0;
-    if (stack.static_capacity > 0 || !stack.size_expr) {
+    // Checkpoint stacks take one slot until the host segments their loop
+    // (it lays out a segmented launch itself).
+    if (stack.checkpoints || stack.static_capacity > 0 || !stack.size_expr) {
       const int64_t capacity =
-          stack.static_capacity > 0 ? stack.static_capacity : default_capacity;
+          stack.checkpoints              ? 1
+          : stack.static_capacity > 0 ? stack.static_capacity
+                                        : default_capacity;
       words.insert(words.end(), {kConst, capacity, kEnd});
       continue;
     }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -261,7 +263,7 @@ void LaunchSizer::Recognize(const CompiledKernel& kernel, int task,
   };
   const auto& stacks = kernel.task_adstacks()[task];
   for (size_t k = 0; k < stacks.size(); ++k) {
-    if (!stacks[k].size_expr)
+    if (!stacks[k].size_expr || stacks[k].checkpoints)
       continue;
     for (ReducerSpec& spec :
          RecognizeReducerSpecs(kernel.name(), task, static_cast<int>(k),
@@ -294,19 +296,117 @@ std::vector<const ReducerSpec*> LaunchSizer::specs(int task) const {
 
 namespace {
 
-// Fills in per-stack offsets and the stride for `layout`'s capacities.
+int64_t StackBytes(const AdStackSpec& stack, int64_t capacity) {
+  return (8 + capacity * stack.slot_bytes + 7) / 8 * 8;
+}
+
 AdStackLayout WithOffsets(const std::vector<AdStackSpec>& stacks,
                           AdStackLayout layout) {
   for (size_t k = 0; k < stacks.size(); ++k) {
     layout.offsets.push_back(layout.stride);
-    // An i64 count, then the slots; every stack starts 8-byte aligned.
-    layout.stride +=
-        (8 + layout.capacities[k] * stacks[k].slot_bytes + 7) / 8 * 8;
+    layout.stride += StackBytes(stacks[k], layout.capacities[k]);
   }
   return layout;
 }
 
+// The stacks of one checkpointable loop.
+struct CheckpointGroup {
+  std::vector<size_t> segment;      // per-iteration stacks
+  std::vector<size_t> checkpoints;  // segment-start stacks
+  int64_t trips = 0;                // the sized trip count
+  int64_t segment_bytes = 0;        // slot bytes per iteration
+  int64_t checkpoint_bytes = 0;     // slot bytes per checkpoint
+};
+
 }  // namespace
+
+AdStackLayout LayOut(const std::vector<AdStackSpec>& stacks,
+                     std::vector<int64_t> capacities) {
+  AdStackLayout layout;
+  layout.capacities = std::move(capacities);
+  return WithOffsets(stacks, std::move(layout));
+}
+
+std::vector<int64_t> ChooseCheckpoints(const std::vector<AdStackSpec>& stacks,
+                                       std::vector<int64_t>* capacities,
+                                       int64_t threads, int64_t budget,
+                                       bool forced) {
+  std::vector<int64_t>& caps = *capacities;
+  std::vector<int64_t> segments(stacks.size(), 0);
+  std::map<int, CheckpointGroup> groups;
+  for (size_t k = 0; k < stacks.size(); ++k) {
+    const int g = stacks[k].checkpoint_group;
+    if (g < 0)
+      continue;
+    CheckpointGroup& group = groups[g];
+    if (stacks[k].checkpoints) {
+      caps[k] = 0;  // unsegmented until chosen below
+      group.checkpoints.push_back(k);
+      group.checkpoint_bytes += stacks[k].slot_bytes;
+    } else {
+      // Capacities are trip counts plus 2 setup slots.
+      group.trips = std::max(group.trips, caps[k] - 2);
+      group.segment.push_back(k);
+      group.segment_bytes += stacks[k].slot_bytes;
+    }
+  }
+  auto per_thread = [&] {
+    int64_t bytes = 0;
+    for (size_t k = 0; k < stacks.size(); ++k)
+      bytes += StackBytes(stacks[k], caps[k]);
+    return bytes;
+  };
+  threads = std::max<int64_t>(threads, 1);
+  if (forced || budget <= 0 || per_thread() <= budget / threads)
+    return segments;
+  std::vector<CheckpointGroup*> order;
+  for (auto& [id, group] : groups) {
+    if (!group.segment.empty() && !group.checkpoints.empty() &&
+        group.trips >= 4)
+      order.push_back(&group);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const CheckpointGroup* a, const CheckpointGroup* b) {
+                     return a->trips * a->segment_bytes >
+                            b->trips * b->segment_bytes;
+                   });
+  for (CheckpointGroup* group : order) {
+    const int64_t t = group->trips;
+    const double ratio = static_cast<double>(group->checkpoint_bytes) /
+                         static_cast<double>(group->segment_bytes);
+    const int64_t k = std::clamp<int64_t>(
+        static_cast<int64_t>(std::ceil(std::sqrt(t * ratio))), 1, t);
+    const int64_t kept = (t + k - 1) / k + 2;
+    if ((k + 2) * group->segment_bytes + kept * group->checkpoint_bytes >=
+        (t + 2) * group->segment_bytes)
+      continue;  // segmenting would not save memory
+    for (size_t s : group->segment) {
+      caps[s] = k + 2;
+      segments[s] = k;
+    }
+    for (size_t s : group->checkpoints)
+      caps[s] = kept;
+    if (per_thread() <= budget / threads)
+      break;
+  }
+  return segments;
+}
+
+void CheckpointWithinBudget(const CompileConfig& config,
+                            const CompiledKernel& kernel, int task,
+                            int64_t threads_at_once, int64_t budget,
+                            AdStackLayout* layout) {
+  const std::vector<AdStackSpec>& stacks = kernel.task_adstacks()[task];
+  std::vector<int64_t> capacities = std::move(layout->capacities);
+  std::vector<int64_t> segments =
+      ChooseCheckpoints(stacks, &capacities, threads_at_once, budget,
+                        config.ad_stack_size > 0);
+  *layout = LayOut(stacks, std::move(capacities));
+  layout->segments = std::move(segments);
+  for (const AdStackSpec& stack : stacks)
+    layout->checkpoints.push_back(stack.checkpoints);
+  layout->threads_at_once = threads_at_once;
+}
 
 absl::StatusOr<AdStackLayout> LaunchSizer::Size(
     const CompileConfig& config, const CompiledKernel& kernel, int task,
@@ -358,7 +458,9 @@ absl::StatusOr<AdStackLayout> LaunchSizer::Size(
     };
     std::vector<Miss> misses;
     for (size_t k = 0; k < stacks.size(); ++k) {
-      if (forced) {
+      if (stacks[k].checkpoints) {
+        layout.capacities[k] = 0;  // ChooseCheckpoints decides
+      } else if (forced) {
         layout.capacities[k] = config.ad_stack_size;
       } else if (stacks[k].static_capacity > 0) {
         layout.capacities[k] = stacks[k].static_capacity;
@@ -528,10 +630,15 @@ absl::StatusOr<int64_t> ThreadsWithinBudget(const CompiledKernel& kernel,
   }
   const std::string where =
       stacks.empty() ? "" : absl::StrCat(" at ", stacks[largest].loc.ToString());
+  const bool segmented = std::any_of(layout.segments.begin(),
+                                     layout.segments.end(),
+                                     [](int64_t k) { return k > 0; });
   return MakeError(
       ErrorKind::kRuntime,
       absl::StrCat("kernel '", kernel.name(), "': the adstacks of the loop",
-                   where, " need ", stride, " bytes per thread, and the ",
+                   where, " need ", stride, " bytes per thread",
+                   segmented ? " at the smallest checkpointed schedule" : "",
+                   ", and the ",
                    unit, " threads a launch runs at the least need ",
                    stride * unit, " bytes, more than the ", budget,
                    "-byte adstack heap budget (ad_stack_max_bytes; "
@@ -545,8 +652,26 @@ void RecordLayout(const AdStackLayout& layout, int task, int num_tasks,
     stats->capacities.resize(num_tasks);
     stats->per_thread_stride.resize(num_tasks);
   }
-  stats->capacities[task] = layout.capacities;
+  if (static_cast<int>(stats->segments.size()) < num_tasks) {
+    stats->segments.resize(num_tasks);
+    stats->checkpoint_capacities.resize(num_tasks);
+  }
+  std::vector<int64_t>& capacities = stats->capacities[task];
+  std::vector<int64_t>& segments = stats->segments[task];
+  std::vector<int64_t>& checkpoints = stats->checkpoint_capacities[task];
+  capacities.clear();
+  segments.clear();
+  checkpoints.clear();
+  for (size_t k = 0; k < layout.capacities.size(); ++k) {
+    if (k < layout.checkpoints.size() && layout.checkpoints[k]) {
+      checkpoints.push_back(layout.capacities[k]);
+      continue;
+    }
+    capacities.push_back(layout.capacities[k]);
+    segments.push_back(k < layout.segments.size() ? layout.segments[k] : 0);
+  }
   stats->per_thread_stride[task] = layout.stride;
+  stats->threads_at_once = layout.threads_at_once;
   stats->bytes_needed = std::max(stats->bytes_needed, layout.stride * threads);
 }
 

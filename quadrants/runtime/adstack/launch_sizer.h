@@ -22,7 +22,42 @@ struct AdStackLayout {
   std::vector<int64_t> capacities;  // slots per stack
   std::vector<int64_t> offsets;     // bytes from the thread's slice start
   int64_t stride = 0;               // bytes per thread
+  // Per stack: the segment length of its checkpointed loop, 0 when the
+  // loop runs unsegmented (see ChooseCheckpoints).
+  std::vector<int64_t> segments;
+  // Per stack: whether it holds its loop's checkpoints.
+  std::vector<bool> checkpoints;
+  // The threads the device runs at once, which the checkpoint choice
+  // fits in the budget (a launch of more runs them in turns).
+  int64_t threads_at_once = 0;
 };
+
+// Per-stack offsets and the per-thread stride for `capacities`: an i64
+// count, then the slots, every stack 8-byte aligned.
+AdStackLayout LayOut(const std::vector<AdStackSpec>& stacks,
+                     std::vector<int64_t> capacities);
+
+// Chooses which checkpointable loops of a launch whose device runs
+// `threads` threads at once run in segments, and how long, so that those
+// threads' stacks fit `budget`: running fewer threads at once than the
+// device can costs parallelism, running more in turns costs nothing. Every
+// loop runs unsegmented (its checkpoint stacks get capacity 0) when the
+// exact capacities fit or are `forced` (ad_stack_size). Otherwise loops
+// are segmented in decreasing order of the bytes their stacks take, each
+// with the segment length k that minimizes (k + 2) * segment bytes +
+// (ceil(T / k) + 2) * checkpoint bytes for its trip count T, until the
+// launch fits. Rewrites `capacities` and returns the segment length per
+// stack (0: unsegmented).
+std::vector<int64_t> ChooseCheckpoints(const std::vector<AdStackSpec>& stacks,
+                                       std::vector<int64_t>* capacities,
+                                       int64_t threads, int64_t budget,
+                                       bool forced);
+
+// ChooseCheckpoints for a layout from LaunchSizer::Size, laid out again.
+void CheckpointWithinBudget(const CompileConfig& config,
+                            const CompiledKernel& kernel, int task,
+                            int64_t threads_at_once, int64_t budget,
+                            AdStackLayout* layout);
 
 // Sizes the adstacks of every task of one compiled kernel at launch:
 // forced, static, or evaluated from the launch's values (fields and
@@ -126,7 +161,9 @@ absl::StatusOr<int64_t> ThreadsWithinBudget(const CompiledKernel& kernel,
                                             int64_t wanted, int64_t unit,
                                             int64_t budget);
 
-// Records `layout` of `task` for a launch of `threads` threads in `stats`.
+// Records `layout` of `task` for a launch of `threads` threads in `stats`:
+// the capacities and segment lengths of the stacks of loop state, and the
+// capacities of the checkpoint stacks apart.
 void RecordLayout(const AdStackLayout& layout, int task, int num_tasks,
                   int64_t threads, AdStackStats* stats);
 

@@ -200,6 +200,9 @@ absl::Status CpuBackend::PublishAdStacks(
                            args, field_generations, &adstack_stats_));
   // Slices per thread id and SIMD lane; over budget, fewer threads run.
   const int64_t budget = adstack::AdStackBudget(config_, PhysicalMemory() / 4);
+  adstack::CheckpointWithinBudget(config_, kernel, task,
+                                  int64_t{max_threads} * lanes, budget,
+                                  &adstack_layout_);
   QD_ASSIGN_OR_RETURN(
       const int64_t threads,
       adstack::ThreadsWithinBudget(kernel, task, adstack_layout_,

@@ -193,6 +193,10 @@ absl::Status GpuBackend::RunTask(const GpuTask& task,
         adstack_layout_,
         kernel.sizer->Size(config_, kernel, index, *snodes_, runtime_.root, ctx,
                            args, field_generations, &adstack_stats_));
+    adstack::CheckpointWithinBudget(
+        config_, kernel, index,
+        std::min<int64_t>(int64_t{run.grid} * run.block, resident_threads_),
+        adstack_heap_->budget(), &adstack_layout_);
     QD_RETURN_IF_ERROR(
         adstack_heap_->FitGrid(kernel, index, adstack_layout_, run.block,
                                &run.grid, &adstack_stats_));

@@ -29,7 +29,7 @@ namespace {
 
 // Bumped whenever the entry layout or its meaning changes, so entries of
 // another format are rejected (and recompiled), never misread.
-constexpr uint32_t kFormat = 2;
+constexpr uint32_t kFormat = 3;
 constexpr char kSuffix[] = ".qdk";
 // Between an entry's name and the unique tail of its temporary files.
 constexpr char kTemporaryInfix[] = ".tmp.";
@@ -187,6 +187,10 @@ absl::StatusOr<AdStackSpec> DecodeStack(const proto::AdStack& in) {
     out.size_expr = *std::move(expr);
   }
   out.loc = FromProto(in.loc());
+  if (in.checkpoint_group() < -1)
+    return Corrupt("adstack checkpoint group");
+  out.checkpoint_group = in.checkpoint_group();
+  out.checkpoints = in.checkpoints();
   return out;
 }
 
@@ -250,6 +254,8 @@ std::string EncodeEntry(absl::string_view key, const CompiledKernelData& artifac
       if (spec.size_expr)
         s->set_size_expr(ir::SerializeSizeExpr(*spec.size_expr));
       ToProto(spec.loc, s->mutable_loc());
+      s->set_checkpoint_group(spec.checkpoint_group);
+      s->set_checkpoints(spec.checkpoints);
     }
   }
   for (const ErrorSite& site : artifact.error_sites) {

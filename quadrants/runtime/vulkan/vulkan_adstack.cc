@@ -19,9 +19,14 @@ VulkanAdStacks::~VulkanAdStacks() {
 
 absl::StatusOr<VulkanAdStackLayout> VulkanAdStacks::Plan(
     const CompiledKernel& kernel, int task, std::vector<int64_t> capacities,
-    int64_t max_invocations, int64_t budget) const {
+    int64_t max_invocations, int64_t budget, bool forced) const {
   const std::vector<AdStackSpec>& stacks = kernel.task_adstacks()[task];
   VulkanAdStackLayout layout;
+  const int64_t at_once =
+      std::min(max_invocations, device_->concurrent_invocations());
+  layout.segments = adstack::ChooseCheckpoints(
+      stacks, &capacities, at_once, budget > 0 ? budget : kHeapBudget, forced);
+  layout.threads_at_once = at_once;
   layout.capacities = std::move(capacities);
   for (size_t k = 0; k < stacks.size(); ++k) {
     // A stack of capacity 0 would clamp to slot -1.
@@ -47,6 +52,7 @@ absl::StatusOr<VulkanAdStackLayout> VulkanAdStacks::Plan(
   if (budget > 0) {
     adstack::AdStackLayout total;
     total.capacities = layout.capacities;
+    total.segments = layout.segments;
     total.stride = layout.float_stride + layout.int_stride;
     QD_ASSIGN_OR_RETURN(invocations, adstack::ThreadsWithinBudget(
                                          kernel, task, total, invocations,

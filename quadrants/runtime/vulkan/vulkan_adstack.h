@@ -23,6 +23,8 @@ struct VulkanAdStackLayout {
   int64_t float_stride = 0;  // bytes per invocation
   int64_t int_stride = 0;
   int64_t invocations = 0;
+  std::vector<int64_t> segments;  // see adstack::AdStackLayout
+  int64_t threads_at_once = 0;
 };
 
 // The adstack storage of the Vulkan runtime: the float and int heaps, grown
@@ -39,7 +41,9 @@ class VulkanAdStacks {
   // Lays out `stacks` with `capacities` for at most `max_invocations`,
   // fewer when a heap would pass 1 GiB or both together `budget` (the
   // others idle); an error naming the kernel, the loop and the budget when
-  // one invocation does not fit.
+  // one invocation does not fit. Checkpointable loops run in segments first
+  // when that lets every invocation fit (adstack::ChooseCheckpoints;
+  // `forced`: ad_stack_size is set).
   // The most bytes one heap takes: a launch whose slices would need more
   // runs fewer invocations (grid-stride covers the rest).
   static constexpr int64_t kHeapBudget = int64_t{1} << 30;
@@ -48,7 +52,7 @@ class VulkanAdStacks {
                                         int task,
                                         std::vector<int64_t> capacities,
                                         int64_t max_invocations,
-                                        int64_t budget) const;
+                                        int64_t budget, bool forced) const;
   // Whether `layout` needs larger heaps (which replaces the buffers: work
   // recorded against the current ones must finish first).
   bool NeedsGrowth(const VulkanAdStackLayout& layout) const;

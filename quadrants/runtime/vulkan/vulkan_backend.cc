@@ -660,11 +660,16 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
       QD_ASSIGN_OR_RETURN(
           layouts[t],
           adstacks_.Plan(kernel, static_cast<int>(t), sized.capacities,
-                         invocations, config_.ad_stack_max_bytes));
+                         invocations, config_.ad_stack_max_bytes,
+                         config_.ad_stack_size > 0));
       adstack_stats_.budget_bytes = config_.ad_stack_max_bytes > 0
                                         ? config_.ad_stack_max_bytes
                                         : 2 * VulkanAdStacks::kHeapBudget;
-      if (ran)
+      // Segmented loops change the layout the shader computed.
+      const bool segmented =
+          std::any_of(layouts[t].segments.begin(), layouts[t].segments.end(),
+                      [](int64_t k) { return k > 0; });
+      if (ran && !segmented)
         QD_RETURN_IF_ERROR(CheckSizerLayout(kernel, t, *ran, layouts[t]));
       if (recorded && adstacks_.NeedsGrowth(layouts[t])) {
         QD_RETURN_IF_ERROR(submit_commands());
@@ -678,6 +683,10 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
       adstack::AdStackLayout reported;
       reported.capacities = layouts[t].capacities;
       reported.offsets = layouts[t].offsets;
+      reported.segments = layouts[t].segments;
+      reported.threads_at_once = layouts[t].threads_at_once;
+      for (const AdStackSpec& stack : task_stacks[t])
+        reported.checkpoints.push_back(stack.checkpoints);
       reported.stride = layouts[t].float_stride + layouts[t].int_stride;
       adstack::RecordLayout(reported, static_cast<int>(t), kernel.num_tasks(),
                             layouts[t].invocations, &adstack_stats_);

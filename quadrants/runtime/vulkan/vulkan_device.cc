@@ -1,10 +1,13 @@
 #include "quadrants/runtime/vulkan/vulkan_device.h"
 
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "quadrants/codegen/spirv/shader_abi.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/options.h"
 #include "quadrants/common/status_macros.h"
@@ -151,6 +154,7 @@ absl::Status VulkanDevice::Initialize(const FeatureOverrides& overrides) {
     if (rank > best_rank) {
       best_rank = rank;
       max_groups_ = rank == 0 ? kCpuDeviceMaxGroups : 65535;
+      cpu_device_ = rank == 0;
       physical_ = candidate;
       queue_family_ = static_cast<uint32_t>(family);
       caps_.device_name = props.deviceName;
@@ -265,6 +269,14 @@ std::string VulkanDevice::Description() const {
                       " api=", VK_API_VERSION_MAJOR(api_version_), ".",
                       VK_API_VERSION_MINOR(api_version_), ".",
                       VK_API_VERSION_PATCH(api_version_));
+}
+
+int64_t VulkanDevice::concurrent_invocations() const {
+  if (cpu_device_) {
+    return int64_t{std::max(1u, std::thread::hardware_concurrency())} *
+           codegen::spirv::abi::kBlockSize;
+  }
+  return int64_t{1} << 18;
 }
 
 }  // namespace quadrants::vulkan

@@ -47,6 +47,10 @@ class VulkanDevice {
   // each invocation runs several iterations, spreading the per-invocation
   // work (context loads, the loop's setup) over them.
   uint32_t max_groups() const { return max_groups_; }
+  // About how many invocations the device runs at once: a CPU device one
+  // workgroup per hardware thread; a GPU, whose core count Vulkan does not
+  // report, taken as a large discrete one (an H100 keeps 132 x 2048).
+  int64_t concurrent_invocations() const;
 
   // A memory type for buffers: host-visible and coherent (always exists),
   // or device-local (preferred for fields and ndarrays).
@@ -74,6 +78,7 @@ class VulkanDevice {
   uint32_t host_memory_type_ = 0;
   uint32_t device_memory_type_ = 0;
   bool device_memory_mappable_ = true;
+  bool cpu_device_ = false;
   uint32_t max_groups_ = 65535;
 };
 

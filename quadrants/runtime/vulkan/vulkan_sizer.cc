@@ -36,7 +36,7 @@ namespace {
 bool WantsShader(const std::vector<AdStackSpec>& stacks, SizerMode mode) {
   bool evaluated = false, reads = false;
   for (const AdStackSpec& stack : stacks) {
-    if (stack.static_capacity > 0 || !stack.size_expr)
+    if (stack.static_capacity > 0 || !stack.size_expr || stack.checkpoints)
       continue;
     evaluated = true;
     reads = reads || sizer::ReadsData(*stack.size_expr);

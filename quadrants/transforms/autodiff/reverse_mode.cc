@@ -189,6 +189,10 @@ class GradTaskBuilder {
       b_.LocalStore(trips,
                     b_.ConstI32(0));  // before the loop: counts its trips
     }
+    const bool checkpointed = stacked && Checkpointable(loop, primal);
+    Schedule schedule;
+    if (checkpointed)
+      schedule = LaunchSchedule(loop, primal);
     Stmt* copy = nullptr;
     if (const auto* range = ir::DynCast<ir::RangeForStmt>(&loop)) {
       copy = b_.RangeFor(primal.at(range->begin()), primal.at(range->end()));
@@ -211,14 +215,206 @@ class GradTaskBuilder {
       b_.LocalStore(trips, b_.Add(b_.LocalLoad(trips), b_.ConstI32(1)));
       first = check + 1;
     }
-    if (stacked)
+    if (checkpointed) {
+      const auto* range = static_cast<const ir::RangeForStmt*>(&loop);
+      PushCarriedOrCheckpoint(loop, primal, schedule,
+                              b_.Sub(b_.LoopIndex(copy),
+                                     primal.at(range->begin())));
+    } else if (stacked) {
       PushCarried(loop, primal);
+    }
     for (size_t i = first; i < body.size(); ++i) {
       QD_RETURN_IF_ERROR(ReplayStmt(*body.at(i), primal, false));
-      if (stacked && IsStackedDerivative(loop, *body.at(i), written))
+      if (stacked && IsStackedDerivative(loop, *body.at(i), written)) {
+        if (!checkpointed) {
+          PushDerivative(loop, *body.at(i), primal);
+          continue;
+        }
+        // Checkpointed, the segment's recomputation stacks it instead.
+        auto* unless = b_.If(schedule.on);
+        auto scope = b_.EnterBlock(unless->false_block());
         PushDerivative(loop, *body.at(i), primal);
+      }
     }
     return absl::OkStatus();
+  }
+
+  // ---- checkpointing
+  // ------------------------------------------------------------ A stacked
+  // range-for whose trip count the launch knows, outermost in its task, may
+  // run checkpointed: the launch picks, per loop, whether and with which
+  // segment length, from the adstack budget, and tells the kernel through
+  // the stacks' capacities. Loops nested in it are recomputed inside each
+  // segment with their own (per outer iteration) stacks; they stay
+  // unsegmented, so their many reversals run no segment loop.
+  static bool MaySegment(const Stmt& loop) {
+    if (!ir::Isa<ir::RangeForStmt>(&loop))
+      return false;
+    for (const Stmt* c = loop.enclosing(); c != nullptr; c = c->enclosing()) {
+      if (ir::IsBreakableLoop(c))
+        return false;
+    }
+    return true;
+  }
+
+  struct Schedule {
+    Stmt* on = nullptr;       // nonzero: run in segments
+    Stmt* segment = nullptr;  // iterations per segment, in the index type
+  };
+
+  bool Checkpointable(const Stmt& loop, const Map& primal) {
+    if (!options_.checkpointing || !MaySegment(loop))
+      return false;
+    const auto carried = OrderedCarried(loop);
+    if (carried.empty())
+      return false;
+    const auto* stack =
+        static_cast<const ir::AdStackAllocaStmt*>(Stack(loop, carried[0], primal));
+    return stack->max_size() > 0 || stack->size_expr() != nullptr;
+  }
+
+  // The group id of `loop`'s stacks, assigned in order of first use.
+  int Group(const Stmt& loop) {
+    const int next = static_cast<int>(groups_.size());
+    return groups_.try_emplace(&loop, next).first->second;
+  }
+
+  // The stack of `var`'s value at every segment start of `loop`.
+  Stmt* CheckpointStack(const Stmt& loop, const Stmt* var, const Map& primal) {
+    auto key = std::make_pair(&loop, var);
+    auto it = checkpoint_stacks_.find(key);
+    if (it != checkpoint_stacks_.end())
+      return it->second;
+    const auto* segment =
+        static_cast<const ir::AdStackAllocaStmt*>(Stack(loop, var, primal));
+    auto stack = std::make_unique<ir::AdStackAllocaStmt>(segment->dtype(),
+                                                         segment->max_size());
+    stack->set_size_expr(segment->size_expr());
+    stack->set_checkpoint(Group(loop), ir::AdStackRole::kCheckpoint);
+    stack->set_loc(loop.loc());
+    Stmt* slot = b_.InsertAt(task_->body(), 0, std::move(stack));
+    checkpoint_stacks_[key] = slot;
+    return slot;
+  }
+
+  // Reads the schedule the launch chose for `loop`: checkpoint stacks of
+  // capacity 2 or more, and segments of (segment stack capacity - 2).
+  Schedule LaunchSchedule(const Stmt& loop, const Map& primal) {
+    const Stmt* first = OrderedCarried(loop)[0];
+    const auto& range = static_cast<const ir::RangeForStmt&>(loop);
+    const PrimitiveType t = primal.at(range.begin())->type().element();
+    auto in_index_type = [&](Stmt* v) {
+      return t == PrimitiveType::kI32 ? v : b_.Cast(v, t);
+    };
+    Schedule schedule;
+    schedule.on = b_.Binary(
+        BinaryOpKind::kGe,
+        b_.AdStackCapacity(CheckpointStack(loop, first, primal)),
+        b_.ConstI32(2));
+    Stmt* length = b_.Binary(
+        BinaryOpKind::kMax,
+        b_.Sub(b_.AdStackCapacity(Stack(loop, first, primal)), b_.ConstI32(2)),
+        b_.ConstI32(1));
+    schedule.segment = in_index_type(length);
+    return schedule;
+  }
+
+  // The forward replay's pushes, at iteration `offset` (from the loop's
+  // begin): every iteration's carried state, or when checkpointed only
+  // that of each segment's first iteration.
+  void PushCarriedOrCheckpoint(const Stmt& loop, Map& primal,
+                               const Schedule& schedule, Stmt* offset) {
+    auto* checkpointed = b_.If(schedule.on);
+    {
+      auto scope = b_.EnterBlock(checkpointed->true_block());
+      const PrimitiveType t = schedule.segment->type().element();
+      auto* starts = b_.If(b_.Binary(
+          BinaryOpKind::kEq, b_.Binary(BinaryOpKind::kMod, offset,
+                                       schedule.segment),
+          b_.Const(ir::Constant::Int(t, 0))));
+      auto inner = b_.EnterBlock(starts->true_block());
+      for (const Stmt* var : OrderedCarried(loop)) {
+        b_.AdStackPush(CheckpointStack(loop, var, primal),
+                       b_.LocalLoad(primal.at(var)));
+      }
+    }
+    auto scope = b_.EnterBlock(checkpointed->false_block());
+    PushCarried(loop, primal);
+  }
+
+  // The reversal of a checkpointed range-for: segments from the last, each
+  // restored from its checkpoint, recomputed forward onto the segment
+  // stacks, then swept backwards. Unchecked, it is one segment spanning the
+  // loop, swept from the stacks the forward replay filled.
+  absl::Status ReverseInSegments(const ir::RangeForStmt& loop, Map& primal) {
+    Stmt* begin = primal.at(loop.begin());
+    Stmt* end = primal.at(loop.end());
+    const PrimitiveType t = begin->type().element();
+    auto constant = [&](int64_t v) { return b_.Const(ir::Constant::Int(t, v)); };
+    const Schedule schedule = LaunchSchedule(loop, primal);
+    Stmt* trips = b_.Binary(BinaryOpKind::kMax, b_.Sub(end, begin), constant(0));
+    Stmt* segments = b_.Select(
+        schedule.on,
+        b_.Binary(BinaryOpKind::kFloorDiv,
+                  b_.Sub(b_.Add(trips, schedule.segment), constant(1)),
+                  schedule.segment),
+        constant(1));
+    Stmt* sweep = b_.RangeFor(constant(0), segments);
+    auto scope = b_.EnterBlock(sweep->blocks()[0]);
+    Stmt* segment =
+        b_.Sub(b_.Sub(segments, constant(1)), b_.LoopIndex(sweep));
+    Stmt* lo = b_.Select(schedule.on,
+                         b_.Add(begin, b_.Mul(segment, schedule.segment)),
+                         begin);
+    Stmt* hi = b_.Select(
+        schedule.on,
+        b_.Binary(BinaryOpKind::kMin, end, b_.Add(lo, schedule.segment)), end);
+    auto* checkpointed = b_.If(schedule.on);
+    {
+      auto inner = b_.EnterBlock(checkpointed->true_block());
+      QD_RETURN_IF_ERROR(RecomputeSegment(loop, primal, lo, hi));
+    }
+    Map iteration = primal;
+    Stmt* reverse = b_.RangeFor(lo, hi);
+    auto inner = b_.EnterBlock(reverse->blocks()[0]);
+    // Iterations run backwards: i = hi - 1 - (k - lo).
+    index_override_[&loop] =
+        b_.Sub(b_.Sub(hi, constant(1)), b_.Sub(b_.LoopIndex(reverse), lo));
+    QD_RETURN_IF_ERROR(ReverseIteration(loop, iteration));
+    index_override_.erase(&loop);
+    return absl::OkStatus();
+  }
+
+  // Restores the carried state of iteration `lo` from its checkpoint and
+  // replays iterations [lo, hi) as the forward replay did, pushing their
+  // states (and stacked derivatives) onto the segment stacks.
+  absl::Status RecomputeSegment(const ir::RangeForStmt& loop, Map& primal,
+                                Stmt* lo, Stmt* hi) {
+    const auto carried = OrderedCarried(loop);
+    for (const Stmt* var : carried) {
+      Stmt* checkpoints = CheckpointStack(loop, var, primal);
+      b_.LocalStore(primal.at(var), b_.AdStackLoadTop(checkpoints));
+      b_.AdStackPop(checkpoints);
+    }
+    const auto written = WrittenVariables(loop);
+    auto saved = frozen_;
+    for (const auto& [var, value] : snapshots_[&loop])
+      frozen_[var] = value;
+    Map replay = primal;
+    Stmt* recompute = b_.RangeFor(lo, hi);
+    auto scope = b_.EnterBlock(recompute->blocks()[0]);
+    index_override_[&loop] = b_.LoopIndex(recompute);
+    PushCarried(loop, replay);
+    const Block& body = *loop.blocks()[0];
+    absl::Status status;
+    for (size_t i = 0; i < body.size() && status.ok(); ++i) {
+      status = ReplayStmt(*body.at(i), replay, /*push=*/false);
+      if (status.ok() && IsStackedDerivative(loop, *body.at(i), written))
+        PushDerivative(loop, *body.at(i), replay);
+    }
+    index_override_.erase(&loop);
+    frozen_ = std::move(saved);
+    return status;
   }
 
   // ---- adstack
@@ -294,6 +490,10 @@ class GradTaskBuilder {
     stack->set_loc(loop.loc());
     if (capacity == 0) {
       stack->set_size_expr(CaptureStackCapacity(loop, snodes_));
+    }
+    if (options_.checkpointing && MaySegment(loop) &&
+        (capacity > 0 || stack->size_expr() != nullptr)) {
+      stack->set_checkpoint(Group(loop), ir::AdStackRole::kSegment);
     }
     Stmt* slot = b_.InsertAt(task_->body(), 0, std::move(stack));
     stacks_[key] = slot;
@@ -835,6 +1035,10 @@ class GradTaskBuilder {
       auto scope = b_.EnterBlock(reverse->blocks()[0]);
       return ReverseIteration(loop, iteration, ConditionCheck(loop) + 1);
     }
+    if (const auto* range = ir::DynCast<ir::RangeForStmt>(&loop);
+        range != nullptr && stacked && Checkpointable(loop, primal)) {
+      return ReverseInSegments(*range, primal);
+    }
     if (const auto* range = ir::DynCast<ir::RangeForStmt>(&loop)) {
       Stmt* begin = primal.at(range->begin());
       Stmt* end = primal.at(range->end());
@@ -907,6 +1111,9 @@ class GradTaskBuilder {
   absl::flat_hash_map<const Stmt*, Stmt*> adjoints_;
   absl::flat_hash_map<const Stmt*, Map> snapshots_;
   absl::flat_hash_map<std::pair<const Stmt*, const Stmt*>, Stmt*> stacks_;
+  absl::flat_hash_map<std::pair<const Stmt*, const Stmt*>, Stmt*>
+      checkpoint_stacks_;
+  absl::flat_hash_map<const Stmt*, int> groups_;
   absl::flat_hash_map<const Stmt*, Stmt*> counters_;
   // sin and cos statements whose derivatives the forward replay stacks.
   absl::flat_hash_set<const Stmt*> derivative_stacked_;

@@ -15,6 +15,11 @@ struct ReverseModeOptions {
   // the forward replay instead of evaluating it in the reverse sweep: for
   // backends that compute sin and cos of one value together.
   bool stack_trig_derivatives = false;
+  // Lets the launch checkpoint stacked range-for loops whose trip count it
+  // knows: the forward replay then keeps the carried state only at segment
+  // starts when the launch asks, and the reverse sweep recomputes each
+  // segment's iterations before sweeping them (see AdStackCapacityStmt).
+  bool checkpointing = true;
 };
 
 // Turns an offloaded, type-checked kernel into its reverse-mode gradient

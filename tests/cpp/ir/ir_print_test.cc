@@ -188,6 +188,8 @@ TEST(IrPrintTest, AdStackStatements) {
   $9 : i32 = adstack_load_top $1
   $10 = adstack_pop $1
   $11 = adstack_pop $0
+  $12 : adstack<f32> = adstack_alloca max_size=16 checkpoint_group=0 checkpoints
+  $13 : i32 = adstack_capacity $12
 }
 )ir");
 }

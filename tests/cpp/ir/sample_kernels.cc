@@ -197,6 +197,10 @@ std::unique_ptr<Kernel> BuildAdStackKernel() {
   b.AdStackLoadTop(istack);
   b.AdStackPop(istack);
   b.AdStackPop(fstack);
+  b.SetLocation(At(64));
+  auto* checkpoints = b.AdStackAlloca(kF32, 16);
+  checkpoints->set_checkpoint(0, AdStackRole::kCheckpoint);
+  b.AdStackCapacity(checkpoints);
   return k;
 }
 

@@ -160,5 +160,62 @@ TEST(LaunchSizerTest, FailingReducerFallsBackToTheSerialWalkWithinTheGuard) {
   EXPECT_EQ(l.stats.reducer_dispatches, 0);
 }
 
+// Two checkpointable loops: group 0 carries two f32 values through 1000
+// iterations, group 1 one f64 through 100; and a plain stack.
+std::vector<AdStackSpec> CheckpointSpecs() {
+  auto spec = [](int64_t slot, int group, bool checkpoints) {
+    AdStackSpec s;
+    s.slot_bytes = slot;
+    s.static_capacity = 1;
+    s.checkpoint_group = group;
+    s.checkpoints = checkpoints;
+    return s;
+  };
+  return {spec(4, 0, true),  spec(4, 0, true),  spec(4, 0, false),
+          spec(4, 0, false), spec(8, 1, true),  spec(8, 1, false),
+          spec(4, -1, false)};
+}
+
+TEST(ChooseCheckpointsTest, AmpleBudgetLeavesLoopsUnsegmented) {
+  const std::vector<AdStackSpec> specs = CheckpointSpecs();
+  // As sized: checkpoint stacks start at 0, loop stacks at trips + 2.
+  std::vector<int64_t> caps = {0, 0, 1002, 1002, 0, 102, 10};
+  std::vector<int64_t> segments =
+      ChooseCheckpoints(specs, &caps, 16, int64_t{1} << 30, false);
+  EXPECT_EQ(caps, (std::vector<int64_t>{0, 0, 1002, 1002, 0, 102, 10}));
+  EXPECT_EQ(segments, std::vector<int64_t>(7, 0));
+}
+
+TEST(ChooseCheckpointsTest, LargestLoopIsSegmentedFirstAtAboutSqrtT) {
+  const std::vector<AdStackSpec> specs = CheckpointSpecs();
+  std::vector<int64_t> caps = {1002, 1002, 1002, 1002, 102, 102, 10};
+  // Unsegmented, a thread takes about 9 KB; allow 2 KB for each of 16.
+  std::vector<int64_t> segments =
+      ChooseCheckpoints(specs, &caps, 16, 16 * 2048, false);
+  // k = ceil(sqrt(1000)) = 32: 32 + 2 slots per iteration stack and
+  // ceil(1000 / 32) + 2 = 34 checkpoints; group 1 is not needed.
+  EXPECT_EQ(caps, (std::vector<int64_t>{34, 34, 34, 34, 0, 102, 10}));
+  EXPECT_EQ(segments, (std::vector<int64_t>{0, 0, 32, 32, 0, 0, 0}));
+}
+
+TEST(ChooseCheckpointsTest, TighterBudgetSegmentsTheNextLoopToo) {
+  const std::vector<AdStackSpec> specs = CheckpointSpecs();
+  std::vector<int64_t> caps = {1002, 1002, 1002, 1002, 102, 102, 10};
+  std::vector<int64_t> segments =
+      ChooseCheckpoints(specs, &caps, 16, 16 * 1000, false);
+  EXPECT_EQ(segments, (std::vector<int64_t>{0, 0, 32, 32, 0, 10, 0}));
+  EXPECT_EQ(caps[4], 12);  // ceil(100 / 10) + 2
+  EXPECT_EQ(caps[5], 12);
+}
+
+TEST(ChooseCheckpointsTest, ForcedCapacitiesAreNeverSegmented) {
+  const std::vector<AdStackSpec> specs = CheckpointSpecs();
+  std::vector<int64_t> caps(7, 5000);
+  std::vector<int64_t> segments =
+      ChooseCheckpoints(specs, &caps, 16, 1024, /*forced=*/true);
+  EXPECT_EQ(segments, std::vector<int64_t>(7, 0));
+  EXPECT_EQ(caps, (std::vector<int64_t>{0, 0, 5000, 5000, 0, 5000, 5000}));
+}
+
 }  // namespace
 }  // namespace quadrants::adstack

@@ -238,8 +238,11 @@ def offline_cache_stats():
 
 def adstack_stats():
     """What the adstack did at the last launch that used one: per-task stack
-    capacities and per-thread bytes, the bytes needed, the heap allocated and
-    how many times it grew; and, over the runtime's life, the host size
+    capacities and per-thread bytes, the segment length of each stack's loop
+    when the launch checkpointed it to fit ad_stack_max_bytes (segments; 0:
+    unsegmented) and the capacities of the checkpoint stacks
+    (checkpoint_capacities), the bytes needed, the heap allocated and how
+    many times it grew; and, over the runtime's life, the host size
     expression walks (tree_evaluations), the launches sized from the cache
     (cache_hits) and the runs of the Vulkan sizer shader
     (sizer_dispatches)."""

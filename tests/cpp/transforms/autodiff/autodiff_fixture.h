@@ -37,10 +37,13 @@ class AutodiffTest : public ::testing::Test {
   // Lower with reverse mode; the adstack on.
   absl::Status LowerReverse(bool stack_trig_derivatives = false);
   // Reverse mode alone on the lowered kernel: the gradient kernel as
-  // MakeGradKernel emits it, before the cleanup. It must verify.
-  absl::Status Grad(bool adstack_enabled = true);
+  // MakeGradKernel emits it, before the cleanup. It must verify. Loops are
+  // reversed unsegmented unless `checkpointing` asks for the launch-chosen
+  // schedule (tests of the plain reversal's exact IR leave it off).
+  absl::Status Grad(bool adstack_enabled = true, bool checkpointing = false);
   // Lower without autodiff, then Grad.
-  absl::Status MakeGrad(bool adstack_enabled = true);
+  absl::Status MakeGrad(bool adstack_enabled = true,
+                        bool checkpointing = false);
 
   // Whether `status` is an error of `kind` with exactly `message`; the
   // failure shows what it is instead.

@@ -105,6 +105,60 @@ TEST_F(ReverseModeTest, DynamicLoopIsReplayedPushedAndReversedWithTheStack) {
   )"));
 }
 
+// With checkpointing, the launch chooses the schedule through the stacks'
+// capacities: a checkpoint stack of capacity >= 2 segments the loop into
+// (segment stack capacity - 2) iterations. The replay pushes v onto the
+// checkpoint stack at each segment start when segmented and onto the
+// segment stack every iteration otherwise; the reversal runs the segments
+// from the last, each restored from its checkpoint and recomputed onto the
+// segment stack before its iterations are swept backwards.
+TEST_F(ReverseModeTest, CheckpointedLoopTakesItsScheduleFromTheLaunch) {
+  BuildRecurrence(/*linear=*/false);
+  ASSERT_EQ(MakeGrad(/*adstack_enabled=*/true, /*checkpointing=*/true),
+            absl::OkStatus());
+  EXPECT_TRUE(CheckKernel(kernel_, R"(
+    CHECK: [[KEPT]] : adstack<f32> = adstack_alloca max_size=0 size_expr={{.*}} checkpoint_group=0 checkpoints{{$}}
+    CHECK-NEXT: [[STACK]] : adstack<f32> = adstack_alloca max_size=0 size_expr={{.*}} checkpoint_group=0 segment{{$}}
+    CHECK-NOT: adstack_alloca
+    CHECK: [[V]] : *f32 = alloca
+    CHECK: [[N]] : i32 = arg_load arg0
+
+    // Forward replay: the schedule, then the pushes it selects.
+    CHECK: [[KEPT_CAP]] : i32 = adstack_capacity [[KEPT]]
+    CHECK: [[ON]] : u1 = cmp_ge [[KEPT_CAP]],
+    CHECK: [[SEG_CAP]] : i32 = adstack_capacity [[STACK]]
+    CHECK: [[LENGTH]] : i32 = max
+    CHECK: [[REPLAY]] = range_for [[BEGIN]], [[N]] {
+    CHECK-NEXT: [[K]] : i32 = loop_index [[REPLAY]] axis 0
+    CHECK-NEXT: [[OFFSET]] : i32 = sub [[K]], [[BEGIN]]
+    CHECK-NEXT: if [[ON]] {
+    CHECK: mod [[OFFSET]], [[LENGTH]]
+    CHECK: adstack_push [[KEPT]],
+    CHECK-NEXT: } else {
+    CHECK-NEXT: }
+    CHECK-NEXT: } else {
+    CHECK-NEXT: [[OLD]] : f32 = local_load [[V]]
+    CHECK-NEXT: adstack_push [[STACK]], [[OLD]]
+    CHECK-NOT: adstack_push
+
+    // Reversal: segments from the last.
+    CHECK: [[ON2]] : u1 = cmp_ge
+    CHECK: [[SEGMENTS]] : i32 = select [[ON2]],
+    CHECK: [[SWEEP]] = range_for {{.*}}, [[SEGMENTS]] {
+    CHECK: [[LO]] : i32 = select [[ON2]],
+    CHECK: [[HI]] : i32 = select [[ON2]],
+    CHECK: if [[ON2]] {
+    CHECK-NEXT: [[START]] : f32 = adstack_load_top [[KEPT]]
+    CHECK-NEXT: local_store [[V]], [[START]]
+    CHECK-NEXT: adstack_pop [[KEPT]]
+    CHECK: [[RECOMPUTE]] = range_for [[LO]], [[HI]] {
+    CHECK: adstack_push [[STACK]],
+    CHECK: [[REVERSE]] = range_for [[LO]], [[HI]] {
+    CHECK: adstack_load_top [[STACK]]
+    CHECK: adstack_pop [[STACK]]
+  )"));
+}
+
 // v + s + w[k] is linear in v: reversing the loop needs no values of v, so
 // no stack, but the loop still runs backwards.
 TEST_F(ReverseModeTest, LinearRecurrenceIsReversedWithoutAStack) {
