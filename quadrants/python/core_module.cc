@@ -711,6 +711,8 @@ PYBIND11_MODULE(_quadrants_core, m) {
                      &CompileConfig::ad_stack_experimental_enabled)
       .def_readwrite("ad_stack_size", &CompileConfig::ad_stack_size)
       .def_readwrite("ad_stack_max_bytes", &CompileConfig::ad_stack_max_bytes)
+      .def_readwrite("ad_stack_segment_length",
+                     &CompileConfig::ad_stack_segment_length)
       .def_readwrite("default_ad_stack_size",
                      &CompileConfig::default_ad_stack_size)
       .def_readwrite("offline_cache", &CompileConfig::offline_cache)

@@ -35,6 +35,9 @@ struct CompileConfig {
   // Bytes the adstack heap of one launch may take; 0: the backend's
   // default (see AdStackBudget). Run-time only.
   int64_t ad_stack_max_bytes = 0;
+  // > 0: every checkpointable loop runs in segments of this many
+  // iterations. Run-time only.
+  int64_t ad_stack_segment_length = 0;
   // Compiled kernels are stored on disk and reused by later processes.
   bool offline_cache = false;
   std::string offline_cache_file_path;  // empty: the default directory

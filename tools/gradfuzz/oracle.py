@@ -16,10 +16,9 @@ values the checks are:
             ndarrays as constants) against kernel.grad;
   f32       the f32 kernel's loss and Tape gradient against f64;
   budget    (checkpoint mode, not run by default) the f64 kernel.grad again
-            under an adstack budget of an eighth of the bytes the
-            unbudgeted launch needed (a half when an eighth is below the
-            smallest checkpointed schedule), so its loops run checkpointed,
-            against the unbudgeted kernel.grad.
+            with every checkpointable loop run in segments of 1 to 4
+            iterations (ad_stack_segment_length, by seed), against the
+            unbudgeted kernel.grad.
 
 Jumps (floor, ceil, branches on floats) and kinks (abs, min, max) make the
 loss piecewise smooth. A finite difference that straddles a jump, or an f32
@@ -194,26 +193,22 @@ def compare(got, want, rtol, atol, names=None):
     return None if worst is None else worst[1]
 
 
-def init(arch, fp, threads, budget=0):
+def init(arch, fp, threads, budget=0, segment_length=0):
     qd.init(arch=getattr(qd, arch), default_fp=fp, ad_stack_experimental_enabled=True,
-            offline_cache=False, cpu_max_num_threads=threads, ad_stack_max_bytes=budget)
+            offline_cache=False, cpu_max_num_threads=threads, ad_stack_max_bytes=budget,
+            ad_stack_segment_length=segment_length)
 
 
-def budget_grad(mod, inputs, arch, threads, needed):
-    """kernel.grad in f64 under an eighth (else a half) of `needed` adstack
-    bytes, and whether a loop ran checkpointed."""
-    for fraction in (8, 2):
-        init(arch, qd.f64, threads, budget=max(needed // fraction, 1))
-        try:
-            grad = Instance(mod, qd.f64).kernel_grad(inputs)
-            segments = qd.lang.runtime.adstack_stats()["segments"]
-            return grad, any(k > 0 for task in segments for k in task)
-        except qd.QuadrantsRuntimeError as err:
-            if "adstack heap budget" not in str(err) or fraction == 2:
-                raise
-        finally:
-            qd.reset()
-    raise AssertionError("unreachable")
+def budget_grad(mod, seed, inputs, arch, threads):
+    """kernel.grad in f64 with loops in segments of 1 + seed % 4 iterations,
+    and whether a loop ran segmented."""
+    init(arch, qd.f64, threads, segment_length=1 + seed % 4)
+    try:
+        grad = Instance(mod, qd.f64).kernel_grad(inputs)
+        segments = qd.lang.runtime.adstack_stats()["segments"]
+        return grad, any(k > 0 for task in segments for k in task)
+    finally:
+        qd.reset()
 
 
 def check_draw(mod, seed, draw, arch="cpu", threads=2, checks=("fd", "tape", "fwd", "f32"),
@@ -230,7 +225,6 @@ def check_draw(mod, seed, draw, arch="cpu", threads=2, checks=("fd", "tape", "fw
         if not np.isfinite(loss64):
             return {"nonfinite": f"loss {loss64}"}
         grad = inst.kernel_grad(inputs)
-        needed = qd.lang.runtime.adstack_stats()["bytes_needed"]
         if stats is not None:
             stats["grad_max"] = max(float(np.max(np.abs(g))) for g in grad.values())
         roundoff = 100 * EPS64 * (1 + abs(loss64)) / h_rel
@@ -244,8 +238,8 @@ def check_draw(mod, seed, draw, arch="cpu", threads=2, checks=("fd", "tape", "fw
                                            names=["x", "y", "s0"]))
     finally:
         qd.reset()
-    if "budget" in checks and needed > 0:
-        bounded, segmented = budget_grad(mod, inputs, arch, threads, needed)
+    if "budget" in checks:
+        bounded, segmented = budget_grad(mod, seed, inputs, arch, threads)
         if stats is not None:
             stats["segmented"] = segmented
         _note(failures, "budget", compare(bounded, grad, BUDGET_RTOL, 1e-14))

@@ -330,7 +330,7 @@ AdStackLayout LayOut(const std::vector<AdStackSpec>& stacks,
 std::vector<int64_t> ChooseCheckpoints(const std::vector<AdStackSpec>& stacks,
                                        std::vector<int64_t>* capacities,
                                        int64_t threads, int64_t budget,
-                                       bool forced) {
+                                       bool forced, int64_t segment_length) {
   std::vector<int64_t>& caps = *capacities;
   std::vector<int64_t> segments(stacks.size(), 0);
   std::map<int, CheckpointGroup> groups;
@@ -356,8 +356,26 @@ std::vector<int64_t> ChooseCheckpoints(const std::vector<AdStackSpec>& stacks,
       bytes += StackBytes(stacks[k], caps[k]);
     return bytes;
   };
+  auto segment = [&](CheckpointGroup& group, int64_t k) {
+    for (size_t s : group.segment) {
+      caps[s] = k + 2;
+      segments[s] = k;
+    }
+    for (size_t s : group.checkpoints)
+      caps[s] = (group.trips + k - 1) / k + 2;
+  };
+  if (forced)
+    return segments;
+  if (segment_length > 0) {
+    for (auto& [id, group] : groups) {
+      if (!group.segment.empty() && !group.checkpoints.empty() &&
+          group.trips > segment_length)
+        segment(group, segment_length);
+    }
+    return segments;
+  }
   threads = std::max<int64_t>(threads, 1);
-  if (forced || budget <= 0 || per_thread() <= budget / threads)
+  if (budget <= 0 || per_thread() <= budget / threads)
     return segments;
   std::vector<CheckpointGroup*> order;
   for (auto& [id, group] : groups) {
@@ -380,12 +398,7 @@ std::vector<int64_t> ChooseCheckpoints(const std::vector<AdStackSpec>& stacks,
     if ((k + 2) * group->segment_bytes + kept * group->checkpoint_bytes >=
         (t + 2) * group->segment_bytes)
       continue;  // segmenting would not save memory
-    for (size_t s : group->segment) {
-      caps[s] = k + 2;
-      segments[s] = k;
-    }
-    for (size_t s : group->checkpoints)
-      caps[s] = kept;
+    segment(*group, k);
     if (per_thread() <= budget / threads)
       break;
   }
@@ -400,7 +413,8 @@ void CheckpointWithinBudget(const CompileConfig& config,
   std::vector<int64_t> capacities = std::move(layout->capacities);
   std::vector<int64_t> segments =
       ChooseCheckpoints(stacks, &capacities, threads_at_once, budget,
-                        config.ad_stack_size > 0);
+                        config.ad_stack_size > 0,
+                        config.ad_stack_segment_length);
   *layout = LayOut(stacks, std::move(capacities));
   layout->segments = std::move(segments);
   for (const AdStackSpec& stack : stacks)

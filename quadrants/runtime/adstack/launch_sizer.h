@@ -48,10 +48,13 @@ AdStackLayout LayOut(const std::vector<AdStackSpec>& stacks,
 // (ceil(T / k) + 2) * checkpoint bytes for its trip count T, until the
 // launch fits. Rewrites `capacities` and returns the segment length per
 // stack (0: unsegmented).
+// A `segment_length` > 0 segments every loop of more trips than that
+// into segments of that length, whatever the budget.
 std::vector<int64_t> ChooseCheckpoints(const std::vector<AdStackSpec>& stacks,
                                        std::vector<int64_t>* capacities,
                                        int64_t threads, int64_t budget,
-                                       bool forced);
+                                       bool forced,
+                                       int64_t segment_length = 0);
 
 // ChooseCheckpoints for a layout from LaunchSizer::Size, laid out again.
 void CheckpointWithinBudget(const CompileConfig& config,

@@ -19,13 +19,15 @@ VulkanAdStacks::~VulkanAdStacks() {
 
 absl::StatusOr<VulkanAdStackLayout> VulkanAdStacks::Plan(
     const CompiledKernel& kernel, int task, std::vector<int64_t> capacities,
-    int64_t max_invocations, int64_t budget, bool forced) const {
+    int64_t max_invocations, int64_t budget, bool forced,
+    int64_t segment_length) const {
   const std::vector<AdStackSpec>& stacks = kernel.task_adstacks()[task];
   VulkanAdStackLayout layout;
   const int64_t at_once =
       std::min(max_invocations, device_->concurrent_invocations());
   layout.segments = adstack::ChooseCheckpoints(
-      stacks, &capacities, at_once, budget > 0 ? budget : kHeapBudget, forced);
+      stacks, &capacities, at_once, budget > 0 ? budget : kHeapBudget, forced,
+      segment_length);
   layout.threads_at_once = at_once;
   layout.capacities = std::move(capacities);
   for (size_t k = 0; k < stacks.size(); ++k) {

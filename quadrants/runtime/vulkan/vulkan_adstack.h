@@ -52,7 +52,8 @@ class VulkanAdStacks {
                                         int task,
                                         std::vector<int64_t> capacities,
                                         int64_t max_invocations,
-                                        int64_t budget, bool forced) const;
+                                        int64_t budget, bool forced,
+                                        int64_t segment_length) const;
   // Whether `layout` needs larger heaps (which replaces the buffers: work
   // recorded against the current ones must finish first).
   bool NeedsGrowth(const VulkanAdStackLayout& layout) const;

@@ -661,7 +661,8 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
           layouts[t],
           adstacks_.Plan(kernel, static_cast<int>(t), sized.capacities,
                          invocations, config_.ad_stack_max_bytes,
-                         config_.ad_stack_size > 0));
+                         config_.ad_stack_size > 0,
+                         config_.ad_stack_segment_length));
       adstack_stats_.budget_bytes = config_.ad_stack_max_bytes > 0
                                         ? config_.ad_stack_max_bytes
                                         : 2 * VulkanAdStacks::kHeapBudget;

@@ -158,6 +158,7 @@ def init(arch=None, **options):
     config.ad_stack_size = values["ad_stack_size"]
     config.default_ad_stack_size = values["default_ad_stack_size"]
     config.ad_stack_max_bytes = values["ad_stack_max_bytes"]
+    config.ad_stack_segment_length = values["ad_stack_segment_length"]
     config.offline_cache = values["offline_cache"]
     config.offline_cache_file_path = values["offline_cache_file_path"] or ""
     config.device_memory_GB = float(values["device_memory_GB"] or 0)
