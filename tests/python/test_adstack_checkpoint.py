@@ -221,9 +221,12 @@ def test_nested_loops():
                 loss[None] += v
 
         with qd.ad.Tape(loss=loss):
-            nested(60, 40)
+            nested(150, 10)
         return {"x": x.grad.to_numpy()}
 
+    # The inner loop's stacks (one outer iteration's worth) stay whole: on
+    # GPUs, whose fewest threads are all the threads run at once, the budget
+    # must leave room for them.
     _check_budget_matches(run, fraction=3)
 
 

@@ -132,3 +132,29 @@ def test_an_emptied_branch_still_compiles():
             emptied += 1
     assert emptied
     compile(spec.source(), "emptied", "exec")
+
+
+def test_checkpoint_mode_segments_loops_and_flags_a_wrong_segmented_gradient(tmp_path,
+                                                                              monkeypatch):
+    seed = _seed_with("for ")
+    segmented, module = None, None
+    for candidate in range(seed, seed + 50):
+        module = _load(tmp_path, generator.generate(candidate))
+        stats = {}
+        assert oracle.check_module(module, candidate, checks=("budget",), stats=stats)[0] == "ok"
+        if stats.get("segmented"):
+            segmented = candidate
+            break
+    assert segmented is not None, "no generated kernel ran in segments"
+
+    real = oracle.budget_grad
+
+    def off_by_a_bit(*args):
+        grad, ran = real(*args)
+        grad = {name: g + 1e-6 * (1 + abs(g)) for name, g in grad.items()}
+        return grad, ran
+
+    monkeypatch.setattr(oracle, "budget_grad", off_by_a_bit)
+    status, details = oracle.check_module(module, segmented, checks=("budget",))
+    assert status == "mismatch"
+    assert "budget" in oracle.failure_key(status, details)
