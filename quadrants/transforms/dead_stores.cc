@@ -1,5 +1,6 @@
 #include "quadrants/transforms/dead_stores.h"
 
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -128,15 +129,55 @@ bool EliminateDeadLocalStores(ir::Kernel& kernel) {
   return !dead.empty();
 }
 
-// Adstacks whose values nothing reads: their only uses are pushes and pops.
+// A read of an unread stack's capacity (a checkpointed loop's schedule)
+// moves to a surviving stack of the same loop and role, whose capacity the
+// launch sets alike; with none left, the launch never segments the loop
+// (ChooseCheckpoints needs both roles), so the read becomes 0.
+void MoveCapacityReads(ir::Kernel& kernel, const Locals& unread,
+                       const std::vector<const Stmt*>& capacity_reads) {
+  absl::flat_hash_map<std::pair<int, ir::AdStackRole>, Stmt*> survivors;
+  ir::WalkKernel(kernel, [&](const Stmt* s) {
+    const auto* stack = ir::DynCast<ir::AdStackAllocaStmt>(s);
+    if (stack != nullptr && stack->checkpoint_group() >= 0 &&
+        !unread.contains(s)) {
+      survivors.try_emplace({stack->checkpoint_group(), stack->role()},
+                            const_cast<Stmt*>(s));
+    }
+  });
+  for (const Stmt* read : capacity_reads) {
+    const auto& stack =
+        static_cast<const ir::AdStackAllocaStmt&>(*read->operand(0));
+    if (!unread.contains(&stack))
+      continue;
+    auto it = survivors.find({stack.checkpoint_group(), stack.role()});
+    if (it != survivors.end()) {
+      const_cast<Stmt*>(read)->set_operand(0, it->second);
+      continue;
+    }
+    Block* block = read->parent();
+    auto zero = std::make_unique<ir::ConstStmt>(
+        ir::Constant::Int(ir::PrimitiveType::kI32, 0));
+    zero->set_loc(read->loc());
+    Stmt* replacement = block->Insert(block->IndexOf(read), std::move(zero));
+    ir::ReplaceAllUses(kernel, const_cast<Stmt*>(read), replacement);
+    block->Erase(read);
+  }
+}
+
+// Adstacks whose values nothing reads: their only uses are pushes, pops and
+// capacity reads.
 bool EliminateUnreadStacks(ir::Kernel& kernel) {
   Locals unread, read;
-  std::vector<const Stmt*> accesses;
+  std::vector<const Stmt*> accesses, capacity_reads;
   ir::WalkKernel(kernel, [&](const Stmt* s) {
     if (ir::Isa<ir::AdStackAllocaStmt>(s))
       unread.insert(s);
     if (ir::Isa<ir::AdStackPushStmt>(s) || ir::Isa<ir::AdStackPopStmt>(s)) {
       accesses.push_back(s);
+      return;
+    }
+    if (ir::Isa<ir::AdStackCapacityStmt>(s)) {
+      capacity_reads.push_back(s);
       return;
     }
     for (const Stmt* operand : s->operands())
@@ -146,6 +187,7 @@ bool EliminateUnreadStacks(ir::Kernel& kernel) {
     unread.erase(s);
   if (unread.empty())
     return false;
+  MoveCapacityReads(kernel, unread, capacity_reads);
   for (const Stmt* s : accesses) {
     if (unread.contains(s->operand(0)))
       s->parent()->Erase(s);

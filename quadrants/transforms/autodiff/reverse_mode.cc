@@ -17,7 +17,9 @@
 #include "quadrants/transforms/autodiff/backup_values.h"
 #include "quadrants/transforms/autodiff/capacity_capture.h"
 #include "quadrants/transforms/autodiff/carried_values.h"
+#include "quadrants/transforms/autodiff/derivative_rules.h"
 #include "quadrants/transforms/autodiff/global_access_rule.h"
+#include "quadrants/transforms/autodiff/loop_shapes.h"
 #include "quadrants/transforms/autodiff/structure_continues.h"
 #include "quadrants/transforms/type_check.h"
 
@@ -33,22 +35,7 @@ using ir::StmtKind;
 using ir::UnaryOpKind;
 using Map = absl::flat_hash_map<const Stmt*, Stmt*>;
 
-bool IsFloatValue(const Stmt* s) {
-  if (ir::Isa<ir::AllocaStmt>(s))
-    return ir::IsFloat(s->type().element());
-  return s->type().is_float_scalar();
-}
-
-// The loop a break/continue applies to.
-const Stmt* JumpTarget(const Stmt& jump) {
-  for (const Stmt* c = jump.enclosing(); c != nullptr; c = c->enclosing()) {
-    if (ir::IsBreakableLoop(c) || ir::Isa<ir::OffloadedTaskStmt>(c))
-      return c;
-  }
-  return nullptr;
-}
-
-class GradTaskBuilder {
+class GradTaskBuilder : public AdjointSweep {
  public:
   GradTaskBuilder(ir::Kernel& kernel, const ir::SNodeTree& snodes,
                   const ReverseModeOptions& options,
@@ -247,16 +234,6 @@ class GradTaskBuilder {
   // the stacks' capacities. Loops nested in it are recomputed inside each
   // segment with their own (per outer iteration) stacks; they stay
   // unsegmented, so their many reversals run no segment loop.
-  static bool MaySegment(const Stmt& loop) {
-    if (!ir::Isa<ir::RangeForStmt>(&loop))
-      return false;
-    for (const Stmt* c = loop.enclosing(); c != nullptr; c = c->enclosing()) {
-      if (ir::IsBreakableLoop(c))
-        return false;
-    }
-    return true;
-  }
-
   struct Schedule {
     Stmt* on = nullptr;       // nonzero: run in segments
     Stmt* segment = nullptr;  // iterations per segment, in the index type
@@ -418,30 +395,7 @@ class GradTaskBuilder {
   }
 
   // ---- adstack
-  // ------------------------------------------------------------------ The
-  // front end lowers `while cond:` to a body that computes `cond` and then runs
-  // `if not cond: break`; stacked while loops rely on that shape. Returns the
-  // position of that check, or -1.
-  static int ConditionCheck(const Stmt& loop) {
-    const Block& body = *loop.blocks()[0];
-    for (size_t i = 0; i < body.size(); ++i) {
-      const Stmt* s = body.at(i);
-      if (const auto* check = ir::DynCast<ir::IfStmt>(s)) {
-        const bool is_check =
-            check->true_block()->size() == 1 &&
-            ir::Isa<ir::BreakStmt>(check->true_block()->at(0)) &&
-            check->false_block()->empty();
-        return is_check ? static_cast<int>(i) : -1;
-      }
-      // The condition is computed from values only: no effects, no blocks.
-      if (s->has_side_effects() || !s->blocks().empty())
-        return -1;
-    }
-    return -1;
-  }
-  static bool StartsWithConditionCheck(const Stmt& loop) {
-    return ConditionCheck(loop) >= 0;
-  }
+  // ------------------------------------------------------------------
 
   bool NeedsStack(const Stmt& loop) {
     return options_.adstack_enabled &&
@@ -524,24 +478,6 @@ class GradTaskBuilder {
            !SameEveryIteration(loop, unary->input(), written);
   }
 
-  // Whether `value`, used in `loop`, is computed outside it or only from
-  // constants and variables the loop never writes.
-  static bool SameEveryIteration(
-      const Stmt& loop, const Stmt* value,
-      const absl::flat_hash_set<const Stmt*>& written) {
-    if (!value->IsInside(&loop) || ir::Isa<ir::ConstStmt>(value))
-      return true;
-    if (ir::Isa<ir::LocalLoadStmt>(value))
-      return !written.contains(value->operand(0));
-    if (!ir::Isa<ir::UnaryOpStmt>(value) && !ir::Isa<ir::BinaryOpStmt>(value))
-      return false;
-    for (const Stmt* operand : value->operands()) {
-      if (!SameEveryIteration(loop, operand, written))
-        return false;
-    }
-    return true;
-  }
-
   void PushDerivative(const Stmt& loop, const Stmt& s, Map& primal) {
     const auto& unary = static_cast<const ir::UnaryOpStmt&>(s);
     const UnaryOpKind derivative =
@@ -552,7 +488,7 @@ class GradTaskBuilder {
   }
 
   // The stacked derivative of `s` in the current reverse iteration, or null.
-  Stmt* StackedDerivative(const Stmt& s) {
+  Stmt* StackedDerivative(const Stmt& s) override {
     if (!derivative_stacked_.contains(&s))
       return nullptr;
     return b_.AdStackLoadTop(stacks_.at(std::make_pair(s.enclosing(), &s)));
@@ -602,9 +538,12 @@ class GradTaskBuilder {
     return slot;
   }
 
-  Stmt* LoadAdjoint(const Stmt* s) { return b_.LocalLoad(Adjoint(s)); }
+  ir::IRBuilder& builder() override { return b_; }
+  Stmt* LoadAdjoint(const Stmt* s) override {
+    return b_.LocalLoad(Adjoint(s));
+  }
 
-  void ResetAdjoint(const Stmt* s) {
+  void ResetAdjoint(const Stmt* s) override {
     if (adjoints_.contains(s))
       b_.LocalStore(adjoints_[s],
                     b_.Const(EmptySumConstant(s->type().element())));
@@ -621,7 +560,7 @@ class GradTaskBuilder {
   }
 
   // adjoint(target) += delta, for float values that carry an adjoint.
-  void Accumulate(const Stmt* target, Stmt* delta) {
+  void Accumulate(const Stmt* target, Stmt* delta) override {
     if (!IsFloatValue(target) || ir::Isa<ir::ConstStmt>(target) ||
         ir::Isa<ir::ArgLoadStmt>(target)) {
       return;
@@ -720,12 +659,12 @@ class GradTaskBuilder {
         return absl::OkStatus();
       case StmtKind::kUnaryOp:
         if (IsFloatValue(&s))
-          ReverseUnary(static_cast<const ir::UnaryOpStmt&>(s), p(0),
+          ReverseUnary(*this, static_cast<const ir::UnaryOpStmt&>(s), p(0),
                        primal.at(&s));
         return absl::OkStatus();
       case StmtKind::kBinaryOp:
         if (IsFloatValue(&s)) {
-          ReverseBinary(static_cast<const ir::BinaryOpStmt&>(s), p(0), p(1),
+          ReverseBinary(*this, static_cast<const ir::BinaryOpStmt&>(s), p(0), p(1),
                         primal.at(&s));
         }
         return absl::OkStatus();
@@ -771,139 +710,6 @@ class GradTaskBuilder {
     }
   }
 
-  void ReverseUnary(const ir::UnaryOpStmt& s, Stmt* x, Stmt* z) {
-    const PrimitiveType t = s.type().element();
-    const Stmt* in = s.input();
-    Stmt* g = LoadAdjoint(&s);
-    auto one = [&] { return Const(t, 1); };
-    switch (s.op()) {
-      case UnaryOpKind::kNeg:
-        Accumulate(in, Neg(g));
-        break;
-      case UnaryOpKind::kCast:
-        // Integer sources stop gradients; float sources convert back.
-        if (IsFloatValue(in))
-          Accumulate(in, b_.Cast(g, in->type().element()));
-        break;
-      case UnaryOpKind::kAbs: {
-        Stmt* sign =
-            b_.Select(b_.Binary(BinaryOpKind::kGt, x, Zero(t)), one(),
-                      b_.Select(b_.Lt(x, Zero(t)), Const(t, -1), Zero(t)));
-        Accumulate(in, b_.Mul(g, sign));
-        break;
-      }
-      case UnaryOpKind::kSqrt:
-        Accumulate(in, b_.Div(g, b_.Mul(Const(t, 2), z)));
-        break;
-      case UnaryOpKind::kRsqrt:
-        Accumulate(in, b_.Div(b_.Mul(b_.Mul(g, Const(t, -0.5)), z), x));
-        break;
-      case UnaryOpKind::kSin: {
-        Stmt* cos = StackedDerivative(s);
-        Accumulate(in, b_.Mul(g, cos ? cos : b_.Unary(UnaryOpKind::kCos, x)));
-        break;
-      }
-      case UnaryOpKind::kCos: {
-        Stmt* sin = StackedDerivative(s);
-        Accumulate(in,
-                   Neg(b_.Mul(g, sin ? sin : b_.Unary(UnaryOpKind::kSin, x))));
-        break;
-      }
-      case UnaryOpKind::kTan:
-        Accumulate(in, b_.Mul(g, b_.Add(one(), b_.Mul(z, z))));
-        break;
-      case UnaryOpKind::kTanh:
-        Accumulate(in, b_.Mul(g, b_.Sub(one(), b_.Mul(z, z))));
-        break;
-      case UnaryOpKind::kExp:
-        Accumulate(in, b_.Mul(g, z));
-        break;
-      case UnaryOpKind::kLog:
-        Accumulate(in, b_.Div(g, x));
-        break;
-      case UnaryOpKind::kAsin:
-      case UnaryOpKind::kAcos: {
-        Stmt* d = b_.Div(
-            g, b_.Unary(UnaryOpKind::kSqrt, b_.Sub(one(), b_.Mul(x, x))));
-        Accumulate(in, s.op() == UnaryOpKind::kAsin ? d : Neg(d));
-        break;
-      }
-      case UnaryOpKind::kFrexpMantissa:
-        // mantissa = x * 2^-e with e piecewise constant: the slope is
-        // mantissa / x (exactly 2^-e), taken as 0 at x = 0.
-        Accumulate(in, b_.Mul(g, FrexpSlope(x, z)));
-        break;
-      default:
-        break;  // floor, ceil, round: zero almost everywhere; bit_cast
-                // from an integer carries no gradient
-    }
-    ResetAdjoint(&s);
-  }
-
-  Stmt* FrexpSlope(Stmt* x, Stmt* mantissa) {
-    const PrimitiveType t = x->type().element();
-    return b_.Select(b_.Binary(BinaryOpKind::kEq, x, Zero(t)), Zero(t),
-                     b_.Div(mantissa, x));
-  }
-
-  void ReverseBinary(const ir::BinaryOpStmt& s, Stmt* x, Stmt* y, Stmt* z) {
-    const PrimitiveType t = s.type().element();
-    const Stmt* lhs = s.lhs();
-    const Stmt* rhs = s.rhs();
-    Stmt* g = LoadAdjoint(&s);
-    switch (s.op()) {
-      case BinaryOpKind::kAdd:
-        Accumulate(lhs, g);
-        Accumulate(rhs, g);
-        break;
-      case BinaryOpKind::kSub:
-        Accumulate(lhs, g);
-        Accumulate(rhs, Neg(g));
-        break;
-      case BinaryOpKind::kMul:
-        Accumulate(lhs, b_.Mul(g, y));
-        Accumulate(rhs, b_.Mul(g, x));
-        break;
-      case BinaryOpKind::kDiv:
-        Accumulate(lhs, b_.Div(g, y));
-        Accumulate(rhs, Neg(b_.Div(b_.Mul(g, z), y)));
-        break;
-      case BinaryOpKind::kPow: {
-        Stmt* power = b_.Binary(BinaryOpKind::kPow, x, b_.Sub(y, Const(t, 1)));
-        Accumulate(lhs, b_.Mul(b_.Mul(g, y), power));
-        // d/dy x^y = x^y log x, defined for x > 0.
-        Stmt* dy = b_.Mul(b_.Mul(g, z), b_.Unary(UnaryOpKind::kLog, x));
-        Accumulate(rhs, b_.Select(b_.Binary(BinaryOpKind::kGt, x, Zero(t)), dy,
-                                  Zero(t)));
-        break;
-      }
-      case BinaryOpKind::kAtan2: {  // atan2(x = y-coordinate, y = x-coordinate)
-        Stmt* r = b_.Add(b_.Mul(x, x), b_.Mul(y, y));
-        Accumulate(lhs, b_.Div(b_.Mul(g, y), r));
-        Accumulate(rhs, Neg(b_.Div(b_.Mul(g, x), r)));
-        break;
-      }
-      case BinaryOpKind::kMin:
-      case BinaryOpKind::kMax: {
-        Stmt* left_wins =
-            b_.Binary(s.op() == BinaryOpKind::kMin ? BinaryOpKind::kLe
-                                                   : BinaryOpKind::kGe,
-                      x, y);
-        Accumulate(lhs, b_.Select(left_wins, g, Zero(t)));
-        Accumulate(rhs, b_.Select(left_wins, Zero(t), g));
-        break;
-      }
-      case BinaryOpKind::kMod:
-        Accumulate(lhs, g);
-        Accumulate(rhs,
-                   Neg(b_.Mul(g, b_.Binary(BinaryOpKind::kFloorDiv, x, y))));
-        break;
-      default:
-        break;  // floordiv: zero almost everywhere
-    }
-    ResetAdjoint(&s);
-  }
-
   // The reversed loop, with the adjoints of loads whose element is the same
   // in every iteration summed in locals and added to the gradient once
   // after it: one atomic instead of one per iteration.
@@ -925,56 +731,6 @@ class GradTaskBuilder {
         b_.Atomic(ir::AtomicOpKind::kAdd, grad, b_.LocalLoad(sum));
     }
     return absl::OkStatus();
-  }
-
-  // Float loads directly in `loop` (not in a nested loop) whose address
-  // does not change across its iterations and whose field or ndarray the
-  // loop never writes (a write would read the gradient back in the same
-  // iteration).
-  std::vector<const Stmt*> LoopInvariantLoads(const Stmt& loop) {
-    absl::flat_hash_set<int64_t> written;
-    std::vector<const Stmt*> loads;
-    auto target = [](const Stmt* ptr) -> int64_t {
-      if (const auto* f = ir::DynCast<ir::FieldPtrStmt>(ptr))
-        return f->snode_id();
-      return -1 - static_cast<const ir::NdarrayPtrStmt*>(ptr)->arg();
-    };
-    for (const Block* block : loop.blocks()) {
-      ir::WalkBlock(*block, [&](const Stmt* s) {
-        if (ir::Isa<ir::GlobalStoreStmt>(s) || ir::Isa<ir::AtomicOpStmt>(s)) {
-          written.insert(target(s->operand(0)));
-          return;
-        }
-        if (!ir::Isa<ir::GlobalLoadStmt>(s) || !IsFloatValue(s))
-          return;
-        const Stmt* inner = s->enclosing();
-        while (inner != nullptr && !ir::IsBreakableLoop(inner))
-          inner = inner->enclosing();
-        if (inner != &loop)
-          return;
-        for (const Stmt* index : s->operand(0)->operands()) {
-          if (index->IsInside(&loop))
-            return;
-        }
-        loads.push_back(s);
-      });
-    }
-    std::vector<const Stmt*> invariant;
-    for (const Stmt* load : loads) {
-      if (!written.contains(target(load->operand(0))))
-        invariant.push_back(load);
-    }
-    return invariant;
-  }
-
-  static bool StoresToGlobals(const Stmt& loop) {
-    bool stores = false;
-    for (const Block* block : loop.blocks()) {
-      ir::WalkBlock(*block, [&](const Stmt* s) {
-        stores |= ir::Isa<ir::GlobalStoreStmt>(s);
-      });
-    }
-    return stores;
   }
 
   absl::Status ReverseLoopIterations(const Stmt& loop, Map& primal) {

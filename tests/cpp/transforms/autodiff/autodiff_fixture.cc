@@ -56,14 +56,13 @@ absl::Status AutodiffTest::Lower(transforms::PipelineOptions options) {
   return transforms::LowerToTasks(kernel_, options);
 }
 
-absl::Status AutodiffTest::LowerReverse(bool stack_trig_derivatives) {
+absl::Status AutodiffTest::LowerReverse(bool stack_trig_derivatives,
+                                       bool checkpointing) {
   transforms::PipelineOptions options;
   options.autodiff = transforms::AutodiffMode::kReverse;
   options.adstack_enabled = true;
   options.stack_trig_derivatives = stack_trig_derivatives;
-  // The cleanup tests check which plain stacks survive; checkpoint stacks
-  // (which keep the carried state at segment starts) have their own tests.
-  options.checkpointing = false;
+  options.checkpointing = checkpointing;
   return Lower(options);
 }
 

@@ -34,8 +34,10 @@ class AutodiffTest : public ::testing::Test {
   // Type check, simplify and offload, and then the autodiff step the
   // options ask for, with the final cleanup.
   absl::Status Lower(transforms::PipelineOptions options = {});
-  // Lower with reverse mode; the adstack on.
-  absl::Status LowerReverse(bool stack_trig_derivatives = false);
+  // Lower with reverse mode; the adstack on. Checkpointing is off unless
+  // asked: the cleanup tests check which plain stacks survive.
+  absl::Status LowerReverse(bool stack_trig_derivatives = false,
+                            bool checkpointing = false);
   // Reverse mode alone on the lowered kernel: the gradient kernel as
   // MakeGradKernel emits it, before the cleanup. It must verify. Loops are
   // reversed unsegmented unless `checkpointing` asks for the launch-chosen

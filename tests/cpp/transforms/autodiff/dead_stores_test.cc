@@ -135,6 +135,27 @@ TEST_F(DeadStoresTest, CleanupAfterReverseModeDropsTheUnreadStack) {
   )"));
 }
 
+// Checkpointed, the same cleanup drops v's per-iteration stack but keeps
+// its checkpoint stack (a segment's recomputation starts from it); the
+// schedule's capacity read moves from v's dropped stack to cos v's, which
+// serves the same loop in the same role.
+TEST_F(DeadStoresTest, CleanupMovesTheScheduleReadToASurvivingStack) {
+  BuildSineRecurrence();
+  ASSERT_EQ(LowerReverse(/*stack_trig_derivatives=*/true,
+                         /*checkpointing=*/true),
+            absl::OkStatus());
+  EXPECT_TRUE(CheckKernel(kernel_, R"(
+    CHECK: [[COS]] : adstack<f32> = adstack_alloca {{.*}} checkpoint_group=0 segment{{$}}
+    CHECK-NEXT: [[KEPT]] : adstack<f32> = adstack_alloca {{.*}} checkpoint_group=0 checkpoints{{$}}
+    CHECK-NOT: adstack_alloca
+    CHECK: adstack_capacity [[KEPT]]
+    CHECK: adstack_capacity [[COS]]
+    CHECK: adstack_push [[KEPT]]
+    CHECK: adstack_push [[COS]]
+    CHECK: adstack_load_top [[KEPT]]
+  )"));
+}
+
 // Without the stacked derivative the sweep needs v itself: its stack stays
 // through the cleanup.
 TEST_F(DeadStoresTest, CleanupKeepsTheStackTheSweepReads) {
