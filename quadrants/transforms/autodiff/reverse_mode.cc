@@ -321,7 +321,7 @@ class GradTaskBuilder : public AdjointSweep {
 
   // The reversal of a checkpointed range-for: segments from the last, each
   // restored from its checkpoint, recomputed forward onto the segment
-  // stacks, then swept backwards. Unchecked, it is one segment spanning the
+  // stacks, then swept backwards. Unsegmented, it is one segment spanning the
   // loop, swept from the stacks the forward replay filled.
   absl::Status ReverseInSegments(const ir::RangeForStmt& loop, Map& primal) {
     Stmt* begin = primal.at(loop.begin());
@@ -394,8 +394,7 @@ class GradTaskBuilder : public AdjointSweep {
     return status;
   }
 
-  // ---- adstack
-  // ------------------------------------------------------------------
+  // ---- adstack ---------------------------------------------------------
 
   bool NeedsStack(const Stmt& loop) {
     return options_.adstack_enabled &&
