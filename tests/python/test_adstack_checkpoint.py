@@ -299,8 +299,9 @@ def test_ndarray_gradients_through_a_checkpointed_loop():
     _check_budget_matches(run)
 
 
-@test_utils.test(**OPTIONS)
-def test_a_budget_too_small_even_for_checkpoints_names_kernel_loop_and_option():
+def _recurrence():
+    """sum_i v_i after t steps of v = sin(v) * 0.9 + x[i]: the kernel and
+    its fields, made after the last qd.init."""
     x, loss = _fields()
 
     @qd.kernel
@@ -311,12 +312,17 @@ def test_a_budget_too_small_even_for_checkpoints_names_kernel_loop_and_option():
                 v = qd.sin(v) * 0.9 + x[i]
             loss[None] += v
 
+    return recurrence, loss
+
+
+@test_utils.test(**OPTIONS)
+def test_a_budget_too_small_even_for_checkpoints_names_kernel_loop_and_option():
     _reinit(64)
-    x, loss = _fields()
+    recurrence, loss = _recurrence()
     with pytest.raises(qd.QuadrantsRuntimeError) as info:
         with qd.ad.Tape(loss=loss):
             recurrence(4000)
-    _, line = inspect.getsourcelines(test_a_budget_too_small_even_for_checkpoints_names_kernel_loop_and_option)
+    _, line = inspect.getsourcelines(_recurrence)
     message = str(info.value)
     assert "kernel 'recurrence'" in message
     loop_line = int(message.split("test_adstack_checkpoint.py:")[1].split()[0])
@@ -328,16 +334,7 @@ def test_a_budget_too_small_even_for_checkpoints_names_kernel_loop_and_option():
 
 @test_utils.test(**OPTIONS)
 def test_an_ample_budget_leaves_loops_unsegmented():
-    x, loss = _fields()
-
-    @qd.kernel
-    def recurrence(t: qd.i32):
-        for i in x:
-            v = x[i]
-            for _ in range(t):
-                v = qd.sin(v) * 0.9 + x[i]
-            loss[None] += v
-
+    recurrence, loss = _recurrence()
     with qd.ad.Tape(loss=loss):
         recurrence(100)
     stats = qd.lang.runtime.adstack_stats()

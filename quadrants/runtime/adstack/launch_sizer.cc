@@ -410,13 +410,16 @@ void CheckpointWithinBudget(const CompileConfig& config,
                             int64_t threads_at_once, int64_t budget,
                             AdStackLayout* layout) {
   const std::vector<AdStackSpec>& stacks = kernel.task_adstacks()[task];
-  std::vector<int64_t> capacities = std::move(layout->capacities);
+  std::vector<int64_t> capacities = layout->capacities;
   std::vector<int64_t> segments =
       ChooseCheckpoints(stacks, &capacities, threads_at_once, budget,
                         config.ad_stack_size > 0,
                         config.ad_stack_segment_length);
-  *layout = LayOut(stacks, std::move(capacities));
+  // The sized layout stands unless the choice changed a capacity.
+  if (capacities != layout->capacities)
+    *layout = LayOut(stacks, std::move(capacities));
   layout->segments = std::move(segments);
+  layout->checkpoints.clear();
   for (const AdStackSpec& stack : stacks)
     layout->checkpoints.push_back(stack.checkpoints);
   layout->threads_at_once = threads_at_once;
