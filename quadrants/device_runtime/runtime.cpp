@@ -159,6 +159,28 @@ QD_EXPORT void qd_adstack_overflow(QdLaunchContext* ctx, qd_i32 stack) {
                               __ATOMIC_SEQ_CST);
 }
 
+// The heap row of an iteration's adstacks (see QdRuntime::adstack_rows): a
+// fresh row for an iteration that passes the gate, row 0 for one that
+// pushes nothing, the thread's slice when the heap is not gated. More
+// claims than rows cannot happen while the gate's array is unchanged
+// since the launch counted it; they would share the last row and report
+// an overflow rather than write past the heap.
+QD_EXPORT qd_i32 qd_adstack_row(QdLaunchContext* ctx, qd_i32 passes,
+                                qd_i32 thread) {
+  QdRuntime* rt = ctx->runtime;
+  if (rt->adstack_rows == 0)
+    return thread;
+  if (!passes)
+    return 0;
+  qd_i64 row =
+      __atomic_fetch_add(&rt->adstack_rows_claimed, 1, __ATOMIC_RELAXED);
+  if (row >= rt->adstack_rows) {
+    qd_adstack_overflow(ctx, 0);
+    row = rt->adstack_rows - 1;
+  }
+  return (qd_i32)row;
+}
+
 // ---- Integer arithmetic with the language's semantics ----------------------
 // Division and modulo follow Python (floor toward -inf; remainder has the
 // divisor's sign). Division by zero yields 0 instead of trapping.

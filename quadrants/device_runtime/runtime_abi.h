@@ -32,6 +32,11 @@ typedef struct QdRuntime {
   qd_i64 adstack_threads;  // threads the heap is laid out for (interleaved)
   qd_i64* adstack_offsets;
   qd_i64* adstack_max_sizes;
+  // > 0: the heap holds this many slices (rows), one per iteration that
+  // passes the task's adstack gate, each claimed from adstack_rows_claimed
+  // (reset by the host) as the iteration starts; 0: one per thread.
+  qd_i64 adstack_rows;
+  qd_i64 adstack_rows_claimed;
 
   // print() records, appended by qd_print and drained by the host after
   // each launch: an i32 site id, an i32 value count, then the values as

@@ -187,6 +187,9 @@ class IRBuilder {
   AdStackCapacityStmt* AdStackCapacity(Stmt* stack) {
     return Make<AdStackCapacityStmt>(stack);
   }
+  AdStackRowStmt* AdStackRow(Stmt* passes, AdStackGate gate) {
+    return Make<AdStackRowStmt>(passes, std::move(gate));
+  }
   AdStackLoadTopStmt* AdStackLoadTop(Stmt* stack) {
     return Make<AdStackLoadTopStmt>(stack);
   }

@@ -134,6 +134,10 @@ std::unique_ptr<Stmt> CopyAttributes(const Stmt& s) {
     case StmtKind::kAdStackCapacity:
       copy = std::make_unique<AdStackCapacityStmt>(ops[0]);
       break;
+    case StmtKind::kAdStackRow:
+      copy = std::make_unique<AdStackRowStmt>(
+          ops[0], static_cast<const AdStackRowStmt&>(s).gate());
+      break;
     case StmtKind::kAdStackAccAdjoint:
       copy = std::make_unique<AdStackAccAdjointStmt>(ops[0], ops[1]);
       break;

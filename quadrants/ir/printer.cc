@@ -130,6 +130,9 @@ std::string Body(const Stmt& s, const StmtNumbering& n) {
       }
       return text;
     }
+    case StmtKind::kAdStackRow:
+      return absl::StrCat(name, " ", op(0), " gate=",
+                          static_cast<const AdStackRowStmt&>(s).gate().ToString());
     case StmtKind::kFuncArg:
       return absl::StrCat(name, " ",
                           static_cast<const FuncArgStmt&>(s).index());

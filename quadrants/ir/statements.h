@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "quadrants/ir/adstack_gate.h"
 #include "quadrants/ir/constant.h"
 #include "quadrants/ir/op_kinds.h"
 #include "quadrants/ir/size_expr.h"
@@ -420,6 +421,26 @@ class AdStackCapacityStmt : public Stmt {
   explicit AdStackCapacityStmt(Stmt* stack)
       : Stmt(kKind, DataType::Scalar(PrimitiveType::kI32), {stack}) {}
   Stmt* stack() const { return operand(0); }
+};
+
+// The heap row holding this iteration's adstacks, as i32: where the launch
+// sizes the heap by the iterations that pass `gate` (whose value is
+// operand 0), each passing iteration claims a fresh row and the others get
+// row 0 and push nothing; otherwise the thread's own slice. At most one per
+// task, in the body's top level before every adstack of the task, which
+// all live in its row.
+class AdStackRowStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kAdStackRow;
+  AdStackRowStmt(Stmt* passes, AdStackGate gate)
+      : Stmt(kKind, DataType::Scalar(PrimitiveType::kI32), {passes}),
+        gate_(std::move(gate)) {}
+  Stmt* passes() const { return operand(0); }
+  const AdStackGate& gate() const { return gate_; }
+  bool has_side_effects() const override { return true; }
+
+ private:
+  AdStackGate gate_;
 };
 
 class AdStackPushStmt : public Stmt {

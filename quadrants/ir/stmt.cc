@@ -37,6 +37,7 @@ constexpr absl::string_view kKindNames[] = {
     "adstack_load_top_adj",
     "adstack_acc_adjoint",
     "adstack_capacity",
+    "adstack_row",
     "print",
     "random",
     "thread_index",

@@ -44,6 +44,7 @@ namespace quadrants::ir {
   X(AdStackLoadTopAdj)           \
   X(AdStackAccAdjoint)           \
   X(AdStackCapacity)             \
+  X(AdStackRow)                  \
   X(DebugPrint)                  \
   X(Random)                      \
   X(ThreadIndex)                 \

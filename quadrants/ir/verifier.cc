@@ -218,6 +218,23 @@ class Verifier {
     }
   }
 
+  // A row sits in a task body's top level, alone, before every adstack of
+  // the task (they live in the slice it names).
+  void VerifyAdStackRow(const Stmt& s) {
+    const Block* body = s.parent();
+    const auto* task =
+        body == nullptr ? nullptr : DynCast<OffloadedTaskStmt>(body->owner());
+    if (task == nullptr || task->body() != body)
+      return Fail(s, "must be in the top level of a task body");
+    const size_t at = body->IndexOf(&s);
+    for (size_t k = 0; k < body->size(); ++k) {
+      if (k != at && Isa<AdStackRowStmt>(body->at(k)))
+        return Fail(s, "is not the only adstack_row of its task");
+      if (k < at && Isa<AdStackAllocaStmt>(body->at(k)))
+        return Fail(s, "follows an adstack_alloca of its task");
+    }
+  }
+
   void CheckEnclosingLoop(const Stmt& s, bool (*is_loop)(const Stmt*),
                           const char* what) {
     for (const Stmt* c = s.enclosing(); c != nullptr; c = c->enclosing()) {
@@ -367,6 +384,10 @@ class Verifier {
         return;
       case StmtKind::kAdStackLoadTopAdj:
         CheckStack(s, true);
+        return;
+      case StmtKind::kAdStackRow:
+        CheckIntegerScalar(s, s.operand(0), "gate");
+        VerifyAdStackRow(s);
         return;
       case StmtKind::kDebugPrint: {
         const auto& p = static_cast<const DebugPrintStmt&>(s);

@@ -415,6 +415,16 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
     draws_random = draws_random || ir::Isa<ir::RandomStmt>(s);
   });
   compiled->set_draws_random(draws_random);
+  std::vector<absl::optional<ir::AdStackGate>> gates;
+  for (const auto& stmt : *lowered->body()) {
+    gates.emplace_back();
+    const auto* task = ir::DynCast<ir::OffloadedTaskStmt>(stmt.get());
+    for (size_t k = 0; task != nullptr && k < task->body()->size(); ++k) {
+      if (const auto* row = ir::DynCast<ir::AdStackRowStmt>(task->body()->at(k)))
+        gates.back() = row->gate();
+    }
+  }
+  compiled->set_adstack_gates(std::move(gates));
   if (config_.ad_stack_size <= 0)
     WarnAboutDefaultSizedStacks(*compiled);
   cache_[key] = compiled;

@@ -713,6 +713,8 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def_readwrite("ad_stack_max_bytes", &CompileConfig::ad_stack_max_bytes)
       .def_readwrite("ad_stack_segment_length",
                      &CompileConfig::ad_stack_segment_length)
+      .def_readwrite("ad_stack_sparse_threshold_bytes",
+                     &CompileConfig::ad_stack_sparse_threshold_bytes)
       .def_readwrite("default_ad_stack_size",
                      &CompileConfig::default_ad_stack_size)
       .def_readwrite("offline_cache", &CompileConfig::offline_cache)
@@ -850,6 +852,8 @@ PYBIND11_MODULE(_quadrants_core, m) {
              d["segments"] = s.segments;
              d["checkpoint_capacities"] = s.checkpoint_capacities;
              d["threads_at_once"] = s.threads_at_once;
+             d["gated_rows"] = s.gated_rows;
+             d["gate_counts"] = s.gate_counts;
              d["per_thread_stride"] = s.per_thread_stride;
              d["bytes_needed"] = s.bytes_needed;
              d["budget_bytes"] = s.budget_bytes;

@@ -11,6 +11,7 @@
 #include "absl/types/span.h"
 #include "quadrants/artifact/compiled_kernel_data.h"
 #include "quadrants/common/source_location.h"
+#include "quadrants/ir/adstack_gate.h"
 #include "quadrants/ir/kernel.h"
 #include "quadrants/ir/print_format.h"
 #include "quadrants/ir/size_expr.h"
@@ -63,6 +64,11 @@ struct AdStackStats {
   // Wall time spent in max-reducers, results read back included.
   double reducer_seconds = 0;
   int64_t sizer_dispatches = 0;  // on-device sizer runs so far (Vulkan)
+  // Per task: the heap rows of its last launch when the heap was gated
+  // (one per array element passing the task's adstack gate), 0 when it
+  // held one slice per thread.
+  std::vector<int64_t> gated_rows;
+  int64_t gate_counts = 0;  // gate-passing counts taken (not from cache)
 };
 
 // An error a kernel recorded on the device, to be raised at the next sync.
@@ -110,6 +116,14 @@ class CompiledKernel {
   // context carry the launch's random key.
   bool draws_random() const { return draws_random_; }
   void set_draws_random(bool draws) { draws_random_ = draws; }
+  // Per task: the gate of its adstack heap (see ir::AdStackRowStmt), if
+  // its stacks are used only under one.
+  const std::vector<absl::optional<ir::AdStackGate>>& adstack_gates() const {
+    return adstack_gates_;
+  }
+  void set_adstack_gates(std::vector<absl::optional<ir::AdStackGate>> gates) {
+    adstack_gates_ = std::move(gates);
+  }
   // What each print record's site id stands for.
   const std::vector<ir::PrintSite>& print_sites() const { return print_sites_; }
   void set_print_sites(std::vector<ir::PrintSite> sites) {
@@ -135,6 +149,7 @@ class CompiledKernel {
   std::vector<int> written_snodes_;
   std::vector<int> written_args_;
   std::vector<ir::PrintSite> print_sites_;
+  std::vector<absl::optional<ir::AdStackGate>> adstack_gates_;
   bool draws_random_ = true;
 };
 

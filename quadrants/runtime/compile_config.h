@@ -38,6 +38,10 @@ struct CompileConfig {
   // > 0: every checkpointable loop runs in segments of this many
   // iterations. Run-time only.
   int64_t ad_stack_segment_length = 0;
+  // A task whose adstacks are used only under a gate (ir::AdStackGate)
+  // sizes its heap by the gate-passing elements when its per-thread heap
+  // would exceed this many bytes; 0: whenever it can. Run-time only.
+  int64_t ad_stack_sparse_threshold_bytes = 100 * 1024 * 1024;
   // Compiled kernels are stored on disk and reused by later processes.
   bool offline_cache = false;
   std::string offline_cache_file_path;  // empty: the default directory

@@ -5,6 +5,7 @@
 #include "quadrants/common/status_macros.h"
 #include "quadrants/ir/printer.h"
 #include "quadrants/ir/verifier.h"
+#include "quadrants/transforms/autodiff/adstack_gate.h"
 #include "quadrants/transforms/autodiff/forward_mode.h"
 #include "quadrants/transforms/autodiff/reverse_mode.h"
 #include "quadrants/transforms/cse.h"
@@ -95,6 +96,10 @@ absl::Status LowerToTasks(ir::Kernel& kernel, const PipelineOptions& options) {
     }
     QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "autodiff"));
     Cleanup(kernel, options);
+    if (options.autodiff == AutodiffMode::kReverse) {
+      autodiff::GateAdStackHeaps(kernel, *options.snodes);
+      QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "adstack_gate"));
+    }
   }
   return VerifyAfter(kernel, options, "cleanup");
 }

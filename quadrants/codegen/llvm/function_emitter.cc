@@ -210,7 +210,9 @@ void FunctionEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
       Call("qd_adstack_offset", b_.getInt64Ty(), {ctx_, b_.getInt32(id)});
   llvm::Value* capacity =
       Call("qd_adstack_max_size", b_.getInt64Ty(), {ctx_, b_.getInt32(id)});
-  llvm::Value* thread = b_.CreateSExt(function_->getArg(3), b_.getInt64Ty());
+  llvm::Value* thread = b_.CreateSExt(
+      adstack_row_ != nullptr ? adstack_row_ : function_->getArg(3),
+      b_.getInt64Ty());
   llvm::Value* base = nullptr;
   llvm::Value* word_stride = nullptr;
   // Interleaving unit: one element, so a warp pushing in lockstep writes

@@ -130,6 +130,7 @@ class FunctionEmitter : public ir::StmtVisitor<FunctionEmitter, absl::Status> {
   absl::Status VisitAdStackPop(const ir::AdStackPopStmt& s);
   absl::Status VisitAdStackLoadTop(const ir::AdStackLoadTopStmt& s);
   absl::Status VisitAdStackCapacity(const ir::AdStackCapacityStmt& s);
+  absl::Status VisitAdStackRow(const ir::AdStackRowStmt& s);
   absl::Status VisitAdStackLoadTopAdj(const ir::AdStackLoadTopAdjStmt& s);
   absl::Status VisitAdStackAccAdjoint(const ir::AdStackAccAdjointStmt& s);
   // Records `value` (or its error) as the value of `s`.
@@ -221,6 +222,9 @@ class FunctionEmitter : public ir::StmtVisitor<FunctionEmitter, absl::Status> {
     bool adjoint;  // slots hold (primal, adjoint)
   };
   absl::flat_hash_map<const Stmt*, StackState> stacks_;
+  // The heap row of the task's adstacks (AdStackRowStmt); null: the
+  // thread's slice.
+  llvm::Value* adstack_row_ = nullptr;
   // Whether an address is the same for every thread (constant indices).
   bool IsLaunchUniform(const Stmt& ptr) const;
   // Whether any statement reads `s`'s value.

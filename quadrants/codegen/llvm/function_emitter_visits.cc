@@ -228,6 +228,14 @@ absl::Status FunctionEmitter::VisitAdStackCapacity(
                                   b_.getInt32Ty()));
 }
 
+absl::Status FunctionEmitter::VisitAdStackRow(const ir::AdStackRowStmt& s) {
+  adstack_row_ =
+      Call("qd_adstack_row", b_.getInt32Ty(),
+           {ctx_, b_.CreateZExt(Get(s.passes()), b_.getInt32Ty()),
+            function_->getArg(3)});
+  return Define(s, adstack_row_);
+}
+
 absl::Status FunctionEmitter::VisitAdStackLoadTopAdj(
     const ir::AdStackLoadTopAdjStmt& s) {
   return EmitStackTop(s, /*adjoint=*/true);

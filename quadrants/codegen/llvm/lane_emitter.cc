@@ -594,6 +594,10 @@ absl::Status LaneEmitter::EmitStmt(const Stmt& s) {
     case StmtKind::kThreadIndex:
       // The worker thread runs every lane: one index for all of them.
       return set(Splat(function_->getArg(3)));
+    case StmtKind::kAdStackRow:
+      // Lanes keep their thread's slices: the launch never gates the heap
+      // of a task in lanes (threads x lanes slices are already few).
+      return set(Splat(function_->getArg(3)));
     default:
       return unsupported(
           absl::StrCat("statement kind ", static_cast<int>(s.kind())));

@@ -58,6 +58,7 @@ LaneForm LaneForms::Compute(const Stmt& s) const {
     case StmtKind::kAlloca:
     case StmtKind::kThreadIndex:  // the thread's, shared by its lanes
     case StmtKind::kAdStackCapacity:  // the launch's, shared by every lane
+    case StmtKind::kAdStackRow:       // lanes keep their thread's slices
       return LaneForm::kUniform;
     case StmtKind::kLoopIndex: {
       const auto& index = static_cast<const ir::LoopIndexStmt&>(s);

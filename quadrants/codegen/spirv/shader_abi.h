@@ -39,7 +39,13 @@ constexpr uint32_t kAdFloatHeap = 0;  // u64: float heap address
 constexpr uint32_t kAdIntHeap = 8;    // u64: int heap address
 // u64: T; invocations from T on idle (their iterations go to the others).
 constexpr uint32_t kAdInvocations = 16;
-constexpr uint32_t kAdHeaderBytes = 24;
+// u64: R > 0 when the heaps hold R rows, one per iteration that passes the
+// task's adstack gate (each claims one from the u32 counter at
+// kAdRowsClaimed, which the host zeroes), laid out as above with R in
+// place of T and the row in place of g; 0: one slice per invocation.
+constexpr uint32_t kAdRows = 24;
+constexpr uint32_t kAdRowsClaimed = 32;
+constexpr uint32_t kAdHeaderBytes = 40;
 constexpr uint32_t kAdStackOffset = 0;    // u64: o, bytes
 constexpr uint32_t kAdStackCapacity = 8;  // u64: slots
 constexpr uint32_t kAdStackBytes = 16;

@@ -53,21 +53,54 @@ void ShaderEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
   st.checked = options_.debug || options_.check_out_of_bound || !exact;
   const uint32_t words = abi::kAdHeaderBytes + abi::kAdStackBytes * st.id;
   Id heap = AdWord(is_float ? abi::kAdFloatHeap : abi::kAdIntHeap);
-  Id invocations = AdWord(abi::kAdInvocations);
+  Id slices = ad_slices_ != 0 ? ad_slices_ : AdWord(abi::kAdInvocations);
+  Id slice = ad_slice_ != 0 ? ad_slice_ : invocation_;
   Id offset = AdWord(words + abi::kAdStackOffset);
   st.capacity =
       b_.Op(spv::OpUConvert, u32, {AdWord(words + abi::kAdStackCapacity)});
-  st.element_stride =
-      b_.Op(spv::OpIMul, u64, {invocations, b_.ConstU64(st.unit)});
+  st.element_stride = b_.Op(spv::OpIMul, u64, {slices, b_.ConstU64(st.unit)});
   st.base = b_.Op(
       spv::OpIAdd, u64,
       {heap,
        b_.Op(spv::OpIAdd, u64,
-             {b_.Op(spv::OpIMul, u64, {offset, invocations}),
-              b_.Op(spv::OpIMul, u64, {invocation_, b_.ConstU64(st.unit)})})});
+             {b_.Op(spv::OpIMul, u64, {offset, slices}),
+              b_.Op(spv::OpIMul, u64, {slice, b_.ConstU64(st.unit)})})});
   b_.OpVoid(spv::OpStore, {AdCounter(st.id), b_.ConstU32(0)});
   adstacks_.push_back(adstack::Describe(s, st.unit * (st.adjoint ? 2 : 1)));
   stacks_[&s] = st;
+}
+
+Id ShaderEmitter::EmitAdStackRow(const ir::AdStackRowStmt& s) {
+  const Id u32 = U32(), u64 = U64();
+  // A task without stacks has no record to claim rows from.
+  if (ad_num_stacks_ == 0)
+    return IntConvert(invocation_, PrimitiveType::kU64, PrimitiveType::kI32);
+  Id rows = AdWord(abi::kAdRows);
+  Id gated = b_.Op(spv::OpINotEqual, Bool(), {rows, b_.ConstU64(0)});
+  Id passes = AsBool(Get(s.passes()), s.passes()->type().element());
+  // A passing iteration claims a fresh row (an iteration that pushes
+  // nothing keeps row 0); more claims than rows, impossible while the
+  // gate's array is unchanged since the launch counted it, share the last.
+  Id claimed = b_.LocalVariable(u64);
+  b_.OpVoid(spv::OpStore, {claimed, b_.ConstU64(0)});
+  If(b_.Op(spv::OpLogicalAnd, Bool(), {gated, passes}), [&] {
+    Id counter = Pointer(
+        u32, b_.Op(spv::OpIAdd, u64,
+                   {CtxWord(abi::kCtxAdStack),
+                    b_.ConstU64(ad_record_offset_ + abi::kAdRowsClaimed)}));
+    Id row = Atomic(spv::OpAtomicIAdd, u32,
+                    {counter, b_.ConstU32(spv::ScopeDevice), b_.ConstU32(0),
+                     b_.ConstU32(1)});
+    row = b_.Glsl(GLSLstd450UMin, u64,
+                  {b_.Op(spv::OpUConvert, u64, {row}),
+                   b_.Op(spv::OpISub, u64, {rows, b_.ConstU64(1)})});
+    b_.OpVoid(spv::OpStore, {claimed, row});
+  });
+  ad_slice_ = b_.Op(spv::OpSelect, u64,
+                    {gated, b_.Op(spv::OpLoad, u64, {claimed}), invocation_});
+  ad_slices_ = b_.Op(spv::OpSelect, u64,
+                     {gated, rows, AdWord(abi::kAdInvocations)});
+  return IntConvert(ad_slice_, PrimitiveType::kU64, PrimitiveType::kI32);
 }
 
 Id ShaderEmitter::AdElement(const AdStack& st, Id slot, bool adjoint) {

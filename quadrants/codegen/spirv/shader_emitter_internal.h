@@ -200,6 +200,11 @@ class ShaderEmitter : public ir::StmtVisitor<ShaderEmitter, absl::StatusOr<Id>> 
   Id ad_counters_ = 0;
   Id ad_counter_base_ = 0;  // u32 0 that optimizers cannot fold
   Id invocation_ = 0;       // u64: this invocation's index into the heap slices
+  // The slice and the slice count of the task's stacks: the invocation
+  // and kAdInvocations, or a claimed row and kAdRows (AdStackRowStmt).
+  Id ad_slice_ = 0;
+  Id ad_slices_ = 0;
+  Id EmitAdStackRow(const ir::AdStackRowStmt& s);
   absl::flat_hash_map<uint32_t, Id> ad_words_;
   absl::flat_hash_map<const Stmt*, AdStack> stacks_;
   absl::flat_hash_map<const Stmt*, bool> adjoint_stacks_;
@@ -254,6 +259,9 @@ class ShaderEmitter : public ir::StmtVisitor<ShaderEmitter, absl::StatusOr<Id>> 
   absl::StatusOr<Id> VisitAdStackCapacity(const ir::AdStackCapacityStmt& s) {
     return b_.Op(spv::OpBitcast, RegType(ir::PrimitiveType::kI32),
                  {stacks_.at(s.stack()).capacity});
+  }
+  absl::StatusOr<Id> VisitAdStackRow(const ir::AdStackRowStmt& s) {
+    return EmitAdStackRow(s);
   }
   absl::StatusOr<Id> VisitAdStackLoadTopAdj(
       const ir::AdStackLoadTopAdjStmt& s) {

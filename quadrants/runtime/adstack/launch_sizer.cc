@@ -10,6 +10,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "quadrants/common/errors.h"
+#include "quadrants/common/status_macros.h"
+#include "quadrants/runtime/adstack/gate_count.h"
 #include "quadrants/runtime/adstack/size_expr_evaluator.h"
 
 namespace quadrants::adstack {
@@ -622,6 +624,97 @@ absl::StatusOr<AdStackLayout> LaunchSizer::Size(
   return WithOffsets(stacks, std::move(layout));
 }
 
+namespace {
+
+// Where `gate`'s array lies at this launch.
+absl::StatusOr<GateArray> ResolveGate(const ir::AdStackGate& gate,
+                                      const CompiledKernel& kernel,
+                                      const ir::SNodeTree& snodes,
+                                      const char* root,
+                                      const QdLaunchContext& ctx) {
+  GateArray array;
+  array.dtype = gate.dtype;
+  if (gate.is_field) {
+    QD_ASSIGN_OR_RETURN(ir::PlaceLayout layout, snodes.Layout(gate.id));
+    array.base = root + layout.offset;
+    array.extents = layout.shape;
+    array.byte_strides = layout.axis_stride;
+  } else {
+    const ir::KernelParam& p = kernel.params()[gate.id];
+    array.base = static_cast<const char*>(ctx.ndarray_data[gate.id]);
+    array.extents.assign(ctx.ndarray_shape[gate.id],
+                         ctx.ndarray_shape[gate.id] + p.ndim);
+    array.byte_strides.assign(p.ndim, std::max(1, ir::BitWidth(p.dtype) / 8));
+    for (int a = p.ndim - 2; a >= 0; --a)
+      array.byte_strides[a] = array.byte_strides[a + 1] * array.extents[a + 1];
+  }
+  if (array.extents.size() != gate.indices.size())
+    return MakeError(ErrorKind::kRuntime, "adstack gate of another shape");
+  for (const ir::AdStackGateIndex& k : gate.indices) {
+    using Kind = ir::AdStackGateIndex::Kind;
+    array.fixed.push_back(k.kind == Kind::kConst ? k.value
+                          : k.kind == Kind::kArg ? ctx.args[k.value]
+                                                 : -1);
+    array.moduli.push_back(k.kind == Kind::kLoopDigit ? k.modulus : 0);
+  }
+  return array;
+}
+
+LaunchSizer::Dependencies GateDependencies(const ir::AdStackGate& gate) {
+  LaunchSizer::Dependencies deps;
+  if (gate.is_field) {
+    deps.fields.push_back(gate.id);
+  } else {
+    deps.shape_args.push_back(gate.id);
+    deps.data_args.push_back(gate.id);
+  }
+  for (const ir::AdStackGateIndex& k : gate.indices) {
+    if (k.kind == ir::AdStackGateIndex::Kind::kArg)
+      AddOnce(deps.args, static_cast<int>(k.value));
+  }
+  return deps;
+}
+
+}  // namespace
+
+absl::Status LaunchSizer::GateHeap(
+    const CompileConfig& config, const CompiledKernel& kernel, int task,
+    const ir::SNodeTree& snodes, const char* root, const QdLaunchContext& ctx,
+    absl::Span<const ResolvedArgument> args,
+    absl::Span<const uint64_t> field_generations, int64_t threads,
+    int64_t budget, AdStackLayout* layout, AdStackStats* stats) {
+  layout->rows = 0;
+  const auto& gates = kernel.adstack_gates();
+  if (task >= static_cast<int>(gates.size()) || !gates[task] ||
+      layout->stride <= 0) {
+    return absl::OkStatus();
+  }
+  const int64_t threshold = config.ad_stack_sparse_threshold_bytes;
+  if (threshold > 0 && threads * layout->stride <= threshold)
+    return absl::OkStatus();
+  const ir::AdStackGate& gate = *gates[task];
+  bool cacheable = true;
+  std::vector<int64_t> signature = Signature(
+      GateDependencies(gate), ctx, args, field_generations, &cacheable);
+  Cache& cache = tasks_[task].gate_count;
+  if (!cacheable || !cache.valid || cache.signature != signature) {
+    QD_ASSIGN_OR_RETURN(GateArray array,
+                        ResolveGate(gate, kernel, snodes, root, ctx));
+    absl::StatusOr<int64_t> passing = CountGatePasses(gate, array, memory_);
+    if (!passing.ok())
+      return InLoop(kernel, kernel.task_adstacks()[task][0], passing.status());
+    cache.valid = cacheable;
+    cache.signature = std::move(signature);
+    cache.values = {*passing};
+    ++stats->gate_counts;
+  }
+  const int64_t rows = std::max<int64_t>(cache.values[0], 1);
+  if (rows * layout->stride > budget || (threshold > 0 && rows >= threads))
+    return absl::OkStatus();
+  layout->rows = rows;
+  return absl::OkStatus();
+}
+
 int64_t AdStackBudget(const CompileConfig& config, int64_t default_bytes) {
   return config.ad_stack_max_bytes > 0 ? config.ad_stack_max_bytes
                                        : default_bytes;
@@ -689,7 +782,11 @@ void RecordLayout(const AdStackLayout& layout, int task, int num_tasks,
   }
   stats->per_thread_stride[task] = layout.stride;
   stats->threads_at_once = layout.threads_at_once;
-  stats->bytes_needed = std::max(stats->bytes_needed, layout.stride * threads);
+  if (static_cast<int>(stats->gated_rows.size()) < num_tasks)
+    stats->gated_rows.resize(num_tasks);
+  stats->gated_rows[task] = layout.rows;
+  const int64_t slices = layout.rows > 0 ? layout.rows : threads;
+  stats->bytes_needed = std::max(stats->bytes_needed, layout.stride * slices);
 }
 
 }  // namespace quadrants::adstack

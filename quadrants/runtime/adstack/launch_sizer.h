@@ -30,6 +30,9 @@ struct AdStackLayout {
   // The threads the device runs at once, which the checkpoint choice
   // fits in the budget (a launch of more runs them in turns).
   int64_t threads_at_once = 0;
+  // > 0: the heap holds this many rows, one per element passing the
+  // task's adstack gate, instead of one slice per thread (GateHeap).
+  int64_t rows = 0;
 };
 
 // Per-stack offsets and the per-thread stride for `capacities`: an i64
@@ -97,6 +100,22 @@ class LaunchSizer {
       absl::Span<const uint64_t> field_generations, AdStackStats* stats,
       const Evaluator* evaluate = nullptr);
 
+  // Gates the heap of `task` for this launch, setting layout->rows, when
+  // the task has an adstack gate (CompiledKernel::adstack_gates) and
+  // ad_stack_sparse_threshold_bytes is 0 or below the `threads` slices of
+  // layout->stride bytes: the heap then holds one row per array element
+  // passing the gate (at least one), provided those rows fit `budget` and
+  // are fewer than `threads` (any number when the threshold is 0). The
+  // count is cached while the array and its index arguments are unchanged.
+  absl::Status GateHeap(const CompileConfig& config,
+                        const CompiledKernel& kernel, int task,
+                        const ir::SNodeTree& snodes, const char* root,
+                        const QdLaunchContext& ctx,
+                        absl::Span<const ResolvedArgument> args,
+                        absl::Span<const uint64_t> field_generations,
+                        int64_t threads, int64_t budget, AdStackLayout* layout,
+                        AdStackStats* stats);
+
   // Whether any of `task`'s stacks has a MaxOverRange a max-reducer takes
   // (recognizing the task's expressions on first use).
   bool Captures(const CompiledKernel& kernel, int task,
@@ -139,6 +158,7 @@ class LaunchSizer {
     Dependencies deps;
     Cache cache;
     std::vector<StackState> stacks;
+    Cache gate_count;  // values: {elements passing the gate}
   };
 
   void Recognize(const CompiledKernel& kernel, int task,

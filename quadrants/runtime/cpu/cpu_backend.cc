@@ -198,19 +198,30 @@ absl::Status CpuBackend::PublishAdStacks(
       adstack_layout_,
       compiled.sizer->Size(config_, kernel, task, *snodes_, runtime_.root, ctx,
                            args, field_generations, &adstack_stats_));
-  // Slices per thread id and SIMD lane; over budget, fewer threads run.
+  // Slices per thread id and SIMD lane, or rows for the iterations that
+  // pass the task's gate (tasks in lanes keep their threads' slices); over
+  // budget, fewer threads run.
   const int64_t budget = adstack::AdStackBudget(config_, PhysicalMemory() / 4);
+  const int64_t slots = int64_t{max_threads} * lanes;
+  if (lanes == 1) {
+    QD_RETURN_IF_ERROR(compiled.sizer->GateHeap(
+        config_, kernel, task, *snodes_, runtime_.root, ctx, args,
+        field_generations, slots, budget, &adstack_layout_, &adstack_stats_));
+  }
+  const int64_t rows = adstack_layout_.rows;
   adstack::CheckpointWithinBudget(config_, kernel, task,
-                                  int64_t{max_threads} * lanes, budget,
+                                  rows > 0 ? rows : slots, budget,
                                   &adstack_layout_);
-  QD_ASSIGN_OR_RETURN(
-      const int64_t threads,
-      adstack::ThreadsWithinBudget(kernel, task, adstack_layout_,
-                                   int64_t{max_threads} * lanes, lanes,
-                                   budget));
+  adstack_layout_.rows = rows;
+  int64_t threads = slots;
+  if (rows == 0) {
+    QD_ASSIGN_OR_RETURN(threads, adstack::ThreadsWithinBudget(
+                                     kernel, task, adstack_layout_, slots,
+                                     lanes, budget));
+  }
   adstack_threads_ = static_cast<int>(threads / lanes);
   adstack_stats_.budget_bytes = budget;
-  const int64_t need = adstack_layout_.stride * threads;
+  const int64_t need = adstack_layout_.stride * (rows > 0 ? rows : threads);
   if (need > adstack_stats_.heap_bytes) {
     const int64_t grown = std::max(need, 2 * adstack_stats_.heap_bytes);
     adstack_heap_ = std::make_unique<char[]>(grown);
@@ -219,7 +230,9 @@ absl::Status CpuBackend::PublishAdStacks(
   }
   runtime_.adstack_heap = adstack_heap_.get();
   runtime_.adstack_per_thread_stride = adstack_layout_.stride;
-  runtime_.adstack_threads = threads;
+  runtime_.adstack_threads = rows > 0 ? rows : threads;
+  runtime_.adstack_rows = rows;
+  runtime_.adstack_rows_claimed = 0;
   runtime_.adstack_offsets = adstack_layout_.offsets.data();
   runtime_.adstack_max_sizes = adstack_layout_.capacities.data();
   runtime_.adstack_overflow = 0;
@@ -262,6 +275,7 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
         adstack_stats_.bytes_needed = 0;
         adstack_stats_.capacities.assign(compiled.tasks().size(), {});
         adstack_stats_.per_thread_stride.assign(compiled.tasks().size(), 0);
+        adstack_stats_.gated_rows.assign(compiled.tasks().size(), 0);
       }
       any_stacks = true;
       // A serial task only uses thread 0.

@@ -27,7 +27,9 @@ absl::Status AdStackHeap::FitGrid(const CompiledKernel& kernel, int task,
 absl::Status AdStackHeap::Publish(const adstack::AdStackLayout& layout,
                                   int task, int num_tasks, int64_t threads,
                                   QdRuntime* runtime, AdStackStats* stats) {
-  const int64_t need = layout.stride * threads;
+  // A gated heap holds its rows instead of the threads' slices.
+  const int64_t slices = layout.rows > 0 ? layout.rows : threads;
+  const int64_t need = layout.stride * slices;
   if (need > stats->heap_bytes) {
     // Amortized doubling, but never past the budget for the doubling alone.
     const int64_t grown =
@@ -59,7 +61,9 @@ absl::Status AdStackHeap::Publish(const adstack::AdStackLayout& layout,
   auto* offsets = reinterpret_cast<qd_i64*>(metadata_.get());
   runtime->adstack_heap = reinterpret_cast<char*>(heap_.get());
   runtime->adstack_per_thread_stride = layout.stride;
-  runtime->adstack_threads = threads;
+  runtime->adstack_threads = slices;
+  runtime->adstack_rows = layout.rows;
+  runtime->adstack_rows_claimed = 0;
   runtime->adstack_offsets = offsets;
   runtime->adstack_max_sizes = offsets + layout.offsets.size();
   runtime->adstack_overflow = 0;

@@ -193,16 +193,28 @@ absl::Status GpuBackend::RunTask(const GpuTask& task,
         adstack_layout_,
         kernel.sizer->Size(config_, kernel, index, *snodes_, runtime_.root, ctx,
                            args, field_generations, &adstack_stats_));
+    const int64_t dispatched = int64_t{run.grid} * run.block;
+    QD_RETURN_IF_ERROR(kernel.sizer->GateHeap(
+        config_, kernel, index, *snodes_, runtime_.root, ctx, args,
+        field_generations, dispatched, adstack_heap_->budget(),
+        &adstack_layout_, &adstack_stats_));
+    const int64_t rows = adstack_layout_.rows;
     adstack::CheckpointWithinBudget(
         config_, kernel, index,
-        std::min<int64_t>(int64_t{run.grid} * run.block, resident_threads_),
+        rows > 0 ? rows : std::min<int64_t>(dispatched, resident_threads_),
         adstack_heap_->budget(), &adstack_layout_);
-    QD_RETURN_IF_ERROR(
-        adstack_heap_->FitGrid(kernel, index, adstack_layout_, run.block,
-                               &run.grid, &adstack_stats_));
+    adstack_layout_.rows = rows;
+    if (rows == 0) {
+      QD_RETURN_IF_ERROR(
+          adstack_heap_->FitGrid(kernel, index, adstack_layout_, run.block,
+                                 &run.grid, &adstack_stats_));
+    }
     QD_RETURN_IF_ERROR(adstack_heap_->Publish(
         adstack_layout_, index, kernel.num_tasks(),
         int64_t{run.grid} * run.block, &runtime_, &adstack_stats_));
+    // The device counts its claims up from the zero uploaded here.
+    if (rows > 0)
+      device_runtime_copy_.reset();
   }
   QD_RETURN_IF_ERROR(UploadRuntime());
   run.params = {device_context_.get(), static_cast<uint64_t>(range[0]),
@@ -308,6 +320,7 @@ absl::StatusOr<BackendLaunchStats> GpuBackend::Launch(
     adstack_stats_.bytes_needed = 0;
     adstack_stats_.capacities.assign(compiled.tasks.size(), {});
     adstack_stats_.per_thread_stride.assign(compiled.tasks.size(), 0);
+    adstack_stats_.gated_rows.assign(compiled.tasks.size(), 0);
   }
   // Tasks without adstacks are queued back to back; a task with adstacks
   // is sized on the host, so what runs before it must have finished.

@@ -20,11 +20,14 @@ VulkanAdStacks::~VulkanAdStacks() {
 absl::StatusOr<VulkanAdStackLayout> VulkanAdStacks::Plan(
     const CompiledKernel& kernel, int task, std::vector<int64_t> capacities,
     int64_t max_invocations, int64_t budget, bool forced,
-    int64_t segment_length) const {
+    int64_t segment_length, int64_t rows) const {
   const std::vector<AdStackSpec>& stacks = kernel.task_adstacks()[task];
+  const std::vector<int64_t> sized = capacities;
   VulkanAdStackLayout layout;
+  // Every row of a gated heap is live at once.
   const int64_t at_once =
-      std::min(max_invocations, device_->concurrent_invocations());
+      rows > 0 ? rows
+               : std::min(max_invocations, device_->concurrent_invocations());
   layout.segments = adstack::ChooseCheckpoints(
       stacks, &capacities, at_once, budget > 0 ? budget : kHeapBudget, forced,
       segment_length);
@@ -41,6 +44,17 @@ absl::StatusOr<VulkanAdStackLayout> VulkanAdStacks::Plan(
   }
   const int64_t widest = std::max(layout.float_stride, layout.int_stride);
   int64_t invocations = max_invocations;
+  if (rows > 0 && widest * rows <= kHeapBudget &&
+      (budget <= 0 ||
+       (layout.float_stride + layout.int_stride) * rows <= budget)) {
+    layout.rows = rows;
+    layout.invocations = invocations;
+    return layout;
+  }
+  if (rows > 0) {
+    return Plan(kernel, task, sized, max_invocations, budget, forced,
+                segment_length, 0);
+  }
   if (widest > kHeapBudget) {
     return MakeError(
         ErrorKind::kRuntime,
@@ -65,8 +79,8 @@ absl::StatusOr<VulkanAdStackLayout> VulkanAdStacks::Plan(
 }
 
 bool VulkanAdStacks::NeedsGrowth(const VulkanAdStackLayout& layout) const {
-  return layout.float_stride * layout.invocations > float_heap_.bytes ||
-         layout.int_stride * layout.invocations > int_heap_.bytes;
+  return layout.float_stride * layout.slices() > float_heap_.bytes ||
+         layout.int_stride * layout.slices() > int_heap_.bytes;
 }
 
 absl::Status VulkanAdStacks::Grow(VulkanBuffer* heap, int64_t need,
@@ -106,9 +120,9 @@ absl::Status VulkanAdStacks::Publish(const VulkanAdStackLayout& layout,
                                      uint32_t record_offset,
                                      AdStackStats* stats) {
   QD_RETURN_IF_ERROR(
-      Grow(&float_heap_, layout.float_stride * layout.invocations, stats));
+      Grow(&float_heap_, layout.float_stride * layout.slices(), stats));
   QD_RETURN_IF_ERROR(
-      Grow(&int_heap_, layout.int_stride * layout.invocations, stats));
+      Grow(&int_heap_, layout.int_stride * layout.slices(), stats));
   char* record = records_.host + record_offset;
   auto put = [&](uint32_t offset, uint64_t value) {
     std::memcpy(record + offset, &value, 8);
@@ -116,6 +130,8 @@ absl::Status VulkanAdStacks::Publish(const VulkanAdStackLayout& layout,
   put(abi::kAdFloatHeap, float_heap_.address);
   put(abi::kAdIntHeap, int_heap_.address);
   put(abi::kAdInvocations, static_cast<uint64_t>(layout.invocations));
+  put(abi::kAdRows, static_cast<uint64_t>(layout.rows));
+  put(abi::kAdRowsClaimed, 0);
   for (size_t k = 0; k < layout.capacities.size(); ++k) {
     const uint32_t at = abi::kAdHeaderBytes + abi::kAdStackBytes * k;
     put(at + abi::kAdStackOffset, static_cast<uint64_t>(layout.offsets[k]));

@@ -25,6 +25,10 @@ struct VulkanAdStackLayout {
   int64_t invocations = 0;
   std::vector<int64_t> segments;  // see adstack::AdStackLayout
   int64_t threads_at_once = 0;
+  // > 0: the heaps hold this many rows, one per iteration passing the
+  // task's adstack gate, instead of a slice per invocation.
+  int64_t rows = 0;
+  int64_t slices() const { return rows > 0 ? rows : invocations; }
 };
 
 // The adstack storage of the Vulkan runtime: the float and int heaps, grown
@@ -43,7 +47,9 @@ class VulkanAdStacks {
   // others idle); an error naming the kernel, the loop and the budget when
   // one invocation does not fit. Checkpointable loops run in segments first
   // when that lets every invocation fit (adstack::ChooseCheckpoints;
-  // `forced`: ad_stack_size is set).
+  // `forced`: ad_stack_size is set). `rows` > 0 lays the heaps out for that
+  // many gated rows instead, when they fit both budgets unsegmented (else
+  // as if 0).
   // The most bytes one heap takes: a launch whose slices would need more
   // runs fewer invocations (grid-stride covers the rest).
   static constexpr int64_t kHeapBudget = int64_t{1} << 30;
@@ -53,7 +59,8 @@ class VulkanAdStacks {
                                         std::vector<int64_t> capacities,
                                         int64_t max_invocations,
                                         int64_t budget, bool forced,
-                                        int64_t segment_length) const;
+                                        int64_t segment_length,
+                                        int64_t rows) const;
   // Whether `layout` needs larger heaps (which replaces the buffers: work
   // recorded against the current ones must finish first).
   bool NeedsGrowth(const VulkanAdStackLayout& layout) const;

@@ -560,6 +560,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
     adstack_stats_.bytes_needed = 0;
     adstack_stats_.capacities.assign(task_stacks.size(), {});
     adstack_stats_.per_thread_stride.assign(task_stacks.size(), 0);
+    adstack_stats_.gated_rows.assign(task_stacks.size(), 0);
   }
 
   // Command buffers: staged inputs in, the tasks with barriers between
@@ -657,15 +658,19 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
         invocations = 1;
       else if (task.kind == ir::TaskKind::kStructFor)
         invocations = std::max<int64_t>(std::min(invocations, task.cells), 1);
+      adstack_stats_.budget_bytes = config_.ad_stack_max_bytes > 0
+                                        ? config_.ad_stack_max_bytes
+                                        : 2 * VulkanAdStacks::kHeapBudget;
+      QD_RETURN_IF_ERROR(compiled.sizer->GateHeap(
+          config_, kernel, static_cast<int>(t), *snodes_, root_, host_ctx,
+          args, field_generations, invocations, adstack_stats_.budget_bytes,
+          &sized, &adstack_stats_));
       QD_ASSIGN_OR_RETURN(
           layouts[t],
           adstacks_.Plan(kernel, static_cast<int>(t), sized.capacities,
                          invocations, config_.ad_stack_max_bytes,
                          config_.ad_stack_size > 0,
-                         config_.ad_stack_segment_length));
-      adstack_stats_.budget_bytes = config_.ad_stack_max_bytes > 0
-                                        ? config_.ad_stack_max_bytes
-                                        : 2 * VulkanAdStacks::kHeapBudget;
+                         config_.ad_stack_segment_length, sized.rows));
       // Segmented loops change the layout the shader computed.
       const bool segmented =
           std::any_of(layouts[t].segments.begin(), layouts[t].segments.end(),
@@ -686,6 +691,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
       reported.offsets = layouts[t].offsets;
       reported.segments = layouts[t].segments;
       reported.threads_at_once = layouts[t].threads_at_once;
+      reported.rows = layouts[t].rows;
       for (const AdStackSpec& stack : task_stacks[t])
         reported.checkpoints.push_back(stack.checkpoints);
       reported.stride = layouts[t].float_stride + layouts[t].int_stride;

@@ -123,31 +123,35 @@ TEST(IrPrintTest, OffloadedTasksWithPrologueBounds) {
     body {
       $3 : i32 = loop_index $0 axis 0
       $4 : *f32 = ndarray_ptr arg0[$3]
-      $5 : f32 = const 0.5
-      $6 = global_store $4, $5
+      $5 : f32 = global_load $4
+      $6 : f32 = const 0.25
+      $7 : u1 = cmp_gt $5, $6
+      $8 : i32 = adstack_row $7 gate=a[i0] > 0.25
+      $9 : f32 = const 0.5
+      $10 = global_store $4, $9
     }
   }
-  $7 = offloaded struct_for snode1 {
+  $11 = offloaded struct_for snode1 {
     prologue {
     }
     body {
-      $8 : i32 = loop_index $7 axis 0
-      $9 : *f32 = field_ptr snode2[$8]
-      $10 : f32 = const 0.10000000149011612
-      $11 : f32 = atomic_add $9, $10
+      $12 : i32 = loop_index $11 axis 0
+      $13 : *f32 = field_ptr snode2[$12]
+      $14 : f32 = const 0.10000000149011612
+      $15 : f32 = atomic_add $13, $14
     }
   }
-  $12 = offloaded serial {
+  $16 = offloaded serial {
     prologue {
     }
     body {
-      $13 : i32 = const 0
-      $14 : *f32 = field_ptr snode2[$13]
-      $15 : f32 = global_load $14
-      $16 : *f32 = ndarray_ptr arg0[$13]
-      $17 = global_store $16, $15
-      $18 = while {
-        $19 = break
+      $17 : i32 = const 0
+      $18 : *f32 = field_ptr snode2[$17]
+      $19 : f32 = global_load $18
+      $20 : *f32 = ndarray_ptr arg0[$17]
+      $21 = global_store $20, $19
+      $22 = while {
+        $23 = break
       }
     }
   }

@@ -135,6 +135,15 @@ std::unique_ptr<Kernel> BuildOffloadedKernel() {
     auto body = b.EnterBlock(range->body());
     Stmt* i = b.LoopIndex(range);
     Stmt* ptr = b.NdarrayPtr(0, {i});
+    Stmt* passes = Typed(b.Binary(ir::BinaryOpKind::kGt, b.GlobalLoad(ptr),
+                                  b.ConstF32(0.25f)),
+                         kU1);
+    ir::AdStackGate gate;
+    gate.id = 0;
+    gate.label = "a";
+    gate.indices.push_back({ir::AdStackGateIndex::Kind::kLoopDigit});
+    gate.threshold = 0.25;
+    b.AdStackRow(passes, gate);
     b.GlobalStore(ptr, b.ConstF32(0.5f));
   }
 

@@ -159,6 +159,7 @@ def init(arch=None, **options):
     config.default_ad_stack_size = values["default_ad_stack_size"]
     config.ad_stack_max_bytes = values["ad_stack_max_bytes"]
     config.ad_stack_segment_length = values["ad_stack_segment_length"]
+    config.ad_stack_sparse_threshold_bytes = values["ad_stack_sparse_threshold_bytes"]
     config.offline_cache = values["offline_cache"]
     config.offline_cache_file_path = values["offline_cache_file_path"] or ""
     config.device_memory_GB = float(values["device_memory_GB"] or 0)
@@ -242,7 +243,10 @@ def adstack_stats():
     capacities and per-thread bytes, the segment length of each stack's loop
     when the launch checkpointed it to fit ad_stack_max_bytes (segments; 0:
     unsegmented) and the capacities of the checkpoint stacks
-    (checkpoint_capacities), the bytes needed, the heap allocated and how
+    (checkpoint_capacities), per task the heap rows when the heap was
+    gated by the iterations passing the task's adstack gate (gated_rows; 0:
+    one slice per thread) and the gate counts taken (gate_counts), the bytes
+    needed, the heap allocated and how
     many times it grew; and, over the runtime's life, the host size
     expression walks (tree_evaluations), the launches sized from the cache
     (cache_hits) and the runs of the Vulkan sizer shader
