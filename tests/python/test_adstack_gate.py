@@ -335,15 +335,23 @@ def test_captured_gate_is_logged_and_its_count_is_cached_until_the_array_changes
 
 
 @test_utils.test(**SCALAR)
-def test_threshold_keeps_small_heaps_per_thread():
-    # The default 100 MiB threshold leaves a heap of a few KiB per thread
-    # alone; 0 gates it.
+def test_threshold_gates_only_heaps_above_it():
+    # The per-thread heap of this launch (whatever the backend dispatches)
+    # is B bytes for T threads: a threshold of B leaves it alone, without
+    # counting; B - 1 counts the gate and gates the heap if the passing
+    # rows are fewer than T (CPU threads are few: then it stays).
     n = 1024
     sel = _selection(n, 0.05)
-    _reinit(100 * 1024 * 1024)
+    passing = int(sel.sum())
+    _reinit(FULL)
     want, stats = _ndarray_recurrence(n, sel)
+    per_thread = stats["bytes_needed"]
+    threads = per_thread // stats["per_thread_stride"][0]
+    _reinit(per_thread)
+    _, stats = _ndarray_recurrence(n, sel)
     assert stats["gated_rows"] == [0] and stats["gate_counts"] == 0
-    _reinit(0)
+    _reinit(per_thread - 1)
     got, stats = _ndarray_recurrence(n, sel)
-    assert stats["gated_rows"] == [int(sel.sum())]
+    assert stats["gate_counts"] == 1
+    assert stats["gated_rows"] == [passing if passing < threads else 0]
     np.testing.assert_array_equal(got, want)

@@ -682,15 +682,16 @@ absl::Status LaunchSizer::GateHeap(
     const ir::SNodeTree& snodes, const char* root, const QdLaunchContext& ctx,
     absl::Span<const ResolvedArgument> args,
     absl::Span<const uint64_t> field_generations, int64_t threads,
-    int64_t budget, AdStackLayout* layout, AdStackStats* stats) {
+    int64_t slice_bytes, int64_t budget, AdStackLayout* layout,
+    AdStackStats* stats) {
   layout->rows = 0;
   const auto& gates = kernel.adstack_gates();
   if (task >= static_cast<int>(gates.size()) || !gates[task] ||
-      layout->stride <= 0) {
+      slice_bytes <= 0) {
     return absl::OkStatus();
   }
   const int64_t threshold = config.ad_stack_sparse_threshold_bytes;
-  if (threshold > 0 && threads * layout->stride <= threshold)
+  if (threshold > 0 && threads * slice_bytes <= threshold)
     return absl::OkStatus();
   const ir::AdStackGate& gate = *gates[task];
   bool cacheable = true;
@@ -709,7 +710,7 @@ absl::Status LaunchSizer::GateHeap(
     ++stats->gate_counts;
   }
   const int64_t rows = std::max<int64_t>(cache.values[0], 1);
-  if (rows * layout->stride > budget || (threshold > 0 && rows >= threads))
+  if (rows * slice_bytes > budget || (threshold > 0 && rows >= threads))
     return absl::OkStatus();
   layout->rows = rows;
   return absl::OkStatus();

@@ -103,18 +103,19 @@ class LaunchSizer {
   // Gates the heap of `task` for this launch, setting layout->rows, when
   // the task has an adstack gate (CompiledKernel::adstack_gates) and
   // ad_stack_sparse_threshold_bytes is 0 or below the `threads` slices of
-  // layout->stride bytes: the heap then holds one row per array element
-  // passing the gate (at least one), provided those rows fit `budget` and
-  // are fewer than `threads` (any number when the threshold is 0). The
-  // count is cached while the array and its index arguments are unchanged.
+  // `slice_bytes` (the backend's bytes per thread for layout's
+  // capacities): the heap then holds one row per array element passing
+  // the gate (at least one), provided those rows fit `budget` and are
+  // fewer than `threads` (any number when the threshold is 0). The count
+  // is cached while the array and its index arguments are unchanged.
   absl::Status GateHeap(const CompileConfig& config,
                         const CompiledKernel& kernel, int task,
                         const ir::SNodeTree& snodes, const char* root,
                         const QdLaunchContext& ctx,
                         absl::Span<const ResolvedArgument> args,
                         absl::Span<const uint64_t> field_generations,
-                        int64_t threads, int64_t budget, AdStackLayout* layout,
-                        AdStackStats* stats);
+                        int64_t threads, int64_t slice_bytes, int64_t budget,
+                        AdStackLayout* layout, AdStackStats* stats);
 
   // Whether any of `task`'s stacks has a MaxOverRange a max-reducer takes
   // (recognizing the task's expressions on first use).

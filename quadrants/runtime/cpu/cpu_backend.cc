@@ -206,7 +206,8 @@ absl::Status CpuBackend::PublishAdStacks(
   if (lanes == 1) {
     QD_RETURN_IF_ERROR(compiled.sizer->GateHeap(
         config_, kernel, task, *snodes_, runtime_.root, ctx, args,
-        field_generations, slots, budget, &adstack_layout_, &adstack_stats_));
+        field_generations, slots, adstack_layout_.stride, budget,
+        &adstack_layout_, &adstack_stats_));
   }
   const int64_t rows = adstack_layout_.rows;
   adstack::CheckpointWithinBudget(config_, kernel, task,

@@ -196,8 +196,8 @@ absl::Status GpuBackend::RunTask(const GpuTask& task,
     const int64_t dispatched = int64_t{run.grid} * run.block;
     QD_RETURN_IF_ERROR(kernel.sizer->GateHeap(
         config_, kernel, index, *snodes_, runtime_.root, ctx, args,
-        field_generations, dispatched, adstack_heap_->budget(),
-        &adstack_layout_, &adstack_stats_));
+        field_generations, dispatched, adstack_layout_.stride,
+        adstack_heap_->budget(), &adstack_layout_, &adstack_stats_));
     const int64_t rows = adstack_layout_.rows;
     adstack::CheckpointWithinBudget(
         config_, kernel, index,

@@ -17,21 +17,9 @@ VulkanAdStacks::~VulkanAdStacks() {
     DestroyBuffer(*device_, buffer);
 }
 
-absl::StatusOr<VulkanAdStackLayout> VulkanAdStacks::Plan(
-    const CompiledKernel& kernel, int task, std::vector<int64_t> capacities,
-    int64_t max_invocations, int64_t budget, bool forced,
-    int64_t segment_length, int64_t rows) const {
-  const std::vector<AdStackSpec>& stacks = kernel.task_adstacks()[task];
-  const std::vector<int64_t> sized = capacities;
+VulkanAdStackLayout VulkanAdStacks::LayOut(
+    const std::vector<AdStackSpec>& stacks, std::vector<int64_t> capacities) {
   VulkanAdStackLayout layout;
-  // Every row of a gated heap is live at once.
-  const int64_t at_once =
-      rows > 0 ? rows
-               : std::min(max_invocations, device_->concurrent_invocations());
-  layout.segments = adstack::ChooseCheckpoints(
-      stacks, &capacities, at_once, budget > 0 ? budget : kHeapBudget, forced,
-      segment_length);
-  layout.threads_at_once = at_once;
   layout.capacities = std::move(capacities);
   for (size_t k = 0; k < stacks.size(); ++k) {
     // A stack of capacity 0 would clamp to slot -1.
@@ -42,6 +30,25 @@ absl::StatusOr<VulkanAdStackLayout> VulkanAdStacks::Plan(
     // Every stack starts 8-byte aligned in each invocation's slice.
     stride += (layout.capacities[k] * stacks[k].slot_bytes + 7) / 8 * 8;
   }
+  return layout;
+}
+
+absl::StatusOr<VulkanAdStackLayout> VulkanAdStacks::Plan(
+    const CompiledKernel& kernel, int task, std::vector<int64_t> capacities,
+    int64_t max_invocations, int64_t budget, bool forced,
+    int64_t segment_length, int64_t rows) const {
+  const std::vector<AdStackSpec>& stacks = kernel.task_adstacks()[task];
+  const std::vector<int64_t> sized = capacities;
+  // Every row of a gated heap is live at once.
+  const int64_t at_once =
+      rows > 0 ? rows
+               : std::min(max_invocations, device_->concurrent_invocations());
+  std::vector<int64_t> segments = adstack::ChooseCheckpoints(
+      stacks, &capacities, at_once, budget > 0 ? budget : kHeapBudget, forced,
+      segment_length);
+  VulkanAdStackLayout layout = LayOut(stacks, std::move(capacities));
+  layout.segments = std::move(segments);
+  layout.threads_at_once = at_once;
   const int64_t widest = std::max(layout.float_stride, layout.int_stride);
   int64_t invocations = max_invocations;
   if (rows > 0 && widest * rows <= kHeapBudget &&

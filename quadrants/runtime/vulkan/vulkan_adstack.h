@@ -54,6 +54,11 @@ class VulkanAdStacks {
   // runs fewer invocations (grid-stride covers the rest).
   static constexpr int64_t kHeapBudget = int64_t{1} << 30;
 
+  // The offsets and strides of `stacks` with `capacities` (each at least
+  // one slot), as Plan lays them out.
+  static VulkanAdStackLayout LayOut(const std::vector<AdStackSpec>& stacks,
+                                    std::vector<int64_t> capacities);
+
   absl::StatusOr<VulkanAdStackLayout> Plan(const CompiledKernel& kernel,
                                         int task,
                                         std::vector<int64_t> capacities,

@@ -661,9 +661,12 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
       adstack_stats_.budget_bytes = config_.ad_stack_max_bytes > 0
                                         ? config_.ad_stack_max_bytes
                                         : 2 * VulkanAdStacks::kHeapBudget;
+      const VulkanAdStackLayout exact =
+          VulkanAdStacks::LayOut(task_stacks[t], sized.capacities);
       QD_RETURN_IF_ERROR(compiled.sizer->GateHeap(
           config_, kernel, static_cast<int>(t), *snodes_, root_, host_ctx,
-          args, field_generations, invocations, adstack_stats_.budget_bytes,
+          args, field_generations, invocations,
+          exact.float_stride + exact.int_stride, adstack_stats_.budget_bytes,
           &sized, &adstack_stats_));
       QD_ASSIGN_OR_RETURN(
           layouts[t],
