@@ -649,7 +649,10 @@ absl::StatusOr<GateArray> ResolveGate(const ir::AdStackGate& gate,
       array.byte_strides[a] = array.byte_strides[a + 1] * array.extents[a + 1];
   }
   if (array.extents.size() != gate.indices.size())
-    return MakeError(ErrorKind::kRuntime, "adstack gate of another shape");
+    return MakeError(ErrorKind::kRuntime,
+                     absl::StrCat("the gate's array '", gate.label, "' has ",
+                                  array.extents.size(), " axes, the gate ",
+                                  gate.indices.size(), " indices"));
   for (const ir::AdStackGateIndex& k : gate.indices) {
     using Kind = ir::AdStackGateIndex::Kind;
     array.fixed.push_back(k.kind == Kind::kConst ? k.value
@@ -699,9 +702,11 @@ absl::Status LaunchSizer::GateHeap(
       GateDependencies(gate), ctx, args, field_generations, &cacheable);
   Cache& cache = tasks_[task].gate_count;
   if (!cacheable || !cache.valid || cache.signature != signature) {
-    QD_ASSIGN_OR_RETURN(GateArray array,
-                        ResolveGate(gate, kernel, snodes, root, ctx));
-    absl::StatusOr<int64_t> passing = CountGatePasses(gate, array, memory_);
+    absl::StatusOr<GateArray> array =
+        ResolveGate(gate, kernel, snodes, root, ctx);
+    absl::StatusOr<int64_t> passing =
+        array.ok() ? CountGatePasses(gate, *array, memory_)
+                   : absl::StatusOr<int64_t>(array.status());
     if (!passing.ok())
       return InLoop(kernel, kernel.task_adstacks()[task][0], passing.status());
     cache.valid = cacheable;
