@@ -727,8 +727,9 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
                               task.pipeline);
         api.vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8,
                                &ctx_address);
-        api.vkCmdDispatchIndirect(cmd, bounds_.buffer,
-                                  t * abi::kRangeBytes + abi::kRangeDispatch);
+        api.vkCmdDispatchIndirect(
+            cmd, bounds_.buffer,
+            kGuardBytes + t * abi::kRangeBytes + abi::kRangeDispatch);
         break;
       case ir::TaskKind::kStructFor: {
         if (groups == 0)

@@ -51,11 +51,12 @@ absl::StatusOr<VulkanBuffer> CreateBuffer(const VulkanDevice& device,
   const VulkanApi& api = device.api();
   VulkanBuffer out;
   out.bytes = std::max<int64_t>(bytes, 16);
+  const int64_t padded = out.bytes + 2 * kGuardBytes;
   const bool staged = device_local && !device.device_memory_mappable();
   const uint32_t type =
       device_local ? device.device_memory_type() : device.host_memory_type();
   absl::Status status = MakeBuffer(
-      device, out.bytes, type,
+      device, padded, type,
       VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
           VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT |
           VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
@@ -63,7 +64,7 @@ absl::StatusOr<VulkanBuffer> CreateBuffer(const VulkanDevice& device,
       &out.buffer, &out.memory);
   if (status.ok() && staged) {
     status = MakeBuffer(
-        device, out.bytes, device.host_memory_type(),
+        device, padded, device.host_memory_type(),
         VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
         &out.staging, &out.staging_memory);
   }
@@ -74,17 +75,18 @@ absl::StatusOr<VulkanBuffer> CreateBuffer(const VulkanDevice& device,
                         staged ? out.staging_memory : out.memory, 0,
                         VK_WHOLE_SIZE, 0, &mapped),
         "vkMapMemory");
-    out.host = static_cast<char*>(mapped);
+    out.host = static_cast<char*>(mapped) + kGuardBytes;
   }
   if (!status.ok()) {
     DestroyBuffer(device, &out);
     return status;
   }
-  std::memset(out.host, 0, out.bytes);
+  std::memset(out.host - kGuardBytes, 0, padded);
   VkBufferDeviceAddressInfo address{
       VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
   address.buffer = out.buffer;
-  out.address = api.vkGetBufferDeviceAddress(device.device(), &address);
+  out.address =
+      api.vkGetBufferDeviceAddress(device.device(), &address) + kGuardBytes;
   return out;
 }
 
@@ -152,7 +154,8 @@ void VulkanMemory::RecordCopies(VkCommandBuffer commands, bool upload) const {
   for (const auto& [host, buffer] : buffers_) {
     if (buffer.staging == VK_NULL_HANDLE)
       continue;
-    VkBufferCopy region{0, 0, static_cast<VkDeviceSize>(buffer.bytes)};
+    VkBufferCopy region{kGuardBytes, kGuardBytes,
+                        static_cast<VkDeviceSize>(buffer.bytes)};
     device_->api().vkCmdCopyBuffer(
         commands, upload ? buffer.staging : buffer.buffer,
         upload ? buffer.buffer : buffer.staging, 1, &region);

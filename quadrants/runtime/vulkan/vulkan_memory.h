@@ -16,6 +16,14 @@ namespace quadrants::vulkan {
 // buffer device address. `host` is where the host reads and writes it: the
 // buffer's own mapping, or, for a device-local buffer that cannot be
 // mapped, the mapping of a host-visible staging buffer of the same size.
+// Bytes of padding before and after every buffer's usable range: a load
+// a kernel speculates past an array's end (both sides of `a if c else b`
+// are evaluated) reads mapped memory, as it does in a CUDA allocation,
+// instead of faulting the device.
+constexpr int64_t kGuardBytes = int64_t{64} << 10;
+
+// `address`, `host` and `bytes` describe the usable range, which starts
+// kGuardBytes into `buffer` (and into `staging`).
 struct VulkanBuffer {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
