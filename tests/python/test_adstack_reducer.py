@@ -323,9 +323,11 @@ def test_field_gated_dispatches_follow_field_writes():
 
 @pytest.mark.parametrize("env", [{"QD_VULKAN_SIZER": "host"}, {"QD_VULKAN_FORCE_STAGING": "1"}],
                          ids=["host_mode", "staged"])
-def test_vulkan_reduces_on_the_host_when_asked_or_staged(monkeypatch, env):
-    # With QD_VULKAN_SIZER=host, or while buffers are staged (the device's
-    # copies are uploaded only by the launch itself), the host reducer runs.
+def test_vulkan_reducer_runs_on_the_host_when_asked_and_on_staged_buffers(monkeypatch, env):
+    # With QD_VULKAN_SIZER=host the host reducer runs. With staged buffers
+    # (device-local memory the host cannot map, as on discrete GPUs) the
+    # shader runs after uploading the staging copies, and must see the
+    # values the host wrote.
     reason = runtime.arch_unavailable_reason(qd.vulkan)
     if reason is not None:
         pytest.skip(f"arch vulkan unavailable: {reason}")
@@ -350,7 +352,9 @@ def test_vulkan_reduces_on_the_host_when_asked_or_staged(monkeypatch, env):
         a, arr = big_gating_array(n, {17: 6, n - 1: 2})
         grad = h.grad(gated, arr)
         assert capacities() == [6 + 1 + 2], stats()
-        assert dispatches() >= 1 and device_dispatches() == 0, stats()
+        on_device = device_dispatches()
+        assert dispatches() >= 1, stats()
+        assert on_device == (0 if "QD_VULKAN_SIZER" in env else dispatches()), stats()
         trips = a.astype(np.int64) + 1
         assert grad == pytest.approx(reference_grad(trips, np.arange(n) % 4), rel=1e-9)
     finally:

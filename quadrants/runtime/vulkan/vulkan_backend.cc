@@ -435,7 +435,7 @@ absl::StatusOr<VulkanSizer*> VulkanBackend::Sizer() {
 absl::StatusOr<adstack::MaxReducer*> VulkanBackend::Reducer() {
   if (!host_reducer_)
     host_reducer_ = std::make_unique<cpu::CpuMaxReducer>();
-  if (sizer_mode_ == SizerMode::kHost || memory_->has_staged())
+  if (sizer_mode_ == SizerMode::kHost)
     return host_reducer_.get();
   if (!device_reducer_) {
     VulkanMemory* memory = memory_.get();
@@ -445,6 +445,22 @@ absl::StatusOr<adstack::MaxReducer*> VulkanBackend::Reducer() {
                                                return memory->DeviceAddress(p);
                                              },
                                              host_reducer_.get()));
+    // Staged buffers' device copies are current only once uploaded: the
+    // reducer's command buffer uploads them before its dispatches (the
+    // staging copies hold the host's writes and every finished launch's).
+    std::shared_ptr<VulkanDevice> device = device_;
+    device_reducer_->set_prepare([memory, device](VkCommandBuffer cmd) {
+      if (!memory->has_staged())
+        return;
+      memory->RecordCopies(cmd, true);
+      VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      b.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+      b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
+      device->api().vkCmdPipelineBarrier(
+          cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &b, 0, nullptr, 0,
+          nullptr);
+    });
   }
   return device_reducer_.get();
 }
