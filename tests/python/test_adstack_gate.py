@@ -27,7 +27,8 @@ SCALAR = dict(OPTIONS, cpu_simd=False)
 def _reinit(threshold, **extra):
     arch = runtime.state.arch
     options = dict(ad_stack_experimental_enabled=True, cpu_max_num_threads=2,
-                   cpu_simd=False, ad_stack_sparse_threshold_bytes=threshold)
+                   cpu_simd=False, offline_cache=False,
+                   ad_stack_sparse_threshold_bytes=threshold)
     options.update(extra)
     qd.reset()
     qd.init(arch=arch, **options)

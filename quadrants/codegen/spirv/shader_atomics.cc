@@ -252,30 +252,16 @@ Id ShaderEmitter::LockedUpdate(Id addr, PrimitiveType t,
                           b_.ConstU32(0), b_.ConstU32(1), b_.ConstU32(0)});
     Id taken = b_.Op(spv::OpIEqual, Bool(), {previous, b_.ConstU32(0)});
     If(taken, [&] {
-      // The guarded value moves as two relaxed 32-bit atomics, which a GPU
-      // serves from its coherent cache level: plain or volatile accesses
-      // may hit a per-core cache that still holds what another core
-      // replaced under the lock.
-      const Id scope = b_.ConstU32(spv::ScopeDevice), relaxed = b_.ConstU32(0);
-      Id lo_ptr = Pointer(u32, addr), hi_ptr = Pointer(u32, AddrAdd(addr, 4));
-      Id lo = b_.Op(spv::OpAtomicLoad, u32, {lo_ptr, scope, relaxed});
-      Id hi = b_.Op(spv::OpAtomicLoad, u32, {hi_ptr, scope, relaxed});
-      Id bits = b_.Op(
-          spv::OpBitwiseOr, u64,
-          {b_.Op(spv::OpShiftLeftLogical, u64,
-                 {b_.Op(spv::OpUConvert, u64, {hi}), b_.ConstU64(32)}),
-           b_.Op(spv::OpUConvert, u64, {lo})});
-      Id old = b_.Op(spv::OpBitcast, storage, {bits});
+      // Volatile: the value may have been written under the lock by another
+      // invocation since this one last looked.
+      Id ptr = Pointer(storage, addr);
+      Id old = b_.Op(spv::OpLoad, storage,
+                     {ptr, kAligned | spv::MemoryAccessVolatileMask,
+                      static_cast<uint32_t>(Bytes(t))});
       b_.OpVoid(spv::OpStore, {old_var, old});
-      Id next = b_.Op(spv::OpBitcast, u64, {update(old)});
-      b_.OpVoid(spv::OpAtomicStore,
-                {lo_ptr, scope, relaxed, b_.Op(spv::OpUConvert, u32, {next})});
-      b_.OpVoid(
-          spv::OpAtomicStore,
-          {hi_ptr, scope, relaxed,
-           b_.Op(spv::OpUConvert, u32,
-                 {b_.Op(spv::OpShiftRightLogical, u64,
-                        {next, b_.ConstU64(32)})})});
+      b_.OpVoid(spv::OpStore,
+                {ptr, update(old), kAligned | spv::MemoryAccessVolatileMask,
+                 static_cast<uint32_t>(Bytes(t))});
       // Released with a relaxed exchange: with an OpMemoryBarrier and an
       // OpAtomicStore instead, lavapipe loses most updates.
       Atomic(spv::OpAtomicExchange, u32,
