@@ -6,6 +6,10 @@
 #   tools/gpu_suite.sh pack [--no-build]    # here: build, write .gpu_bundle/
 #   tools/gpu_suite.sh update-core [--no-build]  # here: refresh only src/
 #   tools/gpu_suite.sh run [pytest args]    # there: the suite, QD_WANTED_ARCHS=cuda
+#   tools/gpu_suite.sh run --jobs N [pytest args]  # there: the suite (or the
+#                                           # test files given) in N pytest
+#                                           # processes at once, files dealt
+#                                           # round-robin; one summary line
 #   tools/gpu_suite.sh python SCRIPT [args] # there: one script, bundled Python
 #   tools/gpu_suite.sh check                # there: is the bundle isolated?
 #   tools/gpu_suite.sh pack-lavapipe        # here: write .gpu_lavapipe/
@@ -525,23 +529,75 @@ check() {
 }
 
 run() {
+  local jobs=1
+  if [ "${1:-}" = "--jobs" ]; then
+    [ $# -ge 2 ] || die "--jobs needs a count"
+    jobs="$2"; shift 2
+    [[ "$jobs" =~ ^[1-9][0-9]*$ ]] || die "--jobs needs a positive count, not '$jobs'"
+  fi
   prepare
   warn_if_stale
   export QD_WANTED_ARCHS="${QD_WANTED_ARCHS:-cuda}"
   helper check "$UNPACKED"
   note "QD_WANTED_ARCHS=$QD_WANTED_ARCHS CUDA_HOME=${CUDA_HOME:-}"
   # Default to the whole suite unless a test path is given.
-  local arg has_path=0
+  local arg has_path=0 options=() files=()
   for arg in "$@"; do
-    [ -e "$UNPACKED/src/${arg%%::*}" ] && has_path=1
+    if [ -e "$UNPACKED/src/${arg%%::*}" ]; then
+      has_path=1; files+=("$arg")
+    else
+      options+=("$arg")
+    fi
   done
   local args=(-p no:cacheprovider -rfEs "$@")
   [ "$has_path" -eq 1 ] || args+=(tests/python)
   local results="$UNPACKED/results.txt" rc=0 start=$SECONDS
-  rm -f "$results"
-  (cd "$UNPACKED/src" && helper pytest "$results" "${args[@]}") || rc=$?
+  rm -f "$results" "$results".*
+  if [ "$jobs" -gt 1 ]; then
+    [ "$has_path" -eq 1 ] ||
+      mapfile -t files < <(cd "$UNPACKED/src" && ls tests/python/test_*.py)
+    run_shards "$jobs" "$results" "${options[@]}" -- "${files[@]}" || rc=$?
+  else
+    (cd "$UNPACKED/src" && helper pytest "$results" "${args[@]}") || rc=$?
+  fi
   note "pytest exit status $rc, $((SECONDS - start)) s"
   helper summary "$results" "$rc"
+}
+
+# run_shards JOBS RESULTS [pytest options] -- FILES: deals FILES
+# round-robin (so neighbouring heavy files spread) to JOBS pytest processes
+# that share the machine. Their records go to RESULTS, each one's failure
+# lines and final count to stdout; the status is the worst of theirs, where
+# a shard that selected no test (status 5, e.g. under -k) counts as passed
+# unless every shard did.
+run_shards() {
+  local jobs="$1" results="$2"; shift 2
+  local options=() files=() k i rc worst=0 empty=0 pids=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do options+=("$1"); shift; done
+  shift
+  files=("$@")
+  for ((k = 0; k < jobs; k++)); do
+    local shard=()
+    for ((i = k; i < ${#files[@]}; i += jobs)); do shard+=("${files[i]}"); done
+    [ ${#shard[@]} -gt 0 ] || continue
+    (cd "$UNPACKED/src" &&
+      helper pytest "$results.$k" -p no:cacheprovider -rfEs "${options[@]}" \
+        "${shard[@]}") >"$results.$k.log" 2>&1 &
+    pids[k]=$!
+  done
+  for k in "${!pids[@]}"; do
+    rc=0; wait "${pids[k]}" || rc=$?
+    if [ "$rc" -eq 5 ]; then
+      empty=$((empty + 1))
+    elif [ "$rc" -gt "$worst" ]; then
+      worst=$rc
+    fi
+    grep -E '^(FAILED|ERROR) ' "$results.$k.log" || true
+    note "shard $k (status $rc): $(grep -E ' in [0-9.]+s' "$results.$k.log" | tail -n 1)"
+    cat "$results.$k" >>"$results" 2>/dev/null || true
+  done
+  [ "$empty" -eq "${#pids[@]}" ] && worst=5
+  return "$worst"
 }
 
 python_script() {
