@@ -412,14 +412,20 @@ void CheckpointWithinBudget(const CompileConfig& config,
                             int64_t threads_at_once, int64_t budget,
                             AdStackLayout* layout) {
   const std::vector<AdStackSpec>& stacks = kernel.task_adstacks()[task];
+  // Every row of a gated heap is live at once.
+  const int64_t rows = layout->rows;
+  if (rows > 0)
+    threads_at_once = rows;
   std::vector<int64_t> capacities = layout->capacities;
   std::vector<int64_t> segments =
       ChooseCheckpoints(stacks, &capacities, threads_at_once, budget,
                         config.ad_stack_size > 0,
                         config.ad_stack_segment_length);
   // The sized layout stands unless the choice changed a capacity.
-  if (capacities != layout->capacities)
+  if (capacities != layout->capacities) {
     *layout = LayOut(stacks, std::move(capacities));
+    layout->rows = rows;
+  }
   layout->segments = std::move(segments);
   layout->checkpoints.clear();
   for (const AdStackSpec& stack : stacks)

@@ -59,7 +59,9 @@ std::vector<int64_t> ChooseCheckpoints(const std::vector<AdStackSpec>& stacks,
                                        bool forced,
                                        int64_t segment_length = 0);
 
-// ChooseCheckpoints for a layout from LaunchSizer::Size, laid out again.
+// ChooseCheckpoints for a layout from LaunchSizer::Size, laid out again;
+// a gated layout (rows > 0) keeps its rows, which are all live at once and
+// so stand for `threads_at_once`.
 void CheckpointWithinBudget(const CompileConfig& config,
                             const CompiledKernel& kernel, int task,
                             int64_t threads_at_once, int64_t budget,

@@ -209,11 +209,9 @@ absl::Status CpuBackend::PublishAdStacks(
         field_generations, slots, adstack_layout_.stride, budget,
         &adstack_layout_, &adstack_stats_));
   }
-  const int64_t rows = adstack_layout_.rows;
-  adstack::CheckpointWithinBudget(config_, kernel, task,
-                                  rows > 0 ? rows : slots, budget,
+  adstack::CheckpointWithinBudget(config_, kernel, task, slots, budget,
                                   &adstack_layout_);
-  adstack_layout_.rows = rows;
+  const int64_t rows = adstack_layout_.rows;
   int64_t threads = slots;
   if (rows == 0) {
     QD_ASSIGN_OR_RETURN(threads, adstack::ThreadsWithinBudget(

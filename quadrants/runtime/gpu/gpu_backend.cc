@@ -198,12 +198,10 @@ absl::Status GpuBackend::RunTask(const GpuTask& task,
         config_, kernel, index, *snodes_, runtime_.root, ctx, args,
         field_generations, dispatched, adstack_layout_.stride,
         adstack_heap_->budget(), &adstack_layout_, &adstack_stats_));
-    const int64_t rows = adstack_layout_.rows;
     adstack::CheckpointWithinBudget(
-        config_, kernel, index,
-        rows > 0 ? rows : std::min<int64_t>(dispatched, resident_threads_),
+        config_, kernel, index, std::min<int64_t>(dispatched, resident_threads_),
         adstack_heap_->budget(), &adstack_layout_);
-    adstack_layout_.rows = rows;
+    const int64_t rows = adstack_layout_.rows;
     if (rows == 0) {
       QD_RETURN_IF_ERROR(
           adstack_heap_->FitGrid(kernel, index, adstack_layout_, run.block,
