@@ -18,7 +18,10 @@ pass replays them from the adstack. Printed, all measured in this run:
     machine's own python3 with CuPy, PyTorch and JAX), for 2^16 and 2^20
     threads;
   - with --arch vulkan: reverse / forward on Vulkan, and Vulkan's forward
-    and reverse times against the CPU backend's, both measured in this run;
+    and reverse times against our CUDA backend's where CUDA is available
+    (target: forward+reverse within 2x, at each --threads count), else
+    against the CPU backend's at 2^16 threads, all measured in this run,
+    with the Vulkan device and driver the backend reports;
   - adstack heap bytes against the exact need.
 """
 import argparse
@@ -188,7 +191,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--arch", choices=["cpu", "cuda", "vulkan"], default="cpu")
     parser.add_argument("--threads", type=int, nargs="+", default=[1 << 16, 1 << 20],
-                        help="thread counts (cuda)")
+                        help="thread counts (cuda; vulkan where CUDA is available)")
     parser.add_argument("--references-python", default="python3",
                         help="interpreter with CuPy, PyTorch and JAX (cuda; on the CPU, "
                              "PyTorch when this interpreter has none)")
@@ -196,19 +199,19 @@ def main():
     if args.arch == "cuda":
         return cuda_main(args)
     if args.arch == "vulkan":
-        return vulkan_main()
+        return vulkan_main(args)
     return cpu_main(args)
 
 
-def forward_and_reverse(arch):
-    """(forward s, reverse s, adstack stats, x.grad) of the recurrence on
-    `arch`, in a fresh runtime."""
-    phase(f"{arch.name}: forward and reverse")
+def forward_and_reverse(arch, threads=THREADS):
+    """(forward s, reverse s, adstack stats, x.grad, device) of the
+    recurrence on `arch` over `threads` threads, in a fresh runtime."""
+    phase(f"{arch.name}, {threads} threads: forward and reverse")
     qd.init(arch=arch, ad_stack_experimental_enabled=True)
     try:
-        x = qd.field(qd.f32, shape=THREADS, needs_grad=True)
+        x = qd.field(qd.f32, shape=threads, needs_grad=True)
         loss = qd.field(qd.f32, shape=(), needs_grad=True)
-        x.from_numpy((0.1 + 0.5 * np.arange(THREADS) / THREADS).astype(np.float32))
+        x.from_numpy((0.1 + 0.5 * np.arange(threads) / threads).astype(np.float32))
 
         @qd.kernel
         def recurrence():
@@ -221,27 +224,39 @@ def forward_and_reverse(arch):
         forward = best(recurrence)
         loss.grad[None] = 1.0
         reverse = best(recurrence.grad)
-        return forward, reverse, qd.lang.runtime.adstack_stats(), x.grad.to_numpy()
+        x.grad.fill(0)
+        recurrence.grad()
+        return (forward, reverse, qd.lang.runtime.adstack_stats(), x.grad.to_numpy(),
+                qd.lang.runtime.program().device_description)
     finally:
         qd.reset()
 
 
-def vulkan_main():
-    vk_fwd, vk_rev, stats, vk_grad = forward_and_reverse(qd.vulkan)
-    cpu_fwd, cpu_rev, _, cpu_grad = forward_and_reverse(qd.cpu)
-    print(f"{THREADS} threads x {ITERATIONS} iterations of v = sin(v) * a + x[i] "
-          f"(f32, Vulkan against the CPU backend)")
-    print(f"vulkan forward     {vk_fwd * 1e3:9.2f} ms")
-    print(f"vulkan reverse     {vk_rev * 1e3:9.2f} ms   reverse/forward = "
-          f"{vk_rev / vk_fwd:.2f} (target <= 4)")
-    print(f"cpu forward        {cpu_fwd * 1e3:9.2f} ms   vulkan/cpu = {vk_fwd / cpu_fwd:.2f}")
-    print(f"cpu reverse        {cpu_rev * 1e3:9.2f} ms   vulkan/cpu = {vk_rev / cpu_rev:.2f}"
-          f"   (cpu reverse/forward = {cpu_rev / cpu_fwd:.2f})")
-    # Sums of 256 contracting steps in f32: both backends agree to rounding.
-    worst = float(np.max(np.abs(vk_grad - cpu_grad) / np.maximum(np.abs(cpu_grad), 1e-6)))
-    print(f"gradient vulkan vs cpu: max relative difference {worst:.2e}")
-    print(f"adstack: capacities {stats['capacities']}, heap {stats['heap_bytes']} bytes, "
-          f"{stats['heap_grows']} allocations")
+def vulkan_main(args):
+    on_cuda = qd.lang.runtime.arch_unavailable_reason(qd.cuda) is None
+    reference = qd.cuda if on_cuda else qd.cpu
+    for threads in args.threads if on_cuda else [THREADS]:
+        vk_fwd, vk_rev, stats, vk_grad, device = forward_and_reverse(qd.vulkan, threads)
+        ref_fwd, ref_rev, _, ref_grad, _ = forward_and_reverse(reference, threads)
+        name = reference.name
+        print(f"{threads} threads x {ITERATIONS} iterations of v = sin(v) * a + x[i] "
+              f"(f32, Vulkan against our {name} backend, both in this run)")
+        print(f"vulkan device: {device}")
+        print(f"vulkan forward     {vk_fwd * 1e3:9.3f} ms")
+        print(f"vulkan reverse     {vk_rev * 1e3:9.3f} ms   reverse/forward = "
+              f"{vk_rev / vk_fwd:.2f} (target <= 4)")
+        print(f"{name:6s} forward     {ref_fwd * 1e3:9.3f} ms   vulkan/{name} = "
+              f"{vk_fwd / ref_fwd:.2f}")
+        print(f"{name:6s} reverse     {ref_rev * 1e3:9.3f} ms   vulkan/{name} = "
+              f"{vk_rev / ref_rev:.2f}")
+        total = (vk_fwd + vk_rev) / (ref_fwd + ref_rev)
+        target = f" ({'meets' if total <= 2 else 'misses'} the <= 2x target)" if on_cuda else ""
+        print(f"fwd+rev            vulkan/{name} = {total:.2f}{target}")
+        # Sums of 256 contracting steps in f32: the backends agree to rounding.
+        worst = float(np.max(np.abs(vk_grad - ref_grad) / np.maximum(np.abs(ref_grad), 1e-6)))
+        print(f"gradient vulkan vs {name}: max relative difference {worst:.2e}")
+        print(f"adstack: capacities {stats['capacities']}, heap {stats['heap_bytes']} bytes, "
+              f"{stats['heap_grows']} allocations")
 
 
 def cpu_forward_and_reverse(simd):

@@ -14,6 +14,12 @@ field and ndarray against torch's t.cpu() and t.copy_(torch.from_numpy(a))
 into an existing CUDA tensor (target: ours >= 0.8x torch). The references
 come from benchmarks/launch_references.py, in this interpreter or, with
 --references-python, in another.
+
+With --arch vulkan: us per launch of the same three kernels on Vulkan
+(LAUNCHES launches, one qd.sync() after them, best of 5), against our CUDA
+backend's figures for the same kernels measured in this run where CUDA is
+available (target: Vulkan <= 3x CUDA), else against the CPU backend's; the
+Vulkan device and driver are printed as the backend reports them.
 """
 import argparse
 import json
@@ -126,6 +132,58 @@ def shown(value, spec):
     return format(value, spec) if isinstance(value, float) else f"{'-':>9s}  {value}"
 
 
+def gpu_cases(arch):
+    """[(case, us per launch)] of the empty, field and ndarray kernels on
+    `arch`, in a fresh runtime, checking that every launch took effect."""
+    qd.init(arch=arch, offline_cache=False)
+    try:
+        n = launch_references.ELEMENTS
+        x = qd.field(qd.f32, shape=n)
+        arr = qd.ndarray(qd.f32, n)
+
+        @qd.kernel
+        def empty_kernel():
+            pass
+
+        @qd.kernel
+        def bump_field():
+            for i in x:
+                x[i] += 1.0
+
+        @qd.kernel
+        def bump_ndarray(a: qd.types.ndarray(qd.f32, 1)):
+            for i in range(a.shape[0]):
+                a[i] += 1.0
+
+        cases = [("empty kernel", launch_us(empty_kernel)),
+                 (f"field f32[{n}]: x[i] += 1.0", launch_us(bump_field)),
+                 (f"ndarray f32[{n}] argument: a[i] += 1.0", launch_us(bump_ndarray, arr))]
+        runs = (1 + REPEATS) * LAUNCHES
+        assert x[n - 1] == runs and arr[n - 1] == runs, (x[n - 1], arr[n - 1], runs)
+        return cases, qd.lang.runtime.program().device_description
+    finally:
+        qd.reset()
+
+
+def vulkan_main():
+    reason = qd.lang.runtime.arch_unavailable_reason(qd.vulkan)
+    if reason is not None:
+        sys.exit(f"launch_overhead --arch vulkan: Vulkan is not available here: {reason}")
+    reference = qd.cuda if qd.lang.runtime.arch_unavailable_reason(qd.cuda) is None else qd.cpu
+    ours, device = gpu_cases(qd.vulkan)
+    theirs, _ = gpu_cases(reference)
+    print(f"vulkan device: {device}")
+    print(f"us per launch: {LAUNCHES} launches then one sync, best of {REPEATS}; "
+          f"reference: our {reference.name} backend in this run")
+    print(f"{'case':40s} {'vulkan us':>10s} {reference.name + ' us':>10s} {'ratio':>7s}")
+    for (name, us), (_, ref) in zip(ours, theirs):
+        print(f"{name:40s} {us:10.3f} {ref:10.3f} {us / ref:7.2f}")
+    worst = max(us / ref for (_, us), (_, ref) in zip(ours, theirs))
+    if reference == qd.cuda:
+        print(f"worst vulkan/cuda ratio {worst:.2f}: {'meets' if worst <= 3 else 'misses'} "
+              f"the <= 3x target")
+
+
 def cuda_main(args):
     reason = qd.lang.runtime.arch_unavailable_reason(qd.cuda)
     if reason is not None:
@@ -191,13 +249,15 @@ def cuda_main(args):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--arch", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--arch", choices=["cpu", "cuda", "vulkan"], default="cpu")
     parser.add_argument("--references-python", default=None,
                         help="interpreter with CuPy and PyTorch for the CUDA references "
                              "(default: this one)")
     args = parser.parse_args()
     if args.arch == "cuda":
         return cuda_main(args)
+    if args.arch == "vulkan":
+        return vulkan_main()
     return cpu_main()
 
 

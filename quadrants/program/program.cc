@@ -547,7 +547,8 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
   QD_ASSIGN_OR_RETURN(
       BackendLaunchStats stats,
       backend_->Launch(kernel, resolved, field_generation_, options));
-  last_launch_ = {stats.tasks, stats.max_threads_used, stats.graph_replayed};
+  last_launch_ = {stats.tasks, stats.max_threads_used, stats.graph_replayed,
+                  stats.batched};
   if (CanRecordErrors(kernel))
     unsynced_.emplace_back(stats.launch_id, &kernel);
   // Only what the kernel may have written changes generation.

@@ -28,6 +28,7 @@ struct LaunchStats {
   int tasks = 0;
   int max_threads_used = 0;  // over the launch's parallel tasks
   bool graph_replayed = false;
+  bool batched = false;  // see BackendLaunchStats::batched
 };
 
 // Ties the pieces together: configuration, the SNode tree and its root
@@ -109,6 +110,9 @@ class Program {
   const LaunchStats& last_launch() const { return last_launch_; }
   const AdStackStats& adstack_stats() const {
     return backend_->adstack_stats();
+  }
+  std::string device_description() const {
+    return backend_->device_description();
   }
   const OfflineCacheStats& offline_cache_stats() const {
     return backend_->offline_cache_stats();

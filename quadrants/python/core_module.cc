@@ -842,6 +842,15 @@ PYBIND11_MODULE(_quadrants_core, m) {
           "last_launch_replayed_graph",
           [](PyProgram& p) { return p.get().last_launch().graph_replayed; })
       .def_property_readonly(
+          "array_memory_host_addressable",
+          [](PyProgram& p) { return p.get().array_memory()->host_addressable(); })
+      .def_property_readonly(
+          "device_description",
+          [](PyProgram& p) { return p.get().device_description(); })
+      .def_property_readonly(
+          "last_launch_batched",
+          [](PyProgram& p) { return p.get().last_launch().batched; })
+      .def_property_readonly(
           "compile_warnings",
           [](PyProgram& p) { return p.get().compile_warnings(); })
       .def("adstack_stats",

@@ -169,6 +169,9 @@ struct BackendLaunchStats {
   int tasks = 0;
   int max_threads_used = 0;
   bool graph_replayed = false;  // the tasks ran as one replayed graph
+  // The launch was recorded into a batch of launches submitted together
+  // (Vulkan's queue), not run alone.
+  bool batched = false;
 };
 
 struct LaunchOptions {
@@ -209,6 +212,9 @@ class Backend {
   // into memory from memory() for the kernel to see them.
   virtual bool stages_host_arrays() const { return false; }
   virtual int num_threads() const = 0;
+  // The device kernels run on, for people to read (name, driver); empty
+  // where the backend names none.
+  virtual std::string device_description() const { return ""; }
   // Whether kernels evaluate f32 sin and cos of one value together for
   // about the price of one; gradient kernels then stack those derivatives
   // in loops rather than evaluate them again in the reverse sweep.

@@ -324,10 +324,10 @@ def test_field_gated_dispatches_follow_field_writes():
 @pytest.mark.parametrize("env", [{"QD_VULKAN_SIZER": "host"}, {"QD_VULKAN_FORCE_STAGING": "1"}],
                          ids=["host_mode", "staged"])
 def test_vulkan_reducer_runs_on_the_host_when_asked_and_on_staged_buffers(monkeypatch, env):
-    # With QD_VULKAN_SIZER=host the host reducer runs. With staged buffers
-    # (device-local memory the host cannot map, as on discrete GPUs) the
-    # shader runs after uploading the staging copies, and must see the
-    # values the host wrote.
+    # With QD_VULKAN_SIZER=host the host reducer runs, on host copies it
+    # refreshes first. With device-local memory the host cannot map (as on
+    # discrete GPUs) the shader reads the device buffers, and must see the
+    # values the host wrote through its copies.
     reason = runtime.arch_unavailable_reason(qd.vulkan)
     if reason is not None:
         pytest.skip(f"arch vulkan unavailable: {reason}")

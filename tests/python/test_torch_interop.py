@@ -219,7 +219,7 @@ def test_gradcheck_through_a_dynamic_loop_with_a_torch_trip_count():
                                     eps=1e-6, atol=1e-8)
 
 
-@test_utils.test(arch=[qd.cpu, qd.vulkan])
+@test_utils.test(arch=[qd.cpu])
 def test_dlpack_views_the_ndarray_memory_and_keeps_it_alive():
     a = qd.ndarray(qd.f32, (3, 4))
 
@@ -276,6 +276,18 @@ def test_from_dlpack_borrows_the_producers_memory():
         qd.from_dlpack(torch.zeros(4, 4)[:, ::2])
     with pytest.raises(qd.QuadrantsTypeError, match="no Quadrants type"):
         qd.from_dlpack(torch.zeros(4, dtype=torch.complex64))
+
+
+@test_utils.test(arch=[qd.vulkan])
+def test_to_dlpack_on_vulkan_is_refused_saying_to_copy():
+    # Vulkan buffers are device-local; other libraries cannot address them.
+    a = qd.ndarray(qd.i32, (3, 2))
+    with pytest.raises(RuntimeError, match=r"to_dlpack.*arch=vulkan.*to_numpy\(\) or to_torch\(\)"):
+        torch.utils.dlpack.from_dlpack(a.to_dlpack())
+    with pytest.raises(RuntimeError, match="arch=vulkan"):
+        np.from_dlpack(a)
+    a.from_numpy(np.arange(6, dtype=np.int32).reshape(3, 2))
+    np.testing.assert_array_equal(a.to_torch().numpy(), np.arange(6).reshape(3, 2))
 
 
 @test_utils.test(arch=[qd.vulkan])

@@ -160,6 +160,9 @@ class CheckingBackend : public Backend {
   std::shared_ptr<ArrayMemory> memory() override {
     return inner_->memory();
   }
+  std::string device_description() const override {
+    return inner_->device_description();
+  }
   bool stages_host_arrays() const override {
     return inner_->stages_host_arrays();
   }

@@ -57,6 +57,7 @@ namespace quadrants::vulkan {
   X(vkCmdDispatchIndirect)                    \
   X(vkCmdPipelineBarrier)                     \
   X(vkCmdCopyBuffer)                          \
+  X(vkCmdFillBuffer)                          \
   X(vkQueueSubmit)                            \
   X(vkCreateFence)                            \
   X(vkDestroyFence)                           \

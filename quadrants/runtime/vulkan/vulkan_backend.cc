@@ -28,6 +28,14 @@
 namespace quadrants::vulkan {
 namespace abi = codegen::spirv::abi;
 
+// A task's pipelines: its own and, for a range_for, its bounds shader's.
+struct VulkanTask {
+  ir::TaskKind kind = ir::TaskKind::kSerial;
+  int64_t cells = 0;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkPipeline bounds = VK_NULL_HANDLE;
+};
+
 namespace {
 
 using options::EnvFlag;
@@ -72,12 +80,9 @@ absl::StatusOr<std::shared_ptr<VulkanDevice>> SharedDevice(
   return device;
 }
 
-struct VulkanTask {
-  ir::TaskKind kind = ir::TaskKind::kSerial;
-  int64_t cells = 0;
-  VkPipeline pipeline = VK_NULL_HANDLE;
-  VkPipeline bounds = VK_NULL_HANDLE;
-};
+void Put64(char* base, uint32_t offset, uint64_t value) {
+  std::memcpy(base + offset, &value, 8);
+}
 
 // A kernel's pipelines; destroyed with the kernel.
 struct PipelineSet {
@@ -295,6 +300,9 @@ absl::StatusOr<std::unique_ptr<VulkanBackend>> VulkanBackend::Create(
                       CreateBuffer(*device, abi::kRtBytes, false));
   QD_ASSIGN_OR_RETURN(backend->context_,
                       CreateBuffer(*device, abi::kCtxBytes, false));
+  QD_ASSIGN_OR_RETURN(backend->stream_, VulkanStream::Create(device));
+  VulkanStream* stream = backend->stream_.get();
+  backend->memory_->set_drain([stream] { return stream->Drain(); });
   return backend;
 }
 
@@ -310,6 +318,10 @@ VulkanBackend::VulkanBackend(const CompileConfig& config,
 VulkanBackend::~VulkanBackend() {
   const VulkanApi& api = device_->api();
   VkDevice d = device_->device();
+  // Arrays may outlive the backend; their host access then has no queue
+  // to drain.
+  memory_->set_drain(nullptr);
+  stream_.reset();
   api.vkDeviceWaitIdle(d);
   for (VulkanBuffer* buffer : {&runtime_, &context_, &bounds_, &prints_})
     DestroyBuffer(*device_, buffer);
@@ -410,6 +422,7 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> VulkanBackend::Compile(
       std::move(generated.second),
       generated.first.TaskAdStacks());
   compiled->set_print_sites(generated.first.print_sites);
+  compiled->sizer->set_memory(memory_.get());
   compiled->sizer_programs =
       SizerPrograms(compiled->task_adstacks(), snodes, offloaded.params(),
                     config_, sizer_mode_);
@@ -420,6 +433,7 @@ absl::Status VulkanBackend::EnsureBounds(int tasks) {
   const int64_t need = std::max(1, tasks) * int64_t{abi::kRangeBytes};
   if (bounds_.buffer != VK_NULL_HANDLE && bounds_.bytes >= need)
     return absl::OkStatus();
+  QD_RETURN_IF_ERROR(stream_->Drain());
   DestroyBuffer(*device_, &bounds_);
   QD_ASSIGN_OR_RETURN(bounds_, CreateBuffer(*device_, need, false));
   return absl::OkStatus();
@@ -433,8 +447,12 @@ absl::StatusOr<VulkanSizer*> VulkanBackend::Sizer() {
 }
 
 absl::StatusOr<adstack::MaxReducer*> VulkanBackend::Reducer() {
-  if (!host_reducer_)
-    host_reducer_ = std::make_unique<cpu::CpuMaxReducer>();
+  if (!host_reducer_) {
+    VulkanMemory* memory = memory_.get();
+    host_reducer_ = std::make_unique<HostViewReducer>(
+        [memory] { return memory->RefreshHostCopies(); },
+        std::make_unique<cpu::CpuMaxReducer>());
+  }
   if (sizer_mode_ == SizerMode::kHost)
     return host_reducer_.get();
   if (!device_reducer_) {
@@ -445,22 +463,6 @@ absl::StatusOr<adstack::MaxReducer*> VulkanBackend::Reducer() {
                                                return memory->DeviceAddress(p);
                                              },
                                              host_reducer_.get()));
-    // Staged buffers' device copies are current only once uploaded: the
-    // reducer's command buffer uploads them before its dispatches (the
-    // staging copies hold the host's writes and every finished launch's).
-    std::shared_ptr<VulkanDevice> device = device_;
-    device_reducer_->set_prepare([memory, device](VkCommandBuffer cmd) {
-      if (!memory->has_staged())
-        return;
-      memory->RecordCopies(cmd, true);
-      VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-      b.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-      b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
-      device->api().vkCmdPipelineBarrier(
-          cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
-          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &b, 0, nullptr, 0,
-          nullptr);
-    });
   }
   return device_reducer_.get();
 }
@@ -474,33 +476,15 @@ absl::Status VulkanBackend::EnsurePrintBuffer(int64_t bytes) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
-    const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
-    absl::Span<const uint64_t> field_generations,
-    const LaunchOptions& /*options*/) {
-  const auto& compiled = static_cast<const VulkanCompiledKernel&>(kernel);
-  const VulkanApi& api = device_->api();
-  QD_RETURN_IF_ERROR(EnsureBounds(kernel.num_tasks()));
-  if (!kernel.print_sites().empty()) {
-    // A launch whose records did not fit makes the next buffer larger.
-    int64_t want = std::max<int64_t>(print_capacity_, 1 << 20);
-    if (print_overflowed_)
-      want *= 4;
-    print_overflowed_ = false;
-    QD_RETURN_IF_ERROR(EnsurePrintBuffer(std::min<int64_t>(want, 1ll << 30)));
-  }
-
-  // The launch context.
-  char* ctx = context_.host;
+absl::Status VulkanBackend::FillContext(
+    char* ctx, const CompiledKernel& kernel,
+    absl::Span<const ResolvedArgument> args) {
   std::memset(ctx, 0, abi::kCtxBytes);
-  auto put64 = [](char* base, uint32_t offset, uint64_t value) {
-    std::memcpy(base + offset, &value, 8);
-  };
-  put64(ctx, abi::kCtxRuntime, runtime_.address);
-  put64(ctx, abi::kCtxRandomKey,
+  Put64(ctx, abi::kCtxRuntime, runtime_.address);
+  Put64(ctx, abi::kCtxRandomKey,
         llvm_runtime::LaunchRandomKey(config_.random_seed, ++launches_));
-  put64(ctx, abi::kCtxBounds, bounds_.address);
-  put64(ctx, abi::kCtxMaxGroups, device_->max_groups());
+  Put64(ctx, abi::kCtxBounds, bounds_.address);
+  Put64(ctx, abi::kCtxMaxGroups, device_->max_groups());
   if (args.size() > abi::kMaxArgs) {
     return MakeError(
         ErrorKind::kType,
@@ -509,7 +493,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
   }
   for (size_t i = 0; i < args.size(); ++i) {
     const ir::KernelParam& param = kernel.params()[i];
-    put64(ctx, abi::kCtxArgs + 8 * i, static_cast<uint64_t>(args[i].slot));
+    Put64(ctx, abi::kCtxArgs + 8 * i, static_cast<uint64_t>(args[i].slot));
     if (param.kind != ir::KernelParam::Kind::kNdarray)
       continue;
     const uint64_t address =
@@ -521,7 +505,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
                        param.name,
                        "') is not in memory the Vulkan device can address"));
     }
-    put64(ctx, abi::kCtxNdarrayData + 8 * i, address);
+    Put64(ctx, abi::kCtxNdarrayData + 8 * i, address);
     if (args[i].shape.size() > abi::kMaxNdim) {
       return MakeError(
           ErrorKind::kType,
@@ -529,13 +513,148 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
                        " has more than ", abi::kMaxNdim, " dimensions"));
     }
     for (size_t axis = 0; axis < args[i].shape.size(); ++axis) {
-      put64(ctx, abi::kCtxNdarrayShape + 8 * (abi::kMaxNdim * i + axis),
+      Put64(ctx, abi::kCtxNdarrayShape + 8 * (abi::kMaxNdim * i + axis),
             static_cast<uint64_t>(args[i].shape[axis]));
     }
   }
+  return absl::OkStatus();
+}
+
+void VulkanBackend::RecordTask(VkCommandBuffer cmd, const VulkanTask& task,
+                               size_t t, int64_t groups, uint64_t ctx_address,
+                               BackendLaunchStats* stats) {
+  const VulkanApi& api = device_->api();
+  auto barrier = [&](VkPipelineStageFlags src, VkAccessFlags src_access,
+                     VkPipelineStageFlags dst, VkAccessFlags dst_access) {
+    VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    b.srcAccessMask = src_access;
+    b.dstAccessMask = dst_access;
+    api.vkCmdPipelineBarrier(cmd, src, dst, 0, 1, &b, 0, nullptr, 0, nullptr);
+  };
+  const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
+  const VkAccessFlags shader_rw =
+      VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  ++stats->tasks;
+  switch (task.kind) {
+    case ir::TaskKind::kSerial:
+      api.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
+                            task.pipeline);
+      api.vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8,
+                             &ctx_address);
+      api.vkCmdDispatch(cmd, 1, 1, 1);
+      break;
+    case ir::TaskKind::kRangeFor:
+      // The range (and the dispatch size) come from the bounds shader.
+      api.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, task.bounds);
+      api.vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8,
+                             &ctx_address);
+      api.vkCmdDispatch(cmd, 1, 1, 1);
+      barrier(compute, VK_ACCESS_SHADER_WRITE_BIT,
+              compute | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
+              shader_rw | VK_ACCESS_INDIRECT_COMMAND_READ_BIT);
+      api.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
+                            task.pipeline);
+      api.vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8,
+                             &ctx_address);
+      api.vkCmdDispatchIndirect(
+          cmd, bounds_.buffer,
+          kGuardBytes + t * abi::kRangeBytes + abi::kRangeDispatch);
+      break;
+    case ir::TaskKind::kStructFor: {
+      if (groups == 0)
+        break;
+      api.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
+                            task.pipeline);
+      api.vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8,
+                             &ctx_address);
+      api.vkCmdDispatch(cmd, static_cast<uint32_t>(groups), 1, 1);
+      stats->max_threads_used = std::max<int>(
+          stats->max_threads_used, static_cast<int>(std::min<int64_t>(
+                                      task.cells, groups * abi::kBlockSize)));
+      break;
+    }
+  }
+}
+
+bool VulkanBackend::Queueable(const CompiledKernel& kernel) const {
+  if (!kernel.print_sites().empty() || !kernel.error_sites().empty())
+    return false;
+  for (const auto& stacks : kernel.task_adstacks()) {
+    if (!stacks.empty())
+      return false;
+  }
+  return true;
+}
+
+int64_t VulkanBackend::TaskGroups(const VulkanTask& task) const {
+  const int64_t groups = device_->max_groups();
+  if (task.kind != ir::TaskKind::kStructFor)
+    return groups;
+  return std::min<int64_t>((task.cells + abi::kBlockSize - 1) / abi::kBlockSize,
+                           groups);
+}
+
+absl::StatusOr<BackendLaunchStats> VulkanBackend::Queue(
+    const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args) {
+  const auto& compiled = static_cast<const VulkanCompiledKernel&>(kernel);
+  QD_RETURN_IF_ERROR(EnsureBounds(kernel.num_tasks()));
+  // Queued launches read the root from the runtime record when they run.
+  const uint64_t root = root_ == nullptr ? 0 : memory_->DeviceAddress(root_);
+  if (root != published_root_) {
+    QD_RETURN_IF_ERROR(stream_->Drain());
+    Put64(runtime_.host, abi::kRtRoot, root);
+    published_root_ = root;
+  }
+  QD_ASSIGN_OR_RETURN(VulkanStream::Slot slot, stream_->Next());
+  QD_RETURN_IF_ERROR(FillContext(slot.context, kernel, args));
+  const VulkanApi& api = device_->api();
+  BackendLaunchStats stats;
+  for (size_t t = 0; t < compiled.tasks().size(); ++t) {
+    if (t > 0) {
+      VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+      b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+      api.vkCmdPipelineBarrier(slot.commands,
+                               VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                               VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &b,
+                               0, nullptr, 0, nullptr);
+    }
+    const VulkanTask& task = compiled.tasks()[t];
+    RecordTask(slot.commands, task, t, TaskGroups(task), slot.context_address,
+               &stats);
+  }
+  QD_RETURN_IF_ERROR(stream_->Commit());
+  stats.batched = true;
+  return stats;
+}
+
+absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
+    const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
+    absl::Span<const uint64_t> field_generations,
+    const LaunchOptions& /*options*/) {
+  const auto& compiled = static_cast<const VulkanCompiledKernel&>(kernel);
+  if (Queueable(kernel))
+    return Queue(compiled, args);
+  // What follows reads and writes records the queued launches may use.
+  QD_RETURN_IF_ERROR(stream_->Drain());
+  const VulkanApi& api = device_->api();
+  QD_RETURN_IF_ERROR(EnsureBounds(kernel.num_tasks()));
+  if (!kernel.print_sites().empty()) {
+    // A launch whose records did not fit makes the next buffer larger.
+    int64_t want = std::max<int64_t>(print_capacity_, 1 << 20);
+    if (print_overflowed_)
+      want *= 4;
+    print_overflowed_ = false;
+    QD_RETURN_IF_ERROR(EnsurePrintBuffer(std::min<int64_t>(want, 1ll << 30)));
+  }
+
+  char* ctx = context_.host;
+  QD_RETURN_IF_ERROR(FillContext(ctx, kernel, args));
+  auto put64 = Put64;
   // The runtime record.
   char* rt = runtime_.host;
-  put64(rt, abi::kRtRoot, root_ == nullptr ? 0 : memory_->DeviceAddress(root_));
+  published_root_ = root_ == nullptr ? 0 : memory_->DeviceAddress(root_);
+  put64(rt, abi::kRtRoot, published_root_);
   put64(rt, abi::kRtPrintBuffer, prints_.address);
   const uint32_t capacity =
       kernel.print_sites().empty() ? 0 : static_cast<uint32_t>(prints_.bytes);
@@ -579,8 +698,8 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
     adstack_stats_.gated_rows.assign(task_stacks.size(), 0);
   }
 
-  // Command buffers: staged inputs in, the tasks with barriers between
-  // them, staged outputs back. One per launch, unless a task's adstacks
+  // Command buffers: the tasks with barriers between them. One per
+  // launch, unless a task's adstacks
   // are sized from values earlier tasks write or need larger heaps: the
   // work recorded so far then runs first.
   VkCommandBuffer cmd = commands_;
@@ -594,28 +713,19 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
   const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
   const VkAccessFlags shader_rw =
       VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-  const bool staged = memory_->has_staged();
   bool recorded = false;  // dispatches since the command buffer began
   auto begin_commands = [&]() -> absl::Status {
     QD_RETURN_IF_ERROR(BeginCommands(*device_, cmd));
-    if (staged) {
-      memory_->RecordCopies(cmd, true);
-      barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
-              compute, shader_rw);
-    }
     recorded = false;
     return absl::OkStatus();
   };
   auto submit_commands = [&]() -> absl::Status {
-    if (staged) {
-      barrier(compute, VK_ACCESS_SHADER_WRITE_BIT,
-              VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
-      memory_->RecordCopies(cmd, false);
-      barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
-              VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
-    }
-    barrier(compute, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
-            VK_ACCESS_HOST_READ_BIT);
+    // Before the host's reads and every later submission's commands.
+    barrier(compute, VK_ACCESS_SHADER_WRITE_BIT,
+            compute | VK_PIPELINE_STAGE_TRANSFER_BIT |
+                VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+            shader_rw | VK_ACCESS_TRANSFER_READ_BIT |
+                VK_ACCESS_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_HOST_READ_BIT);
     return SubmitAndWait(*device_, cmd, fence_);
   };
   QD_RETURN_IF_ERROR(begin_commands());
@@ -624,10 +734,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
   for (size_t t = 0; t < compiled.tasks().size(); ++t) {
     const VulkanTask& task = compiled.tasks()[t];
     const int64_t block = abi::kBlockSize;
-    int64_t groups = device_->max_groups();
-    if (task.kind == ir::TaskKind::kStructFor) {
-      groups = std::min<int64_t>((task.cells + block - 1) / block, groups);
-    }
+    int64_t groups = TaskGroups(task);
     if (!task_stacks[t].empty()) {
       const std::vector<int64_t>& program = compiled.sizer_programs[t];
       // Captured MaxOverRanges go to the max-reducer before any walk,
@@ -721,46 +828,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
       barrier(compute, VK_ACCESS_SHADER_WRITE_BIT, compute, shader_rw);
     }
     recorded = true;
-    ++stats.tasks;
-    switch (task.kind) {
-      case ir::TaskKind::kSerial:
-        api.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
-                              task.pipeline);
-        api.vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8,
-                               &ctx_address);
-        api.vkCmdDispatch(cmd, 1, 1, 1);
-        break;
-      case ir::TaskKind::kRangeFor:
-        // The range (and the dispatch size) come from the bounds shader.
-        api.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, task.bounds);
-        api.vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8,
-                               &ctx_address);
-        api.vkCmdDispatch(cmd, 1, 1, 1);
-        barrier(compute, VK_ACCESS_SHADER_WRITE_BIT,
-                compute | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
-                shader_rw | VK_ACCESS_INDIRECT_COMMAND_READ_BIT);
-        api.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
-                              task.pipeline);
-        api.vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8,
-                               &ctx_address);
-        api.vkCmdDispatchIndirect(
-            cmd, bounds_.buffer,
-            kGuardBytes + t * abi::kRangeBytes + abi::kRangeDispatch);
-        break;
-      case ir::TaskKind::kStructFor: {
-        if (groups == 0)
-          break;
-        api.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
-                              task.pipeline);
-        api.vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8,
-                               &ctx_address);
-        api.vkCmdDispatch(cmd, static_cast<uint32_t>(groups), 1, 1);
-        stats.max_threads_used = std::max<int>(
-            stats.max_threads_used, static_cast<int>(std::min<int64_t>(
-                                        task.cells, groups * abi::kBlockSize)));
-        break;
-      }
-    }
+    RecordTask(cmd, task, t, groups, ctx_address, &stats);
   }
   QD_RETURN_IF_ERROR(submit_commands());
   if (any_stacks) {

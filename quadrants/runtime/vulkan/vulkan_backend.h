@@ -15,16 +15,23 @@
 #include "quadrants/runtime/vulkan/vulkan_max_reducer.h"
 #include "quadrants/runtime/vulkan/vulkan_memory.h"
 #include "quadrants/runtime/vulkan/vulkan_sizer.h"
+#include "quadrants/runtime/vulkan/vulkan_stream.h"
 #include "quadrants/runtime/offline_cache/offline_cache.h"
 
 namespace quadrants::vulkan {
 
+struct VulkanTask;
+
 // The Vulkan backend: kernels lowered to SPIR-V (one compute pipeline per
 // task, plus one per range_for task computing its range on the device),
 // fields and ndarrays in device buffers addressed through buffer device
-// addresses. A launch records its tasks into one command buffer with a
-// barrier between consecutive dispatches, submits it and waits on a fence,
-// so errors and prints are known when it returns.
+// addresses. A launch records its tasks with a barrier between consecutive
+// dispatches. A kernel that can record no error, prints nothing and has no
+// adstacks is queued (VulkanStream) and the launch returns; any other
+// launch drains the queue, submits its own command buffer and waits on its
+// fence, so its errors and prints are known when it returns. Host access
+// to fields and ndarrays, Synchronize and the adstack sizers drain the
+// queue first.
 class VulkanBackend : public Backend {
  public:
   static absl::StatusOr<std::unique_ptr<VulkanBackend>> Create(
@@ -40,12 +47,15 @@ class VulkanBackend : public Backend {
       const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
       absl::Span<const uint64_t> field_generations,
       const LaunchOptions& options) override;
-  absl::Status Synchronize() override { return absl::OkStatus(); }
+  absl::Status Synchronize() override { return stream_->Drain(); }
   absl::optional<RuntimeErrorRecord> TakeError() override;
   PrintBatch TakePrints() override;
   std::shared_ptr<ArrayMemory> memory() override { return memory_; }
   bool stages_host_arrays() const override { return true; }
   int num_threads() const override;
+  std::string device_description() const override {
+    return device_->ReadableDescription();
+  }
   const AdStackStats& adstack_stats() const override { return adstack_stats_; }
   const OfflineCacheStats& offline_cache_stats() const override {
     return cache_stats_;
@@ -57,6 +67,19 @@ class VulkanBackend : public Backend {
 
  private:
   codegen::spirv::CodegenOptions CodegenOptions() const;
+  // Whether a launch of `kernel` may be queued (see the class comment).
+  bool Queueable(const CompiledKernel& kernel) const;
+  absl::StatusOr<BackendLaunchStats> Queue(
+      const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args);
+  // Writes the launch context of `kernel` with `args` at `ctx`.
+  absl::Status FillContext(char* ctx, const CompiledKernel& kernel,
+                           absl::Span<const ResolvedArgument> args);
+  // Records task `t`'s dispatches with the launch context at `ctx_address`.
+  void RecordTask(VkCommandBuffer cmd, const VulkanTask& task, size_t t,
+                  int64_t groups, uint64_t ctx_address,
+                  BackendLaunchStats* stats);
+  // The workgroups a dispatch of `task` uses before adstack limits.
+  int64_t TaskGroups(const VulkanTask& task) const;
   absl::StatusOr<CompiledKernelData> Generate(
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes);
   absl::Status EnsureBounds(int tasks);
@@ -81,9 +104,11 @@ class VulkanBackend : public Backend {
   SizerMode sizer_mode_ = SizerMode::kAuto;
   std::unique_ptr<VulkanSizer> sizer_;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
-  VkCommandBuffer commands_ = VK_NULL_HANDLE;
+  std::unique_ptr<VulkanStream> stream_;  // queued launches
+  VkCommandBuffer commands_ = VK_NULL_HANDLE;  // a launch waited for
   VkFence fence_ = VK_NULL_HANDLE;
   VulkanBuffer runtime_;  // the runtime record (shader_abi.h)
+  uint64_t published_root_ = 0;  // the root address in runtime_
   VulkanBuffer context_;  // the launch context
   VulkanBuffer bounds_;   // per-task range records
   VulkanBuffer prints_;   // print() records
@@ -94,8 +119,8 @@ class VulkanBackend : public Backend {
   uint64_t launches_ = 0;
   AdStackStats adstack_stats_;
   // Evaluates captured adstack MaxOverRanges on host threads, reading the
-  // same host-addressable memory as the serial walk; made at first use.
-  std::unique_ptr<cpu::CpuMaxReducer> host_reducer_;
+  // arrays' host copies (refreshed first); made at first use.
+  std::unique_ptr<adstack::MaxReducer> host_reducer_;
   // Evaluates them with the reducer shader; falls back to host_reducer_.
   std::unique_ptr<VulkanMaxReducer> device_reducer_;
   OfflineCacheStats cache_stats_;  // before cache_, which notes its directory

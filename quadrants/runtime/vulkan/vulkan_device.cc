@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "quadrants/codegen/spirv/shader_abi.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/options.h"
@@ -159,6 +160,7 @@ absl::Status VulkanDevice::Initialize(const FeatureOverrides& overrides) {
       queue_family_ = static_cast<uint32_t>(family);
       caps_.device_name = props.deviceName;
       driver_version_ = props.driverVersion;
+      vendor_id_ = props.vendorID;
       api_version_ = props.apiVersion;
     }
   }
@@ -267,6 +269,21 @@ VulkanDevice::~VulkanDevice() {
 std::string VulkanDevice::Description() const {
   return absl::StrCat(caps_.device_name, " driver=", driver_version_,
                       " api=", VK_API_VERSION_MAJOR(api_version_), ".",
+                      VK_API_VERSION_MINOR(api_version_), ".",
+                      VK_API_VERSION_PATCH(api_version_));
+}
+
+std::string VulkanDevice::ReadableDescription() const {
+  constexpr uint32_t kNvidia = 0x10de;
+  const uint32_t v = driver_version_;
+  const std::string driver =
+      vendor_id_ == kNvidia
+          ? absl::StrFormat("%u.%u.%02u", v >> 22, (v >> 14) & 0xff,
+                            (v >> 6) & 0xff)
+          : absl::StrCat(VK_API_VERSION_MAJOR(v), ".", VK_API_VERSION_MINOR(v),
+                         ".", VK_API_VERSION_PATCH(v));
+  return absl::StrCat(caps_.device_name, ", driver ", driver, ", Vulkan ",
+                      VK_API_VERSION_MAJOR(api_version_), ".",
                       VK_API_VERSION_MINOR(api_version_), ".",
                       VK_API_VERSION_PATCH(api_version_));
 }

@@ -40,6 +40,9 @@ class VulkanDevice {
   const codegen::spirv::DeviceCaps& caps() const { return caps_; }
   // Name, driver and API version: what compiled code may depend on.
   std::string Description() const;
+  // The device's name and its driver's version as its vendor writes it
+  // (NVIDIA: 580.159.04), for people to read.
+  std::string ReadableDescription() const;
   const std::string& name() const { return caps_.device_name; }
 
   // The most workgroups a dispatch uses. A CPU device (lavapipe) runs one
@@ -74,6 +77,7 @@ class VulkanDevice {
   uint32_t queue_family_ = 0;
   codegen::spirv::DeviceCaps caps_;
   uint32_t driver_version_ = 0;
+  uint32_t vendor_id_ = 0;
   uint32_t api_version_ = 0;
   uint32_t host_memory_type_ = 0;
   uint32_t device_memory_type_ = 0;

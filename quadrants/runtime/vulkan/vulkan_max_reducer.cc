@@ -228,8 +228,6 @@ absl::StatusOr<std::vector<uint64_t>> VulkanMaxReducer::Dispatch(
   }
   const VulkanApi& api = device_->api();
   QD_RETURN_IF_ERROR(BeginCommands(*device_, commands_));
-  if (prepare_)
-    prepare_(commands_);
   api.vkCmdBindPipeline(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_);
   for (size_t j = 0; j < encoded.size(); ++j) {
     const uint64_t job = buffer_.address + j * kJobBytes;

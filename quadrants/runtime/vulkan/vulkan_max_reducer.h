@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "quadrants/common/status_macros.h"
 #include "absl/types/span.h"
 #include "quadrants/runtime/adstack/max_reducer.h"
 #include "quadrants/runtime/vulkan/vulkan_device.h"
@@ -22,10 +23,8 @@ using DeviceAddressFn = std::function<uint64_t(const void*)>;
 // Max-reduces adstack sizing jobs with the reducer shader
 // (codegen/spirv/reducer_shader.h): one dispatch per job, the jobs of a
 // Reduce in one submission of its own command buffer, then a wait. Reads go
-// through the device addresses of the jobs' host pointers: the caller
-// finishes the work that writes them first, as it would for a host
-// reducer, and brings staged buffers' device copies up to date in the
-// command buffer before the dispatches (set_prepare).
+// through the device addresses of the jobs' pointers: the caller finishes
+// the work that writes them first, as it would for a host reducer.
 //
 // Jobs the shader has no room for (more axes, reads, axis indices per read
 // or instructions than reducer_shader.h allows), jobs of more than 2^40
@@ -54,11 +53,6 @@ class VulkanMaxReducer : public adstack::MaxReducer {
   // Caps a dispatch's workgroups (65535 by default), so that tests reach
   // long walks per invocation with small jobs.
   void set_max_groups(int64_t groups) { max_groups_ = groups; }
-  // Records what must run before the dispatches of each Reduce (uploads of
-  // staged buffers, with their barrier).
-  void set_prepare(std::function<void(VkCommandBuffer)> prepare) {
-    prepare_ = std::move(prepare);
-  }
 
  private:
   // A job as the shader reads it, with its dispatch size.
@@ -88,9 +82,28 @@ class VulkanMaxReducer : public adstack::MaxReducer {
   VkFence fence_ = VK_NULL_HANDLE;
   VulkanBuffer buffer_;
   int64_t max_groups_ = 65535;
-  std::function<void(VkCommandBuffer)> prepare_;
   int64_t device_jobs_ = 0;
   int64_t fallback_jobs_ = 0;
+};
+
+// A host reducer over memory whose host copies must first be brought up to
+// date (`refresh`; the staging buffers of device-local memory): the
+// fallback of the reducer shader, and the reducer of QD_VULKAN_SIZER=host.
+class HostViewReducer : public adstack::MaxReducer {
+ public:
+  HostViewReducer(std::function<absl::Status()> refresh,
+                  std::unique_ptr<adstack::MaxReducer> host)
+      : refresh_(std::move(refresh)), host_(std::move(host)) {}
+  absl::StatusOr<std::vector<int64_t>> Reduce(
+      absl::Span<const adstack::ReducerJob> jobs) override {
+    if (!jobs.empty())
+      QD_RETURN_IF_ERROR(refresh_());
+    return host_->Reduce(jobs);
+  }
+
+ private:
+  std::function<absl::Status()> refresh_;
+  std::unique_ptr<adstack::MaxReducer> host_;
 };
 
 }  // namespace quadrants::vulkan

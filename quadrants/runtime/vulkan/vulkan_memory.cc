@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
+#include "quadrants/runtime/vulkan/vulkan_pipeline.h"
 
 namespace quadrants::vulkan {
 namespace {
@@ -108,10 +109,28 @@ VulkanMemory::~VulkanMemory() {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [host, buffer] : buffers_)
     DestroyBuffer(*device_, &buffer);
+  DestroyCommands(*device_, &commands_, &fence_);
+}
+
+absl::Status VulkanMemory::Drain() {
+  std::function<absl::Status()> drain;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    drain = drain_;
+  }
+  return drain ? drain() : absl::OkStatus();
 }
 
 absl::StatusOr<void*> VulkanMemory::Allocate(int64_t bytes) {
   QD_ASSIGN_OR_RETURN(VulkanBuffer buffer, CreateBuffer(*device_, bytes, true));
+  if (buffer.staging != VK_NULL_HANDLE) {
+    // Device-local memory starts undefined; the staging copy is zeroed.
+    absl::Status zeroed = RunTransfers({{&buffer, 0, buffer.bytes}}, true, true);
+    if (!zeroed.ok()) {
+      DestroyBuffer(*device_, &buffer);
+      return zeroed;
+    }
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   char* host = buffer.host;
   buffers_[host] = buffer;
@@ -119,6 +138,9 @@ absl::StatusOr<void*> VulkanMemory::Allocate(int64_t bytes) {
 }
 
 void VulkanMemory::Free(void* data) {
+  // Queued launches may still use the buffer; a failed drain (a lost
+  // device) leaves nothing to wait for.
+  (void)Drain();
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = buffers_.find(static_cast<const char*>(data));
   if (it == buffers_.end())
@@ -127,39 +149,119 @@ void VulkanMemory::Free(void* data) {
   buffers_.erase(it);
 }
 
-uint64_t VulkanMemory::DeviceAddress(const void* p) const {
+const VulkanBuffer* VulkanMemory::Find(const void* p, int64_t bytes) const {
   const char* c = static_cast<const char*>(p);
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = buffers_.upper_bound(c);
   if (it == buffers_.begin())
-    return 0;
+    return nullptr;
   --it;
   const VulkanBuffer& buffer = it->second;
-  if (c < buffer.host || c >= buffer.host + buffer.bytes)
+  if (c < buffer.host || c + bytes > buffer.host + buffer.bytes)
+    return nullptr;
+  return &buffer;
+}
+
+uint64_t VulkanMemory::DeviceAddress(const void* p) const {
+  const VulkanBuffer* buffer = Find(p, 1);
+  if (buffer == nullptr)
     return 0;
-  return buffer.address + static_cast<uint64_t>(c - buffer.host);
+  return buffer->address +
+         static_cast<uint64_t>(static_cast<const char*>(p) - buffer->host);
 }
 
-bool VulkanMemory::has_staged() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& [host, buffer] : buffers_) {
-    if (buffer.staging != VK_NULL_HANDLE)
-      return true;
+absl::Status VulkanMemory::CopyToHost(void* host, const void* data,
+                                      int64_t bytes) {
+  if (bytes <= 0)
+    return absl::OkStatus();
+  QD_RETURN_IF_ERROR(Drain());
+  const VulkanBuffer* buffer = Find(data, bytes);
+  if (buffer != nullptr && buffer->staging != VK_NULL_HANDLE) {
+    const int64_t offset = static_cast<const char*>(data) - buffer->host;
+    QD_RETURN_IF_ERROR(RunTransfers({{buffer, offset, bytes}}, false, false));
+  } else if (buffer == nullptr && !host_addressable()) {
+    return MakeError(ErrorKind::kRuntime,
+                     absl::StrCat("copying ", bytes,
+                                  " bytes from memory that is in no Vulkan "
+                                  "buffer"));
   }
-  return false;
+  std::memcpy(host, data, bytes);
+  return absl::OkStatus();
 }
 
-void VulkanMemory::RecordCopies(VkCommandBuffer commands, bool upload) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& [host, buffer] : buffers_) {
-    if (buffer.staging == VK_NULL_HANDLE)
+absl::Status VulkanMemory::CopyFromHost(void* data, const void* host,
+                                        int64_t bytes) {
+  if (bytes <= 0)
+    return absl::OkStatus();
+  QD_RETURN_IF_ERROR(Drain());
+  const VulkanBuffer* buffer = Find(data, bytes);
+  if (buffer == nullptr && !host_addressable()) {
+    return MakeError(ErrorKind::kRuntime,
+                     absl::StrCat("copying ", bytes,
+                                  " bytes into memory that is in no Vulkan "
+                                  "buffer"));
+  }
+  std::memcpy(data, host, bytes);
+  if (buffer != nullptr && buffer->staging != VK_NULL_HANDLE) {
+    const int64_t offset = static_cast<char*>(data) - buffer->host;
+    QD_RETURN_IF_ERROR(RunTransfers({{buffer, offset, bytes}}, true, false));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VulkanMemory::RefreshHostCopies() {
+  if (host_addressable())
+    return absl::OkStatus();
+  QD_RETURN_IF_ERROR(Drain());
+  std::vector<Transfer> transfers;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [host, buffer] : buffers_)
+      transfers.push_back({&buffer, 0, buffer.bytes});
+  }
+  return RunTransfers(transfers, false, false);
+}
+
+absl::Status VulkanMemory::RunTransfers(const std::vector<Transfer>& transfers,
+                                        bool upload, bool fill_zero) {
+  if (transfers.empty())
+    return absl::OkStatus();
+  std::lock_guard<std::mutex> lock(transfer_mutex_);
+  const VulkanApi& api = device_->api();
+  if (commands_ == VK_NULL_HANDLE)
+    QD_RETURN_IF_ERROR(CreateCommands(*device_, &commands_, &fence_));
+  QD_RETURN_IF_ERROR(BeginCommands(*device_, commands_));
+  // Earlier submissions' shader writes before the copies; the copies before
+  // later shaders and the host's reads.
+  auto barrier = [&](VkPipelineStageFlags src, VkAccessFlags src_access,
+                     VkPipelineStageFlags dst, VkAccessFlags dst_access) {
+    VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    b.srcAccessMask = src_access;
+    b.dstAccessMask = dst_access;
+    api.vkCmdPipelineBarrier(commands_, src, dst, 0, 1, &b, 0, nullptr, 0,
+                             nullptr);
+  };
+  const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
+  const VkPipelineStageFlags transfer = VK_PIPELINE_STAGE_TRANSFER_BIT;
+  barrier(compute | transfer,
+          VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, transfer,
+          VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+  for (const Transfer& t : transfers) {
+    const VulkanBuffer& b = *t.buffer;
+    if (fill_zero) {
+      api.vkCmdFillBuffer(commands_, b.buffer, 0, VK_WHOLE_SIZE, 0);
       continue;
-    VkBufferCopy region{kGuardBytes, kGuardBytes,
-                        static_cast<VkDeviceSize>(buffer.bytes)};
-    device_->api().vkCmdCopyBuffer(
-        commands, upload ? buffer.staging : buffer.buffer,
-        upload ? buffer.buffer : buffer.staging, 1, &region);
+    }
+    const VkDeviceSize at = static_cast<VkDeviceSize>(kGuardBytes + t.offset);
+    VkBufferCopy region{at, at, static_cast<VkDeviceSize>(t.bytes)};
+    api.vkCmdCopyBuffer(commands_, upload ? b.staging : b.buffer,
+                        upload ? b.buffer : b.staging, 1, &region);
   }
+  barrier(transfer, VK_ACCESS_TRANSFER_WRITE_BIT,
+          compute | VK_PIPELINE_STAGE_HOST_BIT,
+          VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+              VK_ACCESS_HOST_READ_BIT);
+  return SubmitAndWait(*device_, commands_, fence_);
 }
 
 }  // namespace quadrants::vulkan

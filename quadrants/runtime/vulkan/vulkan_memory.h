@@ -2,9 +2,11 @@
 #define QUADRANTS_RUNTIME_VULKAN_VULKAN_MEMORY_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "quadrants/runtime/vulkan/vulkan_device.h"
@@ -39,10 +41,13 @@ absl::StatusOr<VulkanBuffer> CreateBuffer(const VulkanDevice& device,
                                        int64_t bytes, bool device_local);
 void DestroyBuffer(const VulkanDevice& device, VulkanBuffer* buffer);
 
-// The allocator of fields and ndarrays on Vulkan: device-local buffers,
-// mapped where the device allows it, else staged. The host sees the same
-// bytes as kernels once a launch has finished (launches copy staged
-// buffers in before their tasks and out after them).
+// The allocator of fields and ndarrays on Vulkan: device-local buffers.
+// Where the device can map them (integrated GPUs, lavapipe) the host reads
+// and writes them in place. Where it cannot (discrete GPUs), the memory is
+// not host-addressable: the device copy is the only current one, and each
+// host copy moves bytes through the buffer's staging buffer in a transfer
+// of its own. Either way a host access first drains the launches queued on
+// the device (set_drain), as does Free.
 class VulkanMemory : public ArrayMemory {
  public:
   explicit VulkanMemory(std::shared_ptr<VulkanDevice> device)
@@ -51,19 +56,48 @@ class VulkanMemory : public ArrayMemory {
 
   absl::StatusOr<void*> Allocate(int64_t bytes) override;
   void Free(void* data) override;
+  bool host_addressable() const override {
+    return device_->device_memory_mappable();
+  }
+  absl::Status CopyToHost(void* host, const void* data, int64_t bytes) override;
+  absl::Status CopyFromHost(void* data, const void* host,
+                            int64_t bytes) override;
 
-  // The device address of host pointer `p` inside an allocation; 0 when it
-  // is in none.
+  // The device address of pointer `p` (from Allocate, at any offset); 0
+  // when it is in no allocation.
   uint64_t DeviceAddress(const void* p) const;
-  // Records copies of every staged buffer from its staging buffer to the
-  // device (uploads) or back (downloads); nothing when none is staged.
-  void RecordCopies(VkCommandBuffer commands, bool upload) const;
-  bool has_staged() const;
+  // Brings every staging buffer up to date with its device buffer, so that
+  // host code may read the pointers Allocate gave in place; nothing where
+  // the memory is host-addressable.
+  absl::Status RefreshHostCopies();
+  // What finishes the device work queued so far (the backend's), run
+  // before any host access; empty by default.
+  void set_drain(std::function<absl::Status()> drain) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    drain_ = std::move(drain);
+  }
 
  private:
+  struct Transfer {
+    const VulkanBuffer* buffer;
+    int64_t offset;  // from the usable range's start
+    int64_t bytes;
+  };
+  absl::Status Drain();
+  // The buffer holding [p, p + bytes), or null.
+  const VulkanBuffer* Find(const void* p, int64_t bytes) const;
+  // Copies each range between the device buffer and its staging buffer
+  // (to the device with `upload`), or fills it with zeros, and waits.
+  absl::Status RunTransfers(const std::vector<Transfer>& transfers,
+                            bool upload, bool fill_zero);
+
   std::shared_ptr<VulkanDevice> device_;
   mutable std::mutex mutex_;
   std::map<const char*, VulkanBuffer> buffers_;  // by host pointer
+  std::function<absl::Status()> drain_;
+  std::mutex transfer_mutex_;
+  VkCommandBuffer commands_ = VK_NULL_HANDLE;  // made at the first transfer
+  VkFence fence_ = VK_NULL_HANDLE;
 };
 
 }  // namespace quadrants::vulkan

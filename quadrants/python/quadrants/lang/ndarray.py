@@ -247,6 +247,10 @@ class Ndarray:
         torch.utils.dlpack.from_dlpack, or with versioned=True a DLPack 1.0
         "dltensor_versioned" capsule. Launched kernels have finished
         writing it when this returns."""
+        if runtime.state.arch == runtime.vulkan:
+            raise QuadrantsRuntimeError(
+                "to_dlpack: arch=vulkan ndarrays live in device-local Vulkan buffers that other "
+                "libraries cannot address; copy instead with to_numpy() or to_torch()")
         self._check_alive().sync()
         device_type, device_id = self.__dlpack_device__()
         return self._core.to_dlpack(device_type=device_type, device_id=device_id,
@@ -268,8 +272,9 @@ class Ndarray:
         return self.to_dlpack(versioned=versioned)
 
     def __dlpack_device__(self):
-        """(DLPack device type, device id): (1, 0) for host memory (cpu, and
-        vulkan's mapped buffers), (2, id) for CUDA, (10, id) for ROCm."""
+        """(DLPack device type, device id): (1, 0) for host memory (cpu; vulkan
+        reports it too, though it exports nothing), (2, id) for CUDA, (10, id)
+        for ROCm."""
         return _session_dlpack_device()
 
     def to_torch(self, device=None, *, copy=True):
