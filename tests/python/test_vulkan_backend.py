@@ -168,6 +168,67 @@ def test_contended_atomics_on_every_path(monkeypatch, variable):
         qd.reset()
 
 
+def _spirv_opcodes(directory):
+    """The opcodes of every instruction in the SPIR-V modules under
+    `directory` (the 5-word header skipped)."""
+    ops = set()
+    for path in directory.glob("*.spv"):
+        words = np.frombuffer(path.read_bytes(), dtype=np.uint32)
+        at = 5
+        while at < len(words):
+            ops.add(int(words[at] & 0xFFFF))
+            at += max(int(words[at] >> 16), 1)
+    return ops
+
+
+_OP_GROUP_NON_UNIFORM_FADD = 350
+
+
+@needs_vulkan
+@pytest.mark.parametrize("variable", ["none", "QD_VULKAN_NO_SUBGROUP_OPS",
+                                      "QD_VULKAN_NO_FLOAT_ATOMICS"])
+def test_scalar_loss_adds_once_per_subgroup(monkeypatch, tmp_path, variable):
+    # A float add to one address every invocation shares is summed over the
+    # subgroup's active invocations first (also under a branch only some
+    # take); elsewhere, and where asked, each invocation adds its own value.
+    if variable != "none":
+        _with_env(monkeypatch, **{variable: "1"})
+    _with_env(monkeypatch, QD_DUMP_SPIRV="1", QD_DUMP_SPIRV_DIR=str(tmp_path))
+    qd.init(arch=qd.vulkan, offline_cache=False)
+    try:
+        n = 100003
+        x = qd.field(qd.f32, shape=n)
+        loss = qd.field(qd.f32, shape=())
+        loss64 = qd.field(qd.f64, shape=())
+        some = qd.field(qd.f32, shape=())
+        per_element = qd.field(qd.f32, shape=4)
+
+        @qd.kernel
+        def sums():
+            for i in x:
+                loss[None] += x[i]
+                loss64[None] -= 2.0 * x[i]
+                if i % 3 == 0:
+                    some[None] += x[i]
+                per_element[i % 4] += x[i]  # not one address: one atomic each
+
+        # Multiples of 1/4 below 2^22: every partial sum is exact in f32, in
+        # whatever order the subgroups add them.
+        values = (np.arange(n) % 17 * 0.25).astype(np.float32)
+        x.from_numpy(values)
+        sums()
+        v = values.astype(np.float64)
+        assert loss[None] == v.sum()
+        assert loss64[None] == -2.0 * v.sum()
+        assert some[None] == v[::3].sum()
+        np.testing.assert_array_equal(per_element.to_numpy(),
+                                      [v[k::4].sum() for k in range(4)])
+    finally:
+        qd.reset()
+    aggregated = _OP_GROUP_NON_UNIFORM_FADD in _spirv_opcodes(tmp_path)
+    assert aggregated == (variable != "QD_VULKAN_NO_SUBGROUP_OPS")
+
+
 @needs_vulkan
 def test_f64_on_a_device_without_it_names_the_type(monkeypatch, capsys):
     _with_env(monkeypatch, QD_VULKAN_NO_FLOAT64="1")

@@ -35,7 +35,8 @@ std::string DeviceCaps::ToString() const {
   return absl::StrCat("i8=", int8, " i16=", int16, " f16=", float16,
                       " f64=", float64, " i64atomics=", int64_atomics,
                       " f32add=", float32_atomic_add,
-                      " f64add=", float64_atomic_add);
+                      " f64add=", float64_atomic_add,
+                      " subgroup_arith=", subgroup_arithmetic);
 }
 
 }  // namespace quadrants::codegen::spirv

@@ -19,6 +19,9 @@ struct DeviceCaps {
   bool int64_atomics = false;  // shaderBufferInt64Atomics
   bool float32_atomic_add = false;  // VK_EXT_shader_atomic_float
   bool float64_atomic_add = false;
+  // Subgroup basic and arithmetic operations in compute shaders (Vulkan
+  // 1.1's subgroup properties).
+  bool subgroup_arithmetic = false;
   std::string device_name;  // for error messages
 
   // Why values of `type` cannot live on the device, or "" when they can.

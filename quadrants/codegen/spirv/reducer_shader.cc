@@ -18,6 +18,9 @@ class ReducerEmitter : public InterpreterBuilder {
  private:
   void Setup();
   void PointLoop();
+  // The fast walk of kWordFastAddress's i32 elements, or the interpreter.
+  void FastOrInterpreted();
+  void FastLoop(Id first);
   void Body();
   void Instruction();
   void Step();
@@ -202,9 +205,43 @@ void ReducerEmitter::Combine() {
             flags);
 }
 
+void ReducerEmitter::FastLoop(Id first) {
+  Id byte_stride = Header(kWordFastStride);
+  Id best = b_.LocalVariable(i32_);
+  b_.OpVoid(spv::OpStore, {best, b_.ConstI32(INT32_MIN)});
+  WhileLoop([&] { return Lt(Get(point_), points_); },
+            [&] {
+              Id v = Load(i32_, At(first, Mul(Get(point_), byte_stride)), 4);
+              Id old = Op(spv::OpLoad, i32_, {best});
+              Id larger = Op(spv::OpSLessThan, bool_, {old, v});
+              b_.OpVoid(spv::OpStore,
+                        {best, Select(i32_, larger, v, old)});
+              Set(point_, Add(Get(point_), stride_));
+            },
+            [&] { return Lt(Get(point_), points_); }, cut_);
+  Id any = Lt(invocation_, points_);
+  Id wide = Op(spv::OpSConvert, i64_, {Op(spv::OpLoad, i32_, {best})});
+  Set(best_, Select(i64_, any, wide, I64(kNone)));
+}
+
+void ReducerEmitter::FastOrInterpreted() {
+  Id first = ToU64(Header(kWordFastAddress));
+  Id fast = Op(spv::OpINotEqual, bool_, {first, b_.ConstU64(0)});
+  Id merge = b_.NewId(), walk = b_.NewId(), interpret = b_.NewId();
+  b_.OpVoid(spv::OpSelectionMerge, {merge, spv::SelectionControlMaskNone});
+  b_.OpVoid(spv::OpBranchConditional, {fast, walk, interpret});
+  b_.Label(walk);
+  FastLoop(first);
+  b_.Branch(merge);
+  b_.Label(interpret);
+  PointLoop();
+  b_.Branch(merge);
+  b_.Label(merge);
+}
+
 std::vector<uint32_t> ReducerEmitter::Build() {
   Setup();
-  PointLoop();
+  FastOrInterpreted();
   Combine();
   return End();
 }

@@ -42,7 +42,13 @@ constexpr int kReadWords = 2 + 3 * kMaxReadAxes;
 // slot).
 constexpr int kWordCode = kWordReads + kMaxReads * kReadWords;
 constexpr int kCodeWords = 4;
-constexpr int kJobWords = kWordCode + kMaxCode * kCodeWords;
+// A job whose maximum is that of i32 elements along its only axis (the
+// host applies the body's monotone rest): the first element's address (0:
+// interpret the body) and the elements' byte stride; kWordPoints counts
+// the elements. Invocations then load and compare i32s, nothing else.
+constexpr int kWordFastAddress = kWordCode + kMaxCode * kCodeWords;
+constexpr int kWordFastStride = kWordFastAddress + 1;
+constexpr int kJobWords = kWordFastStride + 1;
 
 enum Op : int64_t {
   kConst = 0,

@@ -244,33 +244,102 @@ Id ShaderEmitter::LockedUpdate(Id addr, PrimitiveType t,
                b_.Op(spv::OpUConvert, u64,
                      {b_.Op(spv::OpIMul, u32, {slot, b_.ConstU32(4)})}));
   Id lock = Pointer(u32, lock_addr);
-  const Id storage = StorageType(t);
+  const Id scope = b_.ConstU32(spv::ScopeDevice);
+  const Id relaxed = b_.ConstU32(0);
+  // Taking the lock orders the value's accesses after it, releasing it
+  // orders them before; both for the buffers kernels address.
+  const Id acquire = b_.ConstU32(spv::MemorySemanticsAcquireMask |
+                                 spv::MemorySemanticsUniformMemoryMask);
+  const Id release = b_.ConstU32(spv::MemorySemanticsReleaseMask |
+                                 spv::MemorySemanticsUniformMemoryMask);
   Id old_var = b_.LocalVariable(RegType(t));
   RetryUntil([&] {
-    Id previous = Atomic(spv::OpAtomicCompareExchange, u32,
-                         {lock, b_.ConstU32(spv::ScopeDevice), b_.ConstU32(0),
-                          b_.ConstU32(0), b_.ConstU32(1), b_.ConstU32(0)});
+    Id previous =
+        Atomic(spv::OpAtomicCompareExchange, u32,
+               {lock, scope, relaxed, relaxed, b_.ConstU32(1), b_.ConstU32(0)});
     Id taken = b_.Op(spv::OpIEqual, Bool(), {previous, b_.ConstU32(0)});
     If(taken, [&] {
-      // Volatile: the value may have been written under the lock by another
-      // invocation since this one last looked.
-      Id ptr = Pointer(storage, addr);
-      Id old = b_.Op(spv::OpLoad, storage,
-                     {ptr, kAligned | spv::MemoryAccessVolatileMask,
-                      static_cast<uint32_t>(Bytes(t))});
+      // The 64-bit value moves as two 32-bit atomics on its words: plain
+      // accesses may be served from a core's cache (NVIDIA's L1), which
+      // another core's update under the lock has not reached. A read is
+      // an atomic or with zero, so SPIRV-Cross's atomic wrappers take it.
+      Id lo_ptr = Pointer(u32, addr);
+      Id hi_ptr = Pointer(u32, AddrAdd(addr, 4));
+      Id lo = Atomic(spv::OpAtomicOr, u32, {lo_ptr, scope, relaxed, b_.ConstU32(0)});
+      Id hi = Atomic(spv::OpAtomicOr, u32, {hi_ptr, scope, relaxed, b_.ConstU32(0)});
+      Id bits = b_.Op(
+          spv::OpBitwiseOr, u64,
+          {b_.Op(spv::OpShiftLeftLogical, u64,
+                 {b_.Op(spv::OpUConvert, u64, {hi}), b_.ConstU64(32)}),
+           b_.Op(spv::OpUConvert, u64, {lo})});
+      const Id type = RegType(t);
+      Id old = type == u64 ? bits : b_.Op(spv::OpBitcast, type, {bits});
       b_.OpVoid(spv::OpStore, {old_var, old});
-      b_.OpVoid(spv::OpStore,
-                {ptr, update(old), kAligned | spv::MemoryAccessVolatileMask,
-                 static_cast<uint32_t>(Bytes(t))});
-      // Released with a relaxed exchange: with an OpMemoryBarrier and an
-      // OpAtomicStore instead, lavapipe loses most updates.
+      Id updated = update(old);
+      Id new_bits =
+          type == u64 ? updated : b_.Op(spv::OpBitcast, u64, {updated});
       Atomic(spv::OpAtomicExchange, u32,
-             {lock, b_.ConstU32(spv::ScopeDevice), b_.ConstU32(0),
-              b_.ConstU32(0)});
+             {lo_ptr, scope, relaxed, b_.Op(spv::OpUConvert, u32, {new_bits})});
+      Atomic(spv::OpAtomicExchange, u32,
+             {hi_ptr, scope, relaxed,
+              b_.Op(spv::OpUConvert, u32,
+                    {b_.Op(spv::OpShiftRightLogical, u64,
+                           {new_bits, b_.ConstU64(32)})})});
+      Atomic(spv::OpAtomicExchange, u32,
+             {lock, scope, relaxed, b_.ConstU32(0)});
     });
     return taken;
   });
   return b_.Op(spv::OpLoad, RegType(t), {old_var});
+}
+
+bool ShaderEmitter::IsLaunchUniform(const Stmt& ptr) {
+  if (!ir::Isa<ir::FieldPtrStmt>(&ptr) && !ir::Isa<ir::NdarrayPtrStmt>(&ptr))
+    return false;
+  for (const Stmt* index : ptr.operands()) {
+    if (!ir::Isa<ir::ConstStmt>(index))
+      return false;
+  }
+  return true;
+}
+
+bool ShaderEmitter::IsUsed(const Stmt* s) {
+  if (!used_computed_) {
+    ir::WalkKernel(kernel_, [&](const Stmt* stmt) {
+      for (const Stmt* operand : stmt->operands())
+        used_.insert(operand);
+    });
+    used_computed_ = true;
+  }
+  return used_.contains(s);
+}
+
+Id ShaderEmitter::FloatAdd(Id addr, Id value, PrimitiveType t) {
+  const Id type = RegType(t);
+  if ((t == PrimitiveType::kF32 && options_.caps.float32_atomic_add) ||
+      (t == PrimitiveType::kF64 && options_.caps.float64_atomic_add)) {
+    b_.Extension("SPV_EXT_shader_atomic_float_add");
+    b_.Capability(t == PrimitiveType::kF32
+                      ? spv::CapabilityAtomicFloat32AddEXT
+                      : spv::CapabilityAtomicFloat64AddEXT);
+    return Atomic(spv::OpAtomicFAddEXT, type,
+                  {Pointer(type, addr), b_.ConstU32(spv::ScopeDevice),
+                   b_.ConstU32(0), value});
+  }
+  auto add = [&](Id old) { return b_.Op(spv::OpFAdd, type, {old, value}); };
+  if (ir::BitWidth(t) == 64 && !options_.caps.int64_atomics)
+    return LockedUpdate(addr, t, add);
+  return CasLoop(addr, t, add);
+}
+
+void ShaderEmitter::SubgroupAggregatedAdd(Id addr, Id value, PrimitiveType t) {
+  b_.Capability(spv::CapabilityGroupNonUniform);
+  b_.Capability(spv::CapabilityGroupNonUniformArithmetic);
+  const Id subgroup = b_.ConstU32(spv::ScopeSubgroup);
+  Id sum = b_.Op(spv::OpGroupNonUniformFAdd, RegType(t),
+                 {subgroup, spv::GroupOperationReduce, value});
+  Id leader = b_.Op(spv::OpGroupNonUniformElect, Bool(), {subgroup});
+  If(leader, [&] { FloatAdd(addr, sum, t); });
 }
 
 absl::StatusOr<Id> ShaderEmitter::EmitAtomic(const ir::AtomicOpStmt& s) {
@@ -300,21 +369,27 @@ absl::StatusOr<Id> ShaderEmitter::EmitAtomic(const ir::AtomicOpStmt& s) {
                   : b_.Op(spv::OpIEqual, Bool(), {old, expected});
     return b_.Op(spv::OpSelect, type, {same, value, old});
   };
-  // Native float add where the device has it.
   const bool add_like =
       s.op() == ir::AtomicOpKind::kAdd || s.op() == ir::AtomicOpKind::kSub;
+  const bool f32_or_f64 = t == PrimitiveType::kF32 || t == PrimitiveType::kF64;
+  if (f32_or_f64 && add_like && options_.caps.subgroup_arithmetic &&
+      IsLaunchUniform(*s.ptr()) && !IsUsed(&s)) {
+    SubgroupAggregatedAdd(addr,
+                          s.op() == ir::AtomicOpKind::kSub
+                              ? b_.Op(spv::OpFNegate, type, {value})
+                              : value,
+                          t);
+    return b_.Op(spv::OpUndef, type, {});  // nobody reads it
+  }
+  // Native float add where the device has it.
   if (f && add_like &&
       ((t == PrimitiveType::kF32 && options_.caps.float32_atomic_add) ||
        (t == PrimitiveType::kF64 && options_.caps.float64_atomic_add))) {
-    b_.Extension("SPV_EXT_shader_atomic_float_add");
-    b_.Capability(t == PrimitiveType::kF32
-                      ? spv::CapabilityAtomicFloat32AddEXT
-                      : spv::CapabilityAtomicFloat64AddEXT);
-    Id v = s.op() == ir::AtomicOpKind::kSub
-               ? b_.Op(spv::OpFNegate, type, {value})
-               : value;
-    return Atomic(spv::OpAtomicFAddEXT, type,
-                  {Pointer(type, addr), scope, relaxed, v});
+    return FloatAdd(addr,
+                    s.op() == ir::AtomicOpKind::kSub
+                        ? b_.Op(spv::OpFNegate, type, {value})
+                        : value,
+                    t);
   }
   const bool native_int =
       !f && (width == 32 || (width == 64 && options_.caps.int64_atomics)) &&

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -358,6 +359,22 @@ class ShaderEmitter : public ir::StmtVisitor<ShaderEmitter, absl::StatusOr<Id>> 
   Id LockedUpdate(Id addr, PrimitiveType t,
                   const std::function<Id(Id)>& update);
   Id Combine(ir::AtomicOpKind op, Id old, Id value, PrimitiveType t);
+  // A float add of `value` to `addr`, which every invocation of the launch
+  // shares (a scalar loss): the subgroup's active invocations sum their
+  // values and one of them adds the sum, so the address sees one atomic
+  // per subgroup. Float addition then associates differently, as it does
+  // between any two schedules.
+  void SubgroupAggregatedAdd(Id addr, Id value, PrimitiveType t);
+  // A float add through the device's native instruction, or else a
+  // compare-exchange loop.
+  Id FloatAdd(Id addr, Id value, PrimitiveType t);
+  // Whether `ptr` is the same address in every invocation of the launch:
+  // a field or ndarray element at constant indices.
+  static bool IsLaunchUniform(const Stmt& ptr);
+  // Whether any statement of the kernel reads `s`'s value.
+  bool IsUsed(const Stmt* s);
+  absl::flat_hash_set<const Stmt*> used_;
+  bool used_computed_ = false;
   // The native atomic instruction of `s` on a 32-bit (or, with the device's
   // 64-bit atomics, 64-bit) integer; OpNop for atomic_mul, which has none.
   spv::Op NativeIntAtomic(const ir::AtomicOpStmt& s);

@@ -160,39 +160,40 @@ bool IsConst(const std::vector<BodyInstr>& code, int k) {
 
 }  // namespace
 
-BodyInterpreter::BodyInterpreter(const ReducerJob& job)
-    : job_(job), code_(job.code) {
-  for (size_t a = 0; a < job.begin.size(); ++a)
-    counts_.push_back(std::max<int64_t>(0, job.end[a] - job.begin[a]));
-  // Fold operators of constants, so that `read + 1 - 0` has a single
-  // constant operand per operator.
-  for (BodyInstr& in : code_) {
+std::vector<BodyInstr> FoldConstants(const std::vector<BodyInstr>& code) {
+  // Operators of constants become constants, so that `read + 1 - 0` has a
+  // single constant operand per operator.
+  std::vector<BodyInstr> out = code;
+  for (BodyInstr& in : out) {
     if (in.op == BodyOp::kAdd || in.op == BodyOp::kSub ||
         in.op == BodyOp::kMul || in.op == BodyOp::kMax) {
-      if (IsConst(code_, in.a) && IsConst(code_, in.b)) {
+      if (IsConst(out, in.a) && IsConst(out, in.b)) {
         in = {BodyOp::kConst, -1, -1,
-              Apply(in.op, code_[in.a].value, code_[in.b].value)};
+              Apply(in.op, out[in.a].value, out[in.b].value)};
       }
     }
   }
+  return out;
+}
+
+std::optional<MonotoneRead> FindMonotoneRead(
+    const ReducerJob& job, const std::vector<BodyInstr>& code) {
   // A root that only adds, subtracts or multiplies a non-negative constant,
   // or takes a max with one, is monotone in its single read: its maximum is
   // that function of the read's maximum.
-  const int inner = static_cast<int>(counts_.size()) - 1;
-  int k = static_cast<int>(code_.size()) - 1;
+  const int inner = static_cast<int>(job.begin.size()) - 1;
+  int k = static_cast<int>(code.size()) - 1;
   std::vector<BodyInstr> chain;
   while (k >= 0) {
-    const BodyInstr& in = code_[k];
+    const BodyInstr& in = code[k];
     if (in.op == BodyOp::kRead) {
-      const BodyRead& read = job_.reads[in.a];
+      const BodyRead& read = job.reads[in.a];
       bool varies = false;
       for (const ReadIndex& index : read.indices)
         varies |= index.is_axis && index.value == inner;
-      if (varies) {
-        fast_read_ = in.a;
-        fast_chain_.assign(chain.rbegin(), chain.rend());
-      }
-      break;
+      if (!varies)
+        return std::nullopt;
+      return MonotoneRead{in.a, {chain.rbegin(), chain.rend()}};
     }
     const bool commutes =
         in.op == BodyOp::kAdd || in.op == BodyOp::kMax || in.op == BodyOp::kMul;
@@ -200,17 +201,34 @@ BodyInterpreter::BodyInterpreter(const ReducerJob& job)
     int64_t c = 0;
     if ((in.op == BodyOp::kAdd || in.op == BodyOp::kSub ||
          in.op == BodyOp::kMul || in.op == BodyOp::kMax) &&
-        IsConst(code_, in.b)) {
+        IsConst(code, in.b)) {
       other = in.a;
-      c = code_[in.b].value;
-    } else if (commutes && IsConst(code_, in.a)) {
+      c = code[in.b].value;
+    } else if (commutes && IsConst(code, in.a)) {
       other = in.b;
-      c = code_[in.a].value;
+      c = code[in.a].value;
     }
     if (other < 0 || (in.op == BodyOp::kMul && c < 0))
-      break;
+      return std::nullopt;
     chain.push_back({in.op, -1, -1, c});
     k = other;
+  }
+  return std::nullopt;
+}
+
+int64_t MonotoneRead::Apply(int64_t read_max) const {
+  for (const BodyInstr& step : chain)
+    read_max = adstack::Apply(step.op, read_max, step.value);
+  return read_max;
+}
+
+BodyInterpreter::BodyInterpreter(const ReducerJob& job)
+    : job_(job), code_(FoldConstants(job.code)) {
+  for (size_t a = 0; a < job.begin.size(); ++a)
+    counts_.push_back(std::max<int64_t>(0, job.end[a] - job.begin[a]));
+  if (std::optional<MonotoneRead> fast = FindMonotoneRead(job, code_)) {
+    fast_read_ = fast->read;
+    fast_chain_ = std::move(fast->chain);
   }
   if (fast_read_ < 0) {
     lanes_.resize(code_.size() * kLanes);
@@ -255,7 +273,7 @@ int64_t BodyInterpreter::FastSegment(const int64_t* coords, int64_t start,
                   : MaxOf(where.dtype, where.base + w.offset + w.lo * w.stride,
                           w.stride, w.hi - w.lo);
   for (const BodyInstr& step : fast_chain_)
-    m = Apply(step.op, m, step.value);
+    m = adstack::Apply(step.op, m, step.value);
   return m;
 }
 

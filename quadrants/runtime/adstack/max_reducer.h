@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -28,6 +29,23 @@ class MaxReducer {
   // can tell it from a host fallback).
   virtual int64_t device_jobs() const { return 0; }
 };
+
+// `code` with operators of constants folded into constants.
+std::vector<BodyInstr> FoldConstants(const std::vector<BodyInstr>& code);
+
+// A body whose root is f(read) for one read that varies along the innermost
+// axis and f a chain of steps that add, subtract, multiply by a
+// non-negative constant or take a max with one: f is monotone, so the
+// job's maximum is f of the read's maximum.
+struct MonotoneRead {
+  int read = -1;                 // index into the job's reads
+  std::vector<BodyInstr> chain;  // innermost step first; `value` = const
+  // f(read_max), a missing value staying missing except through max.
+  int64_t Apply(int64_t read_max) const;
+};
+// The monotone read of `job` whose folded body is `code`, if it is one.
+std::optional<MonotoneRead> FindMonotoneRead(
+    const ReducerJob& job, const std::vector<BodyInstr>& code);
 
 // Interprets `job`'s body over its points [lo, hi), linearized with the
 // innermost axis fastest, in blocks of lanes. The building block of host

@@ -64,12 +64,13 @@ absl::StatusOr<std::shared_ptr<VulkanDevice>> SharedDevice(
   static std::mutex mutex;
   // Never destroyed: buffers and pipelines of a Program that outlives
   // static destruction would otherwise reach a destroyed device.
-  static auto* devices = new std::map<std::tuple<bool, bool, bool, bool>,
-                                      std::shared_ptr<VulkanDevice>>();
+  static auto* devices =
+      new std::map<std::tuple<bool, bool, bool, bool, bool>,
+                   std::shared_ptr<VulkanDevice>>();
   std::lock_guard<std::mutex> lock(mutex);
-  const auto key =
-      std::make_tuple(overrides.no_int64_atomics, overrides.no_float_atomics,
-                      overrides.no_float64, overrides.force_staging);
+  const auto key = std::make_tuple(
+      overrides.no_int64_atomics, overrides.no_float_atomics,
+      overrides.no_float64, overrides.force_staging, overrides.no_subgroup_ops);
   auto it = devices->find(key);
   if (it != devices->end())
     return it->second;

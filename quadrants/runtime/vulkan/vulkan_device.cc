@@ -66,6 +66,7 @@ FeatureOverrides FeatureOverrides::FromEnvironment() {
   o.no_float_atomics = EnvFlag(Option::kVulkanNoFloatAtomics);
   o.no_float64 = EnvFlag(Option::kVulkanNoFloat64);
   o.force_staging = EnvFlag(Option::kVulkanForceStaging);
+  o.no_subgroup_ops = EnvFlag(Option::kVulkanNoSubgroupOps);
   return o;
 }
 
@@ -190,6 +191,19 @@ absl::Status VulkanDevice::Initialize(const FeatureOverrides& overrides) {
       has_atomic_float && caps_.float64 &&
       available.atomic_float.shaderBufferFloat64AtomicAdd &&
       !overrides.no_float_atomics;
+
+  VkPhysicalDeviceSubgroupProperties subgroup{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceProperties2 properties{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  properties.pNext = &subgroup;
+  api.vkGetPhysicalDeviceProperties2(physical_, &properties);
+  const VkSubgroupFeatureFlags arithmetic =
+      VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+  caps_.subgroup_arithmetic =
+      (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+      (subgroup.supportedOperations & arithmetic) == arithmetic &&
+      !overrides.no_subgroup_ops;
 
   // Enable exactly what code generation may use.
   Features enable;

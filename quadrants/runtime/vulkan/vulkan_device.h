@@ -18,6 +18,7 @@ struct FeatureOverrides {
   bool no_float_atomics = false;  // QD_VULKAN_NO_FLOAT_ATOMICS
   bool no_float64 = false;        // QD_VULKAN_NO_FLOAT64
   bool force_staging = false;     // QD_VULKAN_FORCE_STAGING
+  bool no_subgroup_ops = false;   // QD_VULKAN_NO_SUBGROUP_OPS
   static FeatureOverrides FromEnvironment();
 };
 

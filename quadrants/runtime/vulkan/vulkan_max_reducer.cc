@@ -109,6 +109,50 @@ VulkanMaxReducer::~VulkanMaxReducer() {
   DestroyBuffer(*device_, &buffer_);
 }
 
+bool VulkanMaxReducer::EncodeFastRead(const adstack::ReducerJob& job,
+                                      Encoded* out) const {
+  if (job.begin.size() != 1)
+    return false;
+  std::optional<adstack::MonotoneRead> mono =
+      adstack::FindMonotoneRead(job, adstack::FoldConstants(job.code));
+  if (!mono)
+    return false;
+  const adstack::BodyRead& read = job.reads[mono->read];
+  const adstack::ResolvedRead& where = job.resolved[mono->read];
+  if (where.dtype != ir::PrimitiveType::kI32 || where.base == nullptr ||
+      read.indices.size() != where.extents.size())
+    return false;
+  int64_t offset = 0, axis_dim = -1;
+  for (size_t d = 0; d < read.indices.size(); ++d) {
+    const adstack::ReadIndex& index = read.indices[d];
+    if (index.is_axis) {
+      if (axis_dim >= 0)
+        return false;  // the axis twice: a diagonal, not a contiguous run
+      axis_dim = static_cast<int64_t>(d);
+      continue;
+    }
+    if (index.value < 0 || index.value >= where.extents[d])
+      return false;
+    offset += index.value * where.byte_strides[d];
+  }
+  if (axis_dim < 0)
+    return false;
+  // Points whose index is out of range read nothing, which a maximum
+  // ignores: the walk covers the others.
+  const int64_t lo = std::max<int64_t>(job.begin[0], 0);
+  const int64_t hi = std::min(job.end[0], where.extents[axis_dim]);
+  const uint64_t base = address_(where.base);
+  if (lo >= hi || base == 0)
+    return false;
+  const int64_t stride = where.byte_strides[axis_dim];
+  out->words[reducer::kWordFastAddress] =
+      static_cast<int64_t>(base + static_cast<uint64_t>(offset + lo * stride));
+  out->words[reducer::kWordFastStride] = stride;
+  out->words[reducer::kWordPoints] = hi - lo;
+  out->fast = std::move(mono);
+  return true;
+}
+
 std::optional<VulkanMaxReducer::Encoded> VulkanMaxReducer::Encode(
     const adstack::ReducerJob& job) const {
   const int axes = static_cast<int>(job.begin.size());
@@ -193,8 +237,10 @@ std::optional<VulkanMaxReducer::Encoded> VulkanMaxReducer::Encode(
   }
   // Enough invocations that each walks about kTripBudget loop trips; a
   // job too large for that walks more per invocation.
-  const int64_t points = job.Points();
-  const int64_t per_invocation = std::max<int64_t>(1, kTripBudget / (code + 1));
+  const int64_t points = EncodeFastRead(job, &out) ? w[reducer::kWordPoints]
+                                                    : job.Points();
+  const int64_t per_invocation =
+      out.fast ? kTripBudget : std::max<int64_t>(1, kTripBudget / (code + 1));
   const int64_t invocations = (points + per_invocation - 1) / per_invocation;
   const int64_t groups = std::clamp<int64_t>(
       (invocations + reducer::kLocalSize - 1) / reducer::kLocalSize, 1,
@@ -275,6 +321,8 @@ absl::StatusOr<std::vector<int64_t>> VulkanMaxReducer::Reduce(
         continue;
       }
       std::optional<int64_t> value = Decode(words[k]);
+      if (value && encoded[k].fast)
+        value = encoded[k].fast->Apply(*value);
       if (!value) {
         return MakeError(
             ErrorKind::kRuntime,
@@ -283,6 +331,7 @@ absl::StatusOr<std::vector<int64_t>> VulkanMaxReducer::Reduce(
       }
       out[j] = *value;
       ++device_jobs_;
+      fast_jobs_ += encoded[k].fast ? 1 : 0;
     }
   }
   if (on_host.empty())

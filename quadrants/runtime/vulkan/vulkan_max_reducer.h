@@ -50,6 +50,8 @@ class VulkanMaxReducer : public adstack::MaxReducer {
   // the reducer's life.
   int64_t device_jobs() const override { return device_jobs_; }
   int64_t fallback_jobs() const { return fallback_jobs_; }
+  // Of device_jobs, those walked as i32 elements straight from memory.
+  int64_t fast_jobs() const { return fast_jobs_; }
   // Caps a dispatch's workgroups (65535 by default), so that tests reach
   // long walks per invocation with small jobs.
   void set_max_groups(int64_t groups) { max_groups_ = groups; }
@@ -59,6 +61,9 @@ class VulkanMaxReducer : public adstack::MaxReducer {
   struct Encoded {
     std::vector<int64_t> words;
     uint32_t groups = 0;
+    // Set when the shader walks one i32 read straight from memory: the
+    // job's maximum is this chain applied to the walk's.
+    std::optional<adstack::MonotoneRead> fast;
   };
 
   VulkanMaxReducer(std::shared_ptr<VulkanDevice> device,
@@ -69,6 +74,10 @@ class VulkanMaxReducer : public adstack::MaxReducer {
   absl::Status Initialize();
   // Nullopt when the shader cannot take `job`.
   std::optional<Encoded> Encode(const adstack::ReducerJob& job) const;
+  // Whether `job` is a monotone function of one i32 read along its only
+  // axis; then writes the fast walk's words into `out` (and its points
+  // into kWordPoints) and sets out->fast.
+  bool EncodeFastRead(const adstack::ReducerJob& job, Encoded* out) const;
   // Runs `encoded` and returns each job's result words.
   absl::StatusOr<std::vector<uint64_t>> Dispatch(
       const std::vector<Encoded>& encoded);
@@ -84,6 +93,7 @@ class VulkanMaxReducer : public adstack::MaxReducer {
   int64_t max_groups_ = 65535;
   int64_t device_jobs_ = 0;
   int64_t fallback_jobs_ = 0;
+  int64_t fast_jobs_ = 0;
 };
 
 // A host reducer over memory whose host copies must first be brought up to

@@ -235,6 +235,68 @@ TEST_F(VulkanMaxReducerTest, ManyInvocationsStrideAcrossRows) {
   EXPECT_EQ(host_.jobs_, 0);
 }
 
+TEST_F(VulkanMaxReducerTest, MonotoneI32ReadsWalkStraightFromMemory) {
+  // f(arr[c, i]) or f(arr[i, c]) for monotone f over a range that runs
+  // past the array on both sides: the shader walks the i32s in range and
+  // the host applies f; other shapes keep the interpreter.
+  const int64_t rows = 300, cols = 517;
+  std::vector<int32_t> values(rows * cols);
+  std::mt19937_64 rng(11);
+  for (int32_t& v : values)
+    v = static_cast<int32_t>(rng() % 20001) - 10000;
+  values[7 * cols + 480] = 99999;  // row 7's peak
+  values[250 * cols + 3] = -99999;
+  std::memcpy(buffer_.host, values.data(), 4 * values.size());
+  using Code = std::vector<BodyInstr>;
+  const std::vector<std::pair<std::string, Code>> bodies = {
+      {"read", {{BodyOp::kRead, 0, -1, 0}}},
+      {"read + 3",
+       {{BodyOp::kRead, 0, -1, 0}, {BodyOp::kConst, -1, -1, 3},
+        {BodyOp::kAdd, 0, 1, 0}}},
+      {"4 + read * 2 - 7",
+       {{BodyOp::kConst, -1, -1, 4}, {BodyOp::kRead, 0, -1, 0},
+        {BodyOp::kConst, -1, -1, 2}, {BodyOp::kMul, 1, 2, 0},
+        {BodyOp::kAdd, 0, 3, 0}, {BodyOp::kConst, -1, -1, 7},
+        {BodyOp::kSub, 4, 5, 0}}},
+      {"max(read, 5)",
+       {{BodyOp::kRead, 0, -1, 0}, {BodyOp::kConst, -1, -1, 5},
+        {BodyOp::kMax, 0, 1, 0}}},
+  };
+  int64_t fast = 0;
+  for (const auto& [name, code] : bodies) {
+    for (bool along_row : {true, false}) {
+      ReducerJob job;
+      const int64_t n = along_row ? cols : rows;
+      job.begin = {-7};
+      job.end = {n + 9};
+      adstack::BodyRead read;
+      read.indices = along_row ? std::vector<adstack::ReadIndex>{{false, 7},
+                                                                 {true, 0}}
+                               : std::vector<adstack::ReadIndex>{{true, 0},
+                                                                 {false, 3}};
+      job.reads = {read};
+      job.resolved = {Array(0, PrimitiveType::kI32, {rows, cols})};
+      job.code = code;
+      ExpectMatches(job, name + (along_row ? " along row 7" : " down column 3"));
+      ++fast;
+    }
+  }
+  // -read is not monotone: interpreted, with the same answer.
+  ReducerJob job;
+  job.begin = {0};
+  job.end = {cols};
+  adstack::BodyRead read;
+  read.indices = {{false, 250}, {true, 0}};
+  job.reads = {read};
+  job.resolved = {Array(0, PrimitiveType::kI32, {rows, cols})};
+  job.code = {{BodyOp::kConst, -1, -1, 0}, {BodyOp::kRead, 0, -1, 0},
+              {BodyOp::kSub, 0, 1, 0}};
+  ExpectMatches(job, "0 - read");
+  EXPECT_EQ(reducer_->fast_jobs(), fast);
+  EXPECT_EQ(reducer_->device_jobs(), fast + 1);
+  EXPECT_EQ(host_.jobs_, 0);
+}
+
 TEST_F(VulkanMaxReducerTest, EmptyAndAllOutOfRangeHaveNoValue) {
   ReducerJob job;
   job.begin = {10};
