@@ -65,6 +65,9 @@ PY312_HEADERS="$CACHE/python3.12-headers"
 # What `run` takes from the working tree next to the packed package.
 TREE_PATHS=(conftest.py README.md tests/__init__.py tests/python examples benchmarks tools/gradfuzz)
 TAPE_TARGET=//benchmarks:tape_reference
+# Test files that run for minutes on their own: `run --jobs N` gives each
+# its own shard.
+SOLO_FILES=(tests/python/test_gradfuzz_quick.py)
 MAX_BYTES=$((64 * 1024 * 1024))
 
 # The interpreter, numpy and pytest with what `apt-cache depends` lists for
@@ -575,10 +578,26 @@ run_shards() {
   local options=() files=() k i rc worst=0 empty=0 pids=()
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do options+=("$1"); shift; done
   shift
-  files=("$@")
+  # Files that take minutes on their own (SOLO_FILES) get a shard each;
+  # the others are dealt round-robin to the remaining shards.
+  local solo=() rest=() f
+  for f in "$@"; do
+    if [ ${#solo[@]} -lt $((jobs - 1)) ] && [[ " ${SOLO_FILES[*]} " == *" $f "* ]]; then
+      solo+=("$f")
+    else
+      rest+=("$f")
+    fi
+  done
+  local dealt=$((jobs - ${#solo[@]}))
   for ((k = 0; k < jobs; k++)); do
     local shard=()
-    for ((i = k; i < ${#files[@]}; i += jobs)); do shard+=("${files[i]}"); done
+    if [ "$k" -lt ${#solo[@]} ]; then
+      shard=("${solo[k]}")
+    else
+      for ((i = k - ${#solo[@]}; i < ${#rest[@]}; i += dealt)); do
+        shard+=("${rest[i]}")
+      done
+    fi
     [ ${#shard[@]} -gt 0 ] || continue
     (cd "$UNPACKED/src" &&
       helper pytest "$results.$k" -p no:cacheprovider -rfEs "${options[@]}" \

@@ -35,8 +35,11 @@ def _wanted(arch):
 
 def _workers():
     """Bazel runs the shards of a target side by side, one core each; run
-    alone, a case fuzzes its block in two worker processes."""
-    return 1 if int(os.environ.get("TEST_TOTAL_SHARDS", "0") or 0) > 1 else 2
+    alone, a case fuzzes its block in a worker process per four cores, at
+    least two."""
+    if int(os.environ.get("TEST_TOTAL_SHARDS", "0") or 0) > 1:
+        return 1
+    return max(2, (os.cpu_count() or 2) // 4)
 
 
 @pytest.mark.parametrize("arch,seeds", BLOCKS,

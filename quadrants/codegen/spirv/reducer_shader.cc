@@ -209,13 +209,27 @@ void ReducerEmitter::FastLoop(Id first) {
   Id byte_stride = Header(kWordFastStride);
   Id best = b_.LocalVariable(i32_);
   b_.OpVoid(spv::OpStore, {best, b_.ConstI32(INT32_MIN)});
+  auto fold = [&](Id point) {
+    Id v = Load(i32_, At(first, Mul(point, byte_stride)), 4);
+    Id old = Op(spv::OpLoad, i32_, {best});
+    Id larger = Op(spv::OpSLessThan, bool_, {old, v});
+    b_.OpVoid(spv::OpStore, {best, Select(i32_, larger, v, old)});
+  };
+  // Four points a trip while four remain, their loads independent so they
+  // are in flight together; then one a trip.
+  constexpr int kUnroll = 4;
+  Id last_of_four = Mul(stride_, I64(kUnroll - 1));
+  WhileLoop([&] { return Lt(Add(Get(point_), last_of_four), points_); },
+            [&] {
+              Id p = Get(point_);
+              for (int u = 0; u < kUnroll; ++u)
+                fold(u == 0 ? p : Add(p, Mul(stride_, I64(u))));
+              Set(point_, Add(p, Mul(stride_, I64(kUnroll))));
+            },
+            [&] { return Lt(Add(Get(point_), last_of_four), points_); }, cut_);
   WhileLoop([&] { return Lt(Get(point_), points_); },
             [&] {
-              Id v = Load(i32_, At(first, Mul(Get(point_), byte_stride)), 4);
-              Id old = Op(spv::OpLoad, i32_, {best});
-              Id larger = Op(spv::OpSLessThan, bool_, {old, v});
-              b_.OpVoid(spv::OpStore,
-                        {best, Select(i32_, larger, v, old)});
+              fold(Get(point_));
               Set(point_, Add(Get(point_), stride_));
             },
             [&] { return Lt(Get(point_), points_); }, cut_);

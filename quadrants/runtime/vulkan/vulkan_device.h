@@ -51,6 +51,8 @@ class VulkanDevice {
   // each invocation runs several iterations, spreading the per-invocation
   // work (context loads, the loop's setup) over them.
   uint32_t max_groups() const { return max_groups_; }
+  // Whether the device runs on the host's CPU (lavapipe).
+  bool cpu_device() const { return cpu_device_; }
   // About how many invocations the device runs at once: a CPU device one
   // workgroup per hardware thread; a GPU, whose core count Vulkan does not
   // report, taken as a large discrete one (an H100 keeps 132 x 2048).

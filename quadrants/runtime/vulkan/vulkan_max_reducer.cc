@@ -23,9 +23,12 @@ namespace {
 // (a device walk would run for minutes).
 constexpr int64_t kMaxPoints = int64_t{1} << 40;
 
-// Loop trips an invocation aims for: a quarter of the 65535 back edges
-// lavapipe allows an invocation, so that typical jobs finish on it.
+// Loop trips an invocation aims for on a CPU device: a quarter of the 65535
+// back edges lavapipe allows an invocation, so that typical jobs finish on
+// it. A GPU needs many invocations in flight to reach its bandwidth: there
+// each aims for a few dozen trips, up to 65535 workgroups.
 constexpr int64_t kTripBudget = 16384;
+constexpr int64_t kGpuTripBudget = 128;
 
 bool NarrowInteger(ir::PrimitiveType type) {
   switch (type) {
@@ -239,8 +242,9 @@ std::optional<VulkanMaxReducer::Encoded> VulkanMaxReducer::Encode(
   // job too large for that walks more per invocation.
   const int64_t points = EncodeFastRead(job, &out) ? w[reducer::kWordPoints]
                                                     : job.Points();
+  const int64_t budget = device_->cpu_device() ? kTripBudget : kGpuTripBudget;
   const int64_t per_invocation =
-      out.fast ? kTripBudget : std::max<int64_t>(1, kTripBudget / (code + 1));
+      out.fast ? budget : std::max<int64_t>(1, budget / (code + 1));
   const int64_t invocations = (points + per_invocation - 1) / per_invocation;
   const int64_t groups = std::clamp<int64_t>(
       (invocations + reducer::kLocalSize - 1) / reducer::kLocalSize, 1,
