@@ -543,6 +543,17 @@ run() {
   export QD_WANTED_ARCHS="${QD_WANTED_ARCHS:-cuda}"
   helper check "$UNPACKED"
   note "QD_WANTED_ARCHS=$QD_WANTED_ARCHS CUDA_HOME=${CUDA_HOME:-}"
+  if [[ ",$QD_WANTED_ARCHS," == *",vulkan,"* ]]; then
+    note "vulkan device: $(cd "$UNPACKED/src" && "$PY" -I -c '
+import quadrants as qd
+from quadrants.lang import runtime
+reason = runtime.arch_unavailable_reason(qd.vulkan)
+if reason is None:
+    qd.init(arch=qd.vulkan)
+    print(runtime.program().device_description)
+else:
+    print("unavailable:", reason)' 2>&1 | tail -n 1)"
+  fi
   # Default to the whole suite unless a test path is given.
   local arg has_path=0 options=() files=()
   for arg in "$@"; do
