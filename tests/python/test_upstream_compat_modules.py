@@ -260,6 +260,22 @@ def test_require_of_unsupported_extensions_skips():
     assert not ran
 
 
+@test_utils.test(arch=ARCHS)
+def test_sparse_snode_builders_say_the_extension_is_unsupported():
+    # pointer/bitmasked/dynamic exist as upstream names them, and refuse
+    # with the extension's name rather than an AttributeError.
+    for build in (lambda: qd.root.pointer(qd.ij, 4),
+                  lambda: qd.root.dense(qd.i, 4).bitmasked(qd.j, 8),
+                  lambda: qd.root.dynamic(qd.i, 1024, chunk_size=32)):
+        with pytest.raises(qd.QuadrantsRuntimeError,
+                           match=r"SNodes need qd\.extension\.sparse.*dense\(\) instead"):
+            build()
+    assert not qd.is_extension_supported(impl.current_cfg().arch, qd.extension.sparse)
+    x = qd.field(qd.f32, shape=4)  # dense layouts still build afterwards
+    x[1] = 2.0
+    assert x.to_numpy().tolist() == [0.0, 2.0, 0.0, 0.0]
+
+
 @test_utils.test(arch=ARCHS, require=qd.extension.adstack)
 def test_require_adstack_turns_it_on():
     assert impl.current_cfg().ad_stack_experimental_enabled is True

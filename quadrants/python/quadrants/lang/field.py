@@ -575,6 +575,16 @@ def _place_default(f):
         _place_with_shape(f, shape)
 
 
+def _sparse_unsupported(kind):
+    """The error for a sparse SNode, which no backend of this build lays out
+    (qd.is_extension_supported(arch, qd.extension.sparse) is False)."""
+    arch = runtime.state.arch.name if runtime.is_initialized() else "any arch"
+    return QuadrantsRuntimeError(
+        f"{kind}() SNodes need qd.extension.sparse, which this build supports on no arch "
+        f"(arch={arch}): lay the field out with dense() instead, and check "
+        f"qd.is_extension_supported(arch, qd.extension.sparse) before using sparse layouts")
+
+
 class SNode:
     """A node of the layout tree being built: qd.root.dense(...).place(...)."""
 
@@ -600,6 +610,18 @@ class SNode:
                 shape.append(1)
             shape[axis] = int(size)
         return SNode(node, tuple(shape))
+
+    def pointer(self, axes, dimensions):
+        """Upstream's pointer SNode: needs qd.extension.sparse."""
+        raise _sparse_unsupported("pointer")
+
+    def bitmasked(self, axes, dimensions):
+        """Upstream's bitmasked SNode: needs qd.extension.sparse."""
+        raise _sparse_unsupported("bitmasked")
+
+    def dynamic(self, axis, dimension, chunk_size=None):
+        """Upstream's dynamic SNode: needs qd.extension.sparse."""
+        raise _sparse_unsupported("dynamic")
 
     def place(self, *fields, offset=None):
         """Places fields here; offset (an int per axis) is the index of
