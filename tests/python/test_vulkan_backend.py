@@ -193,7 +193,10 @@ def test_scalar_loss_adds_once_per_subgroup(monkeypatch, tmp_path, variable):
     # take); elsewhere, and where asked, each invocation adds its own value.
     if variable != "none":
         _with_env(monkeypatch, **{variable: "1"})
-    _with_env(monkeypatch, QD_DUMP_SPIRV="1", QD_DUMP_SPIRV_DIR=str(tmp_path))
+    # Both dumps move here, so a run's audit (which pairs every module with
+    # its MSL) sees neither.
+    _with_env(monkeypatch, QD_DUMP_SPIRV="1", QD_DUMP_SPIRV_DIR=str(tmp_path),
+              QD_DUMP_MSL_DIR=str(tmp_path / "msl"))
     qd.init(arch=qd.vulkan, offline_cache=False)
     try:
         n = 100003
