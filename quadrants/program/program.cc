@@ -169,7 +169,10 @@ void CollectWrites(const ir::Kernel& kernel, std::vector<int>* snodes,
 Program::Program(const CompileConfig& config, std::unique_ptr<Backend> backend)
     : config_(config), backend_(std::move(backend)) {}
 
-Program::~Program() = default;
+Program::~Program() {
+  // Queued launches may still use the kernels and arrays released below.
+  (void)backend_->Synchronize();
+}
 
 absl::Status Program::ProbeArch(Arch arch) {
   return BackendRegistry::Global().Probe(arch);

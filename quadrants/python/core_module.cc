@@ -189,6 +189,17 @@ class PyProgram {
     return Unwrap(program_->snodes().Layout(place)).shape;
   }
   int ParentOf(int snode) { return program_->snodes().node(snode).parent; }
+  // The number of cells along each axis from the root down to `snode`
+  // (1 on axes no level indexes).
+  std::vector<int64_t> SNodeShape(int snode) {
+    std::vector<int64_t> shape;
+    for (const auto& [axis, extent] : program_->snodes().CellAxes(snode)) {
+      if (static_cast<int>(shape.size()) <= axis)
+        shape.resize(axis + 1, 1);
+      shape[axis] = extent;
+    }
+    return shape;
+  }
 
   py::object ReadField(int place, std::vector<int64_t> index) {
     return FromConstant(Unwrap(program_->ReadField(place, index)));
@@ -801,6 +812,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("mark_needs_grad", &PyProgram::MarkNeedsGrad)
       .def("field_shape", &PyProgram::FieldShape)
       .def("parent_of", &PyProgram::ParentOf)
+      .def("snode_shape", &PyProgram::SNodeShape)
       .def("read_field", &PyProgram::ReadField)
       .def("write_field", &PyProgram::WriteField)
       .def("field_to_numpy", &PyProgram::FieldToNumpy)

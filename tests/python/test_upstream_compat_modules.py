@@ -276,6 +276,44 @@ def test_sparse_snode_builders_say_the_extension_is_unsupported():
     assert x.to_numpy().tolist() == [0.0, 2.0, 0.0, 0.0]
 
 
+@test_utils.test(arch=ARCHS)
+def test_rescale_index_maps_grouped_indices_between_grids():
+    fine = qd.field(qd.f32, shape=(16, 12))
+    coarse = qd.field(qd.f32, shape=(4, 3))
+    back = qd.field(qd.f32, shape=(16, 12))
+    layered = qd.field(qd.i32)
+    level = qd.root.dense(qd.i, 6)
+    level.dense(qd.j, 5).place(layered)
+
+    @qd.kernel
+    def pool_and_spread():
+        for I in qd.grouped(fine):
+            coarse[qd.rescale_index(fine, coarse, I)] += fine[I]
+        for J in qd.grouped(coarse):
+            base = qd.rescale_index(coarse, back, J)  # the block's first fine cell
+            back[base] = coarse[J]
+
+    values = np.arange(16 * 12, dtype=np.float32).reshape(16, 12)
+    fine.from_numpy(values)
+    pool_and_spread()
+    np.testing.assert_array_equal(coarse.to_numpy(),
+                                  values.reshape(4, 4, 3, 4).sum(axis=(1, 3)))
+    spread = np.zeros((16, 12), np.float32)
+    spread[::4, ::4] = coarse.to_numpy()
+    np.testing.assert_array_equal(back.to_numpy(), spread)
+    # In Python scope, against SNodes: equal extents keep the index.
+    assert list(qd.rescale_index(fine, coarse, [13, 7])) == [3, 1]
+    assert layered.shape == (6, 5) and layered.snode.shape == (6, 5)
+    assert layered.snode.parent().shape == (6, 5)
+    assert layered.snode.parent(2) == level and level.shape == (6,)
+    assert layered.snode.parent(3) is qd.root and layered.snode.parent(4) is None
+    assert list(qd.rescale_index(layered, level, [5, 4])) == [5, 4]
+    with pytest.raises(qd.QuadrantsTypeError, match="rescale_index.*index must be"):
+        qd.rescale_index(fine, coarse, 3)
+    with pytest.raises(qd.QuadrantsTypeError, match="rescale_index.*second argument"):
+        qd.rescale_index(fine, np.zeros(3), [1, 2])
+
+
 @test_utils.test(arch=ARCHS, require=qd.extension.adstack)
 def test_require_adstack_turns_it_on():
     assert impl.current_cfg().ad_stack_experimental_enabled is True

@@ -12,7 +12,8 @@ from quadrants.lang import ad, impl, types
 from quadrants.lang.exception import (QuadrantsAssertionError, QuadrantsCompilationError,
                                       QuadrantsError, QuadrantsRuntimeError,
                                       QuadrantsSyntaxError, QuadrantsTypeError)
-from quadrants.lang.field import Field, field, i, ij, ijk, ijkl, j, k, l, root
+from quadrants.lang.field import (Field, field, i, ij, ijk, ijkl, j, k, l, rescale_index,
+                                  root)
 from quadrants.lang.kernel import func, kernel
 from quadrants.lang.data_oriented import data_oriented
 from quadrants.lang.misc import extension, is_extension_supported

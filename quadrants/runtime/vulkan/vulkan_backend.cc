@@ -85,11 +85,15 @@ void Put64(char* base, uint32_t offset, uint64_t value) {
   std::memcpy(base + offset, &value, 8);
 }
 
-// A kernel's pipelines; destroyed with the kernel.
+// A kernel's pipelines; destroyed with the kernel, once no queued launch
+// records them.
 struct PipelineSet {
   std::shared_ptr<VulkanDevice> device;
+  std::weak_ptr<VulkanStream> stream;
   std::vector<VulkanTask> tasks;
   ~PipelineSet() {
+    if (std::shared_ptr<VulkanStream> queued = stream.lock())
+      (void)queued->Drain();
     for (const VulkanTask& task : tasks) {
       if (task.pipeline != VK_NULL_HANDLE)
         device->api().vkDestroyPipeline(device->device(), task.pipeline,
@@ -301,9 +305,14 @@ absl::StatusOr<std::unique_ptr<VulkanBackend>> VulkanBackend::Create(
                       CreateBuffer(*device, abi::kRtBytes, false));
   QD_ASSIGN_OR_RETURN(backend->context_,
                       CreateBuffer(*device, abi::kCtxBytes, false));
-  QD_ASSIGN_OR_RETURN(backend->stream_, VulkanStream::Create(device));
-  VulkanStream* stream = backend->stream_.get();
-  backend->memory_->set_drain([stream] { return stream->Drain(); });
+  QD_ASSIGN_OR_RETURN(std::unique_ptr<VulkanStream> stream,
+                      VulkanStream::Create(device));
+  backend->stream_ = std::move(stream);
+  std::weak_ptr<VulkanStream> queue = backend->stream_;
+  backend->memory_->set_drain([queue] {
+    std::shared_ptr<VulkanStream> stream = queue.lock();
+    return stream ? stream->Drain() : absl::OkStatus();
+  });
   return backend;
 }
 
@@ -386,6 +395,7 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> VulkanBackend::Compile(
         codegen::spirv::UnpackModules(artifact.binary, artifact.tasks.size()));
     auto set = std::make_shared<PipelineSet>();
     set->device = device_;
+    set->stream = stream_;
     for (size_t t = 0; t < artifact.tasks.size(); ++t) {
       const CompiledTask& lowered = artifact.tasks[t];
       VulkanTask task;

@@ -104,7 +104,9 @@ class VulkanBackend : public Backend {
   SizerMode sizer_mode_ = SizerMode::kAuto;
   std::unique_ptr<VulkanSizer> sizer_;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
-  std::unique_ptr<VulkanStream> stream_;  // queued launches
+  // Queued launches; shared so that kernels and arrays outliving the
+  // backend see it gone.
+  std::shared_ptr<VulkanStream> stream_;
   VkCommandBuffer commands_ = VK_NULL_HANDLE;  // a launch waited for
   VkFence fence_ = VK_NULL_HANDLE;
   VulkanBuffer runtime_;  // the runtime record (shader_abi.h)

@@ -143,6 +143,12 @@ class Field:
 
     # ---- metadata ---------------------------------------------------------
     @property
+    def snode(self):
+        """The place SNode of this field (its parent() is the level holding
+        it), placing the field first if it never was."""
+        return SNode(self.place_id(), self.shape)
+
+    @property
     def shape(self):
         self._check_alive()
         if self._place is None:
@@ -643,6 +649,32 @@ class SNode:
                 leaf._offset = offset
         return self
 
+    @property
+    def shape(self):
+        """The number of cells along each axis from the root down to here."""
+        return tuple(self._shape)
+
+    def parent(self, n=1):
+        """The n-th ancestor of this SNode: qd.root at the top, None above it."""
+        prog = runtime.program()
+        node = self._id
+        for _ in range(n):
+            if node == 0:
+                return None
+            node = prog.parent_of(node)
+        if node == 0:
+            return root
+        return SNode(node, tuple(prog.snode_shape(node)))
+
+    def __eq__(self, other):
+        return isinstance(other, SNode) and other._id == self._id
+
+    def __hash__(self):
+        return hash(("SNode", self._id))
+
+    def __repr__(self):
+        return f"<qd SNode {self._id} shape={self.shape}>"
+
     def lazy_grad(self):
         """Places the adjoint of every placed floating-point field whose
         adjoint is not placed yet, each like its primal."""
@@ -659,6 +691,47 @@ class SNode:
             companion = getattr(f, role) if f._role == "primal" else None
             if companion is not None and f.placed and not companion.placed:
                 _place_with_shape(companion, f.shape)
+
+
+def rescale_index(a, b, I):
+    """Index I of field or SNode `a` scaled to the cells of field or SNode
+    `b`, axis by axis: divided by a.shape[k] // b.shape[k] where `b` is
+    coarser, multiplied by b.shape[k] // a.shape[k] where it is finer, kept
+    where they match (and past either one's axes). I is a list, tuple or
+    qd.Vector of indices (a grouped loop index); the result is a qd.Vector.
+    Works in kernels and in Python scope."""
+    # pylint: disable=import-outside-toplevel
+    from quadrants.lang import ops
+    from quadrants.lang.matrix import Matrix, Vector
+    for arg, which in ((a, "first"), (b, "second")):
+        if not isinstance(arg, (Field, SNode)) and not hasattr(arg, "_leaf_fields"):
+            raise QuadrantsTypeError(f"qd.rescale_index(): the {which} argument must be a "
+                                     f"field or an SNode, got {type(arg).__name__}")
+    def load(v):
+        return context.load(v) if context.current() is not None else v
+    I = load(I)
+    if isinstance(I, (list, tuple)):
+        items = [load(v) for v in I]
+    elif isinstance(I, Matrix):
+        items = [I[k] for k in range(I.n)]
+    else:
+        raise QuadrantsTypeError(f"qd.rescale_index(): the index must be a list, tuple or "
+                                 f"qd.Vector (a grouped loop index), got {type(I).__name__}")
+    a_shape, b_shape = tuple(a.shape), tuple(b.shape)
+    result = list(items)
+    for k in range(min(len(items), len(a_shape), len(b_shape))):
+        if a_shape[k] > b_shape[k]:
+            result[k] = ops.binary("floordiv", items[k], a_shape[k] // b_shape[k],
+                                   lambda x, y: x // y)
+        elif a_shape[k] < b_shape[k]:
+            result[k] = ops.binary("mul", items[k], b_shape[k] // a_shape[k],
+                                   lambda x, y: x * y)
+    return Vector(result)
+
+
+# Kernels call it as it is (its arguments are fields and index values), not
+# inlined as Python source.
+rescale_index._qd_intrinsic = True
 
 
 def _live_fields():
