@@ -59,7 +59,7 @@ std::vector<int64_t> SNodeTree::AxisSizes(int place) const {
   std::vector<int64_t> sizes(NumAxes(place), 1);
   for (int a : Ancestors(place)) {
     for (size_t k = 0; k < nodes_[a].axes.size(); ++k) {
-      sizes[nodes_[a].axes[k]] = nodes_[a].sizes[k];
+      sizes[nodes_[a].axes[k]] *= nodes_[a].sizes[k];
     }
   }
   return sizes;
@@ -83,12 +83,6 @@ absl::StatusOr<int> SNodeTree::AddDense(int parent, std::vector<int> axes,
                                   axes.size(), " axes and ", sizes.size(),
                                   " sizes"));
   }
-  std::vector<int> used;
-  for (int a : Ancestors(parent)) {
-    used.insert(used.end(), nodes_[a].axes.begin(), nodes_[a].axes.end());
-  }
-  used.insert(used.end(), nodes_[parent].axes.begin(),
-              nodes_[parent].axes.end());
   for (size_t k = 0; k < axes.size(); ++k) {
     if (axes[k] < 0 || axes[k] > 7) {
       return TreeError(absl::StrCat("axis ", axes[k], " out of range [0, 8)"));
@@ -97,10 +91,9 @@ absl::StatusOr<int> SNodeTree::AddDense(int parent, std::vector<int> axes,
       return TreeError(
           absl::StrCat("dense size must be positive, got ", sizes[k]));
     }
-    if (std::count(used.begin(), used.end(), axes[k]) ||
-        std::count(axes.begin(), axes.end(), axes[k]) > 1) {
-      return TreeError(
-          absl::StrCat("axis ", axes[k], " is indexed by more than one level"));
+    if (std::count(axes.begin(), axes.end(), axes[k]) > 1) {
+      return TreeError(absl::StrCat("axis ", axes[k],
+                                    " is given twice in one dense level"));
     }
   }
   finalized_ = false;
@@ -241,10 +234,12 @@ absl::StatusOr<PlaceLayout> SNodeTree::Layout(int place) const {
   const int axes = NumAxes(place);
   layout.shape.assign(axes, 1);
   layout.axis_stride.assign(axes, 0);
+  layout.digits.assign(axes, {});
   std::vector<int> chain = Ancestors(place);
   chain.push_back(place);
   // Walk down: entering node c adds its offset inside the parent's cell;
-  // a dense c's own axes index c's cells (row-major within the level).
+  // a dense c's own axes index c's cells (row-major within the level), one
+  // digit of each of its axes.
   for (size_t k = 1; k < chain.size(); ++k) {
     const SNode& c = nodes_[chain[k]];
     layout.offset += c.offset_in_parent;
@@ -252,12 +247,46 @@ absl::StatusOr<PlaceLayout> SNodeTree::Layout(int place) const {
       continue;
     int64_t stride = c.cell_bytes;
     for (int a = static_cast<int>(c.axes.size()) - 1; a >= 0; --a) {
-      layout.shape[c.axes[a]] = c.sizes[a];
-      layout.axis_stride[c.axes[a]] = stride;
+      layout.digits[c.axes[a]].push_back({1, c.sizes[a], stride});
       stride *= c.sizes[a];
     }
   }
+  // Divisors from the inner levels' sizes; the outermost digit wraps never.
+  for (int a = 0; a < axes; ++a) {
+    std::vector<AxisDigit>& digits = layout.digits[a];
+    int64_t inner = 1;
+    for (int d = static_cast<int>(digits.size()) - 1; d >= 0; --d) {
+      digits[d].divisor = inner;
+      inner *= digits[d].modulus;
+    }
+    layout.shape[a] = inner;
+    if (!digits.empty())
+      digits[0].modulus = 0;
+    if (digits.size() == 1)
+      layout.axis_stride[a] = digits[0].stride;
+  }
   return layout;
+}
+
+bool PlaceLayout::affine() const {
+  for (const auto& axis : digits) {
+    if (axis.size() > 1)
+      return false;
+  }
+  return true;
+}
+
+int64_t PlaceLayout::ByteOffset(const std::vector<int64_t>& index) const {
+  int64_t bytes = offset;
+  for (size_t a = 0; a < index.size() && a < digits.size(); ++a) {
+    for (const AxisDigit& d : digits[a]) {
+      int64_t i = index[a] / d.divisor;
+      if (d.modulus > 0)
+        i %= d.modulus;
+      bytes += i * d.stride;
+    }
+  }
+  return bytes;
 }
 
 int SNodeTree::NumAxes(int place) const {
@@ -300,8 +329,16 @@ std::vector<std::pair<int, int64_t>> SNodeTree::CellAxes(int snode) const {
   std::vector<std::pair<int, int64_t>> axes;
   for (int id = snode; id >= 0; id = nodes_[id].parent) {
     const SNode& n = nodes_[id];
-    for (size_t k = 0; k < n.axes.size(); ++k)
-      axes.emplace_back(n.axes[k], n.sizes[k]);
+    for (size_t k = 0; k < n.axes.size(); ++k) {
+      // An axis several levels index spans the product of their sizes.
+      auto same = std::find_if(axes.begin(), axes.end(), [&](const auto& e) {
+        return e.first == n.axes[k];
+      });
+      if (same != axes.end())
+        same->second *= n.sizes[k];
+      else
+        axes.emplace_back(n.axes[k], n.sizes[k]);
+    }
   }
   std::sort(axes.begin(), axes.end());
   return axes;

@@ -46,13 +46,31 @@ struct SNode {
   bool discarded = false;
 };
 
+// One level's term of an element's address along one axis:
+//   ((index / divisor) % modulus) * stride bytes,
+// where modulus 0 (the axis' outermost level) takes no remainder.
+struct AxisDigit {
+  int64_t divisor = 1;
+  int64_t modulus = 0;
+  int64_t stride = 0;
+};
+
 // Where a place's element [i, j, ...] lives: the byte address is
-//   offset + sum over axes a of index[a] * axis_stride[a]
-// (each axis belongs to exactly one dense level).
+//   offset + sum over axes a, over the digits of a, of its term.
+// An axis indexed by one dense level has one digit, index * stride; one
+// indexed by several (blocked layouts, dense(ij, 4).dense(ij, 8)) has a
+// digit per level, outermost first.
 struct PlaceLayout {
   int64_t offset = 0;
   std::vector<int64_t> shape;
+  // Per axis: the stride of its only digit; 0 where it has several.
   std::vector<int64_t> axis_stride;
+  std::vector<std::vector<AxisDigit>> digits;  // per axis
+  // Whether every axis has at most one digit: the address is then
+  // offset + sum of index[a] * axis_stride[a].
+  bool affine() const;
+  // The byte offset (from the root) of element `index`.
+  int64_t ByteOffset(const std::vector<int64_t>& index) const;
 };
 
 class SNodeTree {
@@ -93,8 +111,9 @@ class SNodeTree {
   absl::StatusOr<PlaceLayout> Layout(int place) const;
   // Number of indices a place takes (its field's dimensionality).
   int NumAxes(int place) const;
-  // (axis, extent) of every dense level from `snode` up to the root, by
-  // axis: the index space a struct-for over `snode` walks.
+  // (axis, extent) of every axis the dense levels from `snode` up to the
+  // root index (an axis several levels index spans the product of their
+  // sizes), by axis: the index space a struct-for over `snode` walks.
   std::vector<std::pair<int, int64_t>> CellAxes(int snode) const;
   // How many cells that index space holds.
   int64_t NumCells(int snode) const;

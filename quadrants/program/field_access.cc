@@ -20,6 +20,7 @@ PlaceAccess::PlaceAccess(ArrayMemory& memory, char* root,
   // A permuted order (field order=) or another place between elements
   // breaks the packing even where the span has the right size.
   int64_t stride = element_bytes_;
+  contiguous_ = layout_.affine();
   for (int axis = static_cast<int>(layout_.shape.size()) - 1; axis >= 0;
        --axis) {
     if (layout_.shape[axis] > 1 && layout_.axis_stride[axis] != stride)
@@ -29,13 +30,13 @@ PlaceAccess::PlaceAccess(ArrayMemory& memory, char* root,
 }
 
 int64_t PlaceAccess::Offset(int64_t linear) const {
-  int64_t offset = 0;
+  std::vector<int64_t> index(layout_.shape.size());
   for (int axis = static_cast<int>(layout_.shape.size()) - 1; axis >= 0;
        --axis) {
-    offset += (linear % layout_.shape[axis]) * layout_.axis_stride[axis];
+    index[axis] = linear % layout_.shape[axis];
     linear /= layout_.shape[axis];
   }
-  return offset;
+  return layout_.ByteOffset(index) - layout_.offset;
 }
 
 absl::Status PlaceAccess::Read(void* out) const {

@@ -252,6 +252,13 @@ absl::StatusOr<Program::FieldView> Program::ViewField(int place) {
                                   "fields are added, so no view of it stays "
                                   "valid"));
   }
+  if (!layout.affine()) {
+    return MakeError(ErrorKind::kRuntime,
+                     absl::StrCat("field '", snodes_.node(place).name,
+                                  "': a blocked layout (several levels on one "
+                                  "axis) is no strided array, so it has no "
+                                  "view"));
+  }
   QD_RETURN_IF_ERROR(Sync());
   FieldView view;
   view.memory = root_;
@@ -275,7 +282,6 @@ absl::StatusOr<char*> Program::FieldAddress(int place,
         absl::StrCat("field '", snodes_.node(place).name, "' needs ",
                      layout.shape.size(), " indices, got ", index.size()));
   }
-  int64_t offset = layout.offset;
   for (size_t axis = 0; axis < index.size(); ++axis) {
     if (index[axis] < 0 || index[axis] >= layout.shape[axis]) {
       return MakeError(ErrorKind::kRuntime,
@@ -284,9 +290,8 @@ absl::StatusOr<char*> Program::FieldAddress(int place,
                                     snodes_.node(place).name, "' of shape (",
                                     absl::StrJoin(layout.shape, ", "), ")"));
     }
-    offset += index[axis] * layout.axis_stride[axis];
   }
-  return root_->get() + offset;
+  return root_->get() + layout.ByteOffset({index.begin(), index.end()});
 }
 
 absl::StatusOr<ir::Constant> Program::ReadField(

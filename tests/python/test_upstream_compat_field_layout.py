@@ -366,3 +366,70 @@ def test_order_errors():
         qd.field(qd.f32, shape=(3, 4), order=(1, 0))
     with pytest.raises(qd.QuadrantsTypeError, match="layout"):
         qd.Vector.field(3, qd.f32, shape=4, layout="columns")
+
+
+@test_utils.test()
+def test_levels_on_the_same_axis_make_a_blocked_layout():
+    # dense(ij, (4, 3)).dense(ij, (8, 2)): x and y are 32 x 6, stored in
+    # blocks of 8 x 2 cells; kernels, host access and struct-fors index them
+    # as any 32 x 6 field.
+    x, y = qd.field(qd.f32), qd.field(qd.i32)
+    block = qd.root.dense(qd.ij, (4, 3))
+    block.dense(qd.ij, (8, 2)).place(x, y)
+    assert x.shape == (32, 6) and block.shape == (4, 3)
+    assert x.snode.parent(2) == block
+
+    @qd.kernel
+    def fill():
+        for i, j in x:
+            x[i, j] = i * 100 + j
+            y[i, j] = qd.rescale_index(x, block, [i, j])[0] * 10 + j // 2
+
+    fill()
+    rows, cols = np.meshgrid(np.arange(32), np.arange(6), indexing="ij")
+    np.testing.assert_array_equal(x.to_numpy(), rows * 100 + cols)
+    np.testing.assert_array_equal(y.to_numpy(), rows // 8 * 10 + cols // 2)
+    assert x[17, 5] == 1705
+    x[3, 4] = -1.0
+    values = np.random.default_rng(3).random((32, 6)).astype(np.float32)
+    assert x.to_numpy()[3, 4] == -1.0
+    x.from_numpy(values)
+
+    @qd.kernel
+    def total() -> qd.f64:
+        s = qd.f64(0.0)
+        for i, j in qd.ndrange(32, 6):
+            s += qd.f64(x[i, j])
+        return s
+
+    assert total() == pytest.approx(values.astype(np.float64).sum(), rel=1e-12)
+
+
+@test_utils.test(require=qd.extension.adstack)
+def test_blocked_layout_gradients_through_a_dynamic_loop():
+    # d/dx of sum over cells of sin^k(x), k from a field, against the chain
+    # rule in f64; f32 steps keep 1e-5 relative.
+    x = qd.field(qd.f32, needs_grad=True)
+    qd.root.dense(qd.i, 4).dense(qd.i, 16).place(x, x.grad)  # both blocked
+    k = qd.field(qd.i32, shape=())
+    loss = qd.field(qd.f32, shape=(), needs_grad=True)
+
+    @qd.kernel
+    def run():
+        for i in x:
+            v = x[i]
+            for _ in range(k[None]):
+                v = qd.sin(v)
+            loss[None] += v
+
+    start = np.linspace(0.1, 1.3, 64)
+    x.from_numpy(start.astype(np.float32))
+    k[None] = 5
+    with qd.ad.Tape(loss=loss):
+        run()
+    v, grad = start.copy(), np.ones(64)
+    for _ in range(5):
+        grad *= np.cos(v)
+        v = np.sin(v)
+    np.testing.assert_allclose(x.grad.to_numpy(), grad, rtol=1e-5)
+    assert loss[None] == pytest.approx(v.sum(), rel=1e-5)

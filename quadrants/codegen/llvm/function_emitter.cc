@@ -379,8 +379,15 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitFieldPtr(
         ToI64(Get(s.operand(axis)), s.operand(axis)->type().element());
     CheckIndex(valid, site, static_cast<int>(axis), index,
                b_.getInt64(layout.shape[axis]));
-    offset = b_.CreateAdd(
-        offset, b_.CreateMul(index, b_.getInt64(layout.axis_stride[axis])));
+    for (const ir::AxisDigit& d : layout.digits[axis]) {
+      llvm::Value* digit = index;
+      if (d.divisor > 1)
+        digit = b_.CreateSDiv(digit, b_.getInt64(d.divisor));
+      if (d.modulus > 0)
+        digit = b_.CreateSRem(digit, b_.getInt64(d.modulus));
+      offset = b_.CreateAdd(offset,
+                            b_.CreateMul(digit, b_.getInt64(d.stride)));
+    }
   }
   llvm::Value* root = Call("qd_root", b_.getPtrTy(), {ctx_});
   return GuardedPointer(valid, b_.CreateGEP(b_.getInt8Ty(), root, offset));

@@ -177,9 +177,15 @@ absl::StatusOr<llvm::Value*> LaneEmitter::EmitFieldPtr(
   for (size_t axis = 0; axis < s.num_operands(); ++axis) {
     llvm::Value* index =
         ops_.ToI64(Get(s.operand(axis)), s.operand(axis)->type().element());
-    offset = b_.CreateAdd(
-        offset,
-        b_.CreateMul(index, Splat(b_.getInt64(layout->axis_stride[axis]))));
+    for (const ir::AxisDigit& d : layout->digits[axis]) {
+      llvm::Value* digit = index;
+      if (d.divisor > 1)
+        digit = b_.CreateSDiv(digit, Splat(b_.getInt64(d.divisor)));
+      if (d.modulus > 0)
+        digit = b_.CreateSRem(digit, Splat(b_.getInt64(d.modulus)));
+      offset = b_.CreateAdd(
+          offset, b_.CreateMul(digit, Splat(b_.getInt64(d.stride))));
+    }
   }
   llvm::Value* root = Call("qd_root", b_.getPtrTy(), {ctx_});
   return b_.CreateGEP(b_.getInt8Ty(), root, offset);
@@ -194,7 +200,7 @@ LaneEmitter::Access LaneEmitter::AccessOf(const Stmt* ptr) {
     absl::StatusOr<ir::PlaceLayout> layout = snodes_.Layout(field->snode_id());
     const PrimitiveType t = ptr->type().element();
     const int64_t bytes = adstack::ElementBytes(t);
-    if (!layout.ok() || layout->axis_stride.empty() ||
+    if (!layout.ok() || !layout->affine() || layout->axis_stride.empty() ||
         layout->axis_stride.back() != bytes) {
       return Access::kScattered;
     }

@@ -135,10 +135,16 @@ absl::StatusOr<Id> ShaderEmitter::EmitFieldPtr(const ir::FieldPtrStmt& s) {
     Id index = ToI64(Get(s.operand(axis)), s.operand(axis)->type().element());
     CheckIndex(&valid, site, static_cast<int>(axis), index,
                b_.ConstI64(layout->shape[axis]));
-    offset =
-        b_.Op(spv::OpIAdd, i64,
-              {offset, b_.Op(spv::OpIMul, i64,
-                             {index, b_.ConstI64(layout->axis_stride[axis])})});
+    for (const ir::AxisDigit& d : layout->digits[axis]) {
+      Id digit = index;
+      if (d.divisor > 1)
+        digit = b_.Op(spv::OpSDiv, i64, {digit, b_.ConstI64(d.divisor)});
+      if (d.modulus > 0)
+        digit = b_.Op(spv::OpSRem, i64, {digit, b_.ConstI64(d.modulus)});
+      offset = b_.Op(spv::OpIAdd, i64,
+                     {offset, b_.Op(spv::OpIMul, i64,
+                                    {digit, b_.ConstI64(d.stride)})});
+    }
   }
   Id root = RuntimeWord(abi::kRtRoot);
   return Guarded(valid, AddrPlus(root, b_.Op(spv::OpBitcast, U64(), {offset})));

@@ -104,6 +104,11 @@ class Encoder {
       return s;
     const int n = static_cast<int>(e.children().size());
     auto layout = snodes_.Layout(e.snode_id());
+    if (layout.ok() && !layout->affine()) {
+      // The shader addresses fields by per-axis strides; the host sizes
+      // tasks that read a blocked layout.
+      return absl::UnimplementedError("a field with a blocked layout");
+    }
     ir::PrimitiveType dtype = ir::PrimitiveType::kI32;
     if (layout.ok())
       dtype = snodes_.node(e.snode_id()).dtype;

@@ -96,12 +96,12 @@ class HostSizerInputs : public SizeExprInputs {
     const ir::PlaceLayout& layout = it->second;
     if (index.size() != layout.shape.size())
       return absl::nullopt;
-    int64_t offset = layout.offset;
     for (size_t a = 0; a < index.size(); ++a) {
       if (index[a] < 0 || index[a] >= layout.shape[a])
         return absl::nullopt;
-      offset += index[a] * layout.axis_stride[a];
     }
+    const int64_t offset =
+        layout.ByteOffset({index.begin(), index.end()});
     return reader_.Read(root_, snodes_.root_bytes(), root_ + offset,
                         snodes_.node(snode).dtype);
   }
@@ -253,6 +253,11 @@ void LaunchSizer::Recognize(const CompiledKernel& kernel, int task,
     ir::PrimitiveType type;
     if (is_field) {
       if (id < 0 || id >= snodes.size())
+        return 0;
+      // Reducers address elements by per-axis strides: a blocked layout
+      // (several levels on one axis) takes the serial walk.
+      absl::StatusOr<ir::PlaceLayout> layout = snodes.Layout(id);
+      if (!layout.ok() || !layout->affine())
         return 0;
       type = snodes.node(id).dtype;
     } else {
@@ -703,6 +708,13 @@ absl::Status LaunchSizer::GateHeap(
   if (threshold > 0 && threads * slice_bytes <= threshold)
     return absl::OkStatus();
   const ir::AdStackGate& gate = *gates[task];
+  if (gate.is_field) {
+    // Gate counts walk the array by per-axis strides: a blocked layout
+    // keeps per-thread slices.
+    absl::StatusOr<ir::PlaceLayout> layout = snodes.Layout(gate.id);
+    if (layout.ok() && !layout->affine())
+      return absl::OkStatus();
+  }
   bool cacheable = true;
   std::vector<int64_t> signature = Signature(
       GateDependencies(gate), ctx, args, field_generations, &cacheable);

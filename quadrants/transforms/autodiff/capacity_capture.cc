@@ -100,14 +100,12 @@ class Capture {
     }
     if (snode < 0)
       return false;
-    for (int id = snode; id >= 0; id = snodes_.node(id).parent) {
-      const ir::SNode& node = snodes_.node(id);
-      for (size_t k = 0; k < node.axes.size(); ++k) {
-        if (node.axes[k] == var.axis) {
-          *lo = SizeExpr::Const(0);
-          *hi = SizeExpr::Const(node.sizes[k]);
-          return true;
-        }
+    // An axis several levels index spans the product of their sizes.
+    for (const auto& [axis, extent] : snodes_.CellAxes(snode)) {
+      if (axis == var.axis) {
+        *lo = SizeExpr::Const(0);
+        *hi = SizeExpr::Const(extent);
+        return true;
       }
     }
     return false;

@@ -178,20 +178,53 @@ TEST(SNodeTest, UnknownParent) {
   ExpectTreeError(tree.AddDense(-1, {0}, {4}).status(), "no SNode with id -1");
 }
 
-TEST(SNodeTest, AxisIndexedTwice) {
+TEST(SNodeTest, AxisGivenTwiceInOneLevel) {
   SNodeTree tree;
   ExpectTreeError(tree.AddDense(tree.root(), {0, 0}, {2, 2}).status(),
-                  "axis 0 is indexed by more than one level");
-  int dense = tree.AddDense(tree.root(), {0}, {4}).value();
-  int inner = tree.AddDense(dense, {1}, {4}).value();
-  ExpectTreeError(tree.AddDense(dense, {0}, {2}).status(),
-                  "axis 0 is indexed by more than one level");
-  ExpectTreeError(tree.AddDense(inner, {1}, {2}).status(),
-                  "axis 1 is indexed by more than one level");
-  ExpectTreeError(tree.AddDense(inner, {0}, {2}).status(),
-                  "axis 0 is indexed by more than one level");
-  // A sibling subtree may reuse the axis.
-  EXPECT_TRUE(tree.AddDense(tree.root(), {0}, {4}).ok());
+                  "axis 0 is given twice in one dense level");
+}
+
+TEST(SNodeTest, LevelsOnTheSameAxisBlockIt) {
+  // dense(ij, (4, 3)).dense(ij, (8, 2)).place(x, y): 32 x 6 elements in
+  // 4 x 3 blocks of 8 x 2 cells of two f32s.
+  SNodeTree tree;
+  int outer = tree.AddDense(tree.root(), {0, 1}, {4, 3}).value();
+  int inner = tree.AddDense(outer, {0, 1}, {8, 2}).value();
+  int x = tree.AddPlace(inner, kF32, "x").value();
+  int y = tree.AddPlace(inner, kF32, "y").value();
+  ASSERT_TRUE(tree.Finalize().ok());
+  const PlaceLayout lx = LayoutOf(tree, x);
+  EXPECT_THAT(lx.shape, ElementsAre(32, 6));
+  EXPECT_FALSE(lx.affine());
+  ASSERT_EQ(lx.digits[0].size(), 2u);
+  const int64_t cell = 8, block = 8 * 2 * cell;
+  EXPECT_EQ(lx.digits[0][0].divisor, 8);
+  EXPECT_EQ(lx.digits[0][0].modulus, 0);  // the outermost level wraps never
+  EXPECT_EQ(lx.digits[0][0].stride, 3 * block);
+  EXPECT_EQ(lx.digits[0][1].divisor, 1);
+  EXPECT_EQ(lx.digits[0][1].modulus, 8);
+  EXPECT_EQ(lx.digits[0][1].stride, 2 * cell);
+  for (int64_t i : {0, 7, 8, 17, 31}) {
+    for (int64_t j : {0, 1, 2, 5}) {
+      const int64_t want =
+          (i / 8 * 3 + j / 2) * block + (i % 8 * 2 + j % 2) * cell;
+      EXPECT_EQ(lx.ByteOffset({i, j}), want) << i << ", " << j;
+      EXPECT_EQ(LayoutOf(tree, y).ByteOffset({i, j}), want + 4);
+    }
+  }
+  EXPECT_THAT(tree.CellAxes(inner),
+              ElementsAre(std::pair<int, int64_t>{0, 32},
+                          std::pair<int, int64_t>{1, 6}));
+  EXPECT_EQ(tree.NumCells(inner), 32 * 6);
+  EXPECT_EQ(tree.root_bytes(), 4 * 3 * block);
+  // One level per axis stays affine, with its strides.
+  SNodeTree flat;
+  int dense = flat.AddDense(flat.root(), {0, 1}, {32, 6}).value();
+  int z = flat.AddPlace(dense, kF32, "z").value();
+  ASSERT_TRUE(flat.Finalize().ok());
+  EXPECT_TRUE(LayoutOf(flat, z).affine());
+  EXPECT_THAT(LayoutOf(flat, z).axis_stride, ElementsAre(24, 4));
+  EXPECT_EQ(LayoutOf(flat, z).ByteOffset({5, 3}), 5 * 24 + 3 * 4);
 }
 
 TEST(SNodeTest, NonPositiveSize) {

@@ -614,7 +614,8 @@ class SNode:
         for axis, size in zip(axes, dimensions):
             while len(shape) <= axis:
                 shape.append(1)
-            shape[axis] = int(size)
+            # Levels that index the same axis block it: their sizes multiply.
+            shape[axis] *= int(size)
         return SNode(node, tuple(shape))
 
     def pointer(self, axes, dimensions):
