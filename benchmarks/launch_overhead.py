@@ -188,32 +188,9 @@ def cuda_main(args):
     reason = qd.lang.runtime.arch_unavailable_reason(qd.cuda)
     if reason is not None:
         sys.exit(f"launch_overhead --arch cuda: CUDA is not available here: {reason}")
-    qd.init(arch=qd.cuda)
     n = launch_references.ELEMENTS
-    x = qd.field(qd.f32, shape=n)
-    arr = qd.ndarray(qd.f32, n)
-
-    @qd.kernel
-    def empty_kernel():
-        pass
-
-    @qd.kernel
-    def bump_field():
-        for i in x:
-            x[i] += 1.0
-
-    @qd.kernel
-    def bump_ndarray(a: qd.types.ndarray(qd.f32, 1)):
-        for i in range(a.shape[0]):
-            a[i] += 1.0
-
-    ours = [("empty kernel", launch_us(empty_kernel)),
-            (f"field f32[{n}]: x[i] += 1.0", launch_us(bump_field)),
-            (f"ndarray f32[{n}] argument: a[i] += 1.0", launch_us(bump_ndarray, arr))]
-    # Each case ran 1 + REPEATS loops of LAUNCHES: all launches took effect.
-    runs = (1 + REPEATS) * LAUNCHES
-    assert x[n - 1] == runs and arr[n - 1] == runs, (x[n - 1], arr[n - 1], runs)
-
+    ours, _ = gpu_cases(qd.cuda)
+    qd.init(arch=qd.cuda)
     big = qd.field(qd.f32, shape=COPY_BYTES // 4)
     big_arr = qd.ndarray(qd.f32, COPY_BYTES // 4)
     host = np.arange(COPY_BYTES // 4, dtype=np.float32)

@@ -11,6 +11,7 @@
 #include "quadrants/codegen/llvm/warp_atomics.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
+#include "quadrants/ir/uses.h"
 #include "quadrants/ir/walk.h"
 
 namespace quadrants::codegen {
@@ -454,7 +455,7 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitAtomic(
   QD_ASSIGN_OR_RETURN(const Op op, AtomicBinOp(s, kernel_.name()));
   if (options_.warp_aggregate_atomics && f &&
       (op == Op::FAdd || op == Op::FSub) && t != PrimitiveType::kF16 &&
-      IsLaunchUniform(*s.ptr()) && !IsUsed(&s)) {
+      ir::IsLaunchUniformPtr(*s.ptr()) && !IsUsed(&s)) {
     EmitWarpAggregatedAdd(b_, Get(s.ptr()),
                           op == Op::FSub ? b_.CreateFNeg(value) : value);
     return llvm::UndefValue::get(RegisterType(t));  // nobody reads it
@@ -463,16 +464,6 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitAtomic(
       b_.CreateAtomicRMW(op, Get(s.ptr()), value, llvm::MaybeAlign(),
                          llvm::AtomicOrdering::Monotonic);
   return t == PrimitiveType::kU1 ? b_.CreateICmpNE(old, b_.getInt8(0)) : old;
-}
-
-bool FunctionEmitter::IsLaunchUniform(const Stmt& ptr) const {
-  if (!ir::Isa<ir::FieldPtrStmt>(&ptr) && !ir::Isa<ir::NdarrayPtrStmt>(&ptr))
-    return false;
-  for (const Stmt* index : ptr.operands()) {
-    if (!ir::Isa<ir::ConstStmt>(index))
-      return false;
-  }
-  return true;
 }
 
 bool FunctionEmitter::HasStackAdjoint(const Stmt* s) {
@@ -485,10 +476,7 @@ bool FunctionEmitter::HasStackAdjoint(const Stmt* s) {
 
 bool FunctionEmitter::IsUsed(const Stmt* s) {
   if (!used_computed_) {
-    ir::WalkKernel(kernel_, [&](const Stmt* stmt) {
-      for (const Stmt* operand : stmt->operands())
-        used_.insert(operand);
-    });
+    used_ = ir::UsedValues(kernel_);
     used_computed_ = true;
   }
   return used_.contains(s);

@@ -225,8 +225,6 @@ class FunctionEmitter : public ir::StmtVisitor<FunctionEmitter, absl::Status> {
   // The heap row of the task's adstacks (AdStackRowStmt); null: the
   // thread's slice.
   llvm::Value* adstack_row_ = nullptr;
-  // Whether an address is the same for every thread (constant indices).
-  bool IsLaunchUniform(const Stmt& ptr) const;
   // Whether any statement reads `s`'s value.
   bool IsUsed(const Stmt* s);
   // Whether the kernel reads or accumulates adjoints of stack `s`.

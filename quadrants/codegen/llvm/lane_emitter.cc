@@ -2,6 +2,7 @@
 
 #include "quadrants/adstack/stack_spec.h"
 #include "quadrants/codegen/llvm/lane_emitter_internal.h"
+#include "quadrants/ir/uses.h"
 
 namespace quadrants::codegen {
 namespace lanes {
@@ -75,10 +76,7 @@ std::vector<llvm::Value*> LaneEmitter::DecomposeCell(int snode,
 
 bool LaneEmitter::IsUsed(const Stmt* s) {
   if (!used_computed_) {
-    ir::WalkKernel(kernel_, [&](const Stmt* stmt) {
-      for (const Stmt* operand : stmt->operands())
-        used_.insert(operand);
-    });
+    used_ = ir::UsedValues(kernel_);
     used_computed_ = true;
   }
   return used_.contains(s);

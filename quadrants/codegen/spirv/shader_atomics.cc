@@ -3,6 +3,7 @@
 // the value, 64-bit integer ops as two 32-bit atomics, and spin-locked
 // updates where the device has no 64-bit atomics.
 #include "quadrants/codegen/spirv/shader_emitter_internal.h"
+#include "quadrants/ir/uses.h"
 
 namespace quadrants::codegen::spirv::shader {
 
@@ -246,12 +247,8 @@ Id ShaderEmitter::LockedUpdate(Id addr, PrimitiveType t,
   Id lock = Pointer(u32, lock_addr);
   const Id scope = b_.ConstU32(spv::ScopeDevice);
   const Id relaxed = b_.ConstU32(0);
-  // Taking the lock orders the value's accesses after it, releasing it
-  // orders them before; both for the buffers kernels address.
-  const Id acquire = b_.ConstU32(spv::MemorySemanticsAcquireMask |
-                                 spv::MemorySemanticsUniformMemoryMask);
-  const Id release = b_.ConstU32(spv::MemorySemanticsReleaseMask |
-                                 spv::MemorySemanticsUniformMemoryMask);
+  // The lock is taken and released with relaxed atomics: acquire/release
+  // semantics make lavapipe lose updates.
   Id old_var = b_.LocalVariable(RegType(t));
   RetryUntil([&] {
     Id previous =
@@ -293,22 +290,9 @@ Id ShaderEmitter::LockedUpdate(Id addr, PrimitiveType t,
   return b_.Op(spv::OpLoad, RegType(t), {old_var});
 }
 
-bool ShaderEmitter::IsLaunchUniform(const Stmt& ptr) {
-  if (!ir::Isa<ir::FieldPtrStmt>(&ptr) && !ir::Isa<ir::NdarrayPtrStmt>(&ptr))
-    return false;
-  for (const Stmt* index : ptr.operands()) {
-    if (!ir::Isa<ir::ConstStmt>(index))
-      return false;
-  }
-  return true;
-}
-
 bool ShaderEmitter::IsUsed(const Stmt* s) {
   if (!used_computed_) {
-    ir::WalkKernel(kernel_, [&](const Stmt* stmt) {
-      for (const Stmt* operand : stmt->operands())
-        used_.insert(operand);
-    });
+    used_ = ir::UsedValues(kernel_);
     used_computed_ = true;
   }
   return used_.contains(s);
@@ -373,7 +357,7 @@ absl::StatusOr<Id> ShaderEmitter::EmitAtomic(const ir::AtomicOpStmt& s) {
       s.op() == ir::AtomicOpKind::kAdd || s.op() == ir::AtomicOpKind::kSub;
   const bool f32_or_f64 = t == PrimitiveType::kF32 || t == PrimitiveType::kF64;
   if (f32_or_f64 && add_like && options_.caps.subgroup_arithmetic &&
-      IsLaunchUniform(*s.ptr()) && !IsUsed(&s)) {
+      ir::IsLaunchUniformPtr(*s.ptr()) && !IsUsed(&s)) {
     SubgroupAggregatedAdd(addr,
                           s.op() == ir::AtomicOpKind::kSub
                               ? b_.Op(spv::OpFNegate, type, {value})

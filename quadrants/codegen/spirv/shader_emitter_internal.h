@@ -368,9 +368,6 @@ class ShaderEmitter : public ir::StmtVisitor<ShaderEmitter, absl::StatusOr<Id>> 
   // A float add through the device's native instruction, or else a
   // compare-exchange loop.
   Id FloatAdd(Id addr, Id value, PrimitiveType t);
-  // Whether `ptr` is the same address in every invocation of the launch:
-  // a field or ndarray element at constant indices.
-  static bool IsLaunchUniform(const Stmt& ptr);
   // Whether any statement of the kernel reads `s`'s value.
   bool IsUsed(const Stmt* s);
   absl::flat_hash_set<const Stmt*> used_;

@@ -537,10 +537,7 @@ void VulkanBackend::RecordTask(VkCommandBuffer cmd, const VulkanTask& task,
   const VulkanApi& api = device_->api();
   auto barrier = [&](VkPipelineStageFlags src, VkAccessFlags src_access,
                      VkPipelineStageFlags dst, VkAccessFlags dst_access) {
-    VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-    b.srcAccessMask = src_access;
-    b.dstAccessMask = dst_access;
-    api.vkCmdPipelineBarrier(cmd, src, dst, 0, 1, &b, 0, nullptr, 0, nullptr);
+    RecordBarrier(*device_, cmd, src, src_access, dst, dst_access);
   };
   const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
   const VkAccessFlags shader_rw =
@@ -618,17 +615,14 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Queue(
   }
   QD_ASSIGN_OR_RETURN(VulkanStream::Slot slot, stream_->Next());
   QD_RETURN_IF_ERROR(FillContext(slot.context, kernel, args));
-  const VulkanApi& api = device_->api();
   BackendLaunchStats stats;
   for (size_t t = 0; t < compiled.tasks().size(); ++t) {
     if (t > 0) {
-      VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-      b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-      b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-      api.vkCmdPipelineBarrier(slot.commands,
-                               VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                               VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &b,
-                               0, nullptr, 0, nullptr);
+      RecordBarrier(*device_, slot.commands,
+                    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                    VK_ACCESS_SHADER_WRITE_BIT,
+                    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                    VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
     }
     const VulkanTask& task = compiled.tasks()[t];
     RecordTask(slot.commands, task, t, TaskGroups(task), slot.context_address,
@@ -648,7 +642,6 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
     return Queue(compiled, args);
   // What follows reads and writes records the queued launches may use.
   QD_RETURN_IF_ERROR(stream_->Drain());
-  const VulkanApi& api = device_->api();
   QD_RETURN_IF_ERROR(EnsureBounds(kernel.num_tasks()));
   if (!kernel.print_sites().empty()) {
     // A launch whose records did not fit makes the next buffer larger.
@@ -716,10 +709,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
   VkCommandBuffer cmd = commands_;
   auto barrier = [&](VkPipelineStageFlags src, VkAccessFlags src_access,
                      VkPipelineStageFlags dst, VkAccessFlags dst_access) {
-    VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-    b.srcAccessMask = src_access;
-    b.dstAccessMask = dst_access;
-    api.vkCmdPipelineBarrier(cmd, src, dst, 0, 1, &b, 0, nullptr, 0, nullptr);
+    RecordBarrier(*device_, cmd, src, src_access, dst, dst_access);
   };
   const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
   const VkAccessFlags shader_rw =

@@ -235,11 +235,7 @@ absl::Status VulkanMemory::RunTransfers(const std::vector<Transfer>& transfers,
   // later shaders and the host's reads.
   auto barrier = [&](VkPipelineStageFlags src, VkAccessFlags src_access,
                      VkPipelineStageFlags dst, VkAccessFlags dst_access) {
-    VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-    b.srcAccessMask = src_access;
-    b.dstAccessMask = dst_access;
-    api.vkCmdPipelineBarrier(commands_, src, dst, 0, 1, &b, 0, nullptr, 0,
-                             nullptr);
+    RecordBarrier(*device_, commands_, src, src_access, dst, dst_access);
   };
   const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
   const VkPipelineStageFlags transfer = VK_PIPELINE_STAGE_TRANSFER_BIT;

@@ -93,6 +93,16 @@ void DestroyCommands(const VulkanDevice& device, VkCommandBuffer* commands,
   *commands = VK_NULL_HANDLE;
 }
 
+void RecordBarrier(const VulkanDevice& device, VkCommandBuffer commands,
+                   VkPipelineStageFlags src, VkAccessFlags src_access,
+                   VkPipelineStageFlags dst, VkAccessFlags dst_access) {
+  VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  b.srcAccessMask = src_access;
+  b.dstAccessMask = dst_access;
+  device.api().vkCmdPipelineBarrier(commands, src, dst, 0, 1, &b, 0, nullptr,
+                                    0, nullptr);
+}
+
 absl::Status BeginCommands(const VulkanDevice& device,
                            VkCommandBuffer commands) {
   const VulkanApi& api = device.api();

@@ -28,6 +28,11 @@ absl::Status CreateCommands(const VulkanDevice& device,
                             VkCommandBuffer* commands, VkFence* fence);
 void DestroyCommands(const VulkanDevice& device, VkCommandBuffer* commands,
                      VkFence* fence);
+// Records a global memory barrier from `src` stages' `src_access` to
+// `dst` stages' `dst_access`.
+void RecordBarrier(const VulkanDevice& device, VkCommandBuffer commands,
+                   VkPipelineStageFlags src, VkAccessFlags src_access,
+                   VkPipelineStageFlags dst, VkAccessFlags dst_access);
 // Resets `commands` and begins a one-time recording.
 absl::Status BeginCommands(const VulkanDevice& device,
                            VkCommandBuffer commands);

@@ -11,13 +11,11 @@ namespace {
 constexpr int64_t kContextStride =
     (codegen::spirv::abi::kCtxBytes + 255) / 256 * 256;
 
-void Barrier(const VulkanApi& api, VkCommandBuffer commands,
+// From the shader writes recorded so far to `dst`.
+void Barrier(const VulkanDevice& device, VkCommandBuffer commands,
              VkPipelineStageFlags dst, VkAccessFlags dst_access) {
-  VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-  b.dstAccessMask = dst_access;
-  api.vkCmdPipelineBarrier(commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, dst,
-                           0, 1, &b, 0, nullptr, 0, nullptr);
+  RecordBarrier(device, commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                VK_ACCESS_SHADER_WRITE_BIT, dst, dst_access);
 }
 
 }  // namespace
@@ -45,7 +43,6 @@ VulkanStream::~VulkanStream() {
 
 absl::StatusOr<VulkanStream::Slot> VulkanStream::Next() {
   Batch& batch = batches_[current_];
-  const VulkanApi& api = device_->api();
   if (!batch.open) {
     // Its contexts and command buffer were the device's until now.
     QD_RETURN_IF_ERROR(Wait(batch));
@@ -56,7 +53,7 @@ absl::StatusOr<VulkanStream::Slot> VulkanStream::Next() {
   if (batch.launches > 0) {
     // After the launches before it, whose writes it may read (range-for
     // bounds and indirect dispatch arguments included).
-    Barrier(api, batch.commands,
+    Barrier(*device_, batch.commands,
             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT |
                 VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
             VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
@@ -88,7 +85,7 @@ absl::Status VulkanStream::Submit(Batch& batch) {
   const VulkanApi& api = device_->api();
   // Before the host's reads (once the fence is waited on) and every later
   // submission's commands: transfers, sizers, reducers, launches.
-  Barrier(api, batch.commands,
+  Barrier(*device_, batch.commands,
           VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
               VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT | VK_PIPELINE_STAGE_HOST_BIT,
           VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
