@@ -1,6 +1,7 @@
 #include "quadrants/artifact/compiled_kernel_data.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace quadrants {
 
@@ -9,8 +10,47 @@ std::string NdarraySiteName(const ir::Kernel& kernel, int arg) {
                       arg, ")");
 }
 
+namespace {
+
+// "fields 'x', 'y'": the fields stored under `snode`.
+std::string FieldsUnder(const ir::SNodeTree& snodes, int snode) {
+  std::vector<std::string> names;
+  std::vector<int> stack = {snode};
+  while (!stack.empty()) {
+    const ir::SNode& n = snodes.node(stack.back());
+    stack.pop_back();
+    if (n.kind == ir::SNode::Kind::kPlace && !n.hidden)
+      names.push_back(absl::StrCat("'", n.name, "'"));
+    for (auto it = n.children.rbegin(); it != n.children.rend(); ++it)
+      stack.push_back(*it);
+  }
+  return absl::StrCat(names.size() == 1 ? "field " : "fields ",
+                      absl::StrJoin(names, ", "));
+}
+
+}  // namespace
+
+std::string PoolSiteName(const ir::SNodeTree& snodes, int level) {
+  return absl::StrCat("the pool of ", ir::SNodeKindName(snodes.node(level).kind),
+                      " SNode ", level, " (holding ",
+                      FieldsUnder(snodes, level), ")");
+}
+
 std::string FieldSiteName(const ir::SNodeTree& snodes, int snode) {
-  return absl::StrCat("field '", snodes.node(snode).name, "'");
+  const ir::SNode& place = snodes.node(snode);
+  if (place.hidden) {
+    for (int id = 0; id < snodes.size(); ++id) {
+      const ir::SNode& n = snodes.node(id);
+      if (n.table == snode || n.length == snode || n.list == snode ||
+          n.list_count == snode) {
+        return absl::StrCat(
+            n.length == snode ? "the length" : "the cells", " of ",
+            ir::SNodeKindName(n.kind), " SNode ", id, " (holding ",
+            FieldsUnder(snodes, id), ")");
+      }
+    }
+  }
+  return absl::StrCat("field '", place.name, "'");
 }
 
 CompiledTask DescribeTask(const ir::OffloadedTaskStmt& task,

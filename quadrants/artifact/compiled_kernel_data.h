@@ -64,6 +64,8 @@ struct CompiledTask {
 // How error reports name an ndarray argument and a field.
 std::string NdarraySiteName(const ir::Kernel& kernel, int arg);
 std::string FieldSiteName(const ir::SNodeTree& snodes, int snode);
+// How pool exhaustion names a pointer or dynamic level: by its fields.
+std::string PoolSiteName(const ir::SNodeTree& snodes, int level);
 
 // A task's kind, location and struct-for cell count; code generators add
 // the entry points and adstacks.

@@ -19,6 +19,7 @@ typedef __UINT64_TYPE__ qd_u64;
 #define QD_ERROR_NONE 0
 #define QD_ERROR_OUT_OF_BOUND 1
 #define QD_ERROR_ASSERTION 2
+#define QD_ERROR_POOL_EXHAUSTED 4
 
 typedef struct QdRuntime {
   // Written by the host; a GPU host uploads this part, in queue order,

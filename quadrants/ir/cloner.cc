@@ -37,10 +37,17 @@ std::unique_ptr<Stmt> CopyAttributes(const Stmt& s) {
     }
     case StmtKind::kFieldPtr: {
       const auto& x = static_cast<const FieldPtrStmt&>(s);
-      auto ptr =
-          std::make_unique<FieldPtrStmt>(x.snode_id(), s.type().element(), ops);
+      std::vector<Stmt*> indices(ops.begin(), ops.begin() + x.num_indices());
+      auto ptr = std::make_unique<FieldPtrStmt>(
+          x.snode_id(), s.type().element(), std::move(indices),
+          x.block() != nullptr ? ops.back() : nullptr);
       ptr->set_label(x.label());
       copy = std::move(ptr);
+      break;
+    }
+    case StmtKind::kSNodeOp: {
+      const auto& x = static_cast<const SNodeOpStmt&>(s);
+      copy = std::make_unique<SNodeOpStmt>(x.op(), x.snode_id(), ops[0]);
       break;
     }
     case StmtKind::kGlobalLoad:
@@ -214,6 +221,8 @@ std::unique_ptr<Kernel> CloneKernel(const Kernel& kernel) {
   auto copy = std::make_unique<Kernel>(kernel.name(), kernel.loc());
   for (const KernelParam& p : kernel.params())
     copy->AddParam(p);
+  for (int snode : kernel.no_activate())
+    copy->AddNoActivate(snode);
   absl::flat_hash_map<const Stmt*, Stmt*> map;
   std::vector<Stmt*> copies;
   for (const auto& stmt : *kernel.body()) {

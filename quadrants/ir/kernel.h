@@ -57,7 +57,13 @@ class Kernel {
   }
   int AddFunction(std::unique_ptr<Function> function);
 
+  // Sparse SNodes this kernel's writes do not activate (qd.no_activate):
+  // a write to an inactive cell of one of them is dropped.
+  const std::vector<int>& no_activate() const { return no_activate_; }
+  void AddNoActivate(int snode) { no_activate_.push_back(snode); }
+
  private:
+  std::vector<int> no_activate_;
   std::string name_;
   SourceLocation loc_;
   std::vector<KernelParam> params_;

@@ -63,10 +63,23 @@ std::string Body(const Stmt& s, const StmtNumbering& n) {
       return absl::StrCat(name, " arg", shape.arg(), ".shape[", shape.axis(),
                           "]");
     }
-    case StmtKind::kFieldPtr:
-      return absl::StrCat(name, " snode",
-                          static_cast<const FieldPtrStmt&>(s).snode_id(), "[",
-                          list(0), "]");
+    case StmtKind::kFieldPtr: {
+      const auto& f = static_cast<const FieldPtrStmt&>(s);
+      std::vector<std::string> indices;
+      for (size_t i = 0; i < f.num_indices(); ++i)
+        indices.push_back(op(i));
+      return absl::StrCat(name, " snode", f.snode_id(), "[",
+                          absl::StrJoin(indices, ", "), "]",
+                          f.block() != nullptr
+                              ? absl::StrCat(" block ", n.Name(f.block()))
+                              : "");
+    }
+    case StmtKind::kSNodeOp: {
+      const auto& o = static_cast<const SNodeOpStmt&>(s);
+      return absl::StrCat(
+          name, o.op() == SNodeOpKind::kAcquire ? " acquire" : " release",
+          " snode", o.snode_id(), " ", op(0));
+    }
     case StmtKind::kUnaryOp:
       return absl::StrCat(OpName(static_cast<const UnaryOpStmt&>(s).op()), " ",
                           op(0));
@@ -219,6 +232,10 @@ std::string PrintKernel(const Kernel& kernel, const PrintOptions& options) {
                                  absl::StrJoin(params, ", "), ")");
   if (options.locations)
     absl::StrAppend(&out, "  @", kernel.loc().ToString());
+  if (!kernel.no_activate().empty()) {
+    absl::StrAppend(&out, " no_activate(snode",
+                    absl::StrJoin(kernel.no_activate(), ", snode"), ")");
+  }
   absl::StrAppend(&out, " {\n");
   PrintBlock(*kernel.body(), numbering, options, 1, &out);
   absl::StrAppend(&out, "}\n");

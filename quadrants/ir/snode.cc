@@ -76,10 +76,18 @@ std::vector<int> SNodeTree::Ancestors(int id) const {
 
 absl::StatusOr<int> SNodeTree::AddDense(int parent, std::vector<int> axes,
                                         std::vector<int64_t> sizes) {
+  return AddLevel(parent, SNode::Kind::kDense, std::move(axes),
+                  std::move(sizes));
+}
+
+absl::StatusOr<int> SNodeTree::AddLevel(int parent, SNode::Kind kind,
+                                        std::vector<int> axes,
+                                        std::vector<int64_t> sizes) {
   if (absl::Status s = CheckAcceptsChild(parent); !s.ok())
     return s;
+  const char* what = SNodeKindName(kind);
   if (axes.empty() || axes.size() != sizes.size()) {
-    return TreeError(absl::StrCat("dense needs one size per axis, got ",
+    return TreeError(absl::StrCat(what, " needs one size per axis, got ",
                                   axes.size(), " axes and ", sizes.size(),
                                   " sizes"));
   }
@@ -89,23 +97,98 @@ absl::StatusOr<int> SNodeTree::AddDense(int parent, std::vector<int> axes,
     }
     if (sizes[k] <= 0) {
       return TreeError(
-          absl::StrCat("dense size must be positive, got ", sizes[k]));
+          absl::StrCat(what, " size must be positive, got ", sizes[k]));
     }
     if (std::count(axes.begin(), axes.end(), axes[k]) > 1) {
-      return TreeError(absl::StrCat("axis ", axes[k],
-                                    " is given twice in one dense level"));
+      return TreeError(absl::StrCat("axis ", axes[k], " is given twice in one ",
+                                    what, " level"));
     }
   }
   finalized_ = false;
   SNode node;
   node.id = size();
-  node.kind = SNode::Kind::kDense;
+  node.kind = kind;
   node.parent = parent;
   node.axes = std::move(axes);
   node.sizes = std::move(sizes);
   nodes_.push_back(node);
   nodes_[parent].children.push_back(node.id);
   return node.id;
+}
+
+absl::StatusOr<int> SNodeTree::AddHiddenPlace(int parent,
+                                              std::vector<int> axes,
+                                              std::vector<int64_t> sizes,
+                                              std::string name) {
+  int holder = parent;
+  if (!axes.empty()) {
+    QD_ASSIGN_OR_RETURN(holder, AddDense(parent, std::move(axes),
+                                         std::move(sizes)));
+    nodes_[holder].hidden = true;
+  }
+  QD_ASSIGN_OR_RETURN(int place,
+                      AddPlace(holder, PrimitiveType::kI32, std::move(name)));
+  nodes_[place].hidden = true;
+  return place;
+}
+
+absl::StatusOr<int> SNodeTree::AddSparse(int parent, SNode::Kind kind,
+                                         std::vector<int> axes,
+                                         std::vector<int64_t> sizes,
+                                         int64_t chunk_size) {
+  if (!IsSparse(kind))
+    return TreeError("AddSparse takes a pointer, bitmasked or dynamic level");
+  const bool dynamic = kind == SNode::Kind::kDynamic;
+  if (dynamic && axes.size() != 1) {
+    return TreeError(absl::StrCat("dynamic indexes exactly one axis, got ",
+                                  axes.size()));
+  }
+  if (dynamic && (chunk_size <= 0 || sizes.empty() || sizes[0] <= 0)) {
+    return TreeError(absl::StrCat("dynamic needs a positive size and "
+                                  "chunk_size, got ",
+                                  sizes.empty() ? 0 : sizes[0], " and ",
+                                  chunk_size));
+  }
+  std::vector<int64_t> table_sizes = sizes;
+  const std::vector<int> table_axes = axes;
+  if (parent >= 0 && parent < size()) {
+    int64_t cells = NumCells(parent);
+    for (int64_t n : sizes)
+      cells *= std::max<int64_t>(n, 1);
+    if (cells > (int64_t{1} << 31) - 1) {
+      return TreeError(absl::StrCat(
+          "a ", SNodeKindName(kind), " level of ", cells,
+          " cells: sparse levels index their cells with 32 bits"));
+    }
+  }
+  QD_ASSIGN_OR_RETURN(const int id, AddLevel(parent, kind, std::move(axes),
+                                             std::move(sizes)));
+  has_sparse_ = true;
+  nodes_[id].chunk_size = dynamic ? chunk_size : 0;
+  const int64_t cells = NumCells(id);
+  const std::string prefix = absl::StrCat("snode", id);
+  if (dynamic)
+    table_sizes[0] = (table_sizes[0] + chunk_size - 1) / chunk_size;
+  QD_ASSIGN_OR_RETURN(const int table,
+                      AddHiddenPlace(parent, table_axes, table_sizes,
+                                     absl::StrCat(prefix, ".table")));
+  nodes_[id].table = table;
+  if (dynamic) {
+    QD_ASSIGN_OR_RETURN(const int length,
+                        AddHiddenPlace(parent, {}, {},
+                                       absl::StrCat(prefix, ".length")));
+    nodes_[id].length = length;
+    return id;
+  }
+  QD_ASSIGN_OR_RETURN(const int list,
+                      AddHiddenPlace(root(), {0}, {cells},
+                                     absl::StrCat(prefix, ".list")));
+  QD_ASSIGN_OR_RETURN(const int count,
+                      AddHiddenPlace(root(), {}, {},
+                                     absl::StrCat(prefix, ".list_count")));
+  nodes_[id].list = list;
+  nodes_[id].list_count = count;
+  return id;
 }
 
 absl::StatusOr<int> SNodeTree::AddPlace(int parent, PrimitiveType dtype,
@@ -189,8 +272,9 @@ absl::Status SNodeTree::Finalize() {
     int64_t alignment = 1;
     for (int child : node.children) {
       SNode& c = nodes_[child];
-      int64_t child_bytes = c.cell_bytes;
-      if (c.kind == SNode::Kind::kDense) {
+      // A pointer or dynamic level's cells live in its pool.
+      int64_t child_bytes = OwnsPool(c.kind) ? 0 : c.cell_bytes;
+      if (IndexesAxes(c.kind)) {
         for (int64_t s : c.sizes)
           child_bytes *= s;
       }
@@ -198,13 +282,45 @@ absl::Status SNodeTree::Finalize() {
       cell = AlignUp(cell, Alignment(c));
       c.offset_in_parent = cell;
       cell += child_bytes;
+      // A root child's pools follow its data, so later root children leave
+      // them where they are.
+      if (node.kind == SNode::Kind::kRoot)
+        cell = PlacePools(child, cell);
     }
     if (node.kind == SNode::Kind::kRoot)
       alignment = 8;
     node.cell_bytes = AlignUp(std::max<int64_t>(cell, 1), alignment);
+    if (node.kind == SNode::Kind::kPointer)
+      node.block_bytes = node.cell_bytes;
+    if (node.kind == SNode::Kind::kDynamic)
+      node.block_bytes = node.cell_bytes * node.chunk_size;
   }
   finalized_ = true;
   return absl::OkStatus();
+}
+
+int64_t SNodeTree::PlacePools(int root_child, int64_t at) {
+  std::vector<int> stack = {root_child};
+  while (!stack.empty()) {
+    SNode& n = nodes_[stack.back()];
+    stack.pop_back();
+    for (auto it = n.children.rbegin(); it != n.children.rend(); ++it)
+      stack.push_back(*it);
+    if (!OwnsPool(n.kind))
+      continue;
+    // Enough blocks for every cell (a dynamic list's every chunk), or what
+    // the budget holds.
+    int64_t blocks = NumCells(n.table);
+    if (pool_budget_ > 0)
+      blocks = std::min(blocks, std::max<int64_t>(1, pool_budget_ /
+                                                         n.block_bytes));
+    n.pool_blocks = blocks + 2;
+    n.pool_state_offset = AlignUp(at, 8);
+    at = n.pool_state_offset + 8 + 4 * ((n.pool_blocks + 31) / 32);
+    n.pool_offset = AlignUp(at, 8);
+    at = n.pool_offset + n.pool_blocks * n.block_bytes;
+  }
+  return at;
 }
 
 void SNodeTree::Discard(int first) {
@@ -237,13 +353,31 @@ absl::StatusOr<PlaceLayout> SNodeTree::Layout(int place) const {
   layout.digits.assign(axes, {});
   std::vector<int> chain = Ancestors(place);
   chain.push_back(place);
-  // Walk down: entering node c adds its offset inside the parent's cell;
-  // a dense c's own axes index c's cells (row-major within the level), one
-  // digit of each of its axes.
+  // Under a pointer or dynamic level the address starts at the block of
+  // the nearest one; a dynamic level's own digit picks the element inside
+  // its block.
+  size_t start = 1;
   for (size_t k = 1; k < chain.size(); ++k) {
     const SNode& c = nodes_[chain[k]];
+    if (!OwnsPool(c.kind))
+      continue;
+    start = k + 1;
+    layout.pool_node = c.id;
+    layout.pool_offset = c.pool_offset;
+    layout.block_bytes = c.block_bytes;
+    layout.offset = 0;
+    for (auto& axis : layout.digits)
+      axis.clear();
+    if (c.kind == SNode::Kind::kDynamic)
+      layout.digits[c.axes[0]].push_back({1, c.chunk_size, c.cell_bytes});
+  }
+  // Walk down: entering node c adds its offset inside the parent's cell;
+  // a level's own axes index c's cells (row-major within the level), one
+  // digit of each of its axes.
+  for (size_t k = start; k < chain.size(); ++k) {
+    const SNode& c = nodes_[chain[k]];
     layout.offset += c.offset_in_parent;
-    if (c.kind != SNode::Kind::kDense)
+    if (!IndexesAxes(c.kind))
       continue;
     int64_t stride = c.cell_bytes;
     for (int a = static_cast<int>(c.axes.size()) - 1; a >= 0; --a) {
@@ -251,7 +385,9 @@ absl::StatusOr<PlaceLayout> SNodeTree::Layout(int place) const {
       stride *= c.sizes[a];
     }
   }
-  // Divisors from the inner levels' sizes; the outermost digit wraps never.
+  // Divisors from the inner levels' sizes; the outermost digit wraps never
+  // (inside a block every digit wraps).
+  const std::vector<int64_t> extents = Extents(place);
   for (int a = 0; a < axes; ++a) {
     std::vector<AxisDigit>& digits = layout.digits[a];
     int64_t inner = 1;
@@ -259,16 +395,18 @@ absl::StatusOr<PlaceLayout> SNodeTree::Layout(int place) const {
       digits[d].divisor = inner;
       inner *= digits[d].modulus;
     }
-    layout.shape[a] = inner;
-    if (!digits.empty())
+    layout.shape[a] = a < static_cast<int>(extents.size()) ? extents[a] : 1;
+    if (!digits.empty() && layout.pool_node < 0)
       digits[0].modulus = 0;
-    if (digits.size() == 1)
+    if (digits.size() == 1 && layout.pool_node < 0)
       layout.axis_stride[a] = digits[0].stride;
   }
   return layout;
 }
 
 bool PlaceLayout::affine() const {
+  if (pool_node >= 0)
+    return false;
   for (const auto& axis : digits) {
     if (axis.size() > 1)
       return false;
@@ -307,14 +445,17 @@ std::string SNodeTree::ToString() const {
     switch (n.kind) {
       case SNode::Kind::kRoot:
         return absl::StrCat("root{", children, "}");
-      case SNode::Kind::kDense: {
+      case SNode::Kind::kDense:
+      case SNode::Kind::kPointer:
+      case SNode::Kind::kBitmasked:
+      case SNode::Kind::kDynamic: {
         std::vector<std::string> dims;
         for (size_t k = 0; k < n.axes.size(); ++k) {
           dims.push_back(absl::StrCat(std::string(1, "ijklmnop"[n.axes[k]]),
                                       ":", n.sizes[k]));
         }
-        return absl::StrCat("dense[", absl::StrJoin(dims, ","), "]{", children,
-                            "}");
+        return absl::StrCat(SNodeKindName(n.kind), "[",
+                            absl::StrJoin(dims, ","), "]{", children, "}");
       }
       case SNode::Kind::kPlace:
         return absl::StrCat("place ", n.name, ":", PrimitiveTypeName(n.dtype),
@@ -342,6 +483,50 @@ std::vector<std::pair<int, int64_t>> SNodeTree::CellAxes(int snode) const {
   }
   std::sort(axes.begin(), axes.end());
   return axes;
+}
+
+std::vector<int64_t> SNodeTree::Extents(int snode) const {
+  std::vector<int> chain = Ancestors(snode);
+  chain.push_back(snode);
+  std::vector<int64_t> extents;
+  for (int id : chain) {
+    const SNode& n = nodes_[id];
+    for (size_t k = 0; k < n.axes.size(); ++k) {
+      if (static_cast<int>(extents.size()) <= n.axes[k])
+        extents.resize(n.axes[k] + 1, 1);
+      extents[n.axes[k]] *= n.sizes[k];
+    }
+  }
+  return extents;
+}
+
+std::vector<int> SNodeTree::SparseAncestors(int snode) const {
+  std::vector<int> chain = Ancestors(snode);
+  chain.push_back(snode);
+  std::vector<int> sparse;
+  for (int id : chain) {
+    if (IsSparse(nodes_[id].kind))
+      sparse.push_back(id);
+  }
+  return sparse;
+}
+
+const char* SNodeKindName(SNode::Kind kind) {
+  switch (kind) {
+    case SNode::Kind::kRoot:
+      return "root";
+    case SNode::Kind::kDense:
+      return "dense";
+    case SNode::Kind::kPlace:
+      return "place";
+    case SNode::Kind::kPointer:
+      return "pointer";
+    case SNode::Kind::kBitmasked:
+      return "bitmasked";
+    case SNode::Kind::kDynamic:
+      return "dynamic";
+  }
+  return "?";
 }
 
 int64_t SNodeTree::NumCells(int snode) const {

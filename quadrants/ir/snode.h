@@ -14,17 +14,47 @@ namespace quadrants::ir {
 // One node of the structural tree that lays out fields in memory:
 // root -> dense(axes, sizes) -> ... -> place(field). Every backend addresses
 // field elements through the byte layout computed here.
+//
+// Sparse levels index axes like dense ones but hold only active cells:
+// - bitmasked: dense storage plus an activity flag per cell;
+// - pointer: a table of block numbers per cell; an active cell's children
+//   live in a block of the node's pool (block 0 reads as zeros, block 1
+//   absorbs writes that must not activate);
+// - dynamic: a list along one axis of at most `sizes[0]` elements, stored in
+//   pool blocks of `chunk_size` elements, with a length per parent cell.
+// Their bookkeeping (tables, flags, lengths, struct-for lists) is made of
+// hidden places, so kernels reach it as they reach fields.
 struct SNode {
-  enum class Kind { kRoot, kDense, kPlace };
+  enum class Kind { kRoot, kDense, kPlace, kPointer, kBitmasked, kDynamic };
 
   int id = -1;
   Kind kind = Kind::kRoot;
   int parent = -1;
   std::vector<int> children;
 
-  // Dense: the axes this level indexes (0 = i, 1 = j, ...) and their sizes.
+  // Dense and sparse: the axes this level indexes (0 = i, 1 = j, ...) and
+  // their sizes.
   std::vector<int> axes;
   std::vector<int64_t> sizes;
+
+  // Sparse levels' hidden places (i32): `table` holds a pointer cell's block
+  // (0: inactive), a dynamic list's block per chunk, or a bitmasked cell's
+  // flag; `length` a dynamic list's length (under the parent); `list` and
+  // `list_count` (under the root) the active cells a struct-for visits.
+  int table = -1;
+  int length = -1;
+  int list = -1;
+  int list_count = -1;
+  int64_t chunk_size = 0;  // dynamic: elements per block
+  bool hidden = false;     // made by the tree for a sparse level
+  // Pointer and dynamic pools (filled by Finalize): `pool_blocks` blocks of
+  // `block_bytes` at root offset `pool_offset`, the first two reserved; the
+  // allocator's state (next fresh block, free count, free bitmap) at
+  // `pool_state_offset`.
+  int64_t block_bytes = 0;
+  int64_t pool_blocks = 0;
+  int64_t pool_offset = 0;
+  int64_t pool_state_offset = 0;
 
   // Place: the field's element type, and its gradient companion if any.
   PrimitiveType dtype = PrimitiveType::kI32;
@@ -66,6 +96,12 @@ struct PlaceLayout {
   // Per axis: the stride of its only digit; 0 where it has several.
   std::vector<int64_t> axis_stride;
   std::vector<std::vector<AxisDigit>> digits;  // per axis
+  // Under a pointer or dynamic level: the nearest such level, whose block
+  // (found through its table) is the base the offset and digits start from;
+  // the address is root + pool_offset + block * block_bytes + offset + ....
+  int pool_node = -1;
+  int64_t pool_offset = 0;
+  int64_t block_bytes = 0;
   // Whether every axis has at most one digit: the address is then
   // offset + sum of index[a] * axis_stride[a].
   bool affine() const;
@@ -84,7 +120,16 @@ class SNodeTree {
   // Adds a dense level under `parent` indexing `axes` with `sizes`.
   absl::StatusOr<int> AddDense(int parent, std::vector<int> axes,
                                std::vector<int64_t> sizes);
-  // Places a field of `dtype` under `parent` (root or dense).
+  // Adds a pointer or bitmasked level (like AddDense), or a dynamic one
+  // (one axis, `sizes[0]` elements at most, blocks of `chunk_size`), with
+  // its hidden places.
+  absl::StatusOr<int> AddSparse(int parent, SNode::Kind kind,
+                                std::vector<int> axes,
+                                std::vector<int64_t> sizes,
+                                int64_t chunk_size = 0);
+  // Bytes each pointer or dynamic pool may take (0: enough for every cell).
+  void set_pool_budget(int64_t bytes) { pool_budget_ = bytes; }
+  // Places a field of `dtype` under `parent` (root, dense or sparse).
   absl::StatusOr<int> AddPlace(int parent, PrimitiveType dtype,
                                std::string name);
   // Marks `grad` as the adjoint storage of `primal`.
@@ -117,6 +162,13 @@ class SNodeTree {
   std::vector<std::pair<int, int64_t>> CellAxes(int snode) const;
   // How many cells that index space holds.
   int64_t NumCells(int snode) const;
+  // The extent of every axis 0..n-1 of `snode`'s index space (1 where no
+  // level indexes it); for a place, its field's shape.
+  std::vector<int64_t> Extents(int snode) const;
+  // The sparse levels above `snode` (itself included when sparse), root
+  // first.
+  std::vector<int> SparseAncestors(int snode) const;
+  bool has_sparse() const { return has_sparse_; }
 
   // e.g. "root{dense[i:4,j:8]{place x:f32 @0, place x.grad:f32 @4}}".
   std::string ToString() const;
@@ -130,9 +182,33 @@ class SNodeTree {
   std::vector<int> Ancestors(int id) const;  // root first, `id` excluded
   std::vector<int64_t> AxisSizes(int place) const;
 
+  absl::StatusOr<int> AddLevel(int parent, SNode::Kind kind,
+                               std::vector<int> axes,
+                               std::vector<int64_t> sizes);
+  absl::StatusOr<int> AddHiddenPlace(int parent, std::vector<int> axes,
+                                     std::vector<int64_t> sizes,
+                                     std::string name);
+  int64_t PlacePools(int root_child, int64_t at);
+
   std::vector<SNode> nodes_;
   bool finalized_ = false;
+  bool has_sparse_ = false;
+  int64_t pool_budget_ = 0;
 };
+
+inline bool IsSparse(SNode::Kind kind) {
+  return kind == SNode::Kind::kPointer || kind == SNode::Kind::kBitmasked ||
+         kind == SNode::Kind::kDynamic;
+}
+// Pointer and dynamic levels keep their cells' children in pool blocks.
+inline bool OwnsPool(SNode::Kind kind) {
+  return kind == SNode::Kind::kPointer || kind == SNode::Kind::kDynamic;
+}
+// Levels that index axes: dense and sparse ones.
+inline bool IndexesAxes(SNode::Kind kind) {
+  return kind == SNode::Kind::kDense || IsSparse(kind);
+}
+const char* SNodeKindName(SNode::Kind kind);
 
 }  // namespace quadrants::ir
 

@@ -78,13 +78,32 @@ class NdarrayShapeStmt : public Stmt {
 };
 
 // Address of element [indices...] of the field placed at SNode `snode_id`.
+// A field under a pointer or dynamic level takes, once sparse accesses are
+// lowered, one more operand: the i32 block of that level's pool holding it.
 class FieldPtrStmt : public Stmt {
  public:
   static constexpr StmtKind kKind = StmtKind::kFieldPtr;
-  FieldPtrStmt(int snode_id, PrimitiveType dtype, std::vector<Stmt*> indices)
+  FieldPtrStmt(int snode_id, PrimitiveType dtype, std::vector<Stmt*> indices,
+               Stmt* block = nullptr)
       : Stmt(kKind, DataType::Pointer(dtype), std::move(indices)),
-        snode_id_(snode_id) {}
+        snode_id_(snode_id) {
+    if (block != nullptr) {
+      AddOperand(block);
+      has_block_ = true;
+    }
+  }
   int snode_id() const { return snode_id_; }
+  size_t num_indices() const { return num_operands() - (has_block_ ? 1 : 0); }
+  Stmt* index(size_t axis) const { return operand(axis); }
+  Stmt* block() const { return has_block_ ? operand(num_indices()) : nullptr; }
+  void set_block(Stmt* block) {
+    if (has_block_) {
+      set_operand(num_indices(), block);
+      return;
+    }
+    AddOperand(block);
+    has_block_ = true;
+  }
   bool is_pure() const override { return true; }
   // The user's spelling of the field, e.g. "v" or "self.pos", for error
   // messages (field names may be generated).
@@ -93,7 +112,36 @@ class FieldPtrStmt : public Stmt {
 
  private:
   int snode_id_;
+  bool has_block_ = false;
   std::string label_;
+};
+
+// A sparse level's pool operations, for SNode `snode_id` (pointer or
+// dynamic), on the i32 table entry `entry` of one of its cells:
+// - kAcquire: the entry's block; an inactive cell first gets a block of
+//   zeros from the pool (recording an error and giving the write-absorbing
+//   block 1 when the pool is exhausted);
+// - kRelease: clears the entry and returns its block, zeroed, to the pool.
+enum class SNodeOpKind { kAcquire, kRelease };
+
+class SNodeOpStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kSNodeOp;
+  SNodeOpStmt(SNodeOpKind op, int snode_id, Stmt* entry)
+      : Stmt(kKind,
+             op == SNodeOpKind::kAcquire ? DataType::Scalar(PrimitiveType::kI32)
+                                         : DataType::Void(),
+             {entry}),
+        op_(op),
+        snode_id_(snode_id) {}
+  SNodeOpKind op() const { return op_; }
+  int snode_id() const { return snode_id_; }
+  Stmt* entry() const { return operand(0); }
+  bool has_side_effects() const override { return true; }
+
+ private:
+  SNodeOpKind op_;
+  int snode_id_;
 };
 
 class GlobalLoadStmt : public Stmt {

@@ -12,6 +12,7 @@ constexpr absl::string_view kKindNames[] = {
     "ndarray_ptr",
     "ndarray_shape",
     "field_ptr",
+    "snode_op",
     "global_load",
     "global_store",
     "alloca",

@@ -19,6 +19,7 @@ namespace quadrants::ir {
   X(NdarrayPtr)                  \
   X(NdarrayShape)                \
   X(FieldPtr)                    \
+  X(SNodeOp)                     \
   X(GlobalLoad)                  \
   X(GlobalStore)                 \
   X(Alloca)                      \

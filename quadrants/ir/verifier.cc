@@ -181,11 +181,13 @@ class Verifier {
   }
 
   void CheckIndices(const Stmt& s, size_t expected) {
-    if (s.num_operands() != expected) {
-      return Fail(s, absl::StrCat("takes ", expected, " indices, got ",
-                                  s.num_operands()));
+    CheckIndices(s, expected, s.num_operands());
+  }
+  void CheckIndices(const Stmt& s, size_t expected, size_t count) {
+    if (count != expected) {
+      return Fail(s, absl::StrCat("takes ", expected, " indices, got ", count));
     }
-    for (size_t i = 0; i < s.num_operands(); ++i) {
+    for (size_t i = 0; i < count; ++i) {
       CheckIntegerScalar(s, s.operand(i), "index");
     }
   }
@@ -194,8 +196,9 @@ class Verifier {
     if (options_.snodes == nullptr)
       return;
     if (snode_id < 0 || snode_id >= options_.snodes->size() ||
-        options_.snodes->node(snode_id).kind != SNode::Kind::kDense) {
-      Fail(s, absl::StrCat("snode", snode_id, " is not a dense SNode"));
+        !IndexesAxes(options_.snodes->node(snode_id).kind)) {
+      Fail(s, absl::StrCat("snode", snode_id,
+                           " is not a dense or sparse SNode"));
     }
   }
 
@@ -287,9 +290,26 @@ class Verifier {
           return Fail(s, absl::StrCat("snode", f.snode_id(),
                                       " is not a field (place SNode)"));
         }
-        CheckIndices(s, tree->NumAxes(f.snode_id()));
+        CheckIndices(s, tree->NumAxes(f.snode_id()), f.num_indices());
         CheckType(s, &s, DataType::Pointer(tree->node(f.snode_id()).dtype),
                   "result");
+        if (f.block() != nullptr) {
+          CheckType(s, f.block(), DataType::Scalar(PrimitiveType::kI32),
+                    "block");
+        }
+        return;
+      }
+      case StmtKind::kSNodeOp: {
+        const auto& o = static_cast<const SNodeOpStmt&>(s);
+        const SNodeTree* tree = options_.snodes;
+        if (tree != nullptr &&
+            (o.snode_id() < 0 || o.snode_id() >= tree->size() ||
+             !OwnsPool(tree->node(o.snode_id()).kind))) {
+          return Fail(s, absl::StrCat("snode", o.snode_id(),
+                                      " is not a pointer or dynamic SNode"));
+        }
+        if (!Isa<FieldPtrStmt>(o.entry()))
+          return Fail(s, "operand 0 must be a table entry's field_ptr");
         return;
       }
       case StmtKind::kGlobalLoad:

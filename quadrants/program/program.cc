@@ -167,7 +167,13 @@ void CollectWrites(const ir::Kernel& kernel, std::vector<int>* snodes,
 }  // namespace
 
 Program::Program(const CompileConfig& config, std::unique_ptr<Backend> backend)
-    : config_(config), backend_(std::move(backend)) {}
+    : config_(config), backend_(std::move(backend)) {
+  snodes_.set_pool_budget(PoolBudget());
+}
+
+int64_t Program::PoolBudget() const {
+  return static_cast<int64_t>(config_.sparse_pool_mb * 1024 * 1024);
+}
 
 Program::~Program() {
   // Queued launches may still use the kernels and arrays released below.
@@ -701,6 +707,15 @@ std::string Program::DescribeRuntimeError(const CompiledKernel& kernel,
                         "' reported an unknown run-time error");
   }
   const ErrorSite& site = sites[record.site];
+  if (record.code == RuntimeErrorRecord::Code::kPoolExhausted) {
+    *kind = ErrorKind::kRuntime;
+    return absl::StrCat(
+        "kernel '", kernel.name(), "': activating a cell at ",
+        site.loc.ToString(), " needs a block from ", site.description,
+        ", but all its ", record.values[0],
+        " blocks are in use; the write was dropped. Deactivate cells, or "
+        "give the pools more memory with qd.init(sparse_pool_mb=...)");
+  }
   if (record.code == RuntimeErrorRecord::Code::kOutOfBound) {
     return absl::StrCat("kernel '", kernel.name(), "': Out of bound access to ",
                         site.description, " at ", site.loc.ToString(),
@@ -752,6 +767,7 @@ void Program::Reset() {
   pending_output_.clear();
   backend_->TakeError();
   snodes_ = ir::SNodeTree();
+  snodes_.set_pool_budget(PoolBudget());
   materialized_nodes_ = 1;
   root_.reset();
   backend_->SetRoot(nullptr);

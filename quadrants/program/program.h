@@ -52,6 +52,8 @@ class Program {
   // buffer allocated (zeroed) at the first kernel compile or field access;
   // fields added later (under the root) extend the buffer at the next use.
   ir::SNodeTree& snodes() { return snodes_; }
+  // Bytes each sparse pool may take (qd.init(sparse_pool_mb=...)).
+  int64_t PoolBudget() const;
   absl::Status MaterializeFields();
   absl::StatusOr<ir::Constant> ReadField(int place,
                                          absl::Span<const int64_t> index);

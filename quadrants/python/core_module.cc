@@ -172,6 +172,33 @@ class PyProgram {
     return Unwrap(
         program_->snodes().AddDense(parent, std::move(axes), std::move(sizes)));
   }
+  int AddSparse(int parent, const std::string& kind, std::vector<int> axes,
+                std::vector<int64_t> sizes, int64_t chunk_size) {
+    const ir::SNode::Kind k = kind == "pointer"     ? ir::SNode::Kind::kPointer
+                              : kind == "bitmasked" ? ir::SNode::Kind::kBitmasked
+                                                    : ir::SNode::Kind::kDynamic;
+    return Unwrap(program_->snodes().AddSparse(parent, k, std::move(axes),
+                                               std::move(sizes), chunk_size));
+  }
+  // A sparse level's kind and hidden places, for the front end.
+  py::dict SparseInfo(int snode) {
+    const ir::SNode& n = program_->snodes().node(snode);
+    py::dict info;
+    info["kind"] = std::string(ir::SNodeKindName(n.kind));
+    info["parent"] = n.parent;
+    info["axes"] = n.axes;
+    info["sizes"] = n.sizes;
+    info["table"] = n.table;
+    info["length"] = n.length;
+    info["chunk_size"] = n.chunk_size;
+    info["children"] = n.children;
+    info["hidden"] = n.hidden;
+    info["dtype"] = std::string(ir::PrimitiveTypeName(n.dtype));
+    return info;
+  }
+  std::vector<int> SparseAncestors(int snode) {
+    return program_->snodes().SparseAncestors(snode);
+  }
   int AddPlace(int parent, const std::string& dtype, const std::string& name) {
     return Unwrap(program_->snodes().AddPlace(parent, Dtype(dtype), name));
   }
@@ -371,6 +398,14 @@ class PyBuilder {
     return Typed(ptr);
   }
   ir::Stmt* GlobalLoad(ir::Stmt* ptr) { return builder_.GlobalLoad(ptr); }
+  // A sparse level's pool operation on the table entry `entry`.
+  ir::Stmt* SNodeOp(const std::string& op, int snode, ir::Stmt* entry) {
+    return builder_.Make<ir::SNodeOpStmt>(op == "acquire"
+                                              ? ir::SNodeOpKind::kAcquire
+                                              : ir::SNodeOpKind::kRelease,
+                                          snode, entry);
+  }
+  void NoActivate(int snode) { kernel_->AddNoActivate(snode); }
   void GlobalStore(ir::Stmt* ptr, ir::Stmt* value) {
     Typed(builder_.GlobalStore(ptr, value));
   }
@@ -703,6 +738,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def_readwrite("device_memory_fraction",
                      &CompileConfig::device_memory_fraction)
       .def_readwrite("device_id", &CompileConfig::device_id)
+      .def_readwrite("sparse_pool_mb", &CompileConfig::sparse_pool_mb)
       .def_property(
           "default_fp",
           [](const CompileConfig& c) { return DtypeName(c.default_fp); },
@@ -806,6 +842,9 @@ PYBIND11_MODULE(_quadrants_core, m) {
   py::class_<PyProgram>(m, "Program")
       .def(py::init<const CompileConfig&>())
       .def("add_dense", &PyProgram::AddDense)
+      .def("add_sparse", &PyProgram::AddSparse)
+      .def("sparse_info", &PyProgram::SparseInfo)
+      .def("sparse_ancestors", &PyProgram::SparseAncestors)
       .def("add_place", &PyProgram::AddPlace)
       .def("link_grad", &PyProgram::LinkGrad)
       .def("link_dual", &PyProgram::LinkDual)
@@ -974,6 +1013,8 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("binary", &PyBuilder::Binary, ref)
       .def("select", &PyBuilder::Select, ref)
       .def("atomic", &PyBuilder::Atomic, ref)
+      .def("snode_op", &PyBuilder::SNodeOp, ref)
+      .def("no_activate", &PyBuilder::NoActivate)
       .def("atomic_cas", &PyBuilder::AtomicCas, ref)
       .def("bit_cast", &PyBuilder::BitCast, ref)
       .def("thread_index", &PyBuilder::ThreadIndex, ref)

@@ -74,7 +74,12 @@ struct AdStackStats {
 // An error a kernel recorded on the device, to be raised at the next sync.
 // For an adstack overflow the values are: task, stack, capacity.
 struct RuntimeErrorRecord {
-  enum class Code { kOutOfBound = 1, kAssertion = 2, kAdStackOverflow = 3 };
+  enum class Code {
+    kOutOfBound = 1,
+    kAssertion = 2,
+    kAdStackOverflow = 3,
+    kPoolExhausted = 4,
+  };
   Code code = Code::kOutOfBound;
   uint64_t launch = 0;  // BackendLaunchStats::launch_id of the launch
   int site = 0;

@@ -20,6 +20,8 @@ absl::string_view CapabilityName(Capability capability) {
       return "graph";
     case Capability::kDeviceReducer:
       return "device_reducer";
+    case Capability::kSparse:
+      return "sparse";
   }
   return "?";
 }

@@ -22,6 +22,7 @@ enum class Capability {
   kData64,         // "data64": 64-bit fields, ndarrays and scalars (f64)
   kGraph,          // "graph": @qd.kernel(graph=True) replays a graph
   kDeviceReducer,  // "device_reducer": adstack sizing reduces on the device
+  kSparse,         // "sparse": pointer, bitmasked and dynamic SNodes
 };
 absl::string_view CapabilityName(Capability capability);
 using CapabilitySet = std::set<Capability>;

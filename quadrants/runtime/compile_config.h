@@ -52,6 +52,7 @@ struct CompileConfig {
   // else half the device. Run-time only.
   double device_memory_GB = 0;
   double device_memory_fraction = 0;
+  double sparse_pool_mb = 1024;
   // The GPU to run on, by the driver's numbering. Run-time only.
   int device_id = 0;
 

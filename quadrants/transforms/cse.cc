@@ -35,9 +35,11 @@ std::string KeyOf(const Stmt& s) {
       absl::StrAppend(&key, shape.arg(), ",", shape.axis());
       break;
     }
-    case StmtKind::kFieldPtr:
-      absl::StrAppend(&key, static_cast<const ir::FieldPtrStmt&>(s).snode_id());
+    case StmtKind::kFieldPtr: {
+      const auto& f = static_cast<const ir::FieldPtrStmt&>(s);
+      absl::StrAppend(&key, f.snode_id(), f.block() != nullptr ? "b" : "");
       break;
+    }
     case StmtKind::kUnaryOp:
       absl::StrAppend(
           &key, static_cast<int>(static_cast<const ir::UnaryOpStmt&>(s).op()));

@@ -14,6 +14,7 @@
 #include "quadrants/transforms/offload.h"
 #include "quadrants/transforms/promote_locals.h"
 #include "quadrants/transforms/simplify.h"
+#include "quadrants/transforms/sparse.h"
 
 namespace quadrants::transforms {
 namespace {
@@ -100,6 +101,11 @@ absl::Status LowerToTasks(ir::Kernel& kernel, const PipelineOptions& options) {
       autodiff::GateAdStackHeaps(kernel, *options.snodes);
       QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "adstack_gate"));
     }
+  }
+  if (options.snodes != nullptr && options.snodes->has_sparse()) {
+    QD_RETURN_IF_ERROR(LowerSparse(kernel, *options.snodes));
+    QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "lower_sparse"));
+    Cleanup(kernel, options);
   }
   return VerifyAfter(kernel, options, "cleanup");
 }

@@ -374,8 +374,23 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitFieldPtr(
   const int site =
       checked ? AddSite(FieldSiteName(snodes_, s.snode_id()), s.loc()) : -1;
   llvm::Value* offset = b_.getInt64(layout.offset);
+  if (s.block() != nullptr) {
+    // Inside the block of the nearest pointer or dynamic level.
+    llvm::Value* block = b_.CreateSExt(Get(s.block()), b_.getInt64Ty());
+    offset = b_.CreateAdd(
+        offset, b_.CreateAdd(b_.getInt64(layout.pool_offset),
+                             b_.CreateMul(block,
+                                          b_.getInt64(layout.block_bytes))));
+  } else if (layout.pool_node >= 0) {
+    return MakeError(ErrorKind::kCompilation, s.loc(),
+                     absl::StrCat("in kernel '", kernel_.name(),
+                                  "': internal: field pointer of '",
+                                  snodes_.node(s.snode_id()).name,
+                                  "' reached code generation without its "
+                                  "pool block"));
+  }
   llvm::Value* valid = checked ? b_.getTrue() : nullptr;
-  for (size_t axis = 0; axis < s.num_operands(); ++axis) {
+  for (size_t axis = 0; axis < s.num_indices(); ++axis) {
     llvm::Value* index =
         ToI64(Get(s.operand(axis)), s.operand(axis)->type().element());
     CheckIndex(valid, site, static_cast<int>(axis), index,
@@ -392,6 +407,26 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitFieldPtr(
   }
   llvm::Value* root = Call("qd_root", b_.getPtrTy(), {ctx_});
   return GuardedPointer(valid, b_.CreateGEP(b_.getInt8Ty(), root, offset));
+}
+
+absl::StatusOr<llvm::Value*> FunctionEmitter::EmitSNodeOp(
+    const ir::SNodeOpStmt& s) {
+  const ir::SNode& node = snodes_.node(s.snode_id());
+  llvm::Value* root = Call("qd_root", b_.getPtrTy(), {ctx_});
+  llvm::Value* state =
+      b_.CreateGEP(b_.getInt8Ty(), root, b_.getInt64(node.pool_state_offset));
+  llvm::Value* pool =
+      b_.CreateGEP(b_.getInt8Ty(), root, b_.getInt64(node.pool_offset));
+  llvm::Value* entry = Get(s.entry());
+  if (s.op() == ir::SNodeOpKind::kRelease) {
+    Call("qd_pool_release", b_.getVoidTy(),
+         {entry, state, pool, b_.getInt64(node.block_bytes)});
+    return nullptr;
+  }
+  const int site = AddSite(PoolSiteName(snodes_, s.snode_id()), s.loc());
+  return Call("qd_pool_acquire", b_.getInt32Ty(),
+              {ctx_, entry, state, pool, b_.getInt64(node.pool_blocks),
+               b_.getInt64(node.block_bytes), b_.getInt32(site)});
 }
 
 llvm::Value* FunctionEmitter::MathCall(const char* name,

@@ -101,6 +101,7 @@ class FunctionEmitter : public ir::StmtVisitor<FunctionEmitter, absl::Status> {
   absl::Status VisitNdarrayShape(const ir::NdarrayShapeStmt& s);
   absl::Status VisitNdarrayPtr(const ir::NdarrayPtrStmt& s);
   absl::Status VisitFieldPtr(const ir::FieldPtrStmt& s);
+  absl::Status VisitSNodeOp(const ir::SNodeOpStmt& s);
   absl::Status VisitGlobalLoad(const ir::GlobalLoadStmt& s);
   absl::Status VisitLocalLoad(const ir::LocalLoadStmt& s);
   absl::Status VisitGlobalStore(const ir::GlobalStoreStmt& s);
@@ -146,6 +147,7 @@ class FunctionEmitter : public ir::StmtVisitor<FunctionEmitter, absl::Status> {
   llvm::Value* EmitArgLoad(const ir::ArgLoadStmt& s);
   llvm::Value* EmitNdarrayPtr(const ir::NdarrayPtrStmt& s);
   absl::StatusOr<llvm::Value*> EmitFieldPtr(const ir::FieldPtrStmt& s);
+  absl::StatusOr<llvm::Value*> EmitSNodeOp(const ir::SNodeOpStmt& s);
   // ANDs `valid` with 0 <= index < extent (reporting a failure); a null
   // `valid` means checks are off.
   void CheckIndex(llvm::Value*& valid, int site, int axis, llvm::Value* index,

@@ -36,6 +36,13 @@ absl::Status FunctionEmitter::VisitFieldPtr(const ir::FieldPtrStmt& s) {
   return Define(s, EmitFieldPtr(s));
 }
 
+absl::Status FunctionEmitter::VisitSNodeOp(const ir::SNodeOpStmt& s) {
+  absl::StatusOr<llvm::Value*> value = EmitSNodeOp(s);
+  if (!value.ok() || s.op() == ir::SNodeOpKind::kAcquire)
+    return Define(s, std::move(value));
+  return absl::OkStatus();
+}
+
 absl::Status FunctionEmitter::EmitLoad(const Stmt& s, bool global) {
   const PrimitiveType t = s.type().element();
   llvm::Value* v = b_.CreateLoad(global ? StorageType(t) : RegisterType(t),

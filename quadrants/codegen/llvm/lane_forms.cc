@@ -214,6 +214,13 @@ std::string LaneLoweringObstacle(const ir::OffloadedTaskStmt& task,
                   "a call of qd.real_func '",
                   static_cast<const ir::FuncCallStmt*>(s)->name(), "'", where);
               break;
+            case StmtKind::kSNodeOp:
+              obstacle = "a sparse SNode's pool operation" + where;
+              break;
+            case StmtKind::kFieldPtr:
+              if (static_cast<const ir::FieldPtrStmt*>(s)->block() != nullptr)
+                obstacle = "a field in a pointer or dynamic SNode's pool" + where;
+              break;
             case StmtKind::kBreak:
               if (!in_loop)
                 obstacle = "a break out of the parallel loop" + where;

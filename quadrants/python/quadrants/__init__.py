@@ -79,3 +79,6 @@ def __getattr__(name):
     if name == "cfg":
         return impl.current_cfg() if _runtime.is_initialized() else None
     raise AttributeError(f"module 'quadrants' has no attribute '{name}'")
+# Sparse SNodes' kernel operations and host-side deactivation.
+from quadrants.lang.sparse import (activate, append, deactivate, deactivate_all_snodes,
+                                   is_active, length, no_activate)

@@ -12,7 +12,8 @@ const BackendRegistrar kRegistrar({
         -> absl::StatusOr<std::unique_ptr<Backend>> {
       return CpuBackend::Create(config);
     },
-    .capabilities = {Capability::kAdStack, Capability::kData64},
+    .capabilities = {Capability::kAdStack, Capability::kData64,
+                     Capability::kSparse},
 });
 
 }  // namespace

@@ -13,7 +13,8 @@ const BackendRegistrar kRegistrar({
     },
     .probe = &CudaBackend::Probe,
     .capabilities = {Capability::kAdStack, Capability::kData64,
-                     Capability::kGraph, Capability::kDeviceReducer},
+                     Capability::kGraph, Capability::kDeviceReducer,
+                     Capability::kSparse},
 });
 
 }  // namespace

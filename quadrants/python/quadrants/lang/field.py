@@ -3,7 +3,7 @@ import numbers
 
 import numpy as np
 
-from quadrants.lang import context, runtime, torch_interop, types
+from quadrants.lang import context, runtime, sparse, torch_interop, types
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsGradientError,
                                       QuadrantsRuntimeError, QuadrantsSyntaxError,
                                       QuadrantsTypeError)
@@ -142,6 +142,11 @@ class Field:
         return self._place
 
     # ---- metadata ---------------------------------------------------------
+    def parent(self, n=1):
+        """The n-th ancestor of the field's place SNode: the level holding it
+        for n=1."""
+        return self.snode.parent(n)
+
     @property
     def snode(self):
         """The place SNode of this field (its parent() is the level holding
@@ -194,14 +199,24 @@ class Field:
                     f"takes indices in [{o}, {o + n}) (shape {shape}, offset {origin})")
         return [i - o for i, o in zip(index, origin)]
 
+    def _sparse(self):
+        """Whether the field lies under a pointer, bitmasked or dynamic level
+        (the host then reaches it through kernels)."""
+        return sparse.is_sparse_field(self.place_id())
+
     def __getitem__(self, key):
         place = self.place_id()
+        if self._sparse():
+            return sparse.read(self, self._index(key))
         prog = runtime.program()
         prog.sync()
         return prog.read_field(place, self._index(key))
 
     def __setitem__(self, key, value):
         place = self.place_id()
+        if self._sparse():
+            sparse.write(self, self._index(key), value)
+            return
         prog = runtime.program()
         prog.sync()
         prog.write_field(place, self._index(key), value)
@@ -215,10 +230,15 @@ class Field:
                                  lambda: self._copy(dtype))
 
     def _view(self, numpy_dtype=None):
+        if self._sparse():
+            return None, "it lies under a sparse SNode (its cells live in pools)"
         return view_places([self.place_id()], self.dtype, (), numpy_dtype)
 
     def _copy(self, dtype):
         place = self.place_id()
+        if self._sparse():
+            out = sparse.to_numpy(self)
+            return out if dtype is None else out.astype(dtype)
         prog = runtime.program()
         prog.sync()
         out = prog.field_to_numpy(place)
@@ -230,6 +250,9 @@ class Field:
         if tuple(array.shape) != tuple(self.shape):
             raise ValueError(f"from_numpy: field '{self.name}' has shape {self.shape}, "
                              f"the array {tuple(array.shape)}")
+        if self._sparse():
+            sparse.from_numpy(self, array)
+            return
         prog = runtime.program()
         prog.sync()
         prog.field_from_numpy(place, array)
@@ -252,6 +275,9 @@ class Field:
             fill_in_kernel([self], [value])
             return
         place = self.place_id()
+        if self._sparse():
+            sparse.fill(self, value)
+            return
         prog = runtime.program()
         prog.sync()
         prog.field_fill(place, value)
@@ -582,13 +608,37 @@ def _place_default(f):
 
 
 def _sparse_unsupported(kind):
-    """The error for a sparse SNode, which no backend of this build lays out
-    (qd.is_extension_supported(arch, qd.extension.sparse) is False)."""
-    arch = runtime.state.arch.name if runtime.is_initialized() else "any arch"
+    """The error for a sparse SNode on an arch whose backend does not lay
+    them out (qd.is_extension_supported(arch, qd.extension.sparse) is
+    False)."""
+    arch = runtime.state.arch.name
     return QuadrantsRuntimeError(
-        f"{kind}() SNodes need qd.extension.sparse, which this build supports on no arch "
-        f"(arch={arch}): lay the field out with dense() instead, and check "
-        f"qd.is_extension_supported(arch, qd.extension.sparse) before using sparse layouts")
+        f"{kind}() SNodes need qd.extension.sparse, which arch={arch} does not support: its "
+        f"code generator has no pool allocator for the blocks of sparse cells (the LLVM "
+        f"backends, cpu and cuda, have). Lay the field out with dense() here, or run on "
+        f"qd.cpu or qd.cuda; qd.is_extension_supported(arch, qd.extension.sparse) tells "
+        f"which arch can")
+
+
+def _axes_list(axes):
+    if isinstance(axes, Axes):
+        return list(axes.axes)
+    if isinstance(axes, int):
+        return [axes]
+    out = []
+    for a in axes:
+        out.extend(_axes_list(a))
+    return out
+
+
+def _grown_shape(shape, axes, dimensions):
+    shape = list(shape)
+    for axis, size in zip(axes, dimensions):
+        while len(shape) <= axis:
+            shape.append(1)
+        # Levels that index the same axis block it: their sizes multiply.
+        shape[axis] *= int(size)
+    return tuple(shape)
 
 
 class SNode:
@@ -599,10 +649,7 @@ class SNode:
         self._shape = shape  # the full shape of fields placed under it
 
     def dense(self, axes, dimensions):
-        if isinstance(axes, Axes):
-            axes = axes.axes
-        elif isinstance(axes, int):
-            axes = [axes]
+        axes = _axes_list(axes)
         if isinstance(dimensions, numbers.Integral):
             dimensions = [dimensions] * len(axes)
         dimensions = list(dimensions)
@@ -610,25 +657,67 @@ class SNode:
             raise QuadrantsTypeError(f"dense(): {len(axes)} axes but {len(dimensions)} sizes")
         prog = runtime.program()
         node = prog.add_dense(self._id, list(axes), [int(d) for d in dimensions])
-        shape = list(self._shape)
-        for axis, size in zip(axes, dimensions):
-            while len(shape) <= axis:
-                shape.append(1)
-            # Levels that index the same axis block it: their sizes multiply.
-            shape[axis] *= int(size)
-        return SNode(node, tuple(shape))
+        return SNode(node, _grown_shape(self._shape, axes, dimensions))
 
     def pointer(self, axes, dimensions):
-        """Upstream's pointer SNode: needs qd.extension.sparse."""
-        raise _sparse_unsupported("pointer")
+        """A pointer level: each cell holds its children in a block of the
+        level's pool while active (a write activates it) and reads as zeros
+        while not. Needs qd.extension.sparse."""
+        return self._sparse_level("pointer", axes, dimensions)
 
     def bitmasked(self, axes, dimensions):
-        """Upstream's bitmasked SNode: needs qd.extension.sparse."""
-        raise _sparse_unsupported("bitmasked")
+        """A bitmasked level: dense storage with an activity flag per cell;
+        struct-for visits the active cells. Needs qd.extension.sparse."""
+        return self._sparse_level("bitmasked", axes, dimensions)
 
     def dynamic(self, axis, dimension, chunk_size=None):
-        """Upstream's dynamic SNode: needs qd.extension.sparse."""
-        raise _sparse_unsupported("dynamic")
+        """A dynamic level: per cell of its parent, a list of at most
+        `dimension` elements along `axis` (qd.append, qd.length), stored in
+        pool blocks of `chunk_size` elements (default: `dimension`). Needs
+        qd.extension.sparse."""
+        axes = _axes_list(axis)
+        if len(axes) != 1:
+            raise QuadrantsTypeError(f"dynamic(): takes exactly one axis, got {len(axes)}")
+        if isinstance(dimension, (list, tuple)):
+            if len(dimension) != 1:
+                raise QuadrantsTypeError("dynamic(): takes one dimension")
+            dimension = dimension[0]
+        if not isinstance(dimension, numbers.Integral) or dimension <= 0:
+            raise QuadrantsTypeError(f"dynamic(): dimension must be a positive int, got "
+                                     f"{dimension!r}")
+        if chunk_size is None:
+            chunk_size = dimension
+        if not isinstance(chunk_size, numbers.Integral) or chunk_size <= 0:
+            raise QuadrantsTypeError(f"dynamic(): chunk_size must be a positive int, got "
+                                     f"{chunk_size!r}")
+        return self._sparse_level("dynamic", axes, [int(dimension)], int(chunk_size))
+
+    def _sparse_level(self, kind, axes, dimensions, chunk_size=0):
+        runtime.program()
+        arch = runtime.state.arch
+        from quadrants.lang.misc import extension, is_extension_supported  # pylint: disable=import-outside-toplevel
+        if not is_extension_supported(arch, extension.sparse):
+            raise _sparse_unsupported(kind)
+        axes = _axes_list(axes)
+        if isinstance(dimensions, numbers.Integral):
+            dimensions = [dimensions] * len(axes)
+        dimensions = [int(d) for d in dimensions]
+        if len(dimensions) != len(axes):
+            raise QuadrantsTypeError(f"{kind}(): {len(axes)} axes but {len(dimensions)} sizes")
+        node = runtime.program().add_sparse(self._id, kind, list(axes), dimensions,
+                                            chunk_size)
+        return SNode(node, _grown_shape(self._shape, axes, dimensions))
+
+    def deactivate_all(self):
+        """Deactivates every cell of this sparse SNode (and of the sparse
+        levels under it); for another SNode, of the sparse levels under
+        it."""
+        sparse.deactivate_all(self._id)
+
+    @property
+    def snode(self):
+        """This SNode (upstream's spelling for code that takes either)."""
+        return self
 
     def place(self, *fields, offset=None):
         """Places fields here; offset (an int per axis) is the index of

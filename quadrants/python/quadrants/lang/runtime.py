@@ -165,6 +165,7 @@ def init(arch=None, **options):
     config.device_memory_GB = float(values["device_memory_GB"] or 0)
     config.device_memory_fraction = float(values["device_memory_fraction"] or 0)
     config.device_id = values["device_id"]
+    config.sparse_pool_mb = float(values["sparse_pool_mb"])
     # Any Python int seeds: it is reduced to the int64 the core keeps.
     config.random_seed = (values["random_seed"] + 2**63) % 2**64 - 2**63
     state.program = core.Program(config)

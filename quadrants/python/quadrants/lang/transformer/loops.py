@@ -9,7 +9,8 @@ from quadrants.lang import context, matrix, ops
 from quadrants.lang.composite_field import MatrixField
 from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
 from quadrants.lang.expr import Expr, NdarrayArg, Var
-from quadrants.lang.field import Field, index_bounds, loop_index
+from quadrants.lang import sparse
+from quadrants.lang.field import Field, SNode, index_bounds, loop_index
 from quadrants.lang.struct import StructField
 
 class NdRange:
@@ -31,6 +32,10 @@ class Grouped:
 
     def __init__(self, target):
         self.target = target
+
+
+def _leaf(f):
+    return f._leaf_fields()[0] if hasattr(f, "_leaf_fields") else f
 
 
 def grouped(x):
@@ -101,6 +106,8 @@ class LoopsMixin:
             return self.struct_for(node, iterable._leaf_fields()[0])
         if isinstance(iterable, Field):
             return self.struct_for(node, iterable)
+        if isinstance(iterable, SNode) and iterable._id != 0:
+            return self.snode_for(node, iterable)
         if isinstance(iterable, NdarrayArg):
             return self.ndarray_for(node, iterable)
         raise self.error(node, "a kernel can loop over range(), qd.ndrange(), a field, "
@@ -158,6 +165,12 @@ class LoopsMixin:
             raise self.error(node, "a qd.grouped loop has one target", QuadrantsSyntaxError)
         if isinstance(target, range):
             target = NdRange((target.start, target.stop))
+        elif isinstance(target, (Field, MatrixField, StructField)) and \
+                sparse.is_sparse_field(_leaf(target).place_id()):
+            # A sparse field's cells are visited only while active.
+            return self.struct_for(node, _leaf(target), group=node.target.id)
+        elif isinstance(target, SNode) and target._id != 0:
+            return self.snode_for(node, target, group=node.target.id)
         elif isinstance(target, (Field, MatrixField, StructField)):
             target = NdRange(*index_bounds(target))
         elif isinstance(target, NdarrayArg):
@@ -231,19 +244,39 @@ class LoopsMixin:
         self.targets(node, array.ndim, f"ndarray '{array.name}' ({array.ndim}-D)")
         return self.range_for(node, NdRange(*[array.shape[k] for k in range(array.ndim)]))
 
-    def struct_for(self, node, f):
+    def struct_for(self, node, f, group=None):
         if len(f.shape) == 0:
             raise self.error(node, f"cannot loop over 0-D field '{f.name}'",
                              QuadrantsSyntaxError)
-        names = self.targets(node, len(f.shape), f"field '{f.name}' ({len(f.shape)}-D)")
+        if group is None:
+            names = self.targets(node, len(f.shape), f"field '{f.name}' ({len(f.shape)}-D)")
         b = self.ctx.builder
         prog = self.ctx.program
         dense = prog.parent_of(f.place_id())
         loop = b.struct_for(dense)
 
         def bind(lp):
-            return {name: loop_index(f, Expr(b.loop_index(lp, axis)), axis)
-                    for axis, name in enumerate(names)}
+            values = [loop_index(f, Expr(b.loop_index(lp, axis)), axis)
+                      for axis in range(len(f.shape))]
+            if group is not None:
+                return {group: matrix.Matrix._make(values, len(values), 1, 1)}
+            return dict(zip(names, values))
+        self.run_loop_body(node, loop, bind, self.is_outermost())
+
+    def snode_for(self, node, snode, group=None):
+        """for I in snode: the cells of a dense or sparse SNode (the active
+        ones of a sparse level)."""
+        ndim = len(snode.shape)
+        if group is None:
+            names = self.targets(node, ndim, f"SNode {snode._id} ({ndim}-D)")
+        b = self.ctx.builder
+        loop = b.struct_for(snode._id)
+
+        def bind(lp):
+            values = [Expr(b.loop_index(lp, axis)) for axis in range(ndim)]
+            if group is not None:
+                return {group: matrix.Matrix._make(values, len(values), 1, 1)}
+            return dict(zip(names, values))
         self.run_loop_body(node, loop, bind, self.is_outermost())
 
     def static_for(self, node, iterable):

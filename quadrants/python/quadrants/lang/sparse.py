@@ -1,0 +1,592 @@
+"""Sparse SNodes (pointer, bitmasked, dynamic): their kernel operations
+(qd.activate, qd.deactivate, qd.is_active, qd.append, qd.length,
+qd.no_activate) and host-side deactivation.
+
+Each sparse level keeps its bookkeeping in hidden i32 places the core made
+for it: a pointer's table of pool blocks (0: inactive), a bitmasked level's
+activity flags, a dynamic list's table of chunks and its length. These
+operations read and write them like fields; the compiler's sparse lowering
+adds the activation of ancestors and the pool blocks."""
+import numbers
+
+from quadrants.lang import context, runtime, types
+from quadrants.lang.exception import QuadrantsRuntimeError, QuadrantsTypeError
+from quadrants.lang.expr import Expr
+
+_I32 = types.i32
+
+
+def _node_id(node, what):
+    """The SNode id of an SNode or a field (its place)."""
+    # pylint: disable=import-outside-toplevel
+    from quadrants.lang.field import Field, SNode
+    if isinstance(node, SNode):
+        return node._id
+    if isinstance(node, Field):
+        return node.place_id()
+    if hasattr(node, "_leaf_fields"):
+        return node._leaf_fields()[0].place_id()
+    raise QuadrantsTypeError(f"{what}: expected an SNode (such as x.parent()) or a field, got "
+                             f"{type(node).__name__}")
+
+
+def _info(node_id):
+    return runtime.program().sparse_info(node_id)
+
+
+def _shape(node_id):
+    return tuple(runtime.program().snode_shape(node_id))
+
+
+def _index_exprs(indices, ndim, what):
+    """`indices` (an int, list, tuple or qd.Vector) as ndim i32 Exprs."""
+    # pylint: disable=import-outside-toplevel
+    from quadrants.lang import ops
+    from quadrants.lang.matrix import Matrix
+    indices = context.load(indices)
+    if isinstance(indices, Matrix):
+        items = [indices[k] for k in range(indices.n)]
+    elif isinstance(indices, (list, tuple)):
+        items = [context.load(v) for v in indices]
+    else:
+        items = [indices]
+    if len(items) != ndim:
+        raise QuadrantsTypeError(f"{what}: the SNode has {ndim} axes, got {len(items)} "
+                                 f"indices")
+    out = []
+    for item in items:
+        if isinstance(item, numbers.Integral):
+            out.append(context.constant(int(item), _I32))
+            continue
+        e = context.to_expr(item)
+        if not e.dtype.is_integral:
+            raise QuadrantsTypeError(f"{what}: indices must be integers, got {e.dtype}")
+        out.append(ops.cast(e, _I32) if e.dtype != _I32 else e)
+    return out
+
+
+def _ptr(place, indices, label):
+    return context.builder().field_ptr(place, [e.stmt for e in indices], label)
+
+
+def _const(value):
+    return context.constant(value, _I32)
+
+
+def _binary(name, a, b):
+    # pylint: disable=import-outside-toplevel
+    from quadrants.lang import ops
+    return ops.binary(name, a, b, None)
+
+
+def _sparse_node(node, what, kinds=("pointer", "bitmasked", "dynamic")):
+    node_id = _node_id(node, what)
+    info = _info(node_id)
+    if info["kind"] not in kinds:
+        raise QuadrantsTypeError(f"{what}: expected a {' or '.join(kinds)} SNode, got a "
+                                 f"{info['kind']} one (SNode {node_id})")
+    return node_id, info
+
+
+def _in_kernel(what):
+    if context.current() is None:
+        raise QuadrantsRuntimeError(f"{what} is called in kernels (and qd.func) only")
+
+
+# ---- kernel operations ----------------------------------------------------------
+
+def is_active(node, indices):
+    """1 where the cell of `node` (a pointer, bitmasked or dynamic SNode) at
+    `indices` (its own index space) is active, else 0."""
+    _in_kernel("qd.is_active()")
+    node_id, info = _sparse_node(node, "qd.is_active()")
+    idx = _index_exprs(indices, len(_shape(node_id)), "qd.is_active()")
+    b = context.builder()
+    if info["kind"] == "dynamic":
+        axis = info["axes"][0]
+        length = Expr(b.global_load(_ptr(info["length"], _parent_index(info, idx),
+                                         "qd.length")), _I32)
+        return _binary("cmp_lt", idx[axis], length)
+    entry = Expr(b.global_load(_ptr(info["table"], idx, "qd.is_active")), _I32)
+    return _binary("cmp_ne", entry, 0)
+
+
+def activate(node, indices):
+    """Activates the cell of `node` at `indices` (and its ancestors)."""
+    _in_kernel("qd.activate()")
+    node_id, info = _sparse_node(node, "qd.activate()")
+    idx = _index_exprs(indices, len(_shape(node_id)), "qd.activate()")
+    b = context.builder()
+    if info["kind"] == "bitmasked":
+        b.global_store(_ptr(info["table"], idx, "qd.activate"), _const(1).stmt)
+        return
+    if info["kind"] == "dynamic":
+        axis = info["axes"][0]
+        chunk = list(idx)
+        chunk[axis] = _binary("floordiv", idx[axis], info["chunk_size"])
+        b.snode_op("acquire", node_id, _ptr(info["table"], chunk, "qd.activate"))
+        b.atomic("atomic_max", _ptr(info["length"], _parent_index(info, idx), "qd.activate"),
+                 _binary("add", idx[axis], 1).stmt)
+        return
+    b.snode_op("acquire", node_id, _ptr(info["table"], idx, "qd.activate"))
+
+
+def deactivate(node, indices):
+    """Deactivates the cell of `node` at `indices`: its memory (and that of
+    sparse levels inside it) is zeroed and goes back to the pool. For a
+    dynamic SNode, `indices` name the list (its parent's cell), which
+    becomes empty."""
+    _in_kernel("qd.deactivate()")
+    node_id, info = _sparse_node(node, "qd.deactivate()")
+    if info["kind"] == "dynamic":
+        ndim = len(_shape(info["parent"])) if info["parent"] else 0
+        idx = _index_exprs(indices, ndim, "qd.deactivate()")
+        _clear_list(node_id, info, idx)
+        return
+    idx = _index_exprs(indices, len(_shape(node_id)), "qd.deactivate()")
+    _deactivate_cell(node_id, info, idx)
+
+
+def append(node, indices, val):
+    """Appends `val` to the dynamic list `node` at `indices` (its parent's
+    cell) and returns the element's position; a full list keeps its
+    elements and returns its capacity or more."""
+    _in_kernel("qd.append()")
+    node_id, info = _sparse_node(node, "qd.append()", ("dynamic",))
+    ndim = len(_shape(info["parent"])) if info["parent"] else 0
+    idx = _index_exprs(indices, ndim, "qd.append()")
+    b = context.builder()
+    length_ptr = _ptr(info["length"], idx, "qd.append")
+    j = Expr(b.atomic("atomic_add", length_ptr, _const(1).stmt), _I32)
+    places = _places_under(node_id)
+    values = _flatten(val, len(places), "qd.append()")
+    branch = b.if_(_binary("cmp_lt", j, info["sizes"][0]).stmt)
+    b.push_block(branch, 0)
+    try:
+        element = _element_index(info, idx, j)
+        for place, value in zip(places, values):
+            _store(place, element, value)
+    finally:
+        b.pop_block()
+    b.push_block(branch, 1)
+    try:
+        b.atomic("atomic_sub", _ptr(info["length"], idx, "qd.append"), _const(1).stmt)
+    finally:
+        b.pop_block()
+    return j
+
+
+def length(node, indices):
+    """The length of the dynamic list `node` at `indices` (its parent's
+    cell)."""
+    _in_kernel("qd.length()")
+    _, info = _sparse_node(node, "qd.length()", ("dynamic",))
+    ndim = len(_shape(info["parent"])) if info["parent"] else 0
+    idx = _index_exprs(indices, ndim, "qd.length()")
+    return Expr(context.builder().global_load(_ptr(info["length"], idx, "qd.length")), _I32)
+
+
+def no_activate(*args):
+    """Writes of this kernel to the given sparse SNodes (or fields: every
+    sparse level above them) do not activate cells: a write to an inactive
+    cell is dropped."""
+    _in_kernel("qd.no_activate()")
+    prog = runtime.program()
+    b = context.builder()
+    for arg in args:
+        for level in prog.sparse_ancestors(_node_id(arg, "qd.no_activate()")):
+            b.no_activate(level)
+
+
+for _fn in (is_active, activate, deactivate, append, length, no_activate):
+    _fn._qd_intrinsic = True  # called as it is from kernel code, not inlined
+
+
+# ---- helpers --------------------------------------------------------------------
+
+def _parent_index(info, idx):
+    """The indices of a dynamic level's list (its parent's cell) from an
+    element's."""
+    parent = info["parent"]
+    if parent == 0:
+        return []
+    own, up = _shape_of_level(info), _shape(parent)
+    return [_binary("floordiv", i, own[a] // up[a]) if own[a] != up[a] else i
+            for a, i in enumerate(idx[:len(up)])]
+
+
+def _shape_of_level(info):
+    shape = list(_shape(info["parent"])) if info["parent"] else []
+    for axis, size in zip(info["axes"], info["sizes"]):
+        while len(shape) <= axis:
+            shape.append(1)
+        shape[axis] *= size
+    return shape
+
+
+def _element_index(info, parent_idx, j):
+    """A dynamic list's element j as indices of the places under it."""
+    axis = info["axes"][0]
+    shape = _shape_of_level(info)
+    out = list(parent_idx) + [None] * (len(shape) - len(parent_idx))
+    for a in range(len(shape)):
+        if a == axis:
+            base = out[a]
+            out[a] = j if base is None else _binary(
+                "add", _binary("mul", base, info["sizes"][0]), j)
+        elif out[a] is None:
+            out[a] = _const(0)
+    return out
+
+
+def _places_under(node_id):
+    """The fields placed directly in a level (not hidden ones)."""
+    prog = runtime.program()
+    out = []
+    for child in prog.sparse_info(node_id)["children"]:
+        child_info = prog.sparse_info(child)
+        if child_info["kind"] == "place" and not child_info["hidden"]:
+            out.append(child)
+    if not out:
+        raise QuadrantsRuntimeError(f"qd.append(): SNode {node_id} holds no field")
+    return out
+
+
+def _flatten(val, count, what):
+    # pylint: disable=import-outside-toplevel
+    from quadrants.lang.matrix import Matrix
+    val = context.load(val)
+    if isinstance(val, Matrix):
+        items = [val[k] for k in range(val.n)] if val.m == 1 else \
+            [val[r, c] for r in range(val.n) for c in range(val.m)]
+    elif isinstance(val, (list, tuple)):
+        items = list(val)
+    else:
+        items = [val]
+    if len(items) != count:
+        raise QuadrantsTypeError(f"{what}: the list holds {count} field(s), got {len(items)} "
+                                 f"value(s)")
+    return items
+
+
+def _store(place, indices, value):
+    # pylint: disable=import-outside-toplevel
+    from quadrants.lang import ops
+    dtype = _place_dtype(place)
+    value = ops.cast(context.to_expr(value), dtype)
+    context.builder().global_store(_ptr(place, indices, "qd.append"), value.stmt)
+
+
+def _loop(count, body):
+    """for k in range(count): body(k) (a serial loop inside the thread)."""
+    b = context.builder()
+    loop = b.range_for(_const(0).stmt, _const(count).stmt)
+    b.push_block(loop, 0)
+    try:
+        body(Expr(b.loop_index(loop, 0), _I32))
+    finally:
+        b.pop_block()
+
+
+def _decompose(linear, extents):
+    out = [None] * len(extents)
+    for a in range(len(extents) - 1, -1, -1):
+        out[a] = linear if a == 0 else _binary("mod", linear, extents[a])
+        if a:
+            linear = _binary("floordiv", linear, extents[a])
+    return out
+
+
+def _cells_inside(outer_id, outer_idx, inner_shape, body):
+    """Calls body(indices) for every cell of a node of `inner_shape` inside
+    the cell `outer_idx` of node `outer_id`."""
+    outer = _shape(outer_id) if outer_id else ()
+    ratio = [inner_shape[a] // (outer[a] if a < len(outer) else 1)
+             for a in range(len(inner_shape))]
+    count = 1
+    for r in ratio:
+        count *= r
+
+    def at(k):
+        sub = _decompose(k, ratio)
+        idx = []
+        for a in range(len(inner_shape)):
+            base = outer_idx[a] if a < len(outer_idx) else None
+            if base is None:
+                idx.append(sub[a])
+            elif ratio[a] == 1:
+                idx.append(base)
+            else:
+                idx.append(_binary("add", _binary("mul", base, ratio[a]), sub[a]))
+        body(idx)
+    if count == 1:
+        at(_const(0))
+    else:
+        _loop(count, at)
+
+
+def _inside(node_id):
+    """(places, sparse levels) stored in `node_id`'s cells, down to the next
+    sparse levels."""
+    prog = runtime.program()
+    places, levels = [], []
+    stack = list(prog.sparse_info(node_id)["children"])
+    while stack:
+        child = stack.pop()
+        info = prog.sparse_info(child)
+        if info["hidden"]:
+            continue
+        if info["kind"] == "place":
+            places.append(child)
+        elif info["kind"] == "dense":
+            stack.extend(info["children"])
+        else:
+            levels.append(child)
+    return places, levels
+
+
+def _deactivate_cell(node_id, info, idx):
+    b = context.builder()
+    entry = Expr(b.global_load(_ptr(info["table"], idx, "qd.deactivate")), _I32)
+    branch = b.if_(_binary("cmp_ne", entry, 0).stmt)
+    b.push_block(branch, 0)
+    try:
+        places, levels = _inside(node_id)
+        for level in levels:
+            level_info = _info(level)
+            if level_info["kind"] == "dynamic":
+                parent_shape = _shape(level_info["parent"])
+                _cells_inside(node_id, idx, parent_shape,
+                              lambda i, lv=level, li=level_info: _clear_list(lv, li, i))
+            else:
+                _cells_inside(node_id, idx, _shape(level),
+                              lambda i, lv=level, li=level_info: _deactivate_cell(lv, li, i))
+        if info["kind"] == "pointer":
+            b.snode_op("release", node_id, _ptr(info["table"], idx, "qd.deactivate"))
+        else:
+            for place in places:
+                dtype = _place_dtype(place)
+                zero = context.constant(0, dtype)
+                _cells_inside(node_id, idx, _shape_of_place(place),
+                              lambda i, p=place, z=zero: context.builder().global_store(
+                                  _ptr(p, i, "qd.deactivate"), z.stmt))
+            b.global_store(_ptr(info["table"], idx, "qd.deactivate"), _const(0).stmt)
+    finally:
+        b.pop_block()
+
+
+def _place_dtype(place):
+    return getattr(types, runtime.program().sparse_info(place)["dtype"])
+
+
+def _shape_of_place(place):
+    return tuple(runtime.program().field_shape(place))
+
+
+def _clear_list(node_id, info, idx):
+    b = context.builder()
+    length_ptr = _ptr(info["length"], idx, "qd.deactivate")
+    current = Expr(b.global_load(length_ptr), _I32)
+    branch = b.if_(_binary("cmp_gt", current, 0).stmt)
+    b.push_block(branch, 0)
+    try:
+        chunks = -(-info["sizes"][0] // info["chunk_size"])
+        axis = info["axes"][0]
+
+        def release(c):
+            chunk = list(idx) + [None] * (axis + 1 - len(idx))
+            base = chunk[axis]
+            chunk[axis] = c if base is None else _binary(
+                "add", _binary("mul", base, chunks), c)
+            chunk = [_const(0) if v is None else v for v in chunk]
+            context.builder().snode_op("release", node_id,
+                                       _ptr(info["table"], chunk, "qd.deactivate"))
+        _loop(chunks, release)
+        b.global_store(_ptr(info["length"], idx, "qd.deactivate"), _const(0).stmt)
+    finally:
+        b.pop_block()
+
+
+# ---- host side ------------------------------------------------------------------
+
+def _deactivate_linear(node, k):
+    """qd.deactivate() of cell number k (row-major) of `node`'s cells, or of
+    its lists for a dynamic node."""
+    info = _info(node._id)
+    target = info["parent"] if info["kind"] == "dynamic" else node._id
+    shape = _shape(target) if target else ()
+    deactivate(node, _decompose(context.to_expr(k), list(shape)) if shape else [])
+
+
+_deactivate_linear._qd_intrinsic = True
+_kernels = {}
+
+
+def deactivate_all(node_id):
+    """Deactivates every cell of sparse SNode `node_id` (for a dynamic one,
+    empties every list) and of the sparse levels inside them; for another
+    SNode, does so for the outermost sparse levels under it."""
+    # pylint: disable=import-outside-toplevel
+    from quadrants.lang.field import SNode
+    info = _info(node_id)
+    if info["kind"] not in ("pointer", "bitmasked", "dynamic"):
+        _, levels = _inside(node_id)
+        for level in levels:
+            deactivate_all(level)
+        return
+    target = info["parent"] if info["kind"] == "dynamic" else node_id
+    count = 1
+    for n in (_shape(target) if target else ()):
+        count *= n
+    if "deactivate" not in _kernels:
+        _kernels["deactivate"] = _make_deactivate_kernel()
+    _kernels["deactivate"](SNode(node_id, _shape(node_id)), count)
+
+
+def _make_deactivate_kernel():
+    # pylint: disable=import-outside-toplevel
+    from quadrants.lang.kernel import kernel
+    from quadrants.lang.types import template
+
+    @kernel
+    def deactivate_cells(node: template(), count: template()):
+        for k in range(count):
+            _deactivate_linear(node, k)
+    return deactivate_cells
+
+
+def deactivate_all_snodes():
+    """Deactivates every cell of every sparse SNode."""
+    deactivate_all(0)
+
+
+# ---- host access to fields under sparse levels ----------------------------------
+# Their elements are reached through tables and pools, so the host reads and
+# writes them with small kernels. Inactive cells read as zero; a write
+# activates its cell.
+
+def is_sparse_field(place):
+    return bool(runtime.program().sparse_ancestors(place))
+
+
+def _field_indices(f, k):
+    """Storage indices of f's element number k (row-major)."""
+    return _decompose(context.to_expr(k), list(f.shape))
+
+
+def _field_at(f, k):
+    place = f.place_id()
+    return Expr(context.builder().global_load(_ptr(place, _field_indices(f, k), f.name)),
+                f.dtype)
+
+
+def _field_store(f, k, value):
+    # pylint: disable=import-outside-toplevel
+    from quadrants.lang import ops
+    value = ops.cast(context.to_expr(value), f.dtype)
+    context.builder().global_store(_ptr(f.place_id(), _field_indices(f, k), f.name),
+                                   value.stmt)
+
+
+for _fn in (_field_at, _field_store):
+    _fn._qd_intrinsic = True
+
+
+def _host_kernels():
+    # pylint: disable=import-outside-toplevel
+    from quadrants.lang.kernel import kernel
+    from quadrants.lang.transformer import grouped
+    from quadrants.lang.types import f64, i32, i64, ndarray, template
+    if "read" in _kernels:
+        return _kernels
+
+    @kernel
+    def read_all(x: template(), out: ndarray()):
+        for k in range(out.shape[0]):
+            out[k] = _field_at(x, k)
+
+    @kernel
+    def write_all(x: template(), src: ndarray()):
+        for k in range(src.shape[0]):
+            _field_store(x, k, src[k])
+
+    @kernel
+    def read_one(x: template(), k: i32, out: ndarray()):
+        out[0] = _field_at(x, k)
+
+    @kernel
+    def write_float(x: template(), k: i32, value: f64):
+        _field_store(x, k, value)
+
+    @kernel
+    def write_int(x: template(), k: i32, value: i64):
+        _field_store(x, k, value)
+
+    @kernel
+    def fill_active(x: template(), value: f64):
+        for I in grouped(x):
+            _field_store_at(x, I, value)
+
+    _kernels.update(read=read_all, read_one=read_one, write=write_all, write_float=write_float,
+                    write_int=write_int, fill=fill_active)
+    return _kernels
+
+
+def _field_store_at(f, I, value):
+    # pylint: disable=import-outside-toplevel
+    from quadrants.lang import ops
+    from quadrants.lang.field import element_indices
+    idx = [e.stmt for e in _index_exprs(I, len(f.shape), "fill()")]
+    value = ops.cast(context.to_expr(value), f.dtype)
+    context.builder().global_store(
+        context.builder().field_ptr(f.place_id(), element_indices(f, idx), f.name),
+        value.stmt)
+
+
+_field_store_at._qd_intrinsic = True
+
+
+def _flat(f, index):
+    k = 0
+    for i, n in zip(index, f.shape):
+        k = k * n + i
+    if k >= 2**31:
+        raise QuadrantsRuntimeError(f"field '{f.name}': host access to sparse fields takes "
+                                    f"element numbers below 2**31")
+    return k
+
+
+def to_numpy(f):
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    size = 1
+    for n in f.shape:
+        size *= n
+    out = np.zeros(size, dtype=types.to_numpy_dtype(f.dtype))
+    _host_kernels()["read"](f, out)
+    return out.reshape(f.shape)
+
+
+def from_numpy(f, array):
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    flat = np.ascontiguousarray(array, dtype=types.to_numpy_dtype(f.dtype)).reshape(-1)
+    _host_kernels()["write"](f, flat)
+
+
+def read(f, index):
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    out = np.zeros(1, dtype=types.to_numpy_dtype(f.dtype))
+    _host_kernels()["read_one"](f, _flat(f, index), out)
+    return out[0].item()
+
+
+def write(f, index, value):
+    k = _flat(f, index)
+    kernels = _host_kernels()
+    if f.dtype.is_float:
+        kernels["write_float"](f, k, float(value))
+    else:
+        kernels["write_int"](f, k, int(value))
+
+
+def fill(f, value):
+    _host_kernels()["fill"](f, float(value))
