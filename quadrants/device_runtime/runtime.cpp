@@ -186,24 +186,26 @@ QD_EXPORT qd_i32 qd_adstack_row(QdLaunchContext* ctx, qd_i32 passes,
 // free block all zeros. Block 0 is never handed out (an inactive cell reads
 // it), nor is block 1 (writes that may not activate land there). The state
 // words: [0] blocks handed out fresh so far, [1] freed blocks available,
-// then one bit per block, set while the block is free.
+// then one bit per block, set while the block is free. Only relaxed
+// read-modify-writes and sequentially consistent compare-exchanges are
+// used: what every target's backend lowers.
 
 static __attribute__((noinline)) qd_i32 qd_pool_take(qd_i32* state,
                                                       qd_i64 blocks) {
   qd_i32* available = state + 1;
   qd_u32* bits = (qd_u32*)(state + 2);
-  if (__atomic_load_n(available, __ATOMIC_ACQUIRE) > 0) {
+  if (*(volatile qd_i32*)available > 0) {
     // Claiming one of the counted free blocks first guarantees that a set
     // bit is there to find: a block's bit is set before it is counted.
-    if (__atomic_sub_fetch(available, 1, __ATOMIC_ACQ_REL) >= 0) {
+    if (__atomic_sub_fetch(available, 1, __ATOMIC_RELAXED) >= 0) {
       const qd_i64 words = (blocks + 31) / 32;
       for (;;) {
         for (qd_i64 w = 0; w < words; ++w) {
-          qd_u32 seen = __atomic_load_n(&bits[w], __ATOMIC_ACQUIRE);
+          qd_u32 seen = ((volatile qd_u32*)bits)[w];
           while (seen != 0) {
             const qd_u32 bit = seen & (0u - seen);
             const qd_u32 old =
-                __atomic_fetch_and(&bits[w], ~bit, __ATOMIC_ACQ_REL);
+                __atomic_fetch_and(&bits[w], ~bit, __ATOMIC_RELAXED);
             if (old & bit)
               return (qd_i32)(w * 32 + __builtin_ctz(bit));
             seen = old & ~bit;
@@ -211,12 +213,12 @@ static __attribute__((noinline)) qd_i32 qd_pool_take(qd_i32* state,
         }
       }
     }
-    __atomic_add_fetch(available, 1, __ATOMIC_ACQ_REL);
+    __atomic_add_fetch(available, 1, __ATOMIC_RELAXED);
   }
-  qd_i32 fresh = __atomic_load_n(state, __ATOMIC_RELAXED);
+  qd_i32 fresh = *(volatile qd_i32*)state;
   while (fresh + 2 < blocks) {
-    if (__atomic_compare_exchange_n(state, &fresh, fresh + 1, true,
-                                    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+    if (__atomic_compare_exchange_n(state, &fresh, fresh + 1, false,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
       return fresh + 2;
     }
   }
@@ -225,26 +227,36 @@ static __attribute__((noinline)) qd_i32 qd_pool_take(qd_i32* state,
 
 static void qd_pool_give(qd_i32* state, qd_i32 block) {
   qd_u32* bits = (qd_u32*)(state + 2);
-  __atomic_fetch_or(&bits[block / 32], 1u << (block % 32), __ATOMIC_ACQ_REL);
-  __atomic_add_fetch(state + 1, 1, __ATOMIC_ACQ_REL);
+  __atomic_fetch_or(&bits[block / 32], 1u << (block % 32), __ATOMIC_RELAXED);
+  __atomic_add_fetch(state + 1, 1, __ATOMIC_RELAXED);
 }
 
+// Activates the cell of table entry `entry`: the thread that moves it from
+// 0 to 1 (block 1: "being activated") takes a block and publishes it; the
+// others wait for it. So every activation takes exactly one block, however
+// many threads write the cell at once.
 static __attribute__((noinline)) qd_i32 qd_pool_acquire_slow(
     QdLaunchContext* ctx, qd_i32* entry, qd_i32* state, qd_i64 blocks,
     qd_i32 site) {
-  const qd_i32 block = qd_pool_take(state, blocks);
-  if (block == 0) {
-    qd_report_error(ctx, QD_ERROR_POOL_EXHAUSTED, site, blocks - 2, 0, 0);
-    return 1;
+  for (;;) {
+    qd_i32 expected = 0;
+    if (__atomic_compare_exchange_n(entry, &expected, 1, false,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+      const qd_i32 block = qd_pool_take(state, blocks);
+      qd_i32 claimed = 1;
+      __atomic_compare_exchange_n(entry, &claimed, block, false,
+                                  __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+      if (block == 0) {
+        qd_report_error(ctx, QD_ERROR_POOL_EXHAUSTED, site, blocks - 2, 0, 0);
+        return 1;
+      }
+      return block;
+    }
+    while (expected == 1)
+      expected = *(volatile qd_i32*)entry;
+    if (expected != 0)
+      return expected;
   }
-  qd_i32 expected = 0;
-  if (__atomic_compare_exchange_n(entry, &expected, block, false,
-                                  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-    return block;
-  }
-  // Another thread activated the cell first; the block is still zeros.
-  qd_pool_give(state, block);
-  return expected;
 }
 
 // The block of the cell whose table entry is `entry`, taking a free one
@@ -254,8 +266,8 @@ QD_EXPORT qd_i32 qd_pool_acquire(QdLaunchContext* ctx, qd_i32* entry,
                                  qd_i64 block_bytes, qd_i32 site) {
   (void)pool;
   (void)block_bytes;
-  const qd_i32 block = __atomic_load_n(entry, __ATOMIC_ACQUIRE);
-  if (__builtin_expect(block != 0, 1))
+  const qd_i32 block = *(volatile qd_i32*)entry;
+  if (__builtin_expect(block > 1, 1))
     return block;
   return qd_pool_acquire_slow(ctx, entry, (qd_i32*)state, blocks, site);
 }
@@ -264,7 +276,7 @@ QD_EXPORT qd_i32 qd_pool_acquire(QdLaunchContext* ctx, qd_i32* entry,
 // and returned to the pool.
 QD_EXPORT void qd_pool_release(qd_i32* entry, char* state, char* pool,
                                qd_i64 block_bytes) {
-  const qd_i32 block = __atomic_exchange_n(entry, 0, __ATOMIC_ACQ_REL);
+  const qd_i32 block = __atomic_exchange_n(entry, 0, __ATOMIC_RELAXED);
   if (block < 2)
     return;
   char* data = pool + (qd_i64)block * block_bytes;
@@ -275,7 +287,7 @@ QD_EXPORT void qd_pool_release(qd_i32* entry, char* state, char* pool,
     for (qd_i64 k = 0; k < block_bytes; ++k)
       data[k] = 0;
   }
-  __atomic_thread_fence(__ATOMIC_RELEASE);
+  // The bit's acq_rel update orders the zeroing before the block's reuse.
   qd_pool_give((qd_i32*)state, block);
 }
 

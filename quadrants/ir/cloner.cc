@@ -47,7 +47,9 @@ std::unique_ptr<Stmt> CopyAttributes(const Stmt& s) {
     }
     case StmtKind::kSNodeOp: {
       const auto& x = static_cast<const SNodeOpStmt&>(s);
-      copy = std::make_unique<SNodeOpStmt>(x.op(), x.snode_id(), ops[0]);
+      auto op = std::make_unique<SNodeOpStmt>(x.op(), x.snode_id(), ops[0]);
+      op->set_label(x.label());
+      copy = std::move(op);
       break;
     }
     case StmtKind::kGlobalLoad:

@@ -18,8 +18,9 @@ namespace quadrants::ir {
 // Sparse levels index axes like dense ones but hold only active cells:
 // - bitmasked: dense storage plus an activity flag per cell;
 // - pointer: a table of block numbers per cell; an active cell's children
-//   live in a block of the node's pool (block 0 reads as zeros, block 1
-//   absorbs writes that must not activate);
+//   live in a block of the node's pool (block 0 reads as zeros; block 1
+//   absorbs writes that must not activate, and marks a cell while one
+//   thread activates it);
 // - dynamic: a list along one axis of at most `sizes[0]` elements, stored in
 //   pool blocks of `chunk_size` elements, with a length per parent cell.
 // Their bookkeeping (tables, flags, lengths, struct-for lists) is made of

@@ -138,10 +138,14 @@ class SNodeOpStmt : public Stmt {
   int snode_id() const { return snode_id_; }
   Stmt* entry() const { return operand(0); }
   bool has_side_effects() const override { return true; }
+  // The user's spelling of the field whose write activates, for errors.
+  const std::string& label() const { return label_; }
+  void set_label(std::string label) { label_ = std::move(label); }
 
  private:
   SNodeOpKind op_;
   int snode_id_;
+  std::string label_;
 };
 
 class GlobalLoadStmt : public Stmt {

@@ -712,7 +712,7 @@ std::string Program::DescribeRuntimeError(const CompiledKernel& kernel,
     return absl::StrCat(
         "kernel '", kernel.name(), "': activating a cell at ",
         site.loc.ToString(), " needs a block from ", site.description,
-        ", but all its ", record.values[0],
+        "; all its ", record.values[0],
         " blocks are in use; the write was dropped. Deactivate cells, or "
         "give the pools more memory with qd.init(sparse_pool_mb=...)");
   }

@@ -217,9 +217,12 @@ class SparseLowering {
       return;
     Stmt* owner;
     if (write && !no_activate_.contains(pool)) {
-      owner = b_.Make<ir::SNodeOpStmt>(
+      auto* acquire = b_.Make<ir::SNodeOpStmt>(
           ir::SNodeOpKind::kAcquire, pool,
           Entry(pool, indices, extents, Access::kWrite));
+      acquire->set_label(ptr->label().empty() ? tree_.node(place).name
+                                              : ptr->label());
+      owner = acquire;
     } else {
       owner = Load(Entry(pool, indices, extents, Access::kRead));
       if (write) {

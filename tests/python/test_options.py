@@ -36,7 +36,7 @@ def test_qd_init_takes_exactly_the_declared_options():
         "offline_cache", "offline_cache_file_path", "cfg_optimization", "print_ir",
         "cpu_max_num_threads", "cpu_simd", "random_seed", "device_memory_GB",
         "device_memory_fraction", "device_id", "ad_stack_max_bytes",
-        "ad_stack_segment_length"}
+        "ad_stack_segment_length", "sparse_pool_mb"}
     # The rest of upstream's (test_upstream_compat_modules.py checks each).
     upstream = {
         "log_level", "enable_fallback", "require_version", "print_non_pure", "src_ll_cache",

@@ -423,7 +423,10 @@ absl::StatusOr<llvm::Value*> FunctionEmitter::EmitSNodeOp(
          {entry, state, pool, b_.getInt64(node.block_bytes)});
     return nullptr;
   }
-  const int site = AddSite(PoolSiteName(snodes_, s.snode_id()), s.loc());
+  std::string what = PoolSiteName(snodes_, s.snode_id());
+  if (!s.label().empty())
+    what = absl::StrCat(what, ", for a write to '", s.label(), "'");
+  const int site = AddSite(what, s.loc());
   return Call("qd_pool_acquire", b_.getInt32Ty(),
               {ctx_, entry, state, pool, b_.getInt64(node.pool_blocks),
                b_.getInt64(node.block_bytes), b_.getInt32(site)});

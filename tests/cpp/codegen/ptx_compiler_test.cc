@@ -15,6 +15,7 @@
 #include "quadrants/codegen/llvm/gpu_compiler.h"
 #include "quadrants/codegen/llvm/kernel_lowering.h"
 #include "quadrants/common/errors.h"
+#include "quadrants/ir/builder.h"
 #include "quadrants/ir/cloner.h"
 #include "quadrants/transforms/pipeline.h"
 #include "tests/cpp/ir/sample_kernels.h"
@@ -46,7 +47,8 @@ const char* Ptxas() {
 
 // Lowers `kernel` (offloaded, with tasks) and compiles it to PTX.
 std::string CompileToPtx(GpuCompiler& compiler, const ir::Kernel& kernel,
-                         bool debug) {
+                         bool debug,
+                         const ir::SNodeTree& tree = ir::samples::SampleTree()) {
   llvm::LLVMContext context;
   LoweringOptions options;
   options.debug = debug;
@@ -55,8 +57,7 @@ std::string CompileToPtx(GpuCompiler& compiler, const ir::Kernel& kernel,
   options.warp_aggregate_atomics = compiler.warp_aggregate_atomics();
   options.triple = compiler.triple();
   options.data_layout = compiler.data_layout();
-  auto lowered =
-      LowerKernel(kernel, ir::samples::SampleTree(), options, context);
+  auto lowered = LowerKernel(kernel, tree, options, context);
   EXPECT_TRUE(lowered.ok()) << lowered.status();
   if (!lowered.ok())
     return "";
@@ -114,6 +115,49 @@ TEST(PtxCompilerTest, EverySampleKernelAndGradientCompilesForSm90) {
     }
   }
   EXPECT_GE(compiled, 10);
+}
+
+// A field under pointer, bitmasked and dynamic levels: the struct-for's
+// list tasks, block lookups and the pool allocator's atomics all select on
+// NVPTX.
+TEST(PtxCompilerTest, SparseFieldAccessAndStructForCompileForSm90) {
+  auto compiler = MakeCompiler();
+  if (compiler == nullptr)
+    GTEST_SKIP() << "CUDA toolkit's libdevice.10.bc not found";
+  ir::SNodeTree tree;
+  const int ptr =
+      *tree.AddSparse(0, ir::SNode::Kind::kPointer, {0}, {8});
+  const int bits = *tree.AddSparse(ptr, ir::SNode::Kind::kBitmasked, {0}, {4});
+  const int x = *tree.AddPlace(bits, ir::PrimitiveType::kF32, "x");
+  const int lists = *tree.AddDense(0, {0}, {3});
+  const int dyn =
+      *tree.AddSparse(lists, ir::SNode::Kind::kDynamic, {1}, {64}, 16);
+  const int y = *tree.AddPlace(dyn, ir::PrimitiveType::kI32, "y");
+  ASSERT_TRUE(tree.Finalize().ok());
+  for (auto [level, place] : {std::pair{bits, x}, std::pair{dyn, y}}) {
+    ir::Kernel kernel("sparse_step");
+    ir::IRBuilder b(&kernel, &tree);
+    auto* loop = b.StructFor(level);
+    {
+      auto scope = b.EnterBlock(loop->body());
+      std::vector<ir::Stmt*> index;
+      for (int axis = 0; axis < tree.NumAxes(place); ++axis)
+        index.push_back(b.LoopIndex(loop, axis));
+      ir::Stmt* ptr_x = b.FieldPtr(place, index);
+      ir::Stmt* one = place == x ? static_cast<ir::Stmt*>(b.ConstF32(1))
+                                 : b.ConstI32(1);
+      b.Atomic(ir::AtomicOpKind::kAdd, ptr_x, one);
+    }
+    transforms::PipelineOptions options;
+    options.snodes = &tree;
+    ASSERT_TRUE(transforms::LowerToTasks(kernel, options).ok());
+    for (bool debug : {false, true}) {
+      const std::string ptx = CompileToPtx(*compiler, kernel, debug, tree);
+      ASSERT_FALSE(ptx.empty());
+      EXPECT_EQ(ptx.find(".extern .func"), std::string::npos) << ptx;
+      ExpectPtxasAccepts(ptx, "sparse" + std::to_string(place));
+    }
+  }
 }
 
 TEST(PtxCompilerTest, PtxIsaFollowsTheDriver) {

@@ -53,8 +53,8 @@ def _arch_name(arch, what):
 def is_extension_supported(arch, ext):
     """Whether `arch` supports extension `ext` (a qd.extension member) in this
     build, as its backend declares it to the core's backend registry. The
-    sparse, quant, quant_basic, mesh, bls and extfunc extensions are
-    supported by no backend here."""
+    quant, quant_basic, mesh, bls and extfunc extensions are supported by
+    no backend here; sparse by cpu and cuda."""
     name = _arch_name(arch, "qd.is_extension_supported()")
     if ext not in ALL_EXTENSIONS:
         raise QuadrantsTypeError(f"qd.is_extension_supported(): ext must be a qd.extension "
