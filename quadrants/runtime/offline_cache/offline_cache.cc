@@ -146,7 +146,11 @@ void DescribeSNodes(const ir::SNodeTree& snodes, std::string* out) {
     absl::StrAppend(out, " sizes=");
     for (int64_t s : n.sizes)
       absl::StrAppend(out, s, ",");
-    absl::StrAppend(out, "\n");
+    // Sparse levels: their hidden places and the pool kernels address.
+    absl::StrAppend(out, " sparse=", n.table, ",", n.length, ",", n.list, ",",
+                    n.list_count, ",", n.chunk_size, ",", n.hidden,
+                    " pool=", n.pool_offset, ",", n.pool_blocks, ",",
+                    n.block_bytes, ",", n.pool_state_offset, "\n");
   }
 }
 

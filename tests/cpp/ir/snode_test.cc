@@ -314,3 +314,78 @@ TEST(SNodeTest, FinalizeLaysOutAndLaterRootAdditionsKeepOffsets) {
 
 }  // namespace
 }  // namespace quadrants::ir
+
+namespace quadrants::ir {
+namespace {
+
+// A pointer level keeps its cells' children in pool blocks: its parent's
+// cell holds only the hidden table, and places under it are addressed from
+// a block, every digit wrapping inside it.
+TEST(SNodeSparseTest, PointerCellsLiveInPoolBlocksAfterTheRootChildsData) {
+  SNodeTree tree;
+  tree.set_pool_budget(0);
+  const int ptr = *tree.AddSparse(0, SNode::Kind::kPointer, {0}, {8});
+  const int dense = *tree.AddDense(ptr, {0}, {4});
+  const int x = *tree.AddPlace(dense, PrimitiveType::kF32, "x");
+  ASSERT_TRUE(tree.Finalize().ok());
+  const SNode& p = tree.node(ptr);
+  EXPECT_EQ(p.block_bytes, 16);     // 4 f32
+  EXPECT_EQ(p.pool_blocks, 8 + 2);  // every cell, and blocks 0 and 1
+  EXPECT_GE(p.pool_offset, p.pool_state_offset + 8 + 4);
+  const PlaceLayout layout = *tree.Layout(x);
+  EXPECT_EQ(layout.pool_node, ptr);
+  EXPECT_EQ(layout.block_bytes, 16);
+  EXPECT_FALSE(layout.affine());
+  ASSERT_EQ(layout.digits[0].size(), 1u);
+  EXPECT_EQ(layout.digits[0][0].modulus, 4);  // wraps inside the block
+  EXPECT_EQ(layout.digits[0][0].stride, 4);
+  EXPECT_EQ(layout.shape, std::vector<int64_t>{32});
+  // The table is an i32 place indexed like the pointer's cells.
+  EXPECT_EQ(tree.Extents(p.table), std::vector<int64_t>{8});
+  EXPECT_TRUE(tree.node(p.table).hidden);
+  EXPECT_EQ(tree.SparseAncestors(x), std::vector<int>{ptr});
+  EXPECT_EQ(tree.NumCells(tree.node(p.list).parent), 8);
+  EXPECT_THAT(tree.ToString(), HasSubstr("pointer[i:8]{dense[i:4]"));
+}
+
+TEST(SNodeSparseTest, PoolBudgetCapsBlocksAndDynamicListsUseChunks) {
+  SNodeTree tree;
+  tree.set_pool_budget(100);
+  const int rows = *tree.AddDense(0, {0}, {3});
+  const int list = *tree.AddSparse(rows, SNode::Kind::kDynamic, {1}, {10}, 4);
+  const int y = *tree.AddPlace(list, PrimitiveType::kI32, "y");
+  ASSERT_TRUE(tree.Finalize().ok());
+  const SNode& d = tree.node(list);
+  EXPECT_EQ(d.block_bytes, 16);                // 4 i32 per chunk
+  EXPECT_EQ(d.pool_blocks, 100 / 16 + 2);      // the budget, not 3 x 3 chunks
+  EXPECT_EQ(tree.Extents(d.table), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(tree.Extents(d.length), std::vector<int64_t>{3});
+  const PlaceLayout layout = *tree.Layout(y);
+  EXPECT_EQ(layout.pool_node, list);
+  EXPECT_EQ(layout.shape, (std::vector<int64_t>{3, 10}));
+  ASSERT_EQ(layout.digits[1].size(), 1u);
+  EXPECT_EQ(layout.digits[1][0].modulus, 4);  // the element in its chunk
+}
+
+TEST(SNodeSparseTest, BadSparseLevelsAreRefused) {
+  SNodeTree tree;
+  EXPECT_THAT(std::string(tree.AddSparse(0, SNode::Kind::kDynamic, {0, 1},
+                                         {4, 4}, 2)
+                              .status()
+                              .message()),
+              HasSubstr("exactly one axis"));
+  EXPECT_THAT(std::string(
+                  tree.AddSparse(0, SNode::Kind::kDynamic, {0}, {4}, 0)
+                      .status()
+                      .message()),
+              HasSubstr("chunk_size"));
+  EXPECT_THAT(std::string(tree.AddSparse(0, SNode::Kind::kPointer, {0, 1},
+                                         {1 << 16, 1 << 16})
+                              .status()
+                              .message()),
+              HasSubstr("32 bits"));
+  EXPECT_FALSE(tree.has_sparse());
+}
+
+}  // namespace
+}  // namespace quadrants::ir

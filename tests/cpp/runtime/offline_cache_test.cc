@@ -281,5 +281,27 @@ TEST(OfflineCache, KeysDependOnTheCompilerIdentity) {
             a);
 }
 
+// A sparse layout keys the cache like a dense one: another kind of level,
+// or another pool capacity (qd.init(sparse_pool_mb=...)), another key.
+TEST(OfflineCache, KeysDependOnSparseLayoutsAndPools) {
+  ir::Kernel kernel("k");
+  auto tree = [](ir::SNode::Kind kind, int64_t budget) {
+    ir::SNodeTree snodes;
+    snodes.set_pool_budget(budget);
+    const int level = *snodes.AddSparse(0, kind, {0}, {64});
+    EXPECT_TRUE(snodes.AddPlace(level, ir::PrimitiveType::kF32, "x").ok());
+    EXPECT_TRUE(snodes.Finalize().ok());
+    return snodes;
+  };
+  const ir::SNodeTree pointer = tree(ir::SNode::Kind::kPointer, 0);
+  const std::string a = CacheKey(kernel, pointer, "o", "t", "c");
+  EXPECT_EQ(a, CacheKey(kernel, tree(ir::SNode::Kind::kPointer, 0), "o", "t",
+                        "c"));
+  EXPECT_NE(a, CacheKey(kernel, tree(ir::SNode::Kind::kBitmasked, 0), "o",
+                        "t", "c"));
+  EXPECT_NE(a, CacheKey(kernel, tree(ir::SNode::Kind::kPointer, 64), "o", "t",
+                        "c"));
+}
+
 }  // namespace
 }  // namespace quadrants::offline_cache
