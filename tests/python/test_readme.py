@@ -47,7 +47,7 @@ def _fresh_runtime():
 
 
 def test_every_python_snippet_is_covered():
-    assert len(_snippets()) == 7
+    assert len(_snippets()) == 8
 
 
 def test_first_kernel_saxpy(tmp_path):
@@ -126,6 +126,22 @@ def test_data_oriented_fragment(tmp_path):
         c.compute()
     np.testing.assert_allclose(c.x.grad.to_numpy(), 2 * x, rtol=1e-6)
     assert c.mean() == pytest.approx(float(np.mean(x.astype(np.float64))), abs=1e-6)
+
+
+def test_sparse_fragment(tmp_path):
+    # The fragment lays out and relaxes; the test activates two blocks and
+    # checks that only their cells changed.
+    code = _snippet("qd.root.pointer(qd.ij, 64)")
+    scope = _run(tmp_path, code, prelude="qd.init(arch=qd.cpu)\n")
+    x = scope["x"]
+    x[3, 5] = 2.0
+    x[900, 1] = 4.0
+    scope["relax"]()
+    values = x.to_numpy()
+    assert values[3, 5] == 2.0 and values[900, 1] == 3.0
+    # The rest of the two active 16 x 16 blocks went from 0 to 1.
+    assert values.sum() == 2.0 + 3.0 + (2 * 256 - 2) * 1.0
+    assert x.grad.snode.parent() == x.snode.parent()
 
 
 def test_offline_cache_lines(tmp_path):

@@ -284,6 +284,34 @@ def test_append_to_a_root_list_returns_positions_and_stops_when_full():
     assert size() == 16
 
 
+@test_utils.test(require=SPARSE)
+def test_list_methods_on_partially_indexed_fields():
+    x = qd.field(qd.i32)
+    qd.root.dense(qd.i, 4).dynamic(qd.j, 8, chunk_size=2).place(x)
+    v = qd.Vector.field(2, qd.f32)
+    qd.root.dynamic(qd.i, 8).place(v)
+
+    @qd.kernel
+    def build(out: qd.types.ndarray()):
+        for i in range(4):
+            for k in range(i + 1):
+                x[i].append(10 * i + k)
+        for i in range(4):
+            out[i] = x[i].length()
+        x[2].deactivate()
+        for _ in range(1):
+            for k in range(3):
+                v.append(qd.Vector([k, -k]))
+        out[4] = v.length()
+
+    out = np.zeros(5, np.int32)
+    build(out)
+    assert out.tolist() == [1, 2, 3, 4, 3]
+    values = x.to_numpy()
+    assert values[3, :4].tolist() == [30, 31, 32, 33] and not values[2].any()
+    assert v.to_numpy()[:3].tolist() == [[0, 0], [1, -1], [2, -2]]
+
+
 # ---- pools -----------------------------------------------------------------------------
 
 @test_utils.test(require=SPARSE, sparse_pool_mb=0.001)
@@ -311,10 +339,12 @@ def test_exhausted_pool_is_an_error_naming_the_field_and_the_program_goes_on():
 
 @test_utils.test(require=SPARSE, default_fp=qd.f64)
 def test_gradient_of_a_loss_over_active_cells_matches_central_differences():
-    x = qd.field(qd.f64)
+    x = qd.field(qd.f64, needs_grad=True)
     loss = qd.field(qd.f64, shape=(), needs_grad=True)
     ptr = qd.root.pointer(qd.i, 8)
-    ptr.dense(qd.i, 4).place(x, x.grad)
+    ptr.dense(qd.i, 4).place(x)  # x.grad is placed beside x, in the same cells
+    assert x.grad.snode.parent() == x.snode.parent()
+    assert x.grad.snode.ptr.get_snode_grad_type() == qd.types.enums.SNodeGradType.ADJOINT
     active = [1, 4, 6]
 
     @qd.kernel

@@ -9,7 +9,7 @@ Host access gathers and scatters the components as numpy arrays of shape
 """
 import numpy as np
 
-from quadrants.lang import context, runtime, torch_interop, types
+from quadrants.lang import context, runtime, sparse, torch_interop, types
 from quadrants.lang import field as field_module
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsGradientError,
                                       QuadrantsTypeError)
@@ -95,7 +95,7 @@ def _place_group(fields, shape, order=None, offset=None, layout=None):
         field_module.place_together(group, shape, order, offset)
 
 
-class MatrixField:
+class MatrixField(sparse.ListMethods):
     """qd.Vector.field / qd.Matrix.field: a field whose elements are
     vectors or matrices."""
 

@@ -40,7 +40,7 @@ def _shape_tuple(shape):
 _registry = []
 
 
-class Field:
+class Field(sparse.ListMethods):
     """A global array placed in the SNode tree.
 
     A floating-point field has two companions of its shape and dtype: .grad
@@ -283,6 +283,7 @@ class Field:
         prog.field_fill(place, value)
 
     fill._qd_intrinsic = True  # called as it is from kernel code, not inlined
+
 
     def copy_from(self, other):
         """Copies every element of field `other` (of the same shape) here."""
@@ -719,6 +720,21 @@ class SNode:
         """This SNode (upstream's spelling for code that takes either)."""
         return self
 
+    @property
+    def ptr(self):
+        """This SNode, for upstream code that reaches its core object."""
+        return self
+
+    def get_snode_grad_type(self):
+        """The role of the field placed here (qd.types.enums.SNodeGradType):
+        PRIMAL, ADJOINT for a .grad, DUAL for a .dual."""
+        from quadrants.types.enums import SNodeGradType  # pylint: disable=import-outside-toplevel
+        for f in _live_fields():
+            if f._place == self._id:
+                return {"grad": SNodeGradType.ADJOINT,
+                        "dual": SNodeGradType.DUAL}.get(f._role, SNodeGradType.PRIMAL)
+        return SNodeGradType.PRIMAL
+
     def place(self, *fields, offset=None):
         """Places fields here; offset (an int per axis) is the index of
         their first element."""
@@ -737,6 +753,12 @@ class SNode:
                         f"'{leaf.primal.name}'")
                 leaf._place_at(self._id, self._shape)
                 leaf._offset = offset
+                # Under a sparse level the companions a field asked for
+                # share its cells (as upstream places them).
+                if leaf._role == "primal" and runtime.program().sparse_ancestors(self._id):
+                    for companion in _companions_to_place(leaf):
+                        companion._place_at(self._id, self._shape)
+                        companion._offset = offset
         return self
 
     @property

@@ -155,11 +155,14 @@ def append(node, indices, val):
     node_id, info = _sparse_node(node, "qd.append()", ("dynamic",))
     ndim = len(_shape(info["parent"])) if info["parent"] else 0
     idx = _index_exprs(indices, ndim, "qd.append()")
+    places = _places_under(node_id)
+    return _append(info, idx, places, _flatten(val, len(places), "qd.append()"))
+
+
+def _append(info, idx, places, values):
     b = context.builder()
     length_ptr = _ptr(info["length"], idx, "qd.append")
     j = Expr(b.atomic("atomic_add", length_ptr, _const(1).stmt), _I32)
-    places = _places_under(node_id)
-    values = _flatten(val, len(places), "qd.append()")
     branch = b.if_(_binary("cmp_lt", j, info["sizes"][0]).stmt)
     b.push_block(branch, 0)
     try:
@@ -200,6 +203,92 @@ def no_activate(*args):
 
 for _fn in (is_active, activate, deactivate, append, length, no_activate):
     _fn._qd_intrinsic = True  # called as it is from kernel code, not inlined
+
+
+class ListRef:
+    """x[i] of a field whose last level is a dynamic list, indexed by the
+    list's parent cell: x[i].append(v), x[i].length(), x[i].deactivate()."""
+
+    def __init__(self, field, level, indices):
+        self._field = field
+        self._level = level
+        self._indices = indices
+
+    def _leaves(self):
+        f = self._field
+        return f._leaf_fields() if hasattr(f, "_leaf_fields") else [f]
+
+    def append(self, val):
+        info = _info(self._level)
+        places = [leaf.place_id() for leaf in self._leaves()]
+        return _append(info, self._indices, places,
+                       _flatten(val, len(places), f"{self._field.name}[...].append()"))
+
+    def length(self):
+        info = _info(self._level)
+        return Expr(context.builder().global_load(
+            _ptr(info["length"], self._indices, "length()")), _I32)
+
+    def deactivate(self):
+        _clear_list(self._level, _info(self._level), self._indices)
+
+    append._qd_intrinsic = True
+    length._qd_intrinsic = True
+    deactivate._qd_intrinsic = True
+
+
+class ListMethods:
+    """x.append(v), x.length() and x.deactivate() in kernels, for a field
+    (scalar, vector, matrix or struct) placed in a dynamic list under
+    qd.root."""
+
+    def _root_list(self, what):
+        ref = list_ref(self, []) if context.current() is not None else None
+        if ref is None:
+            raise QuadrantsRuntimeError(
+                f"{self.name}.{what}() is for a field in a dynamic list under qd.root, in "
+                f"kernels; index the list first (x[i].{what}()) when its parent has axes")
+        return ref
+
+    def append(self, val):
+        """Appends val to the list and returns its position."""
+        return self._root_list("append").append(val)
+
+    def length(self):
+        """The list's length."""
+        return self._root_list("length").length()
+
+    def deactivate(self):
+        """Empties the list."""
+        self._root_list("deactivate").deactivate()
+
+    append._qd_intrinsic = True
+    length._qd_intrinsic = True
+    deactivate._qd_intrinsic = True
+
+
+def list_ref(field, index_stmts):
+    """A ListRef when `field` (indexed with `index_stmts`, fewer indices than
+    its dimensions) lies in a dynamic list whose parent takes exactly those
+    indices; else None."""
+    leaf = field._leaf_fields()[0] if hasattr(field, "_leaf_fields") else field
+    prog = runtime.program()
+    for level in reversed(prog.sparse_ancestors(leaf.place_id())):
+        info = prog.sparse_info(level)
+        if info["kind"] != "dynamic":
+            continue
+        dims = len(_shape(info["parent"])) if info["parent"] else 0
+        if dims == len(index_stmts):
+            indices = [Expr(s) for s in index_stmts]
+            return ListRef(field, level, [e if e.dtype == _I32 else _cast_i32(e)
+                                          for e in indices])
+    return None
+
+
+def _cast_i32(e):
+    # pylint: disable=import-outside-toplevel
+    from quadrants.lang import ops
+    return ops.cast(e, _I32)
 
 
 # ---- helpers --------------------------------------------------------------------
@@ -254,9 +343,12 @@ def _places_under(node_id):
 
 def _flatten(val, count, what):
     # pylint: disable=import-outside-toplevel
+    from quadrants.lang.expr import Composite
     from quadrants.lang.matrix import Matrix
     val = context.load(val)
-    if isinstance(val, Matrix):
+    if isinstance(val, Composite) and not isinstance(val, Matrix):
+        items = val._leaves()
+    elif isinstance(val, Matrix):
         items = [val[k] for k in range(val.n)] if val.m == 1 else \
             [val[r, c] for r in range(val.n) for c in range(val.m)]
     elif isinstance(val, (list, tuple)):

@@ -4,7 +4,7 @@ expressions. Compile-time operands fold in Python; run-time ones lower
 through ops and the builder."""
 import ast
 
-from quadrants.lang import context, matrix, ops, printing, runtime, types
+from quadrants.lang import context, matrix, ops, printing, runtime, sparse, types
 from quadrants.lang import tensor as tensor_module
 from quadrants.lang.composite_field import MatrixField
 from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
@@ -156,6 +156,11 @@ class ExpressionsMixin:
         b = self.ctx.builder
         # Errors about this access name the variable as the user wrote it.
         label = ast.unparse(node.value) if isinstance(node, ast.Subscript) else base.name
+        if isinstance(base, (MatrixField, StructField, Field)) and \
+                len(indices) < len(base.shape):
+            listed = sparse.list_ref(base, indices)
+            if listed is not None:
+                return listed
         if isinstance(base, (MatrixField, StructField)):
             if len(indices) != len(base.shape):
                 raise self.error(node, f"field '{base.name}' has {len(base.shape)} "
