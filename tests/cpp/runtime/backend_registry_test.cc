@@ -36,10 +36,12 @@ TEST(BackendRegistryTest, EveryLinkedArchIsRegisteredOnce) {
 TEST(BackendRegistryTest, CapabilitiesAreWhatEachBackendImplements) {
   const BackendRegistry& registry = BackendRegistry::Global();
   EXPECT_EQ(registry.capabilities(Arch::kCpu),
-            (CapabilitySet{Capability::kAdStack, Capability::kData64}));
+            (CapabilitySet{Capability::kAdStack, Capability::kData64,
+                           Capability::kSparse}));
   EXPECT_EQ(registry.capabilities(Arch::kCuda),
             (CapabilitySet{Capability::kAdStack, Capability::kData64,
-                           Capability::kGraph, Capability::kDeviceReducer}));
+                           Capability::kGraph, Capability::kDeviceReducer,
+                           Capability::kSparse}));
   EXPECT_EQ(registry.capabilities(Arch::kAmdgpu),
             (CapabilitySet{Capability::kAdStack, Capability::kData64,
                            Capability::kDeviceReducer}));
