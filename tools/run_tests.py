@@ -9,7 +9,9 @@ results counts as one. Skipped cases are reported as one line per (backend,
 reason) with a count, so nothing is skipped silently; `-v` (or
 QD_TEST_VERBOSE=1) lists every skipped case instead. With the whole suite on
 the CPU it also builds and runs examples/bazel_consumer from a clean output
-base, counted as one case (QD_TEST_CONSUMER=0 skips it).
+base, counted as one case (QD_TEST_CONSUMER=0 skips it), and builds the
+user guide website (tools/build_docs.py, one case) and runs tests/docs
+against it in headless Chromium (their cases).
 Exits non-zero when anything failed or the build broke.
 """
 import collections
@@ -220,6 +222,50 @@ def run_consumer():
     return ok
 
 
+DOCS_LABEL = "docs: ./qd docs builds the site with zero warnings"
+
+
+def wants_docs(flags, targets):
+    """The website is built and tested with the whole suite on the CPU."""
+    configs = [f.split("=", 1)[1] for f in flags if f.startswith("--config=")]
+    return targets == ["//..."] and all(c == "cpu" for c in configs)
+
+
+def run_docs(tmp):
+    """Builds the user guide website (tools/build_docs.py, as ./qd docs
+    does, into `tmp`), then runs tests/docs against it in headless
+    Chromium. Returns (passed, failed) case names; screenshots go to
+    docs/_build/screenshots."""
+    site = os.path.join(tmp, "html")
+    command = [sys.executable, os.path.join(ROOT, "tools", "build_docs.py"), "--out", site]
+    print("+ " + " ".join(command), flush=True)
+    result = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    if result.returncode != 0:
+        print("\n".join(result.stdout.splitlines()[-60:]))
+        print(f"FAILED {DOCS_LABEL}: exit code {result.returncode}")
+        return [], [DOCS_LABEL]
+    print(f"PASSED {DOCS_LABEL}")
+    junit = os.path.join(tmp, "docs_tests.xml")
+    env = dict(os.environ, QD_DOCS_SITE=site,
+               QD_DOCS_SCREENSHOTS=os.path.join(ROOT, "docs", "_build", "screenshots"))
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "quadrants", "python"), ROOT])
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+               "--junitxml=" + junit, os.path.join(ROOT, "tests", "docs")]
+    print("+ " + " ".join(command), flush=True)
+    result = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    cases = count_cases(junit)
+    if cases is None:
+        print("\n".join(result.stdout.splitlines()[-60:]))
+        return [DOCS_LABEL], ["tests/docs: no results"]
+    passed, failed, skipped = cases
+    if failed or skipped:
+        print("\n".join(result.stdout.splitlines()[-80:]))
+    # A skipped docs test would hide a missing site or browser: it fails.
+    return [DOCS_LABEL] + passed, failed + [name for name, _ in skipped]
+
+
 def main(argv):
     verbose = (any(a in VERBOSE_FLAGS for a in argv)
                or os.environ.get("QD_TEST_VERBOSE", "") not in ("", "0"))
@@ -275,6 +321,16 @@ def main(argv):
         times.append(f"consumer {time.time() - begin:.0f} s")
         passed, failed = passed + ok, failed + (not ok)
         outcomes[("cpu", "passed" if ok else "failed")] += 1
+    if wants_docs(flags, targets):
+        begin = time.time()
+        with tempfile.TemporaryDirectory() as tmp:
+            docs_passed, docs_failed = run_docs(tmp)
+        times.append(f"docs {time.time() - begin:.0f} s")
+        for name in docs_failed:
+            print(f"FAILED {name}")
+        passed, failed = passed + len(docs_passed), failed + len(docs_failed)
+        outcomes[("cpu", "passed")] += len(docs_passed)
+        outcomes[("cpu", "failed")] += len(docs_failed)
     report_skipped(skipped, verbose, tags)
     # Where a run's time goes, for keeping CI within its budget.
     print("time: " + ", ".join(times))

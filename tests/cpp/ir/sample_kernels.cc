@@ -28,6 +28,8 @@ const SNodeTree& SampleTree() {
     t->AddPlace(dense_1d, kF32, "x").value();
     int dense_2d = t->AddDense(t->root(), {0, 1}, {4, 8}).value();
     t->AddPlace(dense_2d, kF32, "y").value();
+    int pointer = t->AddSparse(t->root(), SNode::Kind::kPointer, {0}, {4}).value();
+    t->AddPlace(pointer, kF32, "z").value();
     t->Finalize().IgnoreError();
     return t;
   }();
@@ -304,6 +306,27 @@ std::unique_ptr<Kernel> BuildRealFunctionKernel() {
   return k;
 }
 
+int FieldZ() {
+  return SampleTree().node(kPointer1D).children.back();
+}
+
+// z[i] = 1 with z's block acquired from the pointer level's pool, as the
+// sparse lowering writes it.
+std::unique_ptr<Kernel> BuildSparseKernel() {
+  auto k = NewKernel("sparse", 100);
+  k->AddParam(KernelParam::Scalar("i", kI32));
+  IRBuilder b(k.get(), &SampleTree());
+  b.SetLocation(At(101));
+  Stmt* i = b.ArgLoad(0);
+  const int table = SampleTree().node(kPointer1D).table;
+  Stmt* entry = b.FieldPtr(table, {i});
+  Stmt* block = b.Make<SNodeOpStmt>(SNodeOpKind::kAcquire, kPointer1D, entry);
+  auto* z = b.Make<FieldPtrStmt>(FieldZ(), kF32, std::vector<Stmt*>{i}, block);
+  b.GlobalStore(z, b.ConstF32(1));
+  b.Make<SNodeOpStmt>(SNodeOpKind::kRelease, kPointer1D, entry);
+  return k;
+}
+
 std::vector<SampleKernel> AllSampleKernels() {
   const VerifyOptions typed{.require_types = true, .snodes = &SampleTree()};
   const VerifyOptions untyped{.require_types = false, .snodes = &SampleTree()};
@@ -318,6 +341,7 @@ std::vector<SampleKernel> AllSampleKernels() {
   kernels.push_back({BuildOutputKernel(), typed});
   kernels.push_back({BuildBitsKernel(), typed});
   kernels.push_back({BuildRealFunctionKernel(), typed});
+  kernels.push_back({BuildSparseKernel(), typed});
   return kernels;
 }
 

@@ -22,6 +22,10 @@ inline constexpr int kDense1D = 1;
 inline constexpr int kFieldX = 2;
 inline constexpr int kDense2D = 3;
 inline constexpr int kFieldY = 4;
+// and, after them, a sparse level: root -> pointer[i:4] (kPointer1D, with
+// its hidden table, list and count) -> place z:f32 (kFieldZ).
+inline constexpr int kPointer1D = 5;
+int FieldZ();
 const SNodeTree& SampleTree();
 
 // Gives `stmt` the scalar type `type`, as type checking would.

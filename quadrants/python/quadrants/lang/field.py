@@ -853,6 +853,9 @@ def _live_fields():
 
 
 class _Root(SNode):
+    """qd.root: the root of the layout tree; qd.root.dense(...),
+    .pointer(...), ... add levels under it."""
+
     def __init__(self):
         super().__init__(0, ())
 

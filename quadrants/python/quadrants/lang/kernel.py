@@ -911,4 +911,7 @@ def kernel(fn=None, *, graph=False):
 
 
 def func(fn):
+    """@qd.func: a function kernels (and other funcs) call; it is inlined at
+    each call, takes values and references to fields, and may return
+    values. Differentiable like the kernel that calls it."""
     return Func(fn)

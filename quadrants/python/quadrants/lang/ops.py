@@ -79,11 +79,14 @@ _py_min, _py_max = builtins.min, builtins.max
 
 @intrinsic
 def atan2(y, x):
+    """qd.atan2(y, x): the angle of the point (x, y), in (-pi, pi]."""
     return binary("atan2", y, x, math.atan2)
 
 
 @intrinsic
 def pow(x, y):  # pylint: disable=redefined-builtin
+    """qd.pow(x, y): x ** y (an integer power of integers stays an
+    integer)."""
     return binary("pow", x, y, lambda a, b: a ** b)
 
 
@@ -193,6 +196,9 @@ def _atomic(name, python_op, local_update=None):
             v = cast(v, target.dtype)
         return Expr(context.builder().atomic(name, target.ptr, v.stmt), target.dtype)
     op.__name__ = name
+    op.__doc__ = (f"qd.{name}(x, value): atomically updates x (a field or ndarray element, "
+                  f"or a local variable) with `{python_op}` by value and returns the value "
+                  f"x held before. Concurrent iterations may all update the same x.")
     return op
 
 

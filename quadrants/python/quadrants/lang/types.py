@@ -206,6 +206,9 @@ def ndarray(dtype=None, ndim=None, needs_grad=None):
 
 
 def template():
+    """qd.template(): annotates a kernel parameter passed at compile time
+    (a field, an SNode, a Python value or object); each distinct value gets
+    its own compiled kernel."""
     return Template()
 
 
