@@ -190,7 +190,7 @@ def report_backends(outcomes):
 
 CONSUMER_LABEL = "examples/bazel_consumer (outside workspace, clean output base)"
 
-# QD_TEST_CONSUMER and QD_TEST_VERBOSE are declared in
+# QD_TEST_CONSUMER, QD_TEST_VERBOSE and QD_DOCS_* are declared in
 # quadrants/common/options.def; this script runs before the package is
 # built, so it reads them itself.
 

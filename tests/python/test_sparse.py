@@ -383,11 +383,15 @@ def test_gradient_of_a_loss_over_active_cells_matches_central_differences():
     assert not grad[np.repeat(~np.isin(np.arange(8), active), 4)].any()
 
 
+@pytest.mark.parametrize("parent", ["dense", "pointer"])
 @test_utils.test(require=SPARSE, default_fp=qd.f64, ad_stack_experimental_enabled=True)
-def test_adstack_loop_bounded_by_a_dynamic_length():
+def test_adstack_loop_bounded_by_a_dynamic_length(parent):
+    # Under a pointer the lengths live in pool blocks: the launch reads them
+    # through the pointer's table to size the stacks.
     n_lists = 6
     a = qd.field(qd.f64)
-    lists = qd.root.dense(qd.i, n_lists).dynamic(qd.j, 32, chunk_size=8)
+    rows = getattr(qd.root, parent)(qd.i, n_lists)
+    lists = rows.dynamic(qd.j, 32, chunk_size=8)
     lists.place(a)
     x = qd.field(qd.f64, shape=n_lists, needs_grad=True)
     loss = qd.field(qd.f64, shape=(), needs_grad=True)
@@ -433,6 +437,9 @@ def test_adstack_loop_bounded_by_a_dynamic_length():
         numeric = (forward(up) - forward(down)) / (2 * eps)
         assert x.grad[i] == pytest.approx(numeric, rel=1e-7, abs=1e-9)
     assert loss[None] == pytest.approx(forward(x0), rel=1e-12)
+    # Sized from the lengths at launch: the longest list and two slots.
+    capacities = qd.lang.runtime.adstack_stats()["capacities"]
+    assert max(c for task in capacities for c in task) == max(lengths) + 2
 
 
 # ---- host access, errors, no_activate -------------------------------------------------

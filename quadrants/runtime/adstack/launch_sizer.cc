@@ -100,10 +100,33 @@ class HostSizerInputs : public SizeExprInputs {
       if (index[a] < 0 || index[a] >= layout.shape[a])
         return absl::nullopt;
     }
-    const int64_t offset =
-        layout.ByteOffset({index.begin(), index.end()});
+    int64_t offset = layout.ByteOffset({index.begin(), index.end()});
+    if (layout.pool_node >= 0) {
+      // Under a pointer or dynamic level: the block its table names (0, a
+      // block of zeros, for an inactive cell).
+      absl::optional<int64_t> block = PoolBlock(snode, layout, index);
+      if (!block)
+        return absl::nullopt;
+      offset += layout.pool_offset + *block * layout.block_bytes;
+    }
     return reader_.Read(root_, snodes_.root_bytes(), root_ + offset,
                         snodes_.node(snode).dtype);
+  }
+
+  absl::optional<int64_t> PoolBlock(int place, const ir::PlaceLayout& layout,
+                                    absl::Span<const int64_t> index) const {
+    const ir::SNode& level = snodes_.node(layout.pool_node);
+    const std::vector<int64_t> own = snodes_.Extents(place);
+    const std::vector<int64_t> cells = snodes_.Extents(layout.pool_node);
+    std::vector<int64_t> cell(cells.size(), 0);
+    for (size_t a = 0; a < cells.size() && a < index.size(); ++a)
+      cell[a] = index[a] / (own[a] / cells[a]);
+    if (level.kind == ir::SNode::Kind::kDynamic)
+      cell[level.axes[0]] /= level.chunk_size;
+    absl::optional<int64_t> block = FieldValue(level.table, cell);
+    if (block && (*block < 0 || *block >= level.pool_blocks))
+      return absl::nullopt;
+    return block;
   }
 
   int64_t NdarrayShape(int arg, int axis) const override {
