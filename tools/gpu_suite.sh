@@ -63,7 +63,8 @@ CORE="quadrants/python/quadrants/_quadrants_core.so"
 CORE312="quadrants/python/quadrants/_quadrants_core.cpython-312-x86_64-linux-gnu.so"
 PY312_HEADERS="$CACHE/python3.12-headers"
 # What `run` takes from the working tree next to the packed package.
-TREE_PATHS=(conftest.py README.md tests/__init__.py tests/python examples benchmarks tools/gradfuzz)
+TREE_PATHS=(conftest.py README.md tests/__init__.py tests/python examples benchmarks tools/gradfuzz
+            docs/user_guide)
 TAPE_TARGET=//benchmarks:tape_reference
 # Test files that run for minutes on their own: `run --jobs N` gives each
 # its own shard.

@@ -29,7 +29,7 @@ def test_the_guide_has_its_pages():
             "troubleshooting.md", "sparse.md"} <= names
 
 
-@pytest.mark.parametrize("page", PAGES, ids=os.path.basename)
+@pytest.mark.parametrize("page", PAGES, ids=[os.path.basename(p) for p in PAGES])
 def test_every_block_of_the_page_runs_and_prints_what_it_shows(page):
     ran, skipped, failures = docs_examples.run_page(page, has_gpu=_has_cuda())
     assert not failures, "\n\n".join(failures)
