@@ -223,6 +223,9 @@ def run_consumer():
 
 
 DOCS_LABEL = "docs: ./qd docs builds the site with zero warnings"
+# Sphinx, MyST, Selenium, numpy and matplotlib are Debian's packages: the
+# site is built with Debian's interpreter, whichever runs this script.
+DEBIAN_PYTHON = "/usr/bin/python3"
 
 
 def wants_docs(flags, targets):
@@ -237,7 +240,7 @@ def run_docs(tmp):
     Chromium. Returns (passed, failed) case names; screenshots go to
     docs/_build/screenshots."""
     site = os.path.join(tmp, "html")
-    command = [sys.executable, os.path.join(ROOT, "tools", "build_docs.py"), "--out", site]
+    command = [DEBIAN_PYTHON, os.path.join(ROOT, "tools", "build_docs.py"), "--out", site]
     print("+ " + " ".join(command), flush=True)
     result = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
@@ -250,7 +253,7 @@ def run_docs(tmp):
     env = dict(os.environ, QD_DOCS_SITE=site,
                QD_DOCS_SCREENSHOTS=os.path.join(ROOT, "docs", "_build", "screenshots"))
     env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "quadrants", "python"), ROOT])
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+    command = [DEBIAN_PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                "--junitxml=" + junit, os.path.join(ROOT, "tests", "docs")]
     print("+ " + " ".join(command), flush=True)
     result = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
