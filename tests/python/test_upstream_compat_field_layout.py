@@ -433,3 +433,44 @@ def test_blocked_layout_gradients_through_a_dynamic_loop():
         v = np.sin(v)
     np.testing.assert_allclose(x.grad.to_numpy(), grad, rtol=1e-5)
     assert loss[None] == pytest.approx(v.sum(), rel=1e-5)
+
+
+# ---- dimensions are the axes the levels index ---------------------------------------
+
+@test_utils.test()
+def test_fields_take_the_dimensions_of_the_axes_their_levels_index():
+    # As upstream: a field laid out on axis k alone is 1-D; on axes k and i
+    # it is 2-D, indexed (i, k).
+    x = qd.field(qd.i32, needs_grad=False)
+    qd.root.dense(qd.k, 10).place(x)
+    y = qd.field(qd.f32, needs_grad=True)
+    qd.root.dense(qd.k, 4).dense(qd.i, 3).place(y)
+    total = qd.field(qd.i32, shape=())
+    assert x.shape == (10,) and y.shape == (3, 4) and y.grad.shape == (3, 4)
+
+    @qd.kernel
+    def fill():
+        for i in x:
+            x[i] = 2 * i
+            total[None] += i
+        for i, k in y:
+            y[i, k] = 10.0 * i + k
+
+    fill()
+    assert x.to_numpy().tolist() == list(range(0, 20, 2)) and total[None] == 45
+    assert y.to_numpy().tolist() == [[10.0 * i + k for k in range(4)] for i in range(3)]
+    x[4] = 100
+    assert x[4] == 100 and x.to_numpy()[4] == 100
+    y.from_numpy(np.ones((3, 4), np.float32))
+    assert y[2, 3] == 1.0
+    qd.root.lazy_grad()  # y.grad is laid out on y's axes
+    loss = qd.field(qd.f32, shape=(), needs_grad=True)
+
+    @qd.kernel
+    def energy():
+        for i, k in y:
+            loss[None] += y[i, k] * y[i, k] * (i + 1)
+
+    with qd.ad.Tape(loss=loss):
+        energy()
+    assert y.grad.to_numpy().tolist() == [[2.0 * (i + 1)] * 4 for i in range(3)]

@@ -76,6 +76,11 @@ class Field(sparse.ListMethods):
         self.grad = None
         self.dual = None
         self._offset = None        # per-axis index origin, None when all zero
+        # The layout axes the field's dimensions are (0 = i, 1 = j, ...), in
+        # order, when some axis below its highest is indexed by no level
+        # (qd.root.dense(qd.k, n) makes a 1-D field of axis k); else None.
+        self._axes = None
+        self._full_ndim = None
         self._layout = None        # axes from the outermost memory level in, or None
         if role == "primal" and dtype.is_float:
             self.grad = Field(dtype, shape, name + ".grad", primal=self, role="grad")
@@ -99,10 +104,16 @@ class Field(sparse.ListMethods):
                 f"create it again after qd.init()")
         return runtime.program()
 
-    def _place_at(self, parent, shape):
+    def _place_at(self, parent, shape, axes=None):
+        """Places the field under SNode `parent`, whose levels index the
+        layout axes `axes` (all of them when None) with extents `shape` (one
+        per axis up to the highest)."""
         prog = self._check_alive()
         if self._place is not None:
             raise QuadrantsRuntimeError(f"field '{self.name}' is already placed")
+        full = tuple(shape)
+        axes = tuple(range(len(full))) if axes is None else tuple(sorted(axes))
+        shape = tuple(full[a] for a in axes)
         if self._role != "primal" and self.primal.placed and \
                 tuple(shape) != tuple(self.primal._shape):
             raise QuadrantsTypeError(f"'{self.name}' must have the shape of its primal "
@@ -110,6 +121,8 @@ class Field(sparse.ListMethods):
                                      f"placed with shape {tuple(shape)}")
         self._place = prog.add_place(parent, self.dtype.name, self.name)
         self._shape = shape
+        self._full_ndim = len(full)
+        self._axes = None if axes == tuple(range(len(full))) else axes
         if self._role == "primal":
             if self._needs_grad:
                 prog.mark_needs_grad(self._place)
@@ -185,6 +198,28 @@ class Field(sparse.ListMethods):
     def __repr__(self):
         return f"<qd.field {self.name}: {self.dtype}{list(self.shape)}>"
 
+    def _physical(self, indices, zero):
+        """`indices` (one per dimension) as one per layout axis up to the
+        highest: `zero` where no level indexes the axis."""
+        axes = self._layout_axes()
+        if axes is None:
+            return list(indices)
+        out = [zero] * self._layout_ndim()
+        for a, i in zip(axes, indices):
+            out[a] = i
+        return out
+
+    def _layout_axes(self):
+        return self._axes if self._role == "primal" or self._axes is not None \
+            else self.primal._axes
+
+    def _layout_ndim(self):
+        f = self if self._role == "primal" or self._axes is not None else self.primal
+        return f._full_ndim
+
+    def _full_shape(self):
+        return tuple(self._physical(self.shape, 1))
+
     # ---- host access ------------------------------------------------------
     def _index(self, key):
         index = types.host_index(key, len(self.shape), f"field '{self.name}'")
@@ -210,7 +245,7 @@ class Field(sparse.ListMethods):
             return sparse.read(self, self._index(key))
         prog = runtime.program()
         prog.sync()
-        return prog.read_field(place, self._index(key))
+        return prog.read_field(place, self._physical(self._index(key), 0))
 
     def __setitem__(self, key, value):
         place = self.place_id()
@@ -219,7 +254,7 @@ class Field(sparse.ListMethods):
             return
         prog = runtime.program()
         prog.sync()
-        prog.write_field(place, self._index(key), value)
+        prog.write_field(place, self._physical(self._index(key), 0), value)
 
     def to_numpy(self, dtype=None, *, copy=True):
         """The field as a numpy array of its shape (element [0, ...] is the
@@ -232,6 +267,9 @@ class Field(sparse.ListMethods):
     def _view(self, numpy_dtype=None):
         if self._sparse():
             return None, "it lies under a sparse SNode (its cells live in pools)"
+        if self._layout_axes() is not None:
+            view, why = view_places([self.place_id()], self.dtype, (), numpy_dtype)
+            return (None, why) if view is None else (view.reshape(self.shape), None)
         return view_places([self.place_id()], self.dtype, (), numpy_dtype)
 
     def _copy(self, dtype):
@@ -241,7 +279,7 @@ class Field(sparse.ListMethods):
             return out if dtype is None else out.astype(dtype)
         prog = runtime.program()
         prog.sync()
-        out = prog.field_to_numpy(place)
+        out = prog.field_to_numpy(place).reshape(self.shape)
         return out if dtype is None else out.astype(dtype)
 
     def from_numpy(self, array):
@@ -255,7 +293,7 @@ class Field(sparse.ListMethods):
             return
         prog = runtime.program()
         prog.sync()
-        prog.field_from_numpy(place, array)
+        prog.field_from_numpy(place, np.ascontiguousarray(array).reshape(self._full_shape()))
 
     def to_torch(self, device=None, *, copy=True):
         """What to_numpy() gives, as a torch tensor: a copy on `device`
@@ -403,7 +441,7 @@ def fill_in_kernel(fields, values):
             indices[axis] = ops.binary("mod", flat, shape[axis], None) if axis else flat
             if axis:
                 flat = ops.binary("floordiv", flat, shape[axis], None)
-        stmts = [context.to_expr(i).stmt for i in indices]
+        stmts = _physical_stmts(fields[0], [context.to_expr(i).stmt for i in indices])
         for f, stmt in zip(fields, stored):
             b.global_store(b.field_ptr(f.place_id(), stmts, f"{f.name}.fill()"), stmt)
     finally:
@@ -534,8 +572,18 @@ def place_together(fields, shape, layout=None, offset=None):
 
 
 def _place_with_shape(f, shape):
-    """Places f alone; a companion is laid out like its primal."""
+    """Places f alone; a companion is laid out like its primal (on the
+    primal's layout axes, when they are not 0..n-1)."""
     like = f.primal if f._role != "primal" else f
+    axes = like._axes if like is not f else None
+    if axes is not None:
+        parent = runtime.program().add_dense(0, list(axes), list(shape))
+        full = [1] * like._full_ndim
+        for a, n in zip(axes, shape):
+            full[a] = n
+        f._place_at(parent, full, axes)
+        f._layout, f._offset = like._layout, like._offset
+        return
     place_together([f], shape, like._layout, like._offset)
 
 
@@ -544,7 +592,7 @@ def element_indices(f, indices):
     an offset field's are shifted to start at 0."""
     origin = f._origin()
     if origin is None:
-        return indices
+        return _physical_stmts(f, indices)
     b = context.builder()
     # Kernel asserts run in debug mode only; check_out_of_bound alone still
     # checks the shifted index against the storage.
@@ -556,7 +604,14 @@ def element_indices(f, indices):
         if o:
             stmt = b.binary("sub", stmt, context.constant(o, Expr(stmt).dtype).stmt)
         out.append(stmt)
-    return out
+    return _physical_stmts(f, out)
+
+
+def _physical_stmts(f, indices):
+    """Kernel index statements, one per dimension, as one per layout axis."""
+    if f._layout_axes() is None:
+        return indices
+    return f._physical(indices, context.constant(0, types.i32).stmt)
 
 
 def _assert_in_range(f, index, begin, size, axis):
@@ -645,9 +700,12 @@ def _grown_shape(shape, axes, dimensions):
 class SNode:
     """A node of the layout tree being built: qd.root.dense(...).place(...)."""
 
-    def __init__(self, snode_id, shape):
+    def __init__(self, snode_id, shape, axes=None):
         self._id = snode_id
         self._shape = shape  # the full shape of fields placed under it
+        # The layout axes some level down to here indexes (None: all of
+        # 0..len(shape)-1).
+        self._axes = axes
 
     def dense(self, axes, dimensions):
         axes = _axes_list(axes)
@@ -658,7 +716,7 @@ class SNode:
             raise QuadrantsTypeError(f"dense(): {len(axes)} axes but {len(dimensions)} sizes")
         prog = runtime.program()
         node = prog.add_dense(self._id, list(axes), [int(d) for d in dimensions])
-        return SNode(node, _grown_shape(self._shape, axes, dimensions))
+        return SNode(node, _grown_shape(self._shape, axes, dimensions), self._grown_axes(axes))
 
     def pointer(self, axes, dimensions):
         """A pointer level: each cell holds its children in a block of the
@@ -707,7 +765,11 @@ class SNode:
             raise QuadrantsTypeError(f"{kind}(): {len(axes)} axes but {len(dimensions)} sizes")
         node = runtime.program().add_sparse(self._id, kind, list(axes), dimensions,
                                             chunk_size)
-        return SNode(node, _grown_shape(self._shape, axes, dimensions))
+        return SNode(node, _grown_shape(self._shape, axes, dimensions), self._grown_axes(axes))
+
+    def _grown_axes(self, axes):
+        used = set(range(len(self._shape))) if self._axes is None else set(self._axes)
+        return tuple(sorted(used | set(axes)))
 
     def deactivate_all(self):
         """Deactivates every cell of this sparse SNode (and of the sparse
@@ -738,7 +800,8 @@ class SNode:
     def place(self, *fields, offset=None):
         """Places fields here; offset (an int per axis) is the index of
         their first element."""
-        offset = _offset_tuple(offset, len(self._shape), "place()")
+        ndim = len(self._axes) if self._axes is not None else len(self._shape)
+        offset = _offset_tuple(offset, ndim, "place()")
         for f in fields:
             # Vector, matrix and struct fields place all their components here.
             leaves = f._leaf_fields() if hasattr(f, "_leaf_fields") else [f]
@@ -751,13 +814,13 @@ class SNode:
                         f"'{leaf.primal.name}' (offset {leaf.primal._offset}), so it cannot "
                         f"be placed with offset {offset}; give the offset when placing "
                         f"'{leaf.primal.name}'")
-                leaf._place_at(self._id, self._shape)
+                leaf._place_at(self._id, self._shape, self._axes)
                 leaf._offset = offset
                 # Under a sparse level the companions a field asked for
                 # share its cells (as upstream places them).
                 if leaf._role == "primal" and runtime.program().sparse_ancestors(self._id):
                     for companion in _companions_to_place(leaf):
-                        companion._place_at(self._id, self._shape)
+                        companion._place_at(self._id, self._shape, self._axes)
                         companion._offset = offset
         return self
 

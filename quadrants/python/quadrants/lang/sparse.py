@@ -562,8 +562,9 @@ def is_sparse_field(place):
 
 
 def _field_indices(f, k):
-    """Storage indices of f's element number k (row-major)."""
-    return _decompose(context.to_expr(k), list(f.shape))
+    """Storage indices (one per layout axis) of f's element number k
+    (row-major over its dimensions)."""
+    return f._physical(_decompose(context.to_expr(k), list(f.shape)), _const(0))
 
 
 def _field_at(f, k):
@@ -628,7 +629,7 @@ def _field_store_at(f, I, value):
     # pylint: disable=import-outside-toplevel
     from quadrants.lang import ops
     from quadrants.lang.field import element_indices
-    idx = [e.stmt for e in _index_exprs(I, len(f.shape), "fill()")]
+    idx = [e.stmt for e in _index_exprs(I, len(f.shape), "fill()")]  # element_indices expands
     value = ops.cast(context.to_expr(value), f.dtype)
     context.builder().global_store(
         context.builder().field_ptr(f.place_id(), element_indices(f, idx), f.name),

@@ -255,9 +255,13 @@ class LoopsMixin:
         dense = prog.parent_of(f.place_id())
         loop = b.struct_for(dense)
 
+        axes = f._layout_axes() or range(len(f.shape))
+
         def bind(lp):
-            values = [loop_index(f, Expr(b.loop_index(lp, axis)), axis)
-                      for axis in range(len(f.shape))]
+            # The loop's indices are per layout axis; the field's dimensions
+            # are the axes its levels index.
+            values = [loop_index(f, Expr(b.loop_index(lp, physical)), axis)
+                      for axis, physical in enumerate(axes)]
             if group is not None:
                 return {group: matrix.Matrix._make(values, len(values), 1, 1)}
             return dict(zip(names, values))
