@@ -414,8 +414,8 @@ def test_no_lane_left_after_a_divergent_break_runs_nothing():
 
 
 def test_struct_for_over_a_field_of_a_later_axis():
-    """A field placed on axis j only: the struct-for's index i is always 0
-    and j runs with the cell number, so y[i] is one element for all lanes."""
+    """A field placed on axis j only is 1-D (its dimension is axis j): the
+    struct-for's cell number runs along j, while layout axis i stays 0."""
     m = 64
 
     def build():
@@ -427,16 +427,16 @@ def test_struct_for_over_a_field_of_a_later_axis():
 
         @qd.kernel
         def run():
-            for i, j in x:
-                x[i, j] = j + 0.5
-            for i, j in x:
-                z[j] = y[i] * x[i, j] + i
+            for j in x:
+                x[j] = j + 0.5
+            for j in x:
+                z[j] = y[1] * x[j] + j
 
         run()
         return (z.to_numpy(),)
 
     lanes, scalar = both(build)
-    np.testing.assert_array_equal(lanes[0], 3.0 * (np.arange(m) + 0.5))
+    np.testing.assert_array_equal(lanes[0], 5.0 * (np.arange(m) + 0.5) + np.arange(m))
     assert_same(lanes, scalar)
 
 
