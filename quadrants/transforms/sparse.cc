@@ -167,7 +167,13 @@ class SparseLowering {
         const Stmt* op = s->operand(k);
         if (!ir::Isa<FieldPtrStmt>(op))
           continue;
-        if (!ir::Isa<ir::GlobalLoadStmt>(s))
+        // Releasing reads the entry where it is: under an inactive
+        // ancestor that is block 0, whose zero entry releases nothing.
+        const auto* release = ir::DynCast<ir::SNodeOpStmt>(s);
+        const bool reads = ir::Isa<ir::GlobalLoadStmt>(s) ||
+                           (release != nullptr &&
+                            release->op() == ir::SNodeOpKind::kRelease);
+        if (!reads)
           uses[op] = Access::kWrite;
         else
           uses.try_emplace(op, Access::kRead);

@@ -206,6 +206,16 @@ def test_two_and_three_level_pointers():
     def drop_outer(i: qd.i32, j: qd.i32):
         qd.deactivate(outer, [i, j])
 
+    @qd.kernel
+    def drop_inner(i: qd.i32, j: qd.i32):
+        qd.deactivate(inner, [i, j])
+
+    # Deactivating inside an inactive outer cell activates nothing.
+    empty = [(r, c) for r in range(4) for c in range(4)
+             if not mask[r * 4:r * 4 + 4, c * 4:c * 4 + 4].any()][0]
+    drop_inner(empty[0] * 2, empty[1] * 2)
+    assert active_counts()[0] == counts[0]
+
     r0, c0 = rows[0] // 4, cols[0] // 4
     drop_outer(r0, c0)
     seen[:] = 0
