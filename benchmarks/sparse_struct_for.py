@@ -57,20 +57,12 @@ def main():
     ptr.dense(qd.ij, BLOCK).place(sparse)
 
     @qd.kernel
-    def step_dense(steps: qd.template()):
-        for i, j in dense:
-            v = dense[i, j]
+    def step(x: qd.template(), steps: qd.template()):
+        for i, j in x:                  # the active cells of a sparse x
+            v = x[i, j]
             for _ in range(steps):
                 v = v * 0.999 + 0.001
-            dense[i, j] = v
-
-    @qd.kernel
-    def step_sparse(steps: qd.template()):
-        for i, j in sparse:
-            v = sparse[i, j]
-            for _ in range(steps):
-                v = v * 0.999 + 0.001
-            sparse[i, j] = v
+            x[i, j] = v
 
     @qd.kernel
     def activate(blocks: qd.types.ndarray()):
@@ -89,7 +81,7 @@ def main():
     blocks = (SIDE // BLOCK) ** 2
     worst = 0.0
     for steps in STEPS:
-        t_dense = best_time(lambda: step_dense(steps))
+        t_dense = best_time(lambda: step(dense, steps))
         print(f"\n{steps} steps per cell; dense 4096 x 4096 struct-for: "
               f"{t_dense * 1e3:.3f} ms")
         print(f"{'active':>8} {'cells':>10} {'sparse ms':>10} {'ratio':>8} {'ideal':>8} "
@@ -102,7 +94,7 @@ def main():
                 activate(chosen.astype(np.int32))
             cells = count()
             assert cells == len(chosen) * BLOCK * BLOCK, (cells, len(chosen))
-            t_sparse = best_time(lambda: step_sparse(steps))
+            t_sparse = best_time(lambda: step(sparse, steps))
             ideal = cells / SIDE ** 2
             ratio = t_sparse / t_dense
             per_ideal = ratio / ideal if ideal else float("nan")

@@ -326,7 +326,7 @@ class SparseLowering {
     }
     for (auto& stmt : body)
       run->body()->Append(std::move(stmt));
-    RetargetLoopIndices(run->body(), task, run.get(), *indices);
+    RetargetLoopIndices(run->body(), task, *indices);
     ir::OffloadedTaskStmt* result = run.get();
     top->Insert(at, std::move(run));
     top->Insert(at, std::move(scan));
@@ -336,7 +336,7 @@ class SparseLowering {
   }
 
   // Uses of `old`'s loop indices inside `body` become `indices`.
-  void RetargetLoopIndices(ir::Block* body, const Stmt* old, Stmt* loop,
+  void RetargetLoopIndices(ir::Block* body, const Stmt* old,
                            const std::vector<Stmt*>& indices) {
     std::vector<ir::LoopIndexStmt*> stale;
     ir::WalkBlock(*body, [&](const Stmt* s) {
@@ -363,7 +363,6 @@ class SparseLowering {
     });
     for (ir::LoopIndexStmt* index : stale)
       index->parent()->Erase(index);
-    (void)loop;
   }
 
   // Wraps the body of `task` (after its first `indices` statements) in

@@ -31,7 +31,9 @@ def _node_id(node, what):
 
 
 def _info(node_id):
-    return runtime.program().sparse_info(node_id)
+    info = runtime.program().sparse_info(node_id)
+    info["id"] = node_id
+    return info
 
 
 def _shape(node_id):
@@ -299,24 +301,15 @@ def _parent_index(info, idx):
     parent = info["parent"]
     if parent == 0:
         return []
-    own, up = _shape_of_level(info), _shape(parent)
+    own, up = _shape(info["id"]), _shape(parent)
     return [_binary("floordiv", i, own[a] // up[a]) if own[a] != up[a] else i
             for a, i in enumerate(idx[:len(up)])]
-
-
-def _shape_of_level(info):
-    shape = list(_shape(info["parent"])) if info["parent"] else []
-    for axis, size in zip(info["axes"], info["sizes"]):
-        while len(shape) <= axis:
-            shape.append(1)
-        shape[axis] *= size
-    return shape
 
 
 def _element_index(info, parent_idx, j):
     """A dynamic list's element j as indices of the places under it."""
     axis = info["axes"][0]
-    shape = _shape_of_level(info)
+    shape = _shape(info["id"])
     out = list(parent_idx) + [None] * (len(shape) - len(parent_idx))
     for a in range(len(shape)):
         if a == axis:
