@@ -12,6 +12,12 @@ bool HasExactCapacity(const ir::AdStackAllocaStmt& s, bool capacity_forced) {
   return (s.max_size() > 0 || s.size_expr()) && !capacity_forced;
 }
 
+bool NeedsBoundsCheck(const ir::AdStackAllocaStmt& s,
+                      const BoundsCheckPolicy& policy) {
+  return policy.debug || policy.check_out_of_bound ||
+         !HasExactCapacity(s, policy.capacity_forced);
+}
+
 AdStackSpec Describe(const ir::AdStackAllocaStmt& s, int64_t slot_bytes) {
   AdStackSpec spec;
   spec.dtype = s.dtype();

@@ -916,6 +916,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
              d["gate_counts"] = s.gate_counts;
              d["per_thread_stride"] = s.per_thread_stride;
              d["bytes_needed"] = s.bytes_needed;
+             d["checkpointed"] = s.checkpointed;
              d["budget_bytes"] = s.budget_bytes;
              d["heap_bytes"] = s.heap_bytes;
              d["heap_grows"] = s.heap_grows;

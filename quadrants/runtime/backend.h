@@ -43,6 +43,9 @@ struct AdStackStats {
   std::vector<std::vector<int64_t>> checkpoint_capacities;
   std::vector<int64_t> per_thread_stride;        // per task, bytes
   int64_t bytes_needed = 0;                      // largest task's need
+  // Stacks reversed by checkpointing (segment stacks of segmented loops)
+  // at the last launch.
+  int64_t checkpointed = 0;
   // Threads the device runs at once, as the last launch's checkpoint
   // choice counted them.
   int64_t threads_at_once = 0;

@@ -41,6 +41,7 @@ def _check_budget_matches(run, fraction=4):
     free = run()
     free_stats = qd.lang.runtime.adstack_stats()
     assert not _segmented(free_stats)
+    assert free_stats["checkpointed"] == 0
     at_once = free_stats["threads_at_once"]
     assert at_once >= 1
     budget = at_once * max(free_stats["per_thread_stride"]) // fraction
@@ -48,6 +49,8 @@ def _check_budget_matches(run, fraction=4):
     bounded = run()
     stats = qd.lang.runtime.adstack_stats()
     assert _segmented(stats), stats
+    # The stacks reversed by checkpointing are those of segmented loops.
+    assert stats["checkpointed"] == len(_segmented(stats)), stats
     assert stats["budget_bytes"] == budget
     assert stats["heap_bytes"] <= budget
     for name, want in free.items():
@@ -339,6 +342,7 @@ def test_an_ample_budget_leaves_loops_unsegmented():
         recurrence(100)
     stats = qd.lang.runtime.adstack_stats()
     assert not _segmented(stats)
+    assert stats["checkpointed"] == 0
     # The checkpoint stacks take no slots when unsegmented.
     assert max(stats["checkpoint_capacities"][0]) <= 1
     assert stats["capacities"][0] == [102]

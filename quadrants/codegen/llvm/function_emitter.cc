@@ -240,8 +240,6 @@ void FunctionEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
   // instead of a memory round trip at every push and pop.
   llvm::AllocaInst* count = EntryAlloca(b_.getInt64Ty(), "adstack.count");
   b_.CreateStore(b_.getInt64(0), count);
-  const bool exact =
-      adstack::HasExactCapacity(s, options_.adstack_size_forced);
   stacks_[&s] = {id,
                  base,
                  count,
@@ -250,7 +248,7 @@ void FunctionEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
                  unit,
                  spec.slot_bytes,
                  elem,
-                 options_.debug || !exact,
+                 adstack::NeedsBoundsCheck(s, options_.adstack_checks()),
                  adjoint};
   values_[&s] = base;
 }

@@ -32,7 +32,7 @@ void TryLaneLowering(llvm::Module& module, const ir::Kernel& kernel,
     const int lanes = LaneCount(task, options.simd_vector_bits);
     absl::StatusOr<int> pairs =
         EmitLaneTask(module, kernel, snodes, task, task_index, lanes,
-                     options.simd_vector_bits, options.adstack_size_forced,
+                     options.simd_vector_bits, options.adstack_checks(),
                      out->function, &out->adstacks);
     if (pairs.ok()) {
       out->simd_lanes = lanes;

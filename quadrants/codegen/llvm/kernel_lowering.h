@@ -3,6 +3,7 @@
 
 #include "absl/status/statusor.h"
 #include "llvm/IR/LLVMContext.h"
+#include "quadrants/adstack/stack_spec.h"
 #include "quadrants/codegen/llvm/lowered_kernel.h"
 #include "quadrants/ir/kernel.h"
 #include "quadrants/ir/snode.h"
@@ -30,6 +31,10 @@ struct LoweringOptions {
   int simd_vector_bits = 0;
   std::string triple;
   std::string data_layout;
+
+  adstack::BoundsCheckPolicy adstack_checks() const {
+    return {debug, check_out_of_bound, adstack_size_forced};
+  }
 
   // Every field as text, so a compile cache keyed on it never mixes code
   // generated under different options.

@@ -29,13 +29,12 @@ void LaneEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
   llvm::Type* count_type = per_lane ? ops_.Widen(i64) : i64;
   llvm::AllocaInst* count = EntryAlloca(count_type, "adstack.count");
   b_.CreateStore(llvm::Constant::getNullValue(count_type), count);
-  const bool exact = adstack::HasExactCapacity(s, forced_);
   stacks_[&s] = {id,
                  region,
                  count,
                  capacity,
                  per_lane,
-                 !exact,
+                 adstack::NeedsBoundsCheck(s, checks_),
                  adjoint,
                  elem,
                  spec.slot_bytes,

@@ -629,11 +629,11 @@ absl::StatusOr<int> EmitLaneTask(llvm::Module& module, const ir::Kernel& kernel,
                                  const ir::SNodeTree& snodes,
                                  const ir::OffloadedTaskStmt& task,
                                  int task_index, int lanes, int vector_bits,
-                                 bool adstack_size_forced,
+                                 const adstack::BoundsCheckPolicy& adstack_checks,
                                  const std::string& name,
                                  std::vector<AdStackSpec>* stacks) {
   lanes::LaneEmitter emitter(module, kernel, snodes, task, task_index, lanes,
-                             adstack_size_forced, stacks);
+                             adstack_checks, stacks);
   QD_RETURN_IF_ERROR(emitter.Emit(name, vector_bits));
   return emitter.sin_cos_pairs();
 }

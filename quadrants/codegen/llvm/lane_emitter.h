@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "llvm/IR/Module.h"
+#include "quadrants/adstack/stack_spec.h"
 #include "quadrants/codegen/llvm/lowered_kernel.h"
 #include "quadrants/ir/kernel.h"
 #include "quadrants/ir/snode.h"
@@ -48,7 +49,7 @@ absl::StatusOr<int> EmitLaneTask(llvm::Module& module, const ir::Kernel& kernel,
                                  const ir::SNodeTree& snodes,
                                  const ir::OffloadedTaskStmt& task,
                                  int task_index, int lanes, int vector_bits,
-                                 bool adstack_size_forced,
+                                 const adstack::BoundsCheckPolicy& adstack_checks,
                                  const std::string& name,
                                  std::vector<AdStackSpec>* stacks);
 

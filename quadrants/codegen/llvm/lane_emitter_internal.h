@@ -35,7 +35,8 @@ class LaneEmitter {
  public:
   LaneEmitter(llvm::Module& module, const ir::Kernel& kernel,
               const ir::SNodeTree& snodes, const ir::OffloadedTaskStmt& task,
-              int task_index, int lanes, bool adstack_size_forced,
+              int task_index, int lanes,
+              const adstack::BoundsCheckPolicy& adstack_checks,
               std::vector<AdStackSpec>* stacks)
       : module_(module),
         context_(module.getContext()),
@@ -45,7 +46,7 @@ class LaneEmitter {
         task_(task),
         task_index_(task_index),
         lanes_(lanes),
-        forced_(adstack_size_forced),
+        checks_(adstack_checks),
         stacks_out_(stacks),
         forms_(task, LinearStructAxis(snodes, task)),
         ops_(
@@ -200,7 +201,7 @@ class LaneEmitter {
   const ir::OffloadedTaskStmt& task_;
   const int task_index_;
   const int lanes_;
-  const bool forced_;
+  const adstack::BoundsCheckPolicy checks_;
   std::vector<AdStackSpec>* stacks_out_;
   LaneForms forms_;
   Elementwise ops_;

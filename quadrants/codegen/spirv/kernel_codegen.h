@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "quadrants/adstack/stack_spec.h"
 #include "quadrants/codegen/spirv/device_caps.h"
 #include "quadrants/common/source_location.h"
 #include "quadrants/ir/kernel.h"
@@ -23,6 +24,9 @@ struct CodegenOptions {
   bool debug = false;               // assert statements
   // ad_stack_size forces every adstack's capacity: pushes check it.
   bool adstack_size_forced = false;
+  adstack::BoundsCheckPolicy adstack_checks() const {
+    return {debug, check_out_of_bound, adstack_size_forced};
+  }
   // Every field as text (part of compile-cache keys).
   std::string ToString() const;
 };

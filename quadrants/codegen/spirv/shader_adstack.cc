@@ -48,9 +48,7 @@ void ShaderEmitter::EmitAdStackAlloca(const ir::AdStackAllocaStmt& s) {
   // Adjoint slots only where the kernel reads or accumulates adjoints:
   // otherwise pushes move half the bytes.
   st.adjoint = is_float && HasStackAdjoint(&s);
-  const bool exact =
-      adstack::HasExactCapacity(s, options_.adstack_size_forced);
-  st.checked = options_.debug || options_.check_out_of_bound || !exact;
+  st.checked = adstack::NeedsBoundsCheck(s, options_.adstack_checks());
   const uint32_t words = abi::kAdHeaderBytes + abi::kAdStackBytes * st.id;
   Id heap = AdWord(is_float ? abi::kAdFloatHeap : abi::kAdIntHeap);
   Id slices = ad_slices_ != 0 ? ad_slices_ : AdWord(abi::kAdInvocations);

@@ -335,6 +335,7 @@ AdStackLayout WithOffsets(const std::vector<AdStackSpec>& stacks,
   for (size_t k = 0; k < stacks.size(); ++k) {
     layout.offsets.push_back(layout.stride);
     layout.stride += StackBytes(stacks[k], layout.capacities[k]);
+    layout.checkpoints.push_back(stacks[k].checkpoints);
   }
   return layout;
 }
@@ -355,6 +356,23 @@ AdStackLayout LayOut(const std::vector<AdStackSpec>& stacks,
   AdStackLayout layout;
   layout.capacities = std::move(capacities);
   return WithOffsets(stacks, std::move(layout));
+}
+
+AdStackLayout LayOutByKind(const std::vector<AdStackSpec>& stacks,
+                           std::vector<int64_t> capacities) {
+  AdStackLayout layout;
+  layout.capacities = std::move(capacities);
+  int64_t float_stride = 0;
+  for (size_t k = 0; k < stacks.size(); ++k) {
+    layout.capacities[k] = std::max<int64_t>(layout.capacities[k], 1);
+    int64_t& stride =
+        ir::IsFloat(stacks[k].dtype) ? float_stride : layout.int_stride;
+    layout.offsets.push_back(stride);
+    stride += (layout.capacities[k] * stacks[k].slot_bytes + 7) / 8 * 8;
+    layout.checkpoints.push_back(stacks[k].checkpoints);
+  }
+  layout.stride = float_stride + layout.int_stride;
+  return layout;
 }
 
 std::vector<int64_t> ChooseCheckpoints(const std::vector<AdStackSpec>& stacks,
@@ -762,9 +780,24 @@ absl::Status LaunchSizer::GateHeap(
   return absl::OkStatus();
 }
 
-int64_t AdStackBudget(const CompileConfig& config, int64_t default_bytes) {
-  return config.ad_stack_max_bytes > 0 ? config.ad_stack_max_bytes
-                                       : default_bytes;
+int64_t AdStackBudget(const CompileConfig& config, HeapMemory memory,
+                      int64_t memory_bytes) {
+  if (config.ad_stack_max_bytes > 0)
+    return config.ad_stack_max_bytes;
+  switch (memory) {
+    case HeapMemory::kHostRam:
+      return memory_bytes / 4;
+    case HeapMemory::kDeviceMemory:
+      if (config.device_memory_GB > 0)
+        return static_cast<int64_t>(config.device_memory_GB * (1LL << 30));
+      if (config.device_memory_fraction > 0)
+        return static_cast<int64_t>(config.device_memory_fraction *
+                                    memory_bytes);
+      return memory_bytes / 2;
+    case HeapMemory::kVulkanHeaps:
+      return 2 * kVulkanHeapBytes;
+  }
+  return memory_bytes / 4;
 }
 
 absl::StatusOr<int64_t> ThreadsWithinBudget(const CompiledKernel& kernel,
@@ -803,6 +836,16 @@ absl::StatusOr<int64_t> ThreadsWithinBudget(const CompiledKernel& kernel,
                    "raises it)"));
 }
 
+void BeginLaunchStats(int num_tasks, AdStackStats* stats) {
+  stats->bytes_needed = 0;
+  stats->checkpointed = 0;
+  stats->capacities.assign(num_tasks, {});
+  stats->segments.assign(num_tasks, {});
+  stats->checkpoint_capacities.assign(num_tasks, {});
+  stats->per_thread_stride.assign(num_tasks, 0);
+  stats->gated_rows.assign(num_tasks, 0);
+}
+
 void RecordLayout(const AdStackLayout& layout, int task, int num_tasks,
                   int64_t threads, AdStackStats* stats) {
   if (static_cast<int>(stats->capacities.size()) < num_tasks) {
@@ -826,6 +869,8 @@ void RecordLayout(const AdStackLayout& layout, int task, int num_tasks,
     }
     capacities.push_back(layout.capacities[k]);
     segments.push_back(k < layout.segments.size() ? layout.segments[k] : 0);
+    if (segments.back() > 0)
+      ++stats->checkpointed;
   }
   stats->per_thread_stride[task] = layout.stride;
   stats->threads_at_once = layout.threads_at_once;

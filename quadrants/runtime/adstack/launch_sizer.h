@@ -17,11 +17,19 @@
 
 namespace quadrants::adstack {
 
-// Per-stack capacities and the per-thread layout of one task's adstacks.
+// Per-stack capacities and the per-thread layout of one task's adstacks,
+// on every backend.
 struct AdStackLayout {
   std::vector<int64_t> capacities;  // slots per stack
-  std::vector<int64_t> offsets;     // bytes from the thread's slice start
-  int64_t stride = 0;               // bytes per thread
+  // Bytes from the thread's slice start in the heap holding the stack.
+  std::vector<int64_t> offsets;
+  int64_t stride = 0;  // bytes per thread, every heap together
+  // The part of `stride` in a heap of int stacks of their own (SPIR-V,
+  // whose float and int stacks are typed arrays); 0 with one heap.
+  int64_t int_stride = 0;
+  // The threads the heaps are sliced for, where the layout carries them
+  // (SPIR-V invocations); LLVM backends keep the count themselves.
+  int64_t threads = 0;
   // Per stack: the segment length of its checkpointed loop, 0 when the
   // loop runs unsegmented (see ChooseCheckpoints).
   std::vector<int64_t> segments;
@@ -33,12 +41,21 @@ struct AdStackLayout {
   // > 0: the heap holds this many rows, one per element passing the
   // task's adstack gate, instead of one slice per thread (GateHeap).
   int64_t rows = 0;
+
+  int64_t float_stride() const { return stride - int_stride; }
+  int64_t slices() const { return rows > 0 ? rows : threads; }
 };
 
-// Per-stack offsets and the per-thread stride for `capacities`: an i64
-// count, then the slots, every stack 8-byte aligned.
+// Per-stack offsets and the per-thread stride for `capacities` in one heap
+// (LLVM targets): an i64 count, then the slots, every stack 8-byte aligned.
 AdStackLayout LayOut(const std::vector<AdStackSpec>& stacks,
                      std::vector<int64_t> capacities);
+
+// The same in a float heap and an int heap (SPIR-V targets, whose counts
+// live in registers): the slots only, every stack 8-byte aligned and at
+// least one slot (a stack of capacity 0 would clamp to slot -1).
+AdStackLayout LayOutByKind(const std::vector<AdStackSpec>& stacks,
+                           std::vector<int64_t> capacities);
 
 // Chooses which checkpointable loops of a launch whose device runs
 // `threads` threads at once run in segments, and how long, so that those
@@ -172,9 +189,23 @@ class LaunchSizer {
   ArrayMemory* memory_ = nullptr;
 };
 
-// The adstack heap budget of a launch: ad_stack_max_bytes when given, else
-// the backend's `default_bytes`.
-int64_t AdStackBudget(const CompileConfig& config, int64_t default_bytes);
+// Where a backend's adstack heaps live, which decides their default budget.
+enum class HeapMemory {
+  kHostRam,       // CPU: a quarter of the RAM
+  kDeviceMemory,  // CUDA, AMDGPU: device_memory_GB, device_memory_fraction
+                  // of the device, or half of it
+  kVulkanHeaps,   // Vulkan: 1 GiB per heap (float and int)
+};
+
+// The most bytes one Vulkan adstack heap takes: a launch whose slices would
+// need more runs fewer invocations (grid-stride covers the rest).
+inline constexpr int64_t kVulkanHeapBytes = int64_t{1} << 30;
+
+// The adstack heap budget of one launch, for every backend:
+// ad_stack_max_bytes when > 0, else the default of `memory`, whose size is
+// `memory_bytes` (RAM or device memory; unused for kVulkanHeaps).
+int64_t AdStackBudget(const CompileConfig& config, HeapMemory memory,
+                      int64_t memory_bytes);
 
 // How many threads of `task`, at most `wanted` and a multiple of `unit` (a
 // GPU block, one CPU thread's SIMD lanes), have adstack slices of
@@ -190,6 +221,10 @@ absl::StatusOr<int64_t> ThreadsWithinBudget(const CompiledKernel& kernel,
 // Records `layout` of `task` for a launch of `threads` threads in `stats`:
 // the capacities and segment lengths of the stacks of loop state, and the
 // capacities of the checkpoint stacks apart.
+// Clears what `stats` says of the last launch, which has `num_tasks`
+// tasks: tasks without stacks report none.
+void BeginLaunchStats(int num_tasks, AdStackStats* stats);
+
 void RecordLayout(const AdStackLayout& layout, int task, int num_tasks,
                   int64_t threads, AdStackStats* stats);
 

@@ -201,7 +201,8 @@ absl::Status CpuBackend::PublishAdStacks(
   // Slices per thread id and SIMD lane, or rows for the iterations that
   // pass the task's gate (tasks in lanes keep their threads' slices); over
   // budget, fewer threads run.
-  const int64_t budget = adstack::AdStackBudget(config_, PhysicalMemory() / 4);
+  const int64_t budget = adstack::AdStackBudget(
+      config_, adstack::HeapMemory::kHostRam, PhysicalMemory());
   const int64_t slots = int64_t{max_threads} * lanes;
   if (lanes == 1) {
     QD_RETURN_IF_ERROR(compiled.sizer->GateHeap(
@@ -271,10 +272,8 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
       if (!any_stacks) {
         // This launch's numbers replace the last ones; tasks without stacks
         // report none.
-        adstack_stats_.bytes_needed = 0;
-        adstack_stats_.capacities.assign(compiled.tasks().size(), {});
-        adstack_stats_.per_thread_stride.assign(compiled.tasks().size(), 0);
-        adstack_stats_.gated_rows.assign(compiled.tasks().size(), 0);
+        adstack::BeginLaunchStats(static_cast<int>(compiled.tasks().size()),
+                                  &adstack_stats_);
       }
       any_stacks = true;
       // A serial task only uses thread 0.

@@ -60,14 +60,9 @@ GpuBackend::GpuBackend(const CompileConfig& config,
 absl::Status GpuBackend::InitDevice(int resident_threads,
                                     int64_t total_memory) {
   resident_threads_ = std::max(resident_threads, 1);
-  const int64_t device_share =
-      config_.device_memory_GB > 0
-          ? static_cast<int64_t>(config_.device_memory_GB * (1LL << 30))
-      : config_.device_memory_fraction > 0
-          ? static_cast<int64_t>(config_.device_memory_fraction * total_memory)
-          : total_memory / 2;
   adstack_heap_ = std::make_unique<AdStackHeap>(
-      device_, adstack::AdStackBudget(config_, device_share));
+      device_, adstack::AdStackBudget(config_, adstack::HeapMemory::kDeviceMemory,
+                                      total_memory));
   QD_ASSIGN_OR_RETURN(device_runtime_,
                       DeviceBuffer::Allocate(device_, sizeof(QdRuntime)));
   QD_ASSIGN_OR_RETURN(device_context_,
@@ -315,10 +310,8 @@ absl::StatusOr<BackendLaunchStats> GpuBackend::Launch(
   }
   if (any_stacks) {
     // This launch's numbers replace the last ones.
-    adstack_stats_.bytes_needed = 0;
-    adstack_stats_.capacities.assign(compiled.tasks.size(), {});
-    adstack_stats_.per_thread_stride.assign(compiled.tasks.size(), 0);
-    adstack_stats_.gated_rows.assign(compiled.tasks.size(), 0);
+    adstack::BeginLaunchStats(static_cast<int>(compiled.tasks.size()),
+                              &adstack_stats_);
   }
   // Tasks without adstacks are queued back to back; a task with adstacks
   // is sized on the host, so what runs before it must have finished.

@@ -17,23 +17,7 @@ VulkanAdStacks::~VulkanAdStacks() {
     DestroyBuffer(*device_, buffer);
 }
 
-VulkanAdStackLayout VulkanAdStacks::LayOut(
-    const std::vector<AdStackSpec>& stacks, std::vector<int64_t> capacities) {
-  VulkanAdStackLayout layout;
-  layout.capacities = std::move(capacities);
-  for (size_t k = 0; k < stacks.size(); ++k) {
-    // A stack of capacity 0 would clamp to slot -1.
-    layout.capacities[k] = std::max<int64_t>(layout.capacities[k], 1);
-    const bool is_float = ir::IsFloat(stacks[k].dtype);
-    int64_t& stride = is_float ? layout.float_stride : layout.int_stride;
-    layout.offsets.push_back(stride);
-    // Every stack starts 8-byte aligned in each invocation's slice.
-    stride += (layout.capacities[k] * stacks[k].slot_bytes + 7) / 8 * 8;
-  }
-  return layout;
-}
-
-absl::StatusOr<VulkanAdStackLayout> VulkanAdStacks::Plan(
+absl::StatusOr<adstack::AdStackLayout> VulkanAdStacks::Plan(
     const CompiledKernel& kernel, int task, std::vector<int64_t> capacities,
     int64_t max_invocations, int64_t budget, bool forced,
     int64_t segment_length, int64_t rows) const {
@@ -44,49 +28,42 @@ absl::StatusOr<VulkanAdStackLayout> VulkanAdStacks::Plan(
       rows > 0 ? rows
                : std::min(max_invocations, device_->concurrent_invocations());
   std::vector<int64_t> segments = adstack::ChooseCheckpoints(
-      stacks, &capacities, at_once, budget > 0 ? budget : kHeapBudget, forced,
-      segment_length);
-  VulkanAdStackLayout layout = LayOut(stacks, std::move(capacities));
+      stacks, &capacities, at_once, budget, forced, segment_length);
+  adstack::AdStackLayout layout =
+      adstack::LayOutByKind(stacks, std::move(capacities));
   layout.segments = std::move(segments);
   layout.threads_at_once = at_once;
-  const int64_t widest = std::max(layout.float_stride, layout.int_stride);
+  const int64_t widest = std::max(layout.float_stride(), layout.int_stride);
   int64_t invocations = max_invocations;
-  if (rows > 0 && widest * rows <= kHeapBudget &&
-      (budget <= 0 ||
-       (layout.float_stride + layout.int_stride) * rows <= budget)) {
+  if (rows > 0 && widest * rows <= adstack::kVulkanHeapBytes &&
+      layout.stride * rows <= budget) {
     layout.rows = rows;
-    layout.invocations = invocations;
+    layout.threads = invocations;
     return layout;
   }
   if (rows > 0) {
     return Plan(kernel, task, sized, max_invocations, budget, forced,
                 segment_length, 0);
   }
-  if (widest > kHeapBudget) {
+  if (widest > adstack::kVulkanHeapBytes) {
     return MakeError(
         ErrorKind::kRuntime,
         absl::StrCat("kernel '", kernel.name(), "' task ", task,
                      ": its adstacks need ", widest,
-                     " bytes per invocation, more than the ", kHeapBudget,
-                     "-byte adstack heap budget"));
+                     " bytes per invocation, more than the ",
+                     adstack::kVulkanHeapBytes, "-byte adstack heap budget"));
   }
   if (widest > 0)
-    invocations = std::min(invocations, kHeapBudget / widest);
-  if (budget > 0) {
-    adstack::AdStackLayout total;
-    total.capacities = layout.capacities;
-    total.segments = layout.segments;
-    total.stride = layout.float_stride + layout.int_stride;
-    QD_ASSIGN_OR_RETURN(invocations, adstack::ThreadsWithinBudget(
-                                         kernel, task, total, invocations,
-                                         1, budget));
-  }
-  layout.invocations = invocations;
+    invocations = std::min(invocations, adstack::kVulkanHeapBytes / widest);
+  QD_ASSIGN_OR_RETURN(invocations,
+                      adstack::ThreadsWithinBudget(kernel, task, layout,
+                                                   invocations, 1, budget));
+  layout.threads = invocations;
   return layout;
 }
 
-bool VulkanAdStacks::NeedsGrowth(const VulkanAdStackLayout& layout) const {
-  return layout.float_stride * layout.slices() > float_heap_.bytes ||
+bool VulkanAdStacks::NeedsGrowth(const adstack::AdStackLayout& layout) const {
+  return layout.float_stride() * layout.slices() > float_heap_.bytes ||
          layout.int_stride * layout.slices() > int_heap_.bytes;
 }
 
@@ -123,11 +100,11 @@ std::vector<int64_t> VulkanAdStacks::ReadCapacities(uint32_t record_offset,
   return capacities;
 }
 
-absl::Status VulkanAdStacks::Publish(const VulkanAdStackLayout& layout,
+absl::Status VulkanAdStacks::Publish(const adstack::AdStackLayout& layout,
                                      uint32_t record_offset,
                                      AdStackStats* stats) {
   QD_RETURN_IF_ERROR(
-      Grow(&float_heap_, layout.float_stride * layout.slices(), stats));
+      Grow(&float_heap_, layout.float_stride() * layout.slices(), stats));
   QD_RETURN_IF_ERROR(
       Grow(&int_heap_, layout.int_stride * layout.slices(), stats));
   char* record = records_.host + record_offset;
@@ -136,7 +113,7 @@ absl::Status VulkanAdStacks::Publish(const VulkanAdStackLayout& layout,
   };
   put(abi::kAdFloatHeap, float_heap_.address);
   put(abi::kAdIntHeap, int_heap_.address);
-  put(abi::kAdInvocations, static_cast<uint64_t>(layout.invocations));
+  put(abi::kAdInvocations, static_cast<uint64_t>(layout.threads));
   put(abi::kAdRows, static_cast<uint64_t>(layout.rows));
   put(abi::kAdRowsClaimed, 0);
   for (size_t k = 0; k < layout.capacities.size(); ++k) {

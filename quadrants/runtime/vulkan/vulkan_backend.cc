@@ -188,9 +188,9 @@ absl::StatusOr<absl::optional<std::vector<int64_t>>> SizerCapacities(
 // that would put stacks on top of each other.
 absl::Status CheckSizerLayout(const CompiledKernel& kernel, size_t task,
                               const SizerResult& ran,
-                              const VulkanAdStackLayout& layout) {
+                              const adstack::AdStackLayout& layout) {
   if (ran.outcome != codegen::spirv::sizer::kDone ||
-      (ran.float_stride == layout.float_stride &&
+      (ran.float_stride == layout.float_stride() &&
        ran.int_stride == layout.int_stride))
     return absl::OkStatus();
   return MakeError(
@@ -198,7 +198,7 @@ absl::Status CheckSizerLayout(const CompiledKernel& kernel, size_t task,
       absl::StrCat("kernel '", kernel.name(), "' task ", task,
                    ": the adstack sizer shader laid out ", ran.float_stride,
                    "/", ran.int_stride, " bytes per invocation, the host ",
-                   layout.float_stride, "/", layout.int_stride));
+                   layout.float_stride(), "/", layout.int_stride));
 }
 
 std::string TaskName(const std::string& kernel, size_t task,
@@ -673,7 +673,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
       std::any_of(task_stacks.begin(), task_stacks.end(),
                   [](const auto& stacks) { return !stacks.empty(); });
   QdLaunchContext host_ctx{};
-  std::vector<VulkanAdStackLayout> layouts(task_stacks.size());
+  std::vector<adstack::AdStackLayout> layouts(task_stacks.size());
   if (any_stacks) {
     QD_RETURN_IF_ERROR(adstacks_.EnsureRecords(compiled.record_bytes));
     put64(ctx, abi::kCtxAdStack, adstacks_.records_address());
@@ -696,8 +696,8 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
     }
     // This launch's numbers replace the last ones; tasks without stacks
     // report none.
-    adstack_stats_.bytes_needed = 0;
-    adstack_stats_.capacities.assign(task_stacks.size(), {});
+    adstack::BeginLaunchStats(static_cast<int>(task_stacks.size()),
+                              &adstack_stats_);
     adstack_stats_.per_thread_stride.assign(task_stacks.size(), 0);
     adstack_stats_.gated_rows.assign(task_stacks.size(), 0);
   }
@@ -782,20 +782,19 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
         invocations = 1;
       else if (task.kind == ir::TaskKind::kStructFor)
         invocations = std::max<int64_t>(std::min(invocations, task.cells), 1);
-      adstack_stats_.budget_bytes = config_.ad_stack_max_bytes > 0
-                                        ? config_.ad_stack_max_bytes
-                                        : 2 * VulkanAdStacks::kHeapBudget;
-      const VulkanAdStackLayout exact =
-          VulkanAdStacks::LayOut(task_stacks[t], sized.capacities);
+      adstack_stats_.budget_bytes = adstack::AdStackBudget(
+          config_, adstack::HeapMemory::kVulkanHeaps, 0);
+      const adstack::AdStackLayout exact =
+          adstack::LayOutByKind(task_stacks[t], sized.capacities);
       QD_RETURN_IF_ERROR(compiled.sizer->GateHeap(
           config_, kernel, static_cast<int>(t), *snodes_, root_, host_ctx,
           args, field_generations, invocations,
-          exact.float_stride + exact.int_stride, adstack_stats_.budget_bytes,
+          exact.stride, adstack_stats_.budget_bytes,
           &sized, &adstack_stats_));
       QD_ASSIGN_OR_RETURN(
           layouts[t],
           adstacks_.Plan(kernel, static_cast<int>(t), sized.capacities,
-                         invocations, config_.ad_stack_max_bytes,
+                         invocations, adstack_stats_.budget_bytes,
                          config_.ad_stack_size > 0,
                          config_.ad_stack_segment_length, sized.rows));
       // Segmented loops change the layout the shader computed.
@@ -811,19 +810,11 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
       QD_RETURN_IF_ERROR(adstacks_.Publish(
           layouts[t], compiled.record_offsets[t], &adstack_stats_));
       if (task.kind == ir::TaskKind::kStructFor) {
-        groups = std::min(groups, (layouts[t].invocations + block - 1) / block);
+        groups = std::min(groups, (layouts[t].threads + block - 1) / block);
       }
-      adstack::AdStackLayout reported;
-      reported.capacities = layouts[t].capacities;
-      reported.offsets = layouts[t].offsets;
-      reported.segments = layouts[t].segments;
-      reported.threads_at_once = layouts[t].threads_at_once;
-      reported.rows = layouts[t].rows;
-      for (const AdStackSpec& stack : task_stacks[t])
-        reported.checkpoints.push_back(stack.checkpoints);
-      reported.stride = layouts[t].float_stride + layouts[t].int_stride;
-      adstack::RecordLayout(reported, static_cast<int>(t), kernel.num_tasks(),
-                            layouts[t].invocations, &adstack_stats_);
+      adstack::RecordLayout(layouts[t], static_cast<int>(t),
+                            kernel.num_tasks(), layouts[t].threads,
+                            &adstack_stats_);
     }
     if (recorded) {
       barrier(compute, VK_ACCESS_SHADER_WRITE_BIT, compute, shader_rw);
@@ -881,7 +872,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
 }
 
 absl::optional<RuntimeErrorRecord> VulkanBackend::TakeAdStackOverflow(
-    const std::vector<VulkanAdStackLayout>& layouts) {
+    const std::vector<adstack::AdStackLayout>& layouts) {
   char* word = runtime_.host + abi::kRtAdStackOverflow;
   uint32_t signal = 0;
   std::memcpy(&signal, word, 4);

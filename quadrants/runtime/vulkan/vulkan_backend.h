@@ -93,7 +93,7 @@ class VulkanBackend : public Backend {
   // The record of the adstack overflow the launch's pushes left, if any
   // (then cleared), for the task layouts it ran with.
   absl::optional<RuntimeErrorRecord> TakeAdStackOverflow(
-      const std::vector<VulkanAdStackLayout>& layouts);
+      const std::vector<adstack::AdStackLayout>& layouts);
 
   CompileConfig config_;
   std::shared_ptr<VulkanDevice> device_;

@@ -217,5 +217,82 @@ TEST(ChooseCheckpointsTest, ForcedCapacitiesAreNeverSegmented) {
   EXPECT_EQ(caps, (std::vector<int64_t>{0, 0, 5000, 5000, 0, 5000, 5000}));
 }
 
+TEST(AdStackBudgetTest, OneFunctionResolvesEveryBackendsDefault) {
+  CompileConfig config;
+  const int64_t gib = int64_t{1} << 30;
+  EXPECT_EQ(AdStackBudget(config, HeapMemory::kHostRam, 16 * gib), 4 * gib);
+  EXPECT_EQ(AdStackBudget(config, HeapMemory::kDeviceMemory, 80 * gib),
+            40 * gib);
+  EXPECT_EQ(AdStackBudget(config, HeapMemory::kVulkanHeaps, 0),
+            2 * kVulkanHeapBytes);
+  config.device_memory_fraction = 0.25;
+  EXPECT_EQ(AdStackBudget(config, HeapMemory::kDeviceMemory, 80 * gib),
+            20 * gib);
+  // device_memory_GB wins over the fraction; neither sizes the host's.
+  config.device_memory_GB = 3;
+  EXPECT_EQ(AdStackBudget(config, HeapMemory::kDeviceMemory, 80 * gib),
+            3 * gib);
+  EXPECT_EQ(AdStackBudget(config, HeapMemory::kHostRam, 16 * gib), 4 * gib);
+  // An explicit budget wins everywhere.
+  config.ad_stack_max_bytes = 12345;
+  for (HeapMemory memory : {HeapMemory::kHostRam, HeapMemory::kDeviceMemory,
+                            HeapMemory::kVulkanHeaps})
+    EXPECT_EQ(AdStackBudget(config, memory, 80 * gib), 12345);
+}
+
+TEST(AdStackLayoutTest, OneHeapCountsEveryStackInTheStride) {
+  std::vector<AdStackSpec> specs(2);
+  specs[0].dtype = ir::PrimitiveType::kF32;
+  specs[0].slot_bytes = 4;
+  specs[1].dtype = ir::PrimitiveType::kI32;
+  specs[1].slot_bytes = 4;
+  specs[1].checkpoints = true;
+  const AdStackLayout layout = LayOut(specs, {3, 5});
+  // An i64 count then the slots, 8-byte aligned: 8 + 12 -> 24, 8 + 20 -> 32.
+  EXPECT_EQ(layout.offsets, (std::vector<int64_t>{0, 24}));
+  EXPECT_EQ(layout.stride, 56);
+  EXPECT_EQ(layout.int_stride, 0);
+  EXPECT_EQ(layout.float_stride(), 56);
+  EXPECT_EQ(layout.checkpoints, (std::vector<bool>{false, true}));
+}
+
+TEST(AdStackLayoutTest, ByKindSplitsFloatAndIntHeapsWithoutCounts) {
+  std::vector<AdStackSpec> specs(3);
+  specs[0].dtype = ir::PrimitiveType::kF32;
+  specs[0].slot_bytes = 8;  // primal and adjoint
+  specs[1].dtype = ir::PrimitiveType::kI32;
+  specs[1].slot_bytes = 4;
+  specs[2].dtype = ir::PrimitiveType::kF64;
+  specs[2].slot_bytes = 8;
+  AdStackLayout layout = LayOutByKind(specs, {3, 0, 2});
+  // A stack of capacity 0 still gets a slot.
+  EXPECT_EQ(layout.capacities, (std::vector<int64_t>{3, 1, 2}));
+  EXPECT_EQ(layout.offsets, (std::vector<int64_t>{0, 0, 24}));
+  EXPECT_EQ(layout.float_stride(), 40);
+  EXPECT_EQ(layout.int_stride, 8);
+  EXPECT_EQ(layout.stride, 48);
+  layout.threads = 100;
+  EXPECT_EQ(layout.slices(), 100);
+  layout.rows = 7;
+  EXPECT_EQ(layout.slices(), 7);
+}
+
+TEST(AdStackStatsTest, CheckpointedCountsSegmentStacksOfTheLastLaunch) {
+  AdStackStats stats;
+  AdStackLayout layout;
+  layout.capacities = {34, 34, 12, 12};
+  layout.segments = {32, 0, 32, 0};
+  layout.checkpoints = {false, true, false, true};
+  BeginLaunchStats(2, &stats);
+  RecordLayout(layout, 1, 2, 16, &stats);
+  EXPECT_EQ(stats.checkpointed, 2);
+  EXPECT_EQ(stats.segments[1], (std::vector<int64_t>{32, 32}));
+  EXPECT_EQ(stats.checkpoint_capacities[1], (std::vector<int64_t>{34, 12}));
+  // The next launch starts from nothing.
+  BeginLaunchStats(2, &stats);
+  EXPECT_EQ(stats.checkpointed, 0);
+  EXPECT_TRUE(stats.segments[1].empty());
+}
+
 }  // namespace
 }  // namespace quadrants::adstack
