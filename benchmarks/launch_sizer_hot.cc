@@ -9,7 +9,7 @@
 #include "quadrants/ir/size_expr.h"
 #include "quadrants/ir/snode.h"
 #include "quadrants/runtime/adstack/launch_sizer.h"
-#include "quadrants/runtime/cpu/cpu_max_reducer.h"
+#include "quadrants/runtime/host/host_max_reducer.h"
 
 namespace quadrants {
 namespace {
@@ -31,7 +31,7 @@ void Run(const char* name, BenchKernel& kernel, const ir::SNodeTree& snodes,
          const char* root, const QdLaunchContext& ctx,
          const std::vector<ResolvedArgument>& args) {
   CompileConfig config;
-  cpu::CpuMaxReducer reducer;
+  host::HostMaxReducer reducer;
   adstack::LaunchSizer sizer(kernel.task_adstacks());
   sizer.set_reducer(&reducer);
   AdStackStats stats;

@@ -1,4 +1,5 @@
 #include "quadrants/codegen/llvm/compiler_identity.h"
+#include "quadrants/runtime/host/launch_random.h"
 #include "quadrants/runtime/cpu/cpu_backend.h"
 
 #include <unistd.h>
@@ -18,7 +19,7 @@
 #include "quadrants/ir/statements.h"
 #include "quadrants/ir/walk.h"
 #include "quadrants/runtime/adstack/launch_sizer.h"
-#include "quadrants/runtime/cpu/cpu_max_reducer.h"
+#include "quadrants/runtime/host/host_max_reducer.h"
 #include "quadrants/runtime/llvm/host/launch_state.h"
 #include "quadrants/device_runtime/runtime_x86_64.h"
 
@@ -62,7 +63,7 @@ CpuBackend::CpuBackend(const CompileConfig& config,
     : config_(config),
       jit_(std::move(jit)),
       pool_(config.cpu_max_num_threads),
-      reducer_(std::make_unique<CpuMaxReducer>(&pool_)),
+      reducer_(std::make_unique<host::HostMaxReducer>(&pool_)),
       cache_(offline_cache::OpenOfflineCache(config, codegen::LlvmCompilerIdentity(),
                                           &cache_stats_)) {}
 
@@ -259,7 +260,7 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
   ++launches_;
   QD_RETURN_IF_ERROR(llvm_runtime::FillLaunchContext(
       kernel, args, &runtime_,
-      llvm_runtime::LaunchRandomKey(config_.random_seed, launches_), launches_,
+      host::LaunchRandomKey(config_.random_seed, launches_), launches_,
       &ctx));
   QD_RETURN_IF_ERROR(prints_.Prepare(kernel, &runtime_));
   BackendLaunchStats stats;

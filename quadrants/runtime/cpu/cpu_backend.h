@@ -10,8 +10,8 @@
 #include "quadrants/codegen/llvm/kernel_lowering.h"
 #include "quadrants/runtime/adstack/launch_sizer.h"
 #include "quadrants/runtime/backend.h"
-#include "quadrants/runtime/cpu/cpu_max_reducer.h"
-#include "quadrants/runtime/cpu/thread_pool.h"
+#include "quadrants/runtime/host/host_max_reducer.h"
+#include "quadrants/runtime/host/thread_pool.h"
 #include "quadrants/runtime/llvm/host/launch_state.h"
 #include "quadrants/device_runtime/runtime_abi.h"
 #include "quadrants/runtime/offline_cache/offline_cache.h"
@@ -74,9 +74,9 @@ class CpuBackend : public Backend {
       std::make_shared<HostMemoryAllocator>();
   const ir::SNodeTree* snodes_ = nullptr;
   std::unique_ptr<codegen::CpuJit> jit_;
-  ThreadPool pool_;
+  host::ThreadPool pool_;
   // Evaluates captured adstack MaxOverRanges on pool_, between tasks.
-  std::unique_ptr<CpuMaxReducer> reducer_;
+  std::unique_ptr<host::HostMaxReducer> reducer_;
   QdRuntime runtime_{};
   absl::optional<RuntimeErrorRecord> pending_;
   // One heap per runtime, grown by amortized doubling, never shrunk.

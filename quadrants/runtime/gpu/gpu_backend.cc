@@ -1,3 +1,4 @@
+#include "quadrants/runtime/host/launch_random.h"
 #include "quadrants/runtime/gpu/gpu_backend.h"
 
 #include <algorithm>
@@ -146,7 +147,7 @@ adstack::MaxReducer* GpuBackend::reducer() {
     reducer_ = std::make_unique<GpuMaxReducer>(device_, max_reduce_loader_,
                                                resident_threads_);
   } else if (!reducer_) {
-    reducer_ = std::make_unique<cpu::CpuMaxReducer>();
+    reducer_ = std::make_unique<host::HostMaxReducer>();
   }
   return reducer_.get();
 }
@@ -290,7 +291,7 @@ absl::StatusOr<BackendLaunchStats> GpuBackend::Launch(
   QD_RETURN_IF_ERROR(llvm_runtime::FillLaunchContext(
       kernel, args, reinterpret_cast<QdRuntime*>(device_runtime_.get()),
       kernel.draws_random()
-          ? llvm_runtime::LaunchRandomKey(config_.random_seed, launches_)
+          ? host::LaunchRandomKey(config_.random_seed, launches_)
           : 0,
       kernel.error_sites().empty() ? 0 : launches_, &ctx));
   QD_RETURN_IF_ERROR(prints_.Prepare(kernel, &runtime_));

@@ -11,7 +11,7 @@
 #include "quadrants/ir/op_kinds.h"
 #include "quadrants/runtime/adstack/launch_sizer.h"
 #include "quadrants/runtime/backend.h"
-#include "quadrants/runtime/cpu/cpu_max_reducer.h"
+#include "quadrants/runtime/host/host_max_reducer.h"
 #include "quadrants/runtime/gpu/adstack_heap.h"
 #include "quadrants/runtime/gpu/device.h"
 #include "quadrants/runtime/gpu/device_buffer.h"

@@ -1,4 +1,5 @@
 #include "quadrants/codegen/spirv/compiler_identity.h"
+#include "quadrants/runtime/host/launch_random.h"
 #include "quadrants/runtime/vulkan/vulkan_backend.h"
 
 #include <algorithm>
@@ -23,7 +24,6 @@
 #include "quadrants/common/status_macros.h"
 #include "quadrants/runtime/adstack/launch_sizer.h"
 #include "quadrants/runtime/vulkan/vulkan_pipeline.h"
-#include "quadrants/runtime/llvm/host/launch_state.h"
 
 namespace quadrants::vulkan {
 namespace abi = codegen::spirv::abi;
@@ -462,7 +462,7 @@ absl::StatusOr<adstack::MaxReducer*> VulkanBackend::Reducer() {
     VulkanMemory* memory = memory_.get();
     host_reducer_ = std::make_unique<HostViewReducer>(
         [memory] { return memory->RefreshHostCopies(); },
-        std::make_unique<cpu::CpuMaxReducer>());
+        std::make_unique<host::HostMaxReducer>());
   }
   if (sizer_mode_ == SizerMode::kHost)
     return host_reducer_.get();
@@ -493,7 +493,7 @@ absl::Status VulkanBackend::FillContext(
   std::memset(ctx, 0, abi::kCtxBytes);
   Put64(ctx, abi::kCtxRuntime, runtime_.address);
   Put64(ctx, abi::kCtxRandomKey,
-        llvm_runtime::LaunchRandomKey(config_.random_seed, ++launches_));
+        host::LaunchRandomKey(config_.random_seed, ++launches_));
   Put64(ctx, abi::kCtxBounds, bounds_.address);
   Put64(ctx, abi::kCtxMaxGroups, device_->max_groups());
   if (args.size() > abi::kMaxArgs) {

@@ -9,7 +9,7 @@
 
 #include "quadrants/codegen/spirv/kernel_codegen.h"
 #include "quadrants/runtime/backend.h"
-#include "quadrants/runtime/cpu/cpu_max_reducer.h"
+#include "quadrants/runtime/host/host_max_reducer.h"
 #include "quadrants/runtime/vulkan/vulkan_adstack.h"
 #include "quadrants/runtime/vulkan/vulkan_device.h"
 #include "quadrants/runtime/vulkan/vulkan_max_reducer.h"

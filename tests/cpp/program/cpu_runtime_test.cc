@@ -14,7 +14,7 @@
 #include "quadrants/ir/builder.h"
 #include "quadrants/ir/cloner.h"
 #include "quadrants/ir/statements.h"
-#include "quadrants/runtime/cpu/thread_pool.h"
+#include "quadrants/runtime/host/thread_pool.h"
 #include "quadrants/transforms/pipeline.h"
 #include "tests/cpp/program/cpu_test_util.h"
 
@@ -65,7 +65,7 @@ INSTANTIATE_TEST_SUITE_P(Threads, CpuThreadsTest, ::testing::Values(1, 2, 3));
 
 TEST(ThreadPoolTest, ThreadIdsAreStableAndBounded) {
   for (int threads : {1, 2, 4}) {
-    cpu::ThreadPool pool(threads);
+    host::ThreadPool pool(threads);
     EXPECT_EQ(pool.num_threads(), threads);
     std::atomic<int64_t> covered{0};
     std::mutex mutex;
@@ -86,7 +86,7 @@ TEST(ThreadPoolTest, ThreadIdsAreStableAndBounded) {
 }
 
 TEST(ThreadPoolTest, DefaultUsesHardwareThreads) {
-  cpu::ThreadPool pool(0);
+  host::ThreadPool pool(0);
   EXPECT_EQ(pool.num_threads(), static_cast<int>(std::max(
                                     1u, std::thread::hardware_concurrency())));
 }

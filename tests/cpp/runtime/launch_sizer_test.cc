@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "quadrants/common/errors.h"
-#include "quadrants/runtime/cpu/cpu_max_reducer.h"
+#include "quadrants/runtime/host/host_max_reducer.h"
 
 namespace quadrants::adstack {
 namespace {
@@ -85,8 +85,8 @@ SizeExpr::Ptr Nested() {
 
 TEST(LaunchSizerTest, NestedSpecsTakeOneRoundPerDepthAndCacheSeparately) {
   TestKernel kernel(TwoArrays(), Nested());
-  cpu::ThreadPool pool(2);
-  cpu::CpuMaxReducer reducer(&pool);
+  host::ThreadPool pool(2);
+  host::HostMaxReducer reducer(&pool);
   LaunchSizer sizer(kernel.task_adstacks());
   sizer.set_reducer(&reducer);
   Launch l(1000, 1000);
@@ -140,7 +140,7 @@ TEST(LaunchSizerTest, AxisPastTheGuardIsExactWithAReducerAndRaisesWithout) {
   EXPECT_NE(std::string(again.status().message()).find("16777216"),
             std::string::npos);
 
-  cpu::CpuMaxReducer reducer;
+  host::HostMaxReducer reducer;
   LaunchSizer reduced(kernel.task_adstacks());
   reduced.set_reducer(&reducer);
   auto exact = l.Size(reduced, kernel);

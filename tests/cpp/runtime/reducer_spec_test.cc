@@ -8,7 +8,7 @@
 
 #include "quadrants/runtime/adstack/max_reducer.h"
 #include "quadrants/runtime/adstack/size_expr_evaluator.h"
-#include "quadrants/runtime/cpu/cpu_max_reducer.h"
+#include "quadrants/runtime/host/host_max_reducer.h"
 
 namespace quadrants::adstack {
 namespace {
@@ -200,8 +200,8 @@ void ExpectSameMaximum(const P& tree, const ArrayInputs& in) {
     chunked =
         std::max(chunked, interpreter.Reduce(lo, std::min(points, lo + 777)));
   EXPECT_EQ(chunked, serial) << tree->ToString();
-  cpu::ThreadPool pool(4);
-  cpu::CpuMaxReducer reducer(&pool);
+  host::ThreadPool pool(4);
+  host::HostMaxReducer reducer(&pool);
   auto values = reducer.Reduce({job});
   ASSERT_TRUE(values.ok());
   EXPECT_EQ((*values)[0], serial) << tree->ToString();

@@ -43,11 +43,6 @@ absl::Status FillLaunchContext(const CompiledKernel& kernel,
   return absl::OkStatus();
 }
 
-uint64_t LaunchRandomKey(int64_t seed, uint64_t launch) {
-  return qd_mix64(qd_mix64(static_cast<uint64_t>(seed)) +
-                  launch * QD_RANDOM_GAMMA);
-}
-
 absl::Status PrintBuffer::Prepare(const CompiledKernel& kernel,
                                   QdRuntime* runtime) {
   if (!kernel.print_sites().empty() && !buffer_) {

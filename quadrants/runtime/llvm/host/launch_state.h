@@ -25,10 +25,6 @@ absl::Status FillLaunchContext(const CompiledKernel& kernel,
                                QdRuntime* runtime, uint64_t random_key,
                                uint64_t launch_id, QdLaunchContext* ctx);
 
-// The key of launch number `launch` (1, 2, ...) under `seed`: each launch
-// draws from fresh qd.random() streams.
-uint64_t LaunchRandomKey(int64_t seed, uint64_t launch);
-
 // The buffer print() appends records to, in memory kernels address.
 class PrintBuffer {
  public:

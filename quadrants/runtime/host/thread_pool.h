@@ -1,5 +1,5 @@
-#ifndef QUADRANTS_RUNTIME_CPU_THREAD_POOL_H_
-#define QUADRANTS_RUNTIME_CPU_THREAD_POOL_H_
+#ifndef QUADRANTS_RUNTIME_HOST_THREAD_POOL_H_
+#define QUADRANTS_RUNTIME_HOST_THREAD_POOL_H_
 
 #include <atomic>
 #include <condition_variable>
@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-namespace quadrants::cpu {
+namespace quadrants::host {
 
 // A fixed set of threads for parallel loops. The calling thread takes part
 // as thread 0 and workers are 1 .. num_threads-1, so every chunk runs with a
@@ -61,6 +61,6 @@ class ThreadPool {
   int threads_used_last_ = 0;
 };
 
-}  // namespace quadrants::cpu
+}  // namespace quadrants::host
 
-#endif  // QUADRANTS_RUNTIME_CPU_THREAD_POOL_H_
+#endif  // QUADRANTS_RUNTIME_HOST_THREAD_POOL_H_

@@ -1,11 +1,11 @@
-#include "quadrants/runtime/cpu/cpu_max_reducer.h"
+#include "quadrants/runtime/host/host_max_reducer.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "quadrants/common/errors.h"
 
-namespace quadrants::cpu {
+namespace quadrants::host {
 namespace {
 
 // Below this many points a job runs on the calling thread: waking the pool
@@ -17,12 +17,12 @@ constexpr int64_t kMaxPoints = int64_t{1} << 40;
 
 }  // namespace
 
-CpuMaxReducer::CpuMaxReducer()
+HostMaxReducer::HostMaxReducer()
     : own_pool_(std::make_unique<ThreadPool>(0)), pool_(own_pool_.get()) {}
 
-CpuMaxReducer::~CpuMaxReducer() = default;
+HostMaxReducer::~HostMaxReducer() = default;
 
-absl::StatusOr<std::vector<int64_t>> CpuMaxReducer::Reduce(
+absl::StatusOr<std::vector<int64_t>> HostMaxReducer::Reduce(
     absl::Span<const adstack::ReducerJob> jobs) {
   std::vector<int64_t> out;
   out.reserve(jobs.size());
@@ -56,4 +56,4 @@ absl::StatusOr<std::vector<int64_t>> CpuMaxReducer::Reduce(
   return out;
 }
 
-}  // namespace quadrants::cpu
+}  // namespace quadrants::host

@@ -1,9 +1,9 @@
-#include "quadrants/runtime/cpu/thread_pool.h"
+#include "quadrants/runtime/host/thread_pool.h"
 
 #include <algorithm>
 #include <bitset>
 
-namespace quadrants::cpu {
+namespace quadrants::host {
 
 ThreadPool::ThreadPool(int num_threads)
     : num_threads_(num_threads > 0
@@ -93,4 +93,4 @@ void ThreadPool::ParallelFor(int64_t begin, int64_t end, const ChunkFn& body,
   body_ = nullptr;
 }
 
-}  // namespace quadrants::cpu
+}  // namespace quadrants::host
