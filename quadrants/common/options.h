@@ -37,6 +37,17 @@ enum class Type {
 };
 enum class Check { kAny, kNonNegative, kPositive, kFraction };
 
+// Each option's declared type, for code that needs it at compile time (the
+// CompileConfig members options.def declares).
+inline constexpr Type kOptionTypes[] = {
+#define QD_OPTION(id, name, scope, env, type, ...) Type::type,
+#include "quadrants/common/options.def"
+#undef QD_OPTION
+};
+constexpr Type TypeOf(Option option) {
+  return kOptionTypes[static_cast<int>(option)];
+}
+
 struct OptionSpec {
   Option id;
   const char* name;

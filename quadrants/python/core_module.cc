@@ -602,6 +602,23 @@ std::string KindClassName(ErrorKind kind) {
   return std::string(ErrorKindName(kind));
 }
 
+// A CompileConfig option member as a Python attribute of its own type; a
+// Quadrants type reads and writes as its name ("f32").
+template <typename T>
+void BindConfigField(py::class_<CompileConfig>& cls, const char* name,
+                     T CompileConfig::*member) {
+  cls.def_readwrite(name, member);
+}
+void BindConfigField(py::class_<CompileConfig>& cls, const char* name,
+                     ir::PrimitiveType CompileConfig::*member) {
+  cls.def_property(
+      name,
+      [member](const CompileConfig& c) { return DtypeName(c.*member); },
+      [member](CompileConfig& c, const std::string& t) {
+        c.*member = Dtype(t);
+      });
+}
+
 }  // namespace
 }  // namespace quadrants::python
 
@@ -724,50 +741,22 @@ PYBIND11_MODULE(_quadrants_core, m) {
     }
   });
 
-  py::class_<CompileConfig>(m, "CompileConfig")
-      .def(py::init<>())
+  py::class_<CompileConfig> config(m, "CompileConfig");
+  config.def(py::init<>())
       .def_property(
           "arch",
           [](const CompileConfig& c) { return std::string(ArchName(c.arch)); },
           [](CompileConfig& c, const std::string& name) {
             c.arch = Unwrap(ParseArch(name));
-          })
-      .def_readwrite("debug", &CompileConfig::debug)
-      .def_readwrite("check_out_of_bound", &CompileConfig::check_out_of_bound)
-      .def_readwrite("device_memory_GB", &CompileConfig::device_memory_GB)
-      .def_readwrite("device_memory_fraction",
-                     &CompileConfig::device_memory_fraction)
-      .def_readwrite("device_id", &CompileConfig::device_id)
-      .def_readwrite("sparse_pool_mb", &CompileConfig::sparse_pool_mb)
-      .def_property(
-          "default_fp",
-          [](const CompileConfig& c) { return DtypeName(c.default_fp); },
-          [](CompileConfig& c, const std::string& t) {
-            c.default_fp = Dtype(t);
-          })
-      .def_property(
-          "default_ip",
-          [](const CompileConfig& c) { return DtypeName(c.default_ip); },
-          [](CompileConfig& c, const std::string& t) {
-            c.default_ip = Dtype(t);
-          })
-      .def_readwrite("cpu_max_num_threads", &CompileConfig::cpu_max_num_threads)
-      .def_readwrite("print_ir", &CompileConfig::print_ir)
-      .def_readwrite("cpu_simd", &CompileConfig::cpu_simd)
-      .def_readwrite("ad_stack_experimental_enabled",
-                     &CompileConfig::ad_stack_experimental_enabled)
-      .def_readwrite("ad_stack_size", &CompileConfig::ad_stack_size)
-      .def_readwrite("ad_stack_max_bytes", &CompileConfig::ad_stack_max_bytes)
-      .def_readwrite("ad_stack_segment_length",
-                     &CompileConfig::ad_stack_segment_length)
-      .def_readwrite("ad_stack_sparse_threshold_bytes",
-                     &CompileConfig::ad_stack_sparse_threshold_bytes)
-      .def_readwrite("default_ad_stack_size",
-                     &CompileConfig::default_ad_stack_size)
-      .def_readwrite("offline_cache", &CompileConfig::offline_cache)
-      .def_readwrite("offline_cache_file_path",
-                     &CompileConfig::offline_cache_file_path)
-      .def_readwrite("random_seed", &CompileConfig::random_seed);
+          });
+  // Every option member options.def declares, by its name; types by name.
+  std::vector<std::string> option_fields;
+  CompileConfig::VisitOptionFields(
+      [&](const char* name, ConfigRole, auto member) {
+        option_fields.emplace_back(name);
+        BindConfigField(config, name, member);
+      });
+  config.attr("option_fields") = option_fields;
 
   py::class_<Ndarray, std::shared_ptr<Ndarray>>(m, "Ndarray")
       .def_property_readonly(

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "quadrants/common/options.h"
 #include "quadrants/ir/types.h"
 
 namespace quadrants {
@@ -14,51 +15,81 @@ enum class Arch { kCpu, kCuda, kAmdgpu, kVulkan, kMetal };
 absl::string_view ArchName(Arch arch);
 absl::StatusOr<Arch> ParseArch(absl::string_view name);
 
-// Options of qd.init() that the C++ core acts on. Their names, defaults and
-// checks are declared in quadrants/common/options.def; the defaults here
-// agree with it (tests/cpp/common/options_test.cc), except that a config
-// built in C++ keeps no offline cache unless asked.
+// Whether an option CompileConfig holds changes generated code.
+enum class ConfigRole {
+  kCodegen,  // part of the compile-cache key (CodegenHash)
+  kRuntime,  // read at run time only
+};
+
+namespace config_detail {
+// The C++ type a CompileConfig member holding an option of type T has.
+template <options::Type T>
+struct FieldType {
+  using type = std::string;  // kString, kPath, kEnum, kList
+};
+template <>
+struct FieldType<options::Type::kBool> {
+  using type = bool;
+};
+template <>
+struct FieldType<options::Type::kInt> {
+  using type = int64_t;
+};
+template <>
+struct FieldType<options::Type::kFloat> {
+  using type = double;
+};
+template <>
+struct FieldType<options::Type::kFloatType> {
+  using type = ir::PrimitiveType;
+};
+template <>
+struct FieldType<options::Type::kIntType> {
+  using type = ir::PrimitiveType;
+};
+template <options::Option O>
+using Field = typename FieldType<options::TypeOf(O)>::type;
+
+// The declared default of `option` (none: zero, empty), as a T; except
+// that a config built in C++ (tests, tools) keeps no offline cache unless
+// asked (qd.init's default turns it on).
+template <typename T>
+T DefaultOf(options::Option option);
+template <>
+bool DefaultOf<bool>(options::Option option);
+template <>
+int64_t DefaultOf<int64_t>(options::Option option);
+template <>
+double DefaultOf<double>(options::Option option);
+template <>
+std::string DefaultOf<std::string>(options::Option option);
+template <>
+ir::PrimitiveType DefaultOf<ir::PrimitiveType>(options::Option option);
+}  // namespace config_detail
+
+// The options of qd.init() that the C++ core acts on: one member per
+// QD_CONFIG in quadrants/common/options.def, of the type and with the
+// default declared there. Python sets them by name (qd.init).
 struct CompileConfig {
   Arch arch = Arch::kCpu;
-  bool debug = false;
-  bool check_out_of_bound = false;
-  ir::PrimitiveType default_fp = ir::PrimitiveType::kF32;
-  ir::PrimitiveType default_ip = ir::PrimitiveType::kI32;
-  int cpu_max_num_threads = 0;  // 0: one per hardware thread
-  // The CPU backend lets LLVM's loop and SLP vectorizers put iterations in
-  // SIMD lanes; false keeps every task scalar.
-  bool cpu_simd = true;
-  bool print_ir = false;
-  bool ad_stack_experimental_enabled = false;
-  int64_t ad_stack_size = 0;  // > 0 forces every adstack to this capacity
-  int64_t default_ad_stack_size = 256;
-  // Bytes the adstack heap of one launch may take; 0: the backend's
-  // default (see AdStackBudget). Run-time only.
-  int64_t ad_stack_max_bytes = 0;
-  // > 0: every checkpointable loop runs in segments of this many
-  // iterations. Run-time only.
-  int64_t ad_stack_segment_length = 0;
-  // A task whose adstacks are used only under a gate (ir::AdStackGate)
-  // sizes its heap by the gate-passing elements when its per-thread heap
-  // would exceed this many bytes; 0: whenever it can. Run-time only.
-  int64_t ad_stack_sparse_threshold_bytes = 100 * 1024 * 1024;
-  // Compiled kernels are stored on disk and reused by later processes.
-  bool offline_cache = false;
-  std::string offline_cache_file_path;  // empty: the default directory
-  // Seeds qd.random(); run-time only, so it changes no generated code.
-  int64_t random_seed = 0;
-  // GPU memory the runtime may take for its own buffers (the adstack heap):
-  // this many GiB when > 0, else this fraction of the device when > 0,
-  // else half the device. Run-time only.
-  double device_memory_GB = 0;
-  double device_memory_fraction = 0;
-  double sparse_pool_mb = 1024;
-  // The GPU to run on, by the driver's numbering. Run-time only.
-  int device_id = 0;
+#define QD_CONFIG(id, field, role)                                   \
+  config_detail::Field<options::Option::k##id> field =                \
+      config_detail::DefaultOf<config_detail::Field<options::Option::k##id>>( \
+          options::Option::k##id);
+#include "quadrants/common/options.def"
+
+  // Calls visit(name, role, &CompileConfig::member) for every option
+  // member, in declaration order.
+  template <typename Visitor>
+  static void VisitOptionFields(Visitor&& visit) {
+#define QD_CONFIG(id, field, role) \
+  visit(#field, ConfigRole::role, &CompileConfig::field);
+#include "quadrants/common/options.def"
+  }
 
   // Out-of-bound checks are on when asked for or in debug mode.
   bool checks_bounds() const { return check_out_of_bound || debug; }
-  // A hash of every option that changes generated code (compile cache key).
+  // A hash of every kCodegen option and the arch (compile cache key).
   uint64_t CodegenHash() const;
 };
 

@@ -9,7 +9,9 @@ suite's own run (QD_CPU_SIMD, QD_VALIDATE_SPIRV) do not leak in.
 import pytest
 
 import quadrants as qd
+from quadrants._core import core
 from quadrants.lang import impl, options, runtime
+from quadrants.lang import types as qd_types
 
 
 @pytest.fixture(autouse=True)
@@ -167,3 +169,30 @@ def test_argument_errors_keep_their_types():
         qd.init(arch=qd.cpu, device_memory_fraction=0)
     with pytest.raises(qd.QuadrantsTypeError, match="default_ip must be an? integer type"):
         qd.init(arch=qd.cpu, default_ip=qd.u1)
+
+
+def test_every_option_the_core_holds_reaches_it_from_qd_init(tmp_path):
+    """The core's CompileConfig members are the options options.def marks
+    for it; qd.init sets each by its name, whatever its type."""
+    fields = set(core.CompileConfig.option_fields)
+    specs = {s.name: s for s in options.SPECS}
+    assert fields <= {name for name, s in specs.items() if s.is_init_option}
+    assert {"debug", "default_fp", "ad_stack_max_bytes", "sparse_pool_mb"} <= fields
+    given = dict(check_out_of_bound=True, default_fp=qd.f64, default_ip=qd.i64,
+                 ad_stack_experimental_enabled=True, ad_stack_size=7,
+                 ad_stack_max_bytes=12345, ad_stack_segment_length=3,
+                 default_ad_stack_size=17, offline_cache_file_path=str(tmp_path),
+                 print_ir=False, cpu_max_num_threads=3, cpu_simd=False,
+                 random_seed=-5, device_memory_GB=1.5, device_memory_fraction=0.25,
+                 sparse_pool_mb=8.0, ad_stack_sparse_threshold_bytes=99)
+    qd.init(arch=qd.cpu, **given)
+    try:
+        config = runtime.state.config
+        for name, value in given.items():
+            want = value.name if isinstance(value, qd_types.DataType) else value
+            assert getattr(config, name) == want, name
+        # Options left alone hold their declared defaults.
+        assert config.debug is False
+        assert config.device_id == 0
+    finally:
+        qd.reset()
