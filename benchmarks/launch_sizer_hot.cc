@@ -16,15 +16,28 @@ namespace {
 
 using ir::SizeExpr;
 
+// The lowered kernel and artifact of a kernel with `params` and one task
+// holding one f32 adstack sized by `tree`.
+std::unique_ptr<ir::Kernel> LoweredKernel(const char* name,
+                                          std::vector<ir::KernelParam> params) {
+  auto kernel = std::make_unique<ir::Kernel>(name);
+  for (ir::KernelParam& param : params)
+    kernel->AddParam(std::move(param));
+  return kernel;
+}
+CompiledKernelData OneStackTask(SizeExpr::Ptr tree, SourceLocation loc) {
+  CompiledKernelData artifact;
+  artifact.tasks.emplace_back();
+  artifact.tasks[0].adstacks.push_back(
+      AdStackSpec{ir::PrimitiveType::kF32, 4, 0, std::move(tree), loc});
+  return artifact;
+}
+
 class BenchKernel : public CompiledKernel {
  public:
   BenchKernel(std::vector<ir::KernelParam> params, SizeExpr::Ptr tree)
-      : CompiledKernel("bench", std::move(params), {}, 1,
-                       {{AdStackSpec{ir::PrimitiveType::kF32,
-                                     4,
-                                     0,
-                                     std::move(tree),
-                                     {"bench.py", 1}}}}) {}
+      : CompiledKernel(*LoweredKernel("bench", std::move(params)),
+                       OneStackTask(std::move(tree), {"bench.py", 1})) {}
 };
 
 void Run(const char* name, BenchKernel& kernel, const ir::SNodeTree& snodes,

@@ -145,25 +145,6 @@ bool CanRecordErrors(const CompiledKernel& kernel) {
 }
 
 // Field places and ndarray parameters a kernel may write.
-void CollectWrites(const ir::Kernel& kernel, std::vector<int>* snodes,
-                   std::vector<int>* args) {
-  ir::WalkKernel(kernel, [&](const ir::Stmt* s) {
-    if (!ir::Isa<ir::GlobalStoreStmt>(s) && !ir::Isa<ir::AtomicOpStmt>(s))
-      return;
-    const ir::Stmt* ptr = s->operand(0);
-    if (const auto* field = ir::DynCast<ir::FieldPtrStmt>(ptr)) {
-      if (std::find(snodes->begin(), snodes->end(), field->snode_id()) ==
-          snodes->end()) {
-        snodes->push_back(field->snode_id());
-      }
-    } else if (const auto* array = ir::DynCast<ir::NdarrayPtrStmt>(ptr)) {
-      if (std::find(args->begin(), args->end(), array->arg()) == args->end()) {
-        args->push_back(array->arg());
-      }
-    }
-  });
-}
-
 }  // namespace
 
 Program::Program(const CompileConfig& config, std::unique_ptr<Backend> backend)
@@ -421,24 +402,6 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
         "offline_cache_file_path to a writable directory or "
         "offline_cache=False"));
   }
-  std::vector<int> written_snodes, written_args;
-  CollectWrites(*lowered, &written_snodes, &written_args);
-  compiled->set_written(std::move(written_snodes), std::move(written_args));
-  bool draws_random = false;
-  ir::WalkKernel(*lowered, [&](const ir::Stmt* s) {
-    draws_random = draws_random || ir::Isa<ir::RandomStmt>(s);
-  });
-  compiled->set_draws_random(draws_random);
-  std::vector<absl::optional<ir::AdStackGate>> gates;
-  for (const auto& stmt : *lowered->body()) {
-    gates.emplace_back();
-    const auto* task = ir::DynCast<ir::OffloadedTaskStmt>(stmt.get());
-    for (size_t k = 0; task != nullptr && k < task->body()->size(); ++k) {
-      if (const auto* row = ir::DynCast<ir::AdStackRowStmt>(task->body()->at(k)))
-        gates.back() = row->gate();
-    }
-  }
-  compiled->set_adstack_gates(std::move(gates));
   if (config_.ad_stack_size <= 0)
     WarnAboutDefaultSizedStacks(*compiled);
   cache_[key] = compiled;

@@ -100,15 +100,25 @@ struct PrintBatch {
 };
 
 // A kernel compiled by a backend, ready to launch.
+// A compiled kernel as its backend loaded it: the code generator's artifact
+// (held, not copied: tasks, adstacks, error and print sites) and what a
+// launch needs to know of the lowered kernel it came from. Backends derive
+// from it to add what they load (functions, pipelines, sizers).
 class CompiledKernel {
  public:
   virtual ~CompiledKernel() = default;
   const std::string& name() const { return name_; }
   const std::vector<ir::KernelParam>& params() const { return params_; }
+  const CompiledKernelData& artifact() const { return artifact_; }
   const std::vector<ErrorSite>& error_sites() const {
-    return error_sites_;
+    return artifact_.error_sites;
   }
-  int num_tasks() const { return num_tasks_; }
+  // What each print record's site id stands for.
+  const std::vector<ir::PrintSite>& print_sites() const {
+    return artifact_.print_sites;
+  }
+  int num_tasks() const { return static_cast<int>(artifact_.tasks.size()); }
+  // The artifact's adstacks by task (the launch sizer's input).
   const std::vector<std::vector<AdStackSpec>>& task_adstacks() const {
     return task_adstacks_;
   }
@@ -116,49 +126,28 @@ class CompiledKernel {
   // (generation counters are bumped for these only).
   const std::vector<int>& written_snodes() const { return written_snodes_; }
   const std::vector<int>& written_args() const { return written_args_; }
-  void set_written(std::vector<int> snodes, std::vector<int> args) {
-    written_snodes_ = std::move(snodes);
-    written_args_ = std::move(args);
-  }
   // Whether the kernel calls qd.random(): only then does its launch
   // context carry the launch's random key.
   bool draws_random() const { return draws_random_; }
-  void set_draws_random(bool draws) { draws_random_ = draws; }
   // Per task: the gate of its adstack heap (see ir::AdStackRowStmt), if
   // its stacks are used only under one.
   const std::vector<absl::optional<ir::AdStackGate>>& adstack_gates() const {
     return adstack_gates_;
   }
-  void set_adstack_gates(std::vector<absl::optional<ir::AdStackGate>> gates) {
-    adstack_gates_ = std::move(gates);
-  }
-  // What each print record's site id stands for.
-  const std::vector<ir::PrintSite>& print_sites() const { return print_sites_; }
-  void set_print_sites(std::vector<ir::PrintSite> sites) {
-    print_sites_ = std::move(sites);
-  }
 
  protected:
-  CompiledKernel(std::string name, std::vector<ir::KernelParam> params,
-                 std::vector<ErrorSite> sites, int num_tasks,
-                 std::vector<std::vector<AdStackSpec>> task_adstacks)
-      : name_(std::move(name)),
-        params_(std::move(params)),
-        error_sites_(std::move(sites)),
-        num_tasks_(num_tasks),
-        task_adstacks_(std::move(task_adstacks)) {}
+  // `kernel` is the lowered kernel `artifact` was generated from.
+  CompiledKernel(const ir::Kernel& kernel, CompiledKernelData artifact);
 
  private:
   std::string name_;
   std::vector<ir::KernelParam> params_;
-  std::vector<ErrorSite> error_sites_;
-  int num_tasks_;
+  CompiledKernelData artifact_;
   std::vector<std::vector<AdStackSpec>> task_adstacks_;
   std::vector<int> written_snodes_;
   std::vector<int> written_args_;
-  std::vector<ir::PrintSite> print_sites_;
   std::vector<absl::optional<ir::AdStackGate>> adstack_gates_;
-  bool draws_random_ = true;
+  bool draws_random_ = false;
 };
 
 // A launch argument after validation: scalars as their 64-bit slot, arrays

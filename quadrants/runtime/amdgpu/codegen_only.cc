@@ -71,11 +71,7 @@ class CodegenOnlyKernel : public CompiledKernel {
  public:
   CodegenOnlyKernel(const ir::Kernel& kernel,
                     const CompiledKernelData& artifact)
-      : CompiledKernel(kernel.name(), kernel.params(), artifact.error_sites,
-                       static_cast<int>(artifact.tasks.size()),
-                       artifact.TaskAdStacks()) {
-    set_print_sites(artifact.print_sites);
-  }
+      : CompiledKernel(kernel, artifact) {}
 };
 
 class CodegenOnlyBackend : public Backend {

@@ -40,13 +40,9 @@ struct CpuTask {
 
 class CpuCompiledKernel : public CompiledKernel {
  public:
-  CpuCompiledKernel(const ir::Kernel& kernel,
-                    std::vector<ErrorSite> sites,
-                    std::vector<CpuTask> tasks,
-                    std::vector<std::vector<AdStackSpec>> stacks)
-      : CompiledKernel(kernel.name(), kernel.params(), std::move(sites),
-                       static_cast<int>(tasks.size()), std::move(stacks)),
-        tasks_(std::move(tasks)) {}
+  CpuCompiledKernel(const ir::Kernel& kernel, CompiledKernelData artifact,
+                    std::vector<CpuTask> tasks)
+      : CompiledKernel(kernel, std::move(artifact)), tasks_(std::move(tasks)) {}
   const std::vector<CpuTask>& tasks() const { return tasks_; }
 
   // Sizes the tasks' adstacks at launch (its caches change per launch).
@@ -156,7 +152,7 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
     const ir::Kernel& offloaded, const ir::SNodeTree& snodes) {
   snodes_ = &snodes;
   QD_ASSIGN_OR_RETURN(auto generated, LoadOrGenerate(offloaded, snodes));
-  const CompiledKernelData& lowered = generated.first;
+  CompiledKernelData& lowered = generated.first;
   const std::string& dylib = generated.second;
   std::vector<CpuTask> tasks;
   for (const auto& task : lowered.tasks) {
@@ -173,12 +169,10 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
     tasks.push_back(cpu);
   }
   auto compiled = std::make_shared<CpuCompiledKernel>(
-      offloaded, lowered.error_sites, std::move(tasks),
-      lowered.TaskAdStacks());
+      offloaded, std::move(lowered), std::move(tasks));
   compiled->sizer =
       std::make_unique<adstack::LaunchSizer>(compiled->task_adstacks());
   compiled->sizer->set_reducer(reducer_.get());
-  compiled->set_print_sites(lowered.print_sites);
   return compiled;
 }
 

@@ -70,7 +70,6 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> DriverBackend::Compile(
       compiled->AddTasks(artifact.tasks, [&](const std::string& name) {
         return compiled->module->Function(name);
       }));
-  compiled->set_print_sites(artifact.print_sites);
   return compiled;
 }
 

@@ -43,8 +43,7 @@ class ModuleKernel : public GpuCompiledKernel {
  public:
   ModuleKernel(const ir::Kernel& kernel, const CompiledKernelData& artifact,
                std::shared_ptr<GpuModule> module)
-      : GpuCompiledKernel(kernel, artifact.error_sites,
-                          artifact.TaskAdStacks()),
+      : GpuCompiledKernel(kernel, artifact),
         module(std::move(module)) {}
 
   std::shared_ptr<GpuModule> module;

@@ -38,11 +38,8 @@ struct GpuTask {
 
 class GpuCompiledKernel : public CompiledKernel {
  public:
-  GpuCompiledKernel(const ir::Kernel& kernel,
-                    std::vector<ErrorSite> sites,
-                    std::vector<std::vector<AdStackSpec>> stacks)
-      : CompiledKernel(kernel.name(), kernel.params(), std::move(sites),
-                       static_cast<int>(stacks.size()), std::move(stacks)),
+  GpuCompiledKernel(const ir::Kernel& kernel, CompiledKernelData artifact)
+      : CompiledKernel(kernel, std::move(artifact)),
         sizer(std::make_unique<adstack::LaunchSizer>(task_adstacks())) {}
 
   // Fills `tasks` from the compiled tasks, finding each entry (see

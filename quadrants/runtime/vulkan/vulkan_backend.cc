@@ -106,13 +106,9 @@ struct PipelineSet {
 
 class VulkanCompiledKernel : public CompiledKernel {
  public:
-  VulkanCompiledKernel(const ir::Kernel& kernel,
-                    std::vector<ErrorSite> sites,
-                    std::shared_ptr<PipelineSet> pipelines,
-                    std::vector<std::vector<AdStackSpec>> task_adstacks)
-      : CompiledKernel(kernel.name(), kernel.params(), std::move(sites),
-                       static_cast<int>(pipelines->tasks.size()),
-                       std::move(task_adstacks)),
+  VulkanCompiledKernel(const ir::Kernel& kernel, CompiledKernelData artifact,
+                       std::shared_ptr<PipelineSet> pipelines)
+      : CompiledKernel(kernel, std::move(artifact)),
         pipelines_(std::move(pipelines)),
         sizer(std::make_unique<adstack::LaunchSizer>(this->task_adstacks())) {
     // Records follow each other in task order, as the code generator
@@ -429,10 +425,7 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> VulkanBackend::Compile(
     ExportMsl(offloaded, snodes, CodegenOptions(), validate);
   snodes_ = &snodes;
   auto compiled = std::make_shared<VulkanCompiledKernel>(
-      offloaded, generated.first.error_sites,
-      std::move(generated.second),
-      generated.first.TaskAdStacks());
-  compiled->set_print_sites(generated.first.print_sites);
+      offloaded, std::move(generated.first), std::move(generated.second));
   compiled->sizer->set_memory(memory_.get());
   compiled->sizer_programs =
       SizerPrograms(compiled->task_adstacks(), snodes, offloaded.params(),

@@ -12,15 +12,28 @@ namespace {
 
 using ir::SizeExpr;
 
+// The lowered kernel and artifact of a kernel with `params` and one task
+// holding one f32 adstack sized by `tree`.
+std::unique_ptr<ir::Kernel> LoweredKernel(const char* name,
+                                          std::vector<ir::KernelParam> params) {
+  auto kernel = std::make_unique<ir::Kernel>(name);
+  for (ir::KernelParam& param : params)
+    kernel->AddParam(std::move(param));
+  return kernel;
+}
+CompiledKernelData OneStackTask(SizeExpr::Ptr tree, SourceLocation loc) {
+  CompiledKernelData artifact;
+  artifact.tasks.emplace_back();
+  artifact.tasks[0].adstacks.push_back(
+      AdStackSpec{ir::PrimitiveType::kF32, 4, 0, std::move(tree), loc});
+  return artifact;
+}
+
 class TestKernel : public CompiledKernel {
  public:
   TestKernel(std::vector<ir::KernelParam> params, SizeExpr::Ptr tree)
-      : CompiledKernel("sized", std::move(params), {}, 1,
-                       {{AdStackSpec{ir::PrimitiveType::kF32,
-                                     4,
-                                     0,
-                                     std::move(tree),
-                                     {"model.py", 42}}}}) {}
+      : CompiledKernel(*LoweredKernel("sized", std::move(params)),
+                       OneStackTask(std::move(tree), {"model.py", 42})) {}
 };
 
 class FailingReducer : public MaxReducer {

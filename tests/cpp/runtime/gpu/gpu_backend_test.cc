@@ -17,6 +17,18 @@
 namespace quadrants::gpu {
 namespace {
 
+// An artifact whose tasks hold `stacks` (one entry per task).
+CompiledKernelData Artifact(std::vector<std::vector<AdStackSpec>> stacks,
+                            std::vector<ErrorSite> sites = {}) {
+  CompiledKernelData artifact;
+  for (std::vector<AdStackSpec>& task_stacks : stacks) {
+    artifact.tasks.emplace_back();
+    artifact.tasks.back().adstacks = std::move(task_stacks);
+  }
+  artifact.error_sites = std::move(sites);
+  return artifact;
+}
+
 // A kernel of the fake device: what it does with its launch's parameters.
 using FakeKernel = std::function<void(const KernelLaunch&)>;
 
@@ -190,7 +202,7 @@ TEST(AdStackHeapTest, FitGridLowersTheGridOrNamesTheKernelLoopAndBudget) {
   small.slot_bytes = 4;
   large.slot_bytes = 8;
   large.loc = SourceLocation{"sim.py", 12};
-  GpuCompiledKernel kernel(ir_kernel, {}, {{}, {}, {small, large}});
+  GpuCompiledKernel kernel(ir_kernel, Artifact({{}, {}, {small, large}}));
   AdStackStats stats;
   unsigned grid = 1000;
   ASSERT_TRUE(
@@ -258,7 +270,7 @@ TEST(GpuBackendTest, RangeTaskWithAdStacksReadsItsRangeAndSizesTheHeap) {
   ir::Kernel ir_kernel("recurrence");
   AdStackSpec stack;
   stack.slot_bytes = 8;
-  GpuCompiledKernel kernel(ir_kernel, {}, {{stack}});
+  GpuCompiledKernel kernel(ir_kernel, Artifact({{stack}}));
   GpuTask task;
   task.kind = ir::TaskKind::kRangeFor;
   task.run = &run;
@@ -296,7 +308,7 @@ TEST(GpuBackendTest, TasksWithoutAdStacksAreQueuedWithTheirRangeOnDevice) {
   ASSERT_TRUE(backend.Init().ok());
   FakeKernel nothing = [](const KernelLaunch&) {};
   ir::Kernel ir_kernel("saxpy");
-  GpuCompiledKernel kernel(ir_kernel, {}, {{}, {}});
+  GpuCompiledKernel kernel(ir_kernel, Artifact({{}, {}}));
   GpuTask range;
   range.kind = ir::TaskKind::kRangeFor;
   range.run = range.bounds = range.device_range_run = &nothing;
@@ -332,8 +344,8 @@ TEST(GpuBackendTest, AnErrorOfAQueuedLaunchIsReadAtTheNextSyncWithItsLaunch) {
   };
   FakeKernel clean = [](const KernelLaunch&) {};
   ir::Kernel ir_kernel("checked");
-  GpuCompiledKernel bad(ir_kernel, {ErrorSite{}}, {{}});
-  GpuCompiledKernel good(ir_kernel, {ErrorSite{}}, {{}});
+  GpuCompiledKernel bad(ir_kernel, Artifact({{}}, {ErrorSite{}}));
+  GpuCompiledKernel good(ir_kernel, Artifact({{}}, {ErrorSite{}}));
   GpuTask task;
   task.kind = ir::TaskKind::kSerial;
   task.run = &failing;
