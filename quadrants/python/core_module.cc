@@ -644,8 +644,17 @@ PYBIND11_MODULE(_quadrants_core, m) {
           names.emplace_back(CapabilityName(capability));
         return py::frozenset(py::cast(names));
       },
-      "The extensions (qd.extension names) the arch `name` supports in this "
-      "build; empty for an arch this build has no backend for.");
+      "What the arch `name`'s backend supports in this build (qd.extension "
+      "names, and host_memory, dlpack); empty for an arch this build has no "
+      "backend for.");
+  m.def(
+      "arch_dlpack_device_type",
+      [](const std::string& name) {
+        return BackendRegistry::Global().dlpack_device_type(
+            Unwrap(ParseArch(name)));
+      },
+      "DLPack's device type of the memory the arch `name` keeps arrays in "
+      "(1 CPU, 2 CUDA, 10 ROCm); 0 where other libraries cannot address it.");
   m.def(
       "amdgpu_codegen_only_counts",
       [] {

@@ -22,6 +22,10 @@ absl::string_view CapabilityName(Capability capability) {
       return "device_reducer";
     case Capability::kSparse:
       return "sparse";
+    case Capability::kHostMemory:
+      return "host_memory";
+    case Capability::kDlpack:
+      return "dlpack";
   }
   return "?";
 }
@@ -105,6 +109,11 @@ absl::StatusOr<std::unique_ptr<Backend>> BackendRegistry::Create(
 CapabilitySet BackendRegistry::capabilities(Arch arch) const {
   auto it = backends_.find(arch);
   return it == backends_.end() ? CapabilitySet() : it->second.capabilities;
+}
+
+int BackendRegistry::dlpack_device_type(Arch arch) const {
+  auto it = backends_.find(arch);
+  return it == backends_.end() ? 0 : it->second.dlpack_device_type;
 }
 
 BackendRegistrar::BackendRegistrar(BackendRegistration registration) {

@@ -23,6 +23,10 @@ enum class Capability {
   kGraph,          // "graph": @qd.kernel(graph=True) replays a graph
   kDeviceReducer,  // "device_reducer": adstack sizing reduces on the device
   kSparse,         // "sparse": pointer, bitmasked and dynamic SNodes
+  kHostMemory,     // "host_memory": fields and ndarrays live in host memory
+                   // that numpy and torch views share (no copy)
+  kDlpack,         // "dlpack": ndarrays export their memory and wrap other
+                   // libraries' memory through DLPack
 };
 absl::string_view CapabilityName(Capability capability);
 using CapabilitySet = std::set<Capability>;
@@ -44,6 +48,11 @@ struct BackendRegistration {
   BackendFactory create;
   BackendProbe probe;  // unset: always available
   CapabilitySet capabilities;
+  // DLPack's device type of the memory fields and ndarrays live in
+  // (kDLCPU 1, kDLCUDA 2, kDLROCM 10); 0 where other libraries cannot
+  // address it (Vulkan's device-local buffers), so arrays reach kernels
+  // from host memory.
+  int dlpack_device_type = 0;
 };
 
 // The backends linked into this build, each registered by a static
@@ -70,6 +79,8 @@ class BackendRegistry {
       const CompileConfig& config) const;
   // Empty for an unregistered arch.
   CapabilitySet capabilities(Arch arch) const;
+  // See BackendRegistration; 0 for an unregistered arch.
+  int dlpack_device_type(Arch arch) const;
 
  private:
   // "qd.cpu, qd.cuda and qd.vulkan" (with `prefix` "qd.") for the

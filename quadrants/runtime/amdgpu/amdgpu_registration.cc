@@ -14,7 +14,8 @@ const BackendRegistrar kRegistrar({
     .create = &CreateBackend,
     .probe = &ProbeBackend,
     .capabilities = {Capability::kAdStack, Capability::kData64,
-                     Capability::kDeviceReducer},
+                     Capability::kDeviceReducer, Capability::kDlpack},
+    .dlpack_device_type = 10,
 });
 
 const BackendWrapperRegistrar kCodegenOnlyCheck(&WithCodegenOnlyCheck);

@@ -13,7 +13,9 @@ const BackendRegistrar kRegistrar({
       return CpuBackend::Create(config);
     },
     .capabilities = {Capability::kAdStack, Capability::kData64,
-                     Capability::kSparse},
+                     Capability::kSparse, Capability::kHostMemory,
+                     Capability::kDlpack},
+    .dlpack_device_type = 1,
 });
 
 }  // namespace

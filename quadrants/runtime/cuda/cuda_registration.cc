@@ -14,7 +14,8 @@ const BackendRegistrar kRegistrar({
     .probe = &CudaBackend::Probe,
     .capabilities = {Capability::kAdStack, Capability::kData64,
                      Capability::kGraph, Capability::kDeviceReducer,
-                     Capability::kSparse},
+                     Capability::kSparse, Capability::kDlpack},
+    .dlpack_device_type = 2,
 });
 
 }  // namespace

@@ -37,18 +37,30 @@ TEST(BackendRegistryTest, CapabilitiesAreWhatEachBackendImplements) {
   const BackendRegistry& registry = BackendRegistry::Global();
   EXPECT_EQ(registry.capabilities(Arch::kCpu),
             (CapabilitySet{Capability::kAdStack, Capability::kData64,
-                           Capability::kSparse}));
+                           Capability::kSparse, Capability::kHostMemory,
+                           Capability::kDlpack}));
   EXPECT_EQ(registry.capabilities(Arch::kCuda),
             (CapabilitySet{Capability::kAdStack, Capability::kData64,
                            Capability::kGraph, Capability::kDeviceReducer,
-                           Capability::kSparse}));
+                           Capability::kSparse, Capability::kDlpack}));
   EXPECT_EQ(registry.capabilities(Arch::kAmdgpu),
             (CapabilitySet{Capability::kAdStack, Capability::kData64,
-                           Capability::kDeviceReducer}));
+                           Capability::kDeviceReducer, Capability::kDlpack}));
   EXPECT_EQ(registry.capabilities(Arch::kVulkan),
             (CapabilitySet{Capability::kAdStack, Capability::kData64,
                            Capability::kDeviceReducer}));
   EXPECT_TRUE(registry.capabilities(Arch::kMetal).empty());
+}
+
+TEST(BackendRegistryTest, DlpackDeviceTypesNameWhereArraysLive) {
+  const BackendRegistry& registry = BackendRegistry::Global();
+  EXPECT_EQ(registry.dlpack_device_type(Arch::kCpu), 1);
+  EXPECT_EQ(registry.dlpack_device_type(Arch::kCuda), 2);
+  EXPECT_EQ(registry.dlpack_device_type(Arch::kAmdgpu), 10);
+  EXPECT_EQ(registry.dlpack_device_type(Arch::kVulkan), 0);
+  EXPECT_EQ(registry.dlpack_device_type(Arch::kMetal), 0);
+  EXPECT_EQ(CapabilityName(Capability::kHostMemory), "host_memory");
+  EXPECT_EQ(CapabilityName(Capability::kDlpack), "dlpack");
 }
 
 TEST(BackendRegistryTest, CapabilityNamesAreTheExtensionNames) {
