@@ -308,49 +308,6 @@ absl::Status ShaderEmitter::EmitStmt(const Stmt& s) {
   return absl::OkStatus();
 }
 
-// The first word of every SPIR-V module.
-constexpr uint32_t kSpirvMagic = 0x07230203;
-
-std::string PackModules(const std::vector<SpirvTask>& tasks) {
-  std::string out;
-  auto put = [&](const std::vector<uint32_t>& words) {
-    const uint32_t count = static_cast<uint32_t>(words.size());
-    out.append(reinterpret_cast<const char*>(&count), 4);
-    out.append(reinterpret_cast<const char*>(words.data()), 4 * words.size());
-  };
-  for (const SpirvTask& task : tasks) {
-    put(task.code);
-    put(task.bounds_code);
-  }
-  return out;
-}
-
-absl::StatusOr<std::vector<SpirvTask>> UnpackModules(absl::string_view binary,
-                                                     size_t num_tasks) {
-  std::vector<SpirvTask> tasks(num_tasks);
-  size_t at = 0;
-  for (size_t k = 0; k < 2 * num_tasks; ++k) {
-    uint32_t count = 0;
-    if (at + 4 > binary.size())
-      return absl::DataLossError("truncated SPIR-V module list");
-    std::memcpy(&count, binary.data() + at, 4);
-    at += 4;
-    if (count > (binary.size() - at) / 4)
-      return absl::DataLossError("truncated SPIR-V module");
-    const bool bounds = k % 2 == 1;
-    std::vector<uint32_t>& words =
-        bounds ? tasks[k / 2].bounds_code : tasks[k / 2].code;
-    words.resize(count);
-    std::memcpy(words.data(), binary.data() + at, 4 * size_t{count});
-    at += 4 * size_t{count};
-    if ((!bounds || count > 0) && (count < 5 || words[0] != kSpirvMagic))
-      return absl::DataLossError("not a SPIR-V module");
-  }
-  if (at != binary.size())
-    return absl::DataLossError("trailing bytes after the SPIR-V modules");
-  return tasks;
-}
-
 }  // namespace quadrants::codegen::spirv::shader
 
 namespace quadrants::codegen::spirv {
