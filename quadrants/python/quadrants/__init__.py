@@ -56,7 +56,7 @@ types.struct = _struct_module.struct
 # qd.algorithms and qd.linalg build on the names above.
 from quadrants import algorithms, linalg  # pylint: disable=wrong-import-position
 
-__version__ = "0.1.0"
+from quadrants._version import __version__  # pylint: disable=wrong-import-position
 
 # qd.types is the quadrants.types package: quadrants.lang.types and
 # upstream's submodules (enums, primitive_types, ...).
@@ -80,5 +80,6 @@ def __getattr__(name):
         return impl.current_cfg() if _runtime.is_initialized() else None
     raise AttributeError(f"module 'quadrants' has no attribute '{name}'")
 # Sparse SNodes' kernel operations and host-side deactivation.
-from quadrants.lang.sparse import (activate, append, deactivate, deactivate_all_snodes,
-                                   is_active, length, no_activate)
+from quadrants.lang.sparse import (activate, append, deactivate, is_active, length,
+                                   no_activate)
+from quadrants.lang.sparse_host import deactivate_all_snodes

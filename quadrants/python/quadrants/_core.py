@@ -9,12 +9,7 @@ import os
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _load():
-    try:
-        from quadrants import _quadrants_core  # pylint: disable=import-outside-toplevel
-        return _quadrants_core
-    except ImportError:
-        pass
+def _load_from_bazel_bin():
     repo = os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))
     candidate = os.path.join(repo, "bazel-bin", "quadrants", "python", "quadrants",
                              "_quadrants_core.so")
@@ -28,4 +23,7 @@ def _load():
     return module
 
 
-core = _load()
+try:
+    from quadrants import _quadrants_core as core
+except ImportError:
+    core = _load_from_bazel_bin()

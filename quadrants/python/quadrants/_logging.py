@@ -12,6 +12,7 @@ import os
 import sys
 
 from quadrants._core import core
+from quadrants.lang import options
 
 TRACE = "trace"
 DEBUG = "debug"
@@ -47,7 +48,6 @@ def _normalize(level):
 
 def _current():
     if _level.name is None:
-        from quadrants.lang import options  # pylint: disable=import-outside-toplevel
         try:
             name = options.env_value("log_level")
         except options.InvalidEnvironmentError:

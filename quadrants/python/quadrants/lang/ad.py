@@ -10,6 +10,8 @@ from quadrants.lang import ndarray as ndarray_module
 from quadrants.lang import runtime, torch_interop, types
 from quadrants.lang.exception import (QuadrantsGradientError, QuadrantsRuntimeError,
                                       QuadrantsTypeError)
+from quadrants.lang.grad_check import GradChecker
+from quadrants.lang.tensor import unwrap
 
 
 class Tape:
@@ -42,7 +44,6 @@ class Tape:
         if not isinstance(validation, bool):
             raise QuadrantsTypeError(f"qd.ad.Tape(validation=...) must be a bool, got "
                                      f"{validation!r}")
-        from quadrants.lang.tensor import unwrap  # pylint: disable=import-outside-toplevel
         loss = unwrap(loss)  # a qd.Tensor's field or ndarray
         self.loss = loss
         self.clear_gradients = clear_gradients
@@ -52,7 +53,6 @@ class Tape:
         # (lang/grad_check.py); the state to replay from is saved now.
         self.grad_checker = None
         if grad_check:
-            from quadrants.lang.grad_check import GradChecker  # pylint: disable=import-outside-toplevel
             self.grad_checker = GradChecker(loss, grad_check)
 
     @property
@@ -246,7 +246,6 @@ class FwdMode:
     """
 
     def __init__(self, loss, param, seed=None, clear_gradients=True):
-        from quadrants.lang.tensor import unwrap  # pylint: disable=import-outside-toplevel
         self.loss = [unwrap(l) for l in loss] if isinstance(loss, (list, tuple)) \
             else unwrap(loss)
         self.param = unwrap(param)

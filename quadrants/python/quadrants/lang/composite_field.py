@@ -9,11 +9,12 @@ Host access gathers and scatters the components as numpy arrays of shape
 """
 import numpy as np
 
-from quadrants.lang import context, runtime, sparse, torch_interop, types
+from quadrants.lang import context, matrix, runtime, sparse, torch_interop, types
 from quadrants.lang import field as field_module
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsGradientError,
                                       QuadrantsTypeError)
 from quadrants.lang.expr import GlobalRef
+from quadrants.lang.field import Layout
 
 
 class HostVector(np.ndarray):
@@ -61,14 +62,6 @@ def host_value(array, store=None):
     return out
 
 
-class Layout:  # pylint: disable=too-few-public-methods
-    """qd.Layout.AOS / SOA for the vector/matrix field constructors: AOS
-    (the default) stores the components of an element together, SOA each
-    component in a dense level of its own. Results do not depend on it."""
-    AOS = "aos"
-    SOA = "soa"
-
-
 def _check_layout(layout, what):
     if layout not in (None, Layout.AOS, Layout.SOA):
         raise QuadrantsTypeError(f"{what}: layout must be qd.Layout.AOS or qd.Layout.SOA, "
@@ -112,7 +105,6 @@ class MatrixField(sparse.ListMethods):
 
     @property
     def element_type(self):
-        from quadrants.lang import matrix  # pylint: disable=import-outside-toplevel
         return matrix.MatrixType(self.n, self.m, self.ndim_element, self.dtype)
 
     @property
@@ -168,7 +160,6 @@ class MatrixField(sparse.ListMethods):
     # ---- kernel access -------------------------------------------------------
     def _element(self, make_ptr):
         """The element at the indices make_ptr applies (a Matrix of refs)."""
-        from quadrants.lang import matrix  # pylint: disable=import-outside-toplevel
         refs = [GlobalRef(make_ptr(c), c.dtype) for c in self._comps]
         return matrix.Matrix._make(refs, self.n, self.m, self.ndim_element)
 
@@ -288,7 +279,6 @@ class MatrixField(sparse.ListMethods):
     fill._qd_intrinsic = True  # called as it is from kernel code, not inlined
 
     def _fill_in_kernel(self, value):
-        from quadrants.lang import matrix  # pylint: disable=import-outside-toplevel
         value = context.load(value)
         if isinstance(value, matrix.Matrix):
             if (value.n, value.m) != (self.n, self.m):
@@ -351,3 +341,6 @@ def matrix_field(n, m, ndim, dtype, shape, needs_grad, needs_dual, name, order=N
     f = MatrixField(comps, n, m, ndim, name)
     _place_new(comps, shape, order, offset, layout)
     return f
+
+
+matrix.storage.register(matrix_field=matrix_field)

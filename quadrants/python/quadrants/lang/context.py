@@ -1,40 +1,12 @@
 """The kernel being compiled, for intrinsics called from kernel code."""
 import numbers
-import threading
 
 from quadrants.lang import runtime, types
 from quadrants.lang.exception import QuadrantsTypeError
 from quadrants.lang.expr import Composite, Expr, GlobalRef, Var
-
-
-class _Stack(threading.local):
-    """The kernels being compiled, innermost last, per thread: a thread that
-    launches kernels or runs Python-scope code while another compiles must
-    not see (or build into) the other thread's kernel."""
-
-    def __init__(self):
-        super().__init__()
-        self.contexts = []
-
-
-_stack = _Stack()
-
-
-def push(ctx):
-    _stack.contexts.append(ctx)
-
-
-def pop():
-    _stack.contexts.pop()
-
-
-def current():
-    contexts = _stack.contexts
-    return contexts[-1] if contexts else None
-
-
-def builder():
-    return _stack.contexts[-1].builder
+# The stack of kernels being compiled lives below Expr (whose shape proxy
+# builds IR); these names keep quadrants.lang.context's.
+from quadrants.lang.kernel_stack import _stack, builder, current, pop, push  # noqa: F401 pylint: disable=unused-import
 
 
 def load(x):

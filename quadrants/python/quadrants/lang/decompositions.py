@@ -11,9 +11,11 @@ already orthogonal, where the usual tangent formula divides by zero.
 """
 import operator
 
-from quadrants.lang import context, ops
+from quadrants.lang import context, ops, runtime, source_inline
 from quadrants.lang.exception import QuadrantsTypeError
+from quadrants.lang.expr import Expr
 from quadrants.lang.matrix import Matrix
+from quadrants.lang.sym_eig_jacobi import sym_eig_jacobi
 
 # Each sweep rotates every column pair once. Jacobi converges quadratically
 # once the off-diagonal part is small: three sweeps reach f32 precision for
@@ -199,8 +201,6 @@ _SYM_EIG_SIZES = (2, 3, 4, 5, 6)
 
 
 def _sym_eig_loop(a, dt):
-    from quadrants.lang import runtime, source_inline  # pylint: disable=import-outside-toplevel
-    from quadrants.lang.sym_eig_jacobi import sym_eig_jacobi  # pylint: disable=import-outside-toplevel
     if context.current() is None:
         raise QuadrantsTypeError(f"qd.sym_eig() of a {a.n}x{a.n} matrix runs in kernel code "
                                  f"only")
@@ -212,7 +212,6 @@ def _sym_eig_loop(a, dt):
 
 def _float_dtype(a, default):
     """The float type of a's entries (the default float type for literals)."""
-    from quadrants.lang.expr import Expr  # pylint: disable=import-outside-toplevel
     dtypes = [e.dtype for e in a.entries if isinstance(e, Expr) and e.dtype.is_float]
     return dtypes[0] if dtypes else default
 

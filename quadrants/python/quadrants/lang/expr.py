@@ -6,7 +6,7 @@ element, loadable and storable), NdarrayArg (an ndarray parameter).
 """
 import numbers
 
-from quadrants.lang import types
+from quadrants.lang import kernel_stack, types
 from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
 
 
@@ -70,14 +70,13 @@ class ShapeProxy:
         return self.array.ndim
 
     def __getitem__(self, axis):
-        from quadrants.lang import context  # pylint: disable=import-outside-toplevel
         if not isinstance(axis, numbers.Integral):
             raise QuadrantsTypeError("arr.shape[k] needs a compile-time integer k")
         if not -self.array.ndim <= axis < self.array.ndim:
             raise QuadrantsTypeError(f"axis {axis} out of range for ndarray "
                                      f"'{self.array.name}' with {self.array.ndim} dimensions")
         axis %= self.array.ndim
-        return Expr(context.builder().ndarray_shape(self.array.arg, axis), types.i32)
+        return Expr(kernel_stack.builder().ndarray_shape(self.array.arg, axis), types.i32)
 
     def __iter__(self):
         return (self[k] for k in range(self.array.ndim))

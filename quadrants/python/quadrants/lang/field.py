@@ -1,13 +1,41 @@
 """Fields (global arrays laid out by the SNode tree) and the SNode builder."""
+import enum
 import numbers
 
 import numpy as np
 
-from quadrants.lang import context, runtime, sparse, torch_interop, types
+from quadrants.lang import context, misc, ops, runtime, sparse, torch_interop, types
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsGradientError,
                                       QuadrantsRuntimeError, QuadrantsSyntaxError,
                                       QuadrantsTypeError)
 from quadrants.lang.expr import Expr
+from quadrants.lang.hooks import Hooks
+from quadrants.lang.matrix import Matrix, Vector
+from quadrants.lang.misc import extension, is_extension_supported
+
+# The host reads and writes fields under sparse SNodes, and deactivates
+# their cells, with small kernels; quadrants.lang.sparse_host builds them on
+# the kernel compiler (which compiles kernels over fields) and registers
+# them here.
+sparse_host = Hooks("quadrants.lang.sparse_host", "read", "write", "to_numpy", "from_numpy",
+                    "fill", "deactivate_all")
+
+
+class Layout:  # pylint: disable=too-few-public-methods
+    """qd.Layout.AOS / SOA for the vector/matrix field constructors: AOS
+    (the default) stores the components of an element together, SOA each
+    component in a dense level of its own. Results do not depend on it."""
+    AOS = "aos"
+    SOA = "soa"
+
+
+class SNodeGradType(enum.Enum):
+    """The role of a field: a primal, its adjoint (.grad), its dual (.dual)
+    or the adjoint check bit."""
+    PRIMAL = 0
+    ADJOINT = 1
+    DUAL = 2
+    ADJOINT_CHECKBIT = 3
 
 
 class Axes:
@@ -147,6 +175,11 @@ class Field(sparse.ListMethods):
         placed, or is placed along with the field (needs_dual=True)."""
         return self.dual is not None and (self.dual.placed or self._needs_dual)
 
+    def _qd_snode_id_(self):
+        """The SNode the sparse operations (quadrants.lang.sparse) act on for
+        this field: its place."""
+        return self.place_id()
+
     def place_id(self):
         """The place SNode, placing the field first if it never was."""
         self._check_alive()
@@ -242,7 +275,7 @@ class Field(sparse.ListMethods):
     def __getitem__(self, key):
         place = self.place_id()
         if self._sparse():
-            return sparse.read(self, self._index(key))
+            return sparse_host.read(self, self._index(key))
         prog = runtime.program()
         prog.sync()
         return prog.read_field(place, self._physical(self._index(key), 0))
@@ -250,7 +283,7 @@ class Field(sparse.ListMethods):
     def __setitem__(self, key, value):
         place = self.place_id()
         if self._sparse():
-            sparse.write(self, self._index(key), value)
+            sparse_host.write(self, self._index(key), value)
             return
         prog = runtime.program()
         prog.sync()
@@ -275,7 +308,7 @@ class Field(sparse.ListMethods):
     def _copy(self, dtype):
         place = self.place_id()
         if self._sparse():
-            out = sparse.to_numpy(self)
+            out = sparse_host.to_numpy(self)
             return out if dtype is None else out.astype(dtype)
         prog = runtime.program()
         prog.sync()
@@ -289,7 +322,7 @@ class Field(sparse.ListMethods):
             raise ValueError(f"from_numpy: field '{self.name}' has shape {self.shape}, "
                              f"the array {tuple(array.shape)}")
         if self._sparse():
-            sparse.from_numpy(self, array)
+            sparse_host.from_numpy(self, array)
             return
         prog = runtime.program()
         prog.sync()
@@ -314,7 +347,7 @@ class Field(sparse.ListMethods):
             return
         place = self.place_id()
         if self._sparse():
-            sparse.fill(self, value)
+            sparse_host.fill(self, value)
             return
         prog = runtime.program()
         prog.sync()
@@ -357,7 +390,7 @@ def view_places(places, dtype, element_shape, numpy_dtype=None):
     np_dtype = np.dtype(types.to_numpy_dtype(dtype))
     if numpy_dtype is not None and np.dtype(numpy_dtype) != np_dtype:
         return None, f"dtype={np.dtype(numpy_dtype)} differs from the field's {dtype}"
-    if runtime.state.arch != runtime.cpu:
+    if not misc.session_supports("host_memory"):
         return None, (f"arch={runtime.state.arch.name}: numpy and torch views of field memory "
                       f"exist on cpu only")
     if dtype == types.f16:
@@ -420,7 +453,6 @@ def check_copy_source(dst, src, cls):
 def fill_in_kernel(fields, values):
     """x.fill(v) in kernel code: a loop storing values[k] into fields[k]
     (components of one vector/matrix field) at every index."""
-    from quadrants.lang import ops  # pylint: disable=import-outside-toplevel
     b = context.builder()
     stored = []
     for f, value in zip(fields, values):
@@ -617,7 +649,6 @@ def _physical_stmts(f, indices):
 def _assert_in_range(f, index, begin, size, axis):
     """In debug mode an offset field's index is checked against its own
     range, so the error names the index as the kernel wrote it."""
-    from quadrants.lang import ops  # pylint: disable=import-outside-toplevel
     inside = ops.binary("bit_and", ops.binary("cmp_ge", index, begin, None),
                         ops.binary("cmp_lt", index, begin + size, None), None)
     context.builder().assert_(
@@ -754,7 +785,6 @@ class SNode:
     def _sparse_level(self, kind, axes, dimensions, chunk_size=0):
         runtime.program()
         arch = runtime.state.arch
-        from quadrants.lang.misc import extension, is_extension_supported  # pylint: disable=import-outside-toplevel
         if not is_extension_supported(arch, extension.sparse):
             raise _sparse_unsupported(kind)
         axes = _axes_list(axes)
@@ -767,6 +797,10 @@ class SNode:
                                             chunk_size)
         return SNode(node, _grown_shape(self._shape, axes, dimensions), self._grown_axes(axes))
 
+    def _qd_snode_id_(self):
+        """This SNode's id, for the sparse operations (quadrants.lang.sparse)."""
+        return self._id
+
     def _grown_axes(self, axes):
         used = set(range(len(self._shape))) if self._axes is None else set(self._axes)
         return tuple(sorted(used | set(axes)))
@@ -775,7 +809,7 @@ class SNode:
         """Deactivates every cell of this sparse SNode (and of the sparse
         levels under it); for another SNode, of the sparse levels under
         it."""
-        sparse.deactivate_all(self._id)
+        sparse_host.deactivate_all(self._id)
 
     @property
     def snode(self):
@@ -790,7 +824,6 @@ class SNode:
     def get_snode_grad_type(self):
         """The role of the field placed here (qd.types.enums.SNodeGradType):
         PRIMAL, ADJOINT for a .grad, DUAL for a .dual."""
-        from quadrants.types.enums import SNodeGradType  # pylint: disable=import-outside-toplevel
         for f in _live_fields():
             if f._place == self._id:
                 return {"grad": SNodeGradType.ADJOINT,
@@ -875,9 +908,6 @@ def rescale_index(a, b, I):
     where they match (and past either one's axes). I is a list, tuple or
     qd.Vector of indices (a grouped loop index); the result is a qd.Vector.
     Works in kernels and in Python scope."""
-    # pylint: disable=import-outside-toplevel
-    from quadrants.lang import ops
-    from quadrants.lang.matrix import Matrix, Vector
     for arg, which in ((a, "first"), (b, "second")):
         if not isinstance(arg, (Field, SNode)) and not hasattr(arg, "_leaf_fields"):
             raise QuadrantsTypeError(f"qd.rescale_index(): the {which} argument must be a "
@@ -929,3 +959,5 @@ class _Root(SNode):
 
 root = _Root()
 
+
+ops.fields.register(Field=Field)

@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from quadrants.lang import types
+from quadrants.lang import runtime, types
 from quadrants.lang.exception import QuadrantsRuntimeError
 from quadrants.lang.expr import NdarrayArg
 from quadrants.lang.ndarray import Ndarray
@@ -132,7 +132,6 @@ class Temporary:
 
 
 def scalar_dtype(value):
-    from quadrants.lang import runtime  # pylint: disable=import-outside-toplevel
     if isinstance(value, (bool, np.bool_)):
         return types.i32
     if isinstance(value, (numbers.Integral, np.integer)):

@@ -11,13 +11,14 @@ import weakref
 import numpy as np
 
 from quadrants._core import core
-from quadrants.lang import context, ops, runtime, types
+from quadrants.lang import context, ops, runtime, struct, types
 from quadrants.lang import tensor as tensor_module
 from quadrants.lang import torch_interop
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsCompilationError,
                                       QuadrantsGlobalDataAccessError,
                                       QuadrantsRuntimeError, QuadrantsSyntaxError,
                                       QuadrantsTypeError)
+from quadrants.lang.data_oriented import BoundFunc, BoundKernel
 from quadrants.lang.expr import Composite, Expr, GlobalRef, NdarrayArg, Var
 from quadrants.lang.matrix import MatrixType
 from quadrants.lang.struct import StructType
@@ -26,6 +27,7 @@ from quadrants.lang.hidden_params import HiddenParams, Origins
 from quadrants.lang.kernel_returns import ReturnType
 from quadrants.lang.ndarray import Ndarray
 from quadrants.lang.transformer import FunctionCompiler
+from quadrants.lang.transformer import calls
 from quadrants.lang.transformer.shared_locals import shared_locals
 
 
@@ -223,7 +225,6 @@ class Kernel:
     def __get__(self, instance, owner):
         if instance is None:
             return self
-        from quadrants.lang.data_oriented import BoundKernel  # pylint: disable=import-outside-toplevel
         return BoundKernel(self, instance)
 
     def _prepare(self):
@@ -686,7 +687,6 @@ class Func:
     def __get__(self, instance, owner):
         if instance is None:
             return self
-        from quadrants.lang.data_oriented import BoundFunc  # pylint: disable=import-outside-toplevel
         return BoundFunc(self, instance)
 
     def _parse(self):
@@ -915,3 +915,7 @@ def func(fn):
     each call, takes values and references to fields, and may return
     values. Differentiable like the kernel that calls it."""
     return Func(fn)
+
+
+struct.functions.register(Func=Func, func=func)
+calls.inlining.register(python_callable=python_callable)

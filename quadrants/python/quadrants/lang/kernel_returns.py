@@ -13,7 +13,7 @@ import numpy as np
 
 from quadrants.lang import context, ops, types
 from quadrants.lang.exception import QuadrantsCompilationError
-from quadrants.lang.expr import Composite
+from quadrants.lang.expr import Composite, Expr
 from quadrants.lang.matrix import Matrix, MatrixType
 from quadrants.lang.struct import Struct, StructType
 
@@ -187,7 +187,6 @@ def _host_scalar(value, dt):
 
 
 def _is_scalar(value):
-    from quadrants.lang.expr import Expr  # pylint: disable=import-outside-toplevel
     return isinstance(value, (Expr, numbers.Number, np.generic))
 
 

@@ -3,7 +3,9 @@ they work on scalars and vectors, in kernels and on the host."""
 import math as _pymath
 import operator
 
+from quadrants.lang import context as _context
 from quadrants.lang import ops, types
+from quadrants.lang.exception import QuadrantsTypeError as _QuadrantsTypeError
 # Bit counts, classification and rounding, as upstream's qd.math has them.
 from quadrants.lang.numerics import (clz, ffs, isinf, isnan,  # pylint: disable=unused-import
                                      popcnt, round)  # pylint: disable=redefined-builtin
@@ -323,16 +325,14 @@ def _as_vec(x, what=None, size=None):
     """x as a vector (a Matrix of one dimension); with `size`, one of that
     many components, `what` naming the function for the error."""
     if not isinstance(x, Matrix):
-        from quadrants.lang import context  # pylint: disable=import-outside-toplevel
-        x = context.load(x) if context.current() is not None else x
+        x = _context.load(x) if _context.current() is not None else x
     if isinstance(x, (list, tuple)):
         x = Matrix(x)
     ok = isinstance(x, Matrix) and (size is None or (x.ndim == 1 and x.n == size))
     if not ok:
-        from quadrants.lang.exception import QuadrantsTypeError  # pylint: disable=import-outside-toplevel
         found = x._describe() if isinstance(x, Matrix) else type(x).__name__
         if size is None:
-            raise QuadrantsTypeError(f"expected a vector, got {found}")
+            raise _QuadrantsTypeError(f"expected a vector, got {found}")
         kind = "a complex number as a 2D vector" if size == 2 else f"a {size}D vector"
-        raise QuadrantsTypeError(f"{what} needs {kind}, got {found}")
+        raise _QuadrantsTypeError(f"{what} needs {kind}, got {found}")
     return x

@@ -13,8 +13,16 @@ import operator
 import numpy as np
 
 from quadrants.lang import context, ops, types
-from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
+from quadrants.lang.exception import ArgumentValueError, QuadrantsSyntaxError, QuadrantsTypeError
 from quadrants.lang.expr import Composite, Expr, GlobalRef, Var, is_runtime
+from quadrants.lang.hooks import Hooks
+
+# The storage constructors qd.Matrix.field / .ndarray / .tensor: vector and
+# matrix fields, ndarrays and tensors build on Matrix, and each registers
+# its constructor here when imported.
+storage = Hooks("quadrants.lang.composite_field, quadrants.lang.ndarray and "
+                "quadrants.lang.tensor", "matrix_field", "ndarray", "matrix_tensor",
+                "vector_tensor")
 
 
 def _in_kernel():
@@ -465,21 +473,18 @@ class Matrix(Composite):
     def field(n, m, dtype, shape=None, needs_grad=False, needs_dual=False, name=None,
               order=None, offset=None, layout=None):
         """qd.Matrix.field(n, m, dtype, shape=None, needs_grad=False, ...)."""
-        from quadrants.lang import composite_field  # pylint: disable=import-outside-toplevel
-        return composite_field.matrix_field(n, m, 2, dtype, shape, needs_grad, needs_dual,
+        return storage.matrix_field(n, m, 2, dtype, shape, needs_grad, needs_dual,
                                             name, order, offset, layout)
 
     @staticmethod
     def ndarray(n, m, dtype, shape, needs_grad=False):
-        from quadrants.lang import ndarray as nd  # pylint: disable=import-outside-toplevel
-        return nd.ndarray(matrix(n, m, dtype), shape, needs_grad)
+        return storage.ndarray(matrix(n, m, dtype), shape, needs_grad)
 
     @staticmethod
     def tensor(n, m, dtype, shape, **kwargs):
         """qd.Matrix.tensor(n, m, dtype, shape, backend=qd.Backend.NDARRAY,
         needs_grad=False): a qd.MatrixTensor on the chosen backend."""
-        from quadrants.lang import tensor  # pylint: disable=import-outside-toplevel
-        return tensor.matrix_tensor(n, m, dtype, shape, **kwargs)
+        return storage.matrix_tensor(n, m, dtype, shape, **kwargs)
 
 
 class Vector(Matrix):
@@ -496,21 +501,18 @@ class Vector(Matrix):
     def field(n, dtype, shape=None, needs_grad=False, needs_dual=False, name=None,
               order=None, offset=None, layout=None):
         """qd.Vector.field(n, dtype, shape=None, needs_grad=False, ...)."""
-        from quadrants.lang import composite_field  # pylint: disable=import-outside-toplevel
-        return composite_field.matrix_field(n, 1, 1, dtype, shape, needs_grad, needs_dual,
+        return storage.matrix_field(n, 1, 1, dtype, shape, needs_grad, needs_dual,
                                             name, order, offset, layout)
 
     @staticmethod
     def ndarray(n, dtype, shape, needs_grad=False):  # pylint: disable=arguments-differ
-        from quadrants.lang import ndarray as nd  # pylint: disable=import-outside-toplevel
-        return nd.ndarray(vector(n, dtype), shape, needs_grad)
+        return storage.ndarray(vector(n, dtype), shape, needs_grad)
 
     @staticmethod
     def tensor(n, dtype, shape, **kwargs):  # pylint: disable=arguments-differ
         """qd.Vector.tensor(n, dtype, shape, backend=qd.Backend.NDARRAY,
         needs_grad=False): a qd.VectorTensor on the chosen backend."""
-        from quadrants.lang import tensor  # pylint: disable=import-outside-toplevel
-        return tensor.vector_tensor(n, dtype, shape, **kwargs)
+        return storage.vector_tensor(n, dtype, shape, **kwargs)
 
     @staticmethod
     def zero(dt, n):  # pylint: disable=arguments-differ
@@ -743,14 +745,12 @@ class MatrixType:
 
     def field(self, shape=None, needs_grad=False, needs_dual=False, name=None, order=None,
               offset=None, layout=None):
-        from quadrants.lang import composite_field  # pylint: disable=import-outside-toplevel
-        return composite_field.matrix_field(self.n, self.m, self.ndim, self.dtype, shape,
+        return storage.matrix_field(self.n, self.m, self.ndim, self.dtype, shape,
                                             needs_grad, needs_dual, name, order, offset,
                                             layout)
 
     def ndarray(self, shape, needs_grad=False):
-        from quadrants.lang import ndarray as nd  # pylint: disable=import-outside-toplevel
-        return nd.ndarray(self, shape, needs_grad)
+        return storage.ndarray(self, shape, needs_grad)
 
     def zero(self):
         return self(0)
@@ -764,7 +764,6 @@ class MatrixType:
     def _flatten_host(self, value, what):
         arr = np.asarray(value.to_list() if isinstance(value, Matrix) else value)
         if arr.shape != self.shape:
-            from quadrants.lang.exception import ArgumentValueError  # pylint: disable=import-outside-toplevel
             raise ArgumentValueError(f"{what} expects a {self._describe()} (shape "
                                      f"{self.shape}), got shape {arr.shape}")
         return arr.reshape(-1).tolist()
@@ -893,3 +892,5 @@ for _fn in (Matrix.zero, Matrix.one, Matrix.identity, Matrix.unit, Matrix.rows,
             Matrix.cols, Matrix.diag, Vector.zero, Vector.one):
     _fn._qd_intrinsic = True
 
+
+ops.composites.register(Matrix=Matrix, elementwise=elementwise, atomic=atomic)

@@ -41,6 +41,21 @@ def _arch_capabilities(name):
     return _capabilities[name]
 
 
+def session_supports(capability):
+    """Whether the backend of this session declares `capability` to the
+    core's backend registry: an extension name, "host_memory" (numpy and
+    torch views share field and ndarray memory) or "dlpack"."""
+    return capability in _arch_capabilities(runtime.state.arch.name)
+
+
+def session_dlpack_device_type():
+    """DLPack's device type of the memory this session's arrays live in, as
+    the backend registers it (1 CPU, 2 CUDA, 10 ROCm); 0 where other
+    libraries cannot address it (Vulkan), so arrays reach kernels from host
+    memory."""
+    return core.arch_dlpack_device_type(runtime.state.arch.name)
+
+
 def _arch_name(arch, what):
     if isinstance(arch, runtime.Arch):
         return arch.name

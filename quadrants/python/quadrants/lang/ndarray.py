@@ -4,9 +4,12 @@ import weakref
 
 import numpy as np
 
-from quadrants.lang import runtime, torch_interop, types
+from quadrants.lang import matrix, misc, runtime, torch_interop, types
+from quadrants.lang.composite_field import element_array, host_value
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsGradientError,
                                       QuadrantsRuntimeError, QuadrantsTypeError)
+from quadrants.lang.field import check_copy_source
+from quadrants.lang.struct import HostStruct
 
 
 # Ndarrays that have adjoints, so qd.ad.Tape can clear them.
@@ -123,7 +126,6 @@ class Ndarray:
         if not self._element_shape:
             return self._core.read(index)
         if self._struct is not None:
-            from quadrants.lang.struct import HostStruct  # pylint: disable=import-outside-toplevel
             value = self._struct._from_flat(self._read_flat(index))
 
             def write_member(name, member):
@@ -132,7 +134,6 @@ class Ndarray:
                 members[name] = member
                 self[key] = members
             return HostStruct(self._struct, dict(value.items()), write_member)
-        from quadrants.lang.composite_field import host_value  # pylint: disable=import-outside-toplevel
         values = [self._core.read(index + c) for c in self._components()]
         return host_value(np.array(values, dtype=types.to_numpy_dtype(self._scalar))
                           .reshape(self._element_shape),
@@ -149,7 +150,6 @@ class Ndarray:
             for c, v in zip(self._components(), flat):
                 self._core.write(index + c, v.item() if isinstance(v, np.generic) else v)
             return
-        from quadrants.lang.composite_field import element_array  # pylint: disable=import-outside-toplevel
         value = element_array(value, self._element_shape, "this ndarray")
         for c, v in zip(self._components(), value.reshape(-1).tolist()):
             self._core.write(index + c, v)
@@ -188,13 +188,13 @@ class Ndarray:
         """Why this ndarray offers no view of its memory, or None."""
         if self._struct is not None:
             return "an ndarray of structs gives a dict of arrays"
-        if runtime.state.arch not in (runtime.cpu, runtime.cuda):
+        if not misc.session_supports("dlpack"):
             return f"arch={runtime.state.arch.name} exports no memory"
         return None
 
     def _numpy_view(self, dtype):
         why = self._view_refused()
-        if why is None and runtime.state.arch != runtime.cpu:
+        if why is None and not misc.session_supports("host_memory"):
             why = "numpy arrays cannot reference GPU memory"
         if why is None and dtype is not None and np.dtype(dtype) != \
                 types.to_numpy_dtype(self.dtype):
@@ -214,7 +214,6 @@ class Ndarray:
     def copy_from(self, other):
         """Copies every element of ndarray `other` (of the same shape and
         element type) here."""
-        from quadrants.lang.field import check_copy_source  # pylint: disable=import-outside-toplevel
         check_copy_source(self, other, Ndarray)
         if other.element_type != self.element_type:
             raise QuadrantsTypeError(f"copy_from: the destination holds {self.element_type}, "
@@ -247,10 +246,11 @@ class Ndarray:
         torch.utils.dlpack.from_dlpack, or with versioned=True a DLPack 1.0
         "dltensor_versioned" capsule. Launched kernels have finished
         writing it when this returns."""
-        if runtime.state.arch == runtime.vulkan:
+        if not misc.session_supports("dlpack"):
             raise QuadrantsRuntimeError(
-                "to_dlpack: arch=vulkan ndarrays live in device-local Vulkan buffers that other "
-                "libraries cannot address; copy instead with to_numpy() or to_torch()")
+                f"to_dlpack: arch={runtime.state.arch.name} ndarrays live in device-local "
+                f"buffers that other libraries cannot address; copy instead with to_numpy() or "
+                f"to_torch()")
         self._check_alive().sync()
         device_type, device_id = self.__dlpack_device__()
         return self._core.to_dlpack(device_type=device_type, device_id=device_id,
@@ -341,7 +341,7 @@ def from_dlpack(source):
     cuda), dense and row-major; kernel writes are seen by the owner, which
     keeps the memory until the ndarray is gone."""
     prog = runtime.program()
-    if runtime.state.arch not in (runtime.cpu, runtime.cuda, runtime.amdgpu):
+    if not misc.session_supports("dlpack"):
         raise QuadrantsRuntimeError(f"qd.from_dlpack(): {runtime.state.arch.name} kernels "
                                     f"address only the buffers Quadrants allocates; copy "
                                     f"instead (qd.ndarray(...).from_numpy / from_torch)")
@@ -367,13 +367,12 @@ def from_dlpack(source):
 
 
 def _session_dlpack_device():
-    arch = runtime.state.arch
-    device_id = runtime.state.options.get("device_id", 0)
-    if arch == runtime.cuda:
-        return (2, device_id)
-    if arch == runtime.amdgpu:
-        return (10, device_id)
-    return (1, 0)
+    """(device type, id) of this session's arrays; host memory where other
+    libraries cannot address them (what Vulkan reports, exporting nothing)."""
+    device_type = misc.session_dlpack_device_type()
+    if device_type in (0, 1):
+        return (1, 0)
+    return (device_type, runtime.state.options.get("device_id", 0))
 
 
 def ndarray(dtype, shape, needs_grad=False):
@@ -432,3 +431,6 @@ def _struct_merge(stype, flat, arrays, shape):
             raise ArgumentValueError(f"from_numpy: member '{name}' needs an array of shape "
                                      f"{want}, got {value.shape}")
         flat[..., offset:offset + count] = value.reshape(tuple(shape) + (count,))
+
+
+matrix.storage.register(ndarray=ndarray)

@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from quadrants.lang import context, types
+from quadrants.lang import context, matrix, types
 from quadrants.lang.exception import QuadrantsTypeError
 from quadrants.lang.expr import Composite, Expr
 from quadrants.lang.ops import binary, cast, intrinsic, select
@@ -22,7 +22,6 @@ def _value(x):
 
 def _entries(name, x):
     """The components of vector/matrix `x`, the argument of qd.`name`."""
-    from quadrants.lang import matrix  # pylint: disable=import-outside-toplevel
     if not isinstance(x, matrix.Matrix):
         raise QuadrantsTypeError(f"{name}() needs a scalar or a vector/matrix, got "
                                  f"{x._describe()}")
@@ -36,7 +35,6 @@ def _components(fn, x, name=None):
 
 def _zip_components(name, fn, a, b):
     """fn over matching components of a and b, a scalar broadcast."""
-    from quadrants.lang import matrix  # pylint: disable=import-outside-toplevel
     a = matrix.Matrix(a) if isinstance(a, (list, tuple)) else a
     b = matrix.Matrix(b) if isinstance(b, (list, tuple)) else b
     shaped = a if isinstance(a, Composite) else b

@@ -6,9 +6,17 @@ import numbers
 
 import numpy as np
 
-from quadrants.lang import context, types
-from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
+from quadrants.lang import context, runtime, types
+from quadrants.lang.exception import (QuadrantsCompilationError, QuadrantsSyntaxError,
+                                      QuadrantsTypeError)
 from quadrants.lang.expr import Composite, Expr, GlobalRef, Var, is_runtime
+from quadrants.lang.hooks import Hooks
+
+# Vector/matrix operands: quadrants.lang.matrix builds Matrix on this module
+# and registers its class and component-wise arithmetic here. Field only
+# names a field in an error message.
+composites = Hooks("quadrants.lang.matrix", "Matrix", "elementwise", "atomic")
+fields = Hooks("quadrants.lang.field", "Field")
 
 
 def intrinsic(fn):
@@ -53,8 +61,7 @@ abs = _unary("abs", builtins.abs)  # pylint: disable=redefined-builtin
 
 
 def _map_composite(fn, x):
-    from quadrants.lang import matrix  # pylint: disable=import-outside-toplevel
-    if not isinstance(x, matrix.Matrix):
+    if not isinstance(x, composites.Matrix):
         raise QuadrantsTypeError(f"{getattr(fn, '__name__', fn)}() needs a scalar or a "
                                  f"vector/matrix, got {x._describe()}")
     return x._like([fn(e) for e in x.entries])
@@ -65,8 +72,7 @@ def binary(name, a, b, python_fn):
     if context.current() is not None:
         a, b = context.load(a), context.load(b)
     if isinstance(a, Composite) or isinstance(b, Composite):
-        from quadrants.lang import matrix  # pylint: disable=import-outside-toplevel
-        return matrix.elementwise(name, a, b, python_fn)
+        return composites.elementwise(name, a, b, python_fn)
     if isinstance(a, Expr) or isinstance(b, Expr):
         ea = context.to_expr(a, like=b if isinstance(b, Expr) else None)
         eb = context.to_expr(b, like=ea)
@@ -171,8 +177,7 @@ def _atomic(name, python_op, local_update=None):
     @intrinsic
     def op(target, value):
         if isinstance(target, Composite):
-            from quadrants.lang import matrix  # pylint: disable=import-outside-toplevel
-            return matrix.atomic(name, target, value)
+            return composites.atomic(name, target, value)
         if not is_runtime(target):
             raise QuadrantsTypeError(f"qd.{name}() needs a field/ndarray element or a "
                                      f"local variable as its first argument")
@@ -226,8 +231,7 @@ def atomic_cas(target, expected, desired):
         raise QuadrantsTypeError("qd.atomic_cas() needs a scalar target; index a vector or "
                                  "matrix component (v[None][0]) to compare-and-swap it")
     if not is_runtime(target):
-        from quadrants.lang.field import Field  # pylint: disable=import-outside-toplevel
-        what = ("a field (index it first, e.g. f[None])" if isinstance(target, Field)
+        what = ("a field (index it first, e.g. f[None])" if isinstance(target, fields.Field)
                 else repr(target))
         raise QuadrantsSyntaxError(f"cannot use a non-writable target as the first operand of "
                                    f"'atomic_cas': got {what}")
@@ -292,14 +296,14 @@ def select(cond, a, b):
 
 def _select_composite(cond, a, b):
     """qd.select with vectors: component-wise, scalars broadcast."""
-    from quadrants.lang import matrix  # pylint: disable=import-outside-toplevel
+    matrix_class = composites.Matrix
     shaped = next(v for v in (cond, a, b) if isinstance(v, Composite))
-    if not isinstance(shaped, matrix.Matrix):
+    if not isinstance(shaped, matrix_class):
         raise QuadrantsTypeError(f"qd.select() needs scalars or vectors/matrices, got "
                                  f"{shaped._describe()}")
 
     def part(v, k):
-        if isinstance(v, matrix.Matrix):
+        if isinstance(v, matrix_class):
             if (v.n, v.m) != (shaped.n, shaped.m):
                 raise QuadrantsTypeError(f"qd.select(): shapes do not match: "
                                          f"{v._describe()} and {shaped._describe()}")
@@ -317,7 +321,6 @@ def randn(dt=None):
     (None: qd.init's default_fp)."""
     if context.current() is None:
         raise QuadrantsSyntaxError("qd.randn() can only be called in kernel code")
-    from quadrants.lang import runtime  # pylint: disable=import-outside-toplevel
     try:
         dtype = runtime.default_fp() if dt is None else types.normalize(dt)
     except QuadrantsTypeError:
@@ -368,7 +371,6 @@ def static_assert(cond, msg=None):
     false; QuadrantsTypeError when cond is a run-time value). Outside
     kernels it checks at once."""
     if not _compile_time_truth(cond, "qd.static_assert()"):
-        from quadrants.lang.exception import QuadrantsCompilationError  # pylint: disable=import-outside-toplevel
         raise QuadrantsCompilationError(f"static assertion failed: {msg}" if msg is not None
                                         else "static assertion failed")
 
@@ -402,3 +404,6 @@ def assume_in_range(val, base, low, high):
             raise QuadrantsTypeError(f"qd.assume_in_range(): {name} must be an integer "
                                      f"scalar, got {v!r}")
     return val
+
+
+types.casting.register(cast=cast)

@@ -9,6 +9,7 @@ import dataclasses
 import os
 
 from quadrants._core import core
+from quadrants._version import __version__
 from quadrants.lang import types
 from quadrants.lang.exception import QuadrantsError, QuadrantsRuntimeError, QuadrantsTypeError
 
@@ -202,7 +203,6 @@ def check_required_version(required):
     at least the required minor.patch."""
     if required is None:
         return
-    from quadrants import __version__  # pylint: disable=import-outside-toplevel
     need = _version_numbers(required, "require_version")
     have = _version_numbers(__version__, "the installed version")
     if need[0] != have[0] or need[1:] > have[1:]:

@@ -15,6 +15,7 @@ import inspect
 import numbers
 
 from quadrants.lang import context, ops, types
+from quadrants.lang.data_oriented import BoundFunc
 from quadrants.lang.exception import (QuadrantsCompilationError, QuadrantsSyntaxError,
                                       QuadrantsTypeError)
 from quadrants.lang.expr import Composite, Expr, GlobalRef, NdarrayArg, Var
@@ -88,7 +89,6 @@ class RealFunc:
     def __get__(self, instance, owner):
         if instance is None:
             return self
-        from quadrants.lang.data_oriented import BoundFunc  # pylint: disable=import-outside-toplevel
         return BoundFunc(self, instance)
 
     def __call__(self, *args, **kwargs):

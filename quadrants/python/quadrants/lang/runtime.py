@@ -1,4 +1,5 @@
-"""Process-wide state: the current Program, qd.init / qd.reset / qd.sync.
+"""Sessions: qd.init / qd.reset / qd.sync, the archs, and the process-wide
+state they set (kept in quadrants.lang.session).
 
 Threads: kernels may be launched from several Python threads at once. Each
 call into the core (a launch, a field access, a compile) holds the GIL
@@ -9,13 +10,17 @@ qd.ad.grad_replaced) are per thread: a Tape records the launches of the
 thread that entered it.
 """
 import atexit
-import threading
 
 from quadrants import _logging
 from quadrants._core import core
 from quadrants.lang import options as registry
-from quadrants.lang import types
+from quadrants.lang import session, types
 from quadrants.lang.exception import QuadrantsRuntimeError, QuadrantsTypeError
+# The session state lives in quadrants.lang.session, below the types (which
+# read qd.init's default_fp / default_ip from it); these names keep
+# quadrants.lang.runtime's.
+from quadrants.lang.session import (compile_lock, is_initialized, program,  # noqa: F401
+                                    state)  # pylint: disable=unused-import
 
 
 class Arch(types.Named):
@@ -37,71 +42,14 @@ gpu = Arch("gpu")
 GPU_ARCHS = [cuda, vulkan, amdgpu, metal]
 ALL_ARCHS = [cpu] + GPU_ARCHS
 
-class _ThreadState(threading.local):
-    """The autodiff scopes one thread is in, for the session `generation`."""
-
-    def __init__(self):
-        super().__init__()
-        self.generation = -1
-        self.tape = None
-        self.fwd_mode = None
-        self.grad_replaced_depth = 0
-
-
-def _scopes(state):
-    """This thread's _ThreadState for the current session; qd.init and
-    qd.reset (bumping the generation) drop every thread's."""
-    local = state._thread  # pylint: disable=protected-access
-    if local.generation != state.generation:
-        local.__init__()
-        local.generation = state.generation
-    return local
-
-
-def _per_thread(name):
-    """A _State attribute each thread has its own of."""
-    return property(lambda state: getattr(_scopes(state), name),
-                    lambda state, value: setattr(_scopes(state), name, value))
-
-
-# One compilation at a time: the IR builder and the Program's compile state
-# (its warnings among them) are shared by all threads. Reentrant, so a
-# compilation may compile what it needs.
-compile_lock = threading.RLock()
-
-
-class _State:
-    program = None
-    config = None
-    options = {}
-    generation = 0  # bumped by every init/reset; stale objects compare against it
-    _thread = _ThreadState()
-    tape = _per_thread("tape")  # the qd.ad.Tape recording launches, if any
-    # The qd.ad.FwdMode whose kernels propagate tangents, if any.
-    fwd_mode = _per_thread("fwd_mode")
-    # Nesting of qd.ad.grad_replaced calls: the kernels launched inside one
-    # are not recorded on the tape (the function is, as one launch).
-    grad_replaced_depth = _per_thread("grad_replaced_depth")
-    # Unnamed fields are numbered per session, so a rerun names (and keys
-    # in the offline cache) its fields the same way.
-    unnamed_fields = 0
-
-    def scopes(self):
-        """This thread's tape, fwd_mode and grad_replaced_depth at once (the
-        launch path reads all three)."""
-        return _scopes(self)
-
-
-state = _State()
 
 
 _probed = {}  # arch -> why it cannot run here (None: it can), probed once
 
 
 def arch_unavailable_reason(arch):
-    """Why `arch` cannot run here, or None when it can."""
-    if arch == cpu:
-        return None
+    """Why `arch` cannot run here, or None when it can (the backend
+    registry's probe; Metal has no backend in this build)."""
     if arch == metal:
         return "Metal runs on macOS only (this build generates MSL but cannot run it)"
     if arch not in _probed:
@@ -143,35 +91,30 @@ def init(arch=None, **options):
     if reason is not None:
         arch = _fall_back(values, f"arch {arch.name} is not available: {reason}")
     reset()
-    config = core.CompileConfig()
-    config.arch = arch.name
-    config.debug = values["debug"]
-    config.check_out_of_bound = values["check_out_of_bound"]
-    config.default_fp = values["default_fp"].name
-    config.default_ip = values["default_ip"].name
-    # make_cpu_multithreading_loop=False: every CPU loop on one thread.
-    config.cpu_max_num_threads = (values["cpu_max_num_threads"]
-                                  if values["make_cpu_multithreading_loop"] else 1)
-    config.cpu_simd = values["cpu_simd"]
-    config.print_ir = values["print_ir"]
-    config.ad_stack_experimental_enabled = values["ad_stack_experimental_enabled"]
-    config.ad_stack_size = values["ad_stack_size"]
-    config.default_ad_stack_size = values["default_ad_stack_size"]
-    config.ad_stack_max_bytes = values["ad_stack_max_bytes"]
-    config.ad_stack_segment_length = values["ad_stack_segment_length"]
-    config.ad_stack_sparse_threshold_bytes = values["ad_stack_sparse_threshold_bytes"]
-    config.offline_cache = values["offline_cache"]
-    config.offline_cache_file_path = values["offline_cache_file_path"] or ""
-    config.device_memory_GB = float(values["device_memory_GB"] or 0)
-    config.device_memory_fraction = float(values["device_memory_fraction"] or 0)
-    config.device_id = values["device_id"]
-    config.sparse_pool_mb = float(values["sparse_pool_mb"])
-    # Any Python int seeds: it is reduced to the int64 the core keeps.
-    config.random_seed = (values["random_seed"] + 2**63) % 2**64 - 2**63
+    config = _compile_config(arch, values)
     state.program = core.Program(config)
     state.config = config
     state.options = dict(values, arch=arch)
     state.arch = arch
+
+
+def _compile_config(arch, values):
+    """The core's CompileConfig for `arch` and the qd.init values: every
+    option the core holds (CompileConfig.option_fields, declared in
+    options.def) by its name; types by name, None as the declared default."""
+    values = dict(values)
+    # make_cpu_multithreading_loop=False: every CPU loop on one thread.
+    if not values["make_cpu_multithreading_loop"]:
+        values["cpu_max_num_threads"] = 1
+    # Any Python int seeds: it is reduced to the int64 the core keeps.
+    values["random_seed"] = (values["random_seed"] + 2**63) % 2**64 - 2**63
+    config = core.CompileConfig()
+    config.arch = arch.name
+    for name in core.CompileConfig.option_fields:
+        value = values[name]
+        if value is not None:
+            setattr(config, name, value.name if isinstance(value, types.DataType) else value)
+    return config
 
 
 def _fall_back(values, reason):
@@ -211,24 +154,12 @@ def sync():
     prog.sync()
 
 
-def program():
-    if state.program is None:
-        raise QuadrantsRuntimeError(
-            "Quadrants is not initialized: call qd.init() before creating fields, "
-            "ndarrays or launching kernels")
-    return state.program
-
-
-def is_initialized():
-    return state.program is not None
-
-
 def default_fp():
-    return state.options["default_fp"] if state.program is not None else types.f32
+    return session.option("default_fp", types.f32)
 
 
 def default_ip():
-    return state.options["default_ip"] if state.program is not None else types.i32
+    return session.option("default_ip", types.i32)
 
 
 def offline_cache_stats():
@@ -243,7 +174,8 @@ def adstack_stats():
     """What the adstack did at the last launch that used one: per-task stack
     capacities and per-thread bytes, the segment length of each stack's loop
     when the launch checkpointed it to fit ad_stack_max_bytes (segments; 0:
-    unsegmented) and the capacities of the checkpoint stacks
+    unsegmented), how many stacks the launch reversed by checkpointing
+    (checkpointed), the capacities of the checkpoint stacks
     (checkpoint_capacities), per task the heap rows when the heap was
     gated by the iterations passing the task's adstack gate (gated_rows; 0:
     one slice per thread) and the gate counts taken (gate_counts), the bytes

@@ -13,12 +13,13 @@ import numbers
 from quadrants.lang import context
 from quadrants.lang.exception import QuadrantsSyntaxError
 from quadrants.lang.expr import Composite, Expr, GlobalRef, Var
+from quadrants.lang.kernel import FunctionSource
+from quadrants.lang.transformer import FunctionCompiler
 
 _sources = {}
 
 
 def _source(fn):
-    from quadrants.lang.kernel import FunctionSource  # pylint: disable=import-outside-toplevel
     source = _sources.get(fn)
     if source is None:
         source = _sources[fn] = FunctionSource(fn)
@@ -29,7 +30,6 @@ def inline(fn, bindings, top_level=False):
     """Compiles fn's body into the current kernel with its parameters bound
     to `bindings` (a name -> value dict); returns what the body returns
     (top_level bodies return nothing)."""
-    from quadrants.lang.transformer import FunctionCompiler  # pylint: disable=import-outside-toplevel
     ctx = context.current()
     if ctx is None:
         raise QuadrantsSyntaxError(f"{fn.__name__} can only be compiled into kernel code")

@@ -1,6 +1,8 @@
 """Sparse SNodes (pointer, bitmasked, dynamic): their kernel operations
 (qd.activate, qd.deactivate, qd.is_active, qd.append, qd.length,
-qd.no_activate) and host-side deactivation.
+qd.no_activate). Host-side deactivation and host access to sparse fields
+run kernels, so they live above the kernel compiler, in
+quadrants.lang.sparse_host.
 
 Each sparse level keeps its bookkeeping in hidden i32 places the core made
 for it: a pointer's table of pool blocks (0: inactive), a bitmasked level's
@@ -9,21 +11,22 @@ operations read and write them like fields; the compiler's sparse lowering
 adds the activation of ancestors and the pool blocks."""
 import numbers
 
-from quadrants.lang import context, runtime, types
+from quadrants.lang import context, ops, runtime, types
 from quadrants.lang.exception import QuadrantsRuntimeError, QuadrantsTypeError
-from quadrants.lang.expr import Expr
+from quadrants.lang.expr import Composite, Expr
+from quadrants.lang.matrix import Matrix
 
 _I32 = types.i32
 
 
 def _node_id(node, what):
-    """The SNode id of an SNode or a field (its place)."""
-    # pylint: disable=import-outside-toplevel
-    from quadrants.lang.field import Field, SNode
-    if isinstance(node, SNode):
-        return node._id
-    if isinstance(node, Field):
-        return node.place_id()
+    """The SNode id of an SNode or a field (its place). SNodes and fields
+    (quadrants.lang.field, which builds on this module) say theirs with
+    _qd_snode_id_(); vector, matrix and struct fields through their leaf
+    fields."""
+    snode_id = getattr(type(node), "_qd_snode_id_", None)
+    if snode_id is not None:
+        return snode_id(node)
     if hasattr(node, "_leaf_fields"):
         return node._leaf_fields()[0].place_id()
     raise QuadrantsTypeError(f"{what}: expected an SNode (such as x.parent()) or a field, got "
@@ -42,9 +45,6 @@ def _shape(node_id):
 
 def _index_exprs(indices, ndim, what):
     """`indices` (an int, list, tuple or qd.Vector) as ndim i32 Exprs."""
-    # pylint: disable=import-outside-toplevel
-    from quadrants.lang import ops
-    from quadrants.lang.matrix import Matrix
     indices = context.load(indices)
     if isinstance(indices, Matrix):
         items = [indices[k] for k in range(indices.n)]
@@ -76,8 +76,6 @@ def _const(value):
 
 
 def _binary(name, a, b):
-    # pylint: disable=import-outside-toplevel
-    from quadrants.lang import ops
     return ops.binary(name, a, b, None)
 
 
@@ -288,8 +286,6 @@ def list_ref(field, index_stmts):
 
 
 def _cast_i32(e):
-    # pylint: disable=import-outside-toplevel
-    from quadrants.lang import ops
     return ops.cast(e, _I32)
 
 
@@ -335,9 +331,6 @@ def _places_under(node_id):
 
 
 def _flatten(val, count, what):
-    # pylint: disable=import-outside-toplevel
-    from quadrants.lang.expr import Composite
-    from quadrants.lang.matrix import Matrix
     val = context.load(val)
     if isinstance(val, Composite) and not isinstance(val, Matrix):
         items = val._leaves()
@@ -355,8 +348,6 @@ def _flatten(val, count, what):
 
 
 def _store(place, indices, value):
-    # pylint: disable=import-outside-toplevel
-    from quadrants.lang import ops
     dtype = _place_dtype(place)
     value = ops.cast(context.to_expr(value), dtype)
     context.builder().global_store(_ptr(place, indices, "qd.append"), value.stmt)
@@ -492,187 +483,5 @@ def _clear_list(node_id, info, idx):
         b.pop_block()
 
 
-# ---- host side ------------------------------------------------------------------
-
-def _deactivate_linear(node, k):
-    """qd.deactivate() of cell number k (row-major) of `node`'s cells, or of
-    its lists for a dynamic node."""
-    info = _info(node._id)
-    target = info["parent"] if info["kind"] == "dynamic" else node._id
-    shape = _shape(target) if target else ()
-    deactivate(node, _decompose(context.to_expr(k), list(shape)) if shape else [])
-
-
-_deactivate_linear._qd_intrinsic = True
-_kernels = {}
-
-
-def deactivate_all(node_id):
-    """Deactivates every cell of sparse SNode `node_id` (for a dynamic one,
-    empties every list) and of the sparse levels inside them; for another
-    SNode, does so for the outermost sparse levels under it."""
-    # pylint: disable=import-outside-toplevel
-    from quadrants.lang.field import SNode
-    info = _info(node_id)
-    if info["kind"] not in ("pointer", "bitmasked", "dynamic"):
-        _, levels = _inside(node_id)
-        for level in levels:
-            deactivate_all(level)
-        return
-    target = info["parent"] if info["kind"] == "dynamic" else node_id
-    count = 1
-    for n in (_shape(target) if target else ()):
-        count *= n
-    if "deactivate" not in _kernels:
-        _kernels["deactivate"] = _make_deactivate_kernel()
-    _kernels["deactivate"](SNode(node_id, _shape(node_id)), count)
-
-
-def _make_deactivate_kernel():
-    # pylint: disable=import-outside-toplevel
-    from quadrants.lang.kernel import kernel
-    from quadrants.lang.types import template
-
-    @kernel
-    def deactivate_cells(node: template(), count: template()):
-        for k in range(count):
-            _deactivate_linear(node, k)
-    return deactivate_cells
-
-
-def deactivate_all_snodes():
-    """Deactivates every cell of every sparse SNode."""
-    deactivate_all(0)
-
-
-# ---- host access to fields under sparse levels ----------------------------------
-# Their elements are reached through tables and pools, so the host reads and
-# writes them with small kernels. Inactive cells read as zero; a write
-# activates its cell.
-
 def is_sparse_field(place):
     return bool(runtime.program().sparse_ancestors(place))
-
-
-def _field_indices(f, k):
-    """Storage indices (one per layout axis) of f's element number k
-    (row-major over its dimensions)."""
-    return f._physical(_decompose(context.to_expr(k), list(f.shape)), _const(0))
-
-
-def _field_at(f, k):
-    place = f.place_id()
-    return Expr(context.builder().global_load(_ptr(place, _field_indices(f, k), f.name)),
-                f.dtype)
-
-
-def _field_store(f, k, value):
-    # pylint: disable=import-outside-toplevel
-    from quadrants.lang import ops
-    value = ops.cast(context.to_expr(value), f.dtype)
-    context.builder().global_store(_ptr(f.place_id(), _field_indices(f, k), f.name),
-                                   value.stmt)
-
-
-for _fn in (_field_at, _field_store):
-    _fn._qd_intrinsic = True
-
-
-def _host_kernels():
-    # pylint: disable=import-outside-toplevel
-    from quadrants.lang.kernel import kernel
-    from quadrants.lang.transformer import grouped
-    from quadrants.lang.types import f64, i32, i64, ndarray, template
-    if "read" in _kernels:
-        return _kernels
-
-    @kernel
-    def read_all(x: template(), out: ndarray()):
-        for k in range(out.shape[0]):
-            out[k] = _field_at(x, k)
-
-    @kernel
-    def write_all(x: template(), src: ndarray()):
-        for k in range(src.shape[0]):
-            _field_store(x, k, src[k])
-
-    @kernel
-    def read_one(x: template(), k: i32, out: ndarray()):
-        out[0] = _field_at(x, k)
-
-    @kernel
-    def write_float(x: template(), k: i32, value: f64):
-        _field_store(x, k, value)
-
-    @kernel
-    def write_int(x: template(), k: i32, value: i64):
-        _field_store(x, k, value)
-
-    @kernel
-    def fill_active(x: template(), value: f64):
-        for I in grouped(x):
-            _field_store_at(x, I, value)
-
-    _kernels.update(read=read_all, read_one=read_one, write=write_all, write_float=write_float,
-                    write_int=write_int, fill=fill_active)
-    return _kernels
-
-
-def _field_store_at(f, I, value):
-    # pylint: disable=import-outside-toplevel
-    from quadrants.lang import ops
-    from quadrants.lang.field import element_indices
-    idx = [e.stmt for e in _index_exprs(I, len(f.shape), "fill()")]  # element_indices expands
-    value = ops.cast(context.to_expr(value), f.dtype)
-    context.builder().global_store(
-        context.builder().field_ptr(f.place_id(), element_indices(f, idx), f.name),
-        value.stmt)
-
-
-_field_store_at._qd_intrinsic = True
-
-
-def _flat(f, index):
-    k = 0
-    for i, n in zip(index, f.shape):
-        k = k * n + i
-    if k >= 2**31:
-        raise QuadrantsRuntimeError(f"field '{f.name}': host access to sparse fields takes "
-                                    f"element numbers below 2**31")
-    return k
-
-
-def to_numpy(f):
-    import numpy as np  # pylint: disable=import-outside-toplevel
-    size = 1
-    for n in f.shape:
-        size *= n
-    out = np.zeros(size, dtype=types.to_numpy_dtype(f.dtype))
-    _host_kernels()["read"](f, out)
-    return out.reshape(f.shape)
-
-
-def from_numpy(f, array):
-    import numpy as np  # pylint: disable=import-outside-toplevel
-    flat = np.ascontiguousarray(array, dtype=types.to_numpy_dtype(f.dtype)).reshape(-1)
-    _host_kernels()["write"](f, flat)
-
-
-def read(f, index):
-    import numpy as np  # pylint: disable=import-outside-toplevel
-    out = np.zeros(1, dtype=types.to_numpy_dtype(f.dtype))
-    _host_kernels()["read_one"](f, _flat(f, index), out)
-    return out[0].item()
-
-
-def write(f, index, value):
-    k = _flat(f, index)
-    kernels = _host_kernels()
-    if f.dtype.is_float:
-        kernels["write_float"](f, k, float(value))
-    else:
-        kernels["write_int"](f, k, int(value))
-
-
-def fill(f, value):
-    _host_kernels()["fill"](f, float(value))

@@ -4,13 +4,19 @@ Like matrices, structs are scalarized in the front end: a Struct value maps
 member names to scalars (Expr, Var, GlobalRef, numbers), Matrices or nested
 Structs; a StructField holds one field per member.
 """
-from quadrants.lang import context, torch_interop, types
+from quadrants.lang import context, matrix, ops, runtime, torch_interop, types
 from quadrants.lang import field as field_module
 from quadrants.lang.composite_field import _check_flags, _check_layout, _new_name, \
     _place_new, _matrix_components, MatrixField
 from quadrants.lang.exception import ArgumentValueError, QuadrantsTypeError
 from quadrants.lang.expr import Composite, GlobalRef
+from quadrants.lang.hooks import Hooks
 from quadrants.lang.matrix import Matrix, MatrixType
+
+# @qd.dataclass turns the class's functions into qd.func methods; the kernel
+# compiler (quadrants.lang.kernel, which builds on struct types) registers
+# its Func class and func decorator here.
+functions = Hooks("quadrants.lang.kernel", "Func", "func")
 
 
 def _in_kernel():
@@ -41,7 +47,6 @@ class Struct(Composite):
         return f"a struct {self._stype!r}"
 
     def _make_local(self, compiler, name):
-        from quadrants.lang import matrix  # pylint: disable=import-outside-toplevel
         members = {}
         for k, v in self._members.items():
             if isinstance(v, Composite):
@@ -50,13 +55,11 @@ class Struct(Composite):
                 dt = self._stype.members[k]
                 e = context.to_expr(v, like=dt)
                 var = compiler.new_scalar_var(f"{name}.{k}", dt)
-                from quadrants.lang import ops  # pylint: disable=import-outside-toplevel
                 compiler.ctx.builder.local_store(var.alloca, ops.cast(e, dt).stmt)
                 members[k] = var
         return Struct(self._stype, members)
 
     def _store(self, value, what):
-        from quadrants.lang import matrix  # pylint: disable=import-outside-toplevel
         value = context.load(value)
         if not isinstance(value, Struct) or value._stype.members.keys() != \
                 self._stype.members.keys():
@@ -185,7 +188,6 @@ class StructType:
 
     @staticmethod
     def _member_value(k, t, v):
-        from quadrants.lang import ops  # pylint: disable=import-outside-toplevel
         if _in_kernel():
             v = context.load(v)
         if isinstance(t, MatrixType):
@@ -215,7 +217,6 @@ class StructType:
         """MyStruct.field(shape=None, needs_grad=False, ...): one field per
         member, placed together (order=, offset= and layout= as for
         qd.field and qd.Vector.field)."""
-        from quadrants.lang import runtime  # pylint: disable=import-outside-toplevel
         runtime.program()
         shape = field_module._shape_tuple(shape)  # pylint: disable=protected-access
         what = f"{self!r}.field()"
@@ -382,14 +383,13 @@ def struct(**members):
 def dataclass(cls):
     """@qd.dataclass: a struct type from a class's annotations; its
     functions (decorated with @qd.func) become methods."""
-    from quadrants.lang import kernel  # pylint: disable=import-outside-toplevel
     members = dict(getattr(cls, "__annotations__", {}))
     methods = {}
     for k, v in vars(cls).items():
-        if isinstance(v, kernel.Func):
+        if isinstance(v, functions.Func):
             methods[k] = v
         elif callable(v) and not k.startswith("__") and not isinstance(v, type):
-            methods[k] = kernel.func(v)
+            methods[k] = functions.func(v)
     stype = StructType(members, cls.__name__, methods)
     return stype
 

@@ -16,11 +16,12 @@ import functools
 import numbers
 from enum import IntEnum
 
-from quadrants.lang import types
+from quadrants.lang import matrix, types
 from quadrants.lang import field as field_module
 from quadrants.lang import ndarray as ndarray_module
 from quadrants.lang.composite_field import MatrixField
 from quadrants.lang.exception import QuadrantsTypeError
+from quadrants.lang.matrix import Matrix, Vector
 from quadrants.lang.struct import StructField
 
 
@@ -317,7 +318,6 @@ def tensor(dtype, shape, *, backend=Backend.NDARRAY, layout=None, **kwargs):
 
 def vector_tensor(n, dtype, shape, *, backend=Backend.NDARRAY, **kwargs):
     """qd.Vector.tensor(n, dtype, shape, backend=..., needs_grad=False)."""
-    from quadrants.lang.matrix import Vector  # pylint: disable=import-outside-toplevel
     _check_kwargs(kwargs, "qd.Vector.tensor", {"needs_grad"})
     if _backend(backend) is Backend.FIELD:
         return VectorTensor(Vector.field(n, dtype, shape, **kwargs))
@@ -326,7 +326,6 @@ def vector_tensor(n, dtype, shape, *, backend=Backend.NDARRAY, **kwargs):
 
 def matrix_tensor(n, m, dtype, shape, *, backend=Backend.NDARRAY, **kwargs):
     """qd.Matrix.tensor(n, m, dtype, shape, backend=..., needs_grad=False)."""
-    from quadrants.lang.matrix import Matrix  # pylint: disable=import-outside-toplevel
     _check_kwargs(kwargs, "qd.Matrix.tensor", {"needs_grad"})
     if _backend(backend) is Backend.FIELD:
         return MatrixTensor(Matrix.field(n, m, dtype, shape, **kwargs))
@@ -352,3 +351,6 @@ def kernel_key(kernel_name, param, value):
     raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{param}' is annotated "
                              f"qd.Tensor and takes a qd.Tensor, a field, an ndarray or "
                              f"None, got {type(value).__name__}")
+
+
+matrix.storage.register(matrix_tensor=matrix_tensor, vector_tensor=vector_tensor)

@@ -56,8 +56,14 @@ def _numpy_dtype(tensor, where):
     return np.dtype(names[tensor.dtype])
 
 
-def _device_text(arch):
-    return "cpu" if arch in (runtime.cpu, runtime.vulkan) else \
+# DLPack device types of the memory a backend keeps arrays in (the backend
+# registry says which); 0: memory other libraries cannot address, which
+# kernel arguments reach from host memory.
+_HOST, _CUDA = (0, 1), 2
+
+
+def _device_text(arch, dlpack_type):
+    return "cpu" if dlpack_type in _HOST else \
         f"{arch.name}:{runtime.state.options.get('device_id', 0)}"
 
 
@@ -70,23 +76,25 @@ def kernel_array(kernel_name, param, tensor):
     if tensor.requires_grad and tensor.grad is None:
         tensor.grad = sys.modules["torch"].zeros_like(tensor)
     arch = runtime.state.arch
+    dlpack_type = core.arch_dlpack_device_type(arch.name)
     device = tensor.device
     if not tensor.is_contiguous():
         # Refused as upstream does: a dense copy would not alias the tensor.
         raise ArgumentValueError(f"{where}: Non contiguous tensors are not supported (strides "
                                  f"{tuple(tensor.stride())}); pass tensor.contiguous()")
-    if device.type == "cpu" and arch in (runtime.cpu, runtime.vulkan):
+    if device.type == "cpu" and dlpack_type in _HOST:
         view = tensor.detach().numpy().view(TorchView)
         view.tensor = tensor
         return view
-    if device.type == "cuda" and arch == runtime.cuda:
+    if device.type == "cuda" and dlpack_type == _CUDA:
         device_id = runtime.state.options.get("device_id", 0)
         if device.index != device_id:
             raise QuadrantsRuntimeError(f"{where}: the tensor is on cuda:{device.index}, the "
                                         f"kernels run on cuda:{device_id} "
                                         f"(qd.init(device_id=...))")
         return TorchDeviceArray(tensor, dtype)
-    raise QuadrantsRuntimeError(f"{where}: expected a tensor on {_device_text(arch)} (the "
+    raise QuadrantsRuntimeError(f"{where}: expected a tensor on "
+                                f"{_device_text(arch, dlpack_type)} (the "
                                 f"kernels run on {arch.name}), got one on {device}")
 
 

@@ -4,7 +4,12 @@ import operator
 
 import numpy as np
 
+from quadrants.lang import session
 from quadrants.lang.exception import QuadrantsTypeError
+from quadrants.lang.hooks import Hooks
+
+# qd.f32(x) casts with quadrants.lang.ops.cast; ops builds on these types.
+casting = Hooks("quadrants.lang.ops", "cast")
 
 
 class Named:
@@ -49,8 +54,7 @@ class DataType(Named):
 
     def __call__(self, value):
         """qd.f32(x) inside a kernel casts; outside it converts a number."""
-        from quadrants.lang import ops  # pylint: disable=import-outside-toplevel
-        return ops.cast(value, self)
+        return casting.cast(value, self)
 
 
 u1 = DataType("u1")
@@ -97,11 +101,9 @@ def normalize(dtype, what="dtype"):
     if isinstance(dtype, DataType):
         return dtype
     if dtype is float:
-        from quadrants.lang import runtime  # pylint: disable=import-outside-toplevel
-        return runtime.default_fp()
+        return session.option("default_fp", f32)
     if dtype is int:
-        from quadrants.lang import runtime  # pylint: disable=import-outside-toplevel
-        return runtime.default_ip()
+        return session.option("default_ip", i32)
     if dtype is bool:
         return u1
     try:

@@ -7,7 +7,7 @@ textures, so Format only names the formats.
 """
 import enum
 
-from quadrants.lang.composite_field import Layout
+from quadrants.lang.field import Layout, SNodeGradType
 
 
 class AutodiffMode(enum.Enum):
@@ -17,15 +17,6 @@ class AutodiffMode(enum.Enum):
     VALIDATION = 1
     FORWARD = 2
     REVERSE = 3
-
-
-class SNodeGradType(enum.Enum):
-    """The role of a field: a primal, its adjoint (.grad), its dual (.dual)
-    or the adjoint check bit."""
-    PRIMAL = 0
-    ADJOINT = 1
-    DUAL = 2
-    ADJOINT_CHECKBIT = 3
 
 
 class BoundaryMode(enum.Enum):

@@ -4,14 +4,20 @@ abs, int, float, pow), print and str.format, range(), qd.ndrange(), and
 plain Python calls on compile-time values."""
 import types as pytypes
 
-from quadrants.lang import context, ops, printing, types
+from quadrants.lang import context, ops, printing, runtime, types
 from quadrants.lang.composite_field import MatrixField
 from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
 from quadrants.lang.expr import Composite, Expr, NdarrayArg, is_runtime
 from quadrants.lang.field import Field
+from quadrants.lang.hooks import Hooks
 from quadrants.lang.struct import StructField
 from quadrants.lang.transformer.directives import loop_config, static
 from quadrants.lang.transformer.loops import NdRange, RuntimeRange
+
+# Plain Python functions called with kernel data are inlined like a
+# @qd.func; quadrants.lang.kernel, which builds on this compiler, registers
+# the wrapper that parses them.
+inlining = Hooks("quadrants.lang.kernel", "python_callable")
 
 
 class CallsMixin:
@@ -61,7 +67,6 @@ class CallsMixin:
         """Inlines a call of a plain Python function, lambda or bound method
         like a @qd.func, or returns _NOT_INLINABLE for other callables
         (builtins, classes, callable objects), which keep running in Python."""
-        from quadrants.lang import kernel  # pylint: disable=import-outside-toplevel
         if isinstance(fn, pytypes.MethodType) and isinstance(fn.__func__,
                                                              pytypes.FunctionType):
             args = [fn.__self__] + list(args)
@@ -69,7 +74,7 @@ class CallsMixin:
         if not isinstance(fn, pytypes.FunctionType):
             return _NOT_INLINABLE
         try:
-            wrapper = kernel.python_callable(fn)
+            wrapper = inlining.python_callable(fn)
         except QuadrantsSyntaxError as e:
             raise self.error(node, str(e), QuadrantsSyntaxError) from None
         return wrapper.inline(self.ctx, node, self, args, kwargs)
@@ -109,13 +114,11 @@ def _needs_inlining(args, kwargs):
 
 
 def _int_cast(x=0):
-    from quadrants.lang import runtime  # pylint: disable=import-outside-toplevel
     return ops.cast(x, runtime.default_ip()) if is_runtime(x) or isinstance(x, Expr) \
         else int(x)
 
 
 def _float_cast(x=0.0):
-    from quadrants.lang import runtime  # pylint: disable=import-outside-toplevel
     return ops.cast(x, runtime.default_fp()) if is_runtime(x) or isinstance(x, Expr) \
         else float(x)
 
