@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 import py_import_graph  # noqa: E402  pylint: disable=wrong-import-position
 
 PACKAGE_DIR = os.path.join(ROOT, "quadrants", "python", "quadrants")
+DOC = os.path.join(ROOT, "docs", "architecture.md")
 
 
 class PackageIsLayeredTest(unittest.TestCase):
@@ -45,6 +46,13 @@ class PackageIsLayeredTest(unittest.TestCase):
             "module level, or register the implementation from the higher module):\n" +
             "\n".join("  %s:%d -> %s" % (os.path.relpath(self.graph.files[s.module], ROOT),
                                          s.line, ", ".join(s.targets)) for s in sites))
+
+    def test_architecture_doc_shows_the_current_layers(self):
+        with open(DOC, encoding="utf-8") as f:
+            shown = py_import_graph.doc_section(f.read())
+        self.assertEqual(shown, py_import_graph.doc_block(self.graph),
+                         "docs/architecture.md's Python layers are stale: run "
+                         "`python3 tools/py_import_graph.py --write`")
 
     def test_layers_list_every_module(self):
         layers = self.graph.layers()
