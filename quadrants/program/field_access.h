@@ -2,6 +2,7 @@
 #define QUADRANTS_PROGRAM_FIELD_ACCESS_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "quadrants/ir/snode.h"
@@ -9,34 +10,44 @@
 
 namespace quadrants {
 
-// Bulk host access to one field place of the root buffer, whose elements
-// may interleave with other places' (a struct of fields). Each call moves
-// the place's byte span once through `memory`'s copies: contiguous places
-// straight into or out of the host array, interleaved ones through a host
-// copy of the span (read, modified and written back for writes). Host
-// arrays are dense and row-major, `element_bytes` per element.
+// Bulk host access to the places of one field's components (one place for
+// a scalar field), whose elements may interleave with each other's and with
+// other places' (vector fields, structs of fields). Host arrays are dense
+// and row-major over the field's index, the component as the last axis,
+// `element_bytes` per component.
+//
+// Components packed exactly as the host array move in one copy. Otherwise
+// the elements move by a strided loop in C++ over the host's cores, straight
+// from and to the memory where the host addresses it (after the caller's
+// sync), else through a host copy of the places' byte span (read, modified
+// and written back for writes). Blocked layouts (several digits per axis)
+// take a per-element path.
 class PlaceAccess {
  public:
-  PlaceAccess(ArrayMemory& memory, char* root, ir::PlaceLayout layout,
-              int64_t element_bytes);
+  PlaceAccess(ArrayMemory& memory, char* root,
+              std::vector<ir::PlaceLayout> components, int64_t element_bytes);
 
-  int64_t count() const { return count_; }
+  int64_t count() const { return count_; }  // elements per component
   absl::Status Read(void* out) const;
   absl::Status Write(const void* in) const;
-  // Writes the one element at `element` to every index.
+  // Writes the one value at `element` to every index of every component.
   absl::Status Fill(const void* element) const;
 
  private:
-  int64_t Offset(int64_t linear) const;  // from the span's start
-
+  enum class Direction { kToHost, kFromHost };
+  // Moves every element between the span at `span` (the memory, or a host
+  // copy of it) and the dense host array at `host`.
+  void Gather(Direction direction, char* span, char* host) const;
   ArrayMemory& memory_;
   char* begin_;  // the span's first byte in `memory_`
-  ir::PlaceLayout layout_;
+  int64_t first_ = 0;  // the span's first byte, from the root
+  std::vector<ir::PlaceLayout> components_;
   int64_t element_bytes_;
   int64_t count_ = 1;
   int64_t span_ = 0;  // bytes from the first element to past the last
-  // Elements packed in row-major order: the span is the host array.
-  bool contiguous_ = true;
+  // Elements packed in the host array's order: the span is the host array.
+  bool packed_ = true;
+  bool affine_ = true;  // every component has one digit per axis
 };
 
 }  // namespace quadrants

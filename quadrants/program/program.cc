@@ -303,32 +303,53 @@ absl::Status Program::WriteField(int place, absl::Span<const int64_t> index,
   return absl::OkStatus();
 }
 
-absl::StatusOr<PlaceAccess> Program::Place(int place) {
+absl::StatusOr<PlaceAccess> Program::Places(absl::Span<const int> places) {
   QD_RETURN_IF_ERROR(MaterializeFields());
-  QD_ASSIGN_OR_RETURN(ir::PlaceLayout layout, snodes_.Layout(place));
-  const int64_t bytes = std::max(1, ir::BitWidth(snodes_.node(place).dtype) / 8);
-  return PlaceAccess(*backend_->memory(), root_->get(), std::move(layout),
+  if (places.empty())
+    return MakeError(ErrorKind::kType, "host access to no field place");
+  std::vector<ir::PlaceLayout> layouts;
+  for (int place : places) {
+    QD_ASSIGN_OR_RETURN(ir::PlaceLayout layout, snodes_.Layout(place));
+    if (!layouts.empty() && (snodes_.node(place).dtype !=
+                                 snodes_.node(places[0]).dtype ||
+                             layout.shape != layouts.front().shape)) {
+      return MakeError(
+          ErrorKind::kType,
+          absl::StrCat("host access to field places of different types or "
+                       "shapes ('",
+                       snodes_.node(places[0]).name, "', '",
+                       snodes_.node(place).name, "')"));
+    }
+    layouts.push_back(std::move(layout));
+  }
+  const int64_t bytes =
+      std::max(1, ir::BitWidth(snodes_.node(places[0]).dtype) / 8);
+  return PlaceAccess(*backend_->memory(), root_->get(), std::move(layouts),
                      bytes);
 }
 
-absl::Status Program::ReadPlace(int place, void* out) {
-  QD_ASSIGN_OR_RETURN(PlaceAccess access, Place(place));
+absl::Status Program::ReadPlaces(absl::Span<const int> places, void* out) {
+  QD_ASSIGN_OR_RETURN(PlaceAccess access, Places(places));
   return access.Read(out);
 }
 
-absl::Status Program::WritePlace(int place, const void* in) {
-  QD_ASSIGN_OR_RETURN(PlaceAccess access, Place(place));
+absl::Status Program::WritePlaces(absl::Span<const int> places,
+                                  const void* in) {
+  QD_ASSIGN_OR_RETURN(PlaceAccess access, Places(places));
   QD_RETURN_IF_ERROR(access.Write(in));
-  NoteFieldWrite(place);
+  for (int place : places)
+    NoteFieldWrite(place);
   return absl::OkStatus();
 }
 
-absl::Status Program::FillPlace(int place, const ir::Constant& value) {
-  QD_ASSIGN_OR_RETURN(PlaceAccess access, Place(place));
+absl::Status Program::FillPlaces(absl::Span<const int> places,
+                                 const ir::Constant& value) {
+  QD_ASSIGN_OR_RETURN(PlaceAccess access, Places(places));
   int64_t element = 0;
-  WriteScalar(&element, snodes_.node(place).dtype, value);
+  WriteScalar(&element, snodes_.node(places[0]).dtype, value);
   QD_RETURN_IF_ERROR(access.Fill(&element));
-  NoteFieldWrite(place);
+  for (int place : places)
+    NoteFieldWrite(place);
   return absl::OkStatus();
 }
 

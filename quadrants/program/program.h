@@ -61,11 +61,13 @@ class Program {
                           const ir::Constant& value);
   // Bumped whenever a field may have been written (host write or launch).
   uint64_t field_write_generation(int place) const;
-  // Bulk host access to every element of `place`, as a dense row-major
-  // host array of the field's element type (numpy copies, fill).
-  absl::Status ReadPlace(int place, void* out);
-  absl::Status WritePlace(int place, const void* in);
-  absl::Status FillPlace(int place, const ir::Constant& value);
+  // Bulk host access to every element of `places` (the components of one
+  // field, of one type and shape), as a dense row-major host array of the
+  // element type with the component as the last axis (numpy copies, fill).
+  absl::Status ReadPlaces(absl::Span<const int> places, void* out);
+  absl::Status WritePlaces(absl::Span<const int> places, const void* in);
+  absl::Status FillPlaces(absl::Span<const int> places,
+                          const ir::Constant& value);
   void NoteFieldWrite(int place);
   // Where `place`'s elements are, for a view of them that shares their
   // memory (numpy, torch): the buffer (kept alive by the view), the first
@@ -162,7 +164,8 @@ class Program {
   void WarnAboutDefaultSizedStacks(const CompiledKernel& kernel);
   absl::StatusOr<char*> FieldAddress(int place,
                                      absl::Span<const int64_t> index);
-  absl::StatusOr<PlaceAccess> Place(int place);
+  // Access to `places`, which must share one type and shape.
+  absl::StatusOr<PlaceAccess> Places(absl::Span<const int> places);
 
   CompileConfig config_;
   std::unique_ptr<Backend> backend_;

@@ -236,12 +236,15 @@ class PyProgram {
     Check(program_->WriteField(place, index, ToConstant(value, t)));
   }
 
-  py::array FieldToNumpy(int place) {
+  // The elements of `places` (one field's components) as a new array of
+  // the field's shape, with a trailing component axis when there are
+  // several.
+  py::array FieldToNumpy(std::vector<int> places) {
     Check(program_->MaterializeFields());
-    const ir::PlaceLayout layout = Unwrap(program_->snodes().Layout(place));
-    const PrimitiveType t = program_->snodes().node(place).dtype;
-    py::array out(NumpyDtype(t), layout.shape);
-    Check(program_->ReadPlace(place, out.mutable_data()));
+    std::vector<int64_t> shape = PlacesShape(places);
+    const PrimitiveType t = program_->snodes().node(places.at(0)).dtype;
+    py::array out(NumpyDtype(t), shape);
+    Check(program_->ReadPlaces(places, out.mutable_data()));
     return out;
   }
 
@@ -254,29 +257,41 @@ class PyProgram {
                           view.shape, view.byte_strides, view.neighbours);
   }
 
-  void FieldFromNumpy(int place, py::array values) {
+  void FieldFromNumpy(std::vector<int> places, py::array values) {
     Check(program_->MaterializeFields());
-    const ir::PlaceLayout layout = Unwrap(program_->snodes().Layout(place));
-    const PrimitiveType t = program_->snodes().node(place).dtype;
+    const std::vector<int64_t> want = PlacesShape(places);
+    const PrimitiveType t = program_->snodes().node(places.at(0)).dtype;
     py::array contiguous = py::array::ensure(
         values.attr("astype")(NumpyDtype(t), py::arg("copy") = false),
         py::array::c_style);
     std::vector<int64_t> shape(contiguous.shape(),
                                contiguous.shape() + contiguous.ndim());
-    if (shape != layout.shape) {
+    if (shape != want) {
       throw QuadrantsError(
           ErrorKind::kType,
           absl::StrCat("from_numpy: field '",
-                       program_->snodes().node(place).name,
+                       program_->snodes().node(places[0]).name,
                        "' has a different shape than the array"));
     }
-    Check(program_->WritePlace(place, contiguous.data()));
+    Check(program_->WritePlaces(places, contiguous.data()));
   }
 
-  void FieldFill(int place, py::handle value) {
+  void FieldFill(std::vector<int> places, py::handle value) {
     Check(program_->MaterializeFields());
-    const PrimitiveType t = program_->snodes().node(place).dtype;
-    Check(program_->FillPlace(place, ToConstant(value, t)));
+    const PrimitiveType t = program_->snodes().node(places.at(0)).dtype;
+    Check(program_->FillPlaces(places, ToConstant(value, t)));
+  }
+
+  // The host array shape of `places`: the first place's shape, and the
+  // component count last when there are several.
+  std::vector<int64_t> PlacesShape(const std::vector<int>& places) {
+    if (places.empty())
+      throw QuadrantsError(ErrorKind::kType, "no field places given");
+    std::vector<int64_t> shape =
+        Unwrap(program_->snodes().Layout(places[0])).shape;
+    if (places.size() > 1)
+      shape.push_back(static_cast<int64_t>(places.size()));
+    return shape;
   }
 
   std::shared_ptr<Ndarray> CreateNdarray(const std::string& dtype,

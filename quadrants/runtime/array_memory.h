@@ -26,6 +26,9 @@ class ArrayMemory {
   // Whether the host may dereference the memory (after a sync), so host
   // code can read it in place instead of copying.
   virtual bool host_addressable() const { return true; }
+  // Waits for the backend's queued work that touches this memory, so host
+  // code may then read and write it in place (where host_addressable).
+  virtual absl::Status WaitForQueuedWork() { return absl::OkStatus(); }
   // Copies `bytes` from `data` (memory from Allocate, at any offset) to
   // the host, and from the host into `data`.
   virtual absl::Status CopyToHost(void* host, const void* data, int64_t bytes);

@@ -115,6 +115,45 @@ def test_field_fill():
     assert y[None] == -9
 
 
+@pytest.mark.parametrize("layout", ["aos", "soa"])
+@test_utils.test()
+def test_matrix_fields_copy_every_component_in_one_pass(layout):
+    """Vector and matrix fields move all their components at once: packed
+    (AoS) by one copy, SoA by a strided loop; kernels see what the host
+    wrote, and the host what kernels wrote, component by component."""
+    layout = qd.Layout.SOA if layout == "soa" else qd.Layout.AOS
+    m = qd.Matrix.field(2, 3, qd.f64, shape=(5, 7), layout=layout)
+    v = qd.Vector.field(3, qd.i16, shape=40, layout=layout)
+    mv = np.arange(5 * 7 * 6, dtype=np.float64).reshape(5, 7, 2, 3) - 50.5
+    vv = (np.arange(40 * 3).reshape(40, 3) * 7 - 300).astype(np.int16)
+    m.from_numpy(mv)
+    v.from_numpy(vv.astype(np.int64))  # converted to the field's dtype
+
+    @qd.kernel
+    def bump():
+        for i, j in m:
+            for a, b in qd.static(qd.ndrange(2, 3)):
+                m[i, j][a, b] += 1000.0 * a + 100.0 * b + 10.0 * i + j
+        for i in v:
+            v[i][2] = v[i][0] - v[i][1]
+
+    bump()
+    a, b, i, j = np.ix_(np.arange(5), np.arange(7), np.arange(2), np.arange(3))
+    want = mv + 10.0 * a.reshape(5, 1, 1, 1) + b.reshape(1, 7, 1, 1) + \
+        1000.0 * i.reshape(1, 1, 2, 1) + 100.0 * j.reshape(1, 1, 1, 3)
+    np.testing.assert_array_equal(m.to_numpy(), want)
+    vv[:, 2] = vv[:, 0] - vv[:, 1]
+    got = v.to_numpy()
+    assert got.dtype == np.int16
+    np.testing.assert_array_equal(got, vv)
+    m.fill(-2.0)
+    np.testing.assert_array_equal(m.to_numpy(), np.full((5, 7, 2, 3), -2.0))
+    assert m[4, 6][1, 2] == -2.0
+    c = qd.Matrix.field(2, 3, qd.f64, shape=(5, 7), layout=qd.Layout.AOS)
+    c.copy_from(m)
+    np.testing.assert_array_equal(c.to_numpy(), m.to_numpy())
+
+
 @test_utils.test()
 def test_field_dtypes_round_trip_host_values():
     cases = [(qd.i8, -128), (qd.i16, -32768), (qd.u8, 255), (qd.u16, 65535),

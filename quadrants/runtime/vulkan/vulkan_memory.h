@@ -59,6 +59,7 @@ class VulkanMemory : public ArrayMemory {
   bool host_addressable() const override {
     return device_->device_memory_mappable();
   }
+  absl::Status WaitForQueuedWork() override { return Drain(); }
   absl::Status CopyToHost(void* host, const void* data, int64_t bytes) override;
   absl::Status CopyFromHost(void* data, const void* host,
                             int64_t bytes) override;

@@ -211,8 +211,14 @@ class MatrixField(sparse.ListMethods):
             return (None, why) if array is None else (array.reshape(shape), None)
 
         def copied():
-            parts = [c.to_numpy() for c in self._comps]
-            out = np.stack(parts, axis=-1).reshape(shape)
+            if self._comps[0]._sparse():
+                parts = [c.to_numpy() for c in self._comps]
+                out = np.stack(parts, axis=-1).reshape(shape)
+            else:
+                # Every component in one pass, interleaved as numpy wants.
+                prog = runtime.program()
+                prog.sync()
+                out = prog.field_to_numpy(self._places()).reshape(shape)
             return out if dtype is None else out.astype(dtype)
         return field_module.host_copy_or_view(copy, f"field '{self.name}'", view, copied)
 
@@ -227,8 +233,17 @@ class MatrixField(sparse.ListMethods):
         array = np.asarray(array)
         self._check_array(array, "from_numpy")
         flat = array.reshape(tuple(self.shape) + (self.n * self.m,))
-        for k, c in enumerate(self._comps):
-            c.from_numpy(flat[..., k].copy())
+        if self._comps[0]._sparse():
+            for k, c in enumerate(self._comps):
+                c.from_numpy(flat[..., k].copy())
+            return
+        prog = runtime.program()
+        prog.sync()
+        prog.field_from_numpy(self._places(), np.ascontiguousarray(flat).reshape(
+            self._comps[0]._full_shape() + (len(self._comps),)))
+
+    def _places(self):
+        return [c.place_id() for c in self._comps]
 
 
     def to_torch(self, device=None, keep_dims=False, *, copy=True):
@@ -266,6 +281,11 @@ class MatrixField(sparse.ListMethods):
             self._fill_in_kernel(value)
             return
         value = np.asarray(value.to_list() if hasattr(value, "to_list") else value)
+        if value.shape == () and not self._comps[0]._sparse():
+            prog = runtime.program()
+            prog.sync()
+            prog.field_fill(self._places(), value.item())
+            return
         if value.shape == ():
             for c in self._comps:
                 c.fill(value.item())

@@ -312,7 +312,7 @@ class Field(sparse.ListMethods):
             return out if dtype is None else out.astype(dtype)
         prog = runtime.program()
         prog.sync()
-        out = prog.field_to_numpy(place).reshape(self.shape)
+        out = prog.field_to_numpy([place]).reshape(self.shape)
         return out if dtype is None else out.astype(dtype)
 
     def from_numpy(self, array):
@@ -326,7 +326,7 @@ class Field(sparse.ListMethods):
             return
         prog = runtime.program()
         prog.sync()
-        prog.field_from_numpy(place, np.ascontiguousarray(array).reshape(self._full_shape()))
+        prog.field_from_numpy([place], np.ascontiguousarray(array).reshape(self._full_shape()))
 
     def to_torch(self, device=None, *, copy=True):
         """What to_numpy() gives, as a torch tensor: a copy on `device`
@@ -351,7 +351,7 @@ class Field(sparse.ListMethods):
             return
         prog = runtime.program()
         prog.sync()
-        prog.field_fill(place, value)
+        prog.field_fill([place], value)
 
     fill._qd_intrinsic = True  # called as it is from kernel code, not inlined
 
