@@ -223,6 +223,54 @@ class Backend {
   }
 };
 
+// A backend standing in for another (a BackendWrapper's result): every call
+// goes to the wrapped backend, so a wrapper overrides only what it changes
+// and can never leave a new Backend method unforwarded.
+class ForwardingBackend : public Backend {
+ public:
+  explicit ForwardingBackend(std::unique_ptr<Backend> inner)
+      : inner_(std::move(inner)) {}
+
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(
+      const ir::Kernel& offloaded, const ir::SNodeTree& snodes) override {
+    return inner_->Compile(offloaded, snodes);
+  }
+  void SetRoot(char* root) override { inner_->SetRoot(root); }
+  absl::StatusOr<BackendLaunchStats> Launch(
+      const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
+      absl::Span<const uint64_t> field_generations,
+      const LaunchOptions& options) override {
+    return inner_->Launch(kernel, args, field_generations, options);
+  }
+  absl::Status Synchronize() override { return inner_->Synchronize(); }
+  bool queues_launches() const override { return inner_->queues_launches(); }
+  absl::optional<RuntimeErrorRecord> TakeError() override {
+    return inner_->TakeError();
+  }
+  PrintBatch TakePrints() override { return inner_->TakePrints(); }
+  std::shared_ptr<ArrayMemory> memory() override { return inner_->memory(); }
+  bool stages_host_arrays() const override {
+    return inner_->stages_host_arrays();
+  }
+  int num_threads() const override { return inner_->num_threads(); }
+  std::string device_description() const override {
+    return inner_->device_description();
+  }
+  bool fuses_sin_cos() const override { return inner_->fuses_sin_cos(); }
+  const AdStackStats& adstack_stats() const override {
+    return inner_->adstack_stats();
+  }
+  const OfflineCacheStats& offline_cache_stats() const override {
+    return inner_->offline_cache_stats();
+  }
+
+ protected:
+  Backend& inner() { return *inner_; }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+};
+
 }  // namespace quadrants
 
 #endif  // QUADRANTS_RUNTIME_BACKEND_H_

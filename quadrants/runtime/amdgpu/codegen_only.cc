@@ -123,56 +123,26 @@ class CodegenOnlyBackend : public Backend {
 
 // Forwards to the backend that runs the kernels, and compiles each kernel
 // it compiles for the codegen-only targets too.
-class CheckingBackend : public Backend {
+class CheckingBackend : public ForwardingBackend {
  public:
   CheckingBackend(const CompileConfig& config, std::unique_ptr<Backend> inner,
                   std::unique_ptr<CodegenOnlyCompiler> compiler)
-      : config_(config),
-        inner_(std::move(inner)),
+      : ForwardingBackend(std::move(inner)),
+        config_(config),
         compiler_(std::move(compiler)) {}
 
   absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes) override {
-    QD_ASSIGN_OR_RETURN(auto compiled, inner_->Compile(offloaded, snodes));
+    QD_ASSIGN_OR_RETURN(auto compiled, inner().Compile(offloaded, snodes));
     // No cache: every kernel the suite builds is compiled and counted.
     QD_RETURN_IF_ERROR(
         compiler_->Compile(offloaded, snodes, config_, nullptr, nullptr)
             .status());
     return compiled;
   }
-  void SetRoot(char* root) override { inner_->SetRoot(root); }
-  absl::StatusOr<BackendLaunchStats> Launch(
-      const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
-      absl::Span<const uint64_t> field_generations,
-      const LaunchOptions& options) override {
-    return inner_->Launch(kernel, args, field_generations, options);
-  }
-  absl::Status Synchronize() override { return inner_->Synchronize(); }
-  bool queues_launches() const override { return inner_->queues_launches(); }
-  absl::optional<RuntimeErrorRecord> TakeError() override {
-    return inner_->TakeError();
-  }
-  PrintBatch TakePrints() override { return inner_->TakePrints(); }
-  std::shared_ptr<ArrayMemory> memory() override {
-    return inner_->memory();
-  }
-  std::string device_description() const override {
-    return inner_->device_description();
-  }
-  bool stages_host_arrays() const override {
-    return inner_->stages_host_arrays();
-  }
-  int num_threads() const override { return inner_->num_threads(); }
-  const AdStackStats& adstack_stats() const override {
-    return inner_->adstack_stats();
-  }
-  const OfflineCacheStats& offline_cache_stats() const override {
-    return inner_->offline_cache_stats();
-  }
 
  private:
   CompileConfig config_;
-  std::unique_ptr<Backend> inner_;
   std::unique_ptr<CodegenOnlyCompiler> compiler_;
 };
 
