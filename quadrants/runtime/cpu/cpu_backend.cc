@@ -97,6 +97,22 @@ codegen::LoweringOptions CpuBackend::LoweringOptions() const {
   return options;
 }
 
+namespace {
+
+// Whether a parallel task of `artifact` runs one iteration at a time. Tasks
+// in SIMD lanes are vector code already, so LLVM's loop and SLP
+// vectorizers (most of the optimization time of such a module) run only
+// when some parallel task stayed scalar.
+bool HasScalarLoopTask(const CompiledKernelData& artifact) {
+  return std::any_of(artifact.tasks.begin(), artifact.tasks.end(),
+                     [](const CompiledTask& task) {
+                       return task.kind != ir::TaskKind::kSerial &&
+                              task.simd_lanes <= 1;
+                     });
+}
+
+}  // namespace
+
 absl::StatusOr<CompiledKernelData> CpuBackend::Generate(
     const ir::Kernel& offloaded, const ir::SNodeTree& snodes) {
   llvm::LLVMContext context;
@@ -119,7 +135,7 @@ absl::StatusOr<CompiledKernelData> CpuBackend::Generate(
       absl::MakeConstSpan(kRuntimeBitcodeX86_64, kRuntimeBitcodeX86_64_size),
       entry_points));
   codegen::OptimizeModule(*lowered.module, jit_->target_machine(),
-                          config_.cpu_simd);
+                          config_.cpu_simd && HasScalarLoopTask(lowered.data));
   CompiledKernelData artifact = std::move(lowered.data);
   QD_ASSIGN_OR_RETURN(artifact.binary, jit_->EmitObject(*lowered.module));
   return artifact;
