@@ -8,14 +8,14 @@
 namespace quadrants::codegen {
 
 void OptimizeModule(llvm::Module& module, llvm::TargetMachine& machine,
-                    bool vectorize) {
+                    Vectorizers vectorizers) {
   llvm::LoopAnalysisManager loops;
   llvm::FunctionAnalysisManager functions;
   llvm::CGSCCAnalysisManager cgscc;
   llvm::ModuleAnalysisManager modules;
   llvm::PipelineTuningOptions tuning;
-  tuning.LoopVectorization = vectorize;
-  tuning.SLPVectorization = vectorize;
+  tuning.LoopVectorization = vectorizers.loop;
+  tuning.SLPVectorization = vectorizers.slp;
   llvm::PassBuilder builder(&machine, tuning);
   builder.registerModuleAnalyses(modules);
   builder.registerCGSCCAnalyses(cgscc);

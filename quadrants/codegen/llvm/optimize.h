@@ -6,11 +6,16 @@
 
 namespace quadrants::codegen {
 
-// Runs the new pass manager's O3 pipeline for `machine`'s target.
-// `vectorize` false leaves LLVM's loop and SLP vectorizers out, so the code
-// stays scalar.
+// Which of LLVM's vectorizers the pipeline runs.
+struct Vectorizers {
+  bool loop = true;  // the loop vectorizer
+  bool slp = true;   // the SLP (straight-line) vectorizer
+};
+
+// Runs the new pass manager's O3 pipeline for `machine`'s target, with
+// `vectorizers` (none: the code stays scalar).
 void OptimizeModule(llvm::Module& module, llvm::TargetMachine& machine,
-                    bool vectorize = true);
+                    Vectorizers vectorizers = {});
 
 }  // namespace quadrants::codegen
 
