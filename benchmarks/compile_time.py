@@ -81,7 +81,8 @@ def child(args):
 
 def run_child(*extra):
     # The child finds the package where this process found it.
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    env = dict(os.environ)
+    env.setdefault("PYTHONPATH", os.pathsep.join(p for p in sys.path if p))
     done = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", *extra],
                           capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
