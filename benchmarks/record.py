@@ -142,11 +142,14 @@ def main():
     print(f"{flags} flagged")
     if args.update:
         recorded.setdefault(kind, {}).update(numbers)
-        with open(os.environ.get("BUILD_WORKSPACE_DIRECTORY", "") and
-                  os.path.join(os.environ["BUILD_WORKSPACE_DIRECTORY"], "benchmarks",
-                               "baseline.json") or BASELINE, "w") as f:
+        # Under `bazel run` the source tree's file, not the runfiles copy.
+        workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY")
+        path = os.path.join(workspace, "benchmarks", "baseline.json") if workspace \
+            else BASELINE
+        with open(path, "w") as f:
             json.dump(recorded, f, indent=1, sort_keys=True)
             f.write("\n")
+        print(f"baseline of {kind} written to {path}")
     sys.exit(1 if flags else 0)
 
 
