@@ -11,19 +11,19 @@
 namespace quadrants {
 namespace {
 
-// Below this many bytes a copy stays on the calling thread.
-constexpr int64_t kParallelBytes = int64_t{4} << 20;
+// The least a thread of a parallel copy moves: below twice this a copy
+// stays on the calling thread.
+constexpr int64_t kParallelBytes = int64_t{2} << 20;
 // Host bytes of one tile of a strided copy: small enough to stay in L1/L2.
 constexpr int64_t kTileBytes = int64_t{16} << 10;
 
-// Runs body(begin, end) over [0, n) split among the host's cores.
+// Runs body(begin, end) over [0, n) split among the host's cores, each
+// thread moving at least kParallelBytes of the copy's `bytes`.
 template <typename Body>
 void ParallelRanges(int64_t n, int64_t bytes, const Body& body) {
-  const int64_t threads =
-      bytes < kParallelBytes
-          ? 1
-          : std::min<int64_t>(std::max(1u, std::thread::hardware_concurrency()),
-                              n);
+  const int64_t threads = std::min<int64_t>(
+      {std::max(1u, std::thread::hardware_concurrency()),
+       std::max<int64_t>(1, bytes / kParallelBytes), n});
   if (threads <= 1) {
     body(int64_t{0}, n);
     return;

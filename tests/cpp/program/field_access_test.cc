@@ -111,7 +111,7 @@ TEST(PlaceAccessTest, AosComponentsMoveInOneCopy) {
 }
 
 TEST(PlaceAccessTest, SoaComponentsInterleaveInHostRows) {
-  // The largest spans more than one thread's share (4 MiB).
+  // The largest is more than one thread's share (2 MiB).
   for (int64_t cols : {1, 7, 5000, 200000}) {
     Tree tree(9, 3, cols, /*soa=*/true, /*other=*/false);
     HostMemory memory;
