@@ -473,9 +473,6 @@ void CheckpointWithinBudget(const CompileConfig& config,
     layout->rows = rows;
   }
   layout->segments = std::move(segments);
-  layout->checkpoints.clear();
-  for (const AdStackSpec& stack : stacks)
-    layout->checkpoints.push_back(stack.checkpoints);
   layout->threads_at_once = threads_at_once;
 }
 
