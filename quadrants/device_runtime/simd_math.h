@@ -151,14 +151,35 @@ __attribute__((always_inline)) inline void Store(float* p, F<N> v) {
   *reinterpret_cast<F<N>*>(p) = v;
 }
 
-// Lanes flagged in `scalar` are recomputed by the C library's function.
-#define QD_SIMD_SCALAR_LANES1(fn)          \
-  if (__builtin_reduce_or(scalar) != 0) {  \
-    for (int lane = 0; lane < N; ++lane) { \
-      if (scalar[lane] != 0)               \
-        out[lane] = fn(x[lane]);           \
-    }                                      \
+// The lanes of `x` (and `y`) flagged in `scalar`, recomputed into `out` by
+// `fn`, the C library's function. Out of line: a slow path for a few lanes
+// that would otherwise be N inlined calls at every use. The vectors are
+// copies, so only they live in memory; the caller's stay in registers.
+template <int N, typename Fn>
+__attribute__((noinline)) void ScalarLanes(F<N>* out, const F<N>* x,
+                                           const F<N>* y, const L<N>* scalar,
+                                           Fn fn) {
+  for (int lane = 0; lane < N; ++lane) {
+    if ((*scalar)[lane] != 0)
+      (*out)[lane] = fn((*x)[lane], (*y)[lane]);
   }
+}
+
+template <int N, typename Fn>
+__attribute__((always_inline)) inline void FixScalarLanes(float* out,
+                                                          const float* x,
+                                                          const float* y,
+                                                          L<N> scalar, Fn fn) {
+  if (__builtin_reduce_or(scalar) != 0) {
+    F<N> lanes = Load<N>(out);
+    const F<N> xs = Load<N>(x), ys = Load<N>(y);
+    ScalarLanes<N>(&lanes, &xs, &ys, &scalar, fn);
+    Store<N>(out, lanes);
+  }
+}
+
+#define QD_SIMD_SCALAR_LANES1(fn) \
+  FixScalarLanes<N>(out, x, x, scalar, [](float a, float) { return fn(a); })
 
 // sin r for |r| <= pi/2 as r P(r^2), P of degree 5 fitted to sin(r)/r for
 // least maximum relative error (2.1e-11, measured against mpmath on a
@@ -187,7 +208,7 @@ __attribute__((always_inline)) inline void Sin(float* out, const float* x) {
   v = d == 0.0 ? d : v;  // keeps the sign of zero
   Store<N>(out, __builtin_convertvector(v, F<N>));
   const L<N> scalar = !(__builtin_elementwise_abs(d) <= kTrigLimit);
-  QD_SIMD_SCALAR_LANES1(__builtin_sinf)
+  QD_SIMD_SCALAR_LANES1(__builtin_sinf);
 }
 
 // cos x = (-1)^(h+1) sin r with x = (h + 1/2) pi + r, |r| <= pi/2.
@@ -201,7 +222,22 @@ __attribute__((always_inline)) inline void Cos(float* out, const float* x) {
   const D<N> v = (__builtin_convertvector(h, L<N>) & 1) != 0 ? s : -s;
   Store<N>(out, __builtin_convertvector(v, F<N>));
   const L<N> scalar = !(__builtin_elementwise_abs(d) <= kTrigLimit);
-  QD_SIMD_SCALAR_LANES1(__builtin_cosf)
+  QD_SIMD_SCALAR_LANES1(__builtin_cosf);
+}
+
+// The lanes of SinCos flagged in `scalar`, by the C library; out of line,
+// as the slow path of a few lanes.
+template <int N>
+__attribute__((noinline)) void SinCosScalarLanes(F<N>* sin_lanes,
+                                                 F<N>* cos_lanes,
+                                                 const F<N>* x,
+                                                 const L<N>* scalar) {
+  for (int lane = 0; lane < N; ++lane) {
+    if ((*scalar)[lane] != 0) {
+      (*sin_lanes)[lane] = __builtin_sinf((*x)[lane]);
+      (*cos_lanes)[lane] = __builtin_cosf((*x)[lane]);
+    }
+  }
 }
 
 // sin x and cos x together: one reduction x = k pi/2 + r, |r| <= pi/4, and
@@ -244,17 +280,20 @@ __attribute__((always_inline)) inline void SinCos(float* sin_out,
   const D<N> cv = __builtin_bit_cast(
       D<N>, __builtin_bit_cast(L<N>, odd ? s : c) ^ cos_sign);
   sv = d == 0.0 ? d : sv;  // keeps the sign of zero
-  Store<N>(sin_out, __builtin_convertvector(sv, F<N>));
-  Store<N>(cos_out, __builtin_convertvector(cv, F<N>));
+  F<N> sf = __builtin_convertvector(sv, F<N>);
+  F<N> cf = __builtin_convertvector(cv, F<N>);
   const L<N> scalar = !(__builtin_elementwise_abs(d) <= kTrigLimit);
   if (__builtin_reduce_or(scalar) != 0) {
-    for (int lane = 0; lane < N; ++lane) {
-      if (scalar[lane] != 0) {
-        sin_out[lane] = __builtin_sinf(x[lane]);
-        cos_out[lane] = __builtin_cosf(x[lane]);
-      }
-    }
+    // Copies, so that only they live in memory: the results and the caller's
+    // slots stay in registers on the common path.
+    F<N> s_lanes = sf, c_lanes = cf;
+    const F<N> x_lanes = Load<N>(x);
+    SinCosScalarLanes<N>(&s_lanes, &c_lanes, &x_lanes, &scalar);
+    sf = s_lanes;
+    cf = c_lanes;
   }
+  Store<N>(sin_out, sf);
+  Store<N>(cos_out, cf);
 }
 
 template <int N>
@@ -267,7 +306,7 @@ __attribute__((always_inline)) inline void Tan(float* out, const float* x) {
   r = d == 0.0 ? d : r;
   Store<N>(out, __builtin_convertvector(r, F<N>));
   const L<N> scalar = !(__builtin_elementwise_abs(d) <= kTrigLimit);
-  QD_SIMD_SCALAR_LANES1(__builtin_tanf)
+  QD_SIMD_SCALAR_LANES1(__builtin_tanf);
 }
 
 template <int N>
@@ -329,12 +368,8 @@ __attribute__((always_inline)) inline void Pow(float* out, const float* x,
   e = Clamp<N>(e, -200.0, 200.0);
   e = scalar ? 0.0 : e;
   Store<N>(out, __builtin_convertvector(ExpCore<N>(e), F<N>));
-  if (__builtin_reduce_or(scalar) != 0) {
-    for (int lane = 0; lane < N; ++lane) {
-      if (scalar[lane] != 0)
-        out[lane] = __builtin_powf(x[lane], y[lane]);
-    }
-  }
+  FixScalarLanes<N>(out, x, y, scalar,
+                    [](float a, float b) { return __builtin_powf(a, b); });
 }
 
 // atan u for u >= 0 (inf included): u > 1 through pi/2 - atan(1/u), then
@@ -375,12 +410,8 @@ __attribute__((always_inline)) inline void Atan2(float* out, const float* y,
   a = dx < 0.0 ? kPi - a : a;
   a = dy < 0.0 ? -a : a;
   Store<N>(out, __builtin_convertvector(a, F<N>));
-  if (__builtin_reduce_or(scalar) != 0) {
-    for (int lane = 0; lane < N; ++lane) {
-      if (scalar[lane] != 0)
-        out[lane] = __builtin_atan2f(y[lane], x[lane]);
-    }
-  }
+  FixScalarLanes<N>(out, y, x, scalar,
+                    [](float a, float b) { return __builtin_atan2f(a, b); });
 }
 
 // asin x = atan(|x| / sqrt(1 - x^2)) with x's sign; 1 - x^2 is exact in f64
@@ -395,7 +426,7 @@ __attribute__((always_inline)) inline void Asin(float* out, const float* x) {
   a = d < 0.0 ? -a : a;
   a = d == 0.0 ? d : a;  // keeps the sign of zero
   Store<N>(out, __builtin_convertvector(a, F<N>));
-  QD_SIMD_SCALAR_LANES1(__builtin_asinf)
+  QD_SIMD_SCALAR_LANES1(__builtin_asinf);
 }
 
 // acos x = atan(sqrt(1 - x^2) / |x|), reflected to pi - that for x < 0.
@@ -408,7 +439,7 @@ __attribute__((always_inline)) inline void Acos(float* out, const float* x) {
   D<N> a = AtanNonNegative<N>(root / ad);
   a = d < 0.0 ? kPi - a : a;
   Store<N>(out, __builtin_convertvector(a, F<N>));
-  QD_SIMD_SCALAR_LANES1(__builtin_acosf)
+  QD_SIMD_SCALAR_LANES1(__builtin_acosf);
 }
 
 #undef QD_SIMD_SCALAR_LANES1

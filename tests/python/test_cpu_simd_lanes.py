@@ -291,6 +291,67 @@ def test_every_element_type(dtype):
     assert_same(lanes, scalar)
 
 
+def python_floordiv_mod(a, b, signed):
+    """Floor division and modulo as the language defines them: Python's signs,
+    a zero divisor gives 0 (and a signed modulo by -1), results wrap to the
+    type."""
+    q = np.zeros_like(a)
+    r = np.zeros_like(a)
+    mask = (1 << (8 * a.dtype.itemsize)) - 1
+    for k, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
+        if y != 0:
+            q[k] = np.array((x // y) & mask, dtype=np.uint64).astype(a.dtype)
+            r[k] = 0 if signed and y == -1 else x % y
+    return q, r
+
+
+@pytest.mark.parametrize("dtype,np_type", [
+    ("i8", np.int8), ("i16", np.int16), ("i32", np.int32), ("u8", np.uint8),
+    ("u16", np.uint16), ("u32", np.uint32), ("i64", np.int64)])
+def test_integer_floordiv_and_mod_in_lanes(dtype, np_type):
+    """Lanes divide 32-bit and narrower integers in vector f64 arithmetic;
+    every edge of the exact-floor argument: extremes of the type, negative
+    operands of each sign, divisors 0 and -1, the most negative value over -1
+    (which wraps), and quotients near 2^31."""
+    info = np.iinfo(np_type)
+    signed = info.min < 0
+    edges = [info.min, info.max, 0, 1, -1, 2, -2, 3, -3, 7, -7, info.min + 1,
+             info.max - 1, info.max // 2, info.min // 2, 12345, -12345]
+    rng = np.random.default_rng(7)
+    values = [v for v in edges if info.min <= v <= info.max]
+    a = np.array([x for x in values for _ in values]
+                 + rng.integers(info.min, info.max, 300, endpoint=True).tolist(),
+                 dtype=np_type)
+    b = np.array([y for _ in values for y in values]
+                 + rng.integers(info.min, info.max, 300, endpoint=True).tolist(),
+                 dtype=np_type)
+    n = len(a)
+
+    def build():
+        t = getattr(qd, dtype)
+        xa = qd.field(t, shape=n)
+        xb = qd.field(t, shape=n)
+        q = qd.field(t, shape=n)
+        r = qd.field(t, shape=n)
+        xa.from_numpy(a)
+        xb.from_numpy(b)
+
+        @qd.kernel
+        def run():
+            for i in xa:
+                q[i] = xa[i] // xb[i]
+                r[i] = xa[i] % xb[i]
+
+        run()
+        return q.to_numpy(), r.to_numpy()
+
+    lanes, scalar = both(build)
+    assert_same(lanes, scalar)
+    want_q, want_r = python_floordiv_mod(a, b, signed)
+    np.testing.assert_array_equal(lanes[0], want_q)
+    np.testing.assert_array_equal(lanes[1], want_r)
+
+
 def test_debug_log_names_lane_tasks_and_scalar_fallbacks(tmp_path):
     log = test_utils.run_debug_logged("""
         import quadrants as qd

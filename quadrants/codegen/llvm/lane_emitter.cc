@@ -612,7 +612,14 @@ absl::Status LaneEmitter::EmitStmt(const Stmt& s) {
 
 int RegistersPerValue(const ir::OffloadedTaskStmt& task) {
   int statements = 0;
-  ir::WalkBlock(*task.body(), [&](const ir::Stmt*) { ++statements; });
+  ir::WalkBlock(*task.body(), [&](const ir::Stmt* s) {
+    // Locals become registers and constants operands: neither emits work.
+    const bool free = ir::Isa<ir::AllocaStmt>(s) ||
+                      ir::Isa<ir::LocalLoadStmt>(s) ||
+                      ir::Isa<ir::LocalStoreStmt>(s) ||
+                      ir::Isa<ir::ConstStmt>(s);
+    statements += free ? 0 : 1;
+  });
   return statements <= kWideGangStatements ? 4 : 2;
 }
 

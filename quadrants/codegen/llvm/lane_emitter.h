@@ -16,6 +16,7 @@
 namespace quadrants::codegen {
 
 // Registers per value: a task of at most kWideGangStatements statements
+// that compute (locals and constants emit no work of their own)
 // runs four vectors of independent iterations per step, so a loop-carried
 // chain (an adstack recurrence is one) has four dependency chains in flight
 // per thread instead of waiting on each result's latency (ISPC's

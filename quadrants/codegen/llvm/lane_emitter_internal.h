@@ -123,6 +123,8 @@ class LaneEmitter {
   std::pair<llvm::Value*, llvm::Value*> SinCos(llvm::Value* x);
   llvm::Value* IntCall(const char* name, llvm::Value* a, llvm::Value* b,
                        PrimitiveType t);
+  llvm::Value* DivideThroughF64(bool modulo, llvm::Value* x, llvm::Value* y,
+                                bool is_signed);
   llvm::Value* PerLane(const std::string& name, llvm::Type* result,
                        std::vector<llvm::Value*> args);
   std::vector<llvm::Value*> DecomposeCell(int snode, llvm::Value* linear);

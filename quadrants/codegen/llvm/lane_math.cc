@@ -125,10 +125,45 @@ llvm::Value* LaneEmitter::IntCall(const char* name, llvm::Value* a,
   llvm::Type* work = wide ? b_.getInt64Ty() : b_.getInt32Ty();
   llvm::Value* x = b_.CreateIntCast(a, ops_.Widen(work), is_signed);
   llvm::Value* y = b_.CreateIntCast(b, ops_.Widen(work), is_signed);
-  const char* suffix =
-      wide ? (is_signed ? "_i64" : "_u64") : (is_signed ? "_i32" : "_u32");
-  llvm::Value* r = PerLane(absl::StrCat("qd_", name, suffix), work, {x, y});
+  llvm::Value* r = nullptr;
+  const absl::string_view op = name;
+  if (!wide && (op == "floordiv" || op == "mod")) {
+    r = DivideThroughF64(op == "mod", x, y, is_signed);
+  } else {
+    const char* suffix =
+        wide ? (is_signed ? "_i64" : "_u64") : (is_signed ? "_i32" : "_u32");
+    r = PerLane(absl::StrCat("qd_", name, suffix), work, {x, y});
+  }
   return b_.CreateIntCast(r, ops_.RegisterType(t), is_signed);
+}
+
+// 32-bit floor division and modulo with the runtime's semantics (Python's
+// signs; a zero divisor gives 0), in vector f64 arithmetic: CPUs divide no
+// integer vectors, and per-lane divisions are slow to run and to compile.
+// For |a|, |b| < 2^32 the rounded f64 quotient q differs from a / b by at
+// most 2^-21 / |b|, less than its distance 1 / |b| from the next integer,
+// so floor(q) is exact.
+llvm::Value* LaneEmitter::DivideThroughF64(bool modulo, llvm::Value* x,
+                                           llvm::Value* y, bool is_signed) {
+  llvm::Type* f64 = ops_.Widen(b_.getDoubleTy());
+  llvm::Type* i64 = ops_.Widen(b_.getInt64Ty());
+  llvm::Type* i32 = x->getType();
+  auto to_f64 = [&](llvm::Value* v) {
+    return is_signed ? b_.CreateSIToFP(v, f64) : b_.CreateUIToFP(v, f64);
+  };
+  llvm::Value* zero = llvm::Constant::getNullValue(i32);
+  llvm::Value* by_zero = b_.CreateICmpEQ(y, zero);
+  // A zero divisor divides by 1 instead: no infinity reaches the conversion.
+  llvm::Value* divisor =
+      b_.CreateSelect(by_zero, llvm::ConstantInt::get(i32, 1), y);
+  llvm::Value* quotient = b_.CreateUnaryIntrinsic(
+      llvm::Intrinsic::floor, b_.CreateFDiv(to_f64(x), to_f64(divisor)));
+  // Through i64: INT_MIN / -1 = 2^31 wraps as the runtime's division does.
+  llvm::Value* q = b_.CreateTrunc(b_.CreateFPToSI(quotient, i64), i32);
+  if (!modulo)
+    return b_.CreateSelect(by_zero, zero, q);
+  // a - b q; a divisor of -1 (signed) leaves 0, as the runtime's modulo.
+  return b_.CreateSelect(by_zero, zero, b_.CreateSub(x, b_.CreateMul(y, q)));
 }
 
 }  // namespace quadrants::codegen::lanes

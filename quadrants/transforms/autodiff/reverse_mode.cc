@@ -211,16 +211,15 @@ class GradTaskBuilder : public AdjointSweep {
       PushCarried(loop, primal);
     }
     for (size_t i = first; i < body.size(); ++i) {
-      QD_RETURN_IF_ERROR(ReplayStmt(*body.at(i), primal, false));
-      if (stacked && IsStackedDerivative(loop, *body.at(i), written)) {
-        if (!checkpointed) {
-          PushDerivative(loop, *body.at(i), primal);
-          continue;
-        }
-        // Checkpointed, the segment's recomputation stacks it instead.
-        auto* unless = b_.If(schedule.on);
-        auto scope = b_.EnterBlock(unless->false_block());
-        PushDerivative(loop, *body.at(i), primal);
+      const Stmt& s = *body.at(i);
+      if (!stacked || !IsStackedDerivative(loop, s, written)) {
+        QD_RETURN_IF_ERROR(ReplayStmt(s, primal, false));
+      } else if (!checkpointed) {
+        QD_RETURN_IF_ERROR(ReplayStmt(s, primal, false));
+        PushDerivative(loop, s, primal);
+      } else {
+        QD_RETURN_IF_ERROR(ReplayPushingUnlessCheckpointed(loop, s, primal,
+                                                           schedule));
       }
     }
     return absl::OkStatus();
@@ -317,6 +316,28 @@ class GradTaskBuilder : public AdjointSweep {
     }
     auto scope = b_.EnterBlock(checkpointed->false_block());
     PushCarried(loop, primal);
+  }
+
+  // Replays the stacked derivative `s` of a checkpointed loop; unsegmented,
+  // it pushes the derivative too (segmented, the segment's recomputation
+  // does). Each branch computes `s` itself, so the value and its derivative
+  // (sin and cos) stay side by side and lower to one sincos.
+  absl::Status ReplayPushingUnlessCheckpointed(const Stmt& loop, const Stmt& s,
+                                               Map& primal,
+                                               const Schedule& schedule) {
+    Stmt* value = b_.Alloca(s.type().element());
+    auto* segmented = b_.If(schedule.on);
+    for (const bool on : {true, false}) {
+      auto scope = b_.EnterBlock(on ? segmented->true_block()
+                                    : segmented->false_block());
+      QD_RETURN_IF_ERROR(ReplayStmt(s, primal, false));
+      if (!on)
+        PushDerivative(loop, s, primal);
+      b_.LocalStore(value, primal.at(&s));
+    }
+    b_.SetLocation(s.loc());
+    primal[&s] = b_.LocalLoad(value);
+    return absl::OkStatus();
   }
 
   // The reversal of a checkpointed range-for: segments from the last, each
