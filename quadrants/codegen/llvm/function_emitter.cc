@@ -267,14 +267,17 @@ llvm::Value* FunctionEmitter::StackTopIndex(const Stmt* stack) {
 llvm::Value* FunctionEmitter::StackSlot(const Stmt* stack, llvm::Value* index,
                                         bool adjoint) {
   const StackState& st = stacks_.at(stack);
-  llvm::Value* offset =
-      b_.CreateAdd(b_.getInt64(8 + (adjoint ? st.elem_bytes : 0)),
-                   b_.CreateMul(index, b_.getInt64(st.slot_bytes)));
+  // Slot indices are never negative (pushes and pops balance), so no step
+  // wraps: LLVM then folds the word index and strength-reduces the address.
+  llvm::Value* offset = b_.CreateAdd(
+      b_.getInt64(8 + (adjoint ? st.elem_bytes : 0)),
+      b_.CreateMul(index, b_.getInt64(st.slot_bytes), "", true, true), "",
+      true, true);
   if (st.word_stride != nullptr) {
     offset = b_.CreateAdd(
         b_.CreateMul(b_.CreateLShr(offset, b_.getInt64(st.unit == 4 ? 2 : 3)),
-                     st.word_stride),
-        b_.CreateAnd(offset, b_.getInt64(st.unit - 1)));
+                     st.word_stride, "", true, true),
+        b_.CreateAnd(offset, b_.getInt64(st.unit - 1)), "", true, true);
   }
   return b_.CreateGEP(b_.getInt8Ty(), st.base, offset);
 }
@@ -295,10 +298,12 @@ void FunctionEmitter::EmitAdStackPush(const ir::AdStackPushStmt& s) {
   llvm::Value* value = Get(s.value());
   if (t == PrimitiveType::kU1)
     value = b_.CreateZExt(value, b_.getInt8Ty());
-  b_.CreateStore(value, StackSlot(s.stack(), target.index, false));
+  scopes_.MarkAdStack(
+      b_.CreateStore(value, StackSlot(s.stack(), target.index, false)));
   if (st.adjoint) {
-    b_.CreateStore(llvm::ConstantFP::get(RegisterType(t), 0.0),
-                   StackSlot(s.stack(), target.index, true));
+    scopes_.MarkAdStack(
+        b_.CreateStore(llvm::ConstantFP::get(RegisterType(t), 0.0),
+                       StackSlot(s.stack(), target.index, true)));
   }
   b_.CreateStore(target.next, st.count);
 }

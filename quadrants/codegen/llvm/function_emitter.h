@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "llvm/IR/IRBuilder.h"
+#include "quadrants/codegen/llvm/alias_scopes.h"
 #include "quadrants/codegen/llvm/elementwise.h"
 #include "quadrants/codegen/llvm/kernel_lowering.h"
 #include "quadrants/ir/statements.h"
@@ -37,6 +38,7 @@ class FunctionEmitter : public ir::StmtVisitor<FunctionEmitter, absl::Status> {
       : module_(module),
         context_(module.getContext()),
         b_(context_),
+        scopes_(context_),
         kernel_(kernel),
         snodes_(snodes),
         options_(options),
@@ -189,6 +191,7 @@ class FunctionEmitter : public ir::StmtVisitor<FunctionEmitter, absl::Status> {
   llvm::Module& module_;
   llvm::LLVMContext& context_;
   llvm::IRBuilder<> b_;
+  AliasScopes scopes_;
   const ir::Kernel& kernel_;
   const ir::SNodeTree& snodes_;
   const LoweringOptions& options_;

@@ -45,8 +45,11 @@ absl::Status FunctionEmitter::VisitSNodeOp(const ir::SNodeOpStmt& s) {
 
 absl::Status FunctionEmitter::EmitLoad(const Stmt& s, bool global) {
   const PrimitiveType t = s.type().element();
-  llvm::Value* v = b_.CreateLoad(global ? StorageType(t) : RegisterType(t),
-                                 Get(s.operand(0)));
+  llvm::LoadInst* load = b_.CreateLoad(
+      global ? StorageType(t) : RegisterType(t), Get(s.operand(0)));
+  if (global)
+    scopes_.MarkData(load);
+  llvm::Value* v = load;
   if (global && t == PrimitiveType::kU1)
     v = b_.CreateICmpNE(v, b_.getInt8(0));
   return Define(s, v);
@@ -65,7 +68,9 @@ absl::Status FunctionEmitter::EmitStore(const Stmt& s, bool global) {
   // u1 is a byte in memory.
   if (global && s.operand(1)->type().element() == PrimitiveType::kU1)
     v = b_.CreateZExt(v, b_.getInt8Ty());
-  b_.CreateStore(v, Get(s.operand(0)));
+  llvm::StoreInst* store = b_.CreateStore(v, Get(s.operand(0)));
+  if (global)
+    scopes_.MarkData(store);
   return absl::OkStatus();
 }
 
@@ -216,9 +221,11 @@ absl::Status FunctionEmitter::VisitAdStackPop(const ir::AdStackPopStmt& s) {
 
 absl::Status FunctionEmitter::EmitStackTop(const Stmt& s, bool adjoint) {
   const PrimitiveType t = s.type().element();
-  llvm::Value* v = b_.CreateLoad(
+  llvm::LoadInst* load = b_.CreateLoad(
       StorageType(t),
       StackSlot(s.operand(0), StackTopIndex(s.operand(0)), adjoint));
+  scopes_.MarkAdStack(load);
+  llvm::Value* v = load;
   if (t == PrimitiveType::kU1)
     v = b_.CreateICmpNE(v, b_.getInt8(0));
   return Define(s, v);
@@ -253,9 +260,9 @@ absl::Status FunctionEmitter::VisitAdStackAccAdjoint(
   const PrimitiveType t = s.operand(1)->type().element();
   llvm::Value* slot =
       StackSlot(s.operand(0), StackTopIndex(s.operand(0)), true);
-  llvm::Value* sum = b_.CreateFAdd(b_.CreateLoad(RegisterType(t), slot),
-                                   Get(s.operand(1)));
-  b_.CreateStore(sum, slot);
+  llvm::LoadInst* old = b_.CreateLoad(RegisterType(t), slot);
+  scopes_.MarkAdStack(old);
+  scopes_.MarkAdStack(b_.CreateStore(b_.CreateFAdd(old, Get(s.operand(1))), slot));
   return absl::OkStatus();
 }
 

@@ -76,19 +76,20 @@ void LaneEmitter::StackStore(const StackState& st, llvm::Value* value,
   if (st.dtype == PrimitiveType::kU1)
     value = b_.CreateZExt(value, ops_.Widen(b_.getInt8Ty()));
   const llvm::Align align(st.elem);
-  if (st.per_lane)
-    b_.CreateMaskedScatter(value, slot, align, mask_);
-  else
-    b_.CreateMaskedStore(value, slot, align, mask_);
+  scopes_.MarkAdStack(st.per_lane
+                          ? b_.CreateMaskedScatter(value, slot, align, mask_)
+                          : b_.CreateMaskedStore(value, slot, align, mask_));
 }
 
 llvm::Value* LaneEmitter::StackLoad(const StackState& st, llvm::Value* slot) {
   llvm::Type* type = ops_.Widen(Storage(st.dtype));
   const llvm::Align align(st.elem);
   llvm::Value* zeros = Zeros(Storage(st.dtype));
-  llvm::Value* v = st.per_lane
-                       ? b_.CreateMaskedGather(type, slot, align, mask_, zeros)
-                       : b_.CreateMaskedLoad(type, slot, align, mask_, zeros);
+  llvm::CallInst* load =
+      st.per_lane ? b_.CreateMaskedGather(type, slot, align, mask_, zeros)
+                  : b_.CreateMaskedLoad(type, slot, align, mask_, zeros);
+  scopes_.MarkAdStack(load);
+  llvm::Value* v = load;
   if (st.dtype == PrimitiveType::kU1)
     v = b_.CreateICmpNE(v, Splat(b_.getInt8(0)));
   return v;

@@ -211,21 +211,24 @@ llvm::Value* LaneEmitter::EmitGlobalLoad(const Stmt& s) {
   llvm::Type* storage = Storage(t);
   llvm::Value* ptrs = Get(s.operand(0));
   const llvm::Align align(storage->getPrimitiveSizeInBits() / 8);
+  llvm::Instruction* load = nullptr;
   llvm::Value* v = nullptr;
   switch (AccessOf(s.operand(0))) {
     case Access::kUniform:
       // Some lane is on, and all would read this one address.
-      v = Splat(b_.CreateLoad(storage, Lane0(ptrs)));
+      load = b_.CreateLoad(storage, Lane0(ptrs));
+      v = Splat(load);
       break;
     case Access::kContiguous:
-      v = b_.CreateMaskedLoad(ops_.Widen(storage), Lane0(ptrs), align, mask_,
-                              Zeros(storage));
+      v = load = b_.CreateMaskedLoad(ops_.Widen(storage), Lane0(ptrs), align,
+                                     mask_, Zeros(storage));
       break;
     case Access::kScattered:
-      v = b_.CreateMaskedGather(ops_.Widen(storage), ptrs, align, mask_,
-                                Zeros(storage));
+      v = load = b_.CreateMaskedGather(ops_.Widen(storage), ptrs, align, mask_,
+                                       Zeros(storage));
       break;
   }
+  scopes_.MarkData(load);
   if (t == PrimitiveType::kU1)
     v = b_.CreateICmpNE(v, Splat(b_.getInt8(0)));
   return v;
@@ -239,11 +242,11 @@ void LaneEmitter::EmitGlobalStore(const Stmt& s) {
   llvm::Value* ptrs = Get(s.operand(0));
   const llvm::Align align(Storage(t)->getPrimitiveSizeInBits() / 8);
   if (AccessOf(s.operand(0)) == Access::kContiguous) {
-    b_.CreateMaskedStore(v, Lane0(ptrs), align, mask_);
+    scopes_.MarkData(b_.CreateMaskedStore(v, Lane0(ptrs), align, mask_));
   } else {
     // One address for all lanes: the last active lane's value lands, as
     // some iteration's would.
-    b_.CreateMaskedScatter(v, ptrs, align, mask_);
+    scopes_.MarkData(b_.CreateMaskedScatter(v, ptrs, align, mask_));
   }
 }
 

@@ -18,6 +18,7 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
 #include "quadrants/codegen/llvm/adstack_slots.h"
+#include "quadrants/codegen/llvm/alias_scopes.h"
 #include "quadrants/codegen/llvm/elementwise.h"
 #include "quadrants/codegen/llvm/lane_emitter.h"
 #include "quadrants/codegen/llvm/lane_forms.h"
@@ -41,6 +42,7 @@ class LaneEmitter {
       : module_(module),
         context_(module.getContext()),
         b_(context_),
+        scopes_(context_),
         kernel_(kernel),
         snodes_(snodes),
         task_(task),
@@ -198,6 +200,7 @@ class LaneEmitter {
   llvm::Module& module_;
   llvm::LLVMContext& context_;
   llvm::IRBuilder<> b_;
+  AliasScopes scopes_;
   const ir::Kernel& kernel_;
   const ir::SNodeTree& snodes_;
   const ir::OffloadedTaskStmt& task_;

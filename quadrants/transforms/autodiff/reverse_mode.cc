@@ -148,6 +148,12 @@ class GradTaskBuilder : public AdjointSweep {
     return absl::OkStatus();
   }
 
+  // How a checkpointable loop runs in this launch (see LaunchSchedule).
+  struct Schedule {
+    Stmt* on = nullptr;       // nonzero: run in segments
+    Stmt* segment = nullptr;  // iterations per segment, in the index type
+  };
+
   absl::Status ReplayLoop(const Stmt& loop, Map& primal, bool push) {
     // Variables the loop reads but never writes keep their value through
     // it; the reverse sweep replays iterations after later code may have
@@ -176,10 +182,36 @@ class GradTaskBuilder : public AdjointSweep {
       b_.LocalStore(trips,
                     b_.ConstI32(0));  // before the loop: counts its trips
     }
-    const bool checkpointed = stacked && Checkpointable(loop, primal);
-    Schedule schedule;
-    if (checkpointed)
-      schedule = LaunchSchedule(loop, primal);
+    if (stacked && Checkpointable(loop, primal)) {
+      // One copy per schedule, chosen once per launch: each loop then runs
+      // only the pushes its schedule needs, with nothing to test per
+      // iteration.
+      const Schedule schedule = LaunchSchedule(loop, primal);
+      auto* segmented = b_.If(schedule.on);
+      {
+        auto scope = b_.EnterBlock(segmented->true_block());
+        QD_RETURN_IF_ERROR(ReplayCopy(loop, primal, Pushes::kCheckpoints,
+                                      &schedule, trips, written));
+      }
+      auto scope = b_.EnterBlock(segmented->false_block());
+      return ReplayCopy(loop, primal, Pushes::kEveryIteration, nullptr, trips,
+                        written);
+    }
+    return ReplayCopy(loop, primal,
+                      stacked ? Pushes::kEveryIteration : Pushes::kNone,
+                      nullptr, trips, written);
+  }
+
+  // What a forward replay of a loop pushes: nothing, every iteration's
+  // carried state and stacked derivatives, or (checkpointed) the carried
+  // state at each segment start.
+  enum class Pushes { kNone, kEveryIteration, kCheckpoints };
+
+  // Emits one copy of `loop` that replays it with `pushes` (`schedule` for
+  // checkpoints; `trips` counts a while loop's trips).
+  absl::Status ReplayCopy(const Stmt& loop, Map& primal, Pushes pushes,
+                          const Schedule* schedule, Stmt* trips,
+                          const absl::flat_hash_set<const Stmt*>& written) {
     Stmt* copy = nullptr;
     if (const auto* range = ir::DynCast<ir::RangeForStmt>(&loop)) {
       copy = b_.RangeFor(primal.at(range->begin()), primal.at(range->end()));
@@ -202,24 +234,20 @@ class GradTaskBuilder : public AdjointSweep {
       b_.LocalStore(trips, b_.Add(b_.LocalLoad(trips), b_.ConstI32(1)));
       first = check + 1;
     }
-    if (checkpointed) {
+    if (pushes == Pushes::kCheckpoints) {
       const auto* range = static_cast<const ir::RangeForStmt*>(&loop);
-      PushCarriedOrCheckpoint(loop, primal, schedule,
-                              b_.Sub(b_.LoopIndex(copy),
-                                     primal.at(range->begin())));
-    } else if (stacked) {
+      PushCheckpoint(loop, primal, *schedule,
+                     b_.Sub(b_.LoopIndex(copy), primal.at(range->begin())));
+    } else if (pushes == Pushes::kEveryIteration) {
       PushCarried(loop, primal);
     }
     for (size_t i = first; i < body.size(); ++i) {
       const Stmt& s = *body.at(i);
-      if (!stacked || !IsStackedDerivative(loop, s, written)) {
-        QD_RETURN_IF_ERROR(ReplayStmt(s, primal, false));
-      } else if (!checkpointed) {
-        QD_RETURN_IF_ERROR(ReplayStmt(s, primal, false));
+      QD_RETURN_IF_ERROR(ReplayStmt(s, primal, false));
+      // Checkpointed, the segment's recomputation stacks derivatives.
+      if (pushes == Pushes::kEveryIteration &&
+          IsStackedDerivative(loop, s, written)) {
         PushDerivative(loop, s, primal);
-      } else {
-        QD_RETURN_IF_ERROR(ReplayPushingUnlessCheckpointed(loop, s, primal,
-                                                           schedule));
       }
     }
     return absl::OkStatus();
@@ -233,10 +261,6 @@ class GradTaskBuilder : public AdjointSweep {
   // the stacks' capacities. Loops nested in it are recomputed inside each
   // segment with their own (per outer iteration) stacks; they stay
   // unsegmented, so their many reversals run no segment loop.
-  struct Schedule {
-    Stmt* on = nullptr;       // nonzero: run in segments
-    Stmt* segment = nullptr;  // iterations per segment, in the index type
-  };
 
   bool Checkpointable(const Stmt& loop, const Map& primal) {
     if (!options_.checkpointing || !MaySegment(loop))
@@ -295,49 +319,20 @@ class GradTaskBuilder : public AdjointSweep {
     return schedule;
   }
 
-  // The forward replay's pushes, at iteration `offset` (from the loop's
-  // begin): every iteration's carried state, or when checkpointed only
-  // that of each segment's first iteration.
-  void PushCarriedOrCheckpoint(const Stmt& loop, Map& primal,
-                               const Schedule& schedule, Stmt* offset) {
-    auto* checkpointed = b_.If(schedule.on);
-    {
-      auto scope = b_.EnterBlock(checkpointed->true_block());
-      const PrimitiveType t = schedule.segment->type().element();
-      auto* starts = b_.If(b_.Binary(
-          BinaryOpKind::kEq, b_.Binary(BinaryOpKind::kMod, offset,
-                                       schedule.segment),
-          b_.Const(ir::Constant::Int(t, 0))));
-      auto inner = b_.EnterBlock(starts->true_block());
-      for (const Stmt* var : OrderedCarried(loop)) {
-        b_.AdStackPush(CheckpointStack(loop, var, primal),
-                       b_.LocalLoad(primal.at(var)));
-      }
+  // A checkpointed forward replay's push at iteration `offset` (from the
+  // loop's begin): the carried state, at each segment's first iteration.
+  void PushCheckpoint(const Stmt& loop, Map& primal, const Schedule& schedule,
+                      Stmt* offset) {
+    const PrimitiveType t = schedule.segment->type().element();
+    auto* starts = b_.If(b_.Binary(
+        BinaryOpKind::kEq,
+        b_.Binary(BinaryOpKind::kMod, offset, schedule.segment),
+        b_.Const(ir::Constant::Int(t, 0))));
+    auto scope = b_.EnterBlock(starts->true_block());
+    for (const Stmt* var : OrderedCarried(loop)) {
+      b_.AdStackPush(CheckpointStack(loop, var, primal),
+                     b_.LocalLoad(primal.at(var)));
     }
-    auto scope = b_.EnterBlock(checkpointed->false_block());
-    PushCarried(loop, primal);
-  }
-
-  // Replays the stacked derivative `s` of a checkpointed loop; unsegmented,
-  // it pushes the derivative too (segmented, the segment's recomputation
-  // does). Each branch computes `s` itself, so the value and its derivative
-  // (sin and cos) stay side by side and lower to one sincos.
-  absl::Status ReplayPushingUnlessCheckpointed(const Stmt& loop, const Stmt& s,
-                                               Map& primal,
-                                               const Schedule& schedule) {
-    Stmt* value = b_.Alloca(s.type().element());
-    auto* segmented = b_.If(schedule.on);
-    for (const bool on : {true, false}) {
-      auto scope = b_.EnterBlock(on ? segmented->true_block()
-                                    : segmented->false_block());
-      QD_RETURN_IF_ERROR(ReplayStmt(s, primal, false));
-      if (!on)
-        PushDerivative(loop, s, primal);
-      b_.LocalStore(value, primal.at(&s));
-    }
-    b_.SetLocation(s.loc());
-    primal[&s] = b_.LocalLoad(value);
-    return absl::OkStatus();
   }
 
   // The reversal of a checkpointed range-for: segments from the last, each

@@ -123,21 +123,27 @@ TEST_F(ReverseModeTest, CheckpointedLoopTakesItsScheduleFromTheLaunch) {
     CHECK: [[V]] : *f32 = alloca
     CHECK: [[N]] : i32 = arg_load arg0
 
-    // Forward replay: the schedule, then the pushes it selects.
+    // Forward replay: the schedule picks one of two copies of the loop, so
+    // neither tests it per iteration.
     CHECK: [[KEPT_CAP]] : i32 = adstack_capacity [[KEPT]]
     CHECK: [[ON]] : u1 = cmp_ge [[KEPT_CAP]],
     CHECK: [[SEG_CAP]] : i32 = adstack_capacity [[STACK]]
     CHECK: [[LENGTH]] : i32 = max
-    CHECK: [[REPLAY]] = range_for [[BEGIN]], [[N]] {
-    CHECK-NEXT: [[K]] : i32 = loop_index [[REPLAY]] axis 0
+    CHECK: if [[ON]] {
+    CHECK-NEXT: [[SEGMENTED]] = range_for [[BEGIN]], [[N]] {
+    CHECK-NEXT: [[K]] : i32 = loop_index [[SEGMENTED]] axis 0
     CHECK-NEXT: [[OFFSET]] : i32 = sub [[K]], [[BEGIN]]
-    CHECK-NEXT: if [[ON]] {
     CHECK: mod [[OFFSET]], [[LENGTH]]
-    CHECK: adstack_push [[KEPT]],
+    CHECK: if
+    CHECK-NEXT: [[START_V]] : f32 = local_load [[V]]
+    CHECK-NEXT: adstack_push [[KEPT]], [[START_V]]
     CHECK-NEXT: } else {
     CHECK-NEXT: }
-    CHECK-NEXT: } else {
-    CHECK-NEXT: [[OLD]] : f32 = local_load [[V]]
+    CHECK-NOT: adstack_push
+    CHECK: } else {
+    CHECK-NEXT: [[EVERY]] = range_for [[BEGIN]], [[N]] {
+    CHECK-NOT: if [[ON]]
+    CHECK: [[OLD]] : f32 = local_load [[V]]
     CHECK-NEXT: adstack_push [[STACK]], [[OLD]]
     CHECK-NOT: adstack_push
 
