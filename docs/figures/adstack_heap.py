@@ -1,5 +1,5 @@
 """The adstack heap of one launch against the trip count of its dynamic
-loop, with no budget and with a 64 KiB budget (checkpointing), as
+loop, with no budget and with a 256 KiB budget (checkpointing), as
 qd.lang.runtime.adstack_stats() reports them. usage: adstack_heap.py OUT_DIR"""
 import os
 import sys
@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402  pylint: disable=wrong-import-posi
 import quadrants as qd  # noqa: E402  pylint: disable=wrong-import-position
 
 THREADS = 64
-BUDGET = 64 << 10
+BUDGET = 256 << 10
 STEPS = [16, 64, 256, 1024, 4096, 16384]
 
 
