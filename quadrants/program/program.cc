@@ -387,10 +387,21 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileForward(
 
 absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
     const ir::Kernel& kernel, transforms::AutodiffMode mode) {
+  // A forced segment length needs the support at every launch.
+  const bool lazy = mode == transforms::AutodiffMode::kReverse &&
+                    backend_->checkpoints_lazily() &&
+                    config_.ad_stack_segment_length <= 0;
+  return CompileVariant(kernel, mode, /*checkpointing=*/!lazy);
+}
+
+absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
+    const ir::Kernel& kernel, transforms::AutodiffMode mode,
+    bool checkpointing) {
   QD_RETURN_IF_ERROR(MaterializeFields());
   const uint64_t hash = ir::StructuralHash(kernel);
   const uint64_t key = hash ^ (config_.CodegenHash() * 0x9e3779b97f4a7c15ULL) ^
-                       (static_cast<uint64_t>(mode) * 0x5bd1e995ULL);
+                       (static_cast<uint64_t>(mode) * 0x5bd1e995ULL) ^
+                       (checkpointing ? 0 : 0xc2b2ae3d27d4eb4fULL);
   compile_warnings_.clear();
   if (auto it = cache_.find(key); it != cache_.end())
     return it->second;
@@ -403,6 +414,7 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
   options.adstack_enabled = config_.ad_stack_experimental_enabled;
   options.stack_trig_derivatives = backend_->fuses_sin_cos();
   options.keep_dead_stores = config_.checks_bounds();
+  options.checkpointing = checkpointing;
   if (config_.debug)
     options.verify_each_pass = true;
   QD_RETURN_IF_ERROR(transforms::LowerToTasks(*lowered, options));
@@ -425,6 +437,12 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
   }
   if (config_.ad_stack_size <= 0)
     WarnAboutDefaultSizedStacks(*compiled);
+  if (!checkpointing && mode == transforms::AutodiffMode::kReverse) {
+    std::shared_ptr<const ir::Kernel> source = ir::CloneKernel(kernel);
+    compiled->set_checkpointed_variant([this, source, mode] {
+      return CompileVariant(*source, mode, /*checkpointing=*/true);
+    });
+  }
   cache_[key] = compiled;
   return compiled;
 }
@@ -547,8 +565,9 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
       backend_->Launch(kernel, resolved, field_generation_, options));
   last_launch_ = {stats.tasks, stats.max_threads_used, stats.graph_replayed,
                   stats.batched};
-  if (CanRecordErrors(kernel))
-    unsynced_.emplace_back(stats.launch_id, &kernel);
+  const CompiledKernel& ran = stats.ran != nullptr ? *stats.ran : kernel;
+  if (CanRecordErrors(ran))
+    unsynced_.emplace_back(stats.launch_id, &ran);
   // Only what the kernel may have written changes generation.
   for (int place : kernel.written_snodes())
     NoteFieldWrite(place);
@@ -559,7 +578,7 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
   if (!staged.empty())
     QD_RETURN_IF_ERROR(UnstageHostArrays(kernel, args, staged));
   RetireStaging(std::move(staged));
-  CollectPrints(kernel);
+  CollectPrints(ran);
   // Backends that finish each launch before returning report its errors
   // now; queued launches report theirs at the next sync.
   if (!backend_->queues_launches())

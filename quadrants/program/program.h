@@ -144,6 +144,12 @@ class Program {
  private:
   absl::StatusOr<std::shared_ptr<CompiledKernel>> CompileVariant(
       const ir::Kernel& kernel, transforms::AutodiffMode mode);
+  // `checkpointing`: loops the launch may checkpoint get the support (see
+  // transforms::ReverseModeOptions); without it a gradient kernel builds
+  // its checkpointed variant when a launch first needs it.
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> CompileVariant(
+      const ir::Kernel& kernel, transforms::AutodiffMode mode,
+      bool checkpointing);
   absl::Status CheckArguments(const CompiledKernel& kernel,
                               absl::Span<const KernelArgument> args) const;
   // Turns the error the backend recorded (if any) into pending_error_,

@@ -41,4 +41,18 @@ CompiledKernel::CompiledKernel(const ir::Kernel& kernel,
   }
 }
 
+absl::StatusOr<const CompiledKernel*> CompiledKernel::CheckpointedVariant()
+    const {
+  if (checkpointed_ == nullptr) {
+    if (build_checkpointed_ == nullptr)
+      return this;
+    absl::StatusOr<std::shared_ptr<CompiledKernel>> built =
+        build_checkpointed_();
+    if (!built.ok())
+      return built.status();
+    checkpointed_ = *std::move(built);
+  }
+  return checkpointed_.get();
+}
+
 }  // namespace quadrants

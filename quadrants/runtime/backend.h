@@ -2,6 +2,7 @@
 #define QUADRANTS_RUNTIME_BACKEND_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -135,6 +136,17 @@ class CompiledKernel {
     return adstack_gates_;
   }
 
+  // A gradient kernel compiled without checkpointing support (see
+  // Backend::checkpoints_lazily) names how to build the same kernel with
+  // it; the backend asks for it when a launch would need checkpoints, once.
+  using VariantBuilder =
+      std::function<absl::StatusOr<std::shared_ptr<CompiledKernel>>()>;
+  void set_checkpointed_variant(VariantBuilder build) {
+    build_checkpointed_ = std::move(build);
+  }
+  bool has_checkpointed_variant() const { return build_checkpointed_ != nullptr; }
+  absl::StatusOr<const CompiledKernel*> CheckpointedVariant() const;
+
  protected:
   // `kernel` is the lowered kernel `artifact` was generated from.
   CompiledKernel(const ir::Kernel& kernel, CompiledKernelData artifact);
@@ -148,6 +160,8 @@ class CompiledKernel {
   std::vector<int> written_args_;
   std::vector<absl::optional<ir::AdStackGate>> adstack_gates_;
   bool draws_random_ = false;
+  VariantBuilder build_checkpointed_;
+  mutable std::shared_ptr<CompiledKernel> checkpointed_;
 };
 
 // A launch argument after validation: scalars as their 64-bit slot, arrays
@@ -169,6 +183,9 @@ struct BackendLaunchStats {
   // The launch was recorded into a batch of launches submitted together
   // (Vulkan's queue), not run alone.
   bool batched = false;
+  // The kernel that ran, when not the one launched (its checkpointed
+  // variant); its error and print sites describe the launch.
+  const CompiledKernel* ran = nullptr;
 };
 
 struct LaunchOptions {
@@ -216,6 +233,12 @@ class Backend {
   // about the price of one; gradient kernels then stack those derivatives
   // in loops rather than evaluate them again in the reverse sweep.
   virtual bool fuses_sin_cos() const { return false; }
+  // Whether gradient kernels are compiled without checkpointing support
+  // first, the backend's Launch then running the kernel's checkpointed
+  // variant (CompiledKernel::CheckpointedVariant) when a launch's adstacks
+  // exceed the budget: most launches fit, and the support doubles the
+  // code to compile.
+  virtual bool checkpoints_lazily() const { return false; }
   virtual const AdStackStats& adstack_stats() const = 0;
   virtual const OfflineCacheStats& offline_cache_stats() const {
     static const OfflineCacheStats kNone;
@@ -257,6 +280,9 @@ class ForwardingBackend : public Backend {
     return inner_->device_description();
   }
   bool fuses_sin_cos() const override { return inner_->fuses_sin_cos(); }
+  bool checkpoints_lazily() const override {
+    return inner_->checkpoints_lazily();
+  }
   const AdStackStats& adstack_stats() const override {
     return inner_->adstack_stats();
   }

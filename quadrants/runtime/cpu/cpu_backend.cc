@@ -204,15 +204,56 @@ int64_t PhysicalMemory() {
 
 }  // namespace
 
+int64_t CpuBackend::StackSlots(const CompiledKernel& kernel, int task) const {
+  const CpuTask& run = static_cast<const CpuCompiledKernel&>(kernel).tasks()[task];
+  // A serial task only uses thread 0.
+  const int threads =
+      run.kind == ir::TaskKind::kSerial ? 1 : pool_.num_threads();
+  return int64_t{threads} * run.lanes;
+}
+
+absl::StatusOr<bool> CpuBackend::SizeBeforeRunning(
+    const CompiledKernel& kernel, const QdLaunchContext& ctx,
+    absl::Span<const ResolvedArgument> args,
+    absl::Span<const uint64_t> field_generations,
+    std::vector<absl::optional<adstack::AdStackLayout>>* sized) {
+  const auto& compiled = static_cast<const CpuCompiledKernel&>(kernel);
+  const int64_t budget = adstack::AdStackBudget(
+      config_, adstack::HeapMemory::kHostRam, PhysicalMemory());
+  bool over = false;
+  sized->assign(compiled.tasks().size(), absl::nullopt);
+  for (size_t t = 0; t < compiled.tasks().size(); ++t) {
+    if (compiled.task_adstacks()[t].empty())
+      continue;
+    QD_ASSIGN_OR_RETURN(
+        (*sized)[t],
+        compiled.sizer->Size(config_, kernel, static_cast<int>(t), *snodes_,
+                             runtime_.root, ctx, args, field_generations,
+                             &adstack_stats_));
+    // As adstack::ChooseCheckpoints decides: forced capacities never
+    // segment; otherwise the slices of the threads at once must fit.
+    over = over || (config_.ad_stack_size <= 0 && budget > 0 &&
+                    (*sized)[t]->stride >
+                        budget / StackSlots(kernel, static_cast<int>(t)));
+  }
+  return over;
+}
+
 absl::Status CpuBackend::PublishAdStacks(
     const CompiledKernel& kernel, int task, int max_threads, int lanes,
     const QdLaunchContext& ctx, absl::Span<const ResolvedArgument> args,
-    absl::Span<const uint64_t> field_generations) {
+    absl::Span<const uint64_t> field_generations,
+    const adstack::AdStackLayout* sized) {
   const auto& compiled = static_cast<const CpuCompiledKernel&>(kernel);
-  QD_ASSIGN_OR_RETURN(
-      adstack_layout_,
-      compiled.sizer->Size(config_, kernel, task, *snodes_, runtime_.root, ctx,
-                           args, field_generations, &adstack_stats_));
+  if (sized != nullptr) {
+    adstack_layout_ = *sized;
+  } else {
+    QD_ASSIGN_OR_RETURN(adstack_layout_,
+                        compiled.sizer->Size(config_, kernel, task, *snodes_,
+                                             runtime_.root, ctx, args,
+                                             field_generations,
+                                             &adstack_stats_));
+  }
   // Slices per thread id and SIMD lane, or rows for the iterations that
   // pass the task's gate (tasks in lanes keep their threads' slices); over
   // budget, fewer threads run.
@@ -267,7 +308,7 @@ void CpuBackend::CheckAdStackOverflow(int task) {
 absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
     const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
     absl::Span<const uint64_t> field_generations,
-    const LaunchOptions& /*options*/) {
+    const LaunchOptions& options) {
   // Graphs would save launch overhead the CPU does not have: plain launch.
   const auto& compiled = static_cast<const CpuCompiledKernel&>(kernel);
   QdLaunchContext ctx;
@@ -277,6 +318,20 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
       host::LaunchRandomKey(config_.random_seed, launches_), launches_,
       &ctx));
   QD_RETURN_IF_ERROR(prints_.Prepare(kernel, &runtime_));
+  std::vector<absl::optional<adstack::AdStackLayout>> sized;
+  if (kernel.has_checkpointed_variant()) {
+    QD_ASSIGN_OR_RETURN(
+        const bool over,
+        SizeBeforeRunning(kernel, ctx, args, field_generations, &sized));
+    if (over) {
+      QD_ASSIGN_OR_RETURN(const CompiledKernel* variant,
+                          kernel.CheckpointedVariant());
+      QD_ASSIGN_OR_RETURN(BackendLaunchStats stats,
+                          Launch(*variant, args, field_generations, options));
+      stats.ran = variant;
+      return stats;
+    }
+  }
   BackendLaunchStats stats;
   stats.launch_id = launches_;
   bool any_stacks = false;
@@ -295,7 +350,8 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
       QD_RETURN_IF_ERROR(PublishAdStacks(
           kernel, static_cast<int>(t),
           task.kind == ir::TaskKind::kSerial ? 1 : pool_.num_threads(),
-          task.lanes, ctx, args, field_generations));
+          task.lanes, ctx, args, field_generations,
+          sized.empty() || !sized[t] ? nullptr : &*sized[t]));
     }
     ++stats.tasks;
     int64_t range[2] = {0, 1};

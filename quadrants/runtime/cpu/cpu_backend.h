@@ -40,6 +40,9 @@ class CpuBackend : public Backend {
   // Tasks in SIMD lanes do (without checks or debug mode, which keep tasks
   // scalar).
   bool fuses_sin_cos() const override;
+  // The host sizes a launch's adstacks before running any task, so it can
+  // pick the kernel's checkpointed variant in time.
+  bool checkpoints_lazily() const override { return true; }
   const AdStackStats& adstack_stats() const override { return adstack_stats_; }
   const OfflineCacheStats& offline_cache_stats() const override {
     return cache_stats_;
@@ -50,15 +53,27 @@ class CpuBackend : public Backend {
 
  private:
   // Sizes the task's stacks for this launch (static, forced, evaluated or
-  // cached), grows the heap if needed and publishes the metadata generated
-  // code reads.
-  // Sizes `task`'s stacks and its heap: a slice per SIMD lane of each of
-  // up to `threads` threads, fewer threads where the budget says so.
+  // cached) unless `sized` holds them already, sizes its heap (a slice per
+  // SIMD lane of each of up to `threads` threads, fewer threads where the
+  // budget says so), grows it if needed and publishes the metadata
+  // generated code reads.
   absl::Status PublishAdStacks(const CompiledKernel& kernel, int task,
                                int threads, int lanes,
                                const QdLaunchContext& ctx,
                                absl::Span<const ResolvedArgument> args,
-                               absl::Span<const uint64_t> field_generations);
+                               absl::Span<const uint64_t> field_generations,
+                               const adstack::AdStackLayout* sized);
+  // For a kernel with a checkpointed variant: each stack task's sized
+  // layout, and whether one keeps more bytes at once than the budget (the
+  // variant then runs instead). A gradient kernel writes adjoints only, so
+  // its trip counts, and these sizes, hold for all of its tasks.
+  absl::StatusOr<bool> SizeBeforeRunning(
+      const CompiledKernel& kernel, const QdLaunchContext& ctx,
+      absl::Span<const ResolvedArgument> args,
+      absl::Span<const uint64_t> field_generations,
+      std::vector<absl::optional<adstack::AdStackLayout>>* sized);
+  // Threads (SIMD lanes counted) whose slices `task` keeps at once.
+  int64_t StackSlots(const CompiledKernel& kernel, int task) const;
   void CheckAdStackOverflow(int task);
   codegen::LoweringOptions LoweringOptions() const;
   // Lowers, links and optimizes `offloaded` to an object plus task metadata.
