@@ -302,9 +302,9 @@ def test_ndarray_gradients_through_a_checkpointed_loop():
     _check_budget_matches(run)
 
 
-def _recurrence():
-    """sum_i v_i after t steps of v = sin(v) * 0.9 + x[i]: the kernel and
-    its fields, made after the last qd.init."""
+def _recurrence_and_x():
+    """sum_i v_i after t steps of v = sin(v) * 0.9 + x[i]: the kernel, its
+    loss and x, made after the last qd.init."""
     x, loss = _fields()
 
     @qd.kernel
@@ -315,6 +315,11 @@ def _recurrence():
                 v = qd.sin(v) * 0.9 + x[i]
             loss[None] += v
 
+    return recurrence, loss, x
+
+
+def _recurrence():
+    recurrence, loss, _ = _recurrence_and_x()
     return recurrence, loss
 
 
@@ -325,7 +330,7 @@ def test_a_budget_too_small_even_for_checkpoints_names_kernel_loop_and_option():
     with pytest.raises(qd.QuadrantsRuntimeError) as info:
         with qd.ad.Tape(loss=loss):
             recurrence(4000)
-    _, line = inspect.getsourcelines(_recurrence)
+    _, line = inspect.getsourcelines(_recurrence_and_x)
     message = str(info.value)
     assert "kernel 'recurrence'" in message
     loop_line = int(message.split("test_adstack_checkpoint.py:")[1].split()[0])
@@ -363,16 +368,7 @@ def test_cpu_compiles_checkpointing_only_for_the_launch_that_needs_it():
     then, once), and a later launch that fits goes back to the first."""
     budget = 64 << 10
     _reinit(budget)
-    x, loss = _fields()
-
-    @qd.kernel
-    def recurrence(t: qd.i32):
-        for i in x:
-            v = x[i]
-            for _ in range(t):
-                v = qd.sin(v) * 0.9 + x[i]
-            loss[None] += v
-
+    recurrence, loss, x = _recurrence_and_x()
     small_grad, small = _gradient_of_recurrence(recurrence, loss, x, 20)
     assert small["checkpoint_capacities"][0] == []  # no checkpoint stacks
     assert small["checkpointed"] == 0
@@ -385,16 +381,7 @@ def test_cpu_compiles_checkpointing_only_for_the_launch_that_needs_it():
     np.testing.assert_array_equal(again_grad, small_grad)
     # The checkpointed launch's gradient is the unbudgeted one.
     _reinit(0)
-    x2, loss2 = _fields()  # the same x
-
-    @qd.kernel
-    def free_recurrence(t: qd.i32):
-        for i in x2:
-            v = x2[i]
-            for _ in range(t):
-                v = qd.sin(v) * 0.9 + x2[i]
-            loss2[None] += v
-
+    free_recurrence, loss2, x2 = _recurrence_and_x()  # the same x
     free_grad, free = _gradient_of_recurrence(free_recurrence, loss2, x2, 2000)
     assert free["checkpointed"] == 0
     np.testing.assert_array_equal(big_grad, free_grad)
