@@ -231,7 +231,9 @@ absl::StatusOr<bool> CpuBackend::SizeBeforeRunning(
                              runtime_.root, ctx, args, field_generations,
                              &adstack_stats_));
     // As adstack::ChooseCheckpoints decides: forced capacities never
-    // segment; otherwise the slices of the threads at once must fit.
+    // segment; otherwise the slices of the threads at once must fit. A
+    // gated heap counts threads here, not rows: at worst the variant is
+    // built for a launch that then segments nothing.
     over = over || (config_.ad_stack_size <= 0 && budget > 0 &&
                     (*sized)[t]->stride >
                         budget / StackSlots(kernel, static_cast<int>(t)));
