@@ -7,6 +7,9 @@ memory), with the offline cache off unless said:
     forward kernel and of its gradient, with SIMD lanes (the default) and
     with cpu_simd=False (targets: gradient <= 50 ms with lanes, forward <=
     30 ms);
+  - a kernel of four math-heavy tasks: cold compile ms with one compile
+    thread and with num_compile_threads=4 (its tasks compiled on several
+    threads, at most the hardware's);
   - examples/diff_mpm.py (2-D MLS-MPM, its kernels and their gradients): ms
     from the process's start to the first loss and gradient, cold (an empty
     offline cache) and warm (a second process on that cache) (targets:
@@ -58,6 +61,40 @@ def small_kernel(simd):
     return {"forward_ms": 1e3 * forward, "gradient_ms": 1e3 * gradient}
 
 
+def four_tasks(threads):
+    import quadrants as qd  # pylint: disable=import-outside-toplevel
+    qd.init(arch=qd.cpu, offline_cache=False, num_compile_threads=threads)
+    n = 4096
+    a, b, c, d = (qd.field(qd.f32, shape=n) for _ in range(4))
+
+    @qd.kernel
+    def tasks():
+        for i in a:
+            v = a[i]
+            for _ in range(8):
+                v = qd.sin(v) * qd.cos(v * 0.5) + qd.exp(-v * v) + qd.tanh(v)
+            b[i] = v
+        for i in a:
+            w = a[i] * 2.0
+            for _ in range(8):
+                w = qd.sqrt(w * w + 1.0) - qd.log(w + 2.0) + qd.atan2(w, 1.5)
+            c[i] = w
+        for i in a:
+            u = a[i]
+            for _ in range(5):
+                u = qd.pow(u + 1.0, 0.7) + qd.asin(qd.min(u, 0.9))
+            d[i] = u
+        for i in range(n):
+            b[i] += c[i] * d[i] + qd.tan(a[i] * 0.1)
+
+    qd.sync()
+    start = time.perf_counter()
+    tasks()
+    qd.sync()
+    return {"compile_ms": 1e3 * (time.perf_counter() - start),
+            "checksum": float(b.to_numpy().sum())}
+
+
 def diff_mpm(cache_dir):
     sys.path.insert(0, EXAMPLES)
     import diff_mpm as example  # pylint: disable=import-outside-toplevel,import-error
@@ -74,6 +111,8 @@ def diff_mpm(cache_dir):
 def child(args):
     if args.child == "small":
         result = small_kernel(args.simd)
+    elif args.child == "tasks":
+        result = four_tasks(args.threads)
     else:
         result = diff_mpm(args.cache_dir)
     print(json.dumps(result))
@@ -97,7 +136,8 @@ def best(results, key):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--child", choices=["small", "mpm"])
+    parser.add_argument("--child", choices=["small", "tasks", "mpm"])
+    parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--simd", type=int, default=1)
     parser.add_argument("--cache-dir")
     args = parser.parse_args()
@@ -111,6 +151,12 @@ def main():
         print(f"small adstack kernel, {label}: forward {best(runs, 'forward_ms'):7.1f} ms "
               f"(target <= 30)   gradient {best(runs, 'gradient_ms'):7.1f} ms "
               f"(target <= 50)")
+    serial = [run_child("tasks", "--threads", "1") for _ in range(args.repeats)]
+    parallel = [run_child("tasks", "--threads", "4") for _ in range(args.repeats)]
+    assert serial[0]["checksum"] == parallel[0]["checksum"]
+    print(f"four-task kernel: one compile thread {best(serial, 'compile_ms'):.1f} ms, "
+          f"num_compile_threads=4 {best(parallel, 'compile_ms'):.1f} ms "
+          f"({os.cpu_count()} hardware threads)")
     cold, warm = [], []
     for _ in range(args.repeats):
         with tempfile.TemporaryDirectory() as cache:

@@ -31,7 +31,9 @@ CpuJit::CpuJit(std::unique_ptr<llvm::orc::LLJIT> jit,
   data_layout_ = machine_->createDataLayout().getStringRepresentation();
 }
 
-absl::StatusOr<std::unique_ptr<CpuJit>> CpuJit::Create() {
+namespace {
+
+absl::StatusOr<llvm::orc::JITTargetMachineBuilder> HostMachineBuilder() {
   static std::once_flag once;
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
@@ -41,14 +43,31 @@ absl::StatusOr<std::unique_ptr<CpuJit>> CpuJit::Create() {
   if (!builder)
     return JitError("cannot detect the host CPU", builder.takeError());
   builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  auto machine = builder->createTargetMachine();
+  return std::move(*builder);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<llvm::TargetMachine>>
+CpuJit::NewTargetMachine() {
+  QD_ASSIGN_OR_RETURN(llvm::orc::JITTargetMachineBuilder builder,
+                      HostMachineBuilder());
+  auto machine = builder.createTargetMachine();
   if (!machine)
     return JitError("cannot create a host target machine", machine.takeError());
+  return std::move(*machine);
+}
+
+absl::StatusOr<std::unique_ptr<CpuJit>> CpuJit::Create() {
+  QD_ASSIGN_OR_RETURN(llvm::orc::JITTargetMachineBuilder builder,
+                      HostMachineBuilder());
+  QD_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> machine,
+                      NewTargetMachine());
   auto jit =
-      llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*builder).create();
+      llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(builder).create();
   if (!jit)
     return JitError("cannot create the ORC JIT", jit.takeError());
-  return std::make_unique<CpuJit>(std::move(*jit), std::move(*machine));
+  return std::make_unique<CpuJit>(std::move(*jit), std::move(machine));
 }
 
 absl::StatusOr<llvm::orc::JITDylib*> CpuJit::NewDylib(std::string* name) {
@@ -66,11 +85,16 @@ absl::StatusOr<llvm::orc::JITDylib*> CpuJit::NewDylib(std::string* name) {
 }
 
 absl::StatusOr<std::string> CpuJit::EmitObject(llvm::Module& module) {
+  return EmitObject(module, *machine_);
+}
+
+absl::StatusOr<std::string> CpuJit::EmitObject(llvm::Module& module,
+                                               llvm::TargetMachine& machine) {
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream stream(buffer);
   llvm::legacy::PassManager passes;
-  if (machine_->addPassesToEmitFile(passes, stream, nullptr,
-                                    llvm::CodeGenFileType::ObjectFile)) {
+  if (machine.addPassesToEmitFile(passes, stream, nullptr,
+                                  llvm::CodeGenFileType::ObjectFile)) {
     return MakeError(ErrorKind::kRuntime,
                      "the host target cannot emit object files");
   }
@@ -78,12 +102,16 @@ absl::StatusOr<std::string> CpuJit::EmitObject(llvm::Module& module) {
   return std::string(buffer.begin(), buffer.end());
 }
 
-absl::StatusOr<std::string> CpuJit::AddObject(const std::string& object) {
+absl::StatusOr<std::string> CpuJit::AddObjects(
+    const std::vector<std::string>& objects) {
   std::string name;
   QD_ASSIGN_OR_RETURN(llvm::orc::JITDylib * dylib, NewDylib(&name));
-  if (llvm::Error error = jit_->addObjectFile(
-          *dylib, llvm::MemoryBuffer::getMemBufferCopy(object, name))) {
-    return JitError("cannot add a kernel object to the JIT", std::move(error));
+  for (const std::string& object : objects) {
+    if (llvm::Error error = jit_->addObjectFile(
+            *dylib, llvm::MemoryBuffer::getMemBufferCopy(object, name))) {
+      return JitError("cannot add a kernel object to the JIT",
+                      std::move(error));
+    }
   }
   return name;
 }

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
@@ -23,10 +24,22 @@ class CpuJit {
   llvm::TargetMachine& target_machine() { return *machine_; }
 
   // Compiles an optimized module to a relocatable object for this host (what
-  // the offline cache stores).
+  // the offline cache stores), with `machine` (default: the JIT's own; a
+  // machine is used by one thread at a time).
   absl::StatusOr<std::string> EmitObject(llvm::Module& module);
-  // Adds an object from EmitObject; returns the name of the dylib holding it.
-  absl::StatusOr<std::string> AddObject(const std::string& object);
+  static absl::StatusOr<std::string> EmitObject(llvm::Module& module,
+                                                llvm::TargetMachine& machine);
+  // A target machine for the host like the JIT's, for another thread.
+  static absl::StatusOr<std::unique_ptr<llvm::TargetMachine>>
+  NewTargetMachine();
+  // Adds an object from EmitObject to a new dylib; returns its name.
+  absl::StatusOr<std::string> AddObject(const std::string& object) {
+    return AddObjects({object});
+  }
+  // Adds objects from EmitObject to one new dylib (their symbols see each
+  // other); returns its name.
+  absl::StatusOr<std::string> AddObjects(
+      const std::vector<std::string>& objects);
   // The address of `symbol` in the dylib returned by Add.
   absl::StatusOr<void*> Lookup(const std::string& dylib,
                                const std::string& symbol);

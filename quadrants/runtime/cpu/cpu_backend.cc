@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/Support/xxhash.h"
+#include "quadrants/codegen/cpu/parallel_codegen.h"
 #include "quadrants/codegen/llvm/kernel_lowering.h"
 #include "quadrants/codegen/llvm/optimize.h"
 #include "quadrants/codegen/llvm/runtime_linker.h"
@@ -134,15 +136,47 @@ absl::StatusOr<CompiledKernelData> CpuBackend::Generate(
     if (!task.bounds_function.empty())
       entry_points.push_back(task.bounds_function);
   }
-  QD_RETURN_IF_ERROR(codegen::LinkRuntime(
-      *lowered.module,
-      absl::MakeConstSpan(kRuntimeBitcodeX86_64, kRuntimeBitcodeX86_64_size),
-      entry_points));
-  codegen::OptimizeModule(*lowered.module, jit_->target_machine(),
-                          VectorizersFor(lowered.data, config_.cpu_simd));
+  const auto runtime =
+      absl::MakeConstSpan(kRuntimeBitcodeX86_64, kRuntimeBitcodeX86_64_size);
+  const codegen::Vectorizers vectorizers =
+      VectorizersFor(lowered.data, config_.cpu_simd);
+  const std::vector<std::vector<std::string>> groups =
+      CompileGroups(lowered);
   CompiledKernelData artifact = std::move(lowered.data);
+  if (groups.size() > 1) {
+    QD_ASSIGN_OR_RETURN(std::vector<std::string> objects,
+                        codegen::CompileInPartitions(*lowered.module, groups,
+                                                     runtime, vectorizers));
+    artifact.binary = codegen::PackObjects(objects);
+    return artifact;
+  }
+  QD_RETURN_IF_ERROR(
+      codegen::LinkRuntime(*lowered.module, runtime, entry_points));
+  codegen::OptimizeModule(*lowered.module, jit_->target_machine(),
+                          vectorizers);
   QD_ASSIGN_OR_RETURN(artifact.binary, jit_->EmitObject(*lowered.module));
   return artifact;
+}
+
+std::vector<std::vector<std::string>> CpuBackend::CompileGroups(
+    const codegen::LoweredKernel& lowered) const {
+  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  int64_t instructions = 0;
+  for (const llvm::Function& fn : *lowered.module)
+    instructions += fn.getInstructionCount();
+  const size_t count = static_cast<size_t>(
+      std::min<int64_t>({config_.num_compile_threads, cores,
+                         static_cast<int64_t>(lowered.data.tasks.size()),
+                         instructions / kInstructionsPerCompileThread}));
+  std::vector<std::vector<std::string>> groups(std::max<size_t>(count, 1));
+  for (size_t t = 0; t < lowered.data.tasks.size(); ++t) {
+    const CompiledTask& task = lowered.data.tasks[t];
+    std::vector<std::string>& group = groups[t % groups.size()];
+    group.push_back(task.function);
+    if (!task.bounds_function.empty())
+      group.push_back(task.bounds_function);
+  }
+  return groups;
 }
 
 absl::StatusOr<std::pair<CompiledKernelData, std::string>>
@@ -163,8 +197,15 @@ CpuBackend::LoadOrGenerate(const ir::Kernel& offloaded,
   return offline_cache::LoadOrGenerate<std::string>(
       cache_ ? &*cache_ : nullptr, key, &cache_stats_,
       [&] { return Generate(offloaded, snodes); },
-      [&](const CompiledKernelData& artifact) {
-        return jit_->AddObject(artifact.binary);
+      [&](const CompiledKernelData& artifact)
+          -> absl::StatusOr<std::string> {
+        std::vector<std::string> objects =
+            codegen::UnpackObjects(artifact.binary);
+        if (objects.empty()) {
+          return MakeError(ErrorKind::kRuntime,
+                           "a kernel's objects are truncated");
+        }
+        return jit_->AddObjects(objects);
       });
 }
 

@@ -76,9 +76,17 @@ class CpuBackend : public Backend {
   int64_t StackSlots(const CompiledKernel& kernel, int task) const;
   void CheckAdStackOverflow(int task);
   codegen::LoweringOptions LoweringOptions() const;
-  // Lowers, links and optimizes `offloaded` to an object plus task metadata.
+  // Lowers, links and optimizes `offloaded` to an object plus task metadata
+  // (objects, one per group of CompileGroups, when there are several).
   absl::StatusOr<CompiledKernelData> Generate(
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes);
+  // The entry points of `lowered`'s tasks in groups compiled on threads of
+  // their own: up to num_compile_threads, the hardware threads and the
+  // tasks, and one per kInstructionsPerCompileThread instructions of IR (a
+  // small kernel compiles faster whole than copied, relinked and joined).
+  std::vector<std::vector<std::string>> CompileGroups(
+      const codegen::LoweredKernel& lowered) const;
+  static constexpr int64_t kInstructionsPerCompileThread = 100;
   // The artifact from the offline cache when present and loadable, else
   // freshly generated (and stored); returns it with its JIT dylib name.
   absl::StatusOr<std::pair<CompiledKernelData, std::string>>
