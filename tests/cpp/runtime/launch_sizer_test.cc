@@ -6,34 +6,18 @@
 
 #include "quadrants/common/errors.h"
 #include "quadrants/runtime/host/host_max_reducer.h"
+#include "tests/cpp/runtime/one_stack_kernel.h"
 
 namespace quadrants::adstack {
 namespace {
 
 using ir::SizeExpr;
 
-// The lowered kernel and artifact of a kernel with `params` and one task
-// holding one f32 adstack sized by `tree`.
-std::unique_ptr<ir::Kernel> LoweredKernel(const char* name,
-                                          std::vector<ir::KernelParam> params) {
-  auto kernel = std::make_unique<ir::Kernel>(name);
-  for (ir::KernelParam& param : params)
-    kernel->AddParam(std::move(param));
-  return kernel;
-}
-CompiledKernelData OneStackTask(SizeExpr::Ptr tree, SourceLocation loc) {
-  CompiledKernelData artifact;
-  artifact.tasks.emplace_back();
-  artifact.tasks[0].adstacks.push_back(
-      AdStackSpec{ir::PrimitiveType::kF32, 4, 0, std::move(tree), loc});
-  return artifact;
-}
-
-class TestKernel : public CompiledKernel {
+class TestKernel : public testing_util::OneStackKernel {
  public:
   TestKernel(std::vector<ir::KernelParam> params, SizeExpr::Ptr tree)
-      : CompiledKernel(*LoweredKernel("sized", std::move(params)),
-                       OneStackTask(std::move(tree), {"model.py", 42})) {}
+      : OneStackKernel("sized", std::move(params), std::move(tree),
+                       {"model.py", 42}) {}
 };
 
 class FailingReducer : public MaxReducer {

@@ -1,0 +1,44 @@
+// A compiled kernel with given parameters and one task holding one f32
+// adstack sized by a SizeExpr: what the launch sizer's tests and its
+// benchmark size.
+#ifndef TESTS_CPP_RUNTIME_ONE_STACK_KERNEL_H_
+#define TESTS_CPP_RUNTIME_ONE_STACK_KERNEL_H_
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "quadrants/ir/kernel.h"
+#include "quadrants/ir/size_expr.h"
+#include "quadrants/runtime/backend.h"
+
+namespace quadrants::testing_util {
+
+class OneStackKernel : public CompiledKernel {
+ public:
+  OneStackKernel(const char* name, std::vector<ir::KernelParam> params,
+                 ir::SizeExpr::Ptr tree, SourceLocation loc)
+      : CompiledKernel(*Lowered(name, std::move(params)),
+                       Artifact(std::move(tree), std::move(loc))) {}
+
+ private:
+  static std::unique_ptr<ir::Kernel> Lowered(
+      const char* name, std::vector<ir::KernelParam> params) {
+    auto kernel = std::make_unique<ir::Kernel>(name);
+    for (ir::KernelParam& param : params)
+      kernel->AddParam(std::move(param));
+    return kernel;
+  }
+  static CompiledKernelData Artifact(ir::SizeExpr::Ptr tree,
+                                     SourceLocation loc) {
+    CompiledKernelData artifact;
+    artifact.tasks.emplace_back();
+    artifact.tasks[0].adstacks.push_back(AdStackSpec{
+        ir::PrimitiveType::kF32, 4, 0, std::move(tree), std::move(loc)});
+    return artifact;
+  }
+};
+
+}  // namespace quadrants::testing_util
+
+#endif  // TESTS_CPP_RUNTIME_ONE_STACK_KERNEL_H_
