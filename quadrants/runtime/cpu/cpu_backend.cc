@@ -283,11 +283,12 @@ absl::StatusOr<bool> CpuBackend::SizeBeforeRunning(
 }
 
 absl::Status CpuBackend::PublishAdStacks(
-    const CompiledKernel& kernel, int task, int max_threads, int lanes,
-    const QdLaunchContext& ctx, absl::Span<const ResolvedArgument> args,
+    const CompiledKernel& kernel, int task, const QdLaunchContext& ctx,
+    absl::Span<const ResolvedArgument> args,
     absl::Span<const uint64_t> field_generations,
     const adstack::AdStackLayout* sized) {
   const auto& compiled = static_cast<const CpuCompiledKernel&>(kernel);
+  const int lanes = compiled.tasks()[task].lanes;
   if (sized != nullptr) {
     adstack_layout_ = *sized;
   } else {
@@ -302,7 +303,7 @@ absl::Status CpuBackend::PublishAdStacks(
   // budget, fewer threads run.
   const int64_t budget = adstack::AdStackBudget(
       config_, adstack::HeapMemory::kHostRam, PhysicalMemory());
-  const int64_t slots = int64_t{max_threads} * lanes;
+  const int64_t slots = StackSlots(kernel, task);
   if (lanes == 1) {
     QD_RETURN_IF_ERROR(compiled.sizer->GateHeap(
         config_, kernel, task, *snodes_, runtime_.root, ctx, args,
@@ -389,11 +390,8 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
                                   &adstack_stats_);
       }
       any_stacks = true;
-      // A serial task only uses thread 0.
       QD_RETURN_IF_ERROR(PublishAdStacks(
-          kernel, static_cast<int>(t),
-          task.kind == ir::TaskKind::kSerial ? 1 : pool_.num_threads(),
-          task.lanes, ctx, args, field_generations,
+          kernel, static_cast<int>(t), ctx, args, field_generations,
           sized.empty() || !sized[t] ? nullptr : &*sized[t]));
     }
     ++stats.tasks;

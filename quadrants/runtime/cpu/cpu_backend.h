@@ -54,11 +54,10 @@ class CpuBackend : public Backend {
  private:
   // Sizes the task's stacks for this launch (static, forced, evaluated or
   // cached) unless `sized` holds them already, sizes its heap (a slice per
-  // SIMD lane of each of up to `threads` threads, fewer threads where the
-  // budget says so), grows it if needed and publishes the metadata
-  // generated code reads.
+  // SIMD lane of each of StackSlots threads, fewer threads where the budget
+  // says so), grows it if needed and publishes the metadata generated code
+  // reads.
   absl::Status PublishAdStacks(const CompiledKernel& kernel, int task,
-                               int threads, int lanes,
                                const QdLaunchContext& ctx,
                                absl::Span<const ResolvedArgument> args,
                                absl::Span<const uint64_t> field_generations,
