@@ -361,12 +361,14 @@ def _gradient_of_recurrence(recurrence, loss, x, steps):
     return x.grad.to_numpy(), qd.lang.runtime.adstack_stats()
 
 
-@test_utils.test(arch=qd.cpu, **OPTIONS)
-def test_cpu_compiles_checkpointing_only_for_the_launch_that_needs_it():
+@test_utils.test(arch=[qd.cpu, qd.cuda, qd.amdgpu], **OPTIONS)
+def test_compiles_checkpointing_only_for_the_launch_that_needs_it():
     """A gradient kernel compiles without checkpointing support; a launch
     whose adstacks exceed the budget runs the kernel compiled with it (built
     then, once), and a later launch that fits goes back to the first."""
-    budget = 64 << 10
+    # A GPU launch runs at least one block of 128 threads: the checkpointed
+    # schedule of the long loop needs 96 KiB of it.
+    budget = (64 if runtime.state.arch == qd.cpu else 256) << 10
     _reinit(budget)
     recurrence, loss, x = _recurrence_and_x()
     small_grad, small = _gradient_of_recurrence(recurrence, loss, x, 20)
@@ -384,4 +386,9 @@ def test_cpu_compiles_checkpointing_only_for_the_launch_that_needs_it():
     free_recurrence, loss2, x2 = _recurrence_and_x()  # the same x
     free_grad, free = _gradient_of_recurrence(free_recurrence, loss2, x2, 2000)
     assert free["checkpointed"] == 0
-    np.testing.assert_array_equal(big_grad, free_grad)
+    if runtime.state.arch == qd.cpu:
+        np.testing.assert_array_equal(big_grad, free_grad)
+    else:
+        # A GPU compiler may fuse a multiply-add differently in the
+        # recomputing code: a few f64 ulps after 2000 steps.
+        np.testing.assert_allclose(big_grad, free_grad, rtol=1e-12)

@@ -165,7 +165,8 @@ absl::Status GpuBackend::RunTask(const GpuTask& task,
                                  const GpuCompiledKernel& kernel, int index,
                                  const QdLaunchContext& ctx,
                                  absl::Span<const ResolvedArgument> args,
-                                 absl::Span<const uint64_t> field_generations) {
+                                 absl::Span<const uint64_t> field_generations,
+                                 const adstack::AdStackLayout* sized) {
   const std::string what =
       absl::StrCat("kernel '", kernel.name(), "' (task ", index, " at ",
                    task.loc.ToString(), "): ");
@@ -183,12 +184,16 @@ absl::Status GpuBackend::RunTask(const GpuTask& task,
   if (task.kind != ir::TaskKind::kSerial)
     Shape(range[1] - range[0], !stacks.empty(), &run.grid, &run.block);
   if (!stacks.empty()) {
-    kernel.sizer->set_reducer(reducer());
-    kernel.sizer->set_memory(memory_.get());
-    QD_ASSIGN_OR_RETURN(
-        adstack_layout_,
-        kernel.sizer->Size(config_, kernel, index, *snodes_, runtime_.root, ctx,
-                           args, field_generations, &adstack_stats_));
+    if (sized != nullptr) {
+      adstack_layout_ = *sized;
+    } else {
+      kernel.sizer->set_reducer(reducer());
+      kernel.sizer->set_memory(memory_.get());
+      QD_ASSIGN_OR_RETURN(
+          adstack_layout_,
+          kernel.sizer->Size(config_, kernel, index, *snodes_, runtime_.root,
+                             ctx, args, field_generations, &adstack_stats_));
+    }
     const int64_t dispatched = int64_t{run.grid} * run.block;
     QD_RETURN_IF_ERROR(kernel.sizer->GateHeap(
         config_, kernel, index, *snodes_, runtime_.root, ctx, args,
@@ -228,6 +233,40 @@ absl::Status GpuBackend::RunTask(const GpuTask& task,
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> GpuBackend::NeedsCheckpoints(
+    const GpuCompiledKernel& kernel, const QdLaunchContext& ctx,
+    absl::Span<const ResolvedArgument> args,
+    absl::Span<const uint64_t> field_generations,
+    std::vector<absl::optional<adstack::AdStackLayout>>* sized) {
+  const int64_t budget = adstack_heap_->budget();
+  kernel.sizer->set_reducer(reducer());
+  kernel.sizer->set_memory(memory_.get());
+  sized->assign(kernel.tasks.size(), absl::nullopt);
+  bool over = false;
+  for (size_t t = 0; t < kernel.tasks.size(); ++t) {
+    if (kernel.task_adstacks()[t].empty())
+      continue;
+    const GpuTask& task = kernel.tasks[t];
+    int64_t threads = resident_threads_;
+    if (task.kind == ir::TaskKind::kSerial) {
+      threads = 1;
+    } else if (task.kind == ir::TaskKind::kStructFor) {
+      unsigned grid = 1, block = 1;
+      Shape(task.cells, /*has_stacks=*/true, &grid, &block);
+      threads = std::min<int64_t>(int64_t{grid} * block, resident_threads_);
+    }
+    QD_ASSIGN_OR_RETURN(
+        (*sized)[t],
+        kernel.sizer->Size(config_, kernel, static_cast<int>(t), *snodes_,
+                           runtime_.root, ctx, args, field_generations,
+                           &adstack_stats_));
+    // Forced capacities never segment.
+    over = over || (config_.ad_stack_size <= 0 && budget > 0 &&
+                    (*sized)[t]->stride > budget / threads);
+  }
+  return over;
 }
 
 KernelLaunch GpuBackend::QueuedLaunch(const GpuTask& task) const {
@@ -295,6 +334,20 @@ absl::StatusOr<BackendLaunchStats> GpuBackend::Launch(
           : 0,
       kernel.error_sites().empty() ? 0 : launches_, &ctx));
   QD_RETURN_IF_ERROR(prints_.Prepare(kernel, &runtime_));
+  std::vector<absl::optional<adstack::AdStackLayout>> sized;
+  if (kernel.has_checkpointed_variant()) {
+    QD_ASSIGN_OR_RETURN(
+        const bool over,
+        NeedsCheckpoints(compiled, ctx, args, field_generations, &sized));
+    if (over) {
+      QD_ASSIGN_OR_RETURN(const CompiledKernel* variant,
+                          kernel.CheckpointedVariant());
+      QD_ASSIGN_OR_RETURN(BackendLaunchStats stats,
+                          Launch(*variant, args, field_generations, options));
+      stats.ran = variant;
+      return stats;
+    }
+  }
   QD_RETURN_IF_ERROR(UploadContext(ctx, args.size()));
   QD_RETURN_IF_ERROR(UploadRuntime());
   record_may_hold_error_ |= !kernel.error_sites().empty();
@@ -334,7 +387,9 @@ absl::StatusOr<BackendLaunchStats> GpuBackend::Launch(
     }
     QD_RETURN_IF_ERROR(FinishQueued(kernel, &queued));
     QD_RETURN_IF_ERROR(RunTask(task, compiled, static_cast<int>(t), ctx, args,
-                               field_generations));
+                               field_generations,
+                               sized.empty() || !sized[t] ? nullptr
+                                                          : &*sized[t]));
   }
   // Prints are read at the launch's end, so they appear in launch order
   // with the kernel's sites; other kernels stay queued.

@@ -77,6 +77,15 @@ class GpuBackend : public Backend {
   // Threads the device keeps resident: the most an adstack task runs.
   int num_threads() const override { return resident_threads_; }
   const AdStackStats& adstack_stats() const override { return adstack_stats_; }
+  // Checkpointing support keeps the schedule's state live through the
+  // reverse sweep: on the GPU that costs registers, and so occupancy, in
+  // every launch, most of which fit without it.
+  bool checkpoints_lazily() const override { return true; }
+  // libdevice's and OCML's sin and cos inline into the kernel, where the
+  // range reduction of one value is shared: the pair costs about one and a
+  // half. A stacked derivative takes a transcendental out of the reverse
+  // sweep, and in a loop like v = sin(v) * a + x it replaces v's stack.
+  bool fuses_sin_cos() const override { return true; }
 
  protected:
   // `memory` holds fields and ndarrays.
@@ -118,12 +127,24 @@ class GpuBackend : public Backend {
   // Waits for the queued tasks, if any; for a kernel that prints, reads
   // the record the prints are counted in.
   absl::Status FinishQueued(const CompiledKernel& kernel, bool* queued);
-  // Resolves the range, sizes, publishes and runs a task with adstacks,
-  // synchronously.
+  // Whether a launch of `kernel` needs its checkpointed variant: the
+  // adstacks of some task, sized for this launch, exceed the heap budget
+  // for the threads it would run at once (as adstack::ChooseCheckpoints
+  // decides; a range task counts the resident threads, its range being
+  // known only once the tasks before it have run).
+  // Each stack task's layout goes to `sized`, for its launch to reuse.
+  absl::StatusOr<bool> NeedsCheckpoints(
+      const GpuCompiledKernel& kernel, const QdLaunchContext& ctx,
+      absl::Span<const ResolvedArgument> args,
+      absl::Span<const uint64_t> field_generations,
+      std::vector<absl::optional<adstack::AdStackLayout>>* sized);
+  // Resolves the range, sizes (unless `sized` is given), publishes and
+  // runs a task with adstacks, synchronously.
   absl::Status RunTask(const GpuTask& task, const GpuCompiledKernel& kernel,
                        int index, const QdLaunchContext& ctx,
                        absl::Span<const ResolvedArgument> args,
-                       absl::Span<const uint64_t> field_generations);
+                       absl::Span<const uint64_t> field_generations,
+                       const adstack::AdStackLayout* sized);
   // Copies the host-written part of the runtime record to the device when
   // it differs from what the device holds (in queue order); reads the
   // whole record back; writes the host's copy of the kernel-written part
