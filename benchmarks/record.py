@@ -58,6 +58,16 @@ BENCHMARKS = {
             "reverse / hand-written coalesced, 2^20":
                 (r"^1048576 threads.*?\(reverse\) / handwritten_coalesced = ([\d.]+)",
                  "lower"),
+            "fwd+rev / hand-written coalesced, 2^16":
+                (r"^65536 threads.*?fwd\+rev / handwritten_coalesced = ([\d.]+)", "lower"),
+            "fwd+rev / hand-written coalesced, 2^20":
+                (r"^1048576 threads.*?fwd\+rev / handwritten_coalesced = ([\d.]+)", "lower"),
+        }),
+        "adstack_checkpoint": ("adstack_checkpoint.py", ["--arch", "cuda"], {
+            "checkpointed reverse / unbudgeted reverse":
+                (r"reverse budgeted / unbudgeted = ([\d.]+)", "lower"),
+            "2^20 particles x 65536 steps, reverse s":
+                (r"steps of a 3-D particle.*?reverse ([\d.]+) s", "lower"),
         }),
     },
 }
