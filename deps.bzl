@@ -52,6 +52,24 @@ _local_tree_repository = repository_rule(
     local = True,
 )
 
+def _headers_archive_repository_impl(rctx):
+    # Unpacks a committed archive of headers into Bazel's external tree (a
+    # build cache, never the source tree).
+    rctx.extract(rctx.attr.archive)
+    rctx.file("WORKSPACE", "workspace(name = \"%s\")\n" % rctx.name)
+    rctx.template("BUILD.bazel", rctx.attr.build_file, {
+        "%{visible_to}": rctx.attr.visible_to,
+    })
+
+_headers_archive_repository = repository_rule(
+    implementation = _headers_archive_repository_impl,
+    attrs = {
+        "archive": attr.label(mandatory = True, allow_single_file = True),
+        "build_file": attr.label(mandatory = True, allow_single_file = True),
+        "visible_to": attr.string(mandatory = True),
+    },
+)
+
 def quadrants_dependencies():
     """Declares the external repositories Quadrants needs (unless present)."""
     maybe(
@@ -89,6 +107,15 @@ def quadrants_dependencies():
         name = "python_headers",
         build_file = Label("//third_party/python:python_headers.BUILD"),
         path = "/usr/include/python3.11",
+        visible_to = _in_this_repo("third_party:__subpackages__"),
+    )
+    # CPython 3.12's headers and pybind11 3.1's (which read numpy 2's
+    # dtypes), as no Debian 12 package has them.
+    maybe(
+        _headers_archive_repository,
+        name = "python312_pybind11",
+        archive = Label("//third_party/python:python3.12-and-pybind11-3.1-headers.tgz"),
+        build_file = Label("//third_party/python:python312_pybind11.BUILD"),
         visible_to = _in_this_repo("third_party:__subpackages__"),
     )
     maybe(

@@ -525,7 +525,10 @@ warn_if_stale() {
   done
 }
 
-helper() { "$PY" -I -u "$ROOT/tools/gpu_suite_helper.py" "$@"; }
+# The bundle's interpreter runs isolated (-I); the machine's own, for the
+# wheel, keeps PYTHONPATH (where pip put the wheel).
+PY_ISOLATE=-I
+helper() { "$PY" $PY_ISOLATE -u "$ROOT/tools/gpu_suite_helper.py" "$@"; }
 
 check() {
   prepare
@@ -611,7 +614,7 @@ run_shards() {
       done
     fi
     [ ${#shard[@]} -gt 0 ] || continue
-    (cd "$UNPACKED/src" &&
+    (cd "${SRC_DIR:-$UNPACKED/src}" &&
       helper pytest "$results.$k" -p no:cacheprovider -rfEs "${options[@]}" \
         "${shard[@]}") >"$results.$k.log" 2>&1 &
     pids[k]=$!
@@ -678,8 +681,73 @@ system_python() {
   exec_script "$SYSTEM_PY" "$@"
 }
 
+# ---- the wheel (on the GPU machine) ------------------------------------------------
+
+# Installs the carried CPython 3.12 wheel (dist/, from ./qd wheel) with the
+# machine's own python3 and pip into a target folder, once per wheel, and
+# runs from the working tree with that folder as PYTHONPATH: the machine's
+# numpy, PyTorch, CuPy and JAX, no bundled interpreter. --no-deps: pip
+# --target ignores installed packages, and numpy is already there.
+use_wheel() {
+  local wheel
+  wheel="$(ls -1 "$ROOT"/dist/quadrants-*-cp312-cp312-*.whl 2>/dev/null | tail -n 1)"
+  [ -n "$wheel" ] || die "no CPython 3.12 wheel in dist/: run ./qd wheel here and carry it"
+  PY="$(command -v python3)"
+  PY_ISOLATE=
+  local site="$CACHE/wheel_site" key
+  key="$(sha256sum "$wheel" | cut -c1-16)"
+  if [ "$(cat "$site/.key" 2>/dev/null || true)" != "$key" ]; then
+    note "pip install --target $site $(basename "$wheel")"
+    rm -rf "$site"
+    "$PY" -m pip install --no-index --no-deps --quiet --target "$site" "$wheel" ||
+      die "pip install of $wheel failed"
+    echo "$key" > "$site/.key"
+  fi
+  unset PYTHONHOME LD_LIBRARY_PATH VIRTUAL_ENV
+  export PYTHONPATH="$site" QD_TEST_INSTALLED=1
+  SRC_DIR="$ROOT"
+  UNPACKED="$CACHE/wheel_run"; mkdir -p "$UNPACKED"
+  use_vulkan_loader
+  export QD_WANTED_ARCHS="${QD_WANTED_ARCHS:-cuda}"
+  note "$PY ($("$PY" -c 'import sys; print(sys.version.split()[0])')) with $(basename "$wheel"); QD_WANTED_ARCHS=$QD_WANTED_ARCHS"
+  (cd "$ROOT" && "$PY" -c 'import quadrants, numpy, torch; print(quadrants.__file__, numpy.__version__, torch.__version__)' 2>&1 | tail -n 1) >&2
+}
+
+wheel_run() {
+  local jobs=1
+  if [ "${1:-}" = "--jobs" ]; then
+    [ $# -ge 2 ] || die "--jobs needs a count"
+    jobs="$2"; shift 2
+  fi
+  use_wheel
+  local arg has_path=0 options=() files=()
+  for arg in "$@"; do
+    if [ -e "$ROOT/${arg%%::*}" ]; then has_path=1; files+=("$arg"); else options+=("$arg"); fi
+  done
+  local results="$UNPACKED/results.txt" rc=0 start=$SECONDS
+  rm -f "$results" "$results".*
+  [ "$has_path" -eq 1 ] || mapfile -t files < <(cd "$ROOT" && ls tests/python/test_*.py)
+  if [ "$jobs" -gt 1 ]; then
+    run_shards "$jobs" "$results" "${options[@]}" -- "${files[@]}" || rc=$?
+  else
+    (cd "$ROOT" && helper pytest "$results" -p no:cacheprovider -rfEs "${options[@]}" \
+      "${files[@]}") || rc=$?
+  fi
+  note "pytest exit status $rc, $((SECONDS - start)) s"
+  helper summary "$results" "$rc"
+}
+
+wheel_python() {
+  [ $# -ge 1 ] || die "usage: tools/gpu_suite.sh wheel-python SCRIPT [args]"
+  use_wheel
+  cd "$ROOT"
+  exec "$PY" "$@"
+}
+
 case "${1:-}" in
   pack) shift; pack "$@" ;;
+  wheel-run) shift; wheel_run "$@" ;;
+  wheel-python) shift; wheel_python "$@" ;;
   update-core) shift; update_core "$@" ;;
   run) shift; run "$@" ;;
   python) shift; python_script "$@" ;;
@@ -689,5 +757,5 @@ case "${1:-}" in
   system-run) shift; system_run "$@" ;;
   system-python) shift; system_python "$@" ;;
   check) check ;;
-  *) die "usage: tools/gpu_suite.sh pack [--no-build] | update-core [--no-build] | pack-lavapipe | pack-vulkan-loader | import-python312 TGZ | run [pytest args] | python SCRIPT [args] | system-run [pytest args] | system-python SCRIPT [args] | check" ;;
+  *) die "usage: tools/gpu_suite.sh wheel-run [--jobs N] [pytest args] | wheel-python SCRIPT [args] | pack [--no-build] | update-core [--no-build] | pack-lavapipe | pack-vulkan-loader | import-python312 TGZ | run [pytest args] | python SCRIPT [args] | system-run [pytest args] | system-python SCRIPT [args] | check" ;;
 esac

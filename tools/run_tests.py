@@ -11,7 +11,9 @@ QD_TEST_VERBOSE=1) lists every skipped case instead. With the whole suite on
 the CPU it also builds and runs examples/bazel_consumer from a clean output
 base, counted as one case (QD_TEST_CONSUMER=0 skips it), and builds the
 user guide website (tools/build_docs.py, one case) and runs tests/docs
-against it in headless Chromium (their cases).
+against it in headless Chromium (their cases), and builds the CPython 3.11
+wheel (one case) and runs tests/wheel against it in a fresh virtual
+environment (their cases; QD_TEST_WHEEL_BUILD=0 skips both).
 Exits non-zero when anything failed or the build broke.
 """
 import collections
@@ -249,24 +251,67 @@ def run_docs(tmp):
         print(f"FAILED {DOCS_LABEL}: exit code {result.returncode}")
         return [], [DOCS_LABEL]
     print(f"PASSED {DOCS_LABEL}")
-    junit = os.path.join(tmp, "docs_tests.xml")
     env = dict(os.environ, QD_DOCS_SITE=site,
                QD_DOCS_SCREENSHOTS=os.path.join(ROOT, "docs", "_build", "screenshots"))
     env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "quadrants", "python"), ROOT])
+    # A skipped docs test would hide a missing site or browser: it fails.
+    return run_pytest_stage(DOCS_LABEL, [os.path.join(ROOT, "tests", "docs")], env, ROOT,
+                            tmp)
+
+
+def run_pytest_stage(label, paths, env, cwd, tmp, options=()):
+    """Runs pytest on `paths` with Debian's Python; returns (passed, failed)
+    case names, `label` (the stage before it, which passed) first. Skipped
+    cases count as failed: each stage runs only where it can run in full."""
+    junit = os.path.join(tmp, "stage_tests.xml")
     command = [DEBIAN_PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               "--junitxml=" + junit, os.path.join(ROOT, "tests", "docs")]
+               *options, "--junitxml=" + junit, *paths]
     print("+ " + " ".join(command), flush=True)
-    result = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+    result = subprocess.run(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     cases = count_cases(junit)
     if cases is None:
         print("\n".join(result.stdout.splitlines()[-60:]))
-        return [DOCS_LABEL], ["tests/docs: no results"]
+        return [label], [f"{' '.join(paths)}: no results"]
     passed, failed, skipped = cases
     if failed or skipped:
         print("\n".join(result.stdout.splitlines()[-80:]))
-    # A skipped docs test would hide a missing site or browser: it fails.
-    return [DOCS_LABEL] + passed, failed + [name for name, _ in skipped]
+    return [label] + passed, failed + [name for name, _ in skipped]
+
+
+WHEEL_LABEL = "wheel: ./qd wheel --fast builds the CPython 3.11 wheel"
+
+
+def wants_wheel(flags, targets):
+    """The wheel is built and tested with the whole suite on the CPU, unless
+    QD_TEST_WHEEL_BUILD=0."""
+    return (os.environ.get("QD_TEST_WHEEL_BUILD", "") != "0"
+            and wants_docs(flags, targets))
+
+
+def run_wheel(tmp):
+    """Builds the CPython 3.11 wheel as `./qd wheel --fast` does (the test
+    build's objects, LLVM linked in) and runs tests/wheel against it in a
+    fresh virtual environment. Returns (passed, failed) case names."""
+    command = ["bazel", "build", "--config=wheel_fast", "//quadrants/python:wheel_cp311"]
+    print("+ " + " ".join(command), flush=True)
+    if subprocess.call(command, cwd=ROOT) != 0:
+        print(f"FAILED {WHEEL_LABEL}")
+        return [], [WHEEL_LABEL]
+    out = subprocess.run(["bazel", "info", "--config=wheel_fast", "bazel-bin"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout.strip()
+    built = os.path.join(out, "quadrants", "python", "wheel", "quadrants-cp311.whl")
+    with open(built + ".name") as f:
+        wheel = os.path.join(tmp, f.read().strip())
+    with open(built, "rb") as src, open(wheel, "wb") as dst:
+        dst.write(src.read())
+    print(f"PASSED {WHEEL_LABEL} ({os.path.basename(wheel)}, "
+          f"{os.path.getsize(wheel) / 2**20:.1f} MiB)")
+    # No PYTHONPATH and no conftest: nothing of the checkout reaches the test.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_LIBRARY_PATH")}
+    env["QD_TEST_WHEEL"] = wheel
+    return run_pytest_stage(WHEEL_LABEL, [os.path.join(ROOT, "tests", "wheel", "test_wheel.py")],
+                            env, tmp, tmp, options=["--noconftest"])
 
 
 def main(argv):
@@ -334,6 +379,16 @@ def main(argv):
         passed, failed = passed + len(docs_passed), failed + len(docs_failed)
         outcomes[("cpu", "passed")] += len(docs_passed)
         outcomes[("cpu", "failed")] += len(docs_failed)
+    if wants_wheel(flags, targets):
+        begin = time.time()
+        with tempfile.TemporaryDirectory() as tmp:
+            wheel_passed, wheel_failed = run_wheel(tmp)
+        times.append(f"wheel {time.time() - begin:.0f} s")
+        for name in wheel_failed:
+            print(f"FAILED {name}")
+        passed, failed = passed + len(wheel_passed), failed + len(wheel_failed)
+        outcomes[("cpu", "passed")] += len(wheel_passed)
+        outcomes[("cpu", "failed")] += len(wheel_failed)
     report_skipped(skipped, verbose, tags)
     # Where a run's time goes, for keeping CI within its budget.
     print("time: " + ", ".join(times))

@@ -10,8 +10,10 @@
 namespace quadrants {
 
 // The paths and content hashes of the loaded files (shared objects or the
-// executable) holding the code at `anchors`, each file once; an empty
-// string when a file cannot be found or read. A rebuilt compiler may emit
+// executable) holding the code at `anchors`, each file once: the GNU
+// build-id the linker wrote where there is one (the extension modules are
+// linked with --build-id), else a hash of the file; an empty string when a
+// file cannot be found or read. A rebuilt compiler may emit
 // different code for the same input, so what it compiled is only reusable
 // by the same files.
 std::string BinaryIdentity(absl::Span<const void* const> anchors);

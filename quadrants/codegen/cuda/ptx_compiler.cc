@@ -1,6 +1,9 @@
 #include "quadrants/codegen/cuda/ptx_compiler.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,7 +36,23 @@ int PtxVersion(int driver_version) {
   return std::min(ptx, 85);
 }
 
-// Where a CUDA toolkit may be installed, in order.
+// The CUDA files a wheel ships next to the binary holding this code (the
+// core module's _cuda/, with libdevice), or nothing outside a wheel.
+std::optional<std::string> BundledToolkitRoot() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&BundledToolkitRoot), &info) == 0 ||
+      info.dli_fname == nullptr) {
+    return std::nullopt;
+  }
+  const std::string binary = info.dli_fname;
+  const size_t slash = binary.rfind('/');
+  if (slash == std::string::npos)
+    return std::nullopt;
+  return binary.substr(0, slash) + "/_cuda";
+}
+
+// Where a CUDA toolkit may be installed, in order: the user's choice, what
+// the wheel ships, the usual places.
 std::vector<std::string> ToolkitRoots() {
   std::vector<std::string> roots;
   for (options::Option option :
@@ -41,6 +60,8 @@ std::vector<std::string> ToolkitRoots() {
     if (auto root = options::EnvText(option))
       roots.push_back(*root);
   }
+  if (std::optional<std::string> bundled = BundledToolkitRoot())
+    roots.push_back(*bundled);
   for (const char* root : {"/usr/local/cuda", "/usr/lib/nvidia-cuda-toolkit",
                            "/usr/lib/cuda", "/opt/cuda"}) {
     roots.push_back(root);

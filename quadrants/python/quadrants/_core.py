@@ -1,7 +1,9 @@
 """Loads the C++ core extension module.
 
-An installed wheel keeps it next to this file. In a source checkout it is
-built by Bazel into bazel-bin/quadrants/python/quadrants/.
+An installed wheel keeps it next to this file, named for its CPython
+(_quadrants_core.cpython-312-x86_64-linux-gnu.so), with the libraries it
+loads in _libs/. In a source checkout it is built by Bazel into
+bazel-bin/quadrants/python/quadrants/.
 """
 import importlib.util
 import os
@@ -9,14 +11,15 @@ import os
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _load_from_bazel_bin():
+def _load_from_bazel_bin(installed_error):
     repo = os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))
     candidate = os.path.join(repo, "bazel-bin", "quadrants", "python", "quadrants",
                              "_quadrants_core.so")
     if not os.path.exists(candidate):
         raise ImportError(
-            "the Quadrants C++ core (_quadrants_core.so) is not built; run "
-            "`./qd build` in the repository, or install the wheel from `./qd wheel`")
+            f"the Quadrants C++ core could not be imported ({installed_error}); in a "
+            "source checkout run `./qd build`, or install a wheel from `./qd wheel` "
+            "built for this Python") from installed_error
     spec = importlib.util.spec_from_file_location("quadrants._quadrants_core", candidate)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -25,5 +28,5 @@ def _load_from_bazel_bin():
 
 try:
     from quadrants import _quadrants_core as core
-except ImportError:
-    core = _load_from_bazel_bin()
+except ImportError as error:
+    core = _load_from_bazel_bin(error)
