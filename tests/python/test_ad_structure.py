@@ -459,6 +459,69 @@ def test_dynamic_loop_with_per_iteration_temporary_feeding_sin():
     _check_against_fd(forward, loss, x, xv, n, closed_form=expected)
 
 
+@qd.func
+def _clipped_square(a):
+    # Both branches assign r, then r decides a branch: r is fresh in every
+    # call, so a loop calling this carries nothing through it.
+    r = 0.0
+    if a > 1.0:
+        r = 2.0 * a - 1.0
+    else:
+        r = a * a
+    if r > 3.0:
+        r = 3.0 + 0.5 * (r - 3.0)
+    return r
+
+
+@test_utils.test(**F64)
+def test_locals_assigned_in_both_branches_of_an_if_are_not_carried():
+    # A function's locals assigned by an if/else in every iteration of a
+    # dynamic loop, then tested: no adstack (not enabled here) and the
+    # closed-form gradient.
+    x, loss, xv = _setup_xy(6, seed=4)
+    x.from_numpy(xv * 1.7)  # spread t over all three pieces
+
+    @qd.kernel
+    def forward(n: qd.i32):
+        for i in x:
+            s = 0.0
+            for j in range(n):
+                t = x[i] * (j + 1) * 0.5
+                s = s + _clipped_square(t)
+            loss[None] += s
+
+    n = 5
+    xs = xv * 1.7
+    expected = np.zeros_like(xs)
+    for j in range(n):
+        t = xs * (j + 1) * 0.5
+        inner = np.where(t > 1.0, 2.0 * t - 1.0, t * t)
+        slope = np.where(t > 1.0, 2.0, 2.0 * t) * np.where(inner > 3.0, 0.5, 1.0)
+        expected += slope * (j + 1) * 0.5
+    _check_against_fd(forward, loss, x, xs, n, closed_form=expected)
+
+
+@test_utils.test(**F64)
+def test_a_local_assigned_in_one_branch_only_is_still_carried():
+    # Without an else, r keeps the previous iteration's value when the
+    # branch is not taken, and it is multiplied: the adstack is needed, and
+    # the message says so.
+    x, loss, _ = _setup_xy(4)
+
+    @qd.kernel
+    def forward(n: qd.i32):
+        for i in x:
+            r = 1.0
+            for j in range(n):
+                if x[i] > 0.0:
+                    r = r * x[i]
+            loss[None] += r
+
+    with pytest.raises(qd.QuadrantsCompilationError, match="needs the adstack"):
+        with qd.ad.Tape(loss=loss):
+            forward(3)
+
+
 @test_utils.test(**F64)
 def test_dynamic_loop_inside_run_time_branch():
     x, loss, xv = _setup_xy(6)

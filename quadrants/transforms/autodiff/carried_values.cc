@@ -91,30 +91,74 @@ absl::flat_hash_set<const Stmt*> WrittenVariables(const Stmt& loop) {
   return written;
 }
 
+namespace {
+
+// Walks `block` in program order: a load of a variable of `written` that is
+// not yet definitely assigned this iteration reads the previous iteration's
+// value (`carried`). A store at this level assigns; an if assigns what both
+// of its branches assign; a nested loop, which may run no iteration,
+// assigns nothing past its end.
+void ScanAssignments(const ir::Block& block,
+                     const absl::flat_hash_set<const Stmt*>& written,
+                     absl::flat_hash_set<const Stmt*>* assigned,
+                     absl::flat_hash_set<const Stmt*>* carried) {
+  for (const auto& owned : block) {
+    const Stmt* s = owned.get();
+    if (ir::Isa<ir::LocalLoadStmt>(s) && written.contains(s->operand(0)) &&
+        !assigned->contains(s->operand(0))) {
+      carried->insert(s->operand(0));
+    } else if (ir::Isa<ir::LocalStoreStmt>(s)) {
+      assigned->insert(s->operand(0));
+    } else if (const auto* branch = ir::DynCast<ir::IfStmt>(s)) {
+      absl::flat_hash_set<const Stmt*> then_assigned = *assigned;
+      absl::flat_hash_set<const Stmt*> else_assigned = *assigned;
+      ScanAssignments(*branch->true_block(), written, &then_assigned, carried);
+      ScanAssignments(*branch->false_block(), written, &else_assigned, carried);
+      for (const Stmt* var : then_assigned) {
+        if (else_assigned.contains(var))
+          assigned->insert(var);
+      }
+    } else {
+      for (const ir::Block* child : s->blocks()) {
+        absl::flat_hash_set<const Stmt*> inner = *assigned;
+        ScanAssignments(*child, written, &inner, carried);
+      }
+    }
+  }
+}
+
+// Whether `var` is loaded anywhere outside `loop`: its value at the loop's
+// exit may then be read.
+bool ReadOutside(const Stmt& loop, const Stmt* var) {
+  // The block holding the variable holds every use of it.
+  const ir::Block* scope = var->parent();
+  if (scope == nullptr)
+    return true;
+  bool read = false;
+  ir::WalkBlock(*scope, [&](const Stmt* s) {
+    read = read || (ir::Isa<ir::LocalLoadStmt>(s) && s->operand(0) == var &&
+                    !s->IsInside(&loop));
+  });
+  return read;
+}
+
+}  // namespace
+
 absl::flat_hash_set<const Stmt*> CarriedVariables(const Stmt& loop) {
   const auto written = WrittenVariables(loop);
-  // Variables assigned by a top-level statement of the body before any read
-  // are fresh each iteration. Reads nested deeper count at their enclosing
-  // top-level statement; writes nested in branches or loops do not count.
+  // Variables definitely assigned in the body before any read are fresh
+  // each iteration (an if/else that assigns in both branches counts, as an
+  // inlined function's locals often are).
   absl::flat_hash_set<const Stmt*> assigned;
   absl::flat_hash_set<const Stmt*> carried;
-  for (const auto& top : *loop.blocks()[0]) {
-    auto note_read = [&](const Stmt* s) {
-      if (ir::Isa<ir::LocalLoadStmt>(s) && written.contains(s->operand(0)) &&
-          !assigned.contains(s->operand(0))) {
-        carried.insert(s->operand(0));
-      }
-    };
-    note_read(top.get());
-    for (const ir::Block* child : top->blocks())
-      ir::WalkBlock(*child, note_read);
-    if (ir::Isa<ir::LocalStoreStmt>(top.get()))
-      assigned.insert(top->operand(0));
-  }
-  // A variable written only inside nested blocks may keep an older value
-  // across iterations when the branch is not taken.
+  ScanAssignments(*loop.blocks()[0], written, &assigned, &carried);
+  // A variable not definitely assigned keeps an older value across
+  // iterations on the paths that do not assign it; that matters only when
+  // something reads it: in the body before assigning it (found above) or
+  // after the loop. A temporary assigned at the top of an inner loop's
+  // iterations, say, carries nothing through this one.
   for (const Stmt* var : written) {
-    if (!assigned.contains(var))
+    if (!assigned.contains(var) && ReadOutside(loop, var))
       carried.insert(var);
   }
   return carried;
