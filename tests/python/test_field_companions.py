@@ -196,20 +196,39 @@ def test_unplaced_grad_in_kernel_is_an_error():
 
 
 @test_utils.test()
-def test_zero_d_loss_without_shape_places_its_adjoint_on_first_use():
-    loss = qd.field(qd.f32, needs_grad=True)  # 0-D, placed when first used
+def test_a_launch_refuses_a_field_declared_without_shape_and_never_placed():
+    loss = qd.field(qd.f32, needs_grad=True)  # no shape, never placed
     x = qd.field(qd.f32, shape=3, needs_grad=True)
-    x.from_numpy(np.array([1, 2, 3], dtype=np.float32))
 
     @qd.kernel
     def total():
         for i in x:
             loss[None] += 3 * x[i]
 
+    with pytest.raises(RuntimeError, match=r"These field\(s\) are not placed: \['field\d+'\]"):
+        total()
+    qd.root.place(loss, loss.grad)  # placing it makes the launch whole
     with qd.ad.Tape(loss=loss):
         total()
-    assert loss.grad.placed
     np.testing.assert_array_equal(x.grad.to_numpy(), [3, 3, 3])
+
+
+@pytest.mark.parametrize("role", ["grad", "dual"])
+@test_utils.test()
+def test_a_launch_refuses_a_primal_placed_without_the_companion_it_asked_for(role):
+    a = qd.field(qd.f32, **{f"needs_{role}": True})
+    qd.root.dense(qd.i, 4).place(a)
+
+    @qd.kernel
+    def touch():
+        pass
+
+    with pytest.raises(RuntimeError, match=rf"requrie `needs_{role}=True`, however their "
+                                           rf"{role} field\(s\) are not placed"):
+        touch()
+    getattr(qd.root, f"lazy_{role}")()
+    touch()
+    assert getattr(a, role).placed
 
 
 # ---- .dual ---------------------------------------------------------------------

@@ -783,3 +783,88 @@ def test_ndrange_negative_begin_with_continue():
         for j in (0, 2):
             expected[i + 2, j] = i * 10 + j + 100
     np.testing.assert_array_equal(x.to_numpy(), expected)
+
+
+# ---- qd.ndrange(..., axes=...) --------------------------------------------------
+
+def _visit_order(dims, axes):
+    """Canonical index tuples in the order nesting level 0 (outermost) walks
+    canonical axis axes[0], and so on inwards."""
+    import itertools  # pylint: disable=import-outside-toplevel
+    out = []
+    for physical in itertools.product(*[range(dims[a]) for a in axes]):
+        canonical = [0] * len(dims)
+        for level, axis in enumerate(axes):
+            canonical[axis] = physical[level]
+        out.append(tuple(canonical))
+    return out
+
+
+@test_utils.test()
+def test_ndrange_axes_permute_the_visit_order_not_the_indices():
+    dims = (3, 4, 5)
+    axes = (2, 0, 1)
+    x = qd.field(qd.i32, shape=dims)
+    order = qd.field(qd.i32, shape=dims)
+
+    @qd.kernel
+    def fill():
+        for i, j, k in qd.ndrange(3, 4, 5, axes=axes):
+            x[i, j, k] = i * 100 + j * 10 + k
+
+    @qd.kernel
+    def visit():
+        qd.loop_config(serialize=True)
+        for i, j, k in qd.ndrange(3, 4, 5, axes=axes):
+            order[i, j, k] = qd.atomic_add(counter[None], 1)
+
+    counter = qd.field(qd.i32, shape=())
+    fill()
+    want = np.fromfunction(lambda i, j, k: i * 100 + j * 10 + k, dims, dtype=int)
+    np.testing.assert_array_equal(x.to_numpy(), want)
+    visit()
+    got = order.to_numpy()
+    for position, index in enumerate(_visit_order(dims, axes)):
+        assert got[index] == position, (index, got[index], position)
+
+
+@test_utils.test()
+def test_ndrange_axes_keep_offsets_and_work_grouped_and_static():
+    x = qd.field(qd.i32, shape=(8, 8))
+    y = qd.field(qd.i32, shape=(3, 4))
+
+    @qd.kernel
+    def offsets():
+        for i, j in qd.ndrange((2, 6), (3, 7), axes=(1, 0)):
+            x[i, j] = i * 10 + j
+
+    @qd.kernel
+    def grouped_static():
+        for I in qd.grouped(qd.ndrange(3, 4, axes=(1, 0))):
+            y[I] += I[0] * 10 + I[1]
+        for I in qd.static(qd.grouped(qd.ndrange(3, 4, axes=(1, 0)))):
+            y[I] += 1000
+
+    offsets()
+    want = np.zeros((8, 8), dtype=np.int32)
+    for i in range(2, 6):
+        for j in range(3, 7):
+            want[i, j] = i * 10 + j
+    np.testing.assert_array_equal(x.to_numpy(), want)
+    grouped_static()
+    np.testing.assert_array_equal(
+        y.to_numpy(), np.fromfunction(lambda i, j: i * 10 + j + 1000, (3, 4), dtype=int))
+
+
+def test_ndrange_axes_in_python_scope_and_their_errors():
+    assert list(qd.ndrange(3, 4, axes=(1, 0))) == _visit_order((3, 4), (1, 0))
+    assert list(qd.ndrange(3, 4, axes=(0, 1))) == list(qd.ndrange(3, 4))
+    assert list(qd.ndrange(axes=())) == [()]
+    assert qd.ndrange(3, 4, axes=(0, 1)).axes is None
+    assert qd.ndrange(3, 4, axes=[1, 0]).axes == (1, 0)
+    with pytest.raises(qd.QuadrantsSyntaxError, match=r"has 3 entries but ndrange has 2"):
+        qd.ndrange(4, 5, axes=(0, 1, 2))
+    with pytest.raises(qd.QuadrantsSyntaxError, match=r"is not a permutation"):
+        qd.ndrange(4, 5, axes=(1, 1))
+    with pytest.raises(qd.QuadrantsTypeError, match=r"entries must be Python ints"):
+        qd.ndrange(4, 5, axes=(True, False))

@@ -355,6 +355,29 @@ def test_reduction_into_a_local_is_returned():
     assert count == int(np.sum(np.arange(1000) * 0.5 > 100.0))
 
 
+_MIN_OF = qd.atomic_min  # an atomic op under another name
+
+
+@test_utils.test()
+def test_atomic_ops_on_a_local_reduce_across_the_parallel_loop():
+    x = qd.field(qd.i32, shape=257)
+    x.from_numpy((np.arange(257) * 37 % 101).astype(np.int32))
+
+    @qd.kernel
+    def stats() -> (qd.i32, qd.i32, qd.i32):
+        total = 0
+        biggest = x[0]
+        smallest = x[0]
+        for i in x:
+            qd.atomic_add(total, x[i])
+            qd.atomic_max(biggest, x[i])
+            _MIN_OF(smallest, x[i])
+        return total, biggest, smallest
+
+    values = np.arange(257) * 37 % 101
+    assert stats() == (int(values.sum()), int(values.max()), int(values.min()))
+
+
 @test_utils.test()
 def test_local_assigned_twice_then_read_by_a_loop():
     x = qd.field(qd.i32, shape=8)

@@ -635,3 +635,38 @@ def test_copy_from_errors_name_what_differs():
     dst = qd.Vector.ndarray(2, qd.f32, 3)
     dst.copy_from(src)
     np.testing.assert_array_equal(dst.to_numpy(), src.to_numpy())
+
+
+# ---- Python dataclasses as kernel parameters -----------------------------------
+
+@test_utils.test()
+def test_a_frozen_dataclass_of_fields_ndarrays_and_scalars_is_a_kernel_parameter():
+    @dataclasses.dataclass(frozen=True)
+    class Inner:
+        scale: float
+        out: qd.Tensor
+
+    @dataclasses.dataclass(frozen=True)
+    class State:
+        x: qd.Tensor
+        arr: qd.types.NDArray[qd.f32, 1]
+        inner: Inner
+
+    @qd.kernel
+    def step(state: State, bias: qd.f32):
+        for i in range(4):
+            state.inner.out[i] = state.x[i] * state.inner.scale + state.arr[i] + bias
+
+    x = qd.field(qd.f32, shape=4)
+    out = qd.field(qd.f32, shape=4)
+    arr = qd.ndarray(qd.f32, shape=(4,))
+    x.from_numpy(np.arange(4, dtype=np.float32))
+    arr.from_numpy(np.full(4, 10.0, dtype=np.float32))
+    state = State(x=qd.Tensor(x), arr=arr, inner=Inner(scale=2.0, out=qd.Tensor(out)))
+    step(state, 1.0)
+    np.testing.assert_array_equal(out.to_numpy(), [11, 13, 15, 17])
+    # Another instance with another scale and ndarray: not the first's values.
+    arr2 = qd.ndarray(qd.f32, shape=(4,))
+    arr2.from_numpy(np.full(4, -1.0, dtype=np.float32))
+    step(State(x=qd.Tensor(x), arr=arr2, inner=Inner(scale=3.0, out=qd.Tensor(out))), 0.0)
+    np.testing.assert_array_equal(out.to_numpy(), [-1, 2, 5, 8])

@@ -66,6 +66,10 @@ def _shape_tuple(shape):
 
 # Fields of the current session, for lazy_grad(); stale ones are pruned.
 _registry = []
+# Bumped whenever a field is created or placed, so that a launch checks the
+# fields' placement again only after a change (check_placements).
+_placement_changes = [0]
+_placements_checked = [-1]
 
 
 class Field(sparse.ListMethods):
@@ -115,6 +119,7 @@ class Field(sparse.ListMethods):
             self.dual = Field(dtype, shape, name + ".dual", primal=self, role="dual")
         _registry[:] = [f for f in _registry if f._generation == runtime.state.generation]
         _registry.append(self)
+        _placement_changes[0] += 1
 
     # ---- placement --------------------------------------------------------
     @property
@@ -148,6 +153,7 @@ class Field(sparse.ListMethods):
                                      f"'{self.primal.name}' {self.primal._shape}, but it is "
                                      f"placed with shape {tuple(shape)}")
         self._place = prog.add_place(parent, self.dtype.name, self.name)
+        _placement_changes[0] += 1
         self._shape = shape
         self._full_ndim = len(full)
         self._axes = None if axes == tuple(range(len(full))) else axes
@@ -937,6 +943,44 @@ def rescale_index(a, b, I):
 # Kernels call it as it is (its arguments are fields and index values), not
 # inlined as Python source.
 rescale_index._qd_intrinsic = True
+
+
+def check_placements():
+    """What a launch lays out must be complete, as upstream checks when it
+    materializes the fields: a field declared without a shape must have been
+    placed, and a placed field created with needs_grad / needs_dual must
+    have its grad / dual placed too (place it beside the primal, or call
+    qd.root.lazy_grad() / lazy_dual()). Raises QuadrantsRuntimeError (a
+    RuntimeError) naming them; does nothing while no field was created or
+    placed since the last check that passed."""
+    if _placements_checked[0] == _placement_changes[0]:
+        return
+    unplaced, no_grad, no_dual = [], [], []
+    for f in _live_fields():
+        if f._role != "primal":
+            continue
+        if not f.placed:
+            if f._shape is None:
+                unplaced.append(f.name)
+            continue
+        if f._needs_grad and f.grad is not None and not f.grad.placed:
+            no_grad.append(f.name)
+        if f._needs_dual and f.dual is not None and not f.dual.placed:
+            no_dual.append(f.name)
+    if unplaced:
+        raise QuadrantsRuntimeError(
+            f"These field(s) are not placed: {unplaced}. Place each (e.g. "
+            f"qd.root.dense(qd.i, n).place(f)) or create it with a shape")
+    for role, missing, lazy in (("grad", no_grad, "lazy_grad"),
+                                ("dual", no_dual, "lazy_dual")):
+        if missing:
+            # "requrie" is upstream's spelling, which its users' tests match.
+            raise QuadrantsRuntimeError(
+                f"These field(s) requrie `needs_{role}=True`, however their {role} "
+                f"field(s) are not placed: {missing}. Place each {role} beside its "
+                f"primal (qd.root.dense(qd.i, n).place(f, f.{role})) or call "
+                f"qd.root.{lazy}()")
+    _placements_checked[0] = _placement_changes[0]
 
 
 def _live_fields():

@@ -1,5 +1,6 @@
 """@qd.kernel and @qd.func: parsing, specialization, compilation, launch."""
 import ast
+import dataclasses
 import functools
 import inspect
 import numbers
@@ -13,6 +14,7 @@ import numpy as np
 from quadrants._core import core
 from quadrants.lang import context, ops, runtime, struct, types
 from quadrants.lang import tensor as tensor_module
+from quadrants.lang import field as field_module
 from quadrants.lang import torch_interop
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsCompilationError,
                                       QuadrantsGlobalDataAccessError,
@@ -176,6 +178,10 @@ def _param_specs(fn, source):
             specs.append(_NdarrayParam(p.name, ann))
         elif isinstance(ann, (MatrixType, StructType)):
             specs.append(_CompositeParam(p.name, ann))
+        elif isinstance(ann, type) and dataclasses.is_dataclass(ann):
+            # A Python dataclass of fields, ndarrays, tensors and scalars:
+            # its members are compile-time, as a template's are.
+            specs.append(_TemplateParam(p.name))
         else:
             try:
                 dtype = ann if isinstance(ann, types.DataType) else types.normalize(ann)
@@ -334,7 +340,7 @@ class Kernel:
         context.push(ctx)
         try:
             compiler = FunctionCompiler(ctx, src, scope, src.globals, is_kernel=True)
-            compiler.shared_locals = shared_locals(src.node)
+            compiler.shared_locals = shared_locals(src.node, src.globals)
             if self._return_type is not None:
                 compiler.return_type = self._return_type
                 compiler.on_return = functools.partial(_store_return, ctx)
@@ -424,6 +430,7 @@ class Kernel:
         self._last = (runtime.state.generation, seen, compiled, template)
 
     def _launch(self, args, kwargs, mode):
+        field_module.check_placements()
         if mode == PRIMAL and not kwargs and self._replay(args):
             return None
         prog = runtime.program()

@@ -48,7 +48,7 @@ class CallsMixin:
             return self.make_range(node, args)
         if fn is NdRange:
             return NdRange(*[context.load(a) if not isinstance(a, tuple) else
-                             tuple(context.load(v) for v in a) for a in args])
+                             tuple(context.load(v) for v in a) for a in args], **kwargs)
         if getattr(fn, "_qd_kernel", False):
             raise self.error(node, "a kernel cannot call another kernel; make the callee "
                              "a @qd.func", QuadrantsSyntaxError)

@@ -12,20 +12,7 @@ from quadrants.lang.expr import Expr, NdarrayArg, Var
 from quadrants.lang import sparse
 from quadrants.lang.field import Field, SNode, index_bounds, loop_index
 from quadrants.lang.struct import StructField
-
-class NdRange:
-    """qd.ndrange(a, (b, c), ...): a multi-dimensional iteration space."""
-
-    def __init__(self, *dims):
-        self.bounds = []
-        for d in dims:
-            if isinstance(d, (tuple, list)):
-                if len(d) != 2:
-                    raise QuadrantsTypeError("ndrange bounds are n or (begin, end)")
-                self.bounds.append((d[0], d[1]))
-            else:
-                self.bounds.append((0, d))
-
+from quadrants.lang._ndrange import _Ndrange as NdRange
 
 class Grouped:
     """qd.grouped(x): loops over the indices of x as one index vector."""
@@ -215,22 +202,25 @@ class LoopsMixin:
                 return regroup({names[0]: Expr(b.loop_index(lp, 0))})
             return self.run_loop_body(node, loop, bind_one, parallel)
         # Several dimensions run as one flat loop; indices are recovered by
-        # division, the last dimension varying fastest.
+        # division, the innermost nesting level varying fastest: the last
+        # axis, or axes[-1] of qd.ndrange(..., axes=...).
         extents = [ops.binary("sub", context.load(hi), lo, lambda x, y: x - y)
                    for lo, (_, hi) in zip(begins, ndrange.bounds)]
         total = extents[0]
         for e in extents[1:]:
             total = ops.binary("mul", total, e, lambda x, y: x * y)
         loop = b.range_for(context.to_expr(0).stmt, context.to_expr(total).stmt)
+        order = ndrange.order()
 
         def bind_many(lp):
             flat = Expr(b.loop_index(lp, 0))
             values = [None] * len(names)
-            for axis in range(len(names) - 1, -1, -1):
+            for level in range(len(order) - 1, -1, -1):
+                axis = order[level]
                 extent = extents[axis]
-                index = ops.binary("mod", flat, extent, None) if axis else flat
+                index = ops.binary("mod", flat, extent, None) if level else flat
                 values[axis] = ops.binary("add", index, begins[axis], None)
-                if axis:
+                if level:
                     flat = ops.binary("floordiv", flat, extent, None)
             return regroup(dict(zip(names, values)))
         self.run_loop_body(node, loop, bind_many, parallel)
@@ -284,7 +274,11 @@ class LoopsMixin:
         self.run_loop_body(node, loop, bind, self.is_outermost())
 
     def static_for(self, node, iterable):
-        if isinstance(iterable, NdRange):
+        if isinstance(iterable, Grouped) and isinstance(iterable.target, NdRange):
+            # Index vectors of compile-time ints, in the ndrange's order.
+            iterable = [matrix.Vector(list(index))
+                        for index in _static_ndrange(self, node, iterable.target)]
+        elif isinstance(iterable, NdRange):
             iterable = _static_ndrange(self, node, iterable)
         try:
             items = list(iterable)
@@ -306,12 +300,11 @@ class LoopsMixin:
 
 
 def _static_ndrange(compiler, node, ndrange):
-    import itertools  # pylint: disable=import-outside-toplevel
     bounds = []
     for lo, hi in ndrange.bounds:
         lo, hi = context.load(lo), context.load(hi)
         if isinstance(lo, Expr) or isinstance(hi, Expr):
             raise compiler.error(node, "qd.ndrange() here needs compile-time bounds",
                                  QuadrantsSyntaxError)
-        bounds.append(range(lo, hi))
-    return list(itertools.product(*bounds))
+        bounds.append((lo, hi))
+    return list(NdRange(*bounds, axes=ndrange.axes))

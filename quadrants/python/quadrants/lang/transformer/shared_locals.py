@@ -3,8 +3,9 @@
 A kernel's top-level code runs serially and each of its outermost loops is
 a parallel task, so a local variable lives in one of them. A variable the
 serial code defines and a parallel loop writes (`total = 0.0; for i in x:
-total += x[i]`), or that the serial code assigns more than once and a loop
-reads, is kept in global memory instead: a hidden one-element buffer per
+total += x[i]`, or `qd.atomic_add(total, x[i])`), or that the serial code
+assigns more than once and a loop reads, is kept in global memory instead:
+a hidden one-element buffer per
 launch (hidden_params.HiddenParams.temporary), where `+=` and the other
 augmented assignments in a parallel loop are atomic. Upstream calls these
 global temporaries. A local assigned once and only read by the loops stays
@@ -23,8 +24,27 @@ def _is_static_iter(node):
     return name == "static"
 
 
+def _resolve(node, names):
+    """The object a call's callee names (`f`, `qd.atomic_add`), if `names`
+    resolves it; else None."""
+    if isinstance(node, ast.Name):
+        return names[node.id] if names is not None and node.id in names else None
+    if isinstance(node, ast.Attribute):
+        base = _resolve(node.value, names)
+        return getattr(base, node.attr, None) if base is not None else None
+    return None
+
+
+def _is_atomic_op(obj):
+    """qd.atomic_add and its siblings (also under another name): they update
+    their first argument."""
+    return (getattr(obj, "__module__", None) == "quadrants.lang.ops"
+            and getattr(obj, "__name__", "").startswith("atomic_"))
+
+
 class _Scan(ast.NodeVisitor):
-    def __init__(self):
+    def __init__(self, names=None):
+        self.names = names         # the kernel's globals and closure
         self.serial_stores = {}    # name -> number of stores in serial code
         self.first_store = {}      # name -> line of its first store in serial code
         self.loops = []            # (line, names stored, names read) per parallel loop
@@ -80,6 +100,16 @@ class _Scan(ast.NodeVisitor):
         elif stored:
             self._serial_store(node, node.id, 1)
 
+    def visit_Call(self, node):
+        # qd.atomic_add(x, v) in a parallel loop updates the local x, as
+        # x += v does.
+        if self.in_loop and node.args and isinstance(node.args[0], ast.Name) and \
+                _is_atomic_op(_resolve(node.func, self.names)):
+            _, stores, reads = self.loops[-1]
+            stores.add(node.args[0].id)
+            reads.add(node.args[0].id)
+        self.generic_visit(node)
+
     def visit_AugAssign(self, node):
         # x += v reads x too, and counts as a second store in serial code.
         if isinstance(node.target, ast.Name):
@@ -95,9 +125,10 @@ class _Scan(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def shared_locals(function_node):
-    """The names of the kernel's locals to keep in global memory."""
-    scan = _Scan()
+def shared_locals(function_node, names=None):
+    """The names of the kernel's locals to keep in global memory. `names`
+    (the kernel's globals and closure) tells which calls are atomic ops."""
+    scan = _Scan(names)
     scan.visit(function_node)
     shared = set()
     for name, count in scan.serial_stores.items():
