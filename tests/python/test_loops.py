@@ -868,3 +868,99 @@ def test_ndrange_axes_in_python_scope_and_their_errors():
         qd.ndrange(4, 5, axes=(1, 1))
     with pytest.raises(qd.QuadrantsTypeError, match=r"entries must be Python ints"):
         qd.ndrange(4, 5, axes=(True, False))
+
+
+# ---- comprehensions (unrolled at compile time) ----------------------------------
+
+@test_utils.test()
+def test_list_comprehensions_unroll_at_compile_time():
+    x = qd.field(qd.f32, shape=4)
+    out = qd.field(qd.f32, shape=(3, 3))
+
+    @qd.kernel
+    def build(k: qd.i32):
+        for r, c in qd.ndrange(3, 3):
+            m = qd.Matrix([[p * 3 + q + x[q] for q in range(3)] for p in range(3)])
+            odd = qd.Vector([x[i] * k for i in range(4) if i % 2 == 1])
+            total = 0.0
+            for v in qd.static([x[i] for i in qd.static(range(4))]):
+                total += v
+            out[r, c] = m[r, c] + odd[0] + odd[1] + total
+
+    x.from_numpy(np.array([1, 2, 3, 4], dtype=np.float32))
+    build(2)
+    extra = (2 + 4) * 2 + 10
+    want = np.array([[r * 3 + c + (c + 1) + extra for c in range(3)] for r in range(3)])
+    np.testing.assert_array_equal(out.to_numpy(), want)
+
+
+@test_utils.test()
+def test_a_comprehension_over_a_run_time_range_is_an_error():
+    x = qd.field(qd.f32, shape=4)
+
+    @qd.kernel
+    def bad(n: qd.i32):
+        v = qd.Vector([x[i] for i in range(n)])
+        x[0] = v[0]
+
+    with pytest.raises(qd.QuadrantsSyntaxError, match=r"needs a compile-time iterable"):
+        bad(2)
+
+
+@test_utils.test()
+def test_starred_and_double_starred_call_arguments():
+    shape = (3, 4)
+    x = qd.field(qd.i32, shape=shape)
+    opts = {"axes": (1, 0)}
+
+    @qd.kernel
+    def fill(a: qd.types.ndarray()):
+        for i, j in qd.ndrange(*shape, **opts):
+            x[i, j] = i * 100 + j
+        for i, j in qd.ndrange(*a.shape):  # an ndarray's run-time shape
+            a[i, j] = qd.max(*[i, j])
+
+    a = np.zeros(shape, dtype=np.int32)
+    fill(a)
+    np.testing.assert_array_equal(x.to_numpy(), np.fromfunction(lambda i, j: i * 100 + j,
+                                                                 shape, dtype=int))
+    np.testing.assert_array_equal(a, np.fromfunction(np.maximum, shape, dtype=int))
+
+
+@test_utils.test()
+def test_a_starred_run_time_value_is_an_error():
+    x = qd.field(qd.i32, shape=4)
+
+    @qd.kernel
+    def bad(n: qd.i32):
+        for i in range(4):
+            x[i] = qd.max(*n)
+
+    with pytest.raises(qd.QuadrantsSyntaxError, match=r"\*n in a call needs a compile-time"):
+        bad(2)
+
+
+@test_utils.test()
+def test_break_and_continue_of_a_static_loop_are_decided_at_compile_time():
+    x = qd.field(qd.i32, shape=6)
+
+    @qd.kernel
+    def unrolled():
+        for i in qd.static(range(6)):
+            if qd.static(i == 1):
+                continue
+            if qd.static(i == 4):
+                break
+            x[i] = 10 + i
+
+    unrolled()
+    assert x.to_numpy().tolist() == [10, 0, 12, 13, 0, 0]
+
+    @qd.kernel
+    def run_time_break(n: qd.i32):
+        for i in qd.static(range(3)):
+            if n > i:
+                break
+
+    with pytest.raises(qd.QuadrantsSyntaxError, match=r"must be decided at compile time"):
+        run_time_break(1)

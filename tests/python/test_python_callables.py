@@ -427,7 +427,7 @@ def test_unsupported_code_in_callee_names_its_line():
     x, y = _fields()
 
     def uses_comprehension(v):
-        return sum([v for _ in range(2)])  # <- BAD
+        return len({v for _ in range(2)})  # <- BAD
 
     @qd.kernel
     def run_bad_callee():
@@ -440,7 +440,7 @@ def test_unsupported_code_in_callee_names_its_line():
     bad = start + next(k for k, line in enumerate(lines) if "<- BAD" in line)
     message = str(info.value)
     assert f"{__file__}:{bad}" in message and "run_bad_callee" in message
-    assert "list comprehension" in message
+    assert "set comprehension" in message
 
 
 @test_utils.test()

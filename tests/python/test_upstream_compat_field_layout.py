@@ -475,3 +475,27 @@ def test_fields_take_the_dimensions_of_the_axes_their_levels_index():
     with qd.ad.Tape(loss=loss):
         energy()
     assert y.grad.to_numpy().tolist() == [[2.0 * (i + 1)] * 4 for i in range(3)]
+
+
+@test_utils.test()
+def test_members_of_a_vector_field_placed_one_by_one():
+    v = qd.Vector.field(2, qd.i32)
+    x, y = v.get_scalar_field(0), v.get_scalar_field(1)
+    qd.root.dense(qd.i, 8).place(x)
+    qd.root.dense(qd.i, 2).dense(qd.i, 4).place(y)  # another path, same shape
+
+    @qd.kernel
+    def fill():
+        for i in range(8):
+            for j in range(2):  # a run-time member index
+                v[i][j] = i * 10 + j
+
+    fill()
+    np.testing.assert_array_equal(x.to_numpy(), np.arange(8) * 10)
+    np.testing.assert_array_equal(v.to_numpy()[:, 1], np.arange(8) * 10 + 1)
+    m = qd.Matrix.field(2, 3, qd.f32, shape=4)
+    assert m.get_scalar_field(1, 2).shape == (4,)
+    with pytest.raises(IndexError, match=r"outside the \(2, 3\) elements"):
+        m.get_scalar_field(2, 0)
+    with pytest.raises(qd.QuadrantsTypeError, match=r"takes 2 int index"):
+        m.get_scalar_field(1)

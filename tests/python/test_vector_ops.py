@@ -212,3 +212,24 @@ def test_op(name, dt):
     expected = _central_difference(ref, inputs, weights)
     for f, g in zip(fields, expected):
         np.testing.assert_allclose(f.grad.to_numpy(), g, **_GTOL[dt])
+
+
+@test_utils.test()
+def test_builtin_all_and_any_reduce_vectors_in_kernels():
+    x = qd.field(qd.i32, shape=4)
+    out = qd.field(qd.i32, shape=(4, 2))
+    x.from_numpy(np.array([0, 1, 2, 3], dtype=np.int32))
+
+    @qd.kernel
+    def check():
+        for i in x:
+            v = qd.Vector([x[i], x[i] - 1, 1])
+            out[i, 0] = all(v != 0)
+            out[i, 1] = any(v == 2)
+        assert all(qd.Vector([1, 2]) == (1, 2))  # compile-time operands too
+
+    check()
+    want_all = [int(all(e != 0 for e in (k, k - 1, 1))) for k in range(4)]
+    want_any = [int(any(e == 2 for e in (k, k - 1, 1))) for k in range(4)]
+    np.testing.assert_array_equal(out.to_numpy()[:, 0], want_all)
+    np.testing.assert_array_equal(out.to_numpy()[:, 1], want_any)

@@ -12,7 +12,7 @@ import numpy as np
 from quadrants.lang import context, matrix, runtime, sparse, torch_interop, types
 from quadrants.lang import field as field_module
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsGradientError,
-                                      QuadrantsTypeError)
+                                      QuadrantsIndexError, QuadrantsTypeError)
 from quadrants.lang.expr import GlobalRef
 from quadrants.lang.field import Layout
 
@@ -124,6 +124,22 @@ class MatrixField(sparse.ListMethods):
 
     def _leaf_fields(self):
         return list(self._comps)
+
+    def get_scalar_field(self, *indices):
+        """The scalar field of one member: get_scalar_field(i) of a vector
+        field, get_scalar_field(i, j) of a matrix field. Members may be
+        placed one by one (qd.root.dense(qd.i, n).place(v.get_scalar_field(0)))."""
+        want = 1 if self.ndim_element == 1 else 2
+        if len(indices) != want or not all(isinstance(k, int) for k in indices):
+            raise QuadrantsTypeError(
+                f"get_scalar_field of '{self.name}' takes {want} int index(es) "
+                f"for its {self.element_shape} elements, got {indices}")
+        i, j = indices[0], indices[1] if want == 2 else 0
+        if not (0 <= i < self.n and 0 <= j < (self.m if want == 2 else 1)):
+            raise QuadrantsIndexError(
+                f"get_scalar_field{indices} is outside the {self.element_shape} "
+                f"elements of '{self.name}'")
+        return self._comps[i * self.m + j]
 
     def _companion(self, role):
         comps = [getattr(c, role) for c in self._comps]

@@ -26,9 +26,9 @@ def literal_type(value, like=None):
     if isinstance(value, bool):
         return types.u1
     if isinstance(value, numbers.Integral):
-        if like is not None and like != types.u1 and (like.is_float or _fits(value, like)):
+        if like is not None and like != types.u1 and (like.is_float or fits(value, like)):
             return like
-        if -2**31 <= value < 2**31 and _fits(value, runtime.default_ip()):
+        if -2**31 <= value < 2**31 and fits(value, runtime.default_ip()):
             return runtime.default_ip()
         # Too wide for the other operand: widen, and promotion follows.
         return types.i64 if value < 2**63 else types.u64
@@ -39,7 +39,7 @@ def literal_type(value, like=None):
     raise QuadrantsTypeError(f"cannot use {type(value).__name__} value {value!r} in a kernel")
 
 
-def _fits(value, dtype):
+def fits(value, dtype):
     if dtype.is_signed:
         return -2**(dtype.bits - 1) <= value < 2**(dtype.bits - 1)
     return 0 <= value < 2**dtype.bits

@@ -31,6 +31,12 @@ class QuadrantsAssertionError(QuadrantsRuntimeError, AssertionError):
     """A kernel `assert` or a bounds check failed (reported at sync)."""
 
 
+class QuadrantsAlwaysFalseAssertion(QuadrantsCompilationError, QuadrantsAssertionError):
+    """A kernel `assert` whose condition is false at compile time: the kernel
+    does not compile, and the error is the AssertionError upstream raises
+    when it runs."""
+
+
 class QuadrantsGlobalDataAccessError(QuadrantsCompilationError, QuadrantsAssertionError):
     """A differentiated kernel reads a field or ndarray element and later
     overwrites it (the global data access rule). Reported when the gradient

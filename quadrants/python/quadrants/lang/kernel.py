@@ -12,7 +12,7 @@ import weakref
 import numpy as np
 
 from quadrants._core import core
-from quadrants.lang import context, ops, runtime, struct, types
+from quadrants.lang import context, ops, runtime, session, struct, types
 from quadrants.lang import tensor as tensor_module
 from quadrants.lang import field as field_module
 from quadrants.lang import torch_interop
@@ -403,7 +403,10 @@ class Kernel:
         # alive by them, not by the remembered launch.
         launch_args = [tensor_module.unwrap(args[x])._core if index else x
                        for index, x in last[3]]
-        runtime.program().launch(last[2], launch_args, self.graph)
+        prog = runtime.program()
+        prog.launch(last[2], launch_args, self.graph)
+        if session.option("debug", False):
+            prog.sync()  # debug mode reports a kernel's errors at its call
         return True
 
     def _remember(self, args, compiled, hidden, launch_args):
@@ -457,6 +460,10 @@ class Kernel:
         prog.launch(compiled, launch_args, self.graph)
         if stream is not None:
             torch_interop.stream_waits_for_launches(stream)
+        if session.option("debug", False):
+            # Debug mode reports a kernel's failed asserts and bounds checks
+            # at its call, as upstream does, not at the next sync.
+            prog.sync()
         if mode == PRIMAL and not kwargs and not copy_back:
             self._remember(given, compiled, hidden, launch_args)
         for original, contiguous in copy_back:

@@ -175,13 +175,15 @@ class Matrix(Composite):
             return self._dynamic(key)
         if self.ndim == 1:
             if len(static) != 1:
-                raise QuadrantsTypeError(f"a vector takes one index, got {len(static)}")
+                raise QuadrantsTypeError(f"Expected 1 indices, got {len(static)}: a "
+                                         f"{self._describe()} takes one index")
             return self.entries[self._check_index(static[0], self.n, 0)]
         if len(static) == 1:
             i = self._check_index(static[0], self.n, 0)
             return Matrix._make(self.entries[i * self.m:(i + 1) * self.m], self.m, 1, 1)
         if len(static) != 2:
-            raise QuadrantsTypeError(f"a matrix takes two indices, got {len(static)}")
+            raise QuadrantsTypeError(f"Expected 2 indices, got {len(static)}: a "
+                                     f"{self._describe()} takes two")
         i = self._check_index(static[0], self.n, 0)
         j = self._check_index(static[1], self.m, 1)
         return self.entries[i * self.m + j]
@@ -192,8 +194,8 @@ class Matrix(Composite):
                 raise QuadrantsTypeError(f"an index must be an integer, found {k.dtype}")
         if self.ndim == 1 or len(key) == 2:
             if len(key) != self.ndim:
-                raise QuadrantsTypeError(f"a {self._describe()} takes {self.ndim} "
-                                         f"indices, got {len(key)}")
+                raise QuadrantsTypeError(f"Expected {self.ndim} indices, got {len(key)}: "
+                                         f"a {self._describe()} takes {self.ndim}")
             flat = key[0] if self.ndim == 1 else add(mul(key[0], self.m), key[1])
             return DynamicElement(self.entries, flat)
         rows = [Matrix._make(self.entries[i * self.m:(i + 1) * self.m], self.m, 1, 1)
@@ -299,7 +301,8 @@ class Matrix(Composite):
     def _need_square(self, what, sizes=None):
         if self.ndim != 2 or self.n != self.m:
             raise QuadrantsTypeError(f"{what} needs a square matrix, got a "
-                                     f"{self._describe()}")
+                                     f"{self._describe()} (expected a square matrix, "
+                                     f"got shape {self.shape})")
         if sizes is not None and self.n not in sizes:
             raise QuadrantsTypeError(f"{what} is implemented for {', '.join(f'{s}x{s}' for s in sizes)} "
                                      f"matrices, got a {self._describe()}")

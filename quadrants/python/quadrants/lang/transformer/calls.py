@@ -2,6 +2,7 @@
 is kernel data), intrinsics and the builtins that map to them (min, max,
 abs, int, float, pow), print and str.format, range(), qd.ndrange(), and
 plain Python calls on compile-time values."""
+import ast
 import types as pytypes
 
 from quadrants.lang import context, ops, printing, runtime, types
@@ -29,15 +30,27 @@ class CallsMixin:
             return self.eval_static(node)
         if fn is loop_config:
             return self.set_loop_config(node)
-        args = [self.eval(a) for a in node.args]
-        kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
+        args = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                args.extend(self.unpacked(a.value, "*"))
+            else:
+                args.append(self.eval(a))
+        kwargs = {}
+        for k in node.keywords:
+            if k.arg is None:
+                kwargs.update(self.unpacked(k.value, "**"))
+            else:
+                kwargs[k.arg] = self.eval(k.value)
         if getattr(fn, "_qd_func", False):
             return fn.inline(self.ctx, node, self, args, kwargs)
         if isinstance(fn, type(min)) and fn in _BUILTIN_INTRINSICS:
             fn = _BUILTIN_INTRINSICS[fn]
         elif fn is int or fn is float:
             fn = _BUILTIN_INTRINSICS[fn]
-        if getattr(fn, "_qd_intrinsic", False) or isinstance(fn, types.DataType):
+        if isinstance(fn, types.DataType):
+            return self.typed_value(node, fn, args, kwargs)
+        if getattr(fn, "_qd_intrinsic", False):
             return fn(*args, **kwargs)
         if fn is print:
             return printing.kernel_print(*args, **kwargs)
@@ -79,6 +92,42 @@ class CallsMixin:
             raise self.error(node, str(e), QuadrantsSyntaxError) from None
         return wrapper.inline(self.ctx, node, self, args, kwargs)
 
+    def typed_value(self, node, dtype, args, kwargs):
+        """qd.u32(2891336453): a literal of that type; qd.f32(x) of an
+        expression: a cast. As upstream, a literal must be of the type's
+        kind (an int for an integer type, a float for a float type) and fit
+        it; converting between kinds is qd.cast's."""
+        if len(args) != 1 or kwargs:
+            raise self.error(node, "A primitive type can only decorate a single expression.",
+                             QuadrantsSyntaxError)
+        if isinstance(context.load(args[0]), Composite):
+            raise self.error(node, "A primitive type cannot decorate an expression with a "
+                             "compound type.", QuadrantsSyntaxError)
+        literal = _literal(node.args[0])
+        if literal is not None:
+            if isinstance(literal, int) and dtype.is_float:
+                raise self.error(node, "Integer literals must be annotated with a integer "
+                                 "type. For type casting, use `qd.cast`.", QuadrantsTypeError)
+            if isinstance(literal, float) and not dtype.is_float:
+                raise self.error(node, "Floating-point literals must be annotated with a "
+                                 "floating-point type. For type casting, use `qd.cast`.",
+                                 QuadrantsTypeError)
+            if not dtype.is_float and dtype != types.u1 and not context.fits(literal, dtype):
+                raise self.error(node, f"the literal {literal} exceeded the range of specified "
+                                 f"dtype {dtype.name}", QuadrantsTypeError)
+        return dtype(args[0])
+
+    def unpacked(self, node, star):
+        """The items of `*x` (a list) or `**x` (a dict) in a call: x must be
+        known at compile time (a tuple, list or dict; a field's shape)."""
+        value = self.eval(node)
+        try:
+            return dict(value) if star == "**" else list(value)
+        except TypeError:
+            raise self.error(node, f"{star}{ast.unparse(node)} in a call needs a compile-time "
+                             f"{'dict' if star == '**' else 'tuple or list'}",
+                             QuadrantsSyntaxError) from None
+
     def make_range(self, node, args):
         args = [context.load(a) for a in args]
         if any(isinstance(a, Expr) for a in args):
@@ -91,6 +140,17 @@ class CallsMixin:
 
 
 _NOT_INLINABLE = object()
+
+
+def _literal(node):
+    """The Python int or float a (signed) numeric literal spells, else None."""
+    sign = 1
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        sign = -1 if isinstance(node.op, ast.USub) else 1
+        node = node.operand
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return sign * node.value
+    return None
 
 
 def _holds_kernel_data(value):
@@ -123,7 +183,19 @@ def _float_cast(x=0.0):
         else float(x)
 
 
+def _reduction(builtin, method):
+    """all(v) / any(v) of a vector or matrix in a kernel: its .all() / .any()
+    (run-time values reduce in the kernel); of anything else: Python's."""
+    def reduce(x):
+        if isinstance(x, Composite) and hasattr(x, method):
+            return getattr(x, method)()
+        return builtin(x)
+    reduce._qd_intrinsic = True
+    return reduce
+
+
 _int_cast._qd_intrinsic = True
 _float_cast._qd_intrinsic = True
 _BUILTIN_INTRINSICS = {min: ops.min, max: ops.max, abs: ops.abs, int: _int_cast,
-                       float: _float_cast, pow: ops.pow}
+                       float: _float_cast, pow: ops.pow,
+                       all: _reduction(all, "all"), any: _reduction(any, "any")}

@@ -14,9 +14,9 @@ from quadrants.lang.transformer.loops import LoopsMixin
 from quadrants.lang.transformer.statements import StatementsMixin
 
 _UNSUPPORTED = {
-    ast.Lambda: "lambda", ast.ListComp: "list comprehension",
+    ast.Lambda: "lambda",
     ast.SetComp: "set comprehension", ast.DictComp: "dict comprehension",
-    ast.GeneratorExp: "generator expression", ast.Try: "try",
+    ast.Try: "try",
     ast.With: "with", ast.ClassDef: "class definition",
     ast.FunctionDef: "nested function definition", ast.AsyncFunctionDef: "async def",
     ast.Global: "global", ast.Nonlocal: "nonlocal", ast.Yield: "yield",

@@ -82,7 +82,8 @@ class DirectivesMixin:
         value = self.eval(call.args[0])
         if is_runtime(value):
             raise self.error(call, "qd.static() needs a compile-time value, got a "
-                             "run-time one", QuadrantsTypeError)
+                             "run-time one: its arguments must be compile-time constants",
+                             QuadrantsTypeError)
         return value
 
     def set_loop_config(self, node):

@@ -70,6 +70,63 @@ class ExpressionsMixin:
     def visit_List(self, node):
         return [self.eval(e) for e in node.elts]
 
+    def visit_ListComp(self, node):
+        """[e for x in it if c]: unrolled at compile time, so each iterable
+        must be known then (range() of Python ints, qd.ndrange, qd.static(...),
+        a list or tuple) and each condition a Python bool; the elements may
+        be run-time values."""
+        return self._unroll_comprehension(node, node.elt)
+
+    def visit_GeneratorExp(self, node):
+        return self._unroll_comprehension(node, node.elt)
+
+    def _unroll_comprehension(self, node, elt):
+        out = []
+        generators = node.generators
+        targets = {leaf.id for g in generators for leaf in ast.walk(g.target)
+                   if isinstance(leaf, ast.Name)}
+        saved = {name: self.scope[name] for name in targets if name in self.scope}
+
+        def iterate(level):
+            if level == len(generators):
+                out.append(context.load(self.eval(elt)))  # values, not references
+                return
+            gen = generators[level]
+            iterable = self.eval(gen.iter)
+            try:
+                items = list(iterable) if not is_runtime(iterable) else None
+            except TypeError:
+                items = None
+            if items is None:
+                raise self.error(node, "a comprehension in a kernel is unrolled at compile "
+                                 "time: it needs a compile-time iterable (range() of "
+                                 "Python ints, qd.static(...), a list or tuple)",
+                                 QuadrantsSyntaxError)
+            for item in items:
+                if isinstance(gen.target, ast.Name):
+                    self.scope[gen.target.id] = item
+                else:
+                    self.assign(node, gen.target, item)
+                keep = True
+                for condition in gen.ifs:
+                    value = self.eval(condition)
+                    if is_runtime(value):
+                        raise self.error(node, "a comprehension's condition must be known "
+                                         "at compile time", QuadrantsSyntaxError)
+                    keep = keep and bool(value)
+                if keep:
+                    iterate(level + 1)
+
+        try:
+            iterate(0)
+        finally:
+            for name in targets:
+                if name in saved:
+                    self.scope[name] = saved[name]
+                else:
+                    self.scope.pop(name, None)
+        return out
+
     def visit_Dict(self, node):
         return {self.eval(k): self.eval(v) for k, v in zip(node.keys, node.values)}
 

@@ -32,11 +32,24 @@ def grouped(x):
 
 
 class LoopFrame:
-    """What break/continue may do in the loop being built."""
+    """What break/continue may do in the loop being built. A qd.static loop
+    records the run-time nesting at its body (dynamic_depth): a break or
+    continue there, under compile-time ifs only, ends the unrolling or the
+    current copy of the body."""
 
-    def __init__(self, parallel, static):
+    def __init__(self, parallel, static, dynamic_depth=0):
         self.parallel = parallel
         self.static = static
+        self.dynamic_depth = dynamic_depth
+
+
+class StaticJump(Exception):
+    """A break ("break") or continue ("continue") of a qd.static loop,
+    raised while compiling its body and caught by the loop."""
+
+    def __init__(self, what):
+        super().__init__(what)
+        self.what = what
 
 
 class RuntimeRange:
@@ -285,14 +298,19 @@ class LoopsMixin:
         except TypeError:
             raise self.error(node, "qd.static() loop needs an iterable",
                              QuadrantsTypeError) from None
-        self.loops.append(LoopFrame(parallel=False, static=True))
+        self.loops.append(LoopFrame(parallel=False, static=True,
+                                    dynamic_depth=self.dynamic_depth))
         try:
             for item in items:
                 if isinstance(node.target, ast.Name):
                     self.scope[node.target.id] = item
                 else:
                     self.assign(node, node.target, item)
-                self.block(node.body)
+                try:
+                    self.block(node.body)
+                except StaticJump as jump:
+                    if jump.what == "break":
+                        break
                 if self.returned:
                     break
         finally:

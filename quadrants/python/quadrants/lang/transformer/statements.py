@@ -3,11 +3,12 @@ pass, if (one branch only when the condition is known at compile time),
 while, break and continue, assert, and returns."""
 import ast
 
-from quadrants.lang import context
-from quadrants.lang.exception import (QuadrantsCompilationError, QuadrantsSyntaxError,
+from quadrants.lang import context, printing
+from quadrants.lang.exception import (QuadrantsAlwaysFalseAssertion,
+                                      QuadrantsCompilationError, QuadrantsSyntaxError,
                                       QuadrantsTypeError)
 from quadrants.lang.expr import Expr
-from quadrants.lang.transformer.loops import LoopFrame
+from quadrants.lang.transformer.loops import LoopFrame, StaticJump
 
 
 class StatementsMixin:
@@ -70,8 +71,11 @@ class StatementsMixin:
             raise self.error(node, f"'{what}' outside a loop", QuadrantsSyntaxError)
         frame = self.loops[-1]
         if frame.static:
-            raise self.error(node, f"'{what}' is not supported in a qd.static loop",
-                             QuadrantsSyntaxError)
+            if self.dynamic_depth == frame.dynamic_depth:
+                raise StaticJump(what)  # decided at compile time
+            raise self.error(node, f"'{what}' in a qd.static loop must be decided at "
+                             f"compile time (under qd.static(...) conditions only), not "
+                             f"under a run-time if", QuadrantsSyntaxError)
         if frame.parallel and what == "break":
             raise self.error(node, "'break' is not allowed in the outermost (parallel) "
                              "loop of a kernel", QuadrantsSyntaxError)
@@ -88,6 +92,8 @@ class StatementsMixin:
                 args = [context.to_expr(v) for v in values]
                 msg = msg.left
             text = self.eval(msg)
+            if isinstance(text, printing.RuntimeText) and not args:
+                text, args = _printf_message(text)
             if not isinstance(text, str):
                 raise self.error(node, "an assert message must be a string",
                                  QuadrantsSyntaxError)
@@ -95,9 +101,24 @@ class StatementsMixin:
         if not isinstance(cond, Expr):
             if not cond:
                 raise self.error(node, f"assertion is always false: {message}",
-                                 QuadrantsCompilationError)
+                                 QuadrantsAlwaysFalseAssertion)
             return
         self.ctx.builder.assert_(cond.stmt, message, [a.stmt for a in args])
 
     def visit_Return(self, node):
         self.compile_return(node)
+
+
+def _printf_message(text):
+    """An f-string with run-time values as an assert message: a printf
+    format ("x[%d] got=%d") and the values it formats."""
+    pieces, args = [], []
+    for part in text.parts:
+        if isinstance(part, str):
+            pieces.append(part.replace("%", "%%"))
+            continue
+        value = context.to_expr(part.value)  # a scalar; vectors are refused here
+        spec = printing.printf_spec(part.spec, value.dtype) if part.spec else ""
+        pieces.append(spec or ("%f" if value.dtype.is_float else "%d"))
+        args.append(value)
+    return "".join(pieces), args
