@@ -155,8 +155,8 @@ def test_overflow_in_65536_invocations_raises_once_then_clears():
     loss[None] = 0
     kernel()
     loss.grad[None] = 1
-    kernel.grad()
     with pytest.raises(qd.QuadrantsError, match="Adstack overflow") as info:
+        kernel.grad()
         qd.sync()
     message = str(info.value)
     assert "recur" in message and "task" in message, message

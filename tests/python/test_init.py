@@ -330,8 +330,8 @@ def test_init_twice_resets_options():
 
     qd.init(arch=qd.cpu, debug=True)
     check = make()
-    check()
     with pytest.raises(qd.QuadrantsAssertionError):
+        check()
         qd.sync()
     # A new init without debug=True: the option goes back to its default and the
     # (failing) assert is not checked any more.

@@ -83,8 +83,8 @@ def test_graph_replay_reports_out_of_bound_access():
 
     oob(a, 4)
     qd.sync()
-    oob(a, 5)
     with pytest.raises(qd.QuadrantsAssertionError, match="Out of bound access"):
+        oob(a, 5)
         qd.sync()
     oob(a, 4)  # the error was cleared
     qd.sync()

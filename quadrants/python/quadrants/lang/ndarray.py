@@ -56,11 +56,7 @@ class Ndarray:
         else:
             self.element_type = self.dtype = types.normalize(dtype)
             scalar, self._element_shape = self.dtype, ()
-        if isinstance(shape, numbers.Integral):
-            shape = (shape,)
-        shape = tuple(int(s) for s in shape)
-        if any(s < 0 for s in shape):
-            raise QuadrantsTypeError(f"ndarray shape must be non-negative, got {shape}")
+        shape = _valid_shape(shape)
         if not isinstance(needs_grad, bool):
             raise QuadrantsTypeError(f"needs_grad must be a bool, got {needs_grad!r}")
         if needs_grad and not scalar.is_float:
@@ -373,6 +369,23 @@ def _session_dlpack_device():
     if device_type in (0, 1):
         return (1, 0)
     return (device_type, runtime.state.options.get("device_id", 0))
+
+
+def _valid_shape(shape):
+    """`shape` (an int or a sequence of ints) as a tuple of Python ints, each
+    in [1, 2**31), as upstream requires; else QuadrantsRuntimeError."""
+    extents = (shape,) if isinstance(shape, numbers.Integral) else shape
+    try:
+        extents = tuple(extents)
+    except TypeError:
+        extents = None
+    if extents is None or not all(
+            isinstance(e, numbers.Integral) and not isinstance(e, bool) and 1 <= e < 2**31
+            for e in extents):
+        raise QuadrantsRuntimeError(
+            f"{shape!r} is not a valid shape for ndarray: each extent must be an int in "
+            f"[1, 2**31)")
+    return tuple(int(e) for e in extents)
 
 
 def ndarray(dtype, shape, needs_grad=False):
