@@ -89,9 +89,8 @@ def test_many_threads_overflowing_at_once_raise_one_error():
 
     deep(100)
     loss.grad[None] = 1
-    deep.grad(100)  # every thread pushes 102 > 32 slots
     with pytest.raises(qd.QuadrantsError, match="Adstack overflow") as info:
-        qd.sync()
+        deep.grad(100)  # every thread pushes 102 > 32 slots; debug: at the call
     assert "deep" in str(info.value)
     qd.sync()  # exactly one error: the flag was reset
 

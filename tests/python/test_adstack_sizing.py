@@ -72,8 +72,8 @@ def counters():
 def as_container(values, dtype, container):
     """`values` as a qd.ndarray or as a (zero-copy) numpy array argument."""
     values = np.ascontiguousarray(values, dtype=qd.types.to_numpy_dtype(dtype))
-    if container == "numpy":
-        return values
+    if container == "numpy" or values.size == 0:
+        return values  # qd.ndarray refuses an empty shape, as upstream
     array = qd.ndarray(dtype, values.shape)
     array.from_numpy(values)
     return array
