@@ -233,3 +233,19 @@ def test_builtin_all_and_any_reduce_vectors_in_kernels():
     want_any = [int(any(e == 2 for e in (k, k - 1, 1))) for k in range(4)]
     np.testing.assert_array_equal(out.to_numpy()[:, 0], want_all)
     np.testing.assert_array_equal(out.to_numpy()[:, 1], want_any)
+
+
+@test_utils.test()
+def test_calling_a_vector_or_matrix_indexes_it():
+    out = qd.field(qd.f32, shape=3)
+
+    @qd.kernel
+    def run(a: qd.f32):
+        v = qd.Vector([a, 2.0 * a])
+        m = qd.Matrix([[1.0, a], [3.0, 4.0]])
+        out[0] = v(0) + v(1)  # Taichi's older spelling of v[0] + v[1]
+        out[1] = m(0, 1)
+        out[2] = (v * v)(1)
+
+    run(1.5)
+    np.testing.assert_allclose(out.to_numpy(), [4.5, 1.5, 9.0])

@@ -169,6 +169,10 @@ class Matrix(Composite):
                                          f"got {k!r}")
         return tuple(int(k) for k in key), key
 
+    def __call__(self, *indices):
+        """v(i) and m(i, j): Taichi's older spelling of v[i] and m[i, j]."""
+        return self[indices if len(indices) != 1 else indices[0]]
+
     def __getitem__(self, key):
         static, key = self._key(key)
         if static is None:
