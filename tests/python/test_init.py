@@ -424,3 +424,13 @@ def test_default_ip_i64_int_literals_are_64_bit():
 def test_harness_session_is_initialized():
     assert runtime.is_initialized()
     _assert_session_works()
+
+
+def test_init_test_mode_resolves_options_without_starting():
+    qd.reset()
+    resolved = qd.init(_test_mode=True, debug=True, log_level="warn")
+    assert resolved.debug is True and resolved.log_level == "warn"
+    assert resolved.check_out_of_bound is False  # a default
+    assert not qd.lang.runtime.is_initialized()  # nothing started
+    with pytest.raises(qd.lang.options.UnknownOptionError, match="foo_bar"):
+        qd.init(_test_mode=True, foo_bar=233)

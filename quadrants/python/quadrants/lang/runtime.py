@@ -10,6 +10,7 @@ qd.ad.grad_replaced) are per thread: a Tape records the launches of the
 thread that entered it.
 """
 import atexit
+import types as types_module
 
 from quadrants import _logging
 from quadrants._core import core
@@ -61,11 +62,15 @@ def is_arch_available(arch):
     return arch_unavailable_reason(arch) is None
 
 
-def init(arch=None, **options):
+def init(arch=None, _test_mode=False, **options):
     """Starts Quadrants on `arch` (default: qd.cpu). Re-initializing resets.
     The options and the environment variables that set them are declared in
-    quadrants.lang.options."""
+    quadrants.lang.options. With _test_mode=True (upstream's hook for testing
+    option handling) nothing starts: the options as the environment and the
+    arguments resolve them are returned, as attributes."""
     values = registry.init_values(options)
+    if _test_mode:
+        return types_module.SimpleNamespace(**values)
     _logging.set_logging_level(values["log_level"])
     if arch is None:
         arch = cpu

@@ -388,7 +388,7 @@ def dataclass(cls):
     for k, v in vars(cls).items():
         if isinstance(v, functions.Func):
             methods[k] = v
-        elif callable(v) and not k.startswith("__") and not isinstance(v, type):
+        elif callable(v) and not k.startswith("__") and not isinstance(v, (type, Matrix)):
             methods[k] = functions.func(v)
     stype = StructType(members, cls.__name__, methods)
     return stype
