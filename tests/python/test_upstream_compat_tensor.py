@@ -2,6 +2,7 @@
 qd.Matrix.tensor, the qd.Tensor wrapper (host surface, gradients, pickling,
 qd.wrap), qd.Tensor kernel parameters, and fill / copy_from on fields and
 ndarrays. Each scenario runs on both backends where it applies."""
+import copy
 import dataclasses
 import pickle
 from enum import IntEnum
@@ -670,3 +671,20 @@ def test_a_frozen_dataclass_of_fields_ndarrays_and_scalars_is_a_kernel_parameter
     arr2.from_numpy(np.full(4, -1.0, dtype=np.float32))
     step(State(x=qd.Tensor(x), arr=arr2, inner=Inner(scale=3.0, out=qd.Tensor(out))), 0.0)
     np.testing.assert_array_equal(out.to_numpy(), [-1, 2, 5, 8])
+
+
+@test_utils.test()
+def test_deepcopy_of_an_ndarray_owns_its_values_and_grad():
+    a = qd.ndarray(qd.f32, shape=(3,), needs_grad=True)
+    a.from_numpy(np.array([1, 2, 3], dtype=np.float32))
+    a.grad.from_numpy(np.array([4, 5, 6], dtype=np.float32))
+    b = copy.deepcopy(a)
+    a.from_numpy(np.zeros(3, dtype=np.float32))
+    a.grad.fill(0)
+    np.testing.assert_array_equal(b.to_numpy(), [1, 2, 3])
+    np.testing.assert_array_equal(b.grad.to_numpy(), [4, 5, 6])
+    v = qd.Vector.ndarray(2, qd.i32, 4)
+    v[1] = [7, 8]
+    w = copy.deepcopy(v)
+    v[1] = [0, 0]
+    assert w.n == 2 and list(w[1]) == [7, 8]

@@ -207,6 +207,16 @@ class Ndarray:
             return None, why
         return torch_interop.dlpack_tensor(torch, self), None
 
+    def __deepcopy__(self, memo):
+        """copy.deepcopy(a): a new ndarray of the same element type and
+        shape holding a's values (and, when a has one, a copy of its grad)."""
+        copied = type(self)(self.element_type, self.shape, needs_grad=self.grad is not None)
+        memo[id(self)] = copied
+        copied.copy_from(self)
+        if self.grad is not None:
+            copied.grad.copy_from(self.grad)
+        return copied
+
     def copy_from(self, other):
         """Copies every element of ndarray `other` (of the same shape and
         element type) here."""
