@@ -369,26 +369,18 @@ def main(argv):
         times.append(f"consumer {time.time() - begin:.0f} s")
         passed, failed = passed + ok, failed + (not ok)
         outcomes[("cpu", "passed" if ok else "failed")] += 1
-    if wants_docs(flags, targets):
+    for stage, wanted, run in (("docs", wants_docs, run_docs), ("wheel", wants_wheel, run_wheel)):
+        if not wanted(flags, targets):
+            continue
         begin = time.time()
         with tempfile.TemporaryDirectory() as tmp:
-            docs_passed, docs_failed = run_docs(tmp)
-        times.append(f"docs {time.time() - begin:.0f} s")
-        for name in docs_failed:
+            stage_passed, stage_failed = run(tmp)
+        times.append(f"{stage} {time.time() - begin:.0f} s")
+        for name in stage_failed:
             print(f"FAILED {name}")
-        passed, failed = passed + len(docs_passed), failed + len(docs_failed)
-        outcomes[("cpu", "passed")] += len(docs_passed)
-        outcomes[("cpu", "failed")] += len(docs_failed)
-    if wants_wheel(flags, targets):
-        begin = time.time()
-        with tempfile.TemporaryDirectory() as tmp:
-            wheel_passed, wheel_failed = run_wheel(tmp)
-        times.append(f"wheel {time.time() - begin:.0f} s")
-        for name in wheel_failed:
-            print(f"FAILED {name}")
-        passed, failed = passed + len(wheel_passed), failed + len(wheel_failed)
-        outcomes[("cpu", "passed")] += len(wheel_passed)
-        outcomes[("cpu", "failed")] += len(wheel_failed)
+        passed, failed = passed + len(stage_passed), failed + len(stage_failed)
+        outcomes[("cpu", "passed")] += len(stage_passed)
+        outcomes[("cpu", "failed")] += len(stage_failed)
     report_skipped(skipped, verbose, tags)
     # Where a run's time goes, for keeping CI within its budget.
     print("time: " + ", ".join(times))

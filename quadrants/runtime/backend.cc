@@ -55,4 +55,18 @@ absl::StatusOr<const CompiledKernel*> CompiledKernel::CheckpointedVariant()
   return checkpointed_.get();
 }
 
+absl::StatusOr<BackendLaunchStats> Backend::LaunchCheckpointedVariant(
+    const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
+    absl::Span<const uint64_t> field_generations,
+    const LaunchOptions& options) {
+  absl::StatusOr<const CompiledKernel*> variant = kernel.CheckpointedVariant();
+  if (!variant.ok())
+    return variant.status();
+  absl::StatusOr<BackendLaunchStats> stats =
+      Launch(**variant, args, field_generations, options);
+  if (stats.ok())
+    stats->ran = *variant;
+  return stats;
+}
+
 }  // namespace quadrants

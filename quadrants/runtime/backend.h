@@ -244,6 +244,15 @@ class Backend {
     static const OfflineCacheStats kNone;
     return kNone;
   }
+
+ protected:
+  // For checkpoints_lazily backends: launches `kernel`'s checkpointed
+  // variant (built at its first use) in place of `kernel`, and says so in
+  // the stats (BackendLaunchStats::ran).
+  absl::StatusOr<BackendLaunchStats> LaunchCheckpointedVariant(
+      const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
+      absl::Span<const uint64_t> field_generations,
+      const LaunchOptions& options);
 };
 
 // A backend standing in for another (a BackendWrapper's result): every call

@@ -367,14 +367,8 @@ absl::StatusOr<BackendLaunchStats> CpuBackend::Launch(
     QD_ASSIGN_OR_RETURN(
         const bool over,
         SizeBeforeRunning(kernel, ctx, args, field_generations, &sized));
-    if (over) {
-      QD_ASSIGN_OR_RETURN(const CompiledKernel* variant,
-                          kernel.CheckpointedVariant());
-      QD_ASSIGN_OR_RETURN(BackendLaunchStats stats,
-                          Launch(*variant, args, field_generations, options));
-      stats.ran = variant;
-      return stats;
-    }
+    if (over)
+      return LaunchCheckpointedVariant(kernel, args, field_generations, options);
   }
   BackendLaunchStats stats;
   stats.launch_id = launches_;

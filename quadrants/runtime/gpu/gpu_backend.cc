@@ -339,14 +339,8 @@ absl::StatusOr<BackendLaunchStats> GpuBackend::Launch(
     QD_ASSIGN_OR_RETURN(
         const bool over,
         NeedsCheckpoints(compiled, ctx, args, field_generations, &sized));
-    if (over) {
-      QD_ASSIGN_OR_RETURN(const CompiledKernel* variant,
-                          kernel.CheckpointedVariant());
-      QD_ASSIGN_OR_RETURN(BackendLaunchStats stats,
-                          Launch(*variant, args, field_generations, options));
-      stats.ran = variant;
-      return stats;
-    }
+    if (over)
+      return LaunchCheckpointedVariant(kernel, args, field_generations, options);
   }
   QD_RETURN_IF_ERROR(UploadContext(ctx, args.size()));
   QD_RETURN_IF_ERROR(UploadRuntime());
