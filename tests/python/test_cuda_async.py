@@ -306,7 +306,8 @@ def test_one_tib_field_alone_reports_exactly_its_bytes():
 @test_utils.test(arch=qd.cuda)
 def test_one_tib_ndarray_raises_with_its_size_and_the_session_stays_usable():
     with pytest.raises(qd.QuadrantsRuntimeError) as info:
-        qd.ndarray(qd.f32, (TIB // 4,))
+        # Each extent stays below 2**31, as an ndarray's shape must.
+        qd.ndarray(qd.f32, (TIB // 4 // 2**20, 2**20))
     message = str(info.value)
     assert TIB in _byte_counts(message), message
     assert "ndarray" in message.lower(), message
