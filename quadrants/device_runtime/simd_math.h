@@ -20,6 +20,7 @@ struct Lanes {
   typedef float F __attribute__((ext_vector_type(N)));
   typedef double D __attribute__((ext_vector_type(N)));
   typedef long L __attribute__((ext_vector_type(N)));
+  typedef int I __attribute__((ext_vector_type(N)));
 };
 
 // pi/2 in three parts: the first two have 33 significant bits, so k * part
@@ -48,6 +49,8 @@ template <int N>
 using L = typename Lanes<N>::L;
 template <int N>
 using F = typename Lanes<N>::F;
+template <int N>
+using I = typename Lanes<N>::I;
 
 // Sine and cosine of r, |r| <= pi/4, by their Taylor series to r^15 and
 // r^16 (the next terms are below 5e-17 relative).
@@ -155,9 +158,9 @@ __attribute__((always_inline)) inline void Store(float* p, F<N> v) {
 // `fn`, the C library's function. Out of line: a slow path for a few lanes
 // that would otherwise be N inlined calls at every use. The vectors are
 // copies, so only they live in memory; the caller's stay in registers.
-template <int N, typename Fn>
+template <int N, typename Mask, typename Fn>
 __attribute__((noinline)) void ScalarLanes(F<N>* out, const F<N>* x,
-                                           const F<N>* y, const L<N>* scalar,
+                                           const F<N>* y, const Mask* scalar,
                                            Fn fn) {
   for (int lane = 0; lane < N; ++lane) {
     if ((*scalar)[lane] != 0)
@@ -165,11 +168,11 @@ __attribute__((noinline)) void ScalarLanes(F<N>* out, const F<N>* x,
   }
 }
 
-template <int N, typename Fn>
+template <int N, typename Mask, typename Fn>
 __attribute__((always_inline)) inline void FixScalarLanes(float* out,
                                                           const float* x,
                                                           const float* y,
-                                                          L<N> scalar, Fn fn) {
+                                                          Mask scalar, Fn fn) {
   if (__builtin_reduce_or(scalar) != 0) {
     F<N> lanes = Load<N>(out);
     const F<N> xs = Load<N>(x), ys = Load<N>(y);
@@ -196,18 +199,34 @@ __attribute__((always_inline)) inline D<N> SinPoly(D<N> r) {
   return r * p;
 }
 
-// sin x = (-1)^k sin r with x = k pi + r, |r| <= pi/2: one polynomial.
+// Lanes whose f32 input lies beyond the trigonometric range (or is NaN):
+// checked before widening, on half the registers of the f64 copy.
+template <int N>
+__attribute__((always_inline)) inline I<N> BeyondTrigRange(const float* x) {
+  return !(__builtin_elementwise_abs(Load<N>(x)) <=
+           static_cast<float>(kTrigLimit));
+}
+
+// 1.5 * 2^52: adding it to |y| < 2^51 rounds y to the integer k and leaves
+// k's low bits in the low bits of the sum, so quadrant logic stays in a few
+// integer operations; subtracting it back gives k as a double, +0 for zero.
+constexpr double kRound = 6755399441055744.0;
+
+// sin x = (-1)^k sin r with x = k pi + r, |r| <= pi/2: one polynomial. A
+// zero x keeps its sign through r and the polynomial (k is +0 then).
 template <int N>
 __attribute__((always_inline)) inline void Sin(float* out, const float* x) {
   const D<N> d = __builtin_convertvector(Load<N>(x), D<N>);
-  const D<N> k = __builtin_elementwise_roundeven(d * kInvPi);
-  const D<N> m = 2.0 * k;  // x - k pi = x - 2k (pi/2), exact per part
-  const D<N> r = ((d - m * kPio2Hi) - m * kPio2Mid) - m * kPio2Lo;
-  const D<N> s = SinPoly<N>(r);
-  D<N> v = (__builtin_convertvector(k, L<N>) & 1) != 0 ? -s : s;
-  v = d == 0.0 ? d : v;  // keeps the sign of zero
+  const D<N> t = d * kInvPi + kRound;
+  const D<N> k = t - kRound;
+  // x - k pi with pi as twice the three parts of pi/2: exact per part.
+  const D<N> r =
+      ((d - k * (2.0 * kPio2Hi)) - k * (2.0 * kPio2Mid)) - k * (2.0 * kPio2Lo);
+  const L<N> sign = __builtin_bit_cast(L<N>, t) << 63;
+  const D<N> v = __builtin_bit_cast(
+      D<N>, __builtin_bit_cast(L<N>, SinPoly<N>(r)) ^ sign);
   Store<N>(out, __builtin_convertvector(v, F<N>));
-  const L<N> scalar = !(__builtin_elementwise_abs(d) <= kTrigLimit);
+  const I<N> scalar = BeyondTrigRange<N>(x);
   QD_SIMD_SCALAR_LANES1(__builtin_sinf);
 }
 
@@ -221,7 +240,7 @@ __attribute__((always_inline)) inline void Cos(float* out, const float* x) {
   const D<N> s = SinPoly<N>(r);
   const D<N> v = (__builtin_convertvector(h, L<N>) & 1) != 0 ? s : -s;
   Store<N>(out, __builtin_convertvector(v, F<N>));
-  const L<N> scalar = !(__builtin_elementwise_abs(d) <= kTrigLimit);
+  const I<N> scalar = BeyondTrigRange<N>(x);
   QD_SIMD_SCALAR_LANES1(__builtin_cosf);
 }
 
@@ -231,7 +250,7 @@ template <int N>
 __attribute__((noinline)) void SinCosScalarLanes(F<N>* sin_lanes,
                                                  F<N>* cos_lanes,
                                                  const F<N>* x,
-                                                 const L<N>* scalar) {
+                                                 const I<N>* scalar) {
   for (int lane = 0; lane < N; ++lane) {
     if ((*scalar)[lane] != 0) {
       (*sin_lanes)[lane] = __builtin_sinf((*x)[lane]);
@@ -244,14 +263,11 @@ __attribute__((noinline)) void SinCosScalarLanes(F<N>* sin_lanes,
 // for sin r and cos r polynomials fitted for least maximum relative error
 // (5.2e-12 and 1.2e-10, measured against mpmath on a dense grid), then the
 // quadrant k mod 4 picks and signs them. Both results are within 1 ulp,
-// like Sin and Cos. Adding 1.5 * 2^52 rounds x * 2/pi to the integer k and
-// leaves k mod 4 in the low bits, so the quadrant logic stays in a few
-// integer operations.
+// like Sin and Cos.
 template <int N>
 __attribute__((always_inline)) inline void SinCos(float* sin_out,
                                                   float* cos_out,
                                                   const float* x) {
-  constexpr double kRound = 6755399441055744.0;  // 1.5 * 2^52
   const D<N> d = __builtin_convertvector(Load<N>(x), D<N>);
   const D<N> t = d * kTwoOverPi + kRound;
   const D<N> k = t - kRound;
@@ -263,7 +279,8 @@ __attribute__((always_inline)) inline void SinCos(float* sin_out,
   ps = ps * r2 + -0.00019839312262449633;
   ps = ps * r2 + 0.008333329304820565;
   ps = ps * r2 + -0.16666666640796848;
-  const D<N> s = r + (r * r2) * ps;
+  // r (1 + r^2 P) rather than r + r^3 P: a zero r keeps its sign.
+  const D<N> s = r * (1.0 + r2 * ps);
   // cos r = 1 - r^2 / 2 + r^4 (c0 + c1 r^2 + c2 r^4)
   D<N> pc = 2.443315631237659e-05;
   pc = pc * r2 + -0.001388731624784215;
@@ -275,14 +292,13 @@ __attribute__((always_inline)) inline void SinCos(float* sin_out,
   const L<N> odd = (q & 1) != 0;
   const L<N> sin_sign = (q & 2) << 62;
   const L<N> cos_sign = ((q + 1) & 2) << 62;
-  D<N> sv = __builtin_bit_cast(
+  const D<N> sv = __builtin_bit_cast(
       D<N>, __builtin_bit_cast(L<N>, odd ? c : s) ^ sin_sign);
   const D<N> cv = __builtin_bit_cast(
       D<N>, __builtin_bit_cast(L<N>, odd ? s : c) ^ cos_sign);
-  sv = d == 0.0 ? d : sv;  // keeps the sign of zero
   F<N> sf = __builtin_convertvector(sv, F<N>);
   F<N> cf = __builtin_convertvector(cv, F<N>);
-  const L<N> scalar = !(__builtin_elementwise_abs(d) <= kTrigLimit);
+  const I<N> scalar = BeyondTrigRange<N>(x);
   if (__builtin_reduce_or(scalar) != 0) {
     // Copies, so that only they live in memory: the results and the caller's
     // slots stay in registers on the common path.
@@ -305,7 +321,7 @@ __attribute__((always_inline)) inline void Tan(float* out, const float* x) {
   D<N> r = (q & 1) != 0 ? -c / s : s / c;
   r = d == 0.0 ? d : r;
   Store<N>(out, __builtin_convertvector(r, F<N>));
-  const L<N> scalar = !(__builtin_elementwise_abs(d) <= kTrigLimit);
+  const I<N> scalar = BeyondTrigRange<N>(x);
   QD_SIMD_SCALAR_LANES1(__builtin_tanf);
 }
 
