@@ -34,6 +34,7 @@ BENCHMARKS = {
             "reverse/forward": (r"reverse/forward = ([\d.]+)", "lower"),
             "ours / best AVX-512 tape": (r"best AVX-512 tape = ([\d.]+)", "lower"),
             "speedup of lanes over scalar": (r"speedup of lanes = ([\d.]+)x", "higher"),
+            "PyTorch autograd / ours": (r"Quadrants is ([\d.]+)x faster", "higher"),
         }),
         "host_copies": ("host_copies.py", ["--mib", "256", "--repeats", "5"], {
             "worst copy / numpy.copy": (r"worst ratio to numpy.copy: ([\d.]+)x", "higher"),

@@ -21,9 +21,10 @@
 
 namespace {
 
-constexpr double kPio2Hi = 1.5707963267341256;
-constexpr double kPio2Mid = 6.077100506303966e-11;
-constexpr double kPio2Lo = 2.0222662487959506e-21;
+// pi/2 as a double and the double nearest the rest: x - m pi/2 in two
+// fused multiply-adds, the first exact, as the compiler runtime reduces.
+constexpr double kPio2 = 1.5707963267948966;
+constexpr double kPio2Tail = 6.123233995736766e-17;
 constexpr double kInvPi = 0.3183098861837907;
 
 #define AVX512 __attribute__((target("avx512f,avx512dq")))
@@ -40,11 +41,10 @@ AVX512 __m512d SinPoly(__m512d r) {
   return _mm512_mul_pd(r, p);
 }
 
-// x - m pi/2 in three parts, then sin of it, negated where `negate`.
+// x - m pi/2, then sin of it, negated where `negate`.
 AVX512 __m512d SinOfReduced(__m512d x, __m512d m, __mmask8 negate) {
-  __m512d r = _mm512_fnmadd_pd(m, _mm512_set1_pd(kPio2Hi), x);
-  r = _mm512_fnmadd_pd(m, _mm512_set1_pd(kPio2Mid), r);
-  r = _mm512_fnmadd_pd(m, _mm512_set1_pd(kPio2Lo), r);
+  __m512d r = _mm512_fnmadd_pd(m, _mm512_set1_pd(kPio2), x);
+  r = _mm512_fnmadd_pd(m, _mm512_set1_pd(kPio2Tail), r);
   const __m512d s = SinPoly(r);
   return _mm512_mask_sub_pd(s, negate, _mm512_setzero_pd(), s);
 }

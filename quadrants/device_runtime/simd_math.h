@@ -23,11 +23,10 @@ struct Lanes {
   typedef int I __attribute__((ext_vector_type(N)));
 };
 
-// pi/2 in three parts: the first two have 33 significant bits, so k * part
-// is exact for |k| < 2^20 (|x| < 1.6e6).
-constexpr double kPio2Hi = 1.5707963267341256;
-constexpr double kPio2Mid = 6.077100506303966e-11;
-constexpr double kPio2Lo = 2.0222662487959506e-21;
+// pi/2 as a double and the double nearest the rest (their sum is within
+// 6e-33 of pi/2).
+constexpr double kPio2 = 1.5707963267948966;
+constexpr double kPio2Tail = 6.123233995736766e-17;
 constexpr double kTwoOverPi = 0.6366197723675814;
 constexpr double kInvPi = 0.3183098861837907;
 constexpr double kPi = 3.141592653589793;
@@ -77,13 +76,26 @@ __attribute__((always_inline)) inline void SinCosPoly(D<N> r, D<N>* s,
   *c = 1.0 + r2 * pc;
 }
 
+// x - k m pi/2 for m = 1 or 2, x an f32 value within the trigonometric
+// range and k the integer that leaves |x - k m pi/2| <= pi/2. The first
+// fused multiply-add is exact: k is 0 unless |x| >= pi/4, where x is a
+// multiple of 2^-24, so x and k m kPio2 are multiples of 2^-52 and their
+// difference, below 2, fits in 53 bits. Dropping the rest of pi/2 errs by
+// at most |k m| 6e-33 < 1e-27, far below an ulp of the smallest such
+// difference of an f32 in range.
+template <int N>
+__attribute__((always_inline)) inline D<N> ReduceBy(D<N> x, D<N> k, double m) {
+  const D<N> head = __builtin_elementwise_fma(-k, D<N>(m * kPio2), x);
+  return __builtin_elementwise_fma(-k, D<N>(m * kPio2Tail), head);
+}
+
 // x = k * pi/2 + r; returns r and the quadrant k mod 4.
 template <int N>
 __attribute__((always_inline)) inline D<N> ReduceQuadrant(D<N> x,
                                                           L<N>* quadrant) {
   const D<N> k = __builtin_elementwise_roundeven(x * kTwoOverPi);
   *quadrant = __builtin_convertvector(k, L<N>) & 3;
-  return ((x - k * kPio2Hi) - k * kPio2Mid) - k * kPio2Lo;
+  return ReduceBy<N>(x, k, 1.0);
 }
 
 // e^x for |x| <= 200 (inputs are clamped by the callers): x = k ln2 + r,
@@ -219,9 +231,7 @@ __attribute__((always_inline)) inline void Sin(float* out, const float* x) {
   const D<N> d = __builtin_convertvector(Load<N>(x), D<N>);
   const D<N> t = d * kInvPi + kRound;
   const D<N> k = t - kRound;
-  // x - k pi with pi as twice the three parts of pi/2: exact per part.
-  const D<N> r =
-      ((d - k * (2.0 * kPio2Hi)) - k * (2.0 * kPio2Mid)) - k * (2.0 * kPio2Lo);
+  const D<N> r = ReduceBy<N>(d, k, 2.0);
   const L<N> sign = __builtin_bit_cast(L<N>, t) << 63;
   const D<N> v = __builtin_bit_cast(
       D<N>, __builtin_bit_cast(L<N>, SinPoly<N>(r)) ^ sign);
@@ -235,8 +245,7 @@ template <int N>
 __attribute__((always_inline)) inline void Cos(float* out, const float* x) {
   const D<N> d = __builtin_convertvector(Load<N>(x), D<N>);
   const D<N> h = __builtin_elementwise_roundeven(d * kInvPi - 0.5);
-  const D<N> m = 2.0 * h + 1.0;
-  const D<N> r = ((d - m * kPio2Hi) - m * kPio2Mid) - m * kPio2Lo;
+  const D<N> r = ReduceBy<N>(d, 2.0 * h + 1.0, 1.0);
   const D<N> s = SinPoly<N>(r);
   const D<N> v = (__builtin_convertvector(h, L<N>) & 1) != 0 ? s : -s;
   Store<N>(out, __builtin_convertvector(v, F<N>));
@@ -272,7 +281,7 @@ __attribute__((always_inline)) inline void SinCos(float* sin_out,
   const D<N> t = d * kTwoOverPi + kRound;
   const D<N> k = t - kRound;
   const L<N> q = __builtin_bit_cast(L<N>, t);
-  const D<N> r = ((d - k * kPio2Hi) - k * kPio2Mid) - k * kPio2Lo;
+  const D<N> r = ReduceBy<N>(d, k, 1.0);
   const D<N> r2 = r * r;
   // sin r = r + r^3 (s0 + s1 r^2 + s2 r^4 + s3 r^6)
   D<N> ps = 2.7181215610625094e-06;
