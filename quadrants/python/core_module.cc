@@ -824,11 +824,12 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def(
           "to_dlpack",
           [](std::shared_ptr<Ndarray> a, int device_type, int device_id,
-             bool versioned) {
+             bool versioned, std::vector<int> axes) {
             return NdarrayToDlpack(std::move(a), {device_type, device_id},
-                                   versioned);
+                                   versioned, axes);
           },
-          py::arg("device_type"), py::arg("device_id"), py::arg("versioned"));
+          py::arg("device_type"), py::arg("device_id"), py::arg("versioned"),
+          py::arg("axes") = std::vector<int>{});
 
   // Field memory a view shares: opaque to Python, released with the view.
   py::class_<ArrayBuffer, std::shared_ptr<ArrayBuffer>>(m, "FieldMemory");

@@ -68,6 +68,7 @@ template <typename Managed>
 struct Export {
   std::shared_ptr<Ndarray> array;
   std::vector<int64_t> shape;
+  std::vector<int64_t> strides;  // empty: dense and row-major
   Managed managed{};
 };
 
@@ -76,17 +77,31 @@ void Delete(Managed* self) {
   delete static_cast<Export<Managed>*>(self->manager_ctx);
 }
 
+// Exported axis k is the array's axis axes[k] (all axes when `axes` is
+// empty): a permutation shows as permuted strides over the same memory.
 template <typename Managed>
-Managed* NewManaged(std::shared_ptr<Ndarray> array, DlpackDevice device) {
-  auto* owner = new Export<Managed>{std::move(array), {}, {}};
-  owner->shape = owner->array->shape();
+Managed* NewManaged(std::shared_ptr<Ndarray> array, DlpackDevice device,
+                    const std::vector<int>& axes) {
+  auto* owner = new Export<Managed>{std::move(array), {}, {}, {}};
+  const std::vector<int64_t>& physical = owner->array->shape();
+  if (axes.empty()) {
+    owner->shape = physical;
+  } else {
+    std::vector<int64_t> dense(physical.size(), 1);
+    for (int axis = static_cast<int>(physical.size()) - 2; axis >= 0; --axis)
+      dense[axis] = dense[axis + 1] * physical[axis + 1];
+    for (int axis : axes) {
+      owner->shape.push_back(physical[axis]);
+      owner->strides.push_back(dense[axis]);
+    }
+  }
   DLTensor& t = owner->managed.dl_tensor;
   t.data = owner->array->data();
   t.device = {device.type, device.id};
   t.ndim = static_cast<int32_t>(owner->shape.size());
   t.dtype = DataType(owner->array->dtype());
   t.shape = owner->shape.data();
-  t.strides = nullptr;
+  t.strides = owner->strides.empty() ? nullptr : owner->strides.data();
   t.byte_offset = 0;
   owner->managed.manager_ctx = owner;
   owner->managed.deleter = &Delete<Managed>;
@@ -229,10 +244,26 @@ std::shared_ptr<Ndarray> NdarrayFromDlpack(py::capsule capsule,
 }
 
 py::capsule NdarrayToDlpack(std::shared_ptr<Ndarray> array,
-                            DlpackDevice device, bool versioned) {
+                            DlpackDevice device, bool versioned,
+                            const std::vector<int>& axes) {
+  const size_t rank = array->shape().size();
+  std::vector<bool> seen(rank, false);
+  bool permutation = axes.empty() || axes.size() == rank;
+  for (int axis : axes) {
+    permutation = permutation && axis >= 0 && axis < static_cast<int>(rank) &&
+                  !seen[axis];
+    if (permutation)
+      seen[axis] = true;
+  }
+  if (!permutation) {
+    throw QuadrantsError(ErrorKind::kType,
+                         absl::StrCat("to_dlpack: axes must be a permutation of "
+                                      "the ndarray's ",
+                                      rank, " axes"));
+  }
   if (versioned) {
     auto* managed =
-        NewManaged<DLManagedTensorVersioned>(std::move(array), device);
+        NewManaged<DLManagedTensorVersioned>(std::move(array), device, axes);
     managed->version = {1, 0};
     managed->flags = 0;  // writable, not a copy
     PyObject* capsule = PyCapsule_New(
@@ -242,7 +273,7 @@ py::capsule NdarrayToDlpack(std::shared_ptr<Ndarray> array,
         });
     return py::reinterpret_steal<py::capsule>(capsule);
   }
-  auto* managed = NewManaged<DLManagedTensor>(std::move(array), device);
+  auto* managed = NewManaged<DLManagedTensor>(std::move(array), device, axes);
   PyObject* capsule = PyCapsule_New(managed, "dltensor", [](PyObject* self) {
     ReleaseUnconsumed<DLManagedTensor>(self, "dltensor");
   });

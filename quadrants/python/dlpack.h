@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 
 #include <memory>
+#include <vector>
 
 #include "quadrants/program/ndarray.h"
 
@@ -15,12 +16,15 @@ struct DlpackDevice {
   int id = 0;
 };
 
-// A DLPack capsule viewing `array`'s memory (dense, row-major), which keeps
-// the array alive until its consumer releases it: "dltensor" (DLPack 0.x,
-// what torch.utils.dlpack.from_dlpack takes) or, with `versioned`,
-// "dltensor_versioned" (DLPack 1.0).
+// A DLPack capsule viewing `array`'s memory, which keeps the array alive
+// until its consumer releases it: "dltensor" (DLPack 0.x, what
+// torch.utils.dlpack.from_dlpack takes) or, with `versioned`,
+// "dltensor_versioned" (DLPack 1.0). Exported axis k is the array's axis
+// axes[k]: empty `axes` exports it dense and row-major, a permutation as
+// permuted strides over the same memory.
 pybind11::capsule NdarrayToDlpack(std::shared_ptr<Ndarray> array,
-                                  DlpackDevice device, bool versioned);
+                                  DlpackDevice device, bool versioned,
+                                  const std::vector<int>& axes = {});
 
 // An ndarray over the memory of DLPack `capsule` (consuming it), which
 // must be on `device`, dense and row-major, of a Quadrants dtype; `memory`

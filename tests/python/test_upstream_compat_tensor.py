@@ -77,10 +77,10 @@ def test_factory_argument_errors():
         qd.tensor(qd.types.vector(3, qd.f32), (4,), layout=(0,))
     with pytest.raises(TypeError, match="qd.wrap"):
         qd.tensor(qd.ndarray(qd.f32, (2,)), (2,))
-    # Ndarrays are row-major here: a permuted layout needs the field backend.
-    with pytest.raises(qd.QuadrantsTypeError, match="FIELD"):
-        qd.tensor(qd.f32, (3, 2), layout=(1, 0))
+    with pytest.raises(TypeError, match="not supported with compound"):
+        qd.tensor(qd.types.matrix(2, 2, qd.f32), (4,), layout=(0,))
     assert qd.tensor(qd.f32, (3, 2), layout=(0, 1)).layout is None
+    assert qd.tensor(qd.f32, (3, 2), layout=(1, 0)).layout == (1, 0)
 
 
 @pytest.mark.parametrize("backend", BACKENDS, ids=IDS)

@@ -48,12 +48,27 @@ class GlobalRef:
 class NdarrayArg:
     """An ndarray parameter inside a kernel."""
 
-    def __init__(self, arg, dtype, ndim, name, element=None):
+    def __init__(self, arg, dtype, ndim, name, element=None, layout=None, value=None,
+                 path=None):
         self.arg = arg
         self.dtype = dtype          # the scalar dtype of the components
         self.ndim = ndim            # the array's own dimensions
         self.name = name
         self.element = element      # a vector/matrix element type, or None
+        # The memory order of the axes (see Ndarray), or None for row-major:
+        # indices and shapes in kernel code stay in the users' order.
+        self.layout = layout
+        self.value = value          # the Ndarray compiled for, when there is one
+        self.path = path            # where launches find it (hidden_params), or None
+
+    def physical(self, indices):
+        """Indices in the users' axis order, in the memory's order."""
+        return indices if self.layout is None else [indices[a] for a in self.layout]
+
+    def physical_axis(self, axis):
+        if self.layout is None:
+            return axis
+        return self.layout.index(axis)
 
     @property
     def shape(self):
@@ -75,7 +90,7 @@ class ShapeProxy:
         if not -self.array.ndim <= axis < self.array.ndim:
             raise QuadrantsTypeError(f"axis {axis} out of range for ndarray "
                                      f"'{self.array.name}' with {self.array.ndim} dimensions")
-        axis %= self.array.ndim
+        axis = self.array.physical_axis(axis % self.array.ndim)
         return Expr(kernel_stack.builder().ndarray_shape(self.array.arg, axis), types.i32)
 
     def __iter__(self):

@@ -99,7 +99,7 @@ class ImplicitNdarray:
 
 
 def signature(array):
-    return (array.element_type, array.ndim)
+    return (array.element_type, array.ndim, array._qd_layout)
 
 
 class ImplicitScalar:
@@ -167,7 +167,8 @@ class HiddenParams:
         scalar, elem = element_layout(array.element_type)
         index = self.kernel_ir.add_ndarray_param(label, scalar.name, array.ndim + len(elem))
         element = array.element_type if elem else None
-        arg = NdarrayArg(index, scalar, array.ndim, label, element=element)
+        arg = NdarrayArg(index, scalar, array.ndim, label, element=element,
+                         layout=array._qd_layout, value=array, path=path)
         self.implicit.append(ImplicitNdarray(array, path, index, label))
         self._by_id[id(array)] = (array, arg)
         return arg

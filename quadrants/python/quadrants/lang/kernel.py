@@ -278,7 +278,7 @@ class Kernel:
                 key.append(_template_key(arg))
             elif isinstance(spec, _NdarrayParam):
                 dtype, ndim = _array_signature(self.name, spec, arg)
-                key.append((dtype, ndim))
+                key.append((dtype, ndim, getattr(arg, "_qd_layout", None)))
             elif isinstance(spec, _CompositeParam):
                 key.append(spec.ctype.dtype if isinstance(spec.ctype, MatrixType) else None)
             else:
@@ -318,14 +318,17 @@ class Kernel:
                 origins.note_argument(arg, position)
             elif isinstance(spec, _NdarrayParam):
                 dtype, ndim = _array_signature(self.name, spec, arg)
+                known = dict(layout=getattr(arg, "_qd_layout", None),
+                             value=arg if isinstance(arg, Ndarray) else None,
+                             path=(position,))
                 if isinstance(dtype, (MatrixType, StructType)):
                     scalar, elem = _element_layout(dtype)
                     kernel_ir.add_ndarray_param(spec.name, scalar.name, ndim + len(elem))
                     scope[spec.name] = NdarrayArg(ir_index, scalar, ndim, spec.name,
-                                                  element=dtype)
+                                                  element=dtype, **known)
                 else:
                     kernel_ir.add_ndarray_param(spec.name, dtype.name, ndim)
-                    scope[spec.name] = NdarrayArg(ir_index, dtype, ndim, spec.name)
+                    scope[spec.name] = NdarrayArg(ir_index, dtype, ndim, spec.name, **known)
                 ir_index += 1
             elif isinstance(spec, _CompositeParam):
                 for k, dt in enumerate(spec.flat_dtypes()):

@@ -28,9 +28,17 @@ class _WritableView:
 
 
 class Ndarray:
-    """A dense array owned by Quadrants, passed to kernels by reference."""
+    """A dense array owned by Quadrants, passed to kernels by reference.
 
-    def __init__(self, dtype, shape, needs_grad=False):
+    With a layout (_qd_layout, a permutation of the axes listing them from
+    the outermost memory level in) the memory holds the axes in that order:
+    _physical_shape[p] is shape[_qd_layout[p]]. Everything users see (shape,
+    indices in kernels and on the host, to_numpy, from_numpy, DLPack's
+    shape) stays in the given axis order."""
+
+    _qd_layout = None
+
+    def __init__(self, dtype, shape, needs_grad=False, layout=None):
         prog = runtime.program()
         # Vector/matrix elements are stored as their components along
         # trailing axes of the underlying array (shape + element shape).
@@ -66,12 +74,19 @@ class Ndarray:
                                          f"differentiable, so an ndarray of {self.element_type} "
                                          f"cannot have needs_grad=True; use a floating-point "
                                          f"dtype (qd.f32, qd.f64)")
-        self.shape = shape
+        if layout is not None:
+            if self._element_shape:
+                raise QuadrantsTypeError("layout= is not supported with compound dtypes "
+                                         "(vector/matrix/struct elements)")
+            layout = check_layout(layout, len(shape))
+            self._qd_layout = layout
+        self._physical_shape = physical_shape(shape, layout)
         self._generation = runtime.state.generation
         self._scalar = scalar
-        self._core_shape = shape + self._element_shape
+        self._core_shape = self._physical_shape + self._element_shape
         self._core = prog.create_ndarray(scalar.name, list(self._core_shape))
-        self.grad = type(self)(self.element_type, shape) if needs_grad else None
+        self.grad = type(self)(self.element_type, shape, layout=layout) if needs_grad \
+            else None
         if self.grad is not None:
             _with_grad.add(self)
 
@@ -86,8 +101,25 @@ class Ndarray:
         return False
 
     @property
+    def shape(self):
+        """The extents in the axis order users index (whatever the layout)."""
+        return canonical_shape(self._physical_shape, self._qd_layout)
+
+    @property
     def ndim(self):
-        return len(self.shape)
+        return len(self._physical_shape)
+
+    def _physical_index(self, index):
+        """A host index (in the users' axis order) in the memory's order."""
+        layout = self._qd_layout
+        return index if layout is None else [index[a] for a in layout]
+
+    def _to_canonical(self, array):
+        """A numpy array in the memory's axis order, in the users' order."""
+        layout = self._qd_layout
+        if layout is None:
+            return array
+        return np.ascontiguousarray(np.transpose(array, inverse_layout(layout)))
 
     @property
     def size(self):
@@ -104,7 +136,7 @@ class Ndarray:
         return runtime.program()
 
     def _index(self, key):
-        return types.host_index(key, len(self.shape), "ndarray")
+        return self._physical_index(types.host_index(key, self.ndim, "ndarray"))
 
     @property
     def element_shape(self):
@@ -152,9 +184,10 @@ class Ndarray:
 
     @property
     def layout(self):
-        """The memory order of the axes when it is not the default: ndarrays
-        are always row-major, so None."""
-        return None
+        """The memory order of the axes (outermost first) when it is not
+        the default row-major one, else None."""
+        layout = self._qd_layout
+        return None if layout is None or layout == tuple(range(len(layout))) else layout
 
     def to_numpy(self, dtype=None, *, copy=True):
         """The contents (shape + element shape) as a numpy array: a new one
@@ -177,7 +210,7 @@ class Ndarray:
                 raise QuadrantsTypeError("to_numpy(dtype=...) does not apply to an ndarray "
                                          "of structs (it gives a dict of arrays)")
             return _struct_split(self._struct, self._core.to_numpy(), self.shape)
-        out = self._core.to_numpy()
+        out = self._to_canonical(self._core.to_numpy())
         return out if dtype is None else out.astype(dtype)
 
     def _view_refused(self):
@@ -210,7 +243,8 @@ class Ndarray:
     def __deepcopy__(self, memo):
         """copy.deepcopy(a): a new ndarray of the same element type and
         shape holding a's values (and, when a has one, a copy of its grad)."""
-        copied = type(self)(self.element_type, self.shape, needs_grad=self.grad is not None)
+        copied = type(self)(self.element_type, self.shape, needs_grad=self.grad is not None,
+                            layout=self._qd_layout)
         memo[id(self)] = copied
         copied.copy_from(self)
         if self.grad is not None:
@@ -226,7 +260,11 @@ class Ndarray:
                                      f"the source {other.element_type}")
         other._check_alive().sync()
         self._check_alive()
-        self._core.from_numpy(other._core.to_numpy())
+        if other._physical_shape == self._physical_shape and \
+                other._qd_layout == self._qd_layout:
+            self._core.from_numpy(other._core.to_numpy())
+        else:
+            self.from_numpy(other.to_numpy())
 
     def from_numpy(self, array):
         self._check_alive().sync()
@@ -236,12 +274,14 @@ class Ndarray:
             self._core.from_numpy(full)
             return
         array = np.asarray(array)
-        if tuple(array.shape) != self._core_shape:
+        wanted = self.shape + self._element_shape
+        if tuple(array.shape) != wanted:
             what = f"shape {self.shape}" if not self._element_shape else \
                 f"shape {self.shape} with elements of shape {self._element_shape}"
             raise ArgumentValueError(f"from_numpy: ndarray has {what}, so it needs an array "
-                                     f"of shape {self._core_shape}, got "
-                                     f"{tuple(array.shape)}")
+                                     f"of shape {wanted}, got {tuple(array.shape)}")
+        if self._qd_layout is not None:
+            array = np.ascontiguousarray(np.transpose(array, self._qd_layout))
         self._core.from_numpy(array)
 
 
@@ -259,8 +299,11 @@ class Ndarray:
                 f"to_torch()")
         self._check_alive().sync()
         device_type, device_id = self.__dlpack_device__()
+        layout = self._qd_layout
+        # A layout exports the users' axis order as permuted strides.
+        axes = [] if layout is None else list(inverse_layout(layout))
         return self._core.to_dlpack(device_type=device_type, device_id=device_id,
-                                    versioned=bool(versioned))
+                                    versioned=bool(versioned), axes=axes)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """The DLPack protocol (np.from_dlpack, torch.from_dlpack, CuPy,
@@ -312,7 +355,8 @@ class Ndarray:
         return self._core.data_generation
 
     def __repr__(self):
-        return f"<qd.ndarray {self.element_type}{list(self.shape)}>"
+        layout = "" if self.layout is None else f" layout={self.layout}"
+        return f"<qd.ndarray {self.element_type}{list(self.shape)}{layout}>"
 
 
 class ScalarNdarray(Ndarray):
@@ -364,8 +408,8 @@ def from_dlpack(source):
     dtype = types.by_name(core_array.dtype)
     array._struct, array.dtype, array._scalar, array._element_shape = None, dtype, dtype, ()
     array.element_type = dtype
-    array.shape = tuple(core_array.shape)
-    array._core_shape = array.shape
+    array._physical_shape = tuple(core_array.shape)
+    array._core_shape = array._physical_shape
     array._generation = runtime.state.generation
     array._core = core_array
     array.grad = None
@@ -379,6 +423,39 @@ def _session_dlpack_device():
     if device_type in (0, 1):
         return (1, 0)
     return (device_type, runtime.state.options.get("device_id", 0))
+
+
+def check_layout(layout, ndim):
+    """`layout` as a tuple of ints, a permutation of range(ndim); else
+    ValueError saying what is wrong."""
+    try:
+        layout = tuple(int(a) for a in layout)
+    except TypeError:
+        raise ValueError(f"layout={layout!r} must be a tuple of axes") from None
+    if len(layout) != ndim:
+        raise ValueError(f"layout has {len(layout)} entries but shape has {ndim} dimensions; "
+                         f"they must match")
+    if sorted(layout) != list(range(ndim)):
+        raise ValueError(f"layout={layout!r} is not a permutation of range({ndim})")
+    return layout
+
+
+def inverse_layout(layout):
+    """inv with inv[layout[p]] = p: the memory level of each user axis."""
+    inverse = [0] * len(layout)
+    for level, axis in enumerate(layout):
+        inverse[axis] = level
+    return tuple(inverse)
+
+
+def physical_shape(shape, layout):
+    return tuple(shape) if layout is None else tuple(shape[a] for a in layout)
+
+
+def canonical_shape(physical, layout):
+    if layout is None:
+        return tuple(physical)
+    return tuple(physical[level] for level in inverse_layout(layout))
 
 
 def _valid_shape(shape):

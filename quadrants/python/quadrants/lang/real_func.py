@@ -139,7 +139,8 @@ class RealFunc:
                 raise caller.error(node, f"{self._what()}: Expected ndarray in the kernel "
                                    f"argument for argument {name}, got {found}; pass the "
                                    f"kernel's ndarray parameter", QuadrantsTypeError)
-            return ("n", value.arg, str(value.dtype), value.ndim, repr(value.element)), []
+            return ("n", value.arg, str(value.dtype), value.ndim, repr(value.element),
+                    value.layout), []
         if kind == _REF:
             return ("r", ann.dtype.name), [(name, ann.dtype.name, True)]
         dtypes = ReturnType(ann, f"{self._what()} parameter '{name}'").leaf_dtypes

@@ -271,17 +271,8 @@ def _shape(shape):
     return (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
 
 
-def _layout_order(layout, ndim):
-    """layout= (a permutation of the axes, outermost first) as qd.field's
-    order= string, or None for the identity."""
-    layout = tuple(layout)
-    if len(layout) != ndim:
-        raise ValueError(f"layout={layout!r} has {len(layout)} entries but the shape has "
-                         f"{ndim} dimensions")
-    if sorted(layout) != list(range(ndim)):
-        raise ValueError(f"layout={layout!r} is not a permutation of range({ndim})")
-    if layout == tuple(range(ndim)):
-        return None
+def _layout_order(layout):
+    """A non-identity layout as qd.field's order= string."""
     return "".join("ijklmnopqrst"[axis] for axis in layout)
 
 
@@ -290,30 +281,29 @@ def tensor(dtype, shape, *, backend=Backend.NDARRAY, layout=None, **kwargs):
     needs_grad=False): a new zero-filled Tensor.
 
     layout lists the axes from the outermost memory level in (a permutation
-    of range(len(shape))); shape and indices stay as given. A field takes
-    any layout; an ndarray only the default (row-major) one.
+    of range(len(shape))); shape and indices stay as given, on either
+    backend.
     """
     if isinstance(dtype, _IMPL_TYPES + (Tensor,)):
         raise TypeError(f"qd.tensor() allocates a new tensor; wrap an existing "
                         f"{type(dtype).__name__} with qd.wrap(impl)")
+    if layout is not None and hasattr(dtype, "_flat_dtypes"):
+        raise TypeError("qd.tensor(): layout= is not supported with compound dtypes "
+                        "(vector/matrix/struct elements); use qd.Vector.tensor / "
+                        "qd.Matrix.tensor without layout=")
     _check_kwargs(kwargs, "qd.tensor", {"needs_grad", "layout"})
     backend = _backend(backend)
     shape = _shape(shape)
-    order = None
     if layout is not None:
-        if hasattr(dtype, "_flat_dtypes"):
-            raise TypeError("qd.tensor(): layout= applies to scalar elements; for vector or "
-                            "matrix elements use qd.Vector.tensor / qd.Matrix.tensor without "
-                            "layout=")
-        order = _layout_order(layout, len(shape))
+        layout = ndarray_module.check_layout(layout, len(shape))
+        if layout == tuple(range(len(shape))):
+            layout = None
     if backend is Backend.FIELD:
+        order = None if layout is None else _layout_order(layout)
         return wrap(field_module.field(dtype, shape, order=order, **kwargs))
-    if order is not None:
-        raise QuadrantsTypeError(
-            f"qd.tensor(layout={tuple(layout)!r}): ndarrays are stored row-major here, so "
-            f"an ndarray-backed tensor takes no other layout; use "
-            f"backend=qd.Backend.FIELD for a permuted layout")
-    return wrap(ndarray_module.ndarray(dtype, shape, **kwargs))
+    if layout is None:
+        return wrap(ndarray_module.ndarray(dtype, shape, **kwargs))
+    return wrap(ndarray_module.ScalarNdarray(dtype, shape, layout=layout, **kwargs))
 
 
 def vector_tensor(n, dtype, shape, *, backend=Backend.NDARRAY, **kwargs):
@@ -347,7 +337,7 @@ def kernel_key(kernel_name, param, value):
     if _is_field(value):
         return ("tensor-field", id(value))
     if isinstance(value, ndarray_module.Ndarray):
-        return ("tensor-ndarray", value.element_type, value.ndim)
+        return ("tensor-ndarray", value.element_type, value.ndim, value._qd_layout)
     raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{param}' is annotated "
                              f"qd.Tensor and takes a qd.Tensor, a field, an ndarray or "
                              f"None, got {type(value).__name__}")

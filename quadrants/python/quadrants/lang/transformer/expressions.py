@@ -7,7 +7,8 @@ import ast
 from quadrants.lang import context, matrix, ops, printing, runtime, sparse, types
 from quadrants.lang import tensor as tensor_module
 from quadrants.lang.composite_field import MatrixField
-from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
+from quadrants.lang.exception import (QuadrantsGradientError, QuadrantsSyntaxError,
+                                      QuadrantsTypeError)
 from quadrants.lang.expr import (Composite, Expr, GlobalRef, NdarrayArg, ShapeProxy,
                                  is_runtime)
 from quadrants.lang.field import Field, element_indices
@@ -149,6 +150,8 @@ class ExpressionsMixin:
         if is_runtime(base):
             raise self.error(node, f"run-time values have no attribute '{node.attr}'",
                              QuadrantsSyntaxError)
+        if isinstance(base, NdarrayArg) and node.attr == "grad":
+            return self.ndarray_grad(node, base)
         try:
             value = getattr(base, node.attr)
         except AttributeError:
@@ -160,6 +163,23 @@ class ExpressionsMixin:
             param = self.ctx.hidden.scalar_arg(value, lifted, ast.unparse(node))
             return Expr(self.ctx.builder.arg_load(param.ir_index), param.dtype)
         return self.as_kernel_data(value, ast.unparse(node))
+
+    def ndarray_grad(self, node, array):
+        """arr.grad in kernel code: the adjoint ndarray of an ndarray
+        argument, passed to the kernel as a hidden parameter that every
+        launch takes from the argument's own .grad."""
+        label = ast.unparse(node)
+        value = array.value
+        if value is None or self.ctx.hidden is None:
+            raise self.error(node, f"'{label}': only a qd.ndarray argument has a .grad in "
+                             f"kernel code (this one is "
+                             f"{'not a qd.ndarray' if value is None else 'out of reach'})",
+                             QuadrantsSyntaxError)
+        if value.grad is None:
+            raise self.error(node, f"'{label}': ndarray '{array.name}' has no gradient; "
+                             f"create it with needs_grad=True", QuadrantsGradientError)
+        path = None if array.path is None else array.path + (("attr", "grad"),)
+        return self.ctx.hidden.ndarray_arg(value.grad, path, label)
 
     def visit_Subscript(self, node):
         base = self.eval(node.value)
@@ -235,6 +255,7 @@ class ExpressionsMixin:
         if len(indices) != base.ndim:
             raise self.error(node, f"ndarray '{base.name}' has {base.ndim} dimensions, "
                              f"indexed with {len(indices)}", QuadrantsTypeError)
+        indices = base.physical(indices)
         if isinstance(base.element, StructType):
             leaves = len(base.element._flat_dtypes())
             refs = [GlobalRef(b.ndarray_ptr(base.arg, indices + [

@@ -174,7 +174,8 @@ class LoopsMixin:
         elif isinstance(target, (Field, MatrixField, StructField)):
             target = NdRange(*index_bounds(target))
         elif isinstance(target, NdarrayArg):
-            target = NdRange(*[target.shape[k] for k in range(target.ndim)])
+            target = NdRange(*[target.shape[k] for k in range(target.ndim)],
+                             axes=target.layout)
         elif not isinstance(target, NdRange):
             raise self.error(node, "qd.grouped() takes a field, an ndarray or qd.ndrange()",
                              QuadrantsTypeError)
@@ -240,12 +241,14 @@ class LoopsMixin:
 
     def ndarray_for(self, node, array):
         """for i, j in arr: every index of the ndarray, as a range loop over
-        its run-time shape (the last axis varying fastest)."""
+        its run-time shape, in memory order (the innermost memory level
+        varying fastest); the targets name the users' axes."""
         if array.ndim == 0:
             raise self.error(node, f"cannot loop over 0-D ndarray '{array.name}'",
                              QuadrantsSyntaxError)
         self.targets(node, array.ndim, f"ndarray '{array.name}' ({array.ndim}-D)")
-        return self.range_for(node, NdRange(*[array.shape[k] for k in range(array.ndim)]))
+        return self.range_for(node, NdRange(*[array.shape[k] for k in range(array.ndim)],
+                                            axes=array.layout))
 
     def struct_for(self, node, f, group=None):
         if len(f.shape) == 0:
