@@ -76,8 +76,15 @@ def binary(name, a, b, python_fn):
     if isinstance(a, Expr) or isinstance(b, Expr):
         ea = context.to_expr(a, like=b if isinstance(b, Expr) else None)
         eb = context.to_expr(b, like=ea)
+        if name in _SHIFTS and ea.dtype != eb.dtype and ea.dtype.is_integral and \
+                eb.dtype.is_integral:
+            # A shift keeps its left operand's type, as upstream's does.
+            eb = context.to_expr(cast(eb, ea.dtype))
         return Expr(context.builder().binary(name, ea.stmt, eb.stmt))
     return python_fn(a, b)
+
+
+_SHIFTS = ("shl", "shr")
 
 
 _py_min, _py_max = builtins.min, builtins.max

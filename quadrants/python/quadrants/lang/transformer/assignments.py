@@ -9,6 +9,7 @@ from quadrants.lang import context, matrix, ops, types
 from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
 from quadrants.lang.expr import Composite, Expr, GlobalRef, Var, is_runtime
 from quadrants.lang.struct import StructType
+from quadrants.lang.transformer import overflow
 from quadrants.lang.transformer.expressions import _BINARY
 
 # Augmented assignments on field/ndarray elements that are atomic.
@@ -205,5 +206,7 @@ class AssignmentsMixin:
             getattr(ops, _ATOMIC_AUG[op])(current, self.eval(node.value))
             return
         name, python_fn = _BINARY[op]
-        result = ops.binary(name, current, self.eval(node.value), python_fn)
+        value = self.eval(node.value)
+        result = ops.binary(name, current, value, python_fn)
+        overflow.check(self, node, name, current, value, result)
         self.assign(node, node.target, result)

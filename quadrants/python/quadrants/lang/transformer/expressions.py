@@ -13,6 +13,7 @@ from quadrants.lang.expr import (Composite, Expr, GlobalRef, NdarrayArg, ShapePr
                                  is_runtime)
 from quadrants.lang.field import Field, element_indices
 from quadrants.lang.ndarray import Ndarray
+from quadrants.lang.transformer import overflow
 from quadrants.lang.struct import StructField, StructType
 
 _BINARY = {
@@ -282,7 +283,10 @@ class ExpressionsMixin:
             raise self.error(node, f"operator {type(node.op).__name__} is not supported",
                              QuadrantsSyntaxError)
         name, python_fn = _BINARY[op]
-        return ops.binary(name, self.eval(node.left), self.eval(node.right), python_fn)
+        left, right = self.eval(node.left), self.eval(node.right)
+        result = ops.binary(name, left, right, python_fn)
+        overflow.check(self, node, name, left, right, result)
+        return result
 
     def visit_UnaryOp(self, node):
         value = context.load(self.eval(node.operand))
