@@ -23,6 +23,7 @@
 #include "quadrants/program/scalar_access.h"
 #include "quadrants/runtime/amdgpu/codegen_only.h"
 #include "quadrants/runtime/backend_registry.h"
+#include "quadrants/runtime/offline_cache/offline_cache.h"
 #include "quadrants/transforms/type_check.h"
 
 namespace py = pybind11;
@@ -753,6 +754,26 @@ PYBIND11_MODULE(_quadrants_core, m) {
       "(value, error) of the option `name`'s environment variable: None "
       "when unset; error is '' or names the variable, the value and what "
       "it accepts.");
+
+  m.def("default_offline_cache_dir", &offline_cache::OfflineCache::DefaultDirectory,
+        "Where the offline cache is when offline_cache_file_path is not "
+        "given: $XDG_CACHE_HOME/quadrants/offline_cache, else ~/.cache/..., "
+        "as the process environment says now.");
+  m.def(
+      "option_from_text",
+      [](const std::string& name, const std::string& text) {
+        const options::OptionSpec* spec = options::FindSpec(name);
+        if (spec == nullptr)
+          throw py::key_error(name);
+        absl::StatusOr<options::Value> value = options::ParseValue(*spec, text);
+        if (!value.ok())
+          return py::tuple(py::make_tuple(
+              py::none(), std::string(value.status().message())));
+        return py::tuple(py::make_tuple(py::cast(*value), std::string()));
+      },
+      "(value, error) of `text` read as option `name`'s environment variable "
+      "declares it: None for empty text; error is '' or names the variable, "
+      "the text and what it accepts.");
 
   py::register_exception_translator([](std::exception_ptr error) {
     try {

@@ -6,6 +6,8 @@ These tests manage qd.init() / qd.reset() themselves on the CPU; every
 QD_* variable the library reads is cleared first, so settings of the
 suite's own run (QD_CPU_SIMD, QD_VALIDATE_SPIRV) do not leak in.
 """
+import os
+
 import pytest
 
 import quadrants as qd
@@ -196,3 +198,27 @@ def test_every_option_the_core_holds_reaches_it_from_qd_init(tmp_path):
         assert config.device_id == 0
     finally:
         qd.reset()
+
+
+def test_variables_are_read_from_os_environ_even_when_it_is_replaced(monkeypatch):
+    # Code that swaps os.environ for a plain dict (as upstream's tests do)
+    # sets options through it; the process environment is not consulted.
+    swapped = dict(os.environ, QD_DEBUG="1", QD_ADVANCED_OPTIMIZATION="0")
+    monkeypatch.setattr(os, "environ", swapped)
+    qd.init(arch=qd.cpu)
+    assert impl.current_cfg().debug is True
+    assert impl.current_cfg().advanced_optimization is False
+    qd.reset()
+    swapped["QD_DEBUG"] = "maybe"
+    with pytest.raises(options.InvalidEnvironmentError, match="QD_DEBUG"):
+        qd.init(arch=qd.cpu)
+
+
+def test_upstream_lib_utils_report_version_and_cache_directory(monkeypatch, tmp_path):
+    core_queries = qd._lib.utils.import_qd_python_core()
+    version = ".".join(str(f()) for f in (core_queries.get_version_major,
+                                         core_queries.get_version_minor,
+                                         core_queries.get_version_patch))
+    assert version == qd.__version__
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert core_queries.get_repo_dir() == str(tmp_path / "quadrants")

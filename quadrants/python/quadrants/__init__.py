@@ -73,6 +73,9 @@ from quadrants.types.primitive_types import (float16, float32, float64, int8, in
 from quadrants.lang import runtime as _runtime
 
 
+from quadrants import _lib  # noqa: E402  (upstream's qd._lib.utils)
+
+
 def __getattr__(name):
     """qd.cfg: the active session's options (impl.current_cfg()), None
     before qd.init()."""

@@ -81,7 +81,9 @@ def declared_env_names():
 
 
 def _read_env(spec, prefix=""):
-    value, error = core.option_from_environment(spec.name)
+    # Python's os.environ, so that code replacing or patching it (as tests
+    # do) is seen; the text is parsed as the declaration says.
+    value, error = core.option_from_text(spec.name, os.environ.get(spec.env, ""))
     if error:
         raise InvalidEnvironmentError(prefix + error)
     return _from_core(spec.type, value)
