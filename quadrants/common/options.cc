@@ -54,6 +54,8 @@ absl::string_view DescribeCheck(Check check) {
       return " > 0";
     case Check::kFraction:
       return " in (0, 1]";
+    case Check::kUnit:
+      return " in [0, 1]";
   }
   return "";
 }
@@ -68,6 +70,8 @@ bool Passes(Check check, double value) {
       return value > 0;
     case Check::kFraction:
       return value > 0 && value <= 1;
+    case Check::kUnit:
+      return value >= 0 && value <= 1;
   }
   return true;
 }
@@ -215,6 +219,8 @@ absl::string_view CheckName(Check check) {
       return "positive";
     case Check::kFraction:
       return "fraction";
+    case Check::kUnit:
+      return "unit";
   }
   return "?";
 }

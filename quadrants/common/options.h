@@ -35,7 +35,7 @@ enum class Type {
   kFloatType,
   kIntType,
 };
-enum class Check { kAny, kNonNegative, kPositive, kFraction };
+enum class Check { kAny, kNonNegative, kPositive, kFraction, kUnit };
 
 // Each option's declared type, for code that needs it at compile time (the
 // CompileConfig members options.def declares).

@@ -76,14 +76,19 @@ def _reference_gradient():
                      for i in range(N)])
 
 
+def _entry_dir(cache_dir):
+    """Where the entries of offline_cache_file_path=cache_dir are."""
+    return os.path.join(cache_dir, "kernel_compilation_manager")
+
+
 def _entries(cache_dir):
-    return sorted(p for p in os.listdir(cache_dir) if p.endswith(".qdk"))
+    return sorted(p for p in os.listdir(_entry_dir(cache_dir)) if p.endswith(".qdc"))
 
 
 @pytest.mark.parametrize("arch", _cache_archs())
 def test_second_session_hits_and_matches_a_fresh_compile(tmp_path, arch):
     loss0, grad0, caps0, stats0 = _run_recurrence(tmp_path, arch)
-    assert stats0["directory"] == str(tmp_path)
+    assert stats0["directory"] == _entry_dir(tmp_path)
     assert stats0["misses"] >= 2 and stats0["hits"] == 0  # forward and grad
     assert len(_entries(tmp_path)) == stats0["misses"]
     np.testing.assert_allclose(grad0, _reference_gradient(), rtol=1e-6, atol=1e-9)
@@ -119,7 +124,7 @@ def test_another_process_hits(tmp_path):
 def test_corrupt_entries_are_recompiled(tmp_path, damage, arch):
     _, grad0, caps0, stats0 = _run_recurrence(tmp_path, arch)
     for name in _entries(tmp_path):
-        path = os.path.join(tmp_path, name)
+        path = os.path.join(_entry_dir(tmp_path), name)
         data = bytearray(open(path, "rb").read())
         if damage == "truncate_half":
             data = data[:len(data) // 2]
@@ -214,7 +219,7 @@ def test_unwritable_directory_only_costs_a_recompile(tmp_path):
 
 def test_cache_path_accepts_path_objects_and_rejects_other_types(tmp_path):
     qd.init(arch=qd.cpu, offline_cache_file_path=tmp_path / "sub")
-    assert runtime.offline_cache_stats()["directory"] == str(tmp_path / "sub")
+    assert runtime.offline_cache_stats()["directory"] == _entry_dir(tmp_path / "sub")
     qd.reset()
     with pytest.raises(TypeError, match="offline_cache_file_path"):
         qd.init(arch=qd.cpu, offline_cache_file_path=3)
@@ -232,3 +237,48 @@ def test_a_kernel_without_tasks_hits(tmp_path):
         stats = runtime.offline_cache_stats()
         assert (stats["hits"], stats["rejected"]) == (expected_hits, 0)
         qd.reset()
+
+
+def _kernels_in_order(count):
+    """Runs `count` distinct kernels, one after another."""
+    out = qd.field(qd.i32, shape=count)
+    for k in range(count):
+        @qd.kernel
+        def put(value: qd.i32):
+            out[qd.static(k)] = value * qd.static(k + 1)
+        put(3)
+    return out.to_numpy()
+
+
+@pytest.mark.parametrize("policy,factor,kept", [
+    ("lru", 0.5, [2, 3]), ("fifo", 0.75, [3]), ("lru", 0.0, [0, 1, 2, 3]),
+    ("never", 1.0, [0, 1, 2, 3]), ("version", 1.0, [0, 1, 2, 3]), ("fifo", 1.0, [])])
+def test_a_session_over_the_size_limit_evicts_as_the_policy_says(tmp_path, policy, factor,
+                                                                  kept):
+    qd.init(arch=qd.cpu, offline_cache_file_path=str(tmp_path))
+    np.testing.assert_array_equal(_kernels_in_order(4), [3, 6, 9, 12])
+    qd.reset()
+    written = _entries(tmp_path)
+    assert len(written) == 4
+    entry_dir = tmp_path / "kernel_compilation_manager"
+    # Kernel k's entry, by the order the entries were written in.
+    by_age = sorted(written, key=lambda n: os.stat(entry_dir / n).st_mtime_ns)
+    # A session over the limit evicts at its end, however little it ran.
+    qd.init(arch=qd.cpu, offline_cache_file_path=str(tmp_path),
+            offline_cache_cleaning_policy=policy, offline_cache_max_size_of_files=1,
+            offline_cache_cleaning_factor=factor)
+    qd.reset()
+    assert _entries(tmp_path) == sorted(by_age[k] for k in kept)
+    assert os.path.exists(entry_dir / "qdcache.qdb") == bool(kept)
+    # Within the limit nothing goes.
+    qd.init(arch=qd.cpu, offline_cache_file_path=str(tmp_path),
+            offline_cache_max_size_of_files=1 << 30, offline_cache_cleaning_factor=1.0)
+    qd.reset()
+    assert _entries(tmp_path) == sorted(by_age[k] for k in kept)
+
+
+def test_cleaning_options_are_checked(tmp_path):
+    with pytest.raises(ValueError, match=r"offline_cache_cleaning_factor must be in \[0, 1\]"):
+        qd.init(arch=qd.cpu, offline_cache_cleaning_factor=1.5)
+    with pytest.raises(Exception, match="offline_cache_cleaning_policy"):
+        qd.init(arch=qd.cpu, offline_cache_cleaning_policy="random")

@@ -12,6 +12,7 @@ import quadrants as qd
 
 N = 1024
 FRAME = b"QDOBJS1"  # how the CPU artifact frames several objects
+ENTRIES = "kernel_compilation_manager"  # the entries' folder in the cache directory
 
 pytestmark = pytest.mark.skipif((os.cpu_count() or 1) < 2,
                                 reason="one hardware thread: no parallel compile")
@@ -63,11 +64,11 @@ def test_parallel_compile_matches_the_serial_one(tmp_path):
     _same(parallel, serial)
     # And it was parallel: the cached kernels hold several objects.
     _run(4, tmp_path)
-    entries = [p.read_bytes() for p in tmp_path.glob("*.qdk")]
+    entries = [p.read_bytes() for p in (tmp_path / ENTRIES).glob("*.qdc")]
     assert entries and any(FRAME in e for e in entries)
     serial_dir = tmp_path / "serial"
     _run(1, serial_dir)
-    assert not any(FRAME in p.read_bytes() for p in serial_dir.glob("*.qdk"))
+    assert not any(FRAME in p.read_bytes() for p in (serial_dir / ENTRIES).glob("*.qdc"))
 
 
 def test_entries_of_either_compile_load_in_the_other(tmp_path):
@@ -81,7 +82,7 @@ def test_entries_of_either_compile_load_in_the_other(tmp_path):
 
 def test_a_truncated_multi_object_entry_is_compiled_again(tmp_path):
     want = _run(4, tmp_path)
-    framed = [p for p in tmp_path.glob("*.qdk") if FRAME in p.read_bytes()]
+    framed = [p for p in (tmp_path / ENTRIES).glob("*.qdc") if FRAME in p.read_bytes()]
     assert framed
     for path in framed:
         data = path.read_bytes()

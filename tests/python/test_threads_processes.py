@@ -231,11 +231,13 @@ def test_processes_share_one_offline_cache_directory(tmp_path):
                  for i in range(batch)]
     stats = [_finish(p) for p in processes]
     for s in stats:
-        assert s["directory"] == str(cache_dir)
+        assert s["directory"] == str(cache_dir / "kernel_compilation_manager")
         assert s["hits"] + s["misses"] == KERNELS, s
         assert s["rejected"] == 0 and s["store_failures"] == 0, s
-    names = os.listdir(cache_dir)
-    assert len(names) == KERNELS and all(n.endswith(".qdk") for n in names), sorted(names)
+    # The entries, and the index of their uses the sessions' ends wrote.
+    names = sorted(os.listdir(cache_dir / "kernel_compilation_manager"))
+    entries = [n for n in names if n.endswith(".qdc")]
+    assert len(entries) == KERNELS and names == sorted(entries + ["qdcache.qdb"]), names
 
     (tmp_path / "ready_last").mkdir()
     last = _finish(_start(script, arch, cache_dir, tmp_path / "ready_last", 0, 1,

@@ -306,9 +306,10 @@ def test_offline_cache_hit_matches_a_fresh_compile_and_corrupt_entries_recompile
     assert stats["hits"] >= 2 and stats["misses"] == 0
     assert cached[0] == fresh[0]
     np.testing.assert_array_equal(cached[1], fresh[1])
-    entries = [p for p in os.listdir(tmp_path) if p.endswith(".qdk")]
+    entry_dir = tmp_path / "kernel_compilation_manager"
+    entries = [p for p in os.listdir(entry_dir) if p.endswith(".qdc")]
     for name in entries:
-        path = tmp_path / name
+        path = entry_dir / name
         data = path.read_bytes()
         path.write_bytes(data[:len(data) // 2])  # truncated
     again, stats = run()

@@ -30,7 +30,7 @@ namespace {
 // Bumped whenever the entry layout or its meaning changes, so entries of
 // another format are rejected (and recompiled), never misread.
 constexpr uint32_t kFormat = 3;
-constexpr char kSuffix[] = ".qdk";
+constexpr const char* kSuffix = kEntrySuffix;
 // Between an entry's name and the unique tail of its temporary files.
 constexpr char kTemporaryInfix[] = ".tmp.";
 
@@ -342,9 +342,12 @@ absl::StatusOr<CompiledKernelData> DecodeEntry(absl::string_view key,
 }
 
 OfflineCache::OfflineCache(std::string directory,
-                           std::string compiler_identity)
+                           std::string compiler_identity,
+                           EvictionPolicy policy)
     : directory_(std::move(directory)),
-      compiler_identity_(std::move(compiler_identity)) {}
+      compiler_identity_(std::move(compiler_identity)),
+      log_(std::make_shared<SessionLog>(directory_, compiler_identity_,
+                                        policy)) {}
 
 std::string OfflineCache::Key(const ir::Kernel& kernel,
                               const ir::SNodeTree& snodes,
@@ -385,6 +388,7 @@ std::optional<CompiledKernelData> OfflineCache::Load(absl::string_view key,
     RemoveRejectedEntry(path, fd.get());
     return std::nullopt;
   }
+  log_->Used(key);
   return *std::move(artifact);
 }
 
@@ -431,6 +435,7 @@ absl::Status OfflineCache::Store(absl::string_view key,
                      absl::StrCat("cannot rename ", temporary, " to ", path,
                                   ": ", reason));
   }
+  log_->Stored(key);
   return absl::OkStatus();
 }
 
@@ -462,10 +467,19 @@ std::optional<OfflineCache> OpenOfflineCache(
     OfflineCacheStats* stats) {
   if (!config.offline_cache || compiler_identity.empty())
     return std::nullopt;
-  OfflineCache cache(config.offline_cache_file_path.empty()
-                         ? OfflineCache::DefaultDirectory()
-                         : config.offline_cache_file_path,
-                     compiler_identity);
+  EvictionPolicy policy;
+  // qd.init has checked the policy's name.
+  policy.kind = ParseEvictionKind(config.offline_cache_cleaning_policy)
+                    .value_or(EvictionPolicy::Kind::kLru);
+  policy.max_bytes = config.offline_cache_max_size_of_files;
+  policy.factor = config.offline_cache_cleaning_factor;
+  // Entries live in a subdirectory of offline_cache_file_path, as
+  // upstream's do.
+  OfflineCache cache(absl::StrCat(config.offline_cache_file_path.empty()
+                                      ? OfflineCache::DefaultDirectory()
+                                      : config.offline_cache_file_path,
+                                  "/kernel_compilation_manager"),
+                     compiler_identity, policy);
   stats->directory = cache.directory();
   cache.RemoveStaleTemporaries(kStaleTemporaryAge);
   return cache;

@@ -2,6 +2,7 @@
 #define QUADRANTS_RUNTIME_OFFLINE_CACHE_OFFLINE_CACHE_H_
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -15,6 +16,7 @@
 #include "quadrants/ir/print_format.h"
 #include "quadrants/ir/snode.h"
 #include "quadrants/runtime/backend.h"
+#include "quadrants/runtime/offline_cache/eviction.h"
 
 namespace quadrants::offline_cache {
 
@@ -33,15 +35,18 @@ std::string EncodeEntry(absl::string_view key,
 absl::StatusOr<CompiledKernelData> DecodeEntry(absl::string_view key,
                                                absl::string_view bytes);
 
-// One directory of entries, one file per key, for the kernels of one
-// compiler. Safe for any number of threads and processes at once: an entry
+// One directory of entries, one file per key (kEntrySuffix), for the
+// kernels of one compiler, with an index of their uses (eviction.h). Safe for any number of threads and processes at once: an entry
 // is written to a temporary file of its writer's own and renamed into place,
 // so a reader sees a whole entry or none, and a corrupt entry is deleted
 // only while it is still the file that was read.
 class OfflineCache {
  public:
+  // `policy` decides what the session's end evicts (SessionLog), when the
+  // last copy of this cache is gone.
   explicit OfflineCache(std::string directory,
-                        std::string compiler_identity = "");
+                        std::string compiler_identity = "",
+                        EvictionPolicy policy = {});
 
   // $XDG_CACHE_HOME/quadrants/offline_cache, else ~/.cache/..., else /tmp.
   static std::string DefaultDirectory();
@@ -68,6 +73,7 @@ class OfflineCache {
  private:
   std::string directory_;
   std::string compiler_identity_;
+  std::shared_ptr<SessionLog> log_;
 };
 
 // Temporary files older than this were left by a writer that died.

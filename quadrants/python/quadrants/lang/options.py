@@ -38,7 +38,7 @@ class OptionSpec:
     default_text: str  # the default as options.def spells it
     choices: tuple     # ((value, meaning), ...); empty: any value of the type
     accepted: str      # what is accepted, in words
-    check: str         # 'any', 'non_negative', 'positive' or 'fraction'
+    check: str         # 'any', 'non_negative', 'positive', 'fraction' or 'unit'
     doc: str
 
     @property
@@ -115,7 +115,8 @@ _PYTHON_TYPES = {"bool": bool, "int": int, "float": (int, float), "string": str,
 _WANTED = {"bool": "bool", "int": "int", "float": "a number", "string": "str", "enum": "str",
            "path": "a path (str or os.PathLike)"}
 _RANGES = {"non_negative": (lambda v: v >= 0, ">= 0"), "positive": (lambda v: v > 0, "> 0"),
-           "fraction": (lambda v: 0 < v <= 1, "in (0, 1]")}
+           "fraction": (lambda v: 0 < v <= 1, "in (0, 1]"),
+           "unit": (lambda v: 0 <= v <= 1, "in [0, 1]")}
 
 
 def _type_argument(spec, value):
