@@ -650,3 +650,73 @@ def test_kernel_level_values_reach_every_parallel_loop_in_order():
     n[None] = 10
     two_loops()
     np.testing.assert_array_equal(x.to_numpy(), 2 * np.arange(4) + 11 + 3)
+
+
+# ---- qd.func(requires_top_level=True) ------------------------------------------
+
+def _top_level_funcs():
+    @qd.func(requires_top_level=True)
+    def bump(x: qd.template(), n):
+        for i in range(n):  # a top-level parallel loop of the kernel
+            x[i] = x[i] + 1
+
+    @qd.func
+    def via_helper(x: qd.template(), n):
+        bump(x, n)
+
+    return bump, via_helper
+
+
+@test_utils.test()
+def test_a_top_level_func_runs_at_the_top_level_and_in_static_loops():
+    bump, via_helper = _top_level_funcs()
+
+    @qd.kernel
+    def run(x: qd.types.ndarray(qd.i32, ndim=1), n: qd.i32):
+        bump(x, n)
+        for _ in qd.static(range(2)):
+            via_helper(x, n)
+
+    x = qd.ndarray(qd.i32, 8)
+    run(x, 8)
+    np.testing.assert_array_equal(x.to_numpy(), np.full(8, 3))
+
+
+@pytest.mark.parametrize("where", ["for", "if", "while", "helper in if"])
+@test_utils.test(arch=qd.cpu)
+def test_a_top_level_func_nested_in_run_time_control_flow_is_refused(where):
+    bump, via_helper = _top_level_funcs()
+
+    @qd.kernel
+    def run(x: qd.types.ndarray(qd.i32, ndim=1), n: qd.i32):
+        if qd.static(where == "for"):
+            for _ in range(1):
+                bump(x, n)
+        if qd.static(where == "if"):
+            if n > 0:
+                bump(x, n)
+        if qd.static(where == "while"):
+            k = n
+            while k > 0:
+                bump(x, n)
+                k = 0
+        if qd.static(where == "helper in if"):
+            if n > 0:
+                via_helper(x, n)
+
+    with pytest.raises(qd.QuadrantsSyntaxError, match="'bump' is marked requires_top_level"):
+        run(qd.ndarray(qd.i32, 8), 8)
+
+
+def test_func_and_kernel_decorator_options_are_checked():
+    with pytest.raises(qd.QuadrantsTypeError, match="requires_top_level"):
+        qd.func(requires_top_level=1)
+    with pytest.raises(qd.QuadrantsTypeError, match="fastcache"):
+        qd.kernel(fastcache=True)
+
+    @qd.kernel(fastcache=False)
+    def plain() -> qd.i32:
+        return 7
+
+    qd.init(arch=qd.cpu)
+    assert plain() == 7

@@ -101,6 +101,9 @@ class CompileContext:
         self.region = (None, 0)   # where new local variables are declared
         self.in_parallel = False
         self.inline_depth = 0
+        # Run-time if/while/for bodies around the func being inlined, through
+        # every caller up to the kernel (qd.func(requires_top_level=True)).
+        self.outer_dynamic_depth = 0
         self.origins = Origins()  # paths from template arguments to objects
         self.hidden = None        # a kernel's HiddenParams
 
@@ -694,11 +697,12 @@ class Func:
     _qd_func = True
     _label = "qd.func"  # how errors name the callee
 
-    def __init__(self, fn):
+    def __init__(self, fn, requires_top_level=False):
         self.fn = fn
         self.name = fn.__name__
         self._source = None
         self._return_type = None
+        self.requires_top_level = requires_top_level
         functools.update_wrapper(self, fn)
 
     def __get__(self, instance, owner):
@@ -727,8 +731,15 @@ class Func:
             raise caller.error(node, f"{self._label} '{self.name}': {e}",
                                QuadrantsTypeError) from None
         bound.apply_defaults()
-        saved = (ctx.name, ctx.kind)
+        nesting = ctx.outer_dynamic_depth + caller.dynamic_depth
+        if self.requires_top_level and nesting:
+            raise caller.error(node, f"{self._label} '{self.name}' is marked "
+                               f"requires_top_level=True: call it at the top level of the "
+                               f"kernel (or through funcs called there), not inside a run-time "
+                               f"for, if or while", QuadrantsSyntaxError)
+        saved = (ctx.name, ctx.kind, ctx.outer_dynamic_depth)
         ctx.inline_depth += 1
+        ctx.outer_dynamic_depth = nesting
         try:
             compiler = FunctionCompiler(ctx, self._source, {}, self._source.globals,
                                         is_kernel=False)
@@ -755,7 +766,7 @@ class Func:
                                    f"return type but does not have a return statement")
         finally:
             ctx.inline_depth -= 1
-            ctx.name, ctx.kind = saved
+            ctx.name, ctx.kind, ctx.outer_dynamic_depth = saved
         return compiler.return_value
 
     def __call__(self, *args, **kwargs):
@@ -908,7 +919,7 @@ def python_callable(fn):
     return wrapper
 
 
-def kernel(fn=None, *, graph=False):
+def kernel(fn=None, *, graph=False, fastcache=False):
     """@qd.kernel, or @qd.kernel(graph=True).
 
     graph=True asks for the kernel's task launches to be replayed as one
@@ -919,6 +930,12 @@ def kernel(fn=None, *, graph=False):
     """
     if not isinstance(graph, bool):
         raise QuadrantsTypeError(f"qd.kernel(graph=...) must be a bool, got {graph!r}")
+    if fastcache is not False:
+        # False is what every kernel does here: compile through the offline
+        # cache, the front end run in each process.
+        raise QuadrantsTypeError(f"qd.kernel(fastcache={fastcache!r}): fastcache (loading a "
+                                 f"pure kernel's artifact without running the front end) is "
+                                 f"not available here; leave it out or pass fastcache=False")
 
     def make(function):
         k = Kernel(function)
@@ -927,11 +944,20 @@ def kernel(fn=None, *, graph=False):
     return make if fn is None else make(fn)
 
 
-def func(fn):
-    """@qd.func: a function kernels (and other funcs) call; it is inlined at
-    each call, takes values and references to fields, and may return
-    values. Differentiable like the kernel that calls it."""
-    return Func(fn)
+def func(fn=None, *, requires_top_level=False):
+    """@qd.func, or @qd.func(requires_top_level=True): a function kernels
+    (and other funcs) call; it is inlined at each call, takes values and
+    references to fields, and may return values. Differentiable like the
+    kernel that calls it. With requires_top_level=True a call nested in
+    run-time control flow (directly or through other funcs) is a
+    QuadrantsSyntaxError: such a func's own loops must stay top-level
+    (parallel) loops of the kernel."""
+    if not isinstance(requires_top_level, bool):
+        raise QuadrantsTypeError(f"qd.func(requires_top_level=...) must be a bool, got "
+                                 f"{requires_top_level!r}")
+    if fn is None:
+        return lambda f: Func(f, requires_top_level=requires_top_level)
+    return Func(fn, requires_top_level=requires_top_level)
 
 
 struct.functions.register(Func=Func, func=func)
