@@ -720,3 +720,45 @@ def test_func_and_kernel_decorator_options_are_checked():
 
     qd.init(arch=qd.cpu)
     assert plain() == 7
+
+
+# ---- calls that do not match the parameters --------------------------------------
+
+@test_utils.test(arch=qd.cpu)
+def test_kernel_and_func_calls_that_do_not_match_name_the_argument():
+    @qd.kernel
+    def two(a: qd.i32, b: qd.i32) -> qd.i32:
+        return a + b
+
+    @qd.func
+    def pair(a, b):
+        return a - b
+
+    for call, words in ((lambda: two(1), "Missing argument 'b'"),
+                        (lambda: two(b=1), "Missing argument 'a'"),
+                        (lambda: two(1, 2, c=3), "Unexpected argument 'c'"),
+                        (lambda: two(1, 2, 3), "Too many arguments")):
+        with pytest.raises(qd.QuadrantsSyntaxError, match=words) as info:
+            call()
+        assert isinstance(info.value, qd.QuadrantsTypeError) and "kernel 'two'" in str(info.value)
+
+    @qd.kernel
+    def duplicate() -> qd.i32:
+        return pair(1, a=2)
+
+    with pytest.raises(qd.QuadrantsSyntaxError, match="Multiple values for argument 'a'") as info:
+        duplicate()
+    assert "qd.func 'pair'" in str(info.value) and "test_funcs_templates.py:" in str(info.value)
+
+
+@test_utils.test()
+def test_a_scalar_func_parameter_takes_its_annotated_type():
+    @qd.func
+    def truncate(a: qd.i32) -> qd.f32:
+        return a
+
+    @qd.kernel
+    def run(a: qd.f32) -> qd.f32:
+        return truncate(a)
+
+    assert run(1.5) == 1.0 and run(-2.75) == -2.0

@@ -1,4 +1,5 @@
 """The exceptions Quadrants raises. All derive from QuadrantsError."""
+import re
 
 
 class QuadrantsError(Exception):
@@ -15,6 +16,29 @@ class QuadrantsSyntaxError(QuadrantsCompilationError, SyntaxError):
 
 class QuadrantsTypeError(QuadrantsCompilationError, TypeError):
     """A type mismatch in a kernel, or a wrong argument type."""
+
+
+class QuadrantsArgumentError(QuadrantsSyntaxError, QuadrantsTypeError):
+    """A call that does not match the kernel's or func's parameters (a
+    missing, unexpected, duplicated or extra argument): a
+    QuadrantsSyntaxError, as upstream raises, and a QuadrantsTypeError, as a
+    Python call raises TypeError."""
+
+
+def argument_error(callee, error):
+    """QuadrantsArgumentError for the TypeError inspect.Signature.bind
+    raised binding a call to `callee` (e.g. "kernel 'foo'"), in upstream's
+    words with Python's after them."""
+    text = str(error)
+    for pattern, words in ((r"missing a required argument: '(\w+)'", "Missing argument '{}'"),
+                           (r"unexpected keyword argument '(\w+)'", "Unexpected argument '{}'"),
+                           (r"multiple values for argument '(\w+)'",
+                            "Multiple values for argument '{}'"),
+                           (r"too many positional arguments", "Too many arguments")):
+        found = re.search(pattern, text)
+        if found:
+            return QuadrantsArgumentError(f"{callee}: {words.format(*found.groups())} ({text})")
+    return QuadrantsArgumentError(f"{callee}: {text}")
 
 
 class ArgumentValueError(QuadrantsTypeError, ValueError):

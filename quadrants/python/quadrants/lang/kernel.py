@@ -16,10 +16,11 @@ from quadrants.lang import context, ops, runtime, session, struct, types
 from quadrants.lang import tensor as tensor_module
 from quadrants.lang import field as field_module
 from quadrants.lang import torch_interop
-from quadrants.lang.exception import (ArgumentValueError, QuadrantsCompilationError,
+from quadrants.lang.exception import (ArgumentValueError, QuadrantsArgumentError,
+                                      QuadrantsCompilationError,
                                       QuadrantsGlobalDataAccessError,
                                       QuadrantsRuntimeError, QuadrantsSyntaxError,
-                                      QuadrantsTypeError)
+                                      QuadrantsTypeError, argument_error)
 from quadrants.lang.data_oriented import BoundFunc, BoundKernel
 from quadrants.lang.expr import Composite, Expr, GlobalRef, NdarrayArg, Var
 from quadrants.lang.matrix import MatrixType
@@ -255,13 +256,13 @@ class Kernel:
             try:
                 bound = self._signature.bind(*args, **kwargs)
             except TypeError as e:
-                raise QuadrantsTypeError(f"kernel '{self.name}': {e}") from None
+                raise argument_error(f"kernel '{self.name}'", e) from None
             bound.apply_defaults()
             return self._tensor_arguments(list(bound.args))
         if len(args) != len(self._specs):
             names = ", ".join(s.name for s in self._specs)
-            raise QuadrantsTypeError(f"kernel '{self.name}' takes {len(self._specs)} "
-                                     f"arguments ({names}), got {len(args)}")
+            raise QuadrantsArgumentError(f"kernel '{self.name}': Too many arguments: it takes "
+                                         f"{len(self._specs)} ({names}), got {len(args)}")
         return self._tensor_arguments(args)
 
     def _tensor_arguments(self, args):
@@ -725,11 +726,13 @@ class Func:
         if ctx.inline_depth > 64:
             raise caller.error(node, f"{self._label} '{self.name}': recursion is not "
                                f"supported", QuadrantsCompilationError)
+        signature = inspect.signature(self.fn)
+        parameters = signature.parameters
         try:
-            bound = inspect.signature(self.fn).bind(*args, **kwargs)
+            bound = signature.bind(*args, **kwargs)
         except TypeError as e:
-            raise caller.error(node, f"{self._label} '{self.name}': {e}",
-                               QuadrantsTypeError) from None
+            error = argument_error(f"{self._label} '{self.name}'", e)
+            raise caller.error(node, str(error), QuadrantsArgumentError) from None
         bound.apply_defaults()
         nesting = ctx.outer_dynamic_depth + caller.dynamic_depth
         if self.requires_top_level and nesting:
@@ -751,6 +754,11 @@ class Func:
                 # the func may reassign; fields and ndarrays by reference.
                 if isinstance(value, (Var, GlobalRef, Composite)):
                     value = context.load(value)
+                annotation = parameters[name].annotation
+                if isinstance(annotation, types.DataType) and \
+                        isinstance(value, (Expr, numbers.Number)) and \
+                        not isinstance(value, bool):
+                    value = ops.cast(value, annotation)  # a scalar parameter's own type
                 if name in self._source.assigned and isinstance(value, Composite):
                     compiler.declare(name, value)
                     continue
