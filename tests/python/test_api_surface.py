@@ -367,7 +367,7 @@ def test_serialize_applies_to_the_next_loop_only():
             if a[i] < 0:
                 break
 
-    with pytest.raises(qd.QuadrantsSyntaxError, match="'break' is not allowed in the outermost"):
+    with pytest.raises(qd.QuadrantsSyntaxError, match="Cannot break in the outermost loop"):
         parallel_break(a)
 
 

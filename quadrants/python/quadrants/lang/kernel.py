@@ -157,10 +157,25 @@ def is_method(fn):
     return len(scopes) > 1 and scopes[-2] != "<locals>"
 
 
+def resolved_signature(fn, what):
+    """inspect.signature(fn) with string annotations (from `from __future__
+    import annotations`, or written as strings) evaluated in fn's globals;
+    one that does not evaluate is a QuadrantsSyntaxError naming it."""
+    try:
+        return inspect.signature(fn, eval_str=True)
+    except Exception as e:  # pylint: disable=broad-except
+        names = [f"'{p.name}': {p.annotation!r}" for p in inspect.signature(fn).parameters.values()
+                 if isinstance(p.annotation, str)]
+        raise QuadrantsSyntaxError(f"{what} '{fn.__name__}': invalid type annotation "
+                                   f"{', '.join(names) or ''} ({type(e).__name__}: {e}); "
+                                   f"annotate with Quadrants types (qd.f32, qd.template(), "
+                                   f"qd.types.ndarray(), ...)") from None
+
+
 def _param_specs(fn, source):
     specs = []
     method = is_method(fn)
-    for position, p in enumerate(inspect.signature(fn).parameters.values()):
+    for position, p in enumerate(resolved_signature(fn, "kernel").parameters.values()):
         ann = p.annotation
         where = f"{source.file}:{source.line_offset + source.node.lineno}"
         if position == 0 and method and ann is inspect.Parameter.empty:
@@ -222,7 +237,7 @@ class Kernel:
         self.name = fn.__name__
         self._source = None
         self._specs = None
-        self._signature = inspect.signature(fn)
+        self._signature = resolved_signature(fn, "kernel")
         self._cache = {}
         self._cache_generation = -1
         self._return_type = None
@@ -348,6 +363,10 @@ class Kernel:
         try:
             compiler = FunctionCompiler(ctx, src, scope, src.globals, is_kernel=True)
             compiler.shared_locals = shared_locals(src.node, src.globals)
+            # Names bound to the objects passed in: assigning them would only
+            # rebind a name, never change the argument.
+            compiler.immutable = {spec.name for spec in self._specs
+                                  if isinstance(spec, (_TemplateParam, _NdarrayParam))}
             if self._return_type is not None:
                 compiler.return_type = self._return_type
                 compiler.on_return = functools.partial(_store_return, ctx)
@@ -701,6 +720,7 @@ class Func:
     def __init__(self, fn, requires_top_level=False):
         self.fn = fn
         self.name = fn.__name__
+        self._signature = resolved_signature(fn, self._label)
         self._source = None
         self._return_type = None
         self.requires_top_level = requires_top_level
@@ -726,7 +746,7 @@ class Func:
         if ctx.inline_depth > 64:
             raise caller.error(node, f"{self._label} '{self.name}': recursion is not "
                                f"supported", QuadrantsCompilationError)
-        signature = inspect.signature(self.fn)
+        signature = self._signature
         parameters = signature.parameters
         try:
             bound = signature.bind(*args, **kwargs)

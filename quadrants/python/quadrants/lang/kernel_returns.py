@@ -37,7 +37,11 @@ class ReturnType:
         """The ReturnType of fn's annotation, or None without one (or with
         `-> None`)."""
         import inspect  # pylint: disable=import-outside-toplevel
-        ann = inspect.signature(fn).return_annotation
+        try:
+            # A string annotation names the type it evaluates to.
+            ann = inspect.signature(fn, eval_str=True).return_annotation
+        except Exception:  # pylint: disable=broad-except
+            ann = inspect.signature(fn).return_annotation
         if ann is inspect.Signature.empty or ann is None or ann is type(None):
             return None
         return cls(ann, where)

@@ -70,6 +70,10 @@ class AssignmentsMixin:
         return shared
 
     def assign_name(self, node, name, value):
+        if name in self.immutable:
+            raise self.error(node, f'Kernel argument "{name}" is immutable in the kernel: '
+                             f"assign to its elements, or to a new local name",
+                             QuadrantsSyntaxError)
         current = self.scope.get(name)
         if isinstance(current, GlobalRef) and name in self.shared_locals:
             if isinstance(value, Composite):

@@ -15,14 +15,14 @@ from quadrants.lang.transformer.statements import StatementsMixin
 
 _UNSUPPORTED = {
     ast.Lambda: "lambda",
-    ast.SetComp: "set comprehension", ast.DictComp: "dict comprehension",
+    ast.SetComp: "set comprehension",
     ast.Try: "try",
     ast.With: "with", ast.ClassDef: "class definition",
     ast.FunctionDef: "nested function definition", ast.AsyncFunctionDef: "async def",
     ast.Global: "global", ast.Nonlocal: "nonlocal", ast.Yield: "yield",
     ast.YieldFrom: "yield from", ast.Await: "await", ast.Delete: "del",
     ast.Import: "import", ast.ImportFrom: "import", ast.Raise: "raise",
-    ast.NamedExpr: "assignment expression (:=)", ast.Starred: "starred expression",
+    ast.Starred: "starred expression",
     ast.AsyncFor: "async for", ast.AsyncWith: "async with",
 }
 if hasattr(ast, "TryStar"):
@@ -49,6 +49,8 @@ class FunctionCompiler(AssignmentsMixin, StatementsMixin, LoopsMixin, Directives
         self.on_real_return = None  # a real function's store of its results, then return
         self.depth = 0            # nesting of blocks inside this function
         self.dynamic_depth = 0    # nesting of run-time if/while/for bodies
+        self.static_depth = 0     # nesting of qd.static(...) arguments
+        self.immutable = set()    # a kernel's template and ndarray parameters
         self.shared_locals = set()  # kernel locals kept in global memory (shared_locals.py)
         self.pending_loop_config = None  # from qd.loop_config, for the next loop
 
@@ -124,9 +126,16 @@ class FunctionCompiler(AssignmentsMixin, StatementsMixin, LoopsMixin, Directives
             self.returned = True  # the rest of the body is dead code
 
     def visit(self, node):
+        if type(node) is ast.FunctionDef:
+            where = "qd.kernel" if self.is_kernel else "qd.func"
+            raise self.error(node, f"Function definition is not allowed in '{where}': define "
+                             f"'{node.name}' outside and decorate it with @qd.func",
+                             QuadrantsSyntaxError)
         if type(node) in _UNSUPPORTED:
-            raise self.error(node, f"{_UNSUPPORTED[type(node)]} is not supported in "
-                             f"Quadrants kernels", QuadrantsSyntaxError)
+            # Upstream's words first: 'Unsupported node "Raise"'.
+            raise self.error(node, f'Unsupported node "{type(node).__name__}": '
+                             f"{_UNSUPPORTED[type(node)]} is not supported in Quadrants "
+                             f"kernels", QuadrantsSyntaxError)
         method = getattr(self, "visit_" + type(node).__name__, None)
         if method is None:
             raise self.error(node, f"{type(node).__name__} is not supported in Quadrants "

@@ -77,9 +77,23 @@ class DirectivesMixin:
         raise QuadrantsCompilationError("not a plain name")
 
     def eval_static(self, call):
-        if len(call.args) != 1 or call.keywords:
-            raise self.error(call, "qd.static() takes one argument", QuadrantsSyntaxError)
-        value = self.eval(call.args[0])
+        if not call.args or call.keywords:
+            raise self.error(call, "qd.static() takes positional arguments (one value, or "
+                             "several for a tuple of them)", QuadrantsSyntaxError)
+        if self.static_depth:
+            raise self.error(call, "qd.static() inside qd.static(): the outer one already "
+                             "evaluates its argument at compile time", QuadrantsSyntaxError)
+        self.static_depth += 1
+        try:
+            values = tuple(self.eval(arg) for arg in call.args)
+        finally:
+            self.static_depth -= 1
+        if len(values) > 1:
+            if any(is_runtime(v) for v in values):
+                raise self.error(call, "qd.static() needs compile-time values, got a run-time "
+                                 "one", QuadrantsTypeError)
+            return values
+        value = values[0]
         if is_runtime(value):
             raise self.error(call, "qd.static() needs a compile-time value, got a "
                              "run-time one: its arguments must be compile-time constants",

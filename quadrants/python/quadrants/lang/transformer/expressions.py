@@ -82,7 +82,24 @@ class ExpressionsMixin:
     def visit_GeneratorExp(self, node):
         return self._unroll_comprehension(node, node.elt)
 
+    def visit_DictComp(self, node):
+        """{k: v for x in it if c}: unrolled like a list comprehension; the
+        keys must be compile-time values."""
+        pairs = self._unroll_comprehension(node, (node.key, node.value))
+        return self._make_dict(node, pairs)
+
+    def _make_dict(self, node, pairs):
+        out = {}
+        for key, value in pairs:
+            if is_runtime(key):
+                raise self.error(node, "a dict in a kernel is built at compile time: its "
+                                 "keys must be compile-time values", QuadrantsSyntaxError)
+            out[key] = value
+        return out
+
     def _unroll_comprehension(self, node, elt):
+        """The elements `elt` (an expression node, or a tuple of them)
+        takes over the generators of comprehension `node`."""
         out = []
         generators = node.generators
         targets = {leaf.id for g in generators for leaf in ast.walk(g.target)
@@ -91,7 +108,9 @@ class ExpressionsMixin:
 
         def iterate(level):
             if level == len(generators):
-                out.append(context.load(self.eval(elt)))  # values, not references
+                # Values, not references.
+                out.append(tuple(context.load(self.eval(e)) for e in elt)
+                           if isinstance(elt, tuple) else context.load(self.eval(elt)))
                 return
             gen = generators[level]
             iterable = self.eval(gen.iter)
@@ -130,7 +149,23 @@ class ExpressionsMixin:
         return out
 
     def visit_Dict(self, node):
-        return {self.eval(k): self.eval(v) for k, v in zip(node.keys, node.values)}
+        pairs = []
+        for k, v in zip(node.keys, node.values):
+            if k is None:  # {**other}
+                other = self.eval(v)
+                if not isinstance(other, dict):
+                    raise self.error(node, "** in a dict needs a compile-time dict",
+                                     QuadrantsSyntaxError)
+                pairs.extend(other.items())
+            else:
+                pairs.append((self.eval(k), self.eval(v)))
+        return self._make_dict(node, pairs)
+
+    def visit_NamedExpr(self, node):
+        """(name := value): assigns, then is the value."""
+        value = self.eval(node.value)
+        self.assign(node, node.target, value)
+        return self.eval(node.target)
 
     def visit_JoinedStr(self, node):
         # With run-time values the result is a printing.RuntimeText, which
@@ -358,7 +393,16 @@ class ExpressionsMixin:
     def visit_Compare(self, node):
         left = self.eval(node.left)
         result = None
+        left_node = node.left
         for op, right_node in zip(node.ops, node.comparators):
+            if isinstance(op, (ast.Is, ast.IsNot)) and not self.static_depth and not any(
+                    isinstance(n, ast.Constant) and n.value is None
+                    for n in (left_node, right_node)):
+                name = "is" if isinstance(op, ast.Is) else "is not"
+                raise self.error(node, f'Operator "{name}" in Quadrants scope is not '
+                                 f"supported: compare with ==, or write qd.static(a {name} "
+                                 f"b) for compile-time objects", QuadrantsSyntaxError)
+            left_node = right_node
             right = self.eval(right_node)
             if type(op) not in _COMPARE:
                 l, r = context.load(left), context.load(right)

@@ -7,7 +7,8 @@ import contextlib
 
 from quadrants.lang import context, matrix, ops
 from quadrants.lang.composite_field import MatrixField
-from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
+from quadrants.lang.exception import (QuadrantsCompilationError, QuadrantsSyntaxError,
+                                      QuadrantsTypeError)
 from quadrants.lang.expr import Expr, NdarrayArg, Var
 from quadrants.lang import sparse
 from quadrants.lang.field import Field, SNode, index_bounds, loop_index
@@ -115,7 +116,8 @@ class LoopsMixin:
                          QuadrantsSyntaxError)
 
     def fail_step(self, node):
-        raise self.error(node, "range() with a step is not supported; use "
+        raise self.error(node, "Range should have 1 or 2 arguments, found 3: range() with a "
+                         "step is not supported; use "
                          "qd.static(range(...)) or scale the index", QuadrantsSyntaxError)
 
     def targets(self, node, count, what="this loop"):
@@ -126,6 +128,11 @@ class LoopsMixin:
         if len(names) != count:
             raise self.error(node, f"{what} has {count} indices but the loop has "
                              f"{len(names)} targets", QuadrantsSyntaxError)
+        for n in names:
+            if isinstance(self.scope.get(n.id), Var):
+                raise self.error(node, f"loop index '{n.id}' is already a local variable "
+                                 f"assigned before the loop; a loop index is a new name "
+                                 f"of the loop's own", QuadrantsCompilationError)
         return [n.id for n in names]
 
     def is_outermost(self):

@@ -73,12 +73,14 @@ class StatementsMixin:
         if frame.static:
             if self.dynamic_depth == frame.dynamic_depth:
                 raise StaticJump(what)  # decided at compile time
-            raise self.error(node, f"'{what}' in a qd.static loop must be decided at "
-                             f"compile time (under qd.static(...) conditions only), not "
-                             f"under a run-time if", QuadrantsSyntaxError)
+            raise self.error(node, f"You are trying to `{what}` a static `for` loop from a "
+                             f"run-time if: '{what}' in a qd.static loop must be decided at "
+                             f"compile time (under qd.static(...) conditions only)",
+                             QuadrantsSyntaxError)
         if frame.parallel and what == "break":
-            raise self.error(node, "'break' is not allowed in the outermost (parallel) "
-                             "loop of a kernel", QuadrantsSyntaxError)
+            raise self.error(node, "Cannot break in the outermost loop: it is the kernel's "
+                             "parallel loop, whose iterations run independently",
+                             QuadrantsSyntaxError)
 
     def visit_Assert(self, node):
         cond = context.load(self.eval(node.test))
