@@ -50,6 +50,7 @@ class FunctionCompiler(AssignmentsMixin, StatementsMixin, LoopsMixin, Directives
         self.depth = 0            # nesting of blocks inside this function
         self.dynamic_depth = 0    # nesting of run-time if/while/for bodies
         self.static_depth = 0     # nesting of qd.static(...) arguments
+        self.static_arguments = set()  # the argument nodes of the qd.static being read
         self.immutable = set()    # a kernel's template and ndarray parameters
         self.shared_locals = set()  # kernel locals kept in global memory (shared_locals.py)
         self.pending_loop_config = None  # from qd.loop_config, for the next loop

@@ -80,14 +80,17 @@ class DirectivesMixin:
         if not call.args or call.keywords:
             raise self.error(call, "qd.static() takes positional arguments (one value, or "
                              "several for a tuple of them)", QuadrantsSyntaxError)
-        if self.static_depth:
+        if call in self.static_arguments:
             raise self.error(call, "qd.static() inside qd.static(): the outer one already "
                              "evaluates its argument at compile time", QuadrantsSyntaxError)
         self.static_depth += 1
+        saved = self.static_arguments
+        self.static_arguments = set(call.args)
         try:
             values = tuple(self.eval(arg) for arg in call.args)
         finally:
             self.static_depth -= 1
+            self.static_arguments = saved
         if len(values) > 1:
             if any(is_runtime(v) for v in values):
                 raise self.error(call, "qd.static() needs compile-time values, got a run-time "
