@@ -691,3 +691,19 @@ def test_raw_div_and_mod_gradients_on_floats():
     dy = (f(-7.3, 2.1 + h) - f(-7.3, 2.1 - h)) / (2 * h)
     assert x.grad[None] == pytest.approx(dx, rel=1e-6)
     assert y.grad[None] == pytest.approx(dy, rel=1e-6)
+
+
+@test_utils.test()
+def test_logical_not_of_vectors_and_run_time_values():
+    v = qd.lang.ops.logical_not(qd.Vector([0, 3, -1]))
+    assert list(v.to_numpy()) == [1, 0, 0]
+    out = qd.field(qd.i32, shape=3)
+
+    @qd.kernel
+    def run(a: qd.i32):
+        out[0] = qd.lang.ops.logical_not(a)
+        out[1] = qd.lang.ops.logical_not(a - a)
+        out[2] = qd.lang.ops.logical_not(qd.Vector([a, 0]))[1]
+
+    run(5)
+    assert list(out.to_numpy()) == [0, 1, 1]
