@@ -1135,3 +1135,23 @@ def test_compile_time_dicts_walrus_and_static_tuples():
     # n = 5: squares of 1 and 3, plus 100, doubled.
     assert run(5, a_field) == 2 * (100 + 1 + 9)
     assert a_field[0] == 5
+
+
+def test_arguments_a_launch_cannot_convert_are_runtime_type_errors():
+    qd.init(arch=qd.cpu)
+
+    @qd.kernel
+    def takes_int(a: qd.i32):
+        pass
+
+    @qd.kernel
+    def takes_ndarray(a: qd.types.ndarray()):
+        pass
+
+    with pytest.raises(qd.QuadrantsRuntimeTypeError,
+                       match=r"Argument \(0,\) \(type=<class 'float'>\) cannot be converted into "
+                             r"required type i32") as info:
+        takes_int(1.2)
+    assert isinstance(info.value, qd.QuadrantsTypeError)
+    with pytest.raises(qd.QuadrantsRuntimeTypeError, match="Invalid type for argument a, got 1.2"):
+        takes_ndarray(1.2)

@@ -102,6 +102,12 @@ class QuadrantsRuntimeTypeError(QuadrantsRuntimeError, TypeError):
             f"Return (type={provided}) cannot be converted into required type {needed}")
 
 
+class QuadrantsArgumentTypeError(QuadrantsTypeError, QuadrantsRuntimeTypeError):
+    """A kernel argument of a kind its parameter cannot take: a
+    QuadrantsTypeError, and a QuadrantsRuntimeTypeError as upstream raises it
+    when the launch converts the argument."""
+
+
 __all__ = [
     "QuadrantsError", "QuadrantsCompilationError", "QuadrantsSyntaxError", "QuadrantsNameError",
     "QuadrantsIndexError", "QuadrantsTypeError", "QuadrantsRuntimeError",

@@ -17,6 +17,7 @@ from quadrants.lang import tensor as tensor_module
 from quadrants.lang import field as field_module
 from quadrants.lang import torch_interop
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsArgumentError,
+                                      QuadrantsArgumentTypeError,
                                       QuadrantsCompilationError,
                                       QuadrantsGlobalDataAccessError,
                                       QuadrantsRuntimeError, QuadrantsSyntaxError,
@@ -290,7 +291,7 @@ class Kernel:
 
     def _signature_key(self, args):
         key = []
-        for spec, arg in zip(self._specs, args):
+        for position, (spec, arg) in enumerate(zip(self._specs, args)):
             if isinstance(spec, _TensorParam):
                 key.append(tensor_module.kernel_key(self.name, spec.name, arg))
             elif isinstance(spec, _TemplateParam):
@@ -301,7 +302,7 @@ class Kernel:
             elif isinstance(spec, _CompositeParam):
                 key.append(spec.ctype.dtype if isinstance(spec.ctype, MatrixType) else None)
             else:
-                _check_scalar(self.name, spec, arg)
+                _check_scalar(self.name, spec, arg, position)
         return tuple(key)
 
     def _compiled(self, args, mode=PRIMAL):
@@ -364,7 +365,8 @@ class Kernel:
             compiler = FunctionCompiler(ctx, src, scope, src.globals, is_kernel=True)
             compiler.shared_locals = shared_locals(src.node, src.globals)
             # Names bound to the objects passed in: assigning them would only
-            # rebind a name, never change the argument.
+            # rebind a name, never change the argument (scalars are values a
+            # kernel may update, as Taichi-era programs do).
             compiler.immutable = {spec.name for spec in self._specs
                                   if isinstance(spec, (_TemplateParam, _NdarrayParam))}
             if self._return_type is not None:
@@ -585,9 +587,10 @@ def _array_signature(kernel_name, spec, arg):
                                          f"{dtype}")
             dtype, ndim = ann.dtype, arg.ndim - len(elem)
     else:
-        raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects an "
-                                 f"ndarray (qd.ndarray, numpy array or torch tensor), got "
-                                 f"{type(arg).__name__}")
+        raise QuadrantsArgumentTypeError(
+            f"kernel '{kernel_name}': Invalid type for argument {spec.name}, got {arg!r}: "
+            f"argument '{spec.name}' expects an ndarray (qd.ndarray, numpy array or torch "
+            f"tensor), got {type(arg).__name__}")
     if ann.dtype is not None and ann.dtype != dtype:
         raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects an "
                                  f"ndarray of {ann.dtype}, got one of {dtype}")
@@ -610,7 +613,7 @@ def _int_bounds(dtype):
     return _INT_BOUNDS[dtype]
 
 
-def _check_scalar(kernel_name, spec, arg):
+def _check_scalar(kernel_name, spec, arg, position=0):
     kind = type(arg)
     if kind is float and not spec.dtype.is_integral:
         return  # the common case, without the ABC checks below
@@ -619,8 +622,10 @@ def _check_scalar(kernel_name, spec, arg):
         raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects a "
                                  f"scalar of type {spec.dtype}, got {type(arg).__name__}")
     if spec.dtype.is_integral and isinstance(arg, (float, np.floating)):
-        raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects an "
-                                 f"integer ({spec.dtype}), got the float {arg!r}")
+        raise QuadrantsArgumentTypeError(
+            f"kernel '{kernel_name}': Argument {(position,)} (type={type(arg)}) cannot be "
+            f"converted into required type {spec.dtype}: argument '{spec.name}' expects an "
+            f"integer, got the float {arg!r}")
     if spec.dtype.is_integral and spec.dtype != types.u1:
         low, high = _int_bounds(spec.dtype)
         if not low <= int(arg) <= high:

@@ -195,7 +195,7 @@ class Matrix(Composite):
     def _dynamic(self, key):
         for k in key:
             if isinstance(k, Expr) and k.dtype.is_float:
-                raise QuadrantsTypeError(f"an index must be an integer, found {k.dtype}")
+                raise QuadrantsTypeError(f"indices must be integers: an index is {k.dtype}")
         if self.ndim == 1 or len(key) == 2:
             if len(key) != self.ndim:
                 raise QuadrantsTypeError(f"Expected {self.ndim} indices, got {len(key)}: "

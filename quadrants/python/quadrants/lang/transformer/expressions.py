@@ -263,7 +263,7 @@ class ExpressionsMixin:
         for v in flat:
             e = context.to_expr(v)
             if e.dtype.is_float:
-                raise self.error(node, f"an index must be an integer, found {e.dtype}",
+                raise self.error(node, f"indices must be integers: an index is {e.dtype}",
                                  QuadrantsTypeError)
             indices.append(e.stmt)
         b = self.ctx.builder
