@@ -277,3 +277,28 @@ def test_a_field_gives_a_dlpack_view_in_its_own_axis_order():
     # Axis i is the innermost memory level (its dense level may be padded).
     assert tuple(t.shape) == (3, 4) and t.stride()[0] == 1 and t.stride()[1] >= 3
     np.testing.assert_array_equal(t.numpy(), _pattern((3, 4)))
+
+
+@test_utils.test(arch=[qd.cpu, qd.cuda])
+def test_from_dlpack_imports_a_transposed_tensor_as_a_layout_without_copying():
+    torch = pytest.importorskip("torch")
+    device = "cuda" if qd.lang.impl.current_cfg().arch == qd.cuda else "cpu"
+    t = torch.arange(12, dtype=torch.float32, device=device).reshape(4, 3).T
+    a = qd.from_dlpack(t)
+    assert a.shape == (3, 4) and a.layout == (1, 0)
+    np.testing.assert_array_equal(a.to_numpy(), t.cpu().numpy())
+
+    @qd.kernel
+    def bump(x: qd.types.ndarray()):
+        for i, j in x:
+            x[i, j] += 100 * i
+
+    bump(a)
+    qd.sync()
+    expected = np.arange(12, dtype=np.float32).reshape(4, 3).T + 100 * np.arange(3)[:, None]
+    np.testing.assert_array_equal(t.cpu().numpy(), expected)  # the tensor's own memory
+    n = np.arange(24, dtype=np.float32).reshape(2, 3, 4).transpose(2, 0, 1)
+    if device == "cpu":
+        b = qd.from_dlpack(n)
+        assert b.layout == (1, 2, 0)
+        np.testing.assert_array_equal(b.to_numpy(), n)

@@ -388,14 +388,16 @@ def from_dlpack(source):
     memory, no copy: `source` is an object with __dlpack__ (a torch tensor,
     a CuPy or numpy array, ...) or a DLPack capsule. The memory must be on
     the device the kernels run on (host memory on cpu, this session's GPU on
-    cuda), dense and row-major; kernel writes are seen by the owner, which
-    keeps the memory until the ndarray is gone."""
+    cuda) and dense: row-major, or with its axes permuted (a transposed
+    tensor), which gives an ndarray with that layout. Kernel writes are seen
+    by the owner, which keeps the memory until the ndarray is gone."""
     prog = runtime.program()
     if not misc.session_supports("dlpack"):
         raise QuadrantsRuntimeError(f"qd.from_dlpack(): {runtime.state.arch.name} kernels "
                                     f"address only the buffers Quadrants allocates; copy "
                                     f"instead (qd.ndarray(...).from_numpy / from_torch)")
     device_type, device_id = _session_dlpack_device()
+    source, layout = _memory_order(source)
     if hasattr(source, "__dlpack__"):
         # Kernels run on the legacy default stream (DLPack's stream 1 on
         # CUDA); a host producer takes no stream.
@@ -413,7 +415,34 @@ def from_dlpack(source):
     array._generation = runtime.state.generation
     array._core = core_array
     array.grad = None
+    if layout is not None:
+        array._qd_layout = layout
     return array
+
+
+def _memory_order(source):
+    """(source with its axes in memory order, the layout that restores its
+    own order, or None) for a numpy array, torch tensor or CuPy array whose
+    strides are a permutation of a dense row-major layout (a transposed
+    array): it then imports without a copy as an ndarray with that layout.
+    Anything else is returned as it is."""
+    try:
+        shape = tuple(int(n) for n in source.shape)
+        if hasattr(source, "stride") and callable(source.stride):  # torch: elements
+            strides, permute = tuple(source.stride()), source.permute
+        else:  # numpy, CuPy: bytes
+            strides, permute = tuple(source.strides), source.transpose
+    except (AttributeError, TypeError):
+        return source, None
+    if len(shape) < 2:
+        return source, None
+    # Outermost memory level first; extent-1 axes keep their place.
+    order = tuple(sorted(range(len(shape)), key=lambda a: (-strides[a], a)))
+    if order == tuple(range(len(shape))):
+        return source, None
+    physical = permute(*order) if permute is getattr(source, "permute", None) \
+        else permute(order)
+    return physical, order
 
 
 def _session_dlpack_device():
