@@ -44,8 +44,11 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 READ_DIRS = ("quadrants", "tools", "examples", "benchmarks")
 NAME_DIRS = READ_DIRS + ("tests",)
 TOP_LEVEL_FILES = (".bazelrc", "qd", os.path.join(".ci", "run"), "BUILD.bazel", "conftest.py")
+# The registry, and its Python side, which reads the declared variables by
+# their declared names from os.environ (so code that replaces it is seen).
 REGISTRY_FILES = {os.path.join("quadrants", "common", "options.cc"),
-                  os.path.join("quadrants", "common", "options.def")}
+                  os.path.join("quadrants", "common", "options.def"),
+                  os.path.join("quadrants", "python", "quadrants", "lang", "options.py")}
 # This file names offenders on purpose, in its examples.
 SELF = os.path.relpath(os.path.realpath(__file__), ROOT)
 # Scripts that run before the package is built or importable.
