@@ -1155,3 +1155,31 @@ def test_arguments_a_launch_cannot_convert_are_runtime_type_errors():
     assert isinstance(info.value, qd.QuadrantsTypeError)
     with pytest.raises(qd.QuadrantsRuntimeTypeError, match="Invalid type for argument a, got 1.2"):
         takes_ndarray(1.2)
+
+
+def test_ndrange_misuse_says_what_upstream_says():
+    qd.init(arch=qd.cpu)
+
+    @qd.kernel
+    def three_bounds():
+        for i in qd.ndrange((1, 2, 3)):
+            pass
+
+    @qd.kernel
+    def one_target():
+        for i in qd.ndrange(2, 3):
+            pass
+
+    @qd.kernel
+    def float_static_bound():
+        for i in qd.static(qd.ndrange(2.5)):
+            pass
+
+    with pytest.raises(qd.QuadrantsSyntaxError, match=r"Every argument of ndrange should be a "
+                                                      r"scalar or a tuple/list like \(begin, end\)"):
+        three_bounds()
+    with pytest.raises(qd.QuadrantsSyntaxError, match="number of the loop variables not equal to "
+                                                      "the dimension of the ndrange"):
+        one_target()
+    with pytest.raises(qd.QuadrantsTypeError, match="should be an integer scalar"):
+        float_static_bound()

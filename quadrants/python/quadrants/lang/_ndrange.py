@@ -8,7 +8,8 @@ bound to the canonical axes. The identity permutation is the default
 import itertools
 
 from quadrants.lang import matrix
-from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
+from quadrants.lang.exception import (QuadrantsArgumentError, QuadrantsSyntaxError,
+                                      QuadrantsTypeError)
 
 
 def _check_axes(axes, ndim):
@@ -42,7 +43,9 @@ class _Ndrange:
         for d in dims:
             if isinstance(d, (tuple, list)):
                 if len(d) != 2:
-                    raise QuadrantsTypeError("ndrange bounds are n or (begin, end)")
+                    raise QuadrantsArgumentError(
+                        f"Every argument of ndrange should be a scalar or a tuple/list like "
+                        f"(begin, end), got {tuple(d)!r}")
                 self.bounds.append((d[0], d[1]))
             else:
                 self.bounds.append((0, d))
@@ -60,7 +63,9 @@ class _Ndrange:
             ranges = [range(self.bounds[axis][0], self.bounds[axis][1]) for axis in order]
         except TypeError:
             raise QuadrantsTypeError(
-                "iterating qd.ndrange() in Python needs Python int bounds") from None
+                "Every argument of ndrange should be an integer scalar or a tuple/list of "
+                "(int, int): iterating qd.ndrange() at compile time needs Python int "
+                "bounds") from None
         for physical in itertools.product(*ranges):
             canonical = [0] * len(order)
             for level, axis in enumerate(order):

@@ -126,8 +126,10 @@ class LoopsMixin:
         if not all(isinstance(n, ast.Name) for n in names):
             raise self.error(node, "loop targets must be names", QuadrantsSyntaxError)
         if len(names) != count:
+            upstream = " (Ndrange for loop with number of the loop variables not equal to " \
+                "the dimension of the ndrange is not supported)" if what == "this loop" else ""
             raise self.error(node, f"{what} has {count} indices but the loop has "
-                             f"{len(names)} targets", QuadrantsSyntaxError)
+                             f"{len(names)} targets{upstream}", QuadrantsSyntaxError)
         for n in names:
             if isinstance(self.scope.get(n.id), Var):
                 raise self.error(node, f"loop index '{n.id}' is already a local variable "
