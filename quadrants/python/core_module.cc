@@ -739,22 +739,6 @@ PYBIND11_MODULE(_quadrants_core, m) {
       },
       "Every declared option and environment variable, in declaration "
       "order, as dicts.");
-  m.def(
-      "option_from_environment",
-      [](const std::string& name) {
-        const options::OptionSpec* spec = options::FindSpec(name);
-        if (spec == nullptr)
-          throw py::key_error(name);
-        absl::StatusOr<options::Value> value = options::EnvValue(spec->id);
-        if (!value.ok())
-          return py::tuple(py::make_tuple(
-              py::none(), std::string(value.status().message())));
-        return py::tuple(py::make_tuple(py::cast(*value), std::string()));
-      },
-      "(value, error) of the option `name`'s environment variable: None "
-      "when unset; error is '' or names the variable, the value and what "
-      "it accepts.");
-
   m.def("default_offline_cache_dir", &offline_cache::OfflineCache::DefaultDirectory,
         "Where the offline cache is when offline_cache_file_path is not "
         "given: $XDG_CACHE_HOME/quadrants/offline_cache, else ~/.cache/..., "

@@ -168,7 +168,7 @@ def resolved_signature(fn, what):
         names = [f"'{p.name}': {p.annotation!r}" for p in inspect.signature(fn).parameters.values()
                  if isinstance(p.annotation, str)]
         raise QuadrantsSyntaxError(f"{what} '{fn.__name__}': invalid type annotation "
-                                   f"{', '.join(names) or ''} ({type(e).__name__}: {e}); "
+                                   f"{', '.join(names)} ({type(e).__name__}: {e}); "
                                    f"annotate with Quadrants types (qd.f32, qd.template(), "
                                    f"qd.types.ndarray(), ...)") from None
 
@@ -298,7 +298,8 @@ class Kernel:
                 key.append(_template_key(arg))
             elif isinstance(spec, _NdarrayParam):
                 dtype, ndim = _array_signature(self.name, spec, arg)
-                key.append((dtype, ndim, getattr(arg, "_qd_layout", None)))
+                layout = arg._qd_layout if isinstance(arg, Ndarray) else None
+                key.append((dtype, ndim, layout))
             elif isinstance(spec, _CompositeParam):
                 key.append(spec.ctype.dtype if isinstance(spec.ctype, MatrixType) else None)
             else:
@@ -338,7 +339,7 @@ class Kernel:
                 origins.note_argument(arg, position)
             elif isinstance(spec, _NdarrayParam):
                 dtype, ndim = _array_signature(self.name, spec, arg)
-                known = dict(layout=getattr(arg, "_qd_layout", None),
+                known = dict(layout=arg._qd_layout if isinstance(arg, Ndarray) else None,
                              value=arg if isinstance(arg, Ndarray) else None,
                              path=(position,))
                 if isinstance(dtype, (MatrixType, StructType)):

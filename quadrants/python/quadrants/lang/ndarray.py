@@ -432,6 +432,7 @@ def _memory_order(source):
             strides, permute = tuple(source.stride()), source.permute
         else:  # numpy, CuPy: bytes
             strides, permute = tuple(source.strides), source.transpose
+        # Each takes the new axis order as one tuple.
     except (AttributeError, TypeError):
         return source, None
     if len(shape) < 2:
@@ -440,9 +441,7 @@ def _memory_order(source):
     order = tuple(sorted(range(len(shape)), key=lambda a: (-strides[a], a)))
     if order == tuple(range(len(shape))):
         return source, None
-    physical = permute(*order) if permute is getattr(source, "permute", None) \
-        else permute(order)
-    return physical, order
+    return permute(order), order
 
 
 def _session_dlpack_device():
