@@ -35,8 +35,8 @@ from quadrants.lang.ops import atomic_cas, atomic_exchange, atomic_mul, global_t
 from quadrants.lang.numerics import bit_cast, frexp, raw_div, raw_mod, round
 from quadrants.lang.ops import (assume_in_range, one, randn, static_assert, static_print,
                                 zero)
-from quadrants.lang.runtime import (amdgpu, arm64, cpu, cuda, gpu, init, metal, reset, sync,
-                                    vulkan, x64)
+from quadrants.lang.runtime import (amdgpu, arm64, cpu, cuda, gpu, init, metal, python, reset,
+                                    sync, vulkan, x64)
 from quadrants.lang.transformer import NdRange as ndrange
 from quadrants.lang.transformer import loop_config, static
 from quadrants.lang.types import (f16, f32, f64, i8, i16, i32, i64, ref, template, u1, u8,

@@ -9,7 +9,8 @@ Host access gathers and scatters the components as numpy arrays of shape
 """
 import numpy as np
 
-from quadrants.lang import context, matrix, runtime, sparse, torch_interop, types
+from quadrants.lang import (context, matrix, python_backend, runtime, sparse, torch_interop,
+                            types)
 from quadrants.lang import field as field_module
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsGradientError,
                                       QuadrantsIndexError, QuadrantsTypeError)
@@ -365,6 +366,9 @@ def _matrix_components(n, m, dtype, shape, needs_grad, needs_dual, name):
 
 def matrix_field(n, m, ndim, dtype, shape, needs_grad, needs_dual, name, order=None,
                  offset=None, layout=None):
+    if python_backend.active():
+        return python_backend.storage(matrix.MatrixType(n, m, ndim, types.normalize(dtype)),
+                                      shape)
     runtime.program()
     what = "qd.Vector.field()" if ndim == 1 else "qd.Matrix.field()"
     dtype = types.normalize(dtype)

@@ -4,7 +4,8 @@ import numbers
 
 import numpy as np
 
-from quadrants.lang import context, misc, ops, runtime, sparse, torch_interop, types
+from quadrants.lang import (context, misc, ops, python_backend, runtime, sparse, torch_interop,
+                            types)
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsGradientError,
                                       QuadrantsRuntimeError, QuadrantsSyntaxError,
                                       QuadrantsTypeError)
@@ -581,6 +582,8 @@ def field(dtype, shape=None, needs_grad=False, name=None, needs_dual=False, orde
     order ("ji", ...) lays the axes out in memory in that order, outermost
     first; offset (an int per axis) is the index of the first element.
     """
+    if python_backend.active():
+        return python_backend.storage(dtype, shape)
     runtime.program()
     if hasattr(dtype, "field"):
         # qd.field(qd.math.vec3, ...) / qd.field(MyStruct, ...): a field of

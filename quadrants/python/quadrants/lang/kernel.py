@@ -12,7 +12,7 @@ import weakref
 import numpy as np
 
 from quadrants._core import core
-from quadrants.lang import context, ops, runtime, session, struct, types
+from quadrants.lang import context, ops, python_backend, runtime, session, struct, types
 from quadrants.lang import tensor as tensor_module
 from quadrants.lang import field as field_module
 from quadrants.lang import torch_interop
@@ -400,6 +400,8 @@ class Kernel:
         return kernel_ir, ctx.hidden
 
     def __call__(self, *args, **kwargs):
+        if python_backend.active():
+            return self.fn(*args, **kwargs)
         if context.current() is not None:
             raise QuadrantsSyntaxError(f"kernel '{self.name}' cannot be called from kernel "
                                        f"code; make it a @qd.func")
@@ -804,6 +806,8 @@ class Func:
         return compiler.return_value
 
     def __call__(self, *args, **kwargs):
+        if python_backend.active():
+            return self.fn(*args, **kwargs)
         if context.current() is None:
             raise QuadrantsSyntaxError(f"qd.func '{self.name}' can only be called from "
                                        f"kernel code")

@@ -12,7 +12,7 @@ import operator
 
 import numpy as np
 
-from quadrants.lang import context, ops, types
+from quadrants.lang import context, ops, python_backend, types
 from quadrants.lang.exception import ArgumentValueError, QuadrantsSyntaxError, QuadrantsTypeError
 from quadrants.lang.expr import Composite, Expr, GlobalRef, Var, is_runtime
 from quadrants.lang.hooks import Hooks
@@ -67,6 +67,11 @@ class Matrix(Composite):
 
     __slots__ = ("entries", "n", "m", "ndim")
     _qd_intrinsic = True  # constructing one in kernel code runs this class
+
+    def __new__(cls, arr=None, dt=None, ndim=None):  # pylint: disable=unused-argument
+        if arr is not None and python_backend.active():
+            return python_backend.matrix(arr, dt)
+        return super().__new__(cls)
 
     def __init__(self, arr=None, dt=None, ndim=None):
         if isinstance(arr, Matrix):
@@ -500,6 +505,8 @@ class Vector(Matrix):
     __slots__ = ()
 
     def __new__(cls, arr=None, dt=None):
+        if arr is not None and python_backend.active():
+            return python_backend.matrix(arr, dt)
         self = Matrix.__new__(Matrix)
         Matrix.__init__(self, arr, dt, ndim=1)
         return self

@@ -4,7 +4,7 @@ import weakref
 
 import numpy as np
 
-from quadrants.lang import matrix, misc, runtime, torch_interop, types
+from quadrants.lang import matrix, misc, python_backend, runtime, torch_interop, types
 from quadrants.lang.composite_field import element_array, host_value
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsGradientError,
                                       QuadrantsRuntimeError, QuadrantsTypeError)
@@ -506,6 +506,8 @@ def _valid_shape(shape):
 def ndarray(dtype, shape, needs_grad=False):
     """qd.ndarray(dtype, shape, needs_grad=False), zero-initialized: a
     ScalarNdarray, VectorNdarray or MatrixNdarray (an Ndarray for structs)."""
+    if python_backend.active():
+        return python_backend.storage(dtype, shape)
     cls = ScalarNdarray
     if hasattr(dtype, "_flat_dtypes"):
         ndim = len(dtype.shape) if hasattr(dtype, "shape") else 0

@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from quadrants.lang import context, runtime, types
+from quadrants.lang import context, python_backend, runtime, types
 from quadrants.lang.exception import (QuadrantsCompilationError, QuadrantsSyntaxError,
                                       QuadrantsTypeError)
 from quadrants.lang.expr import Composite, Expr, GlobalRef, Var, is_runtime
@@ -125,6 +125,8 @@ max = _fold("max", _py_max)  # pylint: disable=redefined-builtin
 @intrinsic
 def cast(x, dtype):
     """qd.cast(x, dtype): float -> int truncates toward zero."""
+    if python_backend.active() and python_backend.is_tensor(x):
+        return python_backend.cast(x, dtype)
     if context.current() is not None:
         x = context.load(x)
     if isinstance(x, Composite):
@@ -185,6 +187,8 @@ def _atomic(name, python_op, local_update=None):
     `python_op`."""
     @intrinsic
     def op(target, value):
+        if python_backend.active():
+            return python_backend.atomic(name, python_op, target, value)
         if isinstance(target, Composite):
             return composites.atomic(name, target, value)
         if not is_runtime(target):

@@ -10,6 +10,7 @@ qd.ad.grad_replaced) are per thread: a Tape records the launches of the
 thread that entered it.
 """
 import atexit
+import importlib
 import types as types_module
 
 from quadrants import _logging
@@ -39,6 +40,8 @@ amdgpu = Arch("amdgpu")
 vulkan = Arch("vulkan")
 metal = Arch("metal")
 gpu = Arch("gpu")
+# Kernels run as plain Python on torch tensors (quadrants.lang.python_backend).
+python = Arch("python")
 # qd.gpu takes the first available in this order: CUDA, then Vulkan.
 GPU_ARCHS = [cuda, vulkan, amdgpu, metal]
 ALL_ARCHS = [cpu] + GPU_ARCHS
@@ -75,10 +78,18 @@ def init(arch=None, _test_mode=False, **options):
     if arch is None:
         arch = cpu
     if isinstance(arch, str):
-        arch = {a.name: a for a in ALL_ARCHS + [gpu]}.get(arch, arch)
+        arch = {a.name: a for a in ALL_ARCHS + [gpu, python]}.get(arch, arch)
     if not isinstance(arch, Arch):
         raise QuadrantsTypeError(f"qd.init(): arch must be one of qd.cpu, qd.cuda, "
-                                 f"qd.amdgpu, qd.vulkan, qd.metal, qd.gpu; got {arch!r}")
+                                 f"qd.amdgpu, qd.vulkan, qd.metal, qd.gpu, qd.python; "
+                                 f"got {arch!r}")
+    if arch == python:
+        _require_torch()
+        reset()
+        state.interpreted = True
+        state.options = dict(values, arch=arch)
+        state.arch = arch
+        return
     if arch == gpu:
         # Codegen-only AMDGPU (QD_AMDGPU_CODEGEN_ONLY) runs no kernels.
         codegen_only = registry.env_value("amdgpu_codegen_only")
@@ -101,6 +112,15 @@ def init(arch=None, _test_mode=False, **options):
     state.config = config
     state.options = dict(values, arch=arch)
     state.arch = arch
+
+
+def _require_torch():
+    """qd.python keeps fields and ndarrays in torch tensors."""
+    try:
+        importlib.import_module("torch")
+    except ImportError as e:
+        raise QuadrantsRuntimeError(f"qd.init(arch=qd.python) needs PyTorch, which cannot "
+                                    f"be imported here: {e}") from None
 
 
 def _compile_config(arch, values):
@@ -137,6 +157,7 @@ def reset():
     if state.program is not None:
         state.program.flush_output()
     state.program = None
+    state.interpreted = False
     state.config = None
     state.options = {}
     state.tape = None
@@ -154,7 +175,10 @@ def _show_pending_output():
 
 
 def sync():
-    """Waits for launched kernels and raises the first error they recorded."""
+    """Waits for launched kernels and raises the first error they recorded
+    (nothing to wait for when kernels run as plain Python)."""
+    if state.interpreted:
+        return
     prog = program()
     prog.sync()
 

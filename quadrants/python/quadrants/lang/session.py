@@ -44,6 +44,8 @@ compile_lock = threading.RLock()
 class _State:
     program = None
     config = None
+    # qd.init(arch=qd.python): kernels run as plain Python, with no Program.
+    interpreted = False
     options = {}
     generation = 0  # bumped by every init/reset; stale objects compare against it
     _thread = _ThreadState()
@@ -68,6 +70,11 @@ state = _State()
 
 def program():
     if state.program is None:
+        if state.interpreted:
+            raise QuadrantsRuntimeError(
+                "qd.init(arch=qd.python) runs kernels as plain Python on torch tensors and "
+                "has no compiled program; this needs a compiled backend (qd.cpu, qd.cuda, "
+                "qd.vulkan, ...)")
         raise QuadrantsRuntimeError(
             "Quadrants is not initialized: call qd.init() before creating fields, "
             "ndarrays or launching kernels")
@@ -75,7 +82,7 @@ def program():
 
 
 def is_initialized():
-    return state.program is not None
+    return state.program is not None or state.interpreted
 
 
 def option(name, default):

@@ -4,7 +4,7 @@ Like matrices, structs are scalarized in the front end: a Struct value maps
 member names to scalars (Expr, Var, GlobalRef, numbers), Matrices or nested
 Structs; a StructField holds one field per member.
 """
-from quadrants.lang import context, matrix, ops, runtime, torch_interop, types
+from quadrants.lang import context, matrix, ops, python_backend, runtime, torch_interop, types
 from quadrants.lang import field as field_module
 from quadrants.lang.composite_field import _check_flags, _check_layout, _new_name, \
     _place_new, _matrix_components, MatrixField
@@ -217,6 +217,8 @@ class StructType:
         """MyStruct.field(shape=None, needs_grad=False, ...): one field per
         member, placed together (order=, offset= and layout= as for
         qd.field and qd.Vector.field)."""
+        if python_backend.active():
+            return python_backend.storage(self, shape)
         runtime.program()
         shape = field_module._shape_tuple(shape)  # pylint: disable=protected-access
         what = f"{self!r}.field()"

@@ -202,9 +202,19 @@ class _NDArrayAnnotation(NdarrayType):
 NDArray = _NDArrayAnnotation()
 
 
-def ndarray(dtype=None, ndim=None, needs_grad=None):
-    """qd.types.ndarray(dtype=None, ndim=None, needs_grad=None): see NdarrayType."""
-    return NdarrayType(dtype, ndim, needs_grad)
+class _NdarrayAnnotationFactory(_NDArrayAnnotation):
+    """qd.types.ndarray: called, qd.types.ndarray(dtype=None, ndim=None,
+    needs_grad=None) (see NdarrayType); subscripted, ndarray[dtype, ndim];
+    bare, an ndarray of any dtype and ndim (as qd.types.NDArray)."""
+
+    def __call__(self, dtype=None, ndim=None, needs_grad=None):
+        return NdarrayType(dtype, ndim, needs_grad)
+
+    def __repr__(self):
+        return "ndarray"
+
+
+ndarray = _NdarrayAnnotationFactory()
 
 
 def template():

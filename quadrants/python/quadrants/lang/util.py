@@ -49,6 +49,10 @@ def to_pytorch_type(dt):
     return found
 
 
+# Upstream's other name for it.
+dtype_to_torch_dtype = to_pytorch_type
+
+
 def to_quadrants_type(dt):
     """The Quadrants type of a Quadrants, numpy or torch dtype."""
     if isinstance(dt, types.DataType):

@@ -2,7 +2,7 @@
 import ast
 import numbers
 
-from quadrants.lang import context
+from quadrants.lang import context, python_backend
 from quadrants.lang.exception import (QuadrantsCompilationError, QuadrantsError,
                                       QuadrantsSyntaxError, QuadrantsTypeError)
 from quadrants.lang.expr import is_runtime
@@ -31,7 +31,11 @@ def loop_config(*, serialize=False, block_dim=None, parallelize=None,
     count is a hint that does not change results, so it is accepted and the
     runtime's thread pool is used. block_dim_adaptive (a bool, upstream's
     GPU block-size heuristic) is accepted and does not change results.
+    Kernels that run as plain Python (qd.python) run every loop in order,
+    so there it does nothing.
     """
+    if python_backend.active():
+        return
     raise QuadrantsSyntaxError("qd.loop_config() can only be called in kernel code, as a "
                                "statement right before the for loop it configures")
 

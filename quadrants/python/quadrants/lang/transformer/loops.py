@@ -5,7 +5,7 @@ outermost loop of a kernel is its parallel loop."""
 import ast
 import contextlib
 
-from quadrants.lang import context, matrix, ops
+from quadrants.lang import context, matrix, ops, python_backend
 from quadrants.lang.composite_field import MatrixField
 from quadrants.lang.exception import (QuadrantsCompilationError, QuadrantsSyntaxError,
                                       QuadrantsTypeError)
@@ -29,6 +29,8 @@ def _leaf(f):
 def grouped(x):
     """for I in qd.grouped(x): I is the index vector of a field, ndarray or
     qd.ndrange (x[I] indexes with it)."""
+    if python_backend.active():
+        return python_backend.grouped(x)
     return Grouped(x)
 
 
