@@ -95,7 +95,7 @@ OPS = {
     "min": (lambda a: a.min(), lambda a: a.min(-1), [V3], True),
     "swizzle": (lambda a: a.zxy * 2.0 + a.xyz, lambda a: a[:, [2, 0, 1]] * 2 + a, [V3], True),
     "swizzle_xy": (lambda a: a.xy + a.zz, lambda a: a[:, :2] + a[:, [2, 2]], [V3], True),
-    "index": (lambda m: m[1, 0] * m[0, 1] + m[2][2], lambda m: m[:, 1, 0] * m[:, 0, 1] +
+    "index": (lambda m: m[1, 0] * m[0, 1] + m[2, 2], lambda m: m[:, 1, 0] * m[:, 0, 1] +
               m[:, 2, 2], [M3], True),
     "elementwise_math": (lambda a: qd.sin(a) + qd.exp(a) * qd.sqrt(a * a + 1.0),
                          lambda a: np.sin(a) + np.exp(a) * np.sqrt(a * a + 1), [V3], True),

@@ -29,6 +29,11 @@ class HostVector(np.ndarray):
     def to_numpy(self):
         return np.asarray(self).copy()
 
+    def __bool__(self):
+        # Whether every component is true: `assert v == [1, 2]` checks each
+        # one, as it does on upstream's host values.
+        return bool(np.asarray(self).all())
+
     def to_list(self):
         return np.asarray(self).tolist()
 
@@ -92,6 +97,8 @@ def _place_group(fields, shape, order=None, offset=None, layout=None):
 class MatrixField(sparse.ListMethods):
     """qd.Vector.field / qd.Matrix.field: a field whose elements are
     vectors or matrices."""
+
+    __iter__ = field_module.no_host_iteration
 
     def __init__(self, comps, n, m, ndim, name):
         self._comps = comps

@@ -36,7 +36,8 @@ def literal_type(value, like=None):
         if like is not None and like.is_float:
             return like
         return runtime.default_fp()
-    raise QuadrantsTypeError(f"cannot use {type(value).__name__} value {value!r} in a kernel")
+    raise QuadrantsTypeError(f"cannot use {type(value).__name__} value {value!r} in a kernel "
+                             f"(unsupported operand type {type(value).__name__})")
 
 
 def fits(value, dtype):

@@ -49,7 +49,7 @@ class NdarrayArg:
     """An ndarray parameter inside a kernel."""
 
     def __init__(self, arg, dtype, ndim, name, element=None, layout=None, value=None,
-                 path=None):
+                 path=None, clamp=False):
         self.arg = arg
         self.dtype = dtype          # the scalar dtype of the components
         self.ndim = ndim            # the array's own dimensions
@@ -60,6 +60,8 @@ class NdarrayArg:
         self.layout = layout
         self.value = value          # the Ndarray compiled for, when there is one
         self.path = path            # where launches find it (hidden_params), or None
+        # boundary="clamp": each index is clamped into [0, extent - 1].
+        self.clamp = clamp
 
     def physical(self, indices):
         """Indices in the users' axis order, in the memory's order."""

@@ -60,8 +60,12 @@ def _shape_tuple(shape):
         shape = (shape,)
     shape = tuple(shape)
     for extent in shape:
-        if not isinstance(extent, numbers.Integral) or extent <= 0:
+        if not isinstance(extent, numbers.Integral):
             raise QuadrantsTypeError(f"field shape must be positive integers, got {shape}")
+        if extent <= 0:
+            # The first sentence is upstream's wording.
+            raise QuadrantsRuntimeError(f"Every dimension of a Quadrants field should be "
+                                        f"positive; the shape {shape} has {extent}")
     return tuple(int(e) for e in shape)
 
 
@@ -71,6 +75,14 @@ _registry = []
 # fields' placement again only after a change (check_placements).
 _placement_changes = [0]
 _placements_checked = [-1]
+
+
+def no_host_iteration(field):
+    """`for i in x` over a field runs in kernels only (a struct-for)."""
+    # The first sentence is upstream's wording.
+    raise NotImplementedError(f"Struct for is only available in Quadrants scope. Iterate over "
+                              f"field '{field.name}' in a kernel, or over its indices on the "
+                              f"host (numpy.ndindex(*x.shape))")
 
 
 class Field(sparse.ListMethods):
@@ -94,6 +106,8 @@ class Field(sparse.ListMethods):
     and from_numpy() use arrays of its shape. A field created with an order
     keeps its shape and indices; only its memory layout follows the order.
     """
+
+    __iter__ = no_host_iteration
 
     def __init__(self, dtype, shape, name, needs_grad=False, needs_dual=False,
                  primal=None, role="primal"):

@@ -24,6 +24,7 @@ from quadrants.lang.exception import (ArgumentValueError, QuadrantsArgumentError
                                       QuadrantsTypeError, argument_error)
 from quadrants.lang.data_oriented import BoundFunc, BoundKernel
 from quadrants.lang.expr import Composite, Expr, GlobalRef, NdarrayArg, Var
+from quadrants.lang import matrix as matrix_module
 from quadrants.lang.matrix import MatrixType
 from quadrants.lang.struct import StructType
 from quadrants.lang.field import Field
@@ -341,7 +342,7 @@ class Kernel:
                 dtype, ndim = _array_signature(self.name, spec, arg)
                 known = dict(layout=arg._qd_layout if isinstance(arg, Ndarray) else None,
                              value=arg if isinstance(arg, Ndarray) else None,
-                             path=(position,))
+                             path=(position,), clamp=spec.annotation.boundary == "clamp")
                 if isinstance(dtype, (MatrixType, StructType)):
                     scalar, elem = _element_layout(dtype)
                     kernel_ir.add_ndarray_param(spec.name, scalar.name, ndim + len(elem))
@@ -565,13 +566,33 @@ def _same_memory(a, b):
     return bool(np.may_share_memory(a, b))
 
 
+def _ir_type(dtype):
+    if isinstance(dtype, MatrixType):
+        return matrix_module.ir_type_name(dtype.dtype, dtype.shape)
+    return str(dtype)
+
+
+def _any_precision(dtype):
+    """Whether an ndarray annotation's vector or matrix type leaves its
+    scalar type open (qd.math.vec3 is vector(3, float)): upstream matches it
+    with arrays of any scalar type of that shape."""
+    return isinstance(dtype, MatrixType) and dtype._dtype in (None, float, int)  # pylint: disable=protected-access
+
+
 def _array_signature(kernel_name, spec, arg):
     ann = spec.annotation
     if isinstance(arg, Ndarray):
         dtype, ndim = arg.element_type, arg.ndim
     elif isinstance(arg, (np.ndarray, torch_interop.TorchDeviceArray)):
         dtype, ndim = types.from_numpy_dtype(arg.dtype), arg.ndim
-        if isinstance(ann.dtype, (MatrixType, StructType)):
+        if isinstance(ann.dtype, MatrixType) and ann.dtype.is_open:
+            # The trailing axes hold the elements, whatever their sizes.
+            k = ann.dtype.ndim
+            if arg.ndim > k:
+                elem = tuple(arg.shape[arg.ndim - k:])
+                dtype = MatrixType(elem[0], elem[-1] if k == 2 else 1, k, dtype)
+                ndim = arg.ndim - k
+        elif isinstance(ann.dtype, (MatrixType, StructType)):
             # A numpy array holds vector elements (a struct's leaves) along its
             # trailing axes.
             scalar, elem = _element_layout(ann.dtype)
@@ -584,19 +605,30 @@ def _array_signature(kernel_name, spec, arg):
                     f"kernel '{kernel_name}' argument '{spec.name}' expects an ndarray of "
                     f"{what} elements (trailing shape {elem}), got a "
                     f"{kind} of shape {arg.shape}")
-            if dtype != scalar:
+            if dtype != scalar and not _any_precision(ann.dtype):
                 raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{spec.name}' "
                                          f"expects an ndarray of {ann.dtype}, got one of "
                                          f"{dtype}")
-            dtype, ndim = ann.dtype, arg.ndim - len(elem)
+            ndim = arg.ndim - len(elem)
+            dtype = MatrixType(ann.dtype.n, ann.dtype.m, ann.dtype.ndim, dtype) \
+                if _any_precision(ann.dtype) else ann.dtype
     else:
         raise QuadrantsArgumentTypeError(
             f"kernel '{kernel_name}': Invalid type for argument {spec.name}, got {arg!r}: "
             f"argument '{spec.name}' expects an ndarray (qd.ndarray, numpy array or torch "
             f"tensor), got {type(arg).__name__}")
-    if ann.dtype is not None and ann.dtype != dtype:
+    if isinstance(ann.dtype, MatrixType) and ann.dtype.is_open:
+        if not ann.dtype.accepts(dtype):
+            raise ArgumentValueError(f"kernel '{kernel_name}': Invalid value for argument "
+                                     f"{spec.name}: it expects an ndarray of {ann.dtype} "
+                                     f"elements, got one of {dtype}")
+    elif ann.dtype is not None and ann.dtype != dtype and not (
+            _any_precision(ann.dtype) and isinstance(dtype, MatrixType) and
+            dtype.shape == ann.dtype.shape):
         raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects an "
-                                 f"ndarray of {ann.dtype}, got one of {dtype}")
+                                 f"ndarray of {ann.dtype}, got one of {dtype} (required "
+                                 f"element type: {_ir_type(ann.dtype)}, but get "
+                                 f"{_ir_type(dtype)})")
     if ann.ndim is not None and ann.ndim != ndim:
         shape = tuple(arg.shape)[:ndim]
         raise ArgumentValueError(f"kernel '{kernel_name}' argument '{spec.name}' expects an "

@@ -43,6 +43,14 @@ _max2 = _bin("max", max)
 _min2 = _bin("min", min)
 
 
+def ir_type_name(dtype, shape=()):
+    """A scalar or vector/matrix type as the IR prints it: i32, [Tensor (3) f32],
+    [Tensor (2, 2) f64] (upstream's messages quote it)."""
+    if not shape:
+        return str(dtype)
+    return f"[Tensor ({', '.join(str(e) for e in shape)}) {dtype}]"
+
+
 def _describe_shape(n, m, ndim):
     return f"vector of {n}" if ndim == 1 else f"{n}x{m} matrix"
 
@@ -144,6 +152,10 @@ class Matrix(Composite):
                 f"Vector({self.to_list()})"
         return f"<qd {self._describe()}>"
 
+    def _ir_type(self):
+        """The type as the IR prints it: [Tensor (3) f32]."""
+        return ir_type_name(self.dtype, self.shape)
+
     @property
     def dtype(self):
         dt = None
@@ -188,6 +200,11 @@ class Matrix(Composite):
                                          f"{self._describe()} takes one index")
             return self.entries[self._check_index(static[0], self.n, 0)]
         if len(static) == 1:
+            if _in_kernel():
+                # Kernel code names an entry by both indices, as upstream;
+                # host code may take a row.
+                raise QuadrantsTypeError(f"Expected 2 indices, got 1: a {self._describe()} "
+                                         f"takes two (m[i, j])")
             i = self._check_index(static[0], self.n, 0)
             return Matrix._make(self.entries[i * self.m:(i + 1) * self.m], self.m, 1, 1)
         if len(static) != 2:
@@ -201,16 +218,11 @@ class Matrix(Composite):
         for k in key:
             if isinstance(k, Expr) and k.dtype.is_float:
                 raise QuadrantsTypeError(f"indices must be integers: an index is {k.dtype}")
-        if self.ndim == 1 or len(key) == 2:
-            if len(key) != self.ndim:
-                raise QuadrantsTypeError(f"Expected {self.ndim} indices, got {len(key)}: "
-                                         f"a {self._describe()} takes {self.ndim}")
-            flat = key[0] if self.ndim == 1 else add(mul(key[0], self.m), key[1])
-            return DynamicElement(self.entries, flat)
-        rows = [Matrix._make(self.entries[i * self.m:(i + 1) * self.m], self.m, 1, 1)
-                for i in range(self.n)]
-        return Matrix._make([DynamicElement([r.entries[j] for r in rows], key[0])
-                             for j in range(self.m)], self.m, 1, 1)
+        if len(key) != self.ndim:
+            raise QuadrantsTypeError(f"Expected {self.ndim} indices, got {len(key)}: "
+                                     f"a {self._describe()} takes {self.ndim}")
+        flat = key[0] if self.ndim == 1 else add(mul(key[0], self.m), key[1])
+        return DynamicElement(self.entries, flat)
 
     def __setitem__(self, key, value):
         if _in_kernel():
@@ -272,7 +284,19 @@ class Matrix(Composite):
     def __truediv__(self, o): return self._elementwise("div", o, operator.truediv)
     def __rtruediv__(self, o): return self._elementwise("div", o, operator.truediv, True)
     def __floordiv__(self, o): return self._elementwise("floordiv", o, operator.floordiv)
+    def __rfloordiv__(self, o): return self._elementwise("floordiv", o, operator.floordiv, True)
     def __mod__(self, o): return self._elementwise("mod", o, operator.mod)
+    def __rmod__(self, o): return self._elementwise("mod", o, operator.mod, True)
+    def __and__(self, o): return self._elementwise("bit_and", o, operator.and_)
+    def __rand__(self, o): return self._elementwise("bit_and", o, operator.and_, True)
+    def __or__(self, o): return self._elementwise("bit_or", o, operator.or_)
+    def __ror__(self, o): return self._elementwise("bit_or", o, operator.or_, True)
+    def __xor__(self, o): return self._elementwise("bit_xor", o, operator.xor)
+    def __rxor__(self, o): return self._elementwise("bit_xor", o, operator.xor, True)
+    def __lshift__(self, o): return self._elementwise("shl", o, operator.lshift)
+    def __rlshift__(self, o): return self._elementwise("shl", o, operator.lshift, True)
+    def __rshift__(self, o): return self._elementwise("shr", o, operator.rshift)
+    def __rrshift__(self, o): return self._elementwise("shr", o, operator.rshift, True)
     def __pow__(self, o): return self._elementwise("pow", o, operator.pow)
     def __rpow__(self, o): return self._elementwise("pow", o, operator.pow, True)
     def __lt__(self, o): return self._elementwise("cmp_lt", o, operator.lt)
@@ -296,8 +320,13 @@ class Matrix(Composite):
         return self._like([ops.abs(e) for e in self._load().entries])
 
     def __bool__(self):
-        raise QuadrantsTypeError("a vector or matrix has no truth value; use .any() or "
-                                 ".all()")
+        """Host code: whether every entry is true, so `assert u == v` checks
+        each component (upstream's tests write it so). Kernel code has no
+        truth value for a vector: .any() or .all() says which is meant."""
+        if _in_kernel():
+            raise QuadrantsTypeError("a vector or matrix has no truth value in kernel code; "
+                                     "use .any() or .all()")
+        return all(bool(e) for e in self.entries)
 
     def __array__(self, dtype=None):
         return np.array(self.to_list(), dtype=dtype)
@@ -363,7 +392,10 @@ class Matrix(Composite):
     def transpose(self):
         a = self._load()
         if a.ndim == 1:
-            return Matrix._make(a.entries, 1, a.n, 2)
+            # A vector is neither a row nor a column; upstream's wording.
+            raise QuadrantsTypeError("`transpose()` cannot apply to a vector. If you want "
+                                     "something like `a @ b.transpose()`, write "
+                                     "`a.outer_product(b)` instead.")
         return Matrix._make([a.entries[i * a.m + j] for j in range(a.m) for i in range(a.n)],
                             a.m, a.n, 2)
 
@@ -684,12 +716,34 @@ class MatrixType:
     _qd_intrinsic = True
 
     def __init__(self, n, m, ndim, dtype):
+        # qd.types.vector() / qd.types.matrix() leave the sizes open: as an
+        # ndarray annotation it takes vectors (matrices) of any size.
+        open_sizes = n is None and (m is None or ndim == 1)
         for extent in (n, m):
-            if not isinstance(extent, numbers.Integral) or extent <= 0:
+            if not open_sizes and (not isinstance(extent, numbers.Integral) or extent <= 0):
                 raise QuadrantsTypeError(f"vector and matrix sizes must be positive ints, "
                                          f"got {extent!r}")
-        self.n, self.m, self.ndim = int(n), int(m), ndim
+        self.n, self.m = (None, None) if open_sizes else (int(n), int(m))
+        self.ndim = ndim
         self._dtype = dtype
+
+    @property
+    def is_open(self):
+        """Whether the sizes are left open (an ndarray annotation only)."""
+        return self.n is None
+
+    def accepts(self, other):
+        """Whether an ndarray of `other` elements matches this annotation:
+        the same type, or for open sizes any vector (matrix) of the dtype."""
+        if not self.is_open:
+            return self == other
+        return isinstance(other, MatrixType) and other.ndim == self.ndim and (
+            self._dtype is None or other.dtype == self.dtype)
+
+    def _need_sizes(self, what):
+        if self.is_open:
+            raise QuadrantsTypeError(f"{what}: {self!r} leaves its sizes open, which only "
+                                     f"an ndarray annotation may do")
 
     @property
     def dtype(self):
@@ -716,6 +770,9 @@ class MatrixType:
         return hash((self.n, self.m, self.ndim))
 
     def __repr__(self):
+        if self.is_open:
+            return f"{'vector' if self.ndim == 1 else 'matrix'}(any size, " \
+                   f"{self._dtype if self._dtype is not None else 'any dtype'})"
         name = f"vector({self.n}" if self.ndim == 1 else f"matrix({self.n}, {self.m}"
         return f"{name}, {self._dtype if self._dtype is not None else 'float'})"
 
@@ -723,6 +780,7 @@ class MatrixType:
         return _describe_shape(self.n, self.m, self.ndim)
 
     def __call__(self, *args):
+        self._need_sizes("constructing a value")
         flat = []
         for a in args:
             a = context.load(a) if _in_kernel() else a
@@ -741,6 +799,7 @@ class MatrixType:
 
     def cast(self, value):
         """value as this type (a shape mismatch is an error)."""
+        self._need_sizes("a value of this type")
         value = context.load(value) if _in_kernel() else value
         if isinstance(value, (list, tuple, np.ndarray)):
             value = Matrix(value, ndim=self.ndim)
@@ -759,11 +818,13 @@ class MatrixType:
 
     def field(self, shape=None, needs_grad=False, needs_dual=False, name=None, order=None,
               offset=None, layout=None):
+        self._need_sizes("field()")
         return storage.matrix_field(self.n, self.m, self.ndim, self.dtype, shape,
                                             needs_grad, needs_dual, name, order, offset,
                                             layout)
 
     def ndarray(self, shape, needs_grad=False):
+        self._need_sizes("ndarray()")
         return storage.ndarray(self, shape, needs_grad)
 
     def zero(self):
@@ -853,9 +914,11 @@ def store(value_ref, value, what="assignment"):
             value = Matrix(value, ndim=value_ref.ndim)
         if isinstance(value, Matrix):
             if (value.n, value.m) != (value_ref.n, value_ref.m):
+                # The parenthesis is upstream's wording.
                 raise QuadrantsTypeError(f"{what}: shapes do not match: a "
                                          f"{value_ref._describe()} is assigned a "
-                                         f"{value._describe()}")
+                                         f"{value._describe()} (cannot assign "
+                                         f"'{value._ir_type()}' to '{value_ref._ir_type()}')")
             for r, v in zip(value_ref.entries, value.entries):
                 store(r, v, what)
             return

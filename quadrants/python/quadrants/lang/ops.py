@@ -3,6 +3,7 @@ compute on Python numbers."""
 import builtins
 import math
 import numbers
+import operator
 
 import numpy as np
 
@@ -87,6 +88,36 @@ def binary(name, a, b, python_fn):
 
 
 _SHIFTS = ("shl", "shr")
+
+
+def _named_binary(name, ir_name, python_fn):
+    """qd.lang.ops.<name>(a, b): the operator as a function (upstream's
+    names), elementwise on vectors and matrices."""
+    @intrinsic
+    def op(a, b):
+        return binary(ir_name, a, b, python_fn)
+    op.__name__ = name
+    op.__doc__ = f"ops.{name}(a, b): `a {name} b` as a function, elementwise."
+    return op
+
+
+add = _named_binary("add", "add", operator.add)
+sub = _named_binary("sub", "sub", operator.sub)
+mul = _named_binary("mul", "mul", operator.mul)
+truediv = _named_binary("truediv", "div", operator.truediv)
+floordiv = _named_binary("floordiv", "floordiv", operator.floordiv)
+mod = _named_binary("mod", "mod", operator.mod)
+bit_and = _named_binary("bit_and", "bit_and", operator.and_)
+bit_or = _named_binary("bit_or", "bit_or", operator.or_)
+bit_xor = _named_binary("bit_xor", "bit_xor", operator.xor)
+bit_shl = _named_binary("bit_shl", "shl", operator.lshift)
+bit_sar = _named_binary("bit_sar", "shr", operator.rshift)
+cmp_lt = _named_binary("cmp_lt", "cmp_lt", operator.lt)
+cmp_le = _named_binary("cmp_le", "cmp_le", operator.le)
+cmp_gt = _named_binary("cmp_gt", "cmp_gt", operator.gt)
+cmp_ge = _named_binary("cmp_ge", "cmp_ge", operator.ge)
+cmp_eq = _named_binary("cmp_eq", "cmp_eq", operator.eq)
+cmp_ne = _named_binary("cmp_ne", "cmp_ne", operator.ne)
 
 
 _py_min, _py_max = builtins.min, builtins.max

@@ -4,12 +4,14 @@ Like matrices, structs are scalarized in the front end: a Struct value maps
 member names to scalars (Expr, Var, GlobalRef, numbers), Matrices or nested
 Structs; a StructField holds one field per member.
 """
+import numbers
+
 from quadrants.lang import context, matrix, ops, python_backend, runtime, torch_interop, types
 from quadrants.lang import field as field_module
 from quadrants.lang.composite_field import _check_flags, _check_layout, _new_name, \
     _place_new, _matrix_components, MatrixField
 from quadrants.lang.exception import ArgumentValueError, QuadrantsTypeError
-from quadrants.lang.expr import Composite, GlobalRef
+from quadrants.lang.expr import Composite, Expr, GlobalRef, is_runtime
 from quadrants.lang.hooks import Hooks
 from quadrants.lang.matrix import Matrix, MatrixType
 
@@ -27,8 +29,16 @@ class Struct(Composite):
     """A struct value: members by name, in declaration order."""
 
     __slots__ = ("_stype", "_members")
+    _qd_intrinsic = True  # qd.Struct(...) in kernel code runs this class
 
-    def __init__(self, stype, members):
+    def __init__(self, *args, **kwargs):
+        """Struct(stype, members) internally; qd.Struct({"a": 1, ...}) or
+        qd.Struct(a=1, ...) builds a struct whose member types come from the
+        values (upstream's anonymous struct)."""
+        if len(args) == 2 and isinstance(args[0], StructType) and not kwargs:
+            stype, members = args
+        else:
+            stype, members = _anonymous(args, kwargs)
         object.__setattr__(self, "_stype", stype)
         object.__setattr__(self, "_members", dict(members))
 
@@ -108,6 +118,40 @@ class Struct(Composite):
 
     def __repr__(self):
         return f"Struct({self._members!r})"
+
+
+def _value_type(name, value):
+    """The member type of a value given to an anonymous qd.Struct."""
+    if isinstance(value, Struct):
+        return value._stype  # pylint: disable=protected-access
+    if isinstance(value, Matrix):
+        return MatrixType(value.n, value.m, value.ndim, value.dtype)
+    if isinstance(value, Composite):
+        raise QuadrantsTypeError(f"qd.Struct(): member '{name}' is {value._describe()}")
+    value = context.load(value) if _in_kernel() else value
+    if isinstance(value, Expr):
+        return value.dtype
+    if not isinstance(value, numbers.Number):
+        raise QuadrantsTypeError(f"qd.Struct(): member '{name}' must be a number, a vector, "
+                                 f"a matrix, a struct or a dict of members, got {value!r}")
+    return context.literal_type(value)
+
+
+def _anonymous(args, kwargs):
+    """The type and members of qd.Struct(dict) / qd.Struct(**members)."""
+    if len(args) > 1 or (args and not isinstance(args[0], dict)):
+        raise QuadrantsTypeError("qd.Struct() takes a dict of members or the members as "
+                                 "keywords")
+    given = dict(args[0]) if args else {}
+    given.update(kwargs)
+    members, member_types = {}, {}
+    for name, value in given.items():
+        if isinstance(value, dict):
+            value = Struct(value)
+        members[name] = value
+        member_types[name] = _value_type(name, value)
+    stype = StructType(member_types)
+    return stype, stype(**members)._members  # pylint: disable=protected-access
 
 
 class HostStruct(Struct):
@@ -197,8 +241,8 @@ class StructType:
                 return t(**v)
             if isinstance(v, Struct):
                 return v
-            if v == 0:
-                return t()
+            if isinstance(v, numbers.Number) or is_runtime(v):
+                return t(v)  # the first member from v, as positional members go
             raise QuadrantsTypeError(f"member '{k}' needs a {t!r}")
         if isinstance(v, Composite):
             raise QuadrantsTypeError(f"member '{k}' is a {t}, got {v._describe()}")
@@ -237,7 +281,8 @@ class StructType:
                 members[k] = t._make_field(shape, needs_grad, needs_dual, member_name)
                 continue
             dt = t.dtype if isinstance(t, MatrixType) else t
-            grad, dual = needs_grad and dt.is_float, needs_dual and dt.is_float
+            # Every member must be differentiable, as upstream requires.
+            grad, dual = needs_grad, needs_dual
             _check_flags(dt, grad, dual, f"struct member '{k}'")
             if isinstance(t, MatrixType):
                 members[k] = MatrixField(_matrix_components(t.n, t.m, dt, shape, grad, dual,
@@ -282,6 +327,8 @@ class StructType:
 
 class StructField:
     """A field of structs: one member field each, placed side by side."""
+
+    __iter__ = field_module.no_host_iteration
 
     def __init__(self, stype, members, name):
         self._stype = stype

@@ -5,7 +5,7 @@ import operator
 import numpy as np
 
 from quadrants.lang import session
-from quadrants.lang.exception import QuadrantsTypeError
+from quadrants.lang.exception import QuadrantsIndexError, QuadrantsTypeError
 from quadrants.lang.hooks import Hooks
 
 # qd.f32(x) casts with quadrants.lang.ops.cast; ops builds on these types.
@@ -132,10 +132,12 @@ class NdarrayType:
     is compiled once per distinct combination). needs_grad=False makes the
     parameter a constant to reverse mode: kernel.grad accumulates nothing
     into the argument's .grad. None or True (the default) differentiates it
-    when the argument has a .grad.
+    when the argument has a .grad. boundary="clamp" clamps every index into
+    the array (an out-of-range read gives the nearest element); "unsafe"
+    (the default) leaves indices as they are.
     """
 
-    def __init__(self, dtype=None, ndim=None, needs_grad=None):
+    def __init__(self, dtype=None, ndim=None, needs_grad=None, boundary="unsafe"):
         # A vector/matrix dtype (qd.math.vec3) stays a type: each element is
         # stored as its components along extra trailing axes.
         self.dtype = None if dtype is None else \
@@ -147,6 +149,11 @@ class NdarrayType:
             raise QuadrantsTypeError(f"qd.types.ndarray(needs_grad=...) must be a bool or "
                                      f"None, got {needs_grad!r}")
         self.needs_grad = needs_grad
+        if boundary not in ("unsafe", "clamp"):
+            # Upstream's wording.
+            raise ValueError(f"Invalid boundary argument: {boundary}. Valid options: "
+                             f"'unsafe', 'clamp'")
+        self.boundary = boundary
 
     def __repr__(self):
         return f"ndarray(dtype={self.dtype}, ndim={self.ndim})"
@@ -174,8 +181,10 @@ def host_index(key, ndim, what):
                                      f"qd.field is not supported so far. Index it with ints, "
                                      f"or use to_numpy()")
     if len(key) != ndim:
-        raise QuadrantsTypeError(f"{what} has {ndim} dimensions, indexed with {len(key)} "
-                                 f"indices")
+        # "2d ndarray indexed with 1d indices" is upstream's wording.
+        raise QuadrantsIndexError(f"{what} has {ndim} dimensions, indexed with {len(key)} "
+                                  f"indices ({ndim}d {what.split()[0]} indexed with "
+                                  f"{len(key)}d indices)")
     return [operator.index(v) for v in key]
 
 
@@ -207,8 +216,8 @@ class _NdarrayAnnotationFactory(_NDArrayAnnotation):
     needs_grad=None) (see NdarrayType); subscripted, ndarray[dtype, ndim];
     bare, an ndarray of any dtype and ndim (as qd.types.NDArray)."""
 
-    def __call__(self, dtype=None, ndim=None, needs_grad=None):
-        return NdarrayType(dtype, ndim, needs_grad)
+    def __call__(self, dtype=None, ndim=None, needs_grad=None, boundary="unsafe"):
+        return NdarrayType(dtype, ndim, needs_grad, boundary)
 
     def __repr__(self):
         return "ndarray"

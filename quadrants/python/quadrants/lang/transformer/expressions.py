@@ -260,11 +260,13 @@ class ExpressionsMixin:
             v = context.load(v)
             flat.extend(v.entries if isinstance(v, matrix.Matrix) else [v])
         indices = []
-        for v in flat:
+        for axis, v in enumerate(flat):
             e = context.to_expr(v)
             if e.dtype.is_float:
                 raise self.error(node, f"indices must be integers: an index is {e.dtype}",
                                  QuadrantsTypeError)
+            if isinstance(base, NdarrayArg) and base.clamp and axis < base.ndim:
+                e = context.to_expr(ops.max(0, ops.min(e, ops.sub(base.shape[axis], 1))))
             indices.append(e.stmt)
         b = self.ctx.builder
         # Errors about this access name the variable as the user wrote it.

@@ -1,0 +1,11 @@
+"""quadrants._lib.core: upstream's name for the native core, through which
+its code reaches the exception types (core.QuadrantsRuntimeError) and the
+core's own functions."""
+from quadrants._core import core as _native
+from quadrants.lang.exception import (QuadrantsAssertionError,  # noqa: F401 pylint: disable=unused-import
+                                      QuadrantsIndexError, QuadrantsRuntimeError,
+                                      QuadrantsSyntaxError, QuadrantsTypeError)
+
+
+def __getattr__(name):
+    return getattr(_native, name)
