@@ -49,7 +49,9 @@ def _check(a, what, sizes=(2, 3)):
         else:
             supported = (f"square matrices from {sizes[0]}x{sizes[0]} up to "
                          f"{sizes[-1]}x{sizes[-1]}")
-        raise QuadrantsTypeError(f"{what} only supports {supported}, got a {shape}")
+        upstream = " (Polar decomposition only supports 2×2 and 3×3 matrices.)" \
+            if what == "qd.polar_decompose()" else ""
+        raise QuadrantsTypeError(f"{what} only supports {supported}, got a {shape}{upstream}")
     return a
 
 

@@ -1,5 +1,5 @@
 """Introspection of the running session: quadrants.lang.impl.current_cfg()."""
-from quadrants.lang import runtime
+from quadrants.lang import ops, runtime
 from quadrants.lang.exception import QuadrantsRuntimeError
 
 
@@ -73,3 +73,13 @@ _RUNTIME = Runtime()
 def get_runtime():
     """The session's runtime (see Runtime)."""
     return _RUNTIME
+
+
+def qd_float(x):
+    """x cast to qd.init's default_fp (upstream's impl.qd_float)."""
+    return ops.cast(x, runtime.default_fp())
+
+
+def qd_int(x):
+    """x cast to qd.init's default_ip (upstream's impl.qd_int)."""
+    return ops.cast(x, runtime.default_ip())

@@ -32,11 +32,18 @@ def _unary(name, python_fn):
         if isinstance(x, Composite):
             return _map_composite(op, x)
         if isinstance(x, Expr):
+            if name in _REAL_ONLY and not x.dtype.is_float:
+                # Upstream's wording.
+                raise QuadrantsTypeError(f"'{name}' takes real inputs only, got {x.dtype}")
             return Expr(context.builder().unary(name, x.stmt))
         return python_fn(x)
     op.__name__ = name
     op.__doc__ = f"qd.{name}(x), elementwise."
     return op
+
+
+# Rounding an integer is a mistake more often than not; upstream refuses it.
+_REAL_ONLY = ("floor", "ceil")
 
 
 def _rsqrt(x):
@@ -79,6 +86,11 @@ def binary(name, a, b, python_fn):
     if isinstance(a, Expr) or isinstance(b, Expr):
         ea = context.to_expr(a, like=b if isinstance(b, Expr) else None)
         eb = context.to_expr(b, like=ea)
+        if name in _BITWISE and (ea.dtype.is_float or eb.dtype.is_float):
+            # The first words are upstream's.
+            raise QuadrantsTypeError(f"unsupported operand type(s) for '{_BITWISE[name]}': "
+                                     f"'{ea.dtype}' and '{eb.dtype}'; bitwise operators "
+                                     f"take integers")
         if name in _SHIFTS and ea.dtype != eb.dtype and ea.dtype.is_integral and \
                 eb.dtype.is_integral:
             # A shift keeps its left operand's type, as upstream's does.
@@ -88,6 +100,7 @@ def binary(name, a, b, python_fn):
 
 
 _SHIFTS = ("shl", "shr")
+_BITWISE = {"bit_and": "&", "bit_or": "|", "bit_xor": "^", "shl": "<<", "shr": ">>"}
 
 
 def _named_binary(name, ir_name, python_fn):
@@ -350,7 +363,8 @@ def _select_composite(cond, a, b):
         if isinstance(v, matrix_class):
             if (v.n, v.m) != (shaped.n, shaped.m):
                 raise QuadrantsTypeError(f"qd.select(): shapes do not match: "
-                                         f"{v._describe()} and {shaped._describe()}")
+                                         f"{v._describe()} and {shaped._describe()} (Cannot "
+                                         f"broadcast tensor to tensor)")
             return v.entries[k]
         return v
     return shaped._like([select(part(cond, k), part(a, k), part(b, k))

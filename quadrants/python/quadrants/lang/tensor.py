@@ -255,9 +255,9 @@ def _backend(value):
 def _check_kwargs(kwargs, factory, accepted):
     if "order" in kwargs:
         if "layout" in accepted:
-            raise TypeError(f"{factory}() does not take order=; give the memory order of "
-                            f"the axes as layout=(...) instead")
-        raise TypeError(f"{factory}() does not take order= (nor layout=); use "
+            raise TypeError(f"{factory}() does not accept order=; pass layout=(...) with "
+                            f"the memory order of the axes instead")
+        raise TypeError(f"{factory}() does not accept order= (nor layout=); use "
                         f"qd.Vector.field / qd.Matrix.field with order= for another "
                         f"memory order")
     extra = sorted(set(kwargs) - accepted)

@@ -5,6 +5,8 @@ augmented +=, -=, &=, |= and ^=)."""
 import ast
 import numbers
 
+import numpy as np
+
 from quadrants.lang import context, matrix, ops, types
 from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
 from quadrants.lang.expr import Composite, Expr, GlobalRef, Var, is_runtime
@@ -138,14 +140,23 @@ class AssignmentsMixin:
             elif isinstance(ref, (Var, GlobalRef, Composite)):
                 matrix.store(ref, value, f"assignment to {ast.unparse(target)}")
             else:
+                # The last sentence is upstream's wording.
                 raise self.error(node, "only field and ndarray elements and components "
                                  "of local vectors, matrices and structs can be assigned "
-                                 "by subscript or attribute", QuadrantsSyntaxError)
+                                 "by subscript or attribute. Static assign cannot be used "
+                                 "on elements in arrays", QuadrantsSyntaxError)
         else:
             raise self.error(node, "unsupported assignment target", QuadrantsSyntaxError)
 
     def visit_Assign(self, node):
         value = self.eval(node.value)
+        if isinstance(value, np.ndarray):
+            # A 0-D numpy array is the scalar it holds (of its dtype).
+            if value.ndim != 0:
+                raise self.error(node, f"Only 0-dimensional numpy array can be used to "
+                                 f"initialize a scalar expression; got one of shape "
+                                 f"{value.shape}", QuadrantsTypeError)
+            value = value[()]
         if len(node.targets) > 1 and is_runtime(value):
             value = context.load(value)
         for target in node.targets:
