@@ -12,7 +12,8 @@ import weakref
 import numpy as np
 
 from quadrants._core import core
-from quadrants.lang import context, ops, python_backend, runtime, session, struct, types
+from quadrants.lang import (buffer_view, context, ops, python_backend, runtime, session, struct,
+                            types)
 from quadrants.lang import tensor as tensor_module
 from quadrants.lang import field as field_module
 from quadrants.lang import torch_interop
@@ -109,6 +110,9 @@ class CompileContext:
         self.outer_dynamic_depth = 0
         self.origins = Origins()  # paths from template arguments to objects
         self.hidden = None        # a kernel's HiddenParams
+        # "name (file:line)" of the kernel and of each qd.func being inlined
+        # into it, outermost first (debug-mode messages show them).
+        self.frames = [name]
 
 
 # ---- parameter kinds -----------------------------------------------------------
@@ -143,12 +147,37 @@ class _CompositeParam:
         return self.ctype._flat_dtypes()
 
 
+class _BufferViewParam:
+    """A qd.BufferView parameter: its ndarray, offset and size (i32)."""
+
+    def __init__(self, name, annotation):
+        self.name = name
+        self.dtype = getattr(annotation, "dtype", None)  # None: any element type
+
+
+def _view_signature(kernel_name, spec, arg):
+    """The element type of BufferView argument `arg` (checked)."""
+    if not isinstance(arg, buffer_view.BufferView):
+        raise QuadrantsArgumentTypeError(f"kernel '{kernel_name}': argument '{spec.name}' "
+                                         f"expects a qd.BufferView (ndarray[a:b] or "
+                                         f"qd.BufferView(ndarray, offset, size)), got "
+                                         f"{type(arg).__name__}")
+    array = arg.get_ndarray()
+    array._check_alive()
+    if spec.dtype is not None and spec.dtype != array.element_type:
+        raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects a "
+                                 f"BufferView of {spec.dtype}, got one of {array.element_type}")
+    return array.element_type
+
+
 def _ir_slots(spec):
     """How many IR parameters a parameter spec takes."""
     if isinstance(spec, _TemplateParam):
         return 0
     if isinstance(spec, _CompositeParam):
         return len(spec.flat_dtypes())
+    if isinstance(spec, _BufferViewParam):
+        return 3
     return 1
 
 
@@ -197,6 +226,8 @@ def _param_specs(fn, source):
             specs.append(_TensorParam(p.name))
         elif isinstance(ann, types.NdarrayType):
             specs.append(_NdarrayParam(p.name, ann))
+        elif buffer_view.is_annotation(ann):
+            specs.append(_BufferViewParam(p.name, ann))
         elif isinstance(ann, (MatrixType, StructType)):
             specs.append(_CompositeParam(p.name, ann))
         elif isinstance(ann, type) and dataclasses.is_dataclass(ann):
@@ -303,6 +334,8 @@ class Kernel:
                 key.append((dtype, ndim, layout))
             elif isinstance(spec, _CompositeParam):
                 key.append(spec.ctype.dtype if isinstance(spec.ctype, MatrixType) else None)
+            elif isinstance(spec, _BufferViewParam):
+                key.append(_view_signature(self.name, spec, arg))
             else:
                 _check_scalar(self.name, spec, arg, position)
         return tuple(key)
@@ -327,11 +360,29 @@ class Kernel:
                     self._cache[key] = compiled
         return compiled
 
+    @staticmethod
+    def _declare_view(kernel_ir, ir_index, spec, view):
+        """The IR parameters of a BufferView: its 1-D ndarray, then the
+        offset and the size."""
+        array = view.get_ndarray()
+        dtype = array.element_type
+        if isinstance(dtype, (MatrixType, StructType)):
+            scalar, elem = _element_layout(dtype)
+            kernel_ir.add_ndarray_param(spec.name, scalar.name, 1 + len(elem))
+            arg = NdarrayArg(ir_index, scalar, 1, spec.name, element=dtype, value=array)
+        else:
+            kernel_ir.add_ndarray_param(spec.name, dtype.name, 1)
+            arg = NdarrayArg(ir_index, dtype, 1, spec.name, value=array)
+        kernel_ir.add_scalar_param(f"{spec.name}.offset", "i32")
+        kernel_ir.add_scalar_param(f"{spec.name}.size", "i32")
+        return arg
+
     def _build_ir(self, args):
         prog = runtime.program()
         src = self._source
         kernel_ir = core.Kernel(self.name, src.file, src.line_offset + 1)
         scope = {}
+        views = {}  # BufferView parameters: their ndarray parameters
         ir_index = 0
         origins = Origins()
         for position, (spec, arg) in enumerate(zip(self._specs, args)):
@@ -356,10 +407,14 @@ class Kernel:
                 for k, dt in enumerate(spec.flat_dtypes()):
                     kernel_ir.add_scalar_param(f"{spec.name}[{k}]", dt.name)
                     ir_index += 1
+            elif isinstance(spec, _BufferViewParam):
+                views[spec.name] = self._declare_view(kernel_ir, ir_index, spec, arg)
+                ir_index += 3
             else:
                 kernel_ir.add_scalar_param(spec.name, spec.dtype.name)
                 ir_index += 1
         ctx = CompileContext(self.name, "kernel", kernel_ir, prog)
+        ctx.frames = [f"{self.name} ({src.file}:{src.line_offset + src.node.lineno})"]
         ctx.origins = origins
         ctx.hidden = HiddenParams(kernel_ir, self._return_type)
         context.push(ctx)
@@ -370,7 +425,8 @@ class Kernel:
             # rebind a name, never change the argument (scalars are values a
             # kernel may update, as Taichi-era programs do).
             compiler.immutable = {spec.name for spec in self._specs
-                                  if isinstance(spec, (_TemplateParam, _NdarrayParam))}
+                                  if isinstance(spec, (_TemplateParam, _NdarrayParam,
+                                                       _BufferViewParam))}
             if self._return_type is not None:
                 compiler.return_type = self._return_type
                 compiler.on_return = functools.partial(_store_return, ctx)
@@ -382,6 +438,10 @@ class Kernel:
                         compiler.declare(spec.name, value)  # the body reassigns it
                     else:
                         scope[spec.name] = value
+                elif isinstance(spec, _BufferViewParam):
+                    scope[spec.name] = buffer_view.KernelView(
+                        views[spec.name], Expr(ctx.builder.arg_load(index + 1), types.i32),
+                        Expr(ctx.builder.arg_load(index + 2), types.i32))
                 elif isinstance(spec, _CompositeParam):
                     leaves = [Expr(ctx.builder.arg_load(index + k), dt)
                               for k, dt in enumerate(spec.flat_dtypes())]
@@ -699,6 +759,10 @@ def _adjoint_arguments(kernel_name, specs, args, copy_back):
     (see torch_interop.adjoint)."""
     adjoints = []
     for spec, arg in zip(specs, args):
+        if isinstance(spec, _BufferViewParam) and arg.get_ndarray()._scalar.is_float:
+            # A view's ndarray has no .grad (BufferView refuses one): scratch.
+            array = arg.get_ndarray()
+            adjoints.append(np.zeros(array._core_shape, types.to_numpy_dtype(array._scalar)))
         if not isinstance(spec, _NdarrayParam):
             continue
         dtype = _scalar_dtype(arg)
@@ -741,6 +805,8 @@ def _launch_arguments(specs, args):
                 launch.append(contiguous)
                 if arg.flags.writeable:
                     copy_back.append((arg, contiguous))
+        elif isinstance(spec, _BufferViewParam):
+            launch += [arg.get_ndarray()._core, arg.offset, arg.size]
         elif isinstance(spec, _CompositeParam):
             flat = spec.ctype._flatten_host(arg, f"argument '{spec.name}'")
             for dt, v in zip(spec.flat_dtypes(), flat):
@@ -803,6 +869,8 @@ class Func:
         saved = (ctx.name, ctx.kind, ctx.outer_dynamic_depth)
         ctx.inline_depth += 1
         ctx.outer_dynamic_depth = nesting
+        src = self._source
+        ctx.frames.append(f"{self.name} ({src.file}:{src.line_offset + src.node.lineno})")
         try:
             compiler = FunctionCompiler(ctx, self._source, {}, self._source.globals,
                                         is_kernel=False)
@@ -834,6 +902,7 @@ class Func:
                                    f"return type but does not have a return statement")
         finally:
             ctx.inline_depth -= 1
+            ctx.frames.pop()
             ctx.name, ctx.kind, ctx.outer_dynamic_depth = saved
         return compiler.return_value
 

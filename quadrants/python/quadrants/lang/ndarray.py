@@ -4,7 +4,8 @@ import weakref
 
 import numpy as np
 
-from quadrants.lang import matrix, misc, python_backend, runtime, torch_interop, types
+from quadrants.lang import (buffer_view, matrix, misc, python_backend, runtime, torch_interop,
+                            types)
 from quadrants.lang.composite_field import element_array, host_value
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsGradientError,
                                       QuadrantsRuntimeError, QuadrantsTypeError)
@@ -149,6 +150,13 @@ class Ndarray:
         return [self._core.read(index + c) for c in self._components()]
 
     def __getitem__(self, key):
+        if isinstance(key, slice):
+            # data[a:b] of a 1-D ndarray: a view of that range (no copy).
+            if self.ndim != 1:
+                raise TypeError(f"slicing an ndarray makes a BufferView, which views 1D "
+                                f"ndarrays only; this one has shape {self.shape}")
+            start, size = buffer_view.slice_bounds(key, self.shape[0], "ndarray slice")
+            return buffer_view.BufferView(self, start, size)
         self._check_alive().sync()
         index = self._index(key)
         if not self._element_shape:

@@ -82,7 +82,9 @@ def kernel_array(kernel_name, param, tensor):
         # Refused as upstream does: a dense copy would not alias the tensor.
         raise ArgumentValueError(f"{where}: Non contiguous tensors are not supported (strides "
                                  f"{tuple(tensor.stride())}); pass tensor.contiguous()")
-    if device.type == "cpu" and dlpack_type in _HOST:
+    if device.type == "cpu":
+        # Host memory: CPU kernels use it in place; GPU kernels copy it in and
+        # back around the launch, as they do numpy arrays (upstream does too).
         view = tensor.detach().numpy().view(TorchView)
         view.tensor = tensor
         return view

@@ -4,7 +4,8 @@ expressions. Compile-time operands fold in Python; run-time ones lower
 through ops and the builder."""
 import ast
 
-from quadrants.lang import context, matrix, ops, printing, runtime, sparse, types
+from quadrants.lang import (buffer_view, context, matrix, ops, printing, runtime, sparse,
+                            types)
 from quadrants.lang import tensor as tensor_module
 from quadrants.lang.composite_field import MatrixField
 from quadrants.lang.exception import (QuadrantsGradientError, QuadrantsSyntaxError,
@@ -219,6 +220,12 @@ class ExpressionsMixin:
 
     def visit_Subscript(self, node):
         base = self.eval(node.value)
+        if isinstance(base, buffer_view.KernelView):
+            if isinstance(node.slice, ast.Slice):
+                parts = [None if p is None else self.eval(p)
+                         for p in (node.slice.lower, node.slice.upper, node.slice.step)]
+                return base.slice(slice(*parts))
+            return self.element(node, base.array, base.index(self.eval(node.slice)))
         index = self.eval(node.slice)
         if isinstance(base, (Field, NdarrayArg, MatrixField, StructField)):
             return self.element(node, base, index)
