@@ -7,6 +7,8 @@ bound to the canonical axes. The identity permutation is the default
 (the last axis innermost) and reads back as `axes is None`."""
 import itertools
 
+import numpy as np
+
 from quadrants.lang import matrix
 from quadrants.lang.exception import (QuadrantsArgumentError, QuadrantsSyntaxError,
                                       QuadrantsTypeError)
@@ -49,6 +51,12 @@ class _Ndrange:
                 self.bounds.append((d[0], d[1]))
             else:
                 self.bounds.append((0, d))
+        for bound in (b for pair in self.bounds for b in pair):
+            dtype = getattr(bound, "dtype", None)
+            if isinstance(bound, (float, np.floating)) or getattr(dtype, "is_float", False):
+                raise QuadrantsTypeError(
+                    f"Every argument of ndrange should be an integer scalar or a tuple/list "
+                    f"of (int, int), got the bound {bound!r}")
         self.axes = _check_axes(axes, len(self.bounds))
 
     def order(self):

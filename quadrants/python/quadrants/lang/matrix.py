@@ -12,7 +12,7 @@ import operator
 
 import numpy as np
 
-from quadrants.lang import context, ops, python_backend, types
+from quadrants.lang import context, ops, python_backend, session, types
 from quadrants.lang.exception import ArgumentValueError, QuadrantsSyntaxError, QuadrantsTypeError
 from quadrants.lang.expr import Composite, Expr, GlobalRef, Var, is_runtime
 from quadrants.lang.hooks import Hooks
@@ -41,6 +41,16 @@ mul = _bin("mul", operator.mul)
 div = _bin("div", operator.truediv)
 _max2 = _bin("max", max)
 _min2 = _bin("min", min)
+
+
+def _assert_index(index, extent, axis, what):
+    """Debug mode: a run-time index of a local vector or matrix must be in
+    range (upstream's "Out of bound access" wording)."""
+    index = context.to_expr(index)
+    ok = ops.bit_and(ops.cmp_ge(index, 0), ops.cmp_lt(index, extent))
+    context.builder().assert_(context.to_expr(ok).stmt,
+                              f"Out of bound access to a {what}: index %d is outside "
+                              f"[0, {extent}) on axis {axis}", [index.stmt])
 
 
 def ir_type_name(dtype, shape=()):
@@ -178,6 +188,8 @@ class Matrix(Composite):
             key = (key,)
         if _in_kernel():
             key = tuple(context.load(k) for k in key)
+        # An index vector (qd.grouped) stands for its components.
+        key = tuple(e for k in key for e in (k.entries if isinstance(k, Matrix) else (k,)))
         if any(isinstance(k, Expr) for k in key):
             return None, key
         for k in key:
@@ -221,6 +233,9 @@ class Matrix(Composite):
         if len(key) != self.ndim:
             raise QuadrantsTypeError(f"Expected {self.ndim} indices, got {len(key)}: "
                                      f"a {self._describe()} takes {self.ndim}")
+        if session.option("debug", False):
+            for axis, (k, extent) in enumerate(zip(key, self.shape)):
+                _assert_index(k, extent, axis, self._describe())
         flat = key[0] if self.ndim == 1 else add(mul(key[0], self.m), key[1])
         return DynamicElement(self.entries, flat)
 

@@ -7,7 +7,7 @@ import types as pytypes
 
 from quadrants.lang import context, ops, printing, runtime, types
 from quadrants.lang.composite_field import MatrixField
-from quadrants.lang.exception import QuadrantsSyntaxError, QuadrantsTypeError
+from quadrants.lang.exception import ArgumentValueError, QuadrantsSyntaxError, QuadrantsTypeError
 from quadrants.lang.expr import Composite, Expr, NdarrayArg, is_runtime
 from quadrants.lang.field import Field
 from quadrants.lang.hooks import Hooks
@@ -121,6 +121,12 @@ class CallsMixin:
         """The items of `*x` (a list) or `**x` (a dict) in a call: x must be
         known at compile time (a tuple, list or dict; a field's shape)."""
         value = self.eval(node)
+        if isinstance(value, pytypes.GeneratorType):
+            # A generator is consumed by the first compilation, so a later one
+            # would see it empty (upstream refuses it with a ValueError too).
+            raise self.error(node, f"{star}{ast.unparse(node)}: a generator cannot be unpacked "
+                             f"in kernel code (it is used up after one compilation); make "
+                             f"it a tuple", ArgumentValueError)
         try:
             return dict(value) if star == "**" else list(value)
         except TypeError:
