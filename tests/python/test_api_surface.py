@@ -457,8 +457,8 @@ def test_loop_config_errors():
             a[i] = 1
 
     with pytest.raises(qd.QuadrantsTypeError,
-                       match=rf"test_api_surface.py:{_line_of(bad_block_dim, 'block_dim=0')}: "
-                             rf"in kernel 'bad_block_dim': .*block_dim.*positive int.*got 0"):
+                       match=rf"(?s)test_api_surface.py:{_line_of(bad_block_dim, 'block_dim=0')}: "
+                             rf"in kernel 'bad_block_dim':.*block_dim.*positive int.*got 0"):
         bad_block_dim(a)
 
     @qd.kernel

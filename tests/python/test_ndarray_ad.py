@@ -285,7 +285,7 @@ def test_struct_for_ndarray_wrong_number_of_targets():
             a[i] = j
 
     with pytest.raises(qd.QuadrantsSyntaxError,
-                       match=r"test_ndarray_ad.py:\d+: in kernel 'two_for_one': ndarray 'a' "
+                       match=r"(?s)test_ndarray_ad.py:\d+: in kernel 'two_for_one':.*ndarray 'a' "
                              r"\(1-D\) has 1 indices but the loop has 2 targets"):
         two_for_one(np.zeros(3, dtype=np.float32))
 

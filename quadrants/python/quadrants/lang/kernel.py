@@ -23,7 +23,7 @@ from quadrants.lang.exception import (ArgumentValueError, QuadrantsArgumentError
                                       QuadrantsGlobalDataAccessError,
                                       QuadrantsRuntimeError, QuadrantsSyntaxError,
                                       QuadrantsTypeError, argument_error)
-from quadrants.lang.data_oriented import BoundFunc, BoundKernel
+from quadrants.lang.data_oriented import BoundFunc, BoundKernel, is_data_oriented
 from quadrants.lang.expr import Composite, Expr, GlobalRef, NdarrayArg, Var
 from quadrants.lang import matrix as matrix_module
 from quadrants.lang.matrix import MatrixType
@@ -51,6 +51,8 @@ class FunctionSource:
         self.node = tree.body[0]
         self.line_offset = start - 1
         self.name = fn.__name__
+        # The columns textwrap.dedent removed (node columns count from there).
+        self.indent = min(len(line) - len(line.lstrip()) for line in lines if line.strip())
         self.assigned = _assigned_names(self.node)
         # Names resolve at each compile, so a kernel defined once sees the
         # fields of the current session after qd.init() / qd.reset().
@@ -113,6 +115,9 @@ class CompileContext:
         # "name (file:line)" of the kernel and of each qd.func being inlined
         # into it, outermost first (debug-mode messages show them).
         self.frames = [name]
+        # (FunctionSource, call node) of each call inlining a qd.func, from
+        # the kernel in: errors quote these lines.
+        self.call_sites = []
 
 
 # ---- parameter kinds -----------------------------------------------------------
@@ -219,7 +224,7 @@ def _param_specs(fn, source):
             raise QuadrantsSyntaxError(f"{where}: kernel '{fn.__name__}': parameter "
                                        f"'{p.name}' needs a type annotation (e.g. qd.f32, "
                                        f"qd.types.ndarray(), qd.template())")
-        if isinstance(ann, types.Template) or ann is types.Template:
+        if isinstance(ann, types.Template) or ann in (types.Template, types.template):
             # qd.template() or the class itself (qd.Template), as upstream allows.
             specs.append(_TemplateParam(p.name))
         elif tensor_module.is_annotation(ann):
@@ -243,6 +248,19 @@ def _param_specs(fn, source):
                                          f"{ann!r}") from None
             specs.append(_ScalarParam(p.name, dtype))
     return specs
+
+
+def _refuse_float_template(kernel_name, spec, arg):
+    """raise_on_templated_floats=True: a float template argument (or a float
+    attribute of a data-oriented one) would compile a kernel per value."""
+    floats = [spec.name] if type(arg) is float else []
+    if not floats and is_data_oriented(arg):
+        floats = [f"{spec.name}.{k}" for k, v in vars(arg).items() if type(v) is float]
+    if floats:
+        raise ArgumentValueError(f"kernel '{kernel_name}': the template argument "
+                                 f"{', '.join(floats)} is a Python float, baked into the kernel "
+                                 f"at compile time; raise_on_templated_floats=True refuses "
+                                 f"that: pass it as a scalar (qd.f32) parameter instead")
 
 
 def _template_key(value):
@@ -327,6 +345,8 @@ class Kernel:
             if isinstance(spec, _TensorParam):
                 key.append(tensor_module.kernel_key(self.name, spec.name, arg))
             elif isinstance(spec, _TemplateParam):
+                if session.option("raise_on_templated_floats", False):
+                    _refuse_float_template(self.name, spec, arg)
                 key.append(_template_key(arg))
             elif isinstance(spec, _NdarrayParam):
                 dtype, ndim = _array_signature(self.name, spec, arg)
@@ -871,6 +891,7 @@ class Func:
         ctx.outer_dynamic_depth = nesting
         src = self._source
         ctx.frames.append(f"{self.name} ({src.file}:{src.line_offset + src.node.lineno})")
+        ctx.call_sites.append((caller.source, node))
         try:
             compiler = FunctionCompiler(ctx, self._source, {}, self._source.globals,
                                         is_kernel=False)
@@ -903,6 +924,7 @@ class Func:
         finally:
             ctx.inline_depth -= 1
             ctx.frames.pop()
+            ctx.call_sites.pop()
             ctx.name, ctx.kind, ctx.outer_dynamic_depth = saved
         return compiler.return_value
 
@@ -944,6 +966,7 @@ class _LambdaSource:
         lines, _ = inspect.findsource(fn)  # OSError when there is no source
         self.file = inspect.getsourcefile(fn) or code.co_filename
         self.line_offset = 0               # node line numbers are the file's
+        self.indent = 0                    # and so are its columns
         self.name = fn.__name__
         lam = _find_lambda(_parse_cached("".join(lines)), code)
         body = ast.Return(value=lam.body)

@@ -203,6 +203,9 @@ class Matrix(Composite):
         return self[indices if len(indices) != 1 else indices[0]]
 
     def __getitem__(self, key):
+        parts = key if isinstance(key, tuple) else (key,)
+        if any(isinstance(k, slice) for k in parts):
+            return self._sliced(parts)
         static, key = self._key(key)
         if static is None:
             return self._dynamic(key)
@@ -225,6 +228,47 @@ class Matrix(Composite):
         i = self._check_index(static[0], self.n, 0)
         j = self._check_index(static[1], self.m, 1)
         return self.entries[i * self.m + j]
+
+    def _axis_selection(self, k, extent):
+        """A slice as the list of indices it takes (compile-time bounds), or
+        an index as itself."""
+        if not isinstance(k, slice):
+            return context.load(k) if _in_kernel() else k
+        bounds = [context.load(b) if _in_kernel() else b for b in (k.start, k.stop, k.step)]
+        if any(is_runtime(b) for b in bounds):
+            # The first sentence is upstream's wording.
+            raise QuadrantsTypeError("Quadrants does not support variables in slice now: "
+                                     "slice bounds must be compile-time ints (an index "
+                                     "may be a run-time value)")
+        return list(range(*slice(*bounds).indices(extent)))
+
+    def _sliced(self, parts):
+        """v[a:b], m[:, j], m[i, a:b], m[a:b, c:d]: a vector or matrix of the
+        selected components (references, so a slice can be assigned)."""
+        if len(parts) != self.ndim:
+            raise QuadrantsTypeError(f"Expected {self.ndim} indices, got {len(parts)}: a "
+                                     f"{self._describe()} takes {self.ndim}")
+        picks = [self._axis_selection(k, extent) for k, extent in zip(parts, self.shape)]
+        if self.ndim == 1:
+            return Matrix._make([self.entries[i] for i in picks[0]], len(picks[0]), 1, 1)
+        rows, cols = picks
+
+        def entry(r, c):
+            if isinstance(r, Expr) or isinstance(c, Expr):
+                row_entries = self.entries[r * self.m:(r + 1) * self.m] \
+                    if not isinstance(r, Expr) else None
+                if row_entries is not None:
+                    return DynamicElement(row_entries, c)
+                column = [self.entries[i * self.m + c] for i in range(self.n)]
+                return DynamicElement(column, r)
+            return self.entries[self._check_index(r, self.n, 0) * self.m +
+                                self._check_index(c, self.m, 1)]
+        if isinstance(rows, list) and isinstance(cols, list):
+            return Matrix._make([entry(r, c) for r in rows for c in cols], len(rows),
+                                len(cols), 2)
+        if isinstance(rows, list):
+            return Matrix._make([entry(r, cols) for r in rows], len(rows), 1, 1)
+        return Matrix._make([entry(rows, c) for c in cols], len(cols), 1, 1)
 
     def _dynamic(self, key):
         for k in key:

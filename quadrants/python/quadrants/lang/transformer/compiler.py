@@ -2,10 +2,12 @@
 order; the visitors of each kind of construct come from the mixins."""
 import ast
 import builtins
+import linecache
 
-from quadrants.lang import context
+from quadrants.lang import context, session
 from quadrants.lang.exception import (QuadrantsCompilationError, QuadrantsError,
-                                      QuadrantsSyntaxError, QuadrantsTypeError)
+                                      QuadrantsNameError, QuadrantsSyntaxError,
+                                      QuadrantsTypeError)
 from quadrants.lang.transformer.assignments import AssignmentsMixin
 from quadrants.lang.transformer.calls import CallsMixin
 from quadrants.lang.transformer.directives import DirectivesMixin
@@ -29,6 +31,34 @@ if hasattr(ast, "TryStar"):
     _UNSUPPORTED[ast.TryStar] = "try"
 if hasattr(ast, "Match"):
     _UNSUPPORTED[ast.Match] = "match"
+
+
+_WRAP = 80  # columns of a quoted source line before it wraps
+
+
+def source_frame(src, node):
+    """'File "f.py", line 12, in fn:' with the line and carets under `node`
+    (upstream's layout: tabs as 4 columns, long lines wrapped at 80)."""
+    lineno = src.line_offset + getattr(node, "lineno", 1)
+    name = getattr(src.node, "name", src.name)
+    head = f'File "{src.file}", line {lineno}, in {name}:\n'
+    line = linecache.getline(src.file, lineno).rstrip("\n")
+    if not line.strip() or not hasattr(node, "col_offset"):
+        return head
+    indent = getattr(src, "indent", 0)
+    start = node.col_offset + indent
+    end = node.end_col_offset + indent \
+        if getattr(node, "end_lineno", node.lineno) == node.lineno else len(line)
+    first, last = len(line[:start].expandtabs(4)), len(line[:end].expandtabs(4))
+    text = line.expandtabs(4)
+    marks = " " * first + "^" * max(1, last - first)
+    out = []
+    for k in range(0, len(text), _WRAP):
+        out.append(text[k:k + _WRAP])
+        chunk = marks[k:k + _WRAP]
+        if chunk.strip():
+            out.append(chunk.rstrip())
+    return head + "\n".join(out) + "\n"
 
 
 class FunctionCompiler(AssignmentsMixin, StatementsMixin, LoopsMixin, DirectivesMixin,
@@ -60,7 +90,13 @@ class FunctionCompiler(AssignmentsMixin, StatementsMixin, LoopsMixin, Directives
         return f"{self.source.file}:{self.source.line_offset + getattr(node, 'lineno', 1)}"
 
     def error(self, node, message, kind=QuadrantsCompilationError):
-        return kind(f"{self.where(node)}: in {self.ctx.kind} '{self.ctx.name}': {message}")
+        """The error `kind` at `node`: where it is, then the source lines of
+        the calls from the kernel down to it (as a traceback shows them),
+        then `message`."""
+        frames = [*self.ctx.call_sites, (self.source, node)]
+        trace = "".join(source_frame(src, at) for src, at in frames)
+        return kind(f"{self.where(node)}: in {self.ctx.kind} '{self.ctx.name}':\n{trace}"
+                    f"{message}")
 
     def locate(self, node):
         if hasattr(node, "lineno"):
@@ -175,7 +211,13 @@ class FunctionCompiler(AssignmentsMixin, StatementsMixin, LoopsMixin, Directives
         if name in self.scope:
             return self.scope[name]
         if name in self.globals:
-            return self.globals[name]
+            value = self.globals[name]
+            if type(value) is float and session.option("raise_on_templated_floats", False):
+                raise self.error(node, f"the global '{name}' is a Python float ({value!r}), "
+                                 f"which the kernel would bake in at compile time; "
+                                 f"raise_on_templated_floats=True refuses that: pass it as "
+                                 f"an argument instead")
+            return value
         if hasattr(builtins, name):
             return getattr(builtins, name)
-        raise self.error(node, f"name '{name}' is not defined", QuadrantsSyntaxError)
+        raise self.error(node, f"name '{name}' is not defined", QuadrantsNameError)

@@ -220,13 +220,11 @@ class ExpressionsMixin:
 
     def visit_Subscript(self, node):
         base = self.eval(node.value)
-        if isinstance(base, buffer_view.KernelView):
-            if isinstance(node.slice, ast.Slice):
-                parts = [None if p is None else self.eval(p)
-                         for p in (node.slice.lower, node.slice.upper, node.slice.step)]
-                return base.slice(slice(*parts))
-            return self.element(node, base.array, base.index(self.eval(node.slice)))
         index = self.eval(node.slice)
+        if isinstance(base, buffer_view.KernelView):
+            if isinstance(index, slice):
+                return base.slice(index)
+            return self.element(node, base.array, base.index(index))
         if isinstance(base, (Field, NdarrayArg, MatrixField, StructField)):
             return self.element(node, base, index)
         if isinstance(base, matrix.Matrix):
@@ -319,7 +317,10 @@ class ExpressionsMixin:
         return GlobalRef(b.ndarray_ptr(base.arg, indices, label), base.dtype)
 
     def visit_Slice(self, node):
-        raise self.error(node, "slices are not supported in kernels", QuadrantsSyntaxError)
+        """a:b:c as a Python slice of evaluated bounds: vectors and matrices
+        take compile-time ones, BufferViews run-time ones too."""
+        return slice(*[None if part is None else self.eval(part)
+                       for part in (node.lower, node.upper, node.step)])
 
     def visit_BinOp(self, node):
         op = type(node.op)
