@@ -499,7 +499,7 @@ def test_bitwise_atomics_on_floats_are_type_errors_naming_the_target():
             f[i] = acc
 
     with pytest.raises(qd.QuadrantsTypeError,
-                       match=r"test_memory.py:\d+.*atomic_or\(\) is a bitwise update and needs an "
+                       match=r"(?s)test_memory.py:\d+.*atomic_or\(\) is a bitwise update and needs an "
                              r"integer target; got an element of a f32 field"):
         on_field()
     with pytest.raises(qd.QuadrantsTypeError,

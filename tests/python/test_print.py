@@ -167,7 +167,7 @@ def test_spec_mismatch_is_a_type_error():
         print("{:u}".format(n))
 
     with pytest.raises(qd.QuadrantsTypeError,
-                       match=r"test_print.py:\d+: in kernel 'float_as_int'.*"
+                       match=r"(?s)test_print.py:\d+: in kernel 'float_as_int'.*"
                              r"'d' doesn't match 'f32'"):
         float_as_int(1.0)
     with pytest.raises(qd.QuadrantsTypeError, match=r"'u' doesn't match 'i32'"):
@@ -189,7 +189,7 @@ def test_unsupported_uses_are_errors():
     def huge_width(n: qd.i32):
         print(f"{n:100d}")
 
-    with pytest.raises(qd.QuadrantsSyntaxError, match=r"in kernel 'to_file'.*'file'"):
+    with pytest.raises(qd.QuadrantsSyntaxError, match=r"(?s)in kernel 'to_file'.*'file'"):
         to_file(1)
     with pytest.raises(qd.QuadrantsError, match=r"in kernel 'keep_text'"):
         keep_text(1)

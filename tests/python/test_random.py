@@ -171,7 +171,7 @@ def test_bad_dtype_is_a_type_error():
             print(qd.random("no such type"))
 
     with pytest.raises(qd.QuadrantsTypeError,
-                       match=r"test_random.py:\d+: in kernel 'bad'.*qd.random\(dtype\)"):
+                       match=r"(?s)test_random.py:\d+: in kernel 'bad'.*qd.random\(dtype\)"):
         bad()
     with pytest.raises(qd.QuadrantsSyntaxError, match="kernel code"):
         qd.random()

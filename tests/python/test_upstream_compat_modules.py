@@ -337,16 +337,40 @@ def test_unknown_options_and_default_up_are_key_and_type_errors():
         assert not runtime.is_initialized()
 
 
-@pytest.mark.parametrize("name", ["raise_on_templated_floats"])
-def test_unsupported_values_are_refused(monkeypatch, name):
-    with pytest.raises(ValueError, match=f"{name}=True is not supported; only {name}=False"):
-        qd.init(arch=qd.cpu, **{name: True})
-    monkeypatch.setenv(f"QD_{name.upper()}", "1")
-    with pytest.raises(options.InvalidEnvironmentError, match=f"QD_{name.upper()}='1'"):
+def test_raise_on_templated_floats_refuses_baking_floats_in(monkeypatch):
+    scale = 0.5
+
+    @qd.kernel
+    def by_template(s: qd.template(), out: qd.types.ndarray(qd.f32, ndim=1)):
+        out[0] = s
+
+    @qd.kernel
+    def by_global(out: qd.types.ndarray(qd.f32, ndim=1)):
+        out[0] = scale
+
+    @qd.data_oriented
+    class Params:
+        def __init__(self):
+            self.gain, self.steps = 2.5, 3
+
+    out = np.zeros(1, np.float32)
+    for refuse in (False, True):
+        monkeypatch.setenv("QD_RAISE_ON_TEMPLATED_FLOATS", "1" if refuse else "0")
         qd.init(arch=qd.cpu)
-    monkeypatch.setenv(f"QD_{name.upper()}", "0")
-    qd.init(arch=qd.cpu)
-    assert getattr(impl.current_cfg(), name) is False
+        assert impl.current_cfg().raise_on_templated_floats is refuse
+        by_template(7, out)  # ints are fine either way
+        assert out[0] == 7
+        if not refuse:
+            by_template(0.25, out)
+            by_global(out)
+            assert out[0] == 0.5
+            continue
+        with pytest.raises(ValueError, match="template argument s is a Python float"):
+            by_template(0.25, out)
+        with pytest.raises(ValueError, match=r"s.gain is a Python float"):
+            by_template(Params(), out)
+        with pytest.raises(qd.QuadrantsCompilationError, match="global 'scale' is a Python float"):
+            by_global(out)
 
 
 def test_upstream_variables_set_defaults_and_arguments_win(monkeypatch):

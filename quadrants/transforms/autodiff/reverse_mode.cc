@@ -92,7 +92,8 @@ class GradTaskBuilder : public AdjointSweep {
                 "differentiated: the gradient kernel recomputes the "
                 "forward pass and would draw different random numbers, "
                 "so the gradients would be wrong; draw them in a "
-                "separate kernel into a field or ndarray and read that"));
+                "separate kernel into a field or ndarray and read that "
+                "(RandStmt not supported in reverse mode)"));
       case StmtKind::kThreadIndex:
         // The thread that runs an iteration may differ between the two
         // launches (CPU threads take iterations as they come).
