@@ -79,8 +79,9 @@ absl::StatusOr<int64_t> Ndarray::Offset(absl::Span<const int64_t> index) const {
   int64_t linear = 0;
   for (size_t axis = 0; axis < shape_.size(); ++axis) {
     if (index[axis] < 0 || index[axis] >= shape_[axis]) {
+      // An assertion error, as upstream's checked host access raises.
       return MakeError(
-          ErrorKind::kRuntime,
+          ErrorKind::kAssertion,
           absl::StrCat("index [", absl::StrJoin(index, ", "),
                        "] is out of bounds for an ndarray of shape (",
                        absl::StrJoin(shape_, ", "), ")"));

@@ -271,7 +271,8 @@ absl::StatusOr<char*> Program::FieldAddress(int place,
   }
   for (size_t axis = 0; axis < index.size(); ++axis) {
     if (index[axis] < 0 || index[axis] >= layout.shape[axis]) {
-      return MakeError(ErrorKind::kRuntime,
+      // An assertion error, as upstream's checked host access raises.
+      return MakeError(ErrorKind::kAssertion,
                        absl::StrCat("index [", absl::StrJoin(index, ", "),
                                     "] is out of bounds for field '",
                                     snodes_.node(place).name, "' of shape (",

@@ -6,7 +6,8 @@ import numpy as np
 
 from quadrants.lang import (context, misc, ops, python_backend, runtime, sparse, torch_interop,
                             types)
-from quadrants.lang.exception import (ArgumentValueError, QuadrantsGradientError,
+from quadrants.lang.exception import (ArgumentValueError, QuadrantsAssertionError,
+                                      QuadrantsGradientError,
                                       QuadrantsRuntimeError, QuadrantsSyntaxError,
                                       QuadrantsTypeError)
 from quadrants.lang.expr import Expr
@@ -295,7 +296,7 @@ class Field(sparse.ListMethods):
         shape = self.shape
         for axis, (i, o, n) in enumerate(zip(index, origin, shape)):
             if not o <= i < o + n:
-                raise QuadrantsRuntimeError(
+                raise QuadrantsAssertionError(
                     f"index {index} is out of bounds for field '{self.name}': axis {axis} "
                     f"takes indices in [{o}, {o + n}) (shape {shape}, offset {origin})")
         return [i - o for i, o in zip(index, origin)]

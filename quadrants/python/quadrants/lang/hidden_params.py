@@ -155,6 +155,9 @@ class HiddenParams:
                 self.return_args.append(
                     kernel_ir.add_ndarray_param(f"<return value {k}>", dt.name, 1))
         self.implicit = []
+        # The first `x.grad` the kernel reads, if any: such a kernel has no
+        # gradient kernel (its adjoint would be the second derivative).
+        self.reads_grad = None
         self._by_id = {}
         self._by_path = {}
 

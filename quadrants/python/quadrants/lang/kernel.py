@@ -20,7 +20,7 @@ from quadrants.lang import torch_interop
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsArgumentError,
                                       QuadrantsArgumentTypeError,
                                       QuadrantsCompilationError,
-                                      QuadrantsGlobalDataAccessError,
+                                      QuadrantsGlobalDataAccessError, QuadrantsGradientError,
                                       QuadrantsRuntimeError, QuadrantsSyntaxError,
                                       QuadrantsTypeError, argument_error)
 from quadrants.lang.data_oriented import BoundFunc, BoundKernel, is_data_oriented
@@ -371,6 +371,13 @@ class Kernel:
                 compiled = self._cache.get(key)
                 if compiled is None or not compiled[2].up_to_date(args):
                     kernel_ir, hidden = self._build_ir(args)
+                    if mode == REVERSE and hidden.reads_grad:
+                        # The first sentence is upstream's wording.
+                        raise QuadrantsGradientError(
+                            f"Cannot automatically differentiate through a grad tensor: "
+                            f"kernel '{self.name}' reads {hidden.reads_grad}, so kernel.grad "
+                            f"would need its derivative; compute with the gradient in a "
+                            f"kernel that is not differentiated")
                     prog = runtime.program()
                     compile_fn = {PRIMAL: prog.compile, REVERSE: prog.compile_grad,
                                   FORWARD: prog.compile_forward}[mode]

@@ -216,6 +216,7 @@ class ExpressionsMixin:
             raise self.error(node, f"'{label}': ndarray '{array.name}' has no gradient; "
                              f"create it with needs_grad=True", QuadrantsGradientError)
         path = None if array.path is None else array.path + (("attr", "grad"),)
+        self.ctx.hidden.reads_grad = self.ctx.hidden.reads_grad or label
         return self.ctx.hidden.ndarray_arg(value.grad, path, label)
 
     def visit_Subscript(self, node):
