@@ -177,6 +177,13 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
     const CompileConfig& config) {
   QD_ASSIGN_OR_RETURN(std::shared_ptr<CudaDriver> driver,
                       CudaDriver::Load(config.device_id));
+  if (config.cuda_stack_limit > 0) {
+    // Deep qd.real_func recursion needs more than the default stack.
+    QD_RETURN_IF_ERROR(driver->Check(
+        driver->cuCtxSetLimit(CU_LIMIT_STACK_SIZE,
+                              static_cast<size_t>(config.cuda_stack_limit)),
+        "cuCtxSetLimit(CU_LIMIT_STACK_SIZE)"));
+  }
   QD_ASSIGN_OR_RETURN(auto compiler,
                       codegen::CreatePtxCompiler(driver->compute_capability(),
                                                  driver->driver_version()));

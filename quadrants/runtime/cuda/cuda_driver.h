@@ -26,6 +26,7 @@ namespace quadrants::cuda {
   X(cuCtxSetCurrent, "cuCtxSetCurrent")                        \
   X(cuCtxGetCurrent, "cuCtxGetCurrent")                        \
   X(cuCtxSynchronize, "cuCtxSynchronize")                      \
+  X(cuCtxSetLimit, "cuCtxSetLimit")                            \
   X(cuModuleLoadData, "cuModuleLoadData")                      \
   X(cuModuleUnload, "cuModuleUnload")                          \
   X(cuModuleGetFunction, "cuModuleGetFunction")                \
