@@ -172,3 +172,41 @@ def test_ndarray_of_structs_round_trip_kernel_and_gradient():
     np.testing.assert_allclose(grad["mass"], 0.5 * (data["vel"] ** 2).sum(-1), rtol=1e-6)
     with pytest.raises(qd.QuadrantsTypeError, match="one scalar type"):
         qd.ndarray(qd.types.struct(a=qd.i32, b=qd.f32), 2)
+
+
+@test_utils.test()
+def test_unpacked_vector_members_are_scalar_members():
+    @qd.dataclass
+    class Accum:
+        acc: qd.types.vector(3, qd.f32, unpacked=True)
+        weight: qd.f32
+
+    assert Accum._unpacked_groups["acc"][:2] == (3, qd.f32)
+    assert "_acc2" in Accum.members and "acc" not in Accum.members
+
+    out = qd.field(qd.f32, shape=(4,))
+
+    @qd.kernel
+    def run(o: qd.template()):
+        for _ in range(1):
+            a = Accum(weight=2.0)
+            for i in qd.static(range(3)):
+                a.acc[i] = (i + 1) * a.weight
+            a.acc[1] += 0.5
+            o[0], o[1], o[2], o[3] = a.acc[0], a.acc[1], a.acc[2], a._acc0
+
+    run(out)
+    assert out.to_numpy().tolist() == [2.0, 4.5, 6.0, 2.0]
+
+    @qd.kernel
+    def dynamic(o: qd.template(), k: qd.i32):
+        for _ in range(1):
+            a = Accum()
+            o[0] = a.acc[k]
+
+    with pytest.raises(qd.QuadrantsTypeError, match="python-int"):
+        dynamic(out, 1)
+    with pytest.raises(qd.QuadrantsSyntaxError, match="unpacked=True"):
+        qd.types.vector(3, qd.f32, unpacked=True)(1.0, 2.0, 3.0)
+    with pytest.raises(qd.QuadrantsSyntaxError, match="_w1"):
+        qd.types.struct(w=qd.types.vector(2, qd.f32, unpacked=True), _w1=qd.f32)

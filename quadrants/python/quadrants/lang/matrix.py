@@ -785,6 +785,7 @@ class MatrixType:
         self.n, self.m = (None, None) if open_sizes else (int(n), int(m))
         self.ndim = ndim
         self._dtype = dtype
+        self.unpacked = False  # see vector()
 
     @property
     def is_open(self):
@@ -800,6 +801,10 @@ class MatrixType:
             self._dtype is None or other.dtype == self.dtype)
 
     def _need_sizes(self, what):
+        if self.unpacked:
+            raise QuadrantsSyntaxError(f"{what}: a vector type with unpacked=True describes a "
+                                       f"@qd.dataclass member's layout; it makes no values, "
+                                       f"fields or ndarrays of its own")
         if self.is_open:
             raise QuadrantsTypeError(f"{what}: {self!r} leaves its sizes open, which only "
                                      f"an ndarray annotation may do")
@@ -917,9 +922,17 @@ def _flatten(a):
     return out
 
 
-def vector(n=None, dtype=None):
-    """qd.types.vector(n, dtype)."""
-    return MatrixType(n, 1, 1, dtype)
+def vector(n=None, dtype=None, unpacked=False):
+    """qd.types.vector(n, dtype, unpacked=False). As a struct member,
+    unpacked=True stores the vector as n scalar members _<name>0 ... (its
+    components are separate scalars anyway; upstream's layout flag), read and
+    written as s.<name>[i] with compile-time i."""
+    vtype = MatrixType(n, 1, 1, dtype)
+    if not isinstance(unpacked, bool):
+        raise QuadrantsTypeError(f"qd.types.vector(unpacked=...) must be a bool, got "
+                                 f"{unpacked!r}")
+    vtype.unpacked = unpacked
+    return vtype
 
 
 def matrix(n=None, m=None, dtype=None):

@@ -6,11 +6,13 @@ Structs; a StructField holds one field per member.
 """
 import numbers
 
+import numpy as np
+
 from quadrants.lang import context, matrix, ops, python_backend, runtime, torch_interop, types
 from quadrants.lang import field as field_module
 from quadrants.lang.composite_field import _check_flags, _check_layout, _new_name, \
     _place_new, _matrix_components, MatrixField
-from quadrants.lang.exception import ArgumentValueError, QuadrantsTypeError
+from quadrants.lang.exception import ArgumentValueError, QuadrantsSyntaxError, QuadrantsTypeError
 from quadrants.lang.expr import Composite, Expr, GlobalRef, is_runtime
 from quadrants.lang.hooks import Hooks
 from quadrants.lang.matrix import Matrix, MatrixType
@@ -86,6 +88,9 @@ class Struct(Composite):
         method = stype.methods.get(name)
         if method is not None:
             return BoundMethod(method, self)
+        group = stype._unpacked_groups.get(name)  # pylint: disable=protected-access
+        if group is not None:
+            return UnpackedVector(self, name, group)
         raise AttributeError(f"struct {stype!r} has no member '{name}'")
 
     def __setattr__(self, name, value):
@@ -118,6 +123,34 @@ class Struct(Composite):
 
     def __repr__(self):
         return f"Struct({self._members!r})"
+
+
+class UnpackedVector:
+    """s.<name> of a struct whose member <name> is an unpacked vector: s.<name>[i]
+    (i known at compile time) is the scalar member _<name><i>."""
+
+    def __init__(self, owner, name, group):
+        self._owner, self._name = owner, name
+        self._count, _, self._prefix = group
+
+    def __len__(self):
+        return self._count
+
+    def _member(self, index):
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+            raise QuadrantsTypeError(f"'{self._name}' is an unpacked vector: index it with a "
+                                     f"python-int known at compile time (a literal or a "
+                                     f"qd.static loop variable), got {index!r}")
+        if not 0 <= index < self._count:
+            raise QuadrantsTypeError(f"index {index} is out of bounds for the unpacked vector "
+                                     f"'{self._name}' of {self._count}")
+        return f"{self._prefix}{int(index)}"
+
+    def __getitem__(self, index):
+        return getattr(self._owner, self._member(index))
+
+    def __setitem__(self, index, value):
+        setattr(self._owner, self._member(index), value)
 
 
 def _value_type(name, value):
@@ -196,8 +229,22 @@ class StructType:
 
     def __init__(self, members, name="struct", methods=None):
         self.members = {}
+        # name -> (count, scalar type, member prefix) of each unpacked vector
+        self._unpacked_groups = {}
         for k, t in members.items():
-            if isinstance(t, (MatrixType, StructType)):
+            if k in self.members:
+                raise QuadrantsSyntaxError(f"struct member '{k}' collides with a member of an "
+                                           f"unpacked vector (unpacked=True stores "
+                                           f"'<name>' as _<name>0, _<name>1, ...)")
+            if getattr(t, "unpacked", False):
+                for i in range(t.n):
+                    if f"_{k}{i}" in members:
+                        raise QuadrantsSyntaxError(
+                            f"struct member '_{k}{i}' collides with component {i} of the "
+                            f"unpacked vector '{k}' (unpacked=True stores it as _{k}{i})")
+                    self.members[f"_{k}{i}"] = t.dtype
+                self._unpacked_groups[k] = (t.n, t.dtype, f"_{k}")
+            elif isinstance(t, (MatrixType, StructType)):
                 self.members[k] = t
             else:
                 self.members[k] = types.normalize(t, f"struct member '{k}'")
@@ -345,6 +392,10 @@ class StructField:
         members = self.__dict__.get("_members", {})
         if name in members:
             return members[name]
+        stype = self.__dict__.get("_stype")
+        group = None if stype is None else stype._unpacked_groups.get(name)  # pylint: disable=protected-access
+        if group is not None:
+            return UnpackedVector(self, name, group)
         raise AttributeError(f"struct field has no member '{name}'")
 
     @property

@@ -15,7 +15,7 @@ from quadrants.lang.expr import (Composite, Expr, GlobalRef, NdarrayArg, ShapePr
 from quadrants.lang.field import Field, element_indices
 from quadrants.lang.ndarray import Ndarray
 from quadrants.lang.transformer import overflow
-from quadrants.lang.struct import StructField, StructType
+from quadrants.lang.struct import StructField, StructType, UnpackedVector
 
 _BINARY = {
     ast.Add: ("add", lambda a, b: a + b),
@@ -222,6 +222,8 @@ class ExpressionsMixin:
     def visit_Subscript(self, node):
         base = self.eval(node.value)
         index = self.eval(node.slice)
+        if isinstance(base, UnpackedVector):
+            return base[context.load(index)]
         if isinstance(base, buffer_view.KernelView):
             if isinstance(index, slice):
                 return base.slice(index)
