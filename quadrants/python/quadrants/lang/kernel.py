@@ -488,7 +488,7 @@ class Kernel:
         return kernel_ir, ctx.hidden
 
     def __call__(self, *args, **kwargs):
-        if python_backend.active():
+        if session.state.interpreted:  # qd.python (python_backend)
             return self.fn(*args, **kwargs)
         if context.current() is not None:
             raise QuadrantsSyntaxError(f"kernel '{self.name}' cannot be called from kernel "
@@ -672,7 +672,7 @@ def _array_signature(kernel_name, spec, arg):
         dtype, ndim = arg.element_type, arg.ndim
     elif isinstance(arg, (np.ndarray, torch_interop.TorchDeviceArray)):
         dtype, ndim = types.from_numpy_dtype(arg.dtype), arg.ndim
-        if isinstance(ann.dtype, MatrixType) and ann.dtype.is_open:
+        if ann.open_elements:
             # The trailing axes hold the elements, whatever their sizes.
             k = ann.dtype.ndim
             if arg.ndim > k:
@@ -704,7 +704,7 @@ def _array_signature(kernel_name, spec, arg):
             f"kernel '{kernel_name}': Invalid type for argument {spec.name}, got {arg!r}: "
             f"argument '{spec.name}' expects an ndarray (qd.ndarray, numpy array or torch "
             f"tensor), got {type(arg).__name__}")
-    if isinstance(ann.dtype, MatrixType) and ann.dtype.is_open:
+    if ann.open_elements:
         if not ann.dtype.accepts(dtype):
             raise ArgumentValueError(f"kernel '{kernel_name}': Invalid value for argument "
                                      f"{spec.name}: it expects an ndarray of {ann.dtype} "

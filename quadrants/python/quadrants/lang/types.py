@@ -154,6 +154,8 @@ class NdarrayType:
             raise ValueError(f"Invalid boundary argument: {boundary}. Valid options: "
                              f"'unsafe', 'clamp'")
         self.boundary = boundary
+        # vector()/matrix() without sizes: elements of any size (read per launch).
+        self.open_elements = getattr(self.dtype, "is_open", False)
 
     def __repr__(self):
         return f"ndarray(dtype={self.dtype}, ndim={self.ndim})"
