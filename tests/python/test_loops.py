@@ -545,6 +545,46 @@ def test_static_over_python_list_and_tuple_of_fields():
     np.testing.assert_array_equal(c.to_numpy(), np.arange(4) * 7)
 
 
+@pytest.mark.parametrize("unroll", [True, False])
+@test_utils.test()
+def test_loop_iterable_chosen_by_a_static_condition(unroll):
+    # The static branch unrolls (its index is a Python int, so it can pick
+    # a field from a list); the other is an ordinary run-time loop.
+    fields = [qd.field(qd.i32, shape=4) for _ in range(3)]
+    total = qd.field(qd.i32, shape=())
+
+    @qd.kernel
+    def run():
+        for k in qd.static(range(3)) if qd.static(unroll) else range(3):
+            if qd.static(unroll):
+                for i in range(4):
+                    qd.static(fields)[k][i] = k * 10 + i
+            else:
+                total[None] += k
+
+    run()
+    if unroll:
+        for k, f in enumerate(fields):
+            np.testing.assert_array_equal(f.to_numpy(), k * 10 + np.arange(4))
+    else:
+        assert total[None] == 3
+
+
+@test_utils.test()
+def test_tuple_of_indices_inside_a_field_subscript():
+    grid = qd.field(qd.i32, shape=(3, 4, 2))
+
+    @qd.kernel
+    def fill():
+        for i, j, b in qd.ndrange(3, 4, 2):
+            ij = (i, j)
+            grid[ij, b] = i * 100 + j * 10 + b
+
+    fill()
+    i, j, b = np.meshgrid(np.arange(3), np.arange(4), np.arange(2), indexing="ij")
+    np.testing.assert_array_equal(grid.to_numpy(), i * 100 + j * 10 + b)
+
+
 @test_utils.test()
 def test_static_range_of_template_size():
     x = qd.field(qd.i32, shape=())

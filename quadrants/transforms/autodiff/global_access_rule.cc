@@ -232,6 +232,8 @@ class RuleChecker {
     std::vector<Access> reads, writes;
     ir::WalkKernel(kernel_, [&](const Stmt* s) {
       ++order;
+      for (const Stmt* operand : s->operands())
+        users_[operand].push_back(s);
       if (ir::Isa<ir::GlobalLoadStmt>(s)) {
         reads.push_back({s, s->operand(0), Target(s->operand(0)), order});
       } else if (ir::Isa<ir::GlobalStoreStmt>(s) ||
@@ -241,7 +243,11 @@ class RuleChecker {
     });
     for (const Access& read : reads) {
       for (const Access& write : writes) {
-        if (read.target == write.target && MayOverwrite(read, write))
+        if (read.target != write.target)
+          continue;
+        if (const Stmt* task = CrossIterationTask(read, write))
+          return CrossIterationViolation(read, write, *task);
+        if (MayOverwrite(read, write) && ValueNeeded(read.stmt))
           return Violation(read, write);
       }
     }
@@ -270,6 +276,142 @@ class RuleChecker {
         return true;
     }
     return false;
+  }
+
+  // Whether the gradient kernel needs the value `load` read. It does not
+  // when the value only flows, through sums, differences, negations, float
+  // casts and products with constants, into stored or atomically added
+  // values, or is picked by a select: those adjoints are the same whatever
+  // the value was (as in the in-place update out[i] = out[i] + x).
+  bool ValueNeeded(const Stmt* load) const {
+    std::vector<const Stmt*> pending = {load};
+    absl::flat_hash_map<const Stmt*, bool> seen;
+    while (!pending.empty()) {
+      const Stmt* value = pending.back();
+      pending.pop_back();
+      if (seen[value])
+        continue;
+      seen[value] = true;
+      auto it = users_.find(value);
+      if (it == users_.end())
+        continue;
+      for (const Stmt* user : it->second) {
+        if (!PassesLinearly(value, user, pending))
+          return true;
+      }
+    }
+    return false;
+  }
+
+  // Whether `user` consumes `value` linearly; a derived value it produces
+  // joins `pending`.
+  static bool PassesLinearly(const Stmt* value, const Stmt* user,
+                             std::vector<const Stmt*>& pending) {
+    if (ir::Isa<ir::GlobalStoreStmt>(user))
+      return user->operand(0) != value;
+    if (const auto* atomic = ir::DynCast<ir::AtomicOpStmt>(user)) {
+      return user->operand(0) != value &&
+             (atomic->op() == ir::AtomicOpKind::kAdd ||
+              atomic->op() == ir::AtomicOpKind::kSub);
+    }
+    if (const auto* unary = ir::DynCast<ir::UnaryOpStmt>(user)) {
+      const bool float_cast = unary->is_cast() && user->type().is_float_scalar() &&
+                              value->type().is_float_scalar();
+      if (unary->op() != ir::UnaryOpKind::kNeg && !float_cast)
+        return false;
+      pending.push_back(user);
+      return true;
+    }
+    if (const auto* select = ir::DynCast<ir::TernaryOpStmt>(user)) {
+      // A select's adjoint needs only its condition.
+      if (select->cond() == value)
+        return false;
+      pending.push_back(user);
+      return true;
+    }
+    if (const auto* binary = ir::DynCast<ir::BinaryOpStmt>(user)) {
+      const Stmt* other =
+          binary->lhs() == value ? binary->rhs() : binary->lhs();
+      switch (binary->op()) {
+        case ir::BinaryOpKind::kAdd:
+        case ir::BinaryOpKind::kSub:
+          break;
+        case ir::BinaryOpKind::kMul:
+          if (!ir::Isa<ir::ConstStmt>(other))
+            return false;
+          break;
+        case ir::BinaryOpKind::kDiv:
+          if (binary->lhs() != value || !ir::Isa<ir::ConstStmt>(other))
+            return false;
+          break;
+        default:
+          return false;
+      }
+      pending.push_back(user);
+      return true;
+    }
+    return false;
+  }
+
+  // The parallel task in which one iteration writes the element another
+  // iteration reads (for example out[i] and out[i - 1]), when every index
+  // dimension shows it; null otherwise. The forward kernel races there and
+  // the gradient moves adjoints between iterations in no fixed order.
+  const Stmt* CrossIterationTask(const Access& read,
+                                 const Access& write) const {
+    const Stmt* task = nullptr;
+    for (const Stmt* c = read.stmt->enclosing(); c != nullptr;
+         c = c->enclosing()) {
+      task = c;
+    }
+    const auto* offloaded = ir::DynCast<ir::OffloadedTaskStmt>(task);
+    if (offloaded == nullptr ||
+        offloaded->task_kind() == ir::TaskKind::kSerial ||
+        !Encloses(task, write.stmt))
+      return nullptr;
+    const size_t n = read.ptr->num_operands();
+    if (n != write.ptr->num_operands())
+      return nullptr;
+    absl::flat_hash_map<int, int64_t> shift;  // axis -> write - read iteration
+    bool moves = false;
+    for (size_t d = 0; d < n; ++d) {
+      const Affine r = ToAffine(read.ptr->operand(d));
+      const Affine w = ToAffine(write.ptr->operand(d));
+      auto rr = Range(r), wr = Range(w);
+      if (rr && wr && (rr->second < wr->first || wr->second < rr->first))
+        return nullptr;
+      Affine diff = w;
+      diff.Add(r, -1);
+      if (!diff.terms.empty())
+        return nullptr;
+      std::optional<Symbol> axis;
+      for (const auto& [symbol, coefficient] : r.terms) {
+        (void)coefficient;
+        if (symbol.first == task && symbol.second >= 0) {
+          if (axis)
+            return nullptr;  // two axes in one dimension
+          axis = symbol;
+        } else if (!ScopeEncloses(Scope(symbol), task) ||
+                   Scope(symbol) == task) {
+          return nullptr;  // changes within an iteration
+        }
+      }
+      if (!axis) {
+        if (diff.constant != 0)
+          return nullptr;
+        continue;
+      }
+      const int64_t c = r.Coefficient(*axis);
+      if (diff.constant % c != 0)
+        return nullptr;
+      // w(i') = r(i) means c * i' + k + diff = c * i + k.
+      const int64_t delta = -diff.constant / c;
+      auto [it, fresh] = shift.emplace(axis->second, delta);
+      if (!fresh && it->second != delta)
+        return nullptr;
+      moves = moves || delta != 0;
+    }
+    return moves ? task : nullptr;
   }
 
   bool Differs(const Access& read, const Access& write, const Stmt* common,
@@ -313,8 +455,26 @@ class RuleChecker {
             "the kernel"));
   }
 
+  absl::Status CrossIterationViolation(const Access& read, const Access& write,
+                                       const Stmt& task) const {
+    return MakeError(
+        ErrorKind::kGlobalDataAccess, read.stmt->loc(),
+        absl::StrCat(
+            "in kernel '", kernel_.name(),
+            "': Cross-iteration read-after-write through ", Describe(read),
+            ": one iteration of the parallel loop at ", task.loc().ToString(),
+            " writes at ", write.stmt->loc().ToString(),
+            " the element another iteration reads at ",
+            read.stmt->loc().ToString(),
+            ". The iterations run in parallel, so the value read depends on "
+            "their order and the gradient cannot follow it. Make the loop "
+            "serial (qd.loop_config(serialize=True)), put it inside an outer "
+            "loop, or read the previous values from another field"));
+  }
+
   const ir::Kernel& kernel_;
   const ir::SNodeTree& snodes_;
+  absl::flat_hash_map<const Stmt*, std::vector<const Stmt*>> users_;
 };
 
 }  // namespace

@@ -30,8 +30,9 @@ class GlobalAccessRuleTest : public AutodiffTest {
 
   // for i in range(16):
   //   for t in range(7):                          # k.py:3
-  //     f[t + write_step, i] = f[t + read_step, i] * 2   # k.py:4, 5
-  void BuildTimeSteps(int read_step, int write_step) {
+  //     old = f[t + read_step, i]                 # k.py:4
+  //     f[t + write_step, i] = old * 2 (linear) or old * old   # k.py:5
+  void BuildTimeSteps(int read_step, int write_step, bool linear = false) {
     auto* loop = b_.RangeFor(b_.ConstI32(0), b_.ConstI32(16));
     auto scope = b_.EnterBlock(loop->body());
     Stmt* i = b_.LoopIndex(loop);
@@ -43,7 +44,21 @@ class GlobalAccessRuleTest : public AutodiffTest {
     Stmt* old = b_.GlobalLoad(State(b_.Add(t, b_.ConstI32(read_step)), i));
     At(5);
     b_.GlobalStore(State(b_.Add(t, b_.ConstI32(write_step)), i),
-                   b_.Mul(old, b_.ConstF32(2)));
+                   b_.Mul(old, linear ? b_.ConstF32(2) : old));
+  }
+
+  // for i in range(16):                           # k.py:2
+  //   f[0, i] = f[0, i - shift] + 1               # k.py:3, 4
+  void BuildParallelShift(int shift) {
+    At(2);
+    auto* loop = b_.RangeFor(b_.ConstI32(1), b_.ConstI32(16));
+    auto scope = b_.EnterBlock(loop->body());
+    Stmt* i = b_.LoopIndex(loop);
+    At(3);
+    Stmt* old = b_.GlobalLoad(State(b_.ConstI32(0),
+                                    b_.Sub(i, b_.ConstI32(shift))));
+    At(4);
+    b_.GlobalStore(State(b_.ConstI32(0), i), b_.Add(old, b_.ConstF32(1)));
   }
 
   absl::Status Check() {
@@ -89,7 +104,7 @@ TEST_F(GlobalAccessRuleTest, AcceptsWritingTheNextTimeStep) {
   )"));
 }
 
-// f[t, i] = f[t, i] * 2 overwrites the element it read.
+// f[t, i] = f[t, i] * f[t, i] overwrites the element it read.
 TEST_F(GlobalAccessRuleTest, RejectsOverwritingTheElementRead) {
   BuildTimeSteps(/*read_step=*/0, /*write_step=*/0);
   absl::Status status = Check();
@@ -97,12 +112,46 @@ TEST_F(GlobalAccessRuleTest, RejectsOverwritingTheElementRead) {
                       Violation("k.py:4", "k.py:5")));
 }
 
-// f[t, i] = f[t + 1, i] * 2: the next step overwrites what this one read.
+// f[t, i] = f[t + 1, i] ** 2: the next step overwrites what this one read.
 TEST_F(GlobalAccessRuleTest, RejectsOverwritingInALaterIteration) {
   BuildTimeSteps(/*read_step=*/1, /*write_step=*/0);
   absl::Status status = Check();
   EXPECT_TRUE(IsError(status, ErrorKind::kGlobalDataAccess,
                       Violation("k.py:4", "k.py:5")));
+}
+
+// f[t, i] = f[t, i] * 2 and f[t, i] = f[t + 1, i] * 2 overwrite what they
+// read, but no adjoint needs the old value: a linear update is accepted.
+TEST_F(GlobalAccessRuleTest, AcceptsOverwritingAValueOnlyUsedLinearly) {
+  BuildTimeSteps(/*read_step=*/0, /*write_step=*/0, /*linear=*/true);
+  EXPECT_EQ(Check(), absl::OkStatus());
+}
+
+TEST_F(GlobalAccessRuleTest, AcceptsALinearShiftOverALaterIteration) {
+  BuildTimeSteps(/*read_step=*/1, /*write_step=*/0, /*linear=*/true);
+  EXPECT_EQ(Check(), absl::OkStatus());
+}
+
+// f[0, i] = f[0, i - 1] + 1 in the parallel loop: iteration i reads what
+// iteration i - 1 writes, in no fixed order.
+TEST_F(GlobalAccessRuleTest, RejectsReadingAnotherIterationInAParallelLoop) {
+  BuildParallelShift(/*shift=*/1);
+  absl::Status status = Check();
+  EXPECT_TRUE(IsError(
+      status, ErrorKind::kGlobalDataAccess,
+      "k.py:3: in kernel 'k': Cross-iteration read-after-write through "
+      "field 'state': one iteration of the parallel loop at k.py:2 writes at "
+      "k.py:4 the element another iteration reads at k.py:3. The iterations "
+      "run in parallel, so the value read depends on their order and the "
+      "gradient cannot follow it. Make the loop serial "
+      "(qd.loop_config(serialize=True)), put it inside an outer loop, or read "
+      "the previous values from another field"));
+}
+
+// f[0, i] = f[0, i] + 1: each iteration updates its own element.
+TEST_F(GlobalAccessRuleTest, AcceptsEachIterationUpdatingItsOwnElement) {
+  BuildParallelShift(/*shift=*/0);
+  EXPECT_EQ(Check(), absl::OkStatus());
 }
 
 }  // namespace

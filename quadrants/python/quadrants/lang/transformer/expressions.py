@@ -263,10 +263,19 @@ class ExpressionsMixin:
         elif not isinstance(index, tuple):
             index = (index,)
         flat = []
-        for v in index:
-            # A vector index (qd.grouped) stands for its components.
+
+        def add(v):
+            # A vector index (qd.grouped) or a tuple of indices stands for
+            # its components.
             v = context.load(v)
-            flat.extend(v.entries if isinstance(v, matrix.Matrix) else [v])
+            if isinstance(v, (tuple, list)):
+                for part in v:
+                    add(part)
+            else:
+                flat.extend(v.entries if isinstance(v, matrix.Matrix) else [v])
+
+        for v in index:
+            add(v)
         indices = []
         for axis, v in enumerate(flat):
             e = context.to_expr(v)

@@ -4,12 +4,13 @@ unrolls, and qd.loop_config(serialize=True) at the top of a kernel. The
 outermost loop of a kernel is its parallel loop."""
 import ast
 import contextlib
+import copy
 
 from quadrants.lang import context, matrix, ops, python_backend
 from quadrants.lang.composite_field import MatrixField
 from quadrants.lang.exception import (QuadrantsCompilationError, QuadrantsSyntaxError,
                                       QuadrantsTypeError)
-from quadrants.lang.expr import Expr, NdarrayArg, Var
+from quadrants.lang.expr import Expr, NdarrayArg, Var, is_runtime
 from quadrants.lang import sparse
 from quadrants.lang.field import Field, SNode, index_bounds, loop_index
 from quadrants.lang.struct import StructField
@@ -70,12 +71,24 @@ class LoopsMixin:
         config, self.pending_loop_config = self.pending_loop_config, None
         if node.orelse:
             raise self.error(node, "for/else is not supported", QuadrantsSyntaxError)
+        node = self.choose_iterable(node)
         if isinstance(node.iter, ast.Call) and self.is_static_call(node.iter):
             return self.static_for(node, self.eval_static(node.iter))
         if config is not None and config.serialize and self.is_outermost():
             with self.serial_task():
                 return self.dynamic_for(node)
         return self.dynamic_for(node)
+
+    def choose_iterable(self, node):
+        """`for x in a if qd.static(c) else b:` loops over the branch the
+        compile-time condition picks, so a qd.static() branch unrolls."""
+        while isinstance(node.iter, ast.IfExp):
+            test = context.load(self.eval(node.iter.test))
+            if is_runtime(test):
+                break
+            node = copy.copy(node)
+            node.iter = node.iter.body if test else node.iter.orelse
+        return node
 
     @contextlib.contextmanager
     def serial_task(self):
