@@ -111,3 +111,33 @@ def test_guarded_integer_division_never_divides_by_zero():
 
     assert safe_ratio(10, 0) == 0
     assert safe_ratio(10, 2) == 1 and safe_ratio(10, 5) == 0
+
+
+@pytest.mark.parametrize("short_circuit", [True, False])
+def test_integer_operands_yield_a_value_as_in_python(short_circuit):
+    qd.init(arch=test_utils.expected_archs()[0], short_circuit_operators=short_circuit)
+
+    @qd.func
+    def same(v: qd.i32) -> qd.i32:
+        return v
+
+    @qd.kernel
+    def both(a: qd.i32, b: qd.i32) -> qd.types.vector(4, qd.i32):
+        # Plain operands, then a right operand that is a call.
+        return qd.Vector([a and b, a or b, a and same(b), a or same(b)])
+
+    for a, b in [(1, 2), (2, 1), (0, 3), (4, 0), (0, 0), (-5, 7)]:
+        assert list(both(a, b)) == [a and b, a or b, a and b, a or b], (a, b)
+
+
+@test_utils.test()
+def test_vectors_combine_elementwise_to_zero_or_one():
+    @qd.kernel
+    def combine() -> qd.types.matrix(2, 4, qd.i32):
+        a = qd.Vector([2, 2, 0, 0])
+        b = qd.Vector([1, 0, 3, 0])
+        o = a or b
+        n = a and b
+        return qd.Matrix([[o[0], o[1], o[2], o[3]], [n[0], n[1], n[2], n[3]]])
+
+    assert combine().to_numpy().tolist() == [[1, 1, 1, 0], [1, 0, 0, 0]]

@@ -368,6 +368,12 @@ class ExpressionsMixin:
         is_and = isinstance(node.op, ast.And)
         result = context.load(self.eval(node.values[0]))
         for value_node in node.values[1:]:
+            if isinstance(result, Composite):
+                # Vectors and matrices: elementwise, each entry 0 or 1.
+                other = context.load(self.eval(value_node))
+                result = ops.binary("logical_and" if is_and else "logical_or", result,
+                                    other, None)
+                continue
             if not isinstance(result, Expr):
                 # Python short-circuit on compile-time values.
                 if (not result) if is_and else result:
@@ -379,27 +385,51 @@ class ExpressionsMixin:
                 result = self.short_circuit(node, is_and, result, value_node)
                 continue
             other = context.load(self.eval(value_node))
-            result = ops.binary("logical_and" if is_and else "logical_or", result, other,
-                                None)
+            if isinstance(other, Composite):
+                result = ops.binary("logical_and" if is_and else "logical_or", result,
+                                    other, None)
+            elif self.keeps_value(result):
+                # Like Python: `a and b` is b where a holds, else a.
+                cond = self.truth(node, result)
+                result = ops.select(cond, other, result) if is_and else \
+                    ops.select(cond, result, other)
+            else:
+                result = ops.binary("logical_and" if is_and else "logical_or", result,
+                                    other, None)
         return result
+
+    @staticmethod
+    def keeps_value(left):
+        """Whether `left and/or right` yields an operand's value (an
+        integer left operand) rather than a boolean."""
+        return isinstance(left, Expr) and left.dtype.is_integral and left.dtype != types.u1
 
     def short_circuit(self, node, is_and, left, right_node):
         """left and/or right, evaluating right only when left does not
         decide the result (a branch on left around right's code)."""
         b = self.ctx.builder
-        var = self.new_scalar_var("<and/or>", types.u1)
-        b.local_store(var.alloca, self.truth(node, left).stmt)
-        decided = Expr(b.local_load(var.alloca), types.u1)
+        left_truth = self.truth(node, left)
+        dtype = left.dtype if self.keeps_value(left) else types.u1
+        var = self.new_scalar_var("<and/or>", dtype)
+        b.local_store(var.alloca, left_truth.stmt if dtype == types.u1 else left.stmt)
+        decided = left_truth
         if not is_and:
             decided = Expr(b.unary("logical_not", decided.stmt), types.u1)
         branch = b.if_(decided.stmt)
         b.push_block(branch, 0)
         try:
             right = context.load(self.eval(right_node))
-            b.local_store(var.alloca, self.truth(node, right).stmt)
+            value = self.truth(node, right) if dtype == types.u1 else \
+                context.to_expr(ops.cast(self.truth_checked(node, right), dtype))
+            b.local_store(var.alloca, value.stmt)
         finally:
             b.pop_block()
-        return Expr(b.local_load(var.alloca), types.u1)
+        return Expr(b.local_load(var.alloca), dtype)
+
+    def truth_checked(self, node, value):
+        """`value` itself, once known to be a valid and/or operand."""
+        self.truth(node, value)
+        return value
 
     def truth(self, node, value):
         """A run-time operand of and/or as a u1 (integers and booleans)."""
