@@ -13,7 +13,7 @@ typedef __UINT32_TYPE__ qd_u32;
 typedef __UINT64_TYPE__ qd_u64;
 
 #define QD_MAX_ARGS 64
-#define QD_MAX_NDIM 8
+#define QD_MAX_NDIM 12  // ir::kMaxAxes
 
 // Error codes recorded in QdRuntime::error_code (first error wins).
 #define QD_ERROR_NONE 0

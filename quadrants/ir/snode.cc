@@ -92,8 +92,9 @@ absl::StatusOr<int> SNodeTree::AddLevel(int parent, SNode::Kind kind,
                                   " sizes"));
   }
   for (size_t k = 0; k < axes.size(); ++k) {
-    if (axes[k] < 0 || axes[k] > 7) {
-      return TreeError(absl::StrCat("axis ", axes[k], " out of range [0, 8)"));
+    if (axes[k] < 0 || axes[k] >= kMaxAxes) {
+      return TreeError(absl::StrCat("axis ", axes[k], " out of range [0, ",
+                                    kMaxAxes, ")"));
     }
     if (sizes[k] <= 0) {
       return TreeError(

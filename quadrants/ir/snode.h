@@ -11,6 +11,9 @@
 
 namespace quadrants::ir {
 
+// The most axes a field or ndarray may have (upstream's limit).
+inline constexpr int kMaxAxes = 12;
+
 // One node of the structural tree that lays out fields in memory:
 // root -> dense(axes, sizes) -> ... -> place(field). Every backend addresses
 // field elements through the byte layout computed here.

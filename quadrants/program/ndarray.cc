@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "quadrants/common/errors.h"
+#include "quadrants/ir/snode.h"
 #include "quadrants/program/scalar_access.h"
 
 namespace quadrants {
@@ -14,10 +15,10 @@ namespace quadrants {
 absl::StatusOr<std::shared_ptr<Ndarray>> Ndarray::Create(
     ir::PrimitiveType dtype, std::vector<int64_t> shape,
     std::shared_ptr<ArrayMemory> memory) {
-  if (shape.size() > 8) {
-    return MakeError(ErrorKind::kType, absl::StrCat("an ndarray has at most 8 "
-                                                    "dimensions, got ",
-                                                    shape.size()));
+  if (shape.size() > static_cast<size_t>(ir::kMaxAxes)) {
+    return MakeError(ErrorKind::kType,
+                     absl::StrCat("an ndarray has at most ", ir::kMaxAxes,
+                                  " dimensions, got ", shape.size()));
   }
   int64_t count = 1;
   for (int64_t extent : shape) {
@@ -50,7 +51,8 @@ absl::StatusOr<std::shared_ptr<Ndarray>> Ndarray::Wrap(
   for (int64_t extent : shape)
     count *= extent;
   const int64_t bytes = count * std::max(1, ir::BitWidth(dtype) / 8);
-  if (shape.size() > 8 || bytes > storage.size()) {
+  if (shape.size() > static_cast<size_t>(ir::kMaxAxes) ||
+      bytes > storage.size()) {
     return MakeError(ErrorKind::kType,
                      absl::StrCat("an ndarray of shape (", absl::StrJoin(shape, ", "),
                                   ") needs ", bytes, " bytes, the memory has ",

@@ -302,3 +302,28 @@ def test_from_dlpack_imports_a_transposed_tensor_as_a_layout_without_copying():
         b = qd.from_dlpack(n)
         assert b.layout == (1, 2, 0)
         np.testing.assert_array_equal(b.to_numpy(), n)
+
+
+@test_utils.test()
+def test_twelve_axes_for_ndarrays_and_fields():
+    # Upstream's limit is 12 axes; a 13th is refused with the limit named.
+    shape = (2, 1, 2, 1, 2, 1, 1, 2, 1, 1, 2, 3)
+    arr = qd.ndarray(qd.i32, shape=shape)
+    fld = qd.field(qd.i32, shape=shape)
+    strides = np.cumprod((1,) + shape[:0:-1])[::-1]
+
+    @qd.kernel
+    def number(a: qd.types.ndarray(qd.i32, 12)):
+        for I in qd.grouped(a):
+            flat = 0
+            for k in qd.static(range(12)):
+                flat += I[k] * qd.static(int(strides[k]))
+            a[I] = flat
+            fld[I] = flat * 2
+
+    number(arr)
+    expected = np.arange(np.prod(shape), dtype=np.int32).reshape(shape)
+    np.testing.assert_array_equal(arr.to_numpy(), expected)
+    np.testing.assert_array_equal(fld.to_numpy(), expected * 2)
+    with pytest.raises(qd.QuadrantsTypeError, match="at most 12 dimensions, got 13"):
+        qd.ndarray(qd.i32, shape=(1,) * 13)

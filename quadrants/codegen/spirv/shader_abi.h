@@ -13,7 +13,7 @@ constexpr uint32_t kPushConstantBytes = 8;
 
 // The launch context (one per launch).
 constexpr uint32_t kMaxArgs = 64;
-constexpr uint32_t kMaxNdim = 8;
+constexpr uint32_t kMaxNdim = 12;  // ir::kMaxAxes
 constexpr uint32_t kCtxRuntime = 0;     // u64: the runtime record
 constexpr uint32_t kCtxRandomKey = 8;   // u64: this launch's random key
 constexpr uint32_t kCtxBounds = 16;     // u64: per-task range records

@@ -22,6 +22,7 @@
 #include "quadrants/common/errors.h"
 #include "quadrants/common/options.h"
 #include "quadrants/common/status_macros.h"
+#include "quadrants/ir/snode.h"
 #include "quadrants/runtime/adstack/launch_sizer.h"
 #include "quadrants/runtime/vulkan/vulkan_pipeline.h"
 
@@ -37,6 +38,9 @@ struct VulkanTask {
 };
 
 namespace {
+
+static_assert(codegen::spirv::abi::kMaxNdim == ir::kMaxAxes,
+              "the launch context holds every axis of an ndarray");
 
 using options::EnvFlag;
 using options::Option;

@@ -47,7 +47,7 @@ class Axes:
         self.axes = list(axes)
 
     def __repr__(self):
-        return "".join("ijklmnop"[a] for a in self.axes)
+        return "".join("ijklmnopqrst"[a] for a in self.axes)
 
 
 i, j, k, l = Axes(0), Axes(1), Axes(2), Axes(3)
@@ -569,7 +569,7 @@ def _order_axes(order, ndim, what):
         if not 0 <= axis < ndim:
             raise QuadrantsSyntaxError(f"{what}: Invalid axis {ch} in order '{order}' for a "
                                        f"{ndim}-D shape (axes are "
-                                       f"{'ijklmnop'[:ndim]!r})")
+                                       f"{'ijklmnopqrst'[:ndim]!r})")
         axes.append(axis)
     return None if axes == list(range(ndim)) else tuple(axes)
 

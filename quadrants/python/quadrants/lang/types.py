@@ -142,8 +142,8 @@ class NdarrayType:
         # stored as its components along extra trailing axes.
         self.dtype = None if dtype is None else \
             dtype if hasattr(dtype, "_flat_dtypes") else normalize(dtype)
-        if ndim is not None and (not isinstance(ndim, int) or not 0 <= ndim <= 8):
-            raise QuadrantsTypeError(f"ndarray ndim must be an int in [0, 8], got {ndim!r}")
+        if ndim is not None and (not isinstance(ndim, int) or not 0 <= ndim <= 12):
+            raise QuadrantsTypeError(f"ndarray ndim must be an int in [0, 12], got {ndim!r}")
         self.ndim = ndim
         if needs_grad is not None and not isinstance(needs_grad, bool):
             raise QuadrantsTypeError(f"qd.types.ndarray(needs_grad=...) must be a bool or "

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
+#include "quadrants/ir/snode.h"
 
 namespace quadrants::llvm_runtime {
 namespace {
@@ -15,6 +16,9 @@ namespace {
 // it, to what that launch asked for (at most 256 MiB).
 constexpr int64_t kInitialPrintBufferBytes = int64_t{1} << 20;
 constexpr int64_t kMaxPrintBufferBytes = int64_t{1} << 28;
+
+static_assert(QD_MAX_NDIM == ir::kMaxAxes,
+              "the launch context holds every axis of an ndarray");
 
 }  // namespace
 
