@@ -19,9 +19,18 @@ int64_t ElementBytes(PrimitiveType type) {
   return std::max<int64_t>(1, BitWidth(type) / 8);
 }
 
-// Natural alignment: an element's own size; a dense block 8 bytes.
-int64_t Alignment(const SNode& node) {
-  return node.kind == SNode::Kind::kPlace ? ElementBytes(node.dtype) : 8;
+// Natural alignment: an element's own size; a dense block its most aligned
+// child's (so nested dense levels pack without padding, as upstream's do);
+// other levels 8 bytes.
+int64_t Alignment(const std::vector<SNode>& nodes, const SNode& node) {
+  if (node.kind == SNode::Kind::kPlace)
+    return ElementBytes(node.dtype);
+  if (node.kind != SNode::Kind::kDense)
+    return 8;
+  int64_t alignment = 1;
+  for (int child : node.children)
+    alignment = std::max(alignment, Alignment(nodes, nodes[child]));
+  return alignment;
 }
 
 absl::Status TreeError(absl::string_view message) {
@@ -279,8 +288,13 @@ absl::Status SNodeTree::Finalize() {
         for (int64_t s : c.sizes)
           child_bytes *= s;
       }
-      alignment = std::max(alignment, Alignment(c));
-      cell = AlignUp(cell, Alignment(c));
+      // Each field's memory starts 8-byte aligned.
+      const int64_t child_alignment =
+          node.kind == SNode::Kind::kRoot
+              ? std::max<int64_t>(8, Alignment(nodes_, c))
+              : Alignment(nodes_, c);
+      alignment = std::max(alignment, child_alignment);
+      cell = AlignUp(cell, child_alignment);
       c.offset_in_parent = cell;
       cell += child_bytes;
       // A root child's pools follow its data, so later root children leave

@@ -3,6 +3,7 @@ offset on every axis, in kernels, on the host and in debug bounds checks)
 and order= (the memory order of the axes; results do not change), on
 qd.field, qd.Vector.field, qd.Matrix.field, struct fields and
 qd.root...place(..., offset=)."""
+import ctypes
 import itertools
 
 import numpy as np
@@ -498,3 +499,24 @@ def test_members_of_a_vector_field_placed_one_by_one():
         m.get_scalar_field(2, 0)
     with pytest.raises(qd.QuadrantsTypeError, match=r"takes 2 int index"):
         m.get_scalar_field(1)
+
+
+@test_utils.test(arch=qd.cpu)
+def test_a_permuted_field_packs_its_axes_without_padding():
+    # Nested dense levels pack like upstream's: a (11, 7) field stored
+    # column-major has the bytes of the (7, 11) row-major one, strides
+    # (1, 11) elements, no padding of the inner axis.
+    pytest.importorskip("torch")
+    import torch.utils.dlpack  # pylint: disable=import-outside-toplevel
+    plain = qd.field(qd.f32, shape=(7, 11))
+    rotated = qd.field(qd.f32, shape=(11, 7), order="ji")
+    values = np.arange(77, dtype=np.float32).reshape(7, 11)
+    plain.from_numpy(values)
+    rotated.from_numpy(values.T)
+    views = [torch.utils.dlpack.from_dlpack(f.to_dlpack()) for f in (plain, rotated)]
+    assert views[0].stride() == (11, 1)
+    assert views[1].stride() == (1, 11)
+    raw = [np.ctypeslib.as_array(
+        (ctypes.c_float * 77).from_address(v.data_ptr())) for v in views]
+    np.testing.assert_array_equal(raw[0], raw[1])
+    np.testing.assert_array_equal(raw[0], values.ravel())
