@@ -19,6 +19,7 @@ from quadrants.lang.data_oriented import data_oriented
 from quadrants.lang.misc import extension, is_extension_supported
 from quadrants.lang.ndarray import Ndarray, from_dlpack, ndarray
 from quadrants.lang.buffer_view import BufferView
+from quadrants.lang.fields_builder import FieldsBuilder
 from quadrants.lang import mathlib as math  # qd.math
 from quadrants.lang.composite_field import Layout, MatrixField
 from quadrants.lang.decompositions import (eig, make_spd, polar_decompose, solve, svd,

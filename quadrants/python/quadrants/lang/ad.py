@@ -134,7 +134,7 @@ def _check_loss(loss):
 
 def clear_all_gradients():
     """Zeroes the adjoints of every field and ndarray of this session."""
-    for f in field_module._live_fields():
+    for f in field_module.live_fields():
         if f.grad is not None and f.grad.placed:
             f.grad.fill(0)
     # A copy of the weak references in one step: iterating the WeakSet
@@ -326,7 +326,7 @@ def _seed_values(param, seed):
 
 def clear_all_duals():
     """Zeroes the tangents (.dual) of every field of this session."""
-    for f in field_module._live_fields():
+    for f in field_module.live_fields():
         if f.dual is not None and f.dual.placed:
             f.dual.fill(0)
 

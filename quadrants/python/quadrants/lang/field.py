@@ -117,6 +117,7 @@ class Field(sparse.ListMethods):
         self.name = name
         self._place = None
         self._generation = runtime.state.generation
+        self._retired = None
         self._role = role          # "primal", "grad" or "dual"
         self.primal = primal       # the primal of a companion, else None
         self._needs_grad = needs_grad
@@ -151,7 +152,13 @@ class Field(sparse.ListMethods):
             raise QuadrantsRuntimeError(
                 f"field '{self.name}' belongs to a Quadrants session that was reset; "
                 f"create it again after qd.init()")
+        if self._retired is not None:
+            raise QuadrantsRuntimeError(f"field '{self.name}' cannot be used: {self._retired}")
         return runtime.program()
+
+    def _retire(self, reason):
+        """Makes every later use of the field raise, saying `reason`."""
+        self._retired = reason
 
     def _place_at(self, parent, shape, axes=None):
         """Places the field under SNode `parent`, whose levels index the
@@ -879,7 +886,7 @@ class SNode:
     def get_snode_grad_type(self):
         """The role of the field placed here (qd.types.enums.SNodeGradType):
         PRIMAL, ADJOINT for a .grad, DUAL for a .dual."""
-        for f in _live_fields():
+        for f in live_fields():
             if f._place == self._id:
                 return {"grad": SNodeGradType.ADJOINT,
                         "dual": SNodeGradType.DUAL}.get(f._role, SNodeGradType.PRIMAL)
@@ -950,7 +957,7 @@ class SNode:
 
     def _place_companions(self, role):
         runtime.program()
-        for f in list(_live_fields()):
+        for f in list(live_fields()):
             companion = getattr(f, role) if f._role == "primal" else None
             if companion is not None and f.placed and not companion.placed:
                 _place_with_shape(companion, f.shape)
@@ -1005,7 +1012,7 @@ def check_placements():
     if _placements_checked[0] == _placement_changes[0]:
         return
     unplaced, no_grad, no_dual = [], [], []
-    for f in _live_fields():
+    for f in live_fields():
         if f._role != "primal":
             continue
         if not f.placed:
@@ -1032,9 +1039,10 @@ def check_placements():
     _placements_checked[0] = _placement_changes[0]
 
 
-def _live_fields():
+def live_fields():
+    """The fields of the current session, but those retired."""
     for f in _registry:
-        if f._generation == runtime.state.generation:
+        if f._generation == runtime.state.generation and f._retired is None:
             yield f
 
 

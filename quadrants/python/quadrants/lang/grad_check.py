@@ -20,7 +20,7 @@ _TOLERANCE = 0.01
 
 
 def _primal_fields():
-    return [f for f in field_module._live_fields()
+    return [f for f in field_module.live_fields()
             if f._role == "primal" and f.placed]
 
 
