@@ -240,15 +240,19 @@ class TypeChecker {
     }
     switch (u.op()) {
       case UnaryOpKind::kBitNot:
+      case UnaryOpKind::kLogicalNot:
+        // The first words are upstream's.
         if (ir::IsFloat(in)) {
-          return Fail(u,
-                      absl::StrCat("bit_not needs an integer operand, found ",
-                                   ir::PrimitiveTypeName(in)));
+          return Fail(u, absl::StrCat(ir::OpName(u.op()),
+                                      " takes integral inputs only: the "
+                                      "operand is ",
+                                      ir::PrimitiveTypeName(in)));
+        }
+        if (u.op() == UnaryOpKind::kLogicalNot) {
+          u.set_type(DataType::Scalar(PrimitiveType::kU1));
+          return;
         }
         break;
-      case UnaryOpKind::kLogicalNot:
-        u.set_type(DataType::Scalar(PrimitiveType::kU1));
-        return;
       default:
         break;
     }

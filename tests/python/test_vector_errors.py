@@ -104,3 +104,29 @@ def test_kernel_argument_shapes():
         k([1, 2], np.zeros((2, 2), np.float32))
     with pytest.raises(ValueError, match=r"trailing shape \(2,\).*\(2, 3\)"):
         k([1, 2, 3], np.zeros((2, 3), np.float32))
+
+
+@test_utils.test(arch=qd.cpu)
+def test_numpy_arguments_of_the_wrong_dtype_or_rank_are_value_errors():
+    @qd.kernel
+    def scalars(x: qd.types.ndarray(qd.i32, ndim=1)):
+        for i in x:
+            x[i] = i
+
+    @qd.kernel
+    def matrices(m: qd.types.ndarray(dtype=qd.math.mat3, ndim=2)):
+        for I in qd.grouped(m):
+            m[I] = m[I] + 1.0
+
+    with pytest.raises(ValueError, match=r"kernel 'scalars' argument 'x'.*"
+                       r"required array has dtype=i32, got int64"):
+        scalars(np.arange(3, dtype=np.int64))
+    with pytest.raises(ValueError, match=r"argument 'x'.*required array has ndim=1, "
+                       r"array with 2 dimensions is provided"):
+        scalars(np.zeros((2, 2), dtype=np.int32))
+    with pytest.raises(ValueError, match=r"argument 'm'.*required array has ndim=2 "
+                       r"element_dim=2, array with 3 dimensions is provided"):
+        matrices(np.zeros((2, 2, 3), dtype=np.float32))
+    with pytest.raises(ValueError, match=r"argument 'm'.*required element_shape=\(3, 3\), "
+                       r"array with element shape of \(2, 3\)"):
+        matrices(np.zeros((2, 2, 2, 3), dtype=np.float32))

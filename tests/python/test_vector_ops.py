@@ -249,3 +249,19 @@ def test_calling_a_vector_or_matrix_indexes_it():
 
     run(1.5)
     np.testing.assert_allclose(out.to_numpy(), [4.5, 1.5, 9.0])
+
+
+@test_utils.test(arch=qd.cpu)
+def test_numpy_scalars_combine_with_vectors_into_vectors():
+    v = qd.Vector([1.0, 2.0])
+    for result in (np.float64(1.0) + v, v + np.float64(1.0), np.float32(2.0) * v):
+        assert isinstance(result, qd.Matrix)
+    assert (np.float64(3.0) - v).to_numpy().tolist() == [2.0, 1.0]
+    assert isinstance(np.array([1.0, 1.0]) + v, np.ndarray)
+
+    @qd.kernel
+    def mixed() -> qd.types.vector(2, qd.f32):
+        w = qd.Vector([1.0, 2.0])
+        return np.float64(4.0) / w + np.cos(0.0)
+
+    np.testing.assert_allclose(mixed().to_numpy(), [5.0, 3.0])

@@ -189,7 +189,10 @@ TEST(TypeCheckTest, MismatchesReportKernelAndLocation) {
                   "a loop bound must be an integer, found f32");
   ExpectTypeError(
       [](IRBuilder& b) { b.Unary(ir::UnaryOpKind::kBitNot, b.ArgLoad(0)); },
-      "bit_not needs an integer operand, found f32");
+      "bit_not takes integral inputs only: the operand is f32");
+  ExpectTypeError(
+      [](IRBuilder& b) { b.Unary(ir::UnaryOpKind::kLogicalNot, b.ArgLoad(0)); },
+      "logical_not takes integral inputs only: the operand is f32");
   ExpectTypeError(
       [](IRBuilder& b) {
         b.Binary(BinaryOpKind::kLogicalOr, b.ArgLoad(1), b.ArgLoad(0));

@@ -688,10 +688,17 @@ def _array_signature(kernel_name, spec, arg):
                     repr(ann.dtype)
                 kind = "numpy array" if isinstance(arg, np.ndarray) and \
                     not isinstance(arg, torch_interop.TorchView) else "torch tensor"
+                if ann.ndim is not None and arg.ndim != ann.ndim + len(elem):
+                    upstream = (f"required array has ndim={ann.ndim} element_dim={len(elem)}, "
+                                f"array with {arg.ndim} dimensions is provided")
+                else:
+                    got = tuple(arg.shape[max(0, arg.ndim - len(elem)):])
+                    upstream = (f"required element_shape={elem}, array with element shape of "
+                                f"{got}")
                 raise ArgumentValueError(
                     f"kernel '{kernel_name}' argument '{spec.name}' expects an ndarray of "
-                    f"{what} elements (trailing shape {elem}), got a "
-                    f"{kind} of shape {arg.shape}")
+                    f"{what} elements (trailing shape {elem}), got a {kind} of shape "
+                    f"{arg.shape} (Invalid value for argument {spec.name} - {upstream})")
             if dtype != scalar and not _any_precision(ann.dtype):
                 raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{spec.name}' "
                                          f"expects an ndarray of {ann.dtype}, got one of "
@@ -712,16 +719,25 @@ def _array_signature(kernel_name, spec, arg):
     elif ann.dtype is not None and ann.dtype != dtype and not (
             _any_precision(ann.dtype) and isinstance(dtype, MatrixType) and
             dtype.shape == ann.dtype.shape):
+        if isinstance(arg, np.ndarray):
+            # Upstream's words for a numpy array or torch tensor, then ours.
+            raise ArgumentValueError(
+                f"kernel '{kernel_name}' argument '{spec.name}' expects an ndarray of "
+                f"{ann.dtype}, got one of {dtype} (Invalid value for argument {spec.name} - "
+                f"required array has dtype={ann.dtype}, got {arg.dtype})")
         raise QuadrantsTypeError(f"kernel '{kernel_name}' argument '{spec.name}' expects an "
                                  f"ndarray of {ann.dtype}, got one of {dtype} (required "
                                  f"element type: {_ir_type(ann.dtype)}, but get "
                                  f"{_ir_type(dtype)})")
     if ann.ndim is not None and ann.ndim != ndim:
         shape = tuple(arg.shape)[:ndim]
+        upstream = f"required ndim={ann.ndim}, but {ndim}d ndarray with shape {shape} is provided"
+        if isinstance(arg, np.ndarray):
+            upstream = (f"Invalid value for argument {spec.name} - required array has "
+                        f"ndim={ann.ndim}, array with {arg.ndim} dimensions is provided")
         raise ArgumentValueError(f"kernel '{kernel_name}' argument '{spec.name}' expects an "
-                                 f"ndarray with {ann.ndim} dimensions, got {ndim} (required "
-                                 f"ndim={ann.ndim}, but {ndim}d ndarray with shape {shape} "
-                                 f"is provided)")
+                                 f"ndarray with {ann.ndim} dimensions, got {ndim} "
+                                 f"({upstream})")
     return dtype, ndim
 
 

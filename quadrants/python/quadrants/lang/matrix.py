@@ -79,6 +79,18 @@ def _swizzle_indices(name):
     return None
 
 
+_NUMPY_OPERATORS = {
+    np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
+    np.true_divide: operator.truediv, np.floor_divide: operator.floordiv,
+    np.remainder: operator.mod, np.power: operator.pow, np.matmul: operator.matmul,
+    np.equal: operator.eq, np.not_equal: operator.ne, np.less: operator.lt,
+    np.less_equal: operator.le, np.greater: operator.gt, np.greater_equal: operator.ge,
+    np.bitwise_and: operator.and_, np.bitwise_or: operator.or_,
+    np.bitwise_xor: operator.xor, np.left_shift: operator.lshift,
+    np.right_shift: operator.rshift,
+}
+
+
 class Matrix(Composite):
     """qd.Matrix(arr, dt=None): a matrix from nested lists (rows), or a vector
     from a flat list. Inside kernels the entries may be run-time values."""
@@ -330,6 +342,17 @@ class Matrix(Composite):
             self.entries[i] = v
 
     # ---- element-wise arithmetic ---------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """numpy operators with numpy scalars stay matrices (np.float64(1) + v
+        is a Matrix, as v + np.float64(1) is); with arrays they act on the
+        matrix's values."""
+        op = _NUMPY_OPERATORS.get(ufunc)
+        if op is not None and method == "__call__" and not kwargs and all(
+                isinstance(x, (Matrix, numbers.Number, np.generic)) for x in inputs):
+            return op(*[x.item() if isinstance(x, np.generic) else x for x in inputs])
+        arrays = [x.to_numpy() if isinstance(x, Matrix) else x for x in inputs]
+        return getattr(ufunc, method)(*arrays, **kwargs)
+
     def _elementwise(self, name, other, python_fn, reverse=False):
         return elementwise(name, other, self, python_fn) if reverse else \
             elementwise(name, self, other, python_fn)
