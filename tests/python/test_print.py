@@ -86,6 +86,42 @@ def test_fstrings_and_format_with_runtime_values(capsys):
 
 
 @test_utils.test()
+def test_format_arguments_must_match_the_fields(capsys):
+    @qd.kernel
+    def precise(k: qd.f32):
+        # A float spec without a conversion is printf's %f, for constants too.
+        print("{2:.1} {:.2} {1:.3} {k:.4e}".format(3.0, 2.0, 1.0, k=k))
+
+    precise(233.3)
+    qd.sync()
+    assert capsys.readouterr().out == "1.0 3.00 2.000 2.3330e+02\n"
+
+    @qd.kernel
+    def more_args():
+        print("{0} {1}".format(1, 2, 3))
+
+    @qd.kernel
+    def fewer_args(n: qd.i32):
+        print("{0} {1} {2}".format(n, 2))
+
+    @qd.kernel
+    def missing_keyword():
+        print("{k}".format())
+
+    @qd.kernel
+    def unused_keyword(k: qd.f32):
+        print("x".format(k=k))
+
+    for kernel, args, message in [
+            (more_args, (), r"Expected 2 positional argument\(s\), but received 3 instead"),
+            (fewer_args, (1,), r"Expected 3 positional argument\(s\), but received 2 instead"),
+            (missing_keyword, (), r"Keyword 'k' not found"),
+            (unused_keyword, (1.0,), r"Keyword 'k' not used")]:
+        with pytest.raises(qd.QuadrantsSyntaxError, match=message):
+            kernel(*args)
+
+
+@test_utils.test()
 def test_integer_extremes_and_small_types(capsys):
     @qd.kernel
     def show(a: qd.u64, b: qd.i64, c: qd.u8, d: qd.i8, e: qd.u32, f: qd.f16):

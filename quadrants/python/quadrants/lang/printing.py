@@ -192,6 +192,13 @@ def format_value(value, conversion, spec):
         value = str(value)
     elif conversion == "a":
         value = ascii(value)
+    match = _SPEC.match(spec) if spec else None
+    if match is not None and not match.group(4) and \
+            isinstance(value, (numbers.Real, np.floating)) and \
+            not isinstance(value, (numbers.Integral, np.bool_)):
+        # A float spec without a conversion ("{:.2}") is printf's %f, as for
+        # a run-time value, not Python's general format.
+        return Formatted(value, spec)
     try:
         return format(value, spec)
     except ValueError:
@@ -209,9 +216,36 @@ def join_text(parts):
     return RuntimeText(list(parts))
 
 
+def _check_format_arguments(template, args, kwargs):
+    """Every argument of str.format() in a kernel fills a field, and every
+    field has one (upstream's rule and wording)."""
+    positions, auto, names = set(), 0, set()
+    for _, field, _, _ in string.Formatter().parse(template):
+        if field is None:
+            continue
+        if field == "":
+            positions.add(auto)
+            auto += 1
+        elif field.isdigit():
+            positions.add(int(field))
+        else:
+            names.add(field)
+    expected = max(positions) + 1 if positions else 0
+    if expected != len(args):
+        raise QuadrantsSyntaxError(f"Expected {expected} positional argument(s), but received "
+                                   f"{len(args)} instead.")
+    for name in names:
+        if name.isidentifier() and name not in kwargs:
+            raise QuadrantsSyntaxError(f"Keyword '{name}' not found.")
+    for name in kwargs:
+        if name not in names:
+            raise QuadrantsSyntaxError(f"Keyword '{name}' not used.")
+
+
 def format_string(template, args, kwargs):
     """template.format(*args, **kwargs) in kernel code. Without run-time
     values Python formats it, unless it rejects a printf-style spec."""
+    _check_format_arguments(template, args, kwargs)
     if not any(is_runtime(a) or isinstance(a, Composite) for a in args) and \
             not any(is_runtime(v) or isinstance(v, Composite) for v in kwargs.values()):
         try:
