@@ -381,10 +381,44 @@ def test_views_refused_where_they_cannot_exist_say_so():
 @test_utils.test(arch=[qd.vulkan, qd.cuda])
 def test_field_copy_false_says_why_there_is_no_view():
     f = qd.field(qd.f32, shape=4)
-    for call in (lambda: f.to_numpy(copy=False), lambda: f.to_torch(copy=False)):
-        with pytest.raises(ValueError, match="Zero-copy not available for field.*cpu only"):
+    calls = [lambda: f.to_numpy(copy=False)]
+    if runtime.state.arch == qd.vulkan:
+        calls.append(lambda: f.to_torch(copy=False))
+    for call in calls:
+        with pytest.raises(ValueError, match="Zero-copy not available for field.*only"):
             call()
     assert tuple(f.to_torch(copy=None).shape) == (4,)
+
+
+@test_utils.test(arch=qd.cuda)
+def test_cuda_field_tensors_share_memory_and_stay_valid_as_fields_are_added():
+    x = qd.field(qd.f32, shape=(4, 3))
+    v = qd.Vector.field(3, qd.i32, shape=5)
+
+    @qd.kernel
+    def bump():
+        for i, j in x:
+            x[i, j] += 1.0
+        for i in v:
+            v[i][2] += 7
+
+    tx, tv = x.to_torch(copy=False), v.to_torch(copy=False)
+    assert tx.device.type == "cuda" and tuple(tv.shape) == (5, 3)
+    bump()
+    qd.sync()
+    assert torch.equal(tx.cpu(), torch.ones(4, 3))
+    tx[1, 2] = 5.0  # torch writes what kernels read
+    torch.cuda.synchronize()
+    assert x[1, 2] == 5.0
+    # Fields added later grow the memory in place: old views stay valid.
+    later = [qd.field(qd.f64, shape=1 << 16) for _ in range(3)]
+    later[2].fill(2.0)
+    bump()
+    qd.sync()
+    assert tx[1, 2].item() == 6.0 and tv[:, 2].cpu().tolist() == [14] * 5
+    assert later[2].to_numpy().sum() == 2.0 * (1 << 16)
+    with pytest.raises(ValueError, match="incompatible with device transfer"):
+        x.to_torch(device="cpu", copy=False)
 
 
 @test_utils.test(arch=qd.cpu)

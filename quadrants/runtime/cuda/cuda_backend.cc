@@ -9,6 +9,7 @@
 #include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
 #include "quadrants/runtime/cuda/cuda_graph.h"
+#include "quadrants/runtime/cuda/cuda_growable_memory.h"
 #include "quadrants/runtime/gpu/driver.h"
 #include "quadrants/runtime/gpu/gpu_codegen.h"
 
@@ -16,14 +17,15 @@ namespace quadrants::cuda {
 namespace {
 
 // The shared GPU runtime's driver hooks over the CUDA driver API: cuMemAlloc
-// memory for everything kernels address, copies and launches on the legacy
+// memory for everything kernels address (field memory from reserved address
+// ranges that grow in place), copies and launches on the legacy
 // default stream (whose synchronous copies wait for the launches before
 // them), pinned staging from cuMemHostAlloc, and PTX modules JIT-compiled
 // by the driver (its error log in load errors).
 class CudaDevice final : public gpu::Driver {
  public:
   explicit CudaDevice(std::shared_ptr<CudaDriver> driver)
-      : cu_(std::move(driver)) {}
+      : cu_(driver), growable_(std::move(driver)) {}
 
   absl::StatusOr<uint64_t> Allocate(int64_t bytes) override {
     QD_RETURN_IF_ERROR(cu_->MakeCurrent());
@@ -38,8 +40,17 @@ class CudaDevice final : public gpu::Driver {
     return static_cast<uint64_t>(address);
   }
   void Free(uint64_t address) override {
+    if (growable_.Free(address))
+      return;
     if (cu_->MakeCurrent().ok())
       cu_->cuMemFree(address);
+  }
+  absl::StatusOr<uint64_t> AllocateGrowable(int64_t bytes,
+                                            int64_t max_bytes) override {
+    return growable_.Allocate(bytes, max_bytes);
+  }
+  absl::Status Grow(uint64_t address, int64_t new_bytes) override {
+    return growable_.Grow(address, new_bytes);
   }
   absl::Status CopyToDevice(uint64_t address, const void* data,
                             int64_t bytes) override {
@@ -141,6 +152,7 @@ class CudaDevice final : public gpu::Driver {
   }
 
   std::shared_ptr<CudaDriver> cu_;
+  CudaGrowableMemory growable_;
 };
 
 class CudaCompiledKernel : public gpu::ModuleKernel {

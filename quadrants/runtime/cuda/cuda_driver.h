@@ -46,7 +46,15 @@ namespace quadrants::cuda {
   X(cuGraphInstantiate, "cuGraphInstantiateWithFlags")         \
   X(cuGraphLaunch, "cuGraphLaunch")                            \
   X(cuGraphExecDestroy, "cuGraphExecDestroy")                  \
-  X(cuGraphDestroy, "cuGraphDestroy")
+  X(cuGraphDestroy, "cuGraphDestroy")                         \
+  X(cuMemAddressReserve, "cuMemAddressReserve")               \
+  X(cuMemAddressFree, "cuMemAddressFree")                     \
+  X(cuMemCreate, "cuMemCreate")                               \
+  X(cuMemRelease, "cuMemRelease")                             \
+  X(cuMemMap, "cuMemMap")                                     \
+  X(cuMemUnmap, "cuMemUnmap")                                 \
+  X(cuMemSetAccess, "cuMemSetAccess")                         \
+  X(cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity")
 
 // The loaded driver library with an initialized primary context on one
 // device.

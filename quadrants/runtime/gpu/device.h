@@ -30,6 +30,20 @@ class Device {
   virtual absl::StatusOr<uint64_t> Allocate(int64_t bytes) = 0;
   // At teardown a failure has no one to tell, so freeing reports nothing.
   virtual void Free(uint64_t address) = 0;
+  // `bytes` (zeroed) of an allocation that Grow can extend in place up to
+  // `max_bytes`, so addresses into it stay valid; 0 where the device cannot
+  // (callers then allocate anew and copy). Free releases it too.
+  virtual absl::StatusOr<uint64_t> AllocateGrowable(int64_t /*bytes*/,
+                                                    int64_t /*max_bytes*/) {
+    return 0;
+  }
+  // Makes `new_bytes` of a growable allocation usable, the added bytes zero.
+  // Only allocations from AllocateGrowable grow, and only where it
+  // returned one.
+  virtual absl::Status Grow(uint64_t /*address*/, int64_t /*new_bytes*/) {
+    return absl::FailedPreconditionError(
+        "this device cannot grow an allocation in place");
+  }
   // Copies that wait for the queued work, then copy, then return.
   virtual absl::Status CopyToDevice(uint64_t address, const void* data,
                                     int64_t bytes) = 0;

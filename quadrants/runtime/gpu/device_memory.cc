@@ -15,6 +15,17 @@ absl::StatusOr<void*> DeviceArrayMemory::Allocate(int64_t bytes) {
   return reinterpret_cast<void*>(address);
 }
 
+absl::StatusOr<void*> DeviceArrayMemory::AllocateGrowable(int64_t bytes,
+                                                          int64_t max_bytes) {
+  QD_ASSIGN_OR_RETURN(uint64_t address,
+                      device_->AllocateGrowable(bytes, max_bytes));
+  return reinterpret_cast<void*>(address);
+}
+
+absl::Status DeviceArrayMemory::Grow(void* data, int64_t new_bytes) {
+  return device_->Grow(reinterpret_cast<uint64_t>(data), new_bytes);
+}
+
 void DeviceArrayMemory::Free(void* data) {
   device_->Free(reinterpret_cast<uint64_t>(data));
 }

@@ -23,6 +23,9 @@ class DeviceArrayMemory : public ArrayMemory {
   absl::Status CopyToHost(void* host, const void* data, int64_t bytes) override;
   absl::Status CopyFromHost(void* data, const void* host,
                             int64_t bytes) override;
+  absl::StatusOr<void*> AllocateGrowable(int64_t bytes,
+                                         int64_t max_bytes) override;
+  absl::Status Grow(void* data, int64_t new_bytes) override;
 
  private:
   std::shared_ptr<Device> device_;

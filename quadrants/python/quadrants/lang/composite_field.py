@@ -249,9 +249,9 @@ class MatrixField(sparse.ListMethods):
     def _numpy_element_shape(self, keep_dims):
         return (self.n, 1) if keep_dims and self.ndim_element == 1 else self.element_shape
 
-    def _view(self, numpy_dtype=None):
+    def _view(self, numpy_dtype=None, device=False):
         return field_module.view_places([c.place_id() for c in self._comps], self.dtype,
-                                        self.element_shape, numpy_dtype)
+                                        self.element_shape, numpy_dtype, device)
 
     def from_numpy(self, array):
         array = np.asarray(array)
@@ -279,7 +279,7 @@ class MatrixField(sparse.ListMethods):
         shape = tuple(self.shape) + self._numpy_element_shape(keep_dims)
 
         def view():
-            array, why = self._view()
+            array, why = self._view(device=True)
             return (None, why) if array is None else (array.reshape(shape), None)
         tensor = torch_interop.to_torch(self, device, copy, f"field '{self.name}'",
                                         torch_interop.numpy_view_tensor(view))

@@ -338,13 +338,13 @@ class Field(sparse.ListMethods):
         return host_copy_or_view(copy, f"field '{self.name}'", lambda: self._view(dtype),
                                  lambda: self._copy(dtype))
 
-    def _view(self, numpy_dtype=None):
+    def _view(self, numpy_dtype=None, device=False):
         if self._sparse():
             return None, "it lies under a sparse SNode (its cells live in pools)"
-        if self._layout_axes() is not None:
-            view, why = view_places([self.place_id()], self.dtype, (), numpy_dtype)
-            return (None, why) if view is None else (view.reshape(self.shape), None)
-        return view_places([self.place_id()], self.dtype, (), numpy_dtype)
+        view, why = view_places([self.place_id()], self.dtype, (), numpy_dtype, device)
+        if view is not None and self._layout_axes() is not None:
+            view = view.reshape(self.shape)
+        return view, why
 
     def _copy(self, dtype):
         place = self.place_id()
@@ -375,7 +375,8 @@ class Field(sparse.ListMethods):
         the field's memory (on cpu) or ValueError; with copy=None that
         tensor where there is one, else a copy."""
         return torch_interop.to_torch(self, device, copy, f"field '{self.name}'",
-                                      torch_interop.numpy_view_tensor(self._view))
+                                      torch_interop.numpy_view_tensor(
+                                          lambda: self._view(device=True)))
 
     def to_dlpack(self, versioned=False):
         """A DLPack capsule viewing the field's memory (on cpu), indexed as
@@ -441,18 +442,47 @@ class _MemoryInterface:  # pylint: disable=too-few-public-methods
                                     "data": (address, False)}
 
 
-def view_places(places, dtype, element_shape, numpy_dtype=None):
+class DeviceArray:
+    """A strided array in CUDA memory (a field's), exported through
+    __cuda_array_interface__; it keeps the memory alive. Its shape and
+    strides live in a numpy array over the device address that is never
+    read, so reshaping works as numpy's view reshaping does."""
+
+    def __init__(self, memory, shadow):
+        self._memory = memory
+        self._shadow = shadow
+
+    @property
+    def shape(self):
+        return self._shadow.shape
+
+    def reshape(self, shape):
+        view = self._shadow.view()
+        view.shape = shape  # raises where numpy would have to copy
+        return DeviceArray(self._memory, view)
+
+    @property
+    def __cuda_array_interface__(self):
+        interface = self._shadow.__array_interface__
+        return {"version": 3, "shape": self._shadow.shape, "typestr": interface["typestr"],
+                "strides": self._shadow.strides, "data": (interface["data"][0], False)}
+
+
+def view_places(places, dtype, element_shape, numpy_dtype=None, device=False):
     """(a writable numpy array sharing the memory of field places `places`
     (the components of one field, in row-major element order), None), or
-    (None, why there is none). Views exist on cpu, whose field memory grows
-    in place, for fields stored densely on their own; element axes come
-    last, as to_numpy gives them."""
+    (None, why there is none). Views exist on cpu, and with device=True on
+    cuda (a DeviceArray), whose field memory grows in place, for fields
+    stored densely on their own; element axes come last, as to_numpy gives
+    them."""
     np_dtype = np.dtype(types.to_numpy_dtype(dtype))
     if numpy_dtype is not None and np.dtype(numpy_dtype) != np_dtype:
         return None, f"dtype={np.dtype(numpy_dtype)} differs from the field's {dtype}"
-    if not misc.session_supports("host_memory"):
-        return None, (f"arch={runtime.state.arch.name}: numpy and torch views of field memory "
-                      f"exist on cpu only")
+    in_device_memory = not misc.session_supports("host_memory")
+    if in_device_memory and not (device and misc.session_dlpack_device_type() == 2):
+        where = "cpu and (torch tensors) cuda" if device else "cpu"
+        return None, (f"arch={runtime.state.arch.name}: views of field memory exist on "
+                      f"{where} only")
     if dtype == types.f16:
         return None, "f16 fields are not exported (as upstream)"
     prog = runtime.program()
@@ -482,8 +512,9 @@ def view_places(places, dtype, element_shape, numpy_dtype=None):
         if address != base + sum(int(i) * st for i, st in zip(index, steps)) or \
                 list(comp_shape) != shape or list(comp_strides) != strides:
             return None, "its components do not form one strided array"
-    return np.asarray(_MemoryInterface(memory, base, shape + list(element_shape),
-                                       strides + steps, np_dtype)), None
+    array = np.asarray(_MemoryInterface(memory, base, shape + list(element_shape),
+                                        strides + steps, np_dtype))
+    return (DeviceArray(memory, array) if in_device_memory else array), None
 
 
 def host_copy_or_view(copy, label, view_fn, copy_fn):

@@ -211,11 +211,16 @@ def to_torch(holder, device, copy, label, view_fn=None):
 
 
 def numpy_view_tensor(view_fn):
-    """A to_torch view function from a numpy one: torch.from_numpy shares
-    the view's memory (and keeps the view, which keeps the memory)."""
+    """A to_torch view function from a numpy one (or one giving a CUDA
+    array): the tensor shares the view's memory and keeps the view, which
+    keeps the memory."""
     def view(torch):
         array, why = view_fn()
-        return (None, why) if array is None else (torch.from_numpy(array), None)
+        if array is None:
+            return None, why
+        if isinstance(array, np.ndarray):
+            return torch.from_numpy(array), None
+        return torch.as_tensor(array, device="cuda"), None
     return view
 
 

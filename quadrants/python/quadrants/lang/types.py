@@ -36,6 +36,14 @@ class DataType(Named):
 
     __slots__ = ()
 
+    # One object per type: copies are the type itself, so identity checks
+    # (`dtype is qd.f32`) hold for options that were copied.
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
     @property
     def is_float(self):
         return self.name[0] == "f"
