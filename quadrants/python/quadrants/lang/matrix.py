@@ -398,6 +398,9 @@ class Matrix(Composite):
     def __pos__(self):
         return self
 
+    def __invert__(self):
+        return ops.bit_not(self)
+
     def __abs__(self):
         return self._like([ops.abs(e) for e in self._load().entries])
 

@@ -68,6 +68,7 @@ ceil = _unary("ceil", math.ceil)
 abs = _unary("abs", builtins.abs)  # pylint: disable=redefined-builtin
 # `not x` elementwise (1 where x is 0, else 0), as upstream's qd.lang.ops has it.
 logical_not = _unary("logical_not", lambda v: int(not v))
+bit_not = _unary("bit_not", lambda v: ~v)
 
 
 def _map_composite(fn, x):
