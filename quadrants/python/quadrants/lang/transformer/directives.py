@@ -24,8 +24,9 @@ def loop_config(*, serialize=False, block_dim=None, parallelize=None,
 
     serialize=True runs the loop serially, in order, even when it is the
     outermost (parallel) loop of the kernel; `break` is then allowed in it.
-    block_dim is the number of threads per block on GPU backends (a
-    positive int; CPU backends have no blocks and ignore it).
+    block_dim (a positive int, upstream's threads per GPU block) is checked
+    but not yet applied: GPU launches use 128-thread blocks whatever it
+    says, which changes speed, never results; CPU backends have no blocks.
     parallelize is the number of CPU threads the loop may use (a positive
     int, as upstream): 1 runs it serially, like serialize=True; a larger
     count is a hint that does not change results, so it is accepted and the
