@@ -567,6 +567,8 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
   last_launch_ = {stats.tasks, stats.max_threads_used, stats.graph_replayed,
                   stats.batched};
   const CompiledKernel& ran = stats.ran != nullptr ? *stats.ran : kernel;
+  if (stats.graph_replayed)
+    graph_kernels_.insert(&kernel);
   if (CanRecordErrors(ran))
     unsynced_.emplace_back(stats.launch_id, &ran);
   // Only what the kernel may have written changes generation.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "quadrants/ir/constant.h"
@@ -112,6 +113,10 @@ class Program {
                       absl::Span<const KernelArgument> args,
                       const LaunchOptions& options = {});
   const LaunchStats& last_launch() const { return last_launch_; }
+  // Compiled kernels whose launches replay a captured graph.
+  int graph_cache_size() const {
+    return static_cast<int>(graph_kernels_.size());
+  }
   const AdStackStats& adstack_stats() const {
     return backend_->adstack_stats();
   }
@@ -188,6 +193,7 @@ class Program {
   absl::Status pending_error_;
   std::string pending_output_;
   LaunchStats last_launch_;
+  absl::flat_hash_set<const CompiledKernel*> graph_kernels_;
   // Launches not yet synchronized whose kernel can record an error, by
   // the backend's launch id (the kernels stay alive in cache_).
   std::vector<std::pair<uint64_t, const CompiledKernel*>> unsynced_;

@@ -917,6 +917,18 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def_property_readonly(
           "device_description",
           [](PyProgram& p) { return p.get().device_description(); })
+      // Upstream's names for what the last launch did.
+      .def("get_num_offloaded_tasks_on_last_call",
+           [](PyProgram& p) { return p.get().last_launch().tasks; })
+      .def("get_graph_cache_used_on_last_call",
+           [](PyProgram& p) { return p.get().last_launch().graph_replayed; })
+      .def("get_graph_num_nodes_on_last_call",
+           [](PyProgram& p) {
+             const LaunchStats& last = p.get().last_launch();
+             return last.graph_replayed ? last.tasks : 0;
+           })
+      .def("get_graph_cache_size",
+           [](PyProgram& p) { return p.get().graph_cache_size(); })
       .def_property_readonly(
           "last_launch_batched",
           [](PyProgram& p) { return p.get().last_launch().batched; })

@@ -712,7 +712,9 @@ def test_func_and_kernel_decorator_options_are_checked():
     with pytest.raises(qd.QuadrantsTypeError, match="requires_top_level"):
         qd.func(requires_top_level=1)
     with pytest.raises(qd.QuadrantsTypeError, match="fastcache"):
-        qd.kernel(fastcache=True)
+        qd.kernel(fastcache=1)
+    with pytest.raises(qd.QuadrantsTypeError, match="graph"):
+        qd.kernel(graph="yes")
 
     @qd.kernel(fastcache=False)
     def plain() -> qd.i32:

@@ -14,12 +14,17 @@ from quadrants.lang.exception import (QuadrantsAssertionError, QuadrantsCompilat
                                       QuadrantsSyntaxError, QuadrantsTypeError)
 from quadrants.lang.field import (Field, field, i, ij, ijk, ijkl, j, k, l, rescale_index,
                                   root)
-from quadrants.lang.kernel import func, kernel
+from quadrants.lang.kernel import func, kernel, pure
 from quadrants.lang.data_oriented import data_oriented
 from quadrants.lang.misc import extension, is_extension_supported
 from quadrants.lang.ndarray import Ndarray, from_dlpack, ndarray
 from quadrants.lang.buffer_view import BufferView
 from quadrants.lang.fields_builder import FieldsBuilder
+from quadrants.lang._perf_dispatch import perf_dispatch
+from quadrants.lang import graph
+from quadrants.lang.graph import do_while as graph_do_while
+from quadrants.lang.graph import parallel as graph_parallel
+from quadrants.lang.graph import parallel_context as graph_parallel_context
 from quadrants.lang import mathlib as math  # qd.math
 from quadrants.lang.composite_field import Layout, MatrixField
 from quadrants.lang.decompositions import (eig, make_spd, polar_decompose, solve, svd,

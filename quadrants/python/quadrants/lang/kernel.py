@@ -12,8 +12,10 @@ import weakref
 import numpy as np
 
 from quadrants._core import core
-from quadrants.lang import (buffer_view, context, ops, python_backend, runtime, session, struct,
+from quadrants.lang import (_perf_dispatch, buffer_view, context, ops, python_backend, runtime,
+                            session, struct,
                             types)
+from quadrants.lang import graph as graph_module
 from quadrants.lang import tensor as tensor_module
 from quadrants.lang import field as field_module
 from quadrants.lang import torch_interop
@@ -107,6 +109,8 @@ class CompileContext:
         self.region = (None, 0)   # where new local variables are declared
         self.in_parallel = False
         self.inline_depth = 0
+        self.graph = False  # compiling a @qd.kernel(graph=True)
+        self.pure = False   # compiling a @qd.kernel(fastcache=True): purity.py
         # Run-time if/while/for bodies around the func being inlined, through
         # every caller up to the kernel (qd.func(requires_top_level=True)).
         self.outer_dynamic_depth = 0
@@ -296,6 +300,11 @@ class Kernel:
         # arguments (see _replay).
         self._last = None
         self.graph = False  # set by @qd.kernel(graph=True)
+        self.is_pure = False  # set by @qd.kernel(fastcache=True) or qd.pure
+        # A part of a kernel split at its qd.graph.do_while loops compiles
+        # these statements instead of the whole body.
+        self._body = None
+        self._plan = None
         functools.update_wrapper(self, fn)
 
     def __get__(self, instance, owner):
@@ -310,7 +319,49 @@ class Kernel:
             self._return_type = ReturnType.of(self.fn, f"{where}: kernel '{self.name}'")
             specs = _param_specs(self.fn, source)
             self._source = source
+            if self._body is None and graph_module.uses_do_while(source.node):
+                self._plan = self._graph_plan(source)
             self._specs = specs  # last: another thread takes it as "prepared"
+
+    def _syntax_error(self, node, message):
+        src = self._source
+        return QuadrantsSyntaxError(f"{src.file}:{src.line_offset + node.lineno}: in kernel "
+                                    f"'{self.name}': {message}")
+
+    def _graph_plan(self, source):
+        """The kernel split at its qd.graph.do_while loops."""
+        first = next(n for n in ast.walk(source.node) if graph_module.is_do_while(n))
+        if not self.graph:
+            raise self._syntax_error(first, "qd.graph.do_while() requires "
+                                     "@qd.kernel(graph=True)")
+        if self._return_type is not None:
+            raise self._syntax_error(first, "a kernel using qd.graph.do_while() cannot "
+                                     "return a value; write results to an ndarray")
+        steps = graph_module.plan(self.name, source.node.body, self._syntax_error)
+        self._make_parts(steps)
+        return steps
+
+    def _make_parts(self, steps):
+        for step in steps:
+            if isinstance(step, graph_module.Segment):
+                part = Kernel(self.fn)
+                part._body = step.statements
+                part.graph = self.graph
+                step.kernel = part
+            else:
+                self._make_parts(step.body)
+
+    def _run_plan(self, args, kwargs, mode):
+        if mode != PRIMAL:
+            raise QuadrantsSyntaxError(
+                f"kernel '{self.name}': gradients and forward mode of a kernel with "
+                f"qd.graph.do_while() are not supported yet; write the loop in Python around "
+                f"a kernel to differentiate it")
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        graph_module.run(self._plan, bound.arguments,
+                         lambda segment: segment.kernel._launch(args, kwargs, mode),
+                         self.name, self._syntax_error)
 
     def _bind(self, args, kwargs):
         # Kernels see the field or ndarray inside a qd.Tensor.
@@ -441,6 +492,8 @@ class Kernel:
                 kernel_ir.add_scalar_param(spec.name, spec.dtype.name)
                 ir_index += 1
         ctx = CompileContext(self.name, "kernel", kernel_ir, prog)
+        ctx.graph = self.graph
+        ctx.pure = self.is_pure
         ctx.frames = [f"{self.name} ({src.file}:{src.line_offset + src.node.lineno})"]
         ctx.origins = origins
         ctx.hidden = HiddenParams(kernel_ir, self._return_type)
@@ -478,7 +531,7 @@ class Kernel:
                     else:
                         scope[spec.name] = value
                 index += _ir_slots(spec)
-            compiler.compile_body(src.node.body)
+            compiler.compile_body(src.node.body if self._body is None else self._body)
             if self._return_type is not None and not compiler.returned:
                 raise QuadrantsSyntaxError(
                     f"{src.file}:{src.line_offset + src.node.lineno}: kernel '{self.name}': "
@@ -557,6 +610,8 @@ class Kernel:
             return None
         prog = runtime.program()
         self._prepare()
+        if self._plan is not None:
+            return self._run_plan(args, kwargs, mode)
         given = args
         args = self._bind(args, kwargs)
         compiled, _, hidden = self._compiled(args, mode)
@@ -1104,29 +1159,53 @@ def python_callable(fn):
     return wrapper
 
 
-def kernel(fn=None, *, graph=False, fastcache=False):
-    """@qd.kernel, or @qd.kernel(graph=True).
+def kernel(fn=None, *, pure=None, fastcache=False, graph=False):
+    """@qd.kernel, or @qd.kernel(fastcache=True, graph=True).
+
+    fastcache=True declares the kernel pure: it reads nothing from outside
+    its parameters that can change between runs (Python numbers, strings or
+    fields captured from globals raise QuadrantsCompilationError; UPPERCASE
+    names and qd.static() reads warn). Its compiled code comes from the
+    offline cache like every kernel's; the Python front end still runs in
+    each process. pure=True is upstream's older spelling (deprecated).
 
     graph=True asks for the kernel's task launches to be replayed as one
     captured graph where the backend supports it; elsewhere it is a normal
-    launch. A kernel that uses the adstack cannot be captured: its heap is
-    sized on the host at every launch, which a replay would skip, so such a
-    kernel raises QuadrantsRuntimeError when launched with graph=True.
+    launch. It also allows qd.graph.do_while loops and qd.graph.parallel
+    regions (quadrants.lang.graph). A kernel that uses the adstack cannot be
+    captured: its heap is sized on the host at every launch, which a replay
+    would skip, so such a kernel raises QuadrantsRuntimeError when launched
+    with graph=True.
     """
-    if not isinstance(graph, bool):
-        raise QuadrantsTypeError(f"qd.kernel(graph=...) must be a bool, got {graph!r}")
-    if fastcache is not False:
-        # False is what every kernel does here: compile through the offline
-        # cache, the front end run in each process.
-        raise QuadrantsTypeError(f"qd.kernel(fastcache={fastcache!r}): fastcache (loading a "
-                                 f"pure kernel's artifact without running the front end) is "
-                                 f"not available here; leave it out or pass fastcache=False")
+    for name, value in (("graph", graph), ("fastcache", fastcache)):
+        if not isinstance(value, bool):
+            raise QuadrantsTypeError(f"qd.kernel({name}=...) must be a bool, got {value!r}")
+    if pure is not None:
+        warnings.warn("@qd.kernel parameter `pure` is deprecated. Please use parameter "
+                      "`fastcache`. `pure` parameter is intended to be removed in 4.0.0",
+                      stacklevel=2)
 
     def make(function):
+        if isinstance(function, _perf_dispatch.DispatchImpl):
+            # The first sentence and the code are upstream's.
+            raise QuadrantsSyntaxError(
+                "Cant put kernel in front of other annotations (error code: "
+                "KERNEL_ANNOTATION_ORDER). A perf_dispatch implementation registers the "
+                "kernel: write @dispatcher.register above @qd.kernel")
         k = Kernel(function)
         k.graph = graph
+        k.is_pure = bool(pure) or fastcache or getattr(function, "is_pure", False)
         return k
     return make if fn is None else make(fn)
+
+
+def pure(fn):
+    """@qd.pure above @qd.kernel: upstream's older spelling of
+    @qd.kernel(fastcache=True) (deprecated)."""
+    warnings.warn("Use of @qd.pure is deprecated. Please use @qd.kernel(fastcache=True). "
+                  "@qd.pure is intended to be removed in v4.0.0", stacklevel=2)
+    fn.is_pure = True
+    return fn
 
 
 def func(fn=None, *, requires_top_level=False):

@@ -13,13 +13,14 @@ from quadrants.lang.transformer.calls import CallsMixin
 from quadrants.lang.transformer.directives import DirectivesMixin
 from quadrants.lang.transformer.expressions import ExpressionsMixin
 from quadrants.lang.transformer.loops import LoopsMixin
-from quadrants.lang.transformer.statements import StatementsMixin
+from quadrants.lang.transformer import purity
+from quadrants.lang.transformer.statements import GraphRegionsMixin, StatementsMixin
 
 _UNSUPPORTED = {
     ast.Lambda: "lambda",
     ast.SetComp: "set comprehension",
     ast.Try: "try",
-    ast.With: "with", ast.ClassDef: "class definition",
+    ast.ClassDef: "class definition",
     ast.FunctionDef: "nested function definition", ast.AsyncFunctionDef: "async def",
     ast.Global: "global", ast.Nonlocal: "nonlocal", ast.Yield: "yield",
     ast.YieldFrom: "yield from", ast.Await: "await", ast.Delete: "del",
@@ -61,8 +62,8 @@ def source_frame(src, node):
     return head + "\n".join(out) + "\n"
 
 
-class FunctionCompiler(AssignmentsMixin, StatementsMixin, LoopsMixin, DirectivesMixin,
-                       ExpressionsMixin, CallsMixin, ast.NodeVisitor):
+class FunctionCompiler(AssignmentsMixin, StatementsMixin, GraphRegionsMixin, LoopsMixin,
+                       DirectivesMixin, ExpressionsMixin, CallsMixin, ast.NodeVisitor):
     """Lowers one function body (the kernel, or an inlined func)."""
 
     def __init__(self, ctx, source, scope, globals_, is_kernel):
@@ -84,6 +85,8 @@ class FunctionCompiler(AssignmentsMixin, StatementsMixin, LoopsMixin, Directives
         self.immutable = set()    # a kernel's template and ndarray parameters
         self.shared_locals = set()  # kernel locals kept in global memory (shared_locals.py)
         self.pending_loop_config = None  # from qd.loop_config, for the next loop
+        self.graph_region = False  # in a qd.graph.parallel_context() region
+        self.graph_section = False  # in one of its qd.graph.parallel() sections
 
     # ---- errors and locations ----------------------------------------------
     def where(self, node):
@@ -113,6 +116,8 @@ class FunctionCompiler(AssignmentsMixin, StatementsMixin, LoopsMixin, Directives
         for i, stmt in enumerate(body):
             if self.returned:
                 return
+            if self.graph_region and self.region_statement(stmt, i):
+                continue  # a section, compiled as such
             self.visit(stmt)
             self.check_loop_config_target(body, i)
 
@@ -212,6 +217,7 @@ class FunctionCompiler(AssignmentsMixin, StatementsMixin, LoopsMixin, Directives
             return self.scope[name]
         if name in self.globals:
             value = self.globals[name]
+            purity.check_global_name(self, node, name, value)
             if type(value) is float and session.option("raise_on_templated_floats", False):
                 raise self.error(node, f"the global '{name}' is a Python float ({value!r}), "
                                  f"which the kernel would bake in at compile time; "

@@ -14,7 +14,7 @@ from quadrants.lang.expr import (Composite, Expr, GlobalRef, NdarrayArg, ShapePr
                                  is_runtime)
 from quadrants.lang.field import Field, element_indices
 from quadrants.lang.ndarray import Ndarray
-from quadrants.lang.transformer import overflow
+from quadrants.lang.transformer import overflow, purity
 from quadrants.lang.struct import StructField, StructType, UnpackedVector
 
 _BINARY = {
@@ -194,6 +194,7 @@ class ExpressionsMixin:
         except AttributeError:
             raise self.error(node, f"{type(base).__name__} object has no attribute "
                              f"'{node.attr}'", QuadrantsSyntaxError) from None
+        purity.check_global_attribute(self, node, base, value)
         self.ctx.origins.note_step(base, ("attr", node.attr), value)
         lifted = self.ctx.origins.lifted_path(base, ("attr", node.attr), value)
         if lifted is not None and self.ctx.hidden is not None:

@@ -3,7 +3,7 @@ pass, if (one branch only when the condition is known at compile time),
 while, break and continue, assert, and returns."""
 import ast
 
-from quadrants.lang import context, printing
+from quadrants.lang import context, graph, printing
 from quadrants.lang.exception import (QuadrantsAlwaysFalseAssertion,
                                       QuadrantsCompilationError, QuadrantsSyntaxError,
                                       QuadrantsTypeError)
@@ -35,6 +35,12 @@ class StatementsMixin:
                     self.ctx.builder.pop_block()
 
     def visit_While(self, node):
+        if graph.is_do_while(node):
+            # The kernel split takes the do_while loops it can; this one is
+            # nested where it cannot.
+            raise self.error(node, "qd.graph.do_while() must be at the kernel top level or "
+                             "directly nested inside another qd.graph.do_while(); it cannot "
+                             "appear inside a for-loop.", QuadrantsSyntaxError)
         if node.orelse:
             raise self.error(node, "while/else is not supported", QuadrantsSyntaxError)
         b = self.ctx.builder
@@ -124,3 +130,117 @@ def _printf_message(text):
         pieces.append(spec or ("%f" if value.dtype.is_float else "%d"))
         args.append(value)
     return "".join(pieces), args
+
+
+class GraphRegionsMixin:
+    """FunctionCompiler's `with` statements: qd.graph.parallel_context()
+    regions of qd.graph.parallel() sections, compiled in order (sections
+    are independent, so any order gives the same results)."""
+
+    def visit_With(self, node):
+        if len(node.items) != 1:
+            raise self.error(node, "'with' in Quadrants kernels only supports a single "
+                             "context manager", QuadrantsSyntaxError)
+        item = node.items[0]
+        if item.optional_vars is not None:
+            raise self.error(node, "'with ... as ...' is not supported in Quadrants kernels",
+                             QuadrantsSyntaxError)
+        call = item.context_expr
+        if not isinstance(call, ast.Call):
+            raise self.error(node, "'with' in Quadrants kernels requires a call expression",
+                             QuadrantsSyntaxError)
+        if graph.matches(call.func, "parallel_context"):
+            return self.graph_parallel_region(node, call)
+        if graph.matches(call.func, "parallel"):
+            self.graph_arguments(node, call, "parallel")
+            if self.graph_section:
+                raise self.error(node, "qd.graph.parallel() sections cannot be nested inside "
+                                 "one another", QuadrantsSyntaxError)
+            raise self.error(node, "qd.graph.parallel() can only be used directly inside a "
+                             "qd.graph.parallel_context() region", QuadrantsSyntaxError)
+        raise self.error(node, "'with' in Quadrants kernels only supports "
+                         "qd.graph.parallel_context() and qd.graph.parallel()",
+                         QuadrantsSyntaxError)
+
+    def graph_arguments(self, node, call, name):
+        graph.warn_if_deprecated(call.func, name)
+        if call.args or call.keywords:
+            raise self.error(node, f"qd.graph.{name}() takes no arguments",
+                             QuadrantsSyntaxError)
+
+    def graph_parallel_region(self, node, call):
+        self.graph_arguments(node, call, "parallel_context")
+        if not self.is_kernel or self.ctx.inline_depth:
+            raise self.error(node, "qd.graph.parallel_context() can only be used inside "
+                             "@qd.kernel, not @qd.func", QuadrantsSyntaxError)
+        if not self.ctx.graph:
+            raise self.error(node, "qd.graph.parallel_context() requires "
+                             "@qd.kernel(graph=True)", QuadrantsSyntaxError)
+        if self.graph_section:
+            raise self.error(node, "qd.graph.parallel_context() cannot appear inside a "
+                             "qd.graph.parallel() section", QuadrantsSyntaxError)
+        if self.graph_region:
+            raise self.error(node, "qd.graph.parallel_context() regions cannot be nested",
+                             QuadrantsSyntaxError)
+        self.graph_region = True
+        try:
+            self.block(node.body)
+        finally:
+            self.graph_region = False
+
+    def region_statement(self, stmt, index):
+        """Checks what a parallel_context region holds (sections, optionally
+        under compile-time ifs and loops) and compiles a section; True when
+        it did."""
+        if isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and
+                                          isinstance(stmt.value, ast.Constant)):
+            return False
+        if isinstance(stmt, ast.With) and len(stmt.items) == 1 and \
+                isinstance(stmt.items[0].context_expr, ast.Call) and \
+                graph.matches(stmt.items[0].context_expr.func, "parallel"):
+            self.graph_section_body(stmt)
+            return True
+        static = (isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Call) and
+                  self.is_static_call(stmt.test)) or \
+            (isinstance(stmt, ast.For) and isinstance(stmt.iter, ast.Call) and
+             self.is_static_call(stmt.iter) and not stmt.orelse)
+        if static:
+            return False
+        kind = type(stmt).__name__
+        raise self.error(stmt, "A qd.graph.parallel_context() region may contain only 'with "
+                         "qd.graph.parallel():' blocks (optionally inside 'if "
+                         "qd.static(...)' or 'for ... in qd.static(...)'). Move other work "
+                         f"outside the region. [offending stmt {index}: {kind}]",
+                         QuadrantsSyntaxError)
+
+    def graph_section_body(self, stmt):
+        call = stmt.items[0].context_expr
+        self.graph_arguments(stmt, call, "parallel")
+        if stmt.items[0].optional_vars is not None:
+            raise self.error(stmt, "'with ... as ...' is not supported in Quadrants kernels",
+                             QuadrantsSyntaxError)
+        for inner in ast.walk(ast.Module(body=stmt.body, type_ignores=[])):
+            if graph.is_do_while(inner):
+                raise self.error(inner, "qd.graph.do_while() cannot appear inside a "
+                                 "qd.graph.parallel() section; a section body must be "
+                                 "straight-line task work (put the "
+                                 "qd.graph.parallel_context() region inside the "
+                                 "qd.graph.do_while() loop, not the other way around)",
+                                 QuadrantsSyntaxError)
+            if isinstance(inner, ast.With):
+                for item in inner.items:
+                    if isinstance(item.context_expr, ast.Call):
+                        func = item.context_expr.func
+                        if graph.matches(func, "parallel_context"):
+                            raise self.error(inner, "qd.graph.parallel_context() cannot "
+                                             "appear inside a qd.graph.parallel() section",
+                                             QuadrantsSyntaxError)
+                        if graph.matches(func, "parallel"):
+                            raise self.error(inner, "qd.graph.parallel() sections cannot be "
+                                             "nested inside one another",
+                                             QuadrantsSyntaxError)
+        self.graph_region, self.graph_section = False, True
+        try:
+            self.block(stmt.body)
+        finally:
+            self.graph_region, self.graph_section = True, False

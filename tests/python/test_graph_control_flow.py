@@ -1,0 +1,249 @@
+"""qd.graph.do_while loops and qd.graph.parallel_context regions in
+@qd.kernel(graph=True) kernels: results against plain Python, and the errors
+for what the graph form forbids."""
+import warnings
+
+import numpy as np
+import pytest
+
+import quadrants as qd
+from tests import test_utils
+
+I32 = qd.types.ndarray(qd.i32, ndim=1)
+COUNTER = qd.types.ndarray(qd.i32, ndim=0)
+
+
+def _counter(value):
+    c = qd.ndarray(qd.i32, shape=())
+    c.from_numpy(np.array(value, dtype=np.int32))
+    return c
+
+
+@test_utils.test()
+def test_do_while_runs_its_body_until_the_counter_reaches_zero():
+    @qd.kernel(graph=True)
+    def count_down(x: I32, counter: COUNTER):
+        while qd.graph.do_while(counter):
+            for i in range(x.shape[0]):
+                x[i] = x[i] + i
+            for _ in range(1):
+                counter[()] = counter[()] - 1
+
+    x = qd.ndarray(qd.i32, shape=(16,))
+    for iterations in (5, 1, 12):
+        x.fill(0)
+        c = _counter(iterations)
+        count_down(x, c)
+        assert c.to_numpy() == 0
+        np.testing.assert_array_equal(x.to_numpy(), np.arange(16) * iterations)
+
+
+@test_utils.test()
+def test_do_while_body_runs_once_even_when_the_counter_starts_at_zero_after_it():
+    @qd.kernel(graph=True)
+    def once(x: I32, keep_going: COUNTER):
+        while qd.graph.do_while(keep_going):
+            for i in range(x.shape[0]):
+                x[i] += 1
+                keep_going[()] = 0
+
+    x = qd.ndarray(qd.i32, shape=(4,))
+    once(x, _counter(1))
+    np.testing.assert_array_equal(x.to_numpy(), [1, 1, 1, 1])
+
+
+@test_utils.test()
+def test_statements_around_loops_run_once_and_nested_loops_multiply():
+    @qd.kernel(graph=True)
+    def nested(x: I32, log: I32, outer: COUNTER, inner: COUNTER, inner_start: qd.i32):
+        for i in range(1):
+            log[0] += 1                      # once, before the loops
+        while qd.graph.do_while(outer):
+            for i in range(1):
+                inner[()] = inner_start
+            while qd.graph.do_while(inner):
+                for i in range(x.shape[0]):
+                    x[i] += 1
+                for i in range(1):
+                    inner[()] -= 1
+            for i in range(1):
+                outer[()] -= 1
+        log[1] += 1                          # a bare statement: once, after
+        while qd.graph.do_while(inner):      # a sibling loop
+            for i in range(1):
+                log[2] += 1
+                inner[()] = 0
+
+    x = qd.ndarray(qd.i32, shape=(8,))
+    log = qd.ndarray(qd.i32, shape=(3,))
+    nested(x, log, _counter(3), _counter(0), 4)
+    np.testing.assert_array_equal(x.to_numpy(), np.full(8, 12))
+    np.testing.assert_array_equal(log.to_numpy(), [1, 1, 1])
+
+
+@test_utils.test()
+def test_do_while_counter_as_a_data_oriented_member():
+    @qd.data_oriented
+    class Solver:
+        def __init__(self):
+            self.counter = _counter(0)
+            self.x = qd.ndarray(qd.f32, shape=(4,))
+
+        @qd.kernel(graph=True)
+        def relax(self):
+            while qd.graph.do_while(self.counter):
+                for i in range(4):
+                    self.x[i] = 0.5 * self.x[i] + 1.0
+                for _ in range(1):
+                    self.counter[()] -= 1
+
+    s = Solver()
+    s.counter.from_numpy(np.array(6, dtype=np.int32))
+    s.relax()
+    expected = 0.0
+    for _ in range(6):
+        expected = 0.5 * expected + 1.0
+    np.testing.assert_allclose(s.x.to_numpy(), expected, rtol=1e-6)
+
+
+@test_utils.test()
+def test_do_while_misuse_is_reported():
+    @qd.kernel
+    def not_graph(counter: COUNTER):
+        while qd.graph.do_while(counter):
+            pass
+
+    with pytest.raises(qd.QuadrantsSyntaxError, match=r"requires @qd.kernel\(graph=True\)"):
+        not_graph(_counter(1))
+
+    @qd.kernel(graph=True)
+    def unknown(counter: COUNTER):
+        while qd.graph.do_while(count):  # noqa: F821
+            pass
+
+    with pytest.raises(qd.QuadrantsSyntaxError,
+                       match="'count' which does not resolve to an ndarray kernel parameter"):
+        unknown(_counter(1))
+
+    @qd.kernel(graph=True)
+    def in_loop(x: I32, counter: COUNTER):
+        for i in range(1):
+            while qd.graph.do_while(counter):
+                x[i] += 1
+
+    with pytest.raises(qd.QuadrantsSyntaxError, match="kernel top level"):
+        in_loop(qd.ndarray(qd.i32, shape=(1,)), _counter(1))
+
+    @qd.kernel(graph=True)
+    def other_while(x: I32, counter: COUNTER):
+        n = 0
+        while n < 3:
+            n += 1
+        while qd.graph.do_while(counter):
+            x[0] += n
+
+    with pytest.raises(qd.QuadrantsSyntaxError,
+                       match=r"may not contain a While statement.*\[offending stmt 1: While\]"):
+        other_while(qd.ndarray(qd.i32, shape=(1,)), _counter(1))
+
+
+@test_utils.test()
+def test_flat_spelling_works_and_is_deprecated():
+    assert qd.graph.do_while is qd.graph_do_while
+    assert qd.graph.parallel is qd.graph_parallel
+    assert qd.graph.parallel_context is qd.graph_parallel_context
+
+    @qd.kernel(graph=True)
+    def old(x: I32, counter: COUNTER):
+        while qd.graph_do_while(counter):
+            for i in range(1):
+                x[0] += 1
+                counter[()] -= 1
+
+    x = qd.ndarray(qd.i32, shape=(1,))
+    with pytest.warns(DeprecationWarning, match=r"qd\.graph\.do_while"):
+        old(x, _counter(3))
+    assert x.to_numpy()[0] == 3
+
+
+def test_outside_kernels_the_names_act_as_python():
+    assert qd.graph.do_while(3) is True and qd.graph.do_while(0) is False
+    ran = []
+    with qd.graph.parallel_context():
+        with qd.graph.parallel():
+            ran.append(1)
+    assert ran == [1]
+
+
+@test_utils.test()
+def test_parallel_sections_join_before_what_follows():
+    @qd.kernel(graph=True)
+    def fork_join(x: I32, y: I32, z: I32, counter: COUNTER):
+        while qd.graph.do_while(counter):
+            with qd.graph.parallel_context():
+                with qd.graph.parallel():
+                    for i in range(x.shape[0]):
+                        x[i] += 1
+                with qd.graph.parallel():
+                    for i in range(y.shape[0]):
+                        y[i] += 2
+                for k in qd.static(range(2)):
+                    with qd.graph.parallel():
+                        for i in range(1):
+                            z[k] += 100
+            for i in range(z.shape[0]):
+                z[i] += x[i] + y[i]
+            for _ in range(1):
+                counter[()] -= 1
+
+    x, y, z = (qd.ndarray(qd.i32, shape=(4,)) for _ in range(3))
+    fork_join(x, y, z, _counter(2))
+    np.testing.assert_array_equal(x.to_numpy(), [2] * 4)
+    np.testing.assert_array_equal(z.to_numpy(), [3 + 6 + 200, 3 + 6 + 200, 9, 9])
+
+
+@test_utils.test()
+def test_parallel_region_misuse_is_reported():
+    x = qd.ndarray(qd.i32, shape=(2,))
+
+    @qd.kernel
+    def not_graph(x: I32):
+        with qd.graph.parallel_context():
+            with qd.graph.parallel():
+                x[0] = 1
+
+    @qd.kernel(graph=True)
+    def stray_section(x: I32):
+        with qd.graph.parallel():
+            x[0] = 1
+
+    @qd.kernel(graph=True)
+    def nested_sections(x: I32):
+        with qd.graph.parallel_context():
+            with qd.graph.parallel():
+                with qd.graph.parallel():
+                    x[0] = 1
+
+    @qd.kernel(graph=True)
+    def work_in_region(x: I32):
+        with qd.graph.parallel_context():
+            for i in range(2):
+                x[i] = 1
+
+    @qd.kernel(graph=True)
+    def with_arguments(x: I32):
+        with qd.graph.parallel_context():
+            with qd.graph.parallel(name="a"):
+                x[0] = 1
+
+    for kernel, message in [
+            (not_graph, r"requires @qd.kernel\(graph=True\)"),
+            (stray_section, "can only be used directly inside a qd.graph.parallel_context"),
+            (nested_sections, "sections cannot be nested"),
+            (work_in_region, r"may contain only 'with qd.graph.parallel\(\):' blocks.*For"),
+            (with_arguments, r"qd\.graph\.parallel\(\) takes no arguments")]:
+        with pytest.raises(qd.QuadrantsSyntaxError, match=message):
+            kernel(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        qd.graph.do_while(1)  # the canonical spelling never warns
