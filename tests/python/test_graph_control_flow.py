@@ -247,3 +247,130 @@ def test_parallel_region_misuse_is_reported():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         qd.graph.do_while(1)  # the canonical spelling never warns
+
+
+# ---- checkpoints: pause and resume -------------------------------------------------
+
+class Stage:
+    """Labels as upstream users write them (an IntEnum is fine too)."""
+    LOAD = 3
+    SIM = 7
+
+
+@test_utils.test()
+def test_a_stage_yields_and_the_kernel_resumes_after_it():
+    @qd.kernel(graph=True, checkpoints=True)
+    def step(x: I32, flag: COUNTER):
+        for i in range(x.shape[0]):               # an unlabelled stage
+            x[i] += 1
+        with qd.checkpoint(Stage.LOAD, yield_on=flag):
+            for i in range(x.shape[0]):
+                x[i] += 10
+        with qd.checkpoint(Stage.SIM, yield_on=flag):
+            for i in range(x.shape[0]):
+                x[i] += 100
+
+    x = qd.ndarray(qd.i32, shape=(3,))
+    status = step(x, _counter(0))
+    assert status == qd.GraphStatus(False) and status.checkpoint is None
+    np.testing.assert_array_equal(x.to_numpy(), [111] * 3)
+
+    x.fill(0)
+    flag = _counter(1)
+    status = step(x, flag)                       # the first yielding stage wins
+    assert status.yielded and status.checkpoint == Stage.LOAD
+    assert repr(status) == "GraphStatus(yielded=True, checkpoint=3)"
+    np.testing.assert_array_equal(x.to_numpy(), [11] * 3)
+    assert flag.to_numpy() == 1                  # never cleared for the user
+
+    flag.from_numpy(np.array(0, dtype=np.int32))
+    status = step.resume(x, flag, from_checkpoint=Stage.SIM)
+    assert not status.yielded
+    np.testing.assert_array_equal(x.to_numpy(), [111] * 3)
+
+    with pytest.raises(RuntimeError, match=r"from_checkpoint=99 does not match any "
+                       r"qd\.checkpoint\(cp_id=\.\.\.\) in kernel 'step'.*\[3, 7\]"):
+        step.resume(x, flag, from_checkpoint=99)
+    with pytest.raises(RuntimeError, match="must be an int or IntEnum value"):
+        step.resume(x, flag, from_checkpoint="SIM")
+
+
+@test_utils.test()
+def test_a_yield_leaves_the_do_while_loop_and_bare_statements_still_run():
+    @qd.kernel(graph=True, checkpoints=True)
+    def solve(x: I32, log: I32, counter: COUNTER, overflow: COUNTER):
+        log[0] += 1                               # prologue: always runs
+        while qd.graph.do_while(counter):
+            for i in range(1):
+                x[0] += 1
+                counter[()] -= 1
+            with qd.checkpoint(0, yield_on=overflow):
+                for i in range(1):
+                    if x[0] == 3:
+                        overflow[()] = 1
+        for i in range(1):
+            log[1] += 1
+
+    x = qd.ndarray(qd.i32, shape=(1,))
+    log = qd.ndarray(qd.i32, shape=(2,))
+    status = solve(x, log, _counter(10), _counter(0))
+    assert status.yielded and status.checkpoint == 0
+    assert x.to_numpy()[0] == 3
+    np.testing.assert_array_equal(log.to_numpy(), [1, 0])
+    status = solve(x, log, _counter(2), _counter(0))
+    assert not status.yielded and x.to_numpy()[0] == 5
+    np.testing.assert_array_equal(log.to_numpy(), [2, 1])
+
+
+@test_utils.test()
+def test_checkpoint_misuse_is_reported():
+    with pytest.raises(qd.QuadrantsSyntaxError, match=r"checkpoints=True\) requires graph=True"):
+        @qd.kernel(checkpoints=True)
+        def not_graph(x: I32):
+            pass
+
+    @qd.kernel(graph=True)
+    def not_opted_in(x: I32, flag: COUNTER):
+        with qd.checkpoint(0, yield_on=flag):
+            for i in range(1):
+                x[0] = 1
+
+    @qd.kernel(graph=True, checkpoints=True)
+    def bare(x: I32, flag: COUNTER):
+        with qd.checkpoint(0, yield_on=flag):
+            x[0] = 1
+
+    @qd.kernel(graph=True, checkpoints=True)
+    def twice(x: I32, flag: COUNTER):
+        with qd.checkpoint(1, yield_on=flag):
+            for i in range(1):
+                x[0] = 1
+        with qd.checkpoint(1, yield_on=flag):
+            for i in range(1):
+                x[0] = 2
+
+    @qd.kernel(graph=True, checkpoints=True)
+    def no_flag(x: I32, flag: COUNTER):
+        with qd.checkpoint(0):
+            for i in range(1):
+                x[0] = 1
+
+    @qd.kernel(graph=True, checkpoints=True)
+    def bad_label(x: I32, flag: COUNTER):
+        with qd.checkpoint("first", yield_on=flag):
+            for i in range(1):
+                x[0] = 1
+
+    x = qd.ndarray(qd.i32, shape=(1,))
+    for kernel, message in [
+            (not_opted_in, "not decorated with `checkpoints=True`"),
+            (bare, r"bare top-level Assign statement.*for _ in range\(1\):"),
+            (twice, "already used by another checkpoint"),
+            (no_flag, "missing required argument `yield_on`"),
+            (bad_label, "must be an int literal or an IntEnum value")]:
+        with pytest.raises(qd.QuadrantsSyntaxError, match=message):
+            kernel(x, _counter(0))
+    ran = []
+    with qd.checkpoint(0, None):
+        ran.append(1)
+    assert ran == [1]

@@ -22,6 +22,7 @@ from quadrants.lang.buffer_view import BufferView
 from quadrants.lang.fields_builder import FieldsBuilder
 from quadrants.lang._perf_dispatch import perf_dispatch
 from quadrants.lang import graph
+from quadrants.lang.checkpoint import GraphStatus, checkpoint
 from quadrants.lang.graph import do_while as graph_do_while
 from quadrants.lang.graph import parallel as graph_parallel
 from quadrants.lang.graph import parallel_context as graph_parallel_context

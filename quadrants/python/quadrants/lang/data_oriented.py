@@ -63,6 +63,11 @@ class BoundKernel:
         self._check()
         return functools.partial(self.kernel.grad, self.obj)
 
+    def resume(self, *args, from_checkpoint, **kwargs):
+        """kernel.resume(...) with the object as `self`."""
+        self._check()
+        return self.kernel.resume(self.obj, *args, from_checkpoint=from_checkpoint, **kwargs)
+
     def check_gradient(self, *args, **kwargs):
         self._check()
         return self.kernel.check_gradient(self.obj, *args, **kwargs)

@@ -15,6 +15,7 @@ from quadrants._core import core
 from quadrants.lang import (_perf_dispatch, buffer_view, context, ops, python_backend, runtime,
                             session, struct,
                             types)
+from quadrants.lang import checkpoint as checkpoint_module
 from quadrants.lang import graph as graph_module
 from quadrants.lang import tensor as tensor_module
 from quadrants.lang import field as field_module
@@ -110,6 +111,7 @@ class CompileContext:
         self.in_parallel = False
         self.inline_depth = 0
         self.graph = False  # compiling a @qd.kernel(graph=True)
+        self.checkpoints = False  # ... with checkpoints=True
         self.pure = False   # compiling a @qd.kernel(fastcache=True): purity.py
         # Run-time if/while/for bodies around the func being inlined, through
         # every caller up to the kernel (qd.func(requires_top_level=True)).
@@ -301,6 +303,8 @@ class Kernel:
         self._last = None
         self.graph = False  # set by @qd.kernel(graph=True)
         self.is_pure = False  # set by @qd.kernel(fastcache=True) or qd.pure
+        self.checkpoints = False  # set by @qd.kernel(graph=True, checkpoints=True)
+        self._stages = None  # a checkpoints kernel's graph_module.Stages
         # A part of a kernel split at its qd.graph.do_while loops compiles
         # these statements instead of the whole body.
         self._body = None
@@ -319,7 +323,8 @@ class Kernel:
             self._return_type = ReturnType.of(self.fn, f"{where}: kernel '{self.name}'")
             specs = _param_specs(self.fn, source)
             self._source = source
-            if self._body is None and graph_module.uses_do_while(source.node):
+            if self._body is None and (self.checkpoints or
+                                       graph_module.uses_do_while(source.node)):
                 self._plan = self._graph_plan(source)
             self._specs = specs  # last: another thread takes it as "prepared"
 
@@ -329,15 +334,21 @@ class Kernel:
                                     f"'{self.name}': {message}")
 
     def _graph_plan(self, source):
-        """The kernel split at its qd.graph.do_while loops."""
-        first = next(n for n in ast.walk(source.node) if graph_module.is_do_while(n))
+        """The kernel split at its qd.graph.do_while loops and, in a
+        checkpoints kernel, at its stages."""
+        uses_loops = graph_module.uses_do_while(source.node)
+        first = next((n for n in ast.walk(source.node) if graph_module.is_do_while(n)),
+                     source.node)
         if not self.graph:
             raise self._syntax_error(first, "qd.graph.do_while() requires "
                                      "@qd.kernel(graph=True)")
         if self._return_type is not None:
-            raise self._syntax_error(first, "a kernel using qd.graph.do_while() cannot "
-                                     "return a value; write results to an ndarray")
-        steps = graph_module.plan(self.name, source.node.body, self._syntax_error)
+            what = "qd.graph.do_while()" if uses_loops else "checkpoints=True"
+            raise self._syntax_error(first, f"a kernel using {what} cannot return a value; "
+                                     f"write results to an ndarray")
+        self._stages = graph_module.Stages(source.globals) if self.checkpoints else None
+        steps = graph_module.plan(self.name, source.node.body, self._syntax_error,
+                                  stages=self._stages, strict=uses_loops)
         self._make_parts(steps)
         return steps
 
@@ -347,6 +358,7 @@ class Kernel:
                 part = Kernel(self.fn)
                 part._body = step.statements
                 part.graph = self.graph
+                part.checkpoints = self.checkpoints
                 step.kernel = part
             else:
                 self._make_parts(step.body)
@@ -357,11 +369,43 @@ class Kernel:
                 f"kernel '{self.name}': gradients and forward mode of a kernel with "
                 f"qd.graph.do_while() are not supported yet; write the loop in Python around "
                 f"a kernel to differentiate it")
+        return self._run_stages(args, kwargs, mode, 0)
+
+    def _run_stages(self, args, kwargs, mode, resume):
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
+        state = graph_module.RunState(resume)
         graph_module.run(self._plan, bound.arguments,
                          lambda segment: segment.kernel._launch(args, kwargs, mode),
-                         self.name, self._syntax_error)
+                         self.name, self._syntax_error, state)
+        if self._stages is None or not any(s.yield_on is not None for s in self._stages.all):
+            return None
+        return checkpoint_module.GraphStatus(state.yielded, state.label)
+
+    def resume(self, *args, from_checkpoint, **kwargs):
+        """Runs a checkpoints kernel from the stage labelled
+        `from_checkpoint` (an int or IntEnum member, typically the
+        GraphStatus.checkpoint of a yield), skipping the stages before it."""
+        if isinstance(from_checkpoint, bool) or not isinstance(from_checkpoint, numbers.Integral):
+            raise RuntimeError(f"from_checkpoint= must be an int or IntEnum value matching a "
+                               f"`qd.checkpoint(cp_id=...)` label in the kernel (typically "
+                               f"`status.checkpoint` from the previous launch's GraphStatus); "
+                               f"got {from_checkpoint!r}.")
+        field_module.check_placements()
+        self._prepare()
+        stages = self._stages.all if self._stages is not None else []
+        if not any(s.yield_on is not None for s in stages):
+            raise RuntimeError("`from_checkpoint=` is only valid for kernels that contain at "
+                               "least one qd.checkpoint(yield_on=...) block; this kernel has "
+                               "none.")
+        labels = [s.label for s in stages if s.label is not None]
+        target = next((s for s in stages if s.label is not None and
+                       s.label == from_checkpoint), None)
+        if target is None:
+            raise RuntimeError(f"from_checkpoint={from_checkpoint!r} does not match any "
+                               f"qd.checkpoint(cp_id=...) in kernel {self.name!r}. Available "
+                               f"cp_id labels (source-declaration order): {labels}.")
+        return self._run_stages(args, kwargs, PRIMAL, target.index)
 
     def _bind(self, args, kwargs):
         # Kernels see the field or ndarray inside a qd.Tensor.
@@ -493,6 +537,7 @@ class Kernel:
                 ir_index += 1
         ctx = CompileContext(self.name, "kernel", kernel_ir, prog)
         ctx.graph = self.graph
+        ctx.checkpoints = self.checkpoints
         ctx.pure = self.is_pure
         ctx.frames = [f"{self.name} ({src.file}:{src.line_offset + src.node.lineno})"]
         ctx.origins = origins
@@ -1159,7 +1204,7 @@ def python_callable(fn):
     return wrapper
 
 
-def kernel(fn=None, *, pure=None, fastcache=False, graph=False):
+def kernel(fn=None, *, pure=None, fastcache=False, graph=False, checkpoints=False):
     """@qd.kernel, or @qd.kernel(fastcache=True, graph=True).
 
     fastcache=True declares the kernel pure: it reads nothing from outside
@@ -1177,7 +1222,8 @@ def kernel(fn=None, *, pure=None, fastcache=False, graph=False):
     would skip, so such a kernel raises QuadrantsRuntimeError when launched
     with graph=True.
     """
-    for name, value in (("graph", graph), ("fastcache", fastcache)):
+    for name, value in (("graph", graph), ("fastcache", fastcache),
+                        ("checkpoints", checkpoints)):
         if not isinstance(value, bool):
             raise QuadrantsTypeError(f"qd.kernel({name}=...) must be a bool, got {value!r}")
     if pure is not None:
@@ -1192,8 +1238,13 @@ def kernel(fn=None, *, pure=None, fastcache=False, graph=False):
                 "Cant put kernel in front of other annotations (error code: "
                 "KERNEL_ANNOTATION_ORDER). A perf_dispatch implementation registers the "
                 "kernel: write @dispatcher.register above @qd.kernel")
+        if checkpoints and not graph:
+            raise QuadrantsSyntaxError(
+                f"@qd.kernel({function.__name__!r}, checkpoints=True) requires graph=True; "
+                f"the checkpoint resume model is only meaningful for graph kernels.")
         k = Kernel(function)
         k.graph = graph
+        k.checkpoints = checkpoints
         k.is_pure = bool(pure) or fastcache or getattr(function, "is_pure", False)
         return k
     return make if fn is None else make(fn)

@@ -3,7 +3,7 @@ pass, if (one branch only when the condition is known at compile time),
 while, break and continue, assert, and returns."""
 import ast
 
-from quadrants.lang import context, graph, printing
+from quadrants.lang import checkpoint, context, graph, printing
 from quadrants.lang.exception import (QuadrantsAlwaysFalseAssertion,
                                       QuadrantsCompilationError, QuadrantsSyntaxError,
                                       QuadrantsTypeError)
@@ -149,6 +149,8 @@ class GraphRegionsMixin:
         if not isinstance(call, ast.Call):
             raise self.error(node, "'with' in Quadrants kernels requires a call expression",
                              QuadrantsSyntaxError)
+        if checkpoint.is_checkpoint(node):
+            return self.misplaced_checkpoint(node)
         if graph.matches(call.func, "parallel_context"):
             return self.graph_parallel_region(node, call)
         if graph.matches(call.func, "parallel"):
@@ -158,9 +160,32 @@ class GraphRegionsMixin:
                                  "one another", QuadrantsSyntaxError)
             raise self.error(node, "qd.graph.parallel() can only be used directly inside a "
                              "qd.graph.parallel_context() region", QuadrantsSyntaxError)
-        raise self.error(node, "'with' in Quadrants kernels only supports "
+        raise self.error(node, "'with' in Quadrants kernels only supports qd.checkpoint(), "
                          "qd.graph.parallel_context() and qd.graph.parallel()",
                          QuadrantsSyntaxError)
+
+    def misplaced_checkpoint(self, node):
+        """A `with qd.checkpoint` the kernel's split did not take: its
+        arguments are checked first, then where it is."""
+        checkpoint.parse(node, self.globals,
+                         lambda at, message: self.error(at, message, QuadrantsSyntaxError))
+        if not self.is_kernel or self.ctx.inline_depth:
+            message = "qd.checkpoint() can only be used inside @qd.kernel, not @qd.func"
+        elif not self.ctx.graph:
+            message = ("qd.checkpoint() requires @qd.kernel(graph=True); the resume model only "
+                       "applies to graph kernels")
+        elif not self.ctx.checkpoints:
+            message = (f"qd.checkpoint() found in kernel {self.ctx.name!r}, but this kernel was "
+                       f"not decorated with `checkpoints=True`. Add `checkpoints=True` to the "
+                       f"decorator -- e.g. `@qd.kernel(graph=True, checkpoints=True)` -- to opt "
+                       f"into the pause / resume model.")
+        elif self.graph_section:
+            message = ("qd.checkpoint() cannot appear inside a qd.graph.parallel() section; a "
+                       "section body must be straight-line task work")
+        else:
+            message = ("qd.checkpoint() must be at the kernel top level or directly inside a "
+                       "qd.graph.do_while() body, not inside a for-loop, if or region")
+        raise self.error(node, message, QuadrantsSyntaxError)
 
     def graph_arguments(self, node, call, name):
         graph.warn_if_deprecated(call.func, name)
@@ -220,6 +245,10 @@ class GraphRegionsMixin:
             raise self.error(stmt, "'with ... as ...' is not supported in Quadrants kernels",
                              QuadrantsSyntaxError)
         for inner in ast.walk(ast.Module(body=stmt.body, type_ignores=[])):
+            if checkpoint.is_checkpoint(inner):
+                raise self.error(inner, "qd.checkpoint() cannot appear inside a "
+                                 "qd.graph.parallel() section; a section body must be "
+                                 "straight-line task work", QuadrantsSyntaxError)
             if graph.is_do_while(inner):
                 raise self.error(inner, "qd.graph.do_while() cannot appear inside a "
                                  "qd.graph.parallel() section; a section body must be "
