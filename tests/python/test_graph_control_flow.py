@@ -374,3 +374,90 @@ def test_checkpoint_misuse_is_reported():
     with qd.checkpoint(0, None):
         ran.append(1)
     assert ran == [1]
+
+
+# ---- gradients through do_while ----------------------------------------------------
+
+@test_utils.test(default_fp=qd.f64)
+def test_gradient_of_a_do_while_solver_matches_central_differences():
+    # x <- x - 0.1 (x^3 - b) for n sweeps (a relaxation towards b^(1/3)),
+    # through tmp as differentiable kernels write it;
+    # loss = sum(w * x). d loss / d x0 and d loss / d b against central
+    # differences in f64: h = 1e-6 gives truncation ~1e-12 and round-off
+    # ~1e-10 on O(1) values, so rel 1e-6 leaves a wide margin while a
+    # missing or doubled iteration is off by O(0.1).
+    F64 = qd.types.ndarray(qd.f64, ndim=1)
+
+    @qd.kernel(graph=True)
+    def relax(x: F64, tmp: F64, b: F64, w: F64, loss: F64, sweeps: COUNTER):
+        while qd.graph.do_while(sweeps):
+            for i in range(x.shape[0]):
+                tmp[i] = x[i] - 0.1 * (x[i] * x[i] * x[i] - b[i])
+            for i in range(x.shape[0]):
+                x[i] = tmp[i]
+            for _ in range(1):
+                sweeps[()] -= 1
+        for i in range(x.shape[0]):
+            loss[0] += w[i] * x[i]
+
+    n, steps = 4, 7
+    rng = np.random.default_rng(3)
+    x0 = rng.uniform(0.5, 1.5, n)
+    b0 = rng.uniform(0.5, 2.0, n)
+    w0 = rng.uniform(-1.0, 1.0, n)
+
+    def run(x_init, b_init, need_grad=False):
+        x = qd.ndarray(qd.f64, shape=(n,), needs_grad=need_grad)
+        tmp = qd.ndarray(qd.f64, shape=(n,), needs_grad=need_grad)
+        b = qd.ndarray(qd.f64, shape=(n,), needs_grad=need_grad)
+        w = qd.ndarray(qd.f64, shape=(n,))
+        loss = qd.ndarray(qd.f64, shape=(1,), needs_grad=need_grad)
+        sweeps = _counter(steps)
+        x.from_numpy(x_init)
+        b.from_numpy(b_init)
+        w.from_numpy(w0)
+        relax(x, tmp, b, w, loss, sweeps)
+        return x, tmp, b, w, loss, sweeps
+
+    x, tmp, b, w, loss, sweeps = run(x0, b0, need_grad=True)
+    final_x = x.to_numpy()
+    loss.grad.from_numpy(np.ones(1))
+    # The counter is 0 now; the gradient replays the launch from its inputs.
+    relax.grad(x, tmp, b, w, loss, sweeps)
+    np.testing.assert_array_equal(x.to_numpy(), final_x)  # the primal is put back
+    assert sweeps.to_numpy() == 0
+
+    h = 1e-6
+
+    def loss_of(x_init, b_init):
+        return run(x_init, b_init)[4].to_numpy()[0]
+
+    fd_x, fd_b = np.zeros(n), np.zeros(n)
+    for i in range(n):
+        e = np.zeros(n)
+        e[i] = h
+        fd_x[i] = (loss_of(x0 + e, b0) - loss_of(x0 - e, b0)) / (2 * h)
+        fd_b[i] = (loss_of(x0, b0 + e) - loss_of(x0, b0 - e)) / (2 * h)
+    np.testing.assert_allclose(x.grad.to_numpy(), fd_x, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(b.grad.to_numpy(), fd_b, rtol=1e-6, atol=1e-9)
+
+
+@test_utils.test()
+def test_gradient_of_a_do_while_kernel_over_fields_is_refused():
+    state = qd.field(qd.f32, shape=4, needs_grad=True)
+
+    @qd.kernel(graph=True)
+    def step(counter: COUNTER, x: qd.types.ndarray(qd.f32, ndim=1)):
+        while qd.graph.do_while(counter):
+            for i in range(4):
+                state[i] = state[i] * 0.5 + x[i]
+            for _ in range(1):
+                counter[()] -= 1
+
+    x = qd.ndarray(qd.f32, shape=(4,), needs_grad=True)
+    c = _counter(2)
+    step(c, x)
+    before = state.to_numpy()
+    with pytest.raises(qd.QuadrantsTypeError, match="uses field 'state'"):
+        step.grad(c, x)
+    np.testing.assert_array_equal(state.to_numpy(), before)  # nothing replayed

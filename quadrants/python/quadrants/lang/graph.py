@@ -141,12 +141,13 @@ _ALLOWED = (ast.For, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.If,
             ast.With)
 
 
-def plan(kernel_name, statements, error, top=True, stages=None, strict=True):
+def plan(kernel_name, statements, error, top=True, stages=None, strict=True, each=False):
     """Segments and Loops of `statements`; `error(node, message)` makes the
     QuadrantsSyntaxError of a statement the split cannot take. With
     `stages` (a checkpoints kernel) each `with qd.checkpoint` and each for
     loop becomes a stage of its own. `strict`: the kernel uses do_while, so
-    only the statement kinds a split body may hold are allowed."""
+    only the statement kinds a split body may hold are allowed. `each`:
+    every statement is a segment of its own (the gradient's replay)."""
     steps, pending = [], []
     where = "the kernel body" if top else "a qd.graph.do_while() body"
 
@@ -182,7 +183,7 @@ def plan(kernel_name, statements, error, top=True, stages=None, strict=True):
                             "ndarray counter (`while qd.graph.do_while(counter):`)")
             flush()
             steps.append(Loop(node, call.args[0],
-                              plan(kernel_name, node.body, error, False, stages, strict)))
+                              plan(kernel_name, node.body, error, False, stages, strict, each)))
             continue
         if strict and not isinstance(node, _ALLOWED):
             kind = type(node).__name__
@@ -191,6 +192,8 @@ def plan(kernel_name, statements, error, top=True, stages=None, strict=True):
                         f"qd.graph.do_while() while-loops, bare assignments, and @qd.func "
                         f"calls (freely mixed and nested). [offending stmt {index}: {kind}]")
         pending.append(node)
+        if each:
+            flush()
     flush()
     return steps
 

@@ -112,6 +112,7 @@ class CompileContext:
         self.inline_depth = 0
         self.graph = False  # compiling a @qd.kernel(graph=True)
         self.checkpoints = False  # ... with checkpoints=True
+        self.fields_used = []  # names of the fields the kernel reads or writes
         self.pure = False   # compiling a @qd.kernel(fastcache=True): purity.py
         # Run-time if/while/for bodies around the func being inlined, through
         # every caller up to the kernel (qd.func(requires_top_level=True)).
@@ -305,6 +306,11 @@ class Kernel:
         self.is_pure = False  # set by @qd.kernel(fastcache=True) or qd.pure
         self.checkpoints = False  # set by @qd.kernel(graph=True, checkpoints=True)
         self._stages = None  # a checkpoints kernel's graph_module.Stages
+        self._fields_used = []  # fields a compiled variant reads or writes
+        self._fine_plan = None  # the plan a gradient replays (_replay_plan)
+        # A do_while kernel's ndarray arguments before its last launch, for
+        # its gradient: (the arrays, their values).
+        self._inputs = None
         # A part of a kernel split at its qd.graph.do_while loops compiles
         # these statements instead of the whole body.
         self._body = None
@@ -364,12 +370,89 @@ class Kernel:
                 self._make_parts(step.body)
 
     def _run_plan(self, args, kwargs, mode):
-        if mode != PRIMAL:
-            raise QuadrantsSyntaxError(
-                f"kernel '{self.name}': gradients and forward mode of a kernel with "
-                f"qd.graph.do_while() are not supported yet; write the loop in Python around "
-                f"a kernel to differentiate it")
+        if mode == FORWARD:
+            raise QuadrantsGradientError(
+                f"kernel '{self.name}': forward mode (qd.ad.FwdMode) of a kernel with "
+                f"qd.graph.do_while() or checkpoints is not supported; use kernel.grad")
+        if mode == REVERSE:
+            return self._plan_grad(args, kwargs)
+        arrays = self._array_arguments(args, kwargs)
+        if any(getattr(a, "grad", None) is not None for a in arrays):
+            self._inputs = (arrays, [a.to_numpy() for a in arrays])
         return self._run_stages(args, kwargs, mode, 0)
+
+    def _array_arguments(self, args, kwargs):
+        bound = self._signature.bind(*args, **kwargs)
+        out = []
+        for value in bound.arguments.values():
+            value = tensor_module.unwrap(value)
+            if isinstance(value, Ndarray) and all(value is not o for o in out):
+                out.append(value)
+        return out
+
+    def _plan_grad(self, args, kwargs):
+        """kernel.grad of a kernel split into parts: the last launch is
+        replayed from its saved inputs, the state of its ndarray arguments
+        saved before each part, and the parts' gradient kernels run in
+        reverse order, each on the state its part saw."""
+        arrays = self._array_arguments(args, kwargs)
+        if self._inputs is None or len(self._inputs[0]) != len(arrays) or \
+                any(a is not b for a, b in zip(self._inputs[0], arrays)):
+            raise QuadrantsGradientError(
+                f"kernel '{self.name}': kernel.grad of a kernel with qd.graph.do_while() "
+                f"replays its last launch with the same ndarrays, one of which has a .grad; "
+                f"call the kernel with these arguments (and create the .grad first)")
+        # The forward launch compiled every part: a field there is state the
+        # replay could not put back.
+        for part in self._parts(self._plan):
+            if part._fields_used:
+                raise QuadrantsGradientError(
+                    f"kernel '{self.name}': kernel.grad of a kernel with qd.graph.do_while() "
+                    f"replays it on the state of its ndarray arguments, but it uses field "
+                    f"'{part._fields_used[0]}'; pass that state as an ndarray argument")
+        final = [a.to_numpy() for a in arrays]
+        history = []
+
+        def record(segment):
+            segment.kernel._launch(args, kwargs, PRIMAL)
+            history.append((segment, [a.to_numpy() for a in arrays]))
+
+        try:
+            for array, value in zip(arrays, self._inputs[1]):
+                array.from_numpy(value)
+            bound = self._signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            graph_module.run(self._replay_plan(), bound.arguments, record, self.name,
+                             self._syntax_error, graph_module.RunState(0))
+            for segment, state in reversed(history):
+                for array, value in zip(arrays, state):
+                    array.from_numpy(value)
+                segment.kernel._launch(args, kwargs, REVERSE)
+        finally:
+            for array, value in zip(arrays, final):
+                array.from_numpy(value)
+
+    def _replay_plan(self):
+        """The plan with every statement a part of its own: each part's
+        gradient then runs on the state right after that part, as the
+        gradient of a kernel of its own would."""
+        if self._fine_plan is None:
+            stages = graph_module.Stages(self._source.globals) if self.checkpoints else None
+            steps = graph_module.plan(self.name, self._source.node.body, self._syntax_error,
+                                      stages=stages, each=True)
+            self._make_parts(steps)
+            self._fine_plan = steps
+        return self._fine_plan
+
+    @staticmethod
+    def _parts(steps):
+        def walk(steps):
+            for step in steps:
+                if isinstance(step, graph_module.Segment):
+                    yield step.kernel
+                else:
+                    yield from walk(step.body)
+        return list(walk(steps))
 
     def _run_stages(self, args, kwargs, mode, resume):
         bound = self._signature.bind(*args, **kwargs)
@@ -583,6 +666,7 @@ class Kernel:
                     f"Kernel has a return type but does not have a return statement")
         finally:
             context.pop()
+        self._fields_used = self._fields_used or ctx.fields_used
         return kernel_ir, ctx.hidden
 
     def __call__(self, *args, **kwargs):

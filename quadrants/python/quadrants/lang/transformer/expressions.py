@@ -289,6 +289,8 @@ class ExpressionsMixin:
         b = self.ctx.builder
         # Errors about this access name the variable as the user wrote it.
         label = ast.unparse(node.value) if isinstance(node, ast.Subscript) else base.name
+        if isinstance(base, (MatrixField, StructField, Field)):
+            self.ctx.fields_used.append(label)
         if isinstance(base, (MatrixField, StructField, Field)) and \
                 len(indices) < len(base.shape):
             listed = sparse.list_ref(base, indices)
