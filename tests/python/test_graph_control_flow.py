@@ -461,3 +461,28 @@ def test_gradient_of_a_do_while_kernel_over_fields_is_refused():
     with pytest.raises(qd.QuadrantsTypeError, match="uses field 'state'"):
         step.grad(c, x)
     np.testing.assert_array_equal(state.to_numpy(), before)  # nothing replayed
+
+
+@test_utils.test()
+def test_the_plan_is_visible_under_upstreams_names():
+    @qd.kernel(graph=True, checkpoints=True)
+    def k(x: I32, outer: COUNTER, inner: COUNTER, flag: COUNTER):
+        while qd.graph.do_while(outer):
+            while qd.graph.do_while(inner):
+                for i in range(1):
+                    x[0] += 1
+                    inner[()] = 0
+            with qd.checkpoint(5, yield_on=flag):
+                for i in range(1):
+                    outer[()] = 0
+        for i in range(1):
+            x[0] += 10
+
+    k(qd.ndarray(qd.i32, shape=(1,)), _counter(1), _counter(1), _counter(0))
+    levels = k._primal.graph_do_while_levels
+    assert [(lv.cond_arg_name, lv.parent_id) for lv in levels] == [("outer", -1), ("inner", 0)]
+    assert levels[0].cond_cpp_arg_id != levels[1].cond_cpp_arg_id
+    assert k.graph_do_while_arg == "outer"
+    assert k.checkpoint_user_labels_by_cp_id == [None, 5, None]
+    assert k.checkpoint_yield_on_args == [None, "flag", None]
+    assert k.checkpoint_yield_on_cpp_arg_ids == [-1, 3, -1]

@@ -63,6 +63,10 @@ class BoundKernel:
         self._check()
         return functools.partial(self.kernel.grad, self.obj)
 
+    @property
+    def _primal(self):
+        return self.kernel._primal
+
     def resume(self, *args, from_checkpoint, **kwargs):
         """kernel.resume(...) with the object as `self`."""
         self._check()

@@ -6,6 +6,7 @@ import inspect
 import numbers
 import sys
 import textwrap
+import types as types_module
 import warnings
 import weakref
 
@@ -431,6 +432,65 @@ class Kernel:
         finally:
             for array, value in zip(arrays, final):
                 array.from_numpy(value)
+
+    # ---- upstream's names for what the graph plan holds ----------------------
+    @property
+    def _primal(self):
+        """The primal kernel (upstream's wrapper keeps it apart from the
+        adjoint; here the kernel is both)."""
+        return self
+
+    def _graph_arg_id(self, expr, seen):
+        """An id per distinct argument expression: a parameter's position,
+        or past the parameters for members (self.flag, params.flag)."""
+        label = ast.unparse(expr)
+        names = [spec.name for spec in self._specs]
+        if isinstance(expr, ast.Name) and expr.id in names:
+            return names.index(expr.id)
+        if label not in seen:
+            seen.append(label)
+        return len(names) + seen.index(label)
+
+    @property
+    def graph_do_while_levels(self):
+        """The do_while loops in source order: each with cond_arg_name (the
+        counter as written), parent_id (-1 at the top) and cond_cpp_arg_id."""
+        self._prepare()
+        levels, seen = [], []
+
+        def walk(steps, parent):
+            for step in steps:
+                if isinstance(step, graph_module.Loop):
+                    levels.append(types_module.SimpleNamespace(
+                        cond_arg_name=ast.unparse(step.counter), parent_id=parent,
+                        cond_cpp_arg_id=self._graph_arg_id(step.counter, seen)))
+                    walk(step.body, len(levels) - 1)
+        walk(self._plan or [], -1)
+        return levels
+
+    @property
+    def graph_do_while_arg(self):
+        levels = self.graph_do_while_levels
+        return levels[0].cond_arg_name if levels else None
+
+    @property
+    def checkpoint_user_labels_by_cp_id(self):
+        self._prepare()
+        return [s.label for s in self._stages.all] if self._stages is not None else []
+
+    @property
+    def checkpoint_yield_on_args(self):
+        self._prepare()
+        stages = self._stages.all if self._stages is not None else []
+        return [None if s.yield_on is None else ast.unparse(s.yield_on) for s in stages]
+
+    @property
+    def checkpoint_yield_on_cpp_arg_ids(self):
+        self._prepare()
+        stages = self._stages.all if self._stages is not None else []
+        seen = []
+        return [-1 if s.yield_on is None else self._graph_arg_id(s.yield_on, seen)
+                for s in stages]
 
     def _replay_plan(self):
         """The plan with every statement a part of its own: each part's

@@ -201,6 +201,14 @@ class GraphRegionsMixin:
         if not self.ctx.graph:
             raise self.error(node, "qd.graph.parallel_context() requires "
                              "@qd.kernel(graph=True)", QuadrantsSyntaxError)
+        if self.ctx.checkpoints:
+            raise self.error(node, "qd.graph.parallel_context() is not supported in a "
+                             "@qd.kernel(graph=True, checkpoints=True) kernel: a fork/join "
+                             "region does not participate in the checkpoint/resume model (its "
+                             "sections would run unconditionally on every launch, ignoring "
+                             "yield/resume). Use qd.graph.parallel_context() only in a "
+                             "non-checkpoints kernel, or express the work as ordinary "
+                             "qd.checkpoint() stages.", QuadrantsSyntaxError)
         if self.graph_section:
             raise self.error(node, "qd.graph.parallel_context() cannot appear inside a "
                              "qd.graph.parallel() section", QuadrantsSyntaxError)

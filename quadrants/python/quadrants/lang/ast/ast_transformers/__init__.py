@@ -1,0 +1,1 @@
+"""Upstream's module paths for the kernel front end's helpers."""
