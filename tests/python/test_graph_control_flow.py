@@ -459,7 +459,7 @@ def test_gradient_of_a_do_while_kernel_over_fields_is_refused():
     c = _counter(2)
     step(c, x)
     before = state.to_numpy()
-    with pytest.raises(qd.QuadrantsTypeError, match="uses field 'state'"):
+    with pytest.raises(qd.QuadrantsTypeError, match="uses 'state', which is not one"):
         step.grad(c, x)
     np.testing.assert_array_equal(state.to_numpy(), before)  # nothing replayed
 

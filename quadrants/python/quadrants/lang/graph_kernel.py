@@ -91,14 +91,16 @@ class GraphKernelMixin:
                 f"kernel '{self.name}': kernel.grad of a kernel with qd.graph.do_while() "
                 f"replays its last launch with the same ndarrays, one of which has a .grad; "
                 f"call the kernel with these arguments (and create the .grad first)")
-        # The forward launch compiled every part: a field there is state the
-        # replay could not put back.
+        # The forward launch compiled every part: a field, or an ndarray
+        # reached through a template argument, is state the replay could
+        # not put back.
         for part in self._parts(self._plan):
-            if part._fields_used:
+            if part._outside_state:
                 raise QuadrantsGradientError(
                     f"kernel '{self.name}': kernel.grad of a kernel with qd.graph.do_while() "
-                    f"replays it on the state of its ndarray arguments, but it uses field "
-                    f"'{part._fields_used[0]}'; pass that state as an ndarray argument")
+                    f"replays it on the state of its ndarray arguments, but it uses "
+                    f"'{part._outside_state[0]}', which is not one; pass that state as an "
+                    f"ndarray argument")
         final = [a.to_numpy() for a in arrays]
         history = []
 

@@ -112,7 +112,9 @@ class CompileContext:
         self.inline_depth = 0
         self.graph = False  # compiling a @qd.kernel(graph=True)
         self.checkpoints = False  # ... with checkpoints=True
-        self.fields_used = []  # names of the fields the kernel reads or writes
+        # Fields, and ndarrays reached through template arguments, the
+        # kernel uses: state outside its ndarray arguments, by name.
+        self.outside_state = []
         self.pure = False   # compiling a @qd.kernel(fastcache=True): purity.py
         # Run-time if/while/for bodies around the func being inlined, through
         # every caller up to the kernel (qd.func(requires_top_level=True)).
@@ -305,7 +307,7 @@ class Kernel(GraphKernelMixin):
         self.is_pure = False  # set by @qd.kernel(fastcache=True) or qd.pure
         self.checkpoints = False  # set by @qd.kernel(graph=True, checkpoints=True)
         self._stages = None  # a checkpoints kernel's graph_module.Stages
-        self._fields_used = []  # fields a compiled variant reads or writes
+        self._outside_state = []  # a compiled variant's CompileContext.outside_state
         self._fine_plan = None  # the plan a gradient replays (_replay_plan)
         # A do_while kernel's ndarray arguments before its last launch, for
         # its gradient: (the arrays, their values).
@@ -509,7 +511,7 @@ class Kernel(GraphKernelMixin):
                     f"Kernel has a return type but does not have a return statement")
         finally:
             context.pop()
-        self._fields_used = self._fields_used or ctx.fields_used
+        self._outside_state = self._outside_state or ctx.outside_state
         return kernel_ir, ctx.hidden
 
     def __call__(self, *args, **kwargs):

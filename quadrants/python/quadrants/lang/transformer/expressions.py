@@ -255,6 +255,7 @@ class ExpressionsMixin:
             self.ctx.origins.note_step(value, ("attr", "_impl"), impl)
             value = impl
         if isinstance(value, Ndarray) and self.ctx.hidden is not None:
+            self.ctx.outside_state.append(label)
             return self.ctx.hidden.ndarray_arg(value, self.ctx.origins.path(value), label)
         return value
 
@@ -290,7 +291,7 @@ class ExpressionsMixin:
         # Errors about this access name the variable as the user wrote it.
         label = ast.unparse(node.value) if isinstance(node, ast.Subscript) else base.name
         if isinstance(base, (MatrixField, StructField, Field)):
-            self.ctx.fields_used.append(label)
+            self.ctx.outside_state.append(label)
         if isinstance(base, (MatrixField, StructField, Field)) and \
                 len(indices) < len(base.shape):
             listed = sparse.list_ref(base, indices)
