@@ -27,8 +27,8 @@ CudaGrowableMemory::~CudaGrowableMemory() {
   absl::MutexLock lock(&mutex_);
   if (!ranges_.empty() && !cu_->MakeCurrent().ok())
     return;
-  for (auto& [base, range] : ranges_)
-    Release(base, range);
+  for (auto& [address, range] : ranges_)
+    Release(range);
   ranges_.clear();
 }
 
@@ -53,20 +53,26 @@ absl::StatusOr<uint64_t> CudaGrowableMemory::Allocate(int64_t bytes,
     }
   }
   Range range;
-  range.reserved = RoundUp(static_cast<size_t>(std::max(bytes, max_bytes)),
-                           granularity_);
+  range.reserved =
+      granularity_ +
+      RoundUp(static_cast<size_t>(std::max(bytes, max_bytes)) + kSlackBytes,
+              granularity_);
   CUdeviceptr base = 0;
   if (cu_->cuMemAddressReserve(&base, range.reserved, 0, 0, 0) !=
       CUDA_SUCCESS) {
     return 0;  // no room to reserve: an ordinary allocation
   }
-  absl::Status mapped = MapChunk(base, range, static_cast<size_t>(bytes));
+  range.base = static_cast<uint64_t>(base);
+  absl::Status mapped = MapChunk(
+      range, RoundUp(granularity_ + static_cast<size_t>(bytes) + kSlackBytes,
+                     granularity_));
   if (!mapped.ok()) {
-    Release(base, range);
+    Release(range);
     return mapped;
   }
-  ranges_[base] = std::move(range);
-  return static_cast<uint64_t>(base);
+  const uint64_t address = range.base + granularity_;
+  ranges_[address] = std::move(range);
+  return address;
 }
 
 absl::Status CudaGrowableMemory::Grow(uint64_t address, int64_t new_bytes) {
@@ -78,7 +84,9 @@ absl::Status CudaGrowableMemory::Grow(uint64_t address, int64_t new_bytes) {
                      "growing device memory that was not reserved to grow");
   }
   Range& range = it->second;
-  const size_t want = RoundUp(static_cast<size_t>(new_bytes), granularity_);
+  const size_t want =
+      RoundUp(granularity_ + static_cast<size_t>(new_bytes) + kSlackBytes,
+              granularity_);
   if (want <= range.mapped)
     return absl::OkStatus();
   if (want > range.reserved) {
@@ -86,7 +94,7 @@ absl::Status CudaGrowableMemory::Grow(uint64_t address, int64_t new_bytes) {
                      absl::StrCat("growing to ", new_bytes, " bytes passes the ",
                                   range.reserved, " bytes reserved for it"));
   }
-  return MapChunk(address, range, want - range.mapped);
+  return MapChunk(range, want - range.mapped);
 }
 
 bool CudaGrowableMemory::Free(uint64_t address) {
@@ -96,16 +104,15 @@ bool CudaGrowableMemory::Free(uint64_t address) {
     return false;
   if (cu_->MakeCurrent().ok()) {
     cu_->cuCtxSynchronize();  // launches may still use it
-    Release(address, it->second);
+    Release(it->second);
   }
   ranges_.erase(it);
   return true;
 }
 
-absl::Status CudaGrowableMemory::MapChunk(uint64_t base, Range& range,
-                                          size_t bytes) {
+absl::Status CudaGrowableMemory::MapChunk(Range& range, size_t bytes) {
   bytes = RoundUp(std::max<size_t>(bytes, 1), granularity_);
-  const uint64_t at = base + range.mapped;
+  const uint64_t at = range.base + range.mapped;
   CUmemAllocationProp prop = DeviceProperties(cu_->device());
   CUmemGenericAllocationHandle handle = 0;
   absl::Status status =
@@ -140,13 +147,13 @@ absl::Status CudaGrowableMemory::MapChunk(uint64_t base, Range& range,
   return absl::OkStatus();
 }
 
-void CudaGrowableMemory::Release(uint64_t base, Range& range) {
+void CudaGrowableMemory::Release(Range& range) {
   for (const Chunk& chunk : range.chunks) {
     cu_->cuMemUnmap(chunk.address, chunk.bytes);
     cu_->cuMemRelease(chunk.handle);
   }
   range.chunks.clear();
-  cu_->cuMemAddressFree(base, range.reserved);
+  cu_->cuMemAddressFree(range.base, range.reserved);
 }
 
 }  // namespace quadrants::cuda

@@ -40,14 +40,20 @@ class CudaGrowableMemory {
     uint64_t address;
     size_t bytes;
   };
+  // Reserved addresses: one granule of zeros, then the allocation and at
+  // least kSlackBytes of zeros past its end, so a kernel reading a little
+  // out of bounds (both sides of a select, say) reads zeros, as it would
+  // read neighbouring memory of a plain allocation, instead of faulting.
   struct Range {
+    uint64_t base = 0;  // the reservation; the allocation starts a granule in
     size_t reserved = 0;
-    size_t mapped = 0;
+    size_t mapped = 0;  // from base
     std::vector<Chunk> chunks;
   };
+  static constexpr size_t kSlackBytes = size_t{64} << 10;
 
-  absl::Status MapChunk(uint64_t base, Range& range, size_t bytes);
-  void Release(uint64_t base, Range& range);
+  absl::Status MapChunk(Range& range, size_t bytes);
+  void Release(Range& range);
 
   std::shared_ptr<CudaDriver> cu_;
   absl::Mutex mutex_;
