@@ -221,6 +221,11 @@ std::shared_ptr<gpu::ModuleKernel> CudaBackend::NewKernel(
                                               std::move(module));
 }
 
+std::string CudaBackend::device_description() const {
+  return absl::StrCat(driver_->device_name(), " (sm_",
+                      driver_->compute_capability(), ")");
+}
+
 absl::Status CudaBackend::ReplayGraph(const gpu::GpuCompiledKernel& kernel) {
   const auto& compiled = static_cast<const CudaCompiledKernel&>(kernel);
   if (!compiled.graph) {

@@ -2,6 +2,7 @@
 #define QUADRANTS_RUNTIME_CUDA_CUDA_BACKEND_H_
 
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "quadrants/codegen/llvm/gpu_compiler.h"
@@ -28,6 +29,8 @@ class CudaBackend : public gpu::DriverBackend {
 
  protected:
   bool HasGraphs() const override { return true; }
+  // The card and its compute capability, e.g. "NVIDIA H200 (sm_90)".
+  std::string device_description() const override;
   absl::Status ReplayGraph(const gpu::GpuCompiledKernel& kernel) override;
   std::shared_ptr<gpu::ModuleKernel> NewKernel(
       const ir::Kernel& kernel, const CompiledKernelData& artifact,
