@@ -81,9 +81,10 @@ class GraphKernelMixin:
 
     def _plan_grad(self, args, kwargs):
         """kernel.grad of a kernel split into parts: the last launch is
-        replayed from its saved inputs, the state of its ndarray arguments
-        saved before each part, and the parts' gradient kernels run in
-        reverse order, each on the state its part saw."""
+        replayed from its saved inputs over the finer plan, the state of its
+        ndarray arguments saved after each part, and the parts' gradient
+        kernels run in reverse order, each on the state right after its
+        part (as a kernel's gradient runs after the kernel)."""
         arrays = self._array_arguments(args, kwargs)
         if self._inputs is None or len(self._inputs[0]) != len(arrays) or \
                 any(a is not b for a, b in zip(self._inputs[0], arrays)):
@@ -226,6 +227,8 @@ class GraphKernelMixin:
                                f"got {from_checkpoint!r}.")
         field_module.check_placements()
         self._prepare()
+        # A gradient replays a launch from its start, not a resumed one.
+        self._inputs = None
         stages = self._stages.all if self._stages is not None else []
         if not any(s.yield_on is not None for s in stages):
             raise RuntimeError("`from_checkpoint=` is only valid for kernels that contain at "
