@@ -487,3 +487,16 @@ def test_the_plan_is_visible_under_upstreams_names():
     assert k.checkpoint_user_labels_by_cp_id == [None, 5, None]
     assert k.checkpoint_yield_on_args == [None, "flag", None]
     assert k.checkpoint_yield_on_cpp_arg_ids == [-1, 3, -1]
+
+
+@test_utils.test(arch=qd.cuda)
+def test_cuda_compute_capability_is_reported():
+    capability = qd.lang.impl.get_cuda_compute_capability()
+    assert capability >= 50 and f"sm_{capability}" in \
+        qd.lang.runtime.program().device_description
+
+
+@test_utils.test(arch=qd.cpu)
+def test_compute_capability_needs_cuda():
+    with pytest.raises(qd.QuadrantsRuntimeError, match="does not run on qd.cuda"):
+        qd.lang.impl.get_cuda_compute_capability()

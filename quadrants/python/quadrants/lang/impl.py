@@ -27,6 +27,17 @@ class Config:
         return f"Config({items})"
 
 
+def get_cuda_compute_capability():
+    """The CUDA device's compute capability as major * 10 + minor (90 for
+    an H100/H200); the session must run on qd.cuda."""
+    if not runtime.is_initialized() or runtime.state.arch.name != "cuda":
+        raise QuadrantsRuntimeError("get_cuda_compute_capability(): the session does not run "
+                                    "on qd.cuda")
+    # The CUDA backend describes its device as "<name> (sm_<capability>)".
+    description = runtime.program().device_description
+    return int(description.rsplit("(sm_", 1)[1].rstrip(")"))
+
+
 def current_cfg():
     """The options of the active session (after qd.init())."""
     if not runtime.is_initialized():
