@@ -23,41 +23,43 @@ def _sleeper(name, seconds, log, result=None):
 
 @test_utils.test()
 def test_kernels_are_timed_and_the_fastest_serves_later_calls():
-    @qd.perf_dispatch(get_geometry_hash=lambda a, out, work: hash(a.shape), first_warmup=1,
-                      warmup=1, active=1, repeat_after_seconds=0)
-    def scale(a: qd.types.ndarray(qd.f32, 1), out: qd.types.ndarray(qd.i32, 1),
-              work: qd.i32): ...
+    F32 = qd.types.ndarray(qd.f32, 1)
+
+    @qd.perf_dispatch(get_geometry_hash=lambda a, out, sink, work: hash(a.shape),
+                      first_warmup=1, warmup=1, active=1, repeat_after_seconds=0)
+    def scale(a: F32, out: qd.types.ndarray(qd.i32, 1), sink: F32, work: qd.i32): ...
 
     @scale.register
     @qd.kernel
-    def scale_slow(a: qd.types.ndarray(qd.f32, 1), out: qd.types.ndarray(qd.i32, 1),
-                   work: qd.i32):
+    def scale_slow(a: F32, out: qd.types.ndarray(qd.i32, 1), sink: F32, work: qd.i32):
         for i in a:
-            x = a[i]
+            x = a[i] + i
             for _ in range(work * 200):
                 x = x * 0.999 + 0.001
-            a[i] = a[i] * 2.0 + (x - x)
+            sink[i] = x  # kept, so no compiler drops the loop
+            a[i] = a[i] * 2.0
             out[0] = 1
 
     @scale.register
     @qd.kernel
-    def scale_fast(a: qd.types.ndarray(qd.f32, 1), out: qd.types.ndarray(qd.i32, 1),
-                   work: qd.i32):
+    def scale_fast(a: F32, out: qd.types.ndarray(qd.i32, 1), sink: F32, work: qd.i32):
         for i in a:
+            sink[i] = 0.0
             a[i] = a[i] * 2.0
             out[1] = 1
 
-    @scale.register(is_compatible=lambda a, out, work: a.shape[0] < 2)
-    def scale_tiny(a, out, work):
+    @scale.register(is_compatible=lambda a, out, sink, work: a.shape[0] < 2)
+    def scale_tiny(a, out, sink, work):
         raise AssertionError("incompatible with these shapes, never called")
 
     a = qd.ndarray(qd.f32, (512,))
+    sink = qd.ndarray(qd.f32, (512,))
     out = qd.ndarray(qd.i32, (2,))
     used = []
     for _ in range(8):
         a.fill(1.0)
         out.fill(0)
-        scale(a, out, work=2000)
+        scale(a, out, sink, work=2000)
         np.testing.assert_array_equal(a.to_numpy(), 2.0)
         used.append(tuple(out.to_numpy()))
     # Two trials each (one warm-up, one timed), then the fast one only.
