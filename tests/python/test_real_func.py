@@ -141,8 +141,7 @@ def test_recursion_over_halves():
     assert run() == 3 * 99 * 50
 
 
-@test_utils.test(arch=[qd.cpu])
-def test_deep_recursion():
+def _deep_recursion(depth):
     @qd.real_func
     def tri(n: qd.i32) -> qd.i32:
         if n == 0:
@@ -154,25 +153,19 @@ def test_deep_recursion():
         return tri(n)
 
     assert run(100) == 5050
-    assert run(3000) == 3000 * 3001 // 2
+    assert run(depth) == depth * (depth + 1) // 2
+
+
+@test_utils.test(arch=[qd.cpu])
+def test_deep_recursion():
+    _deep_recursion(3000)
 
 
 @test_utils.test(arch=[qd.cuda], cuda_stack_limit=32768)
 def test_deep_recursion_on_cuda_with_a_larger_stack():
     # 32 KiB of stack per thread: the driver's default (1 KiB) faults at
     # this depth with an illegal address, which poisons the context.
-    @qd.real_func
-    def tri(n: qd.i32) -> qd.i32:
-        if n == 0:
-            return 0
-        return tri(n - 1) + n
-
-    @qd.kernel
-    def run(n: qd.i32) -> qd.i32:
-        return tri(n)
-
-    assert run(100) == 5050
-    assert run(400) == 400 * 401 // 2
+    _deep_recursion(400)
 
 
 @test_utils.test(arch=LLVM)

@@ -183,14 +183,19 @@ std::optional<std::pair<int64_t, int64_t>> Range(const Affine& a) {
   return std::make_pair(lo, hi);
 }
 
+// Whether constant loop bounds keep the values of `a` and `b` apart.
+bool RangesDisjoint(const Affine& a, const Affine& b) {
+  auto ra = Range(a), rb = Range(b);
+  return ra && rb && (ra->second < rb->first || rb->second < ra->first);
+}
+
 // Whether index dimension `read` and `write` can never be equal when the
 // write happens `advanced` == null: in the same iteration of every loop
 // around both (within `common`, the innermost container around both), or
 // `advanced` = L: in a later iteration of loop L than the read.
 bool DimensionDiffers(const Affine& read, const Affine& write,
                       const Stmt* common, const Stmt* advanced) {
-  auto r = Range(read), w = Range(write);
-  if (r && w && (r->second < w->first || w->second < r->first))
+  if (RangesDisjoint(read, write))
     return true;
   Affine diff = write;
   diff.Add(read, -1);
@@ -377,8 +382,7 @@ class RuleChecker {
     for (size_t d = 0; d < n; ++d) {
       const Affine r = ToAffine(read.ptr->operand(d));
       const Affine w = ToAffine(write.ptr->operand(d));
-      auto rr = Range(r), wr = Range(w);
-      if (rr && wr && (rr->second < wr->first || wr->second < rr->first))
+      if (RangesDisjoint(r, w))
         return nullptr;
       Affine diff = w;
       diff.Add(r, -1);
