@@ -1,7 +1,10 @@
 #include "quadrants/artifact/compiled_kernel_data.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "quadrants/ir/walk.h"
 
 namespace quadrants {
 
@@ -11,6 +14,11 @@ std::string NdarraySiteName(const ir::Kernel& kernel, int arg) {
 }
 
 namespace {
+
+void AddOnce(int value, std::vector<int>* values) {
+  if (std::find(values->begin(), values->end(), value) == values->end())
+    values->push_back(value);
+}
 
 // "fields 'x', 'y'": the fields stored under `snode`.
 std::string FieldsUnder(const ir::SNodeTree& snodes, int snode) {
@@ -51,6 +59,32 @@ std::string FieldSiteName(const ir::SNodeTree& snodes, int snode) {
     }
   }
   return absl::StrCat("field '", place.name, "'");
+}
+
+LaunchFacts DescribeLaunch(const ir::Kernel& lowered) {
+  LaunchFacts facts;
+  facts.kernel_name = lowered.name();
+  facts.params = lowered.params();
+  ir::WalkKernel(lowered, [&](const ir::Stmt* s) {
+    facts.draws_random = facts.draws_random || ir::Isa<ir::RandomStmt>(s);
+    if (!ir::Isa<ir::GlobalStoreStmt>(s) && !ir::Isa<ir::AtomicOpStmt>(s))
+      return;
+    const ir::Stmt* ptr = s->operand(0);
+    if (const auto* field = ir::DynCast<ir::FieldPtrStmt>(ptr))
+      AddOnce(field->snode_id(), &facts.written_snodes);
+    else if (const auto* array = ir::DynCast<ir::NdarrayPtrStmt>(ptr))
+      AddOnce(array->arg(), &facts.written_args);
+  });
+  for (const auto& stmt : *lowered.body()) {
+    facts.adstack_gates.emplace_back();
+    const auto* task = ir::DynCast<ir::OffloadedTaskStmt>(stmt.get());
+    for (size_t k = 0; task != nullptr && k < task->body()->size(); ++k) {
+      if (const auto* row =
+              ir::DynCast<ir::AdStackRowStmt>(task->body()->at(k)))
+        facts.adstack_gates.back() = row->gate();
+    }
+  }
+  return facts;
 }
 
 CompiledTask DescribeTask(const ir::OffloadedTaskStmt& task,

@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/types/optional.h"
 #include "quadrants/common/source_location.h"
+#include "quadrants/ir/adstack_gate.h"
 #include "quadrants/ir/kernel.h"
 #include "quadrants/ir/op_kinds.h"
 #include "quadrants/ir/print_format.h"
@@ -72,6 +74,26 @@ std::string PoolSiteName(const ir::SNodeTree& snodes, int level);
 CompiledTask DescribeTask(const ir::OffloadedTaskStmt& task,
                           const ir::SNodeTree& snodes);
 
+// What a launch needs to know of the lowered kernel an artifact came from,
+// so that a cached artifact launches without its IR.
+struct LaunchFacts {
+  std::string kernel_name;
+  std::vector<ir::KernelParam> params;
+  // What the kernel may write: field places and ndarray parameter indices
+  // (generation counters are bumped for these only).
+  std::vector<int> written_snodes;
+  std::vector<int> written_args;
+  // Whether the kernel calls qd.random(): only then does its launch
+  // context carry the launch's random key.
+  bool draws_random = false;
+  // Per task: the gate of its adstack heap (see ir::AdStackRowStmt), if
+  // its stacks are used only under one.
+  std::vector<absl::optional<ir::AdStackGate>> adstack_gates;
+};
+
+// The launch facts of a lowered (offloaded) kernel.
+LaunchFacts DescribeLaunch(const ir::Kernel& lowered);
+
 // What a code generator produces for one kernel, whatever its target: the
 // target binary and everything a launch reads besides it. The offline
 // cache stores exactly this; launchers consume it.
@@ -84,6 +106,7 @@ struct CompiledKernelData {
   std::vector<ErrorSite> error_sites;
   // What each print record's site id stands for.
   std::vector<ir::PrintSite> print_sites;
+  LaunchFacts facts;
 
   // The adstacks of each task, in task order.
   std::vector<std::vector<AdStackSpec>> TaskAdStacks() const;

@@ -376,6 +376,12 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::Compile(
   return CompileVariant(kernel, transforms::AutodiffMode::kNone);
 }
 
+absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::LoadCached(
+    const std::string& key) {
+  QD_RETURN_IF_ERROR(MaterializeFields());
+  return backend_->LoadCached(key, snodes_);
+}
+
 absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileGrad(
     const ir::Kernel& kernel) {
   return CompileVariant(kernel, transforms::AutodiffMode::kReverse);

@@ -105,6 +105,11 @@ class Program {
   // values and, into the dual fields, their tangents.
   absl::StatusOr<std::shared_ptr<CompiledKernel>> CompileForward(
       const ir::Kernel& kernel);
+  // A kernel compiled earlier (in this process or another) loaded from the
+  // offline cache by its CompiledKernel::cache_key, without its IR: no
+  // front end, pass or code generator runs. nullptr when absent.
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> LoadCached(
+      const std::string& key);
   int compile_cache_size() const { return static_cast<int>(cache_.size()); }
 
   // Runs the kernel. Argument errors are reported now; errors inside the

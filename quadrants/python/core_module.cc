@@ -309,6 +309,12 @@ class PyProgram {
   std::shared_ptr<CompiledKernel> CompileForward(const ir::Kernel& kernel) {
     return Counted(program_->CompileForward(kernel));
   }
+  // The kernel cached under `key`, or None.
+  std::shared_ptr<CompiledKernel> LoadCached(const std::string& key) {
+    std::shared_ptr<CompiledKernel> kernel = Unwrap(program_->LoadCached(key));
+    num_compiled_ += kernel != nullptr;
+    return kernel;
+  }
   // Kernels compiled (or loaded from the offline cache) by this Program.
   int64_t num_compiled() const { return num_compiled_; }
 
@@ -850,6 +856,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def_property_readonly("name", &CompiledKernel::name)
       .def_property_readonly("num_tasks", &CompiledKernel::num_tasks)
       .def_property_readonly("written_args", &CompiledKernel::written_args)
+      .def_property_readonly("cache_key", &CompiledKernel::cache_key)
       .def_property_readonly("has_adstacks", [](const CompiledKernel& k) {
         for (const auto& stacks : k.task_adstacks()) {
           if (!stacks.empty())
@@ -888,6 +895,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
           },
           py::arg("capsule"), py::arg("device_type"), py::arg("device_id"))
       .def("compile", &PyProgram::Compile)
+      .def("load_cached", &PyProgram::LoadCached)
       .def("compile_grad", &PyProgram::CompileGrad)
       .def("compile_forward", &PyProgram::CompileForward)
       .def("launch", &PyProgram::Launch, py::arg("kernel"), py::arg("args"),

@@ -147,9 +147,14 @@ class CompiledKernel {
   bool has_checkpointed_variant() const { return build_checkpointed_ != nullptr; }
   absl::StatusOr<const CompiledKernel*> CheckpointedVariant() const;
 
+  // The offline cache's key for this kernel (empty when caching is off):
+  // Backend::LoadCached loads it again, in this process or a later one.
+  const std::string& cache_key() const { return cache_key_; }
+  void set_cache_key(std::string key) { cache_key_ = std::move(key); }
+
  protected:
-  // `kernel` is the lowered kernel `artifact` was generated from.
-  CompiledKernel(const ir::Kernel& kernel, CompiledKernelData artifact);
+  // Everything the launch needs is in the artifact (its LaunchFacts).
+  explicit CompiledKernel(CompiledKernelData artifact);
 
  private:
   std::string name_;
@@ -162,6 +167,7 @@ class CompiledKernel {
   bool draws_random_ = false;
   VariantBuilder build_checkpointed_;
   mutable std::shared_ptr<CompiledKernel> checkpointed_;
+  std::string cache_key_;
 };
 
 // A launch argument after validation: scalars as their 64-bit slot, arrays
@@ -202,6 +208,13 @@ class Backend {
   // Compiles a kernel already lowered to offloaded tasks.
   virtual absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes) = 0;
+  // The kernel the offline cache holds under `key` (an earlier compile's
+  // CompiledKernel::cache_key, of this process or another), loaded without
+  // its IR; nullptr when caching is off or the entry is gone or rejected.
+  virtual absl::StatusOr<std::shared_ptr<CompiledKernel>> LoadCached(
+      const std::string& key, const ir::SNodeTree& snodes) {
+    return std::shared_ptr<CompiledKernel>();
+  }
   // The SNode root buffer kernels address fields in.
   virtual void SetRoot(char* root) = 0;
   // `field_generations` (per SNode) lets caches of launch-time values
@@ -266,6 +279,10 @@ class ForwardingBackend : public Backend {
   absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes) override {
     return inner_->Compile(offloaded, snodes);
+  }
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> LoadCached(
+      const std::string& key, const ir::SNodeTree& snodes) override {
+    return inner_->LoadCached(key, snodes);
   }
   void SetRoot(char* root) override { inner_->SetRoot(root); }
   absl::StatusOr<BackendLaunchStats> Launch(

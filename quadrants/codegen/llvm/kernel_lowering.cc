@@ -69,6 +69,7 @@ absl::StatusOr<LoweredKernel> LowerKernel(const ir::Kernel& kernel,
                                           const LoweringOptions& options,
                                           llvm::LLVMContext& context) {
   LoweredKernel lowered;
+  lowered.data.facts = DescribeLaunch(kernel);
   lowered.module = std::make_unique<llvm::Module>(kernel.name(), context);
   lowered.module->setTargetTriple(options.triple);
   lowered.module->setDataLayout(options.data_layout);

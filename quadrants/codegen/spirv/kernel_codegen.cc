@@ -334,6 +334,7 @@ absl::StatusOr<SpirvKernel> GenerateSpirv(const ir::Kernel& kernel,
                      "Use a qd.func (inlined) instead"));
   }
   SpirvKernel out;
+  out.data.facts = DescribeLaunch(kernel);
   uint32_t ad_record_offset = 0;
   QD_ASSIGN_OR_RETURN(std::vector<const ir::OffloadedTaskStmt*> tasks,
                       ir::OffloadedTasks(kernel));

@@ -69,9 +69,8 @@ absl::StatusOr<CompiledKernelData> CompileChecked(
 // A kernel the codegen-only backend compiled: launching it does nothing.
 class CodegenOnlyKernel : public CompiledKernel {
  public:
-  CodegenOnlyKernel(const ir::Kernel& kernel,
-                    const CompiledKernelData& artifact)
-      : CompiledKernel(kernel, artifact) {}
+  explicit CodegenOnlyKernel(const CompiledKernelData& artifact)
+      : CompiledKernel(artifact) {}
 };
 
 class CodegenOnlyBackend : public Backend {
@@ -89,7 +88,7 @@ class CodegenOnlyBackend : public Backend {
         auto artifacts,
         compiler_->Compile(offloaded, snodes, config_,
                            cache_ ? &*cache_ : nullptr, &cache_stats_));
-    return std::make_shared<CodegenOnlyKernel>(offloaded, artifacts.front());
+    return std::make_shared<CodegenOnlyKernel>(artifacts.front());
   }
   void SetRoot(char*) override {}
   absl::StatusOr<BackendLaunchStats> Launch(const CompiledKernel& kernel,

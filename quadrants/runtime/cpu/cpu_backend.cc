@@ -42,9 +42,9 @@ struct CpuTask {
 
 class CpuCompiledKernel : public CompiledKernel {
  public:
-  CpuCompiledKernel(const ir::Kernel& kernel, CompiledKernelData artifact,
+  CpuCompiledKernel(CompiledKernelData artifact,
                     std::vector<CpuTask> tasks)
-      : CompiledKernel(kernel, std::move(artifact)), tasks_(std::move(tasks)) {}
+      : CompiledKernel(std::move(artifact)), tasks_(std::move(tasks)) {}
   const std::vector<CpuTask>& tasks() const { return tasks_; }
 
   // Sizes the tasks' adstacks at launch (its caches change per launch).
@@ -179,42 +179,60 @@ std::vector<std::vector<std::string>> CpuBackend::CompileGroups(
   return groups;
 }
 
-absl::StatusOr<std::pair<CompiledKernelData, std::string>>
-CpuBackend::LoadOrGenerate(const ir::Kernel& offloaded,
-                           const ir::SNodeTree& snodes) {
-  std::string key;
-  if (cache_) {
-    // The runtime module is linked into every kernel.
-    static const uint64_t runtime_hash =
-        llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(kRuntimeBitcodeX86_64,
-                                                  kRuntimeBitcodeX86_64_size));
-    key = cache_->Key(
-        offloaded, snodes,
-        absl::StrCat(LoweringOptions().ToString(), " runtime=", runtime_hash,
-                     " simd=", config_.cpu_simd),
-        jit_->TargetDescription());
-  }
-  return offline_cache::LoadOrGenerate<std::string>(
-      cache_ ? &*cache_ : nullptr, key, &cache_stats_,
-      [&] { return Generate(offloaded, snodes); },
-      [&](const CompiledKernelData& artifact)
-          -> absl::StatusOr<std::string> {
-        std::vector<std::string> objects =
-            codegen::UnpackObjects(artifact.binary);
-        if (objects.empty()) {
-          return MakeError(ErrorKind::kRuntime,
-                           "a kernel's objects are truncated");
-        }
-        return jit_->AddObjects(objects);
-      });
+std::string CpuBackend::CacheKey(const ir::Kernel& offloaded,
+                                 const ir::SNodeTree& snodes) const {
+  if (!cache_)
+    return "";
+  // The runtime module is linked into every kernel.
+  static const uint64_t runtime_hash =
+      llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(kRuntimeBitcodeX86_64,
+                                                kRuntimeBitcodeX86_64_size));
+  return cache_->Key(
+      offloaded, snodes,
+      absl::StrCat(LoweringOptions().ToString(), " runtime=", runtime_hash,
+                   " simd=", config_.cpu_simd),
+      jit_->TargetDescription());
+}
+
+absl::StatusOr<std::string> CpuBackend::LinkObjects(
+    const CompiledKernelData& artifact) {
+  std::vector<std::string> objects = codegen::UnpackObjects(artifact.binary);
+  if (objects.empty())
+    return MakeError(ErrorKind::kRuntime, "a kernel's objects are truncated");
+  return jit_->AddObjects(objects);
 }
 
 absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
     const ir::Kernel& offloaded, const ir::SNodeTree& snodes) {
   snodes_ = &snodes;
-  QD_ASSIGN_OR_RETURN(auto generated, LoadOrGenerate(offloaded, snodes));
-  CompiledKernelData& lowered = generated.first;
-  const std::string& dylib = generated.second;
+  const std::string key = CacheKey(offloaded, snodes);
+  QD_ASSIGN_OR_RETURN(
+      auto generated,
+      offline_cache::LoadOrGenerate<std::string>(
+          cache_ ? &*cache_ : nullptr, key, &cache_stats_,
+          [&] { return Generate(offloaded, snodes); },
+          [&](const CompiledKernelData& artifact) {
+            return LinkObjects(artifact);
+          }));
+  return Instantiate(key, std::move(generated.first), generated.second);
+}
+
+absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::LoadCached(
+    const std::string& key, const ir::SNodeTree& snodes) {
+  auto hit = offline_cache::LoadExisting<std::string>(
+      cache_ ? &*cache_ : nullptr, key, &cache_stats_,
+      [&](const CompiledKernelData& artifact) {
+        return LinkObjects(artifact);
+      });
+  if (!hit)
+    return std::shared_ptr<CompiledKernel>();
+  snodes_ = &snodes;
+  return Instantiate(key, std::move(hit->first), hit->second);
+}
+
+absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Instantiate(
+    const std::string& key, CompiledKernelData lowered,
+    const std::string& dylib) {
   std::vector<CpuTask> tasks;
   for (const auto& task : lowered.tasks) {
     CpuTask cpu{task.kind};
@@ -229,8 +247,9 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> CpuBackend::Compile(
     cpu.lanes = std::max(1, task.simd_lanes);
     tasks.push_back(cpu);
   }
-  auto compiled = std::make_shared<CpuCompiledKernel>(
-      offloaded, std::move(lowered), std::move(tasks));
+  auto compiled =
+      std::make_shared<CpuCompiledKernel>(std::move(lowered), std::move(tasks));
+  compiled->set_cache_key(key);
   compiled->sizer =
       std::make_unique<adstack::LaunchSizer>(compiled->task_adstacks());
   compiled->sizer->set_reducer(reducer_.get());

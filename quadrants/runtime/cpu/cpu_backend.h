@@ -25,6 +25,8 @@ class CpuBackend : public Backend {
   static absl::StatusOr<std::unique_ptr<CpuBackend>> Create(
       const CompileConfig& config);
 
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> LoadCached(
+      const std::string& key, const ir::SNodeTree& snodes) override;
   absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes) override;
   void SetRoot(char* root) override { runtime_.root = root; }
@@ -88,8 +90,15 @@ class CpuBackend : public Backend {
   static constexpr int64_t kInstructionsPerCompileThread = 100;
   // The artifact from the offline cache when present and loadable, else
   // freshly generated (and stored); returns it with its JIT dylib name.
-  absl::StatusOr<std::pair<CompiledKernelData, std::string>>
-  LoadOrGenerate(const ir::Kernel& offloaded, const ir::SNodeTree& snodes);
+  // The offline cache's key for `offloaded` ("" when caching is off).
+  std::string CacheKey(const ir::Kernel& offloaded,
+                       const ir::SNodeTree& snodes) const;
+  // Adds an artifact's objects to the JIT; returns the library's name.
+  absl::StatusOr<std::string> LinkObjects(const CompiledKernelData& artifact);
+  // The launchable kernel of an artifact linked into `dylib`.
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> Instantiate(
+      const std::string& key, CompiledKernelData lowered,
+      const std::string& dylib);
 
   CompileConfig config_;
   std::shared_ptr<ArrayMemory> memory_ =

@@ -215,9 +215,9 @@ absl::Status CudaBackend::Probe() {
 }
 
 std::shared_ptr<gpu::ModuleKernel> CudaBackend::NewKernel(
-    const ir::Kernel& kernel, const CompiledKernelData& artifact,
+    const CompiledKernelData& artifact,
     std::shared_ptr<gpu::GpuModule> module) const {
-  return std::make_shared<CudaCompiledKernel>(kernel, artifact,
+  return std::make_shared<CudaCompiledKernel>(artifact,
                                               std::move(module));
 }
 

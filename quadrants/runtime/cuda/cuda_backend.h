@@ -33,7 +33,7 @@ class CudaBackend : public gpu::DriverBackend {
   std::string device_description() const override;
   absl::Status ReplayGraph(const gpu::GpuCompiledKernel& kernel) override;
   std::shared_ptr<gpu::ModuleKernel> NewKernel(
-      const ir::Kernel& kernel, const CompiledKernelData& artifact,
+      const CompiledKernelData& artifact,
       std::shared_ptr<gpu::GpuModule> module) const override;
 
  private:

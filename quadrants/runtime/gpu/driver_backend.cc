@@ -63,20 +63,38 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> DriverBackend::Compile(
                           [&](const CompiledKernelData& artifact) {
                             return GpuModule::Load(driver_, artifact.binary);
                           }));
-  const CompiledKernelData& artifact = generated.first;
-  std::shared_ptr<ModuleKernel> compiled =
-      NewKernel(offloaded, artifact, generated.second);
+  return Instantiate(key, generated.first, std::move(generated.second));
+}
+
+absl::StatusOr<std::shared_ptr<CompiledKernel>> DriverBackend::LoadCached(
+    const std::string& key, const ir::SNodeTree& snodes) {
+  auto hit = offline_cache::LoadExisting<std::shared_ptr<GpuModule>>(
+      cache_ ? &*cache_ : nullptr, key, &cache_stats_,
+      [&](const CompiledKernelData& artifact) {
+        return GpuModule::Load(driver_, artifact.binary);
+      });
+  if (!hit)
+    return std::shared_ptr<CompiledKernel>();
+  set_snodes(&snodes);
+  return Instantiate(key, hit->first, std::move(hit->second));
+}
+
+absl::StatusOr<std::shared_ptr<CompiledKernel>> DriverBackend::Instantiate(
+    const std::string& key, const CompiledKernelData& artifact,
+    std::shared_ptr<GpuModule> module) {
+  std::shared_ptr<ModuleKernel> compiled = NewKernel(artifact, std::move(module));
   QD_RETURN_IF_ERROR(
       compiled->AddTasks(artifact.tasks, [&](const std::string& name) {
         return compiled->module->Function(name);
       }));
+  compiled->set_cache_key(key);
   return compiled;
 }
 
 std::shared_ptr<ModuleKernel> DriverBackend::NewKernel(
-    const ir::Kernel& kernel, const CompiledKernelData& artifact,
+    const CompiledKernelData& artifact,
     std::shared_ptr<GpuModule> module) const {
-  return std::make_shared<ModuleKernel>(kernel, artifact, std::move(module));
+  return std::make_shared<ModuleKernel>(artifact, std::move(module));
 }
 
 }  // namespace quadrants::gpu

@@ -41,9 +41,9 @@ class GpuModule {
 // A compiled kernel whose entries live in a loaded module.
 class ModuleKernel : public GpuCompiledKernel {
  public:
-  ModuleKernel(const ir::Kernel& kernel, const CompiledKernelData& artifact,
+  ModuleKernel(const CompiledKernelData& artifact,
                std::shared_ptr<GpuModule> module)
-      : GpuCompiledKernel(kernel, artifact),
+      : GpuCompiledKernel(artifact),
         module(std::move(module)) {}
 
   std::shared_ptr<GpuModule> module;
@@ -64,6 +64,8 @@ class DriverBackend : public GpuBackend {
   // Sizes the launcher for the device; once, before the first launch.
   absl::Status Init();
 
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> LoadCached(
+      const std::string& key, const ir::SNodeTree& snodes) override;
   absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes) override;
   const OfflineCacheStats& offline_cache_stats() const override {
@@ -74,10 +76,14 @@ class DriverBackend : public GpuBackend {
   // The compiled kernel over `module`; a backend keeping more per kernel
   // (CUDA's graph) returns its own subclass.
   virtual std::shared_ptr<ModuleKernel> NewKernel(
-      const ir::Kernel& kernel, const CompiledKernelData& artifact,
+      const CompiledKernelData& artifact,
       std::shared_ptr<GpuModule> module) const;
 
  private:
+  // The launchable kernel of a loaded artifact, known by `key`.
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> Instantiate(
+      const std::string& key, const CompiledKernelData& artifact,
+      std::shared_ptr<GpuModule> module);
   // Compiles and loads the adstack sizing reduction for `shape`.
   absl::StatusOr<void*> LoadMaxReduce(const codegen::MaxReduceShape& shape);
 

@@ -38,8 +38,8 @@ struct GpuTask {
 
 class GpuCompiledKernel : public CompiledKernel {
  public:
-  GpuCompiledKernel(const ir::Kernel& kernel, CompiledKernelData artifact)
-      : CompiledKernel(kernel, std::move(artifact)),
+  explicit GpuCompiledKernel(CompiledKernelData artifact)
+      : CompiledKernel(std::move(artifact)),
         sizer(std::make_unique<adstack::LaunchSizer>(task_adstacks())) {}
 
   // Fills `tasks` from the compiled tasks, finding each entry (see

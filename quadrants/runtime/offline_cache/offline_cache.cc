@@ -23,13 +23,14 @@
 #include "quadrants/ir/hash.h"
 #include "quadrants/ir/printer.h"
 #include "quadrants/runtime/offline_cache/compiled_kernel_data.pb.h"
+#include "quadrants/runtime/offline_cache/launch_facts_codec.h"
 
 namespace quadrants::offline_cache {
 namespace {
 
 // Bumped whenever the entry layout or its meaning changes, so entries of
 // another format are rejected (and recompiled), never misread.
-constexpr uint32_t kFormat = 3;
+constexpr uint32_t kFormat = 4;
 constexpr const char* kSuffix = kEntrySuffix;
 // Between an entry's name and the unique tail of its temporary files.
 constexpr char kTemporaryInfix[] = ".tmp.";
@@ -279,6 +280,7 @@ std::string EncodeEntry(absl::string_view key, const CompiledKernelData& artifac
       p->add_value_types(static_cast<int32_t>(t));
     ToProto(site.loc, p->mutable_loc());
   }
+  EncodeLaunchFacts(artifact.facts, message.mutable_facts());
   proto::CacheEntry entry;
   entry.set_format(kFormat);
   entry.set_key(std::string(key));
@@ -338,6 +340,10 @@ absl::StatusOr<CompiledKernelData> DecodeEntry(absl::string_view key,
       return Corrupt("malformed print site");
     out.print_sites.push_back(std::move(decoded));
   }
+  auto facts = DecodeLaunchFacts(message.facts());
+  if (!facts.ok())
+    return facts.status();
+  out.facts = *std::move(facts);
   return out;
 }
 
@@ -362,6 +368,13 @@ std::string OfflineCache::DefaultDirectory() {
   if (auto home = options::EnvText(options::Option::kHome))
     return absl::StrCat(*home, "/.cache/quadrants/offline_cache");
   return absl::StrCat("/tmp/quadrants-", getuid(), "/offline_cache");
+}
+
+bool IsCacheKey(absl::string_view key) {
+  return !key.empty() && key.size() <= 64 &&
+         std::all_of(key.begin(), key.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
 }
 
 std::string OfflineCache::PathFor(absl::string_view key) const {

@@ -86,6 +86,33 @@ std::optional<OfflineCache> OpenOfflineCache(
     const CompileConfig& config, const std::string& compiler_identity,
     OfflineCacheStats* stats);
 
+// Whether `key` has the form of CacheKey's keys (lowercase hexadecimal), so
+// a key handed in from outside names a file in the cache directory only.
+bool IsCacheKey(absl::string_view key);
+
+// The entry for `key`, loaded by `load` (see LoadOrGenerate), or nothing
+// when `cache` is null, the key is malformed, or the entry is absent or
+// rejected (`stats` counts hits and rejections).
+template <typename Loaded>
+std::optional<std::pair<CompiledKernelData, Loaded>> LoadExisting(
+    const OfflineCache* cache, const std::string& key, OfflineCacheStats* stats,
+    absl::FunctionRef<absl::StatusOr<Loaded>(const CompiledKernelData&)> load) {
+  if (cache == nullptr || !IsCacheKey(key))
+    return std::nullopt;
+  bool rejected = false;
+  std::optional<CompiledKernelData> hit = cache->Load(key, &rejected);
+  if (hit) {
+    absl::StatusOr<Loaded> loaded = load(*hit);
+    if (loaded.ok()) {
+      ++stats->hits;
+      return std::make_pair(*std::move(hit), *std::move(loaded));
+    }
+    rejected = true;
+  }
+  stats->rejected += rejected;
+  return std::nullopt;
+}
+
 // A backend's compile through the cache: the entry for `key` when `cache`
 // (null: caching is off) has one that `load` accepts (`load` makes the
 // backend's loaded form, e.g. JIT-linked code or a GPU module), else what
@@ -96,19 +123,8 @@ absl::StatusOr<std::pair<CompiledKernelData, Loaded>> LoadOrGenerate(
     const OfflineCache* cache, const std::string& key, OfflineCacheStats* stats,
     absl::FunctionRef<absl::StatusOr<CompiledKernelData>()> generate,
     absl::FunctionRef<absl::StatusOr<Loaded>(const CompiledKernelData&)> load) {
-  if (cache != nullptr) {
-    bool rejected = false;
-    std::optional<CompiledKernelData> hit = cache->Load(key, &rejected);
-    if (hit) {
-      absl::StatusOr<Loaded> loaded = load(*hit);
-      if (loaded.ok()) {
-        ++stats->hits;
-        return std::make_pair(*std::move(hit), *std::move(loaded));
-      }
-      rejected = true;
-    }
-    stats->rejected += rejected;
-  }
+  if (auto hit = LoadExisting<Loaded>(cache, key, stats, load))
+    return *std::move(hit);
   absl::StatusOr<CompiledKernelData> artifact = generate();
   if (!artifact.ok())
     return artifact.status();

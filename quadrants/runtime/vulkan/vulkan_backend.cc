@@ -89,6 +89,8 @@ void Put64(char* base, uint32_t offset, uint64_t value) {
   std::memcpy(base + offset, &value, 8);
 }
 
+}  // namespace
+
 // A kernel's pipelines; destroyed with the kernel, once no queued launch
 // records them.
 struct PipelineSet {
@@ -108,11 +110,13 @@ struct PipelineSet {
   }
 };
 
+namespace {
+
 class VulkanCompiledKernel : public CompiledKernel {
  public:
-  VulkanCompiledKernel(const ir::Kernel& kernel, CompiledKernelData artifact,
+  explicit VulkanCompiledKernel(CompiledKernelData artifact,
                        std::shared_ptr<PipelineSet> pipelines)
-      : CompiledKernel(kernel, std::move(artifact)),
+      : CompiledKernel(std::move(artifact)),
         pipelines_(std::move(pipelines)),
         sizer(std::make_unique<adstack::LaunchSizer>(this->task_adstacks())) {
     // Records follow each other in task order, as the code generator
@@ -377,6 +381,40 @@ absl::StatusOr<CompiledKernelData> VulkanBackend::Generate(
   return artifact;
 }
 
+absl::StatusOr<std::shared_ptr<PipelineSet>> VulkanBackend::LoadPipelines(
+    const CompiledKernelData& artifact) {
+  const std::string& name = artifact.facts.kernel_name;
+  const bool validate = config_.debug || EnvFlag(Option::kValidateSpirv);
+  QD_ASSIGN_OR_RETURN(
+      std::vector<codegen::spirv::SpirvTask> modules,
+      codegen::spirv::UnpackModules(artifact.binary, artifact.tasks.size()));
+  auto set = std::make_shared<PipelineSet>();
+  set->device = device_;
+  set->stream = stream_;
+  for (size_t t = 0; t < artifact.tasks.size(); ++t) {
+    const CompiledTask& lowered = artifact.tasks[t];
+    VulkanTask task;
+    task.kind = lowered.kind;
+    task.cells = lowered.struct_for_cells;
+    const std::string what = TaskName(name, t, lowered, false);
+    QD_RETURN_IF_ERROR(Inspect(name, t, false, modules[t].code, what, validate));
+    QD_ASSIGN_OR_RETURN(task.pipeline, CreatePipeline(*device_, layout_,
+                                                      modules[t].code, what));
+    set->tasks.push_back(task);
+    if (lowered.kind == ir::TaskKind::kRangeFor) {
+      if (modules[t].bounds_code.empty())
+        return absl::DataLossError("a range_for task without bounds");
+      const std::string bounds = TaskName(name, t, lowered, true);
+      QD_RETURN_IF_ERROR(
+          Inspect(name, t, true, modules[t].bounds_code, bounds, validate));
+      QD_ASSIGN_OR_RETURN(
+          set->tasks.back().bounds,
+          CreatePipeline(*device_, layout_, modules[t].bounds_code, bounds));
+    }
+  }
+  return set;
+}
+
 absl::StatusOr<std::shared_ptr<CompiledKernel>> VulkanBackend::Compile(
     const ir::Kernel& offloaded, const ir::SNodeTree& snodes) {
   std::string key;
@@ -387,52 +425,45 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> VulkanBackend::Compile(
                      " optimized=", !config_.debug),
         absl::StrCat("vulkan ", device_->Description()));
   }
-  const bool validate = config_.debug || EnvFlag(Option::kValidateSpirv);
-  auto load = [&](const CompiledKernelData& artifact)
-      -> absl::StatusOr<std::shared_ptr<PipelineSet>> {
-    QD_ASSIGN_OR_RETURN(
-        std::vector<codegen::spirv::SpirvTask> modules,
-        codegen::spirv::UnpackModules(artifact.binary, artifact.tasks.size()));
-    auto set = std::make_shared<PipelineSet>();
-    set->device = device_;
-    set->stream = stream_;
-    for (size_t t = 0; t < artifact.tasks.size(); ++t) {
-      const CompiledTask& lowered = artifact.tasks[t];
-      VulkanTask task;
-      task.kind = lowered.kind;
-      task.cells = lowered.struct_for_cells;
-      const std::string what = TaskName(offloaded.name(), t, lowered, false);
-      QD_RETURN_IF_ERROR(
-          Inspect(offloaded.name(), t, false, modules[t].code, what, validate));
-      QD_ASSIGN_OR_RETURN(task.pipeline, CreatePipeline(*device_, layout_,
-                                                        modules[t].code, what));
-      set->tasks.push_back(task);
-      if (lowered.kind == ir::TaskKind::kRangeFor) {
-        if (modules[t].bounds_code.empty())
-          return absl::DataLossError("a range_for task without bounds");
-        const std::string bounds = TaskName(offloaded.name(), t, lowered, true);
-        QD_RETURN_IF_ERROR(Inspect(offloaded.name(), t, true,
-                                   modules[t].bounds_code, bounds, validate));
-        QD_ASSIGN_OR_RETURN(
-            set->tasks.back().bounds,
-            CreatePipeline(*device_, layout_, modules[t].bounds_code, bounds));
-      }
-    }
-    return set;
-  };
   QD_ASSIGN_OR_RETURN(
       auto generated,
       (offline_cache::LoadOrGenerate<std::shared_ptr<PipelineSet>>(
           cache_ ? &*cache_ : nullptr, key, &cache_stats_,
-          [&] { return Generate(offloaded, snodes); }, load)));
-  if (EnvFlag(Option::kDumpMsl))
+          [&] { return Generate(offloaded, snodes); },
+          [&](const CompiledKernelData& artifact) {
+            return LoadPipelines(artifact);
+          })));
+  if (EnvFlag(Option::kDumpMsl)) {
+    const bool validate = config_.debug || EnvFlag(Option::kValidateSpirv);
     ExportMsl(offloaded, snodes, CodegenOptions(), validate);
+  }
+  return Instantiate(key, std::move(generated.first),
+                     std::move(generated.second), snodes);
+}
+
+absl::StatusOr<std::shared_ptr<CompiledKernel>> VulkanBackend::LoadCached(
+    const std::string& key, const ir::SNodeTree& snodes) {
+  auto hit = offline_cache::LoadExisting<std::shared_ptr<PipelineSet>>(
+      cache_ ? &*cache_ : nullptr, key, &cache_stats_,
+      [&](const CompiledKernelData& artifact) {
+        return LoadPipelines(artifact);
+      });
+  if (!hit)
+    return std::shared_ptr<CompiledKernel>();
+  return Instantiate(key, std::move(hit->first), std::move(hit->second),
+                     snodes);
+}
+
+std::shared_ptr<CompiledKernel> VulkanBackend::Instantiate(
+    const std::string& key, CompiledKernelData artifact,
+    std::shared_ptr<PipelineSet> pipelines, const ir::SNodeTree& snodes) {
   snodes_ = &snodes;
-  auto compiled = std::make_shared<VulkanCompiledKernel>(
-      offloaded, std::move(generated.first), std::move(generated.second));
+  auto compiled = std::make_shared<VulkanCompiledKernel>(std::move(artifact),
+                                                         std::move(pipelines));
+  compiled->set_cache_key(key);
   compiled->sizer->set_memory(memory_.get());
   compiled->sizer_programs =
-      SizerPrograms(compiled->task_adstacks(), snodes, offloaded.params(),
+      SizerPrograms(compiled->task_adstacks(), snodes, compiled->params(),
                     config_, sizer_mode_);
   return compiled;
 }

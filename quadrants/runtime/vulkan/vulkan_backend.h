@@ -20,6 +20,8 @@
 
 namespace quadrants::vulkan {
 
+struct PipelineSet;
+
 struct VulkanTask;
 
 // The Vulkan backend: kernels lowered to SPIR-V (one compute pipeline per
@@ -42,6 +44,8 @@ class VulkanBackend : public Backend {
 
   absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes) override;
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> LoadCached(
+      const std::string& key, const ir::SNodeTree& snodes) override;
   void SetRoot(char* root) override { root_ = root; }
   absl::StatusOr<BackendLaunchStats> Launch(
       const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
@@ -82,6 +86,13 @@ class VulkanBackend : public Backend {
   int64_t TaskGroups(const VulkanTask& task) const;
   absl::StatusOr<CompiledKernelData> Generate(
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes);
+  // The pipelines of an artifact's tasks.
+  absl::StatusOr<std::shared_ptr<PipelineSet>> LoadPipelines(
+      const CompiledKernelData& artifact);
+  // The launchable kernel of an artifact and its pipelines.
+  std::shared_ptr<CompiledKernel> Instantiate(
+      const std::string& key, CompiledKernelData artifact,
+      std::shared_ptr<PipelineSet> pipelines, const ir::SNodeTree& snodes);
   absl::Status EnsureBounds(int tasks);
   absl::Status EnsurePrintBuffer(int64_t bytes);
   // The sizer shader's pipeline, made at its first use.

@@ -61,7 +61,43 @@ CompiledKernelData SampleArtifact() {
        {"%.3e", ""},
        {ir::PrimitiveType::kF32, ir::PrimitiveType::kI64},
        {"sim.py", 17}});
+  LaunchFacts& facts = artifact.facts;
+  facts.kernel_name = "step";
+  facts.params = {ir::KernelParam::Ndarray("a", ir::PrimitiveType::kF32, 2),
+                  ir::KernelParam::Scalar("n", ir::PrimitiveType::kI32)};
+  facts.written_args = {0};
+  facts.written_snodes = {3};
+  facts.draws_random = true;
+  ir::AdStackGate gate;
+  gate.id = 0;
+  gate.dtype = ir::PrimitiveType::kF32;
+  gate.indices = {{ir::AdStackGateIndex::Kind::kLoopDigit, 0, 4, 8, 0},
+                  {ir::AdStackGateIndex::Kind::kConst, 1, 1, 0, 2}};
+  gate.op = ir::BinaryOpKind::kGe;
+  gate.threshold = 0.5;
+  gate.label = "a";
+  facts.adstack_gates = {absl::nullopt, gate};
   return artifact;
+}
+
+void ExpectSameFacts(const LaunchFacts& a, const LaunchFacts& b) {
+  EXPECT_EQ(a.kernel_name, b.kernel_name);
+  ASSERT_EQ(a.params.size(), b.params.size());
+  for (size_t k = 0; k < a.params.size(); ++k) {
+    EXPECT_EQ(a.params[k].kind, b.params[k].kind);
+    EXPECT_EQ(a.params[k].name, b.params[k].name);
+    EXPECT_EQ(a.params[k].dtype, b.params[k].dtype);
+    EXPECT_EQ(a.params[k].ndim, b.params[k].ndim);
+  }
+  EXPECT_EQ(a.written_args, b.written_args);
+  EXPECT_EQ(a.written_snodes, b.written_snodes);
+  EXPECT_EQ(a.draws_random, b.draws_random);
+  ASSERT_EQ(a.adstack_gates.size(), b.adstack_gates.size());
+  for (size_t t = 0; t < a.adstack_gates.size(); ++t) {
+    ASSERT_EQ(a.adstack_gates[t].has_value(), b.adstack_gates[t].has_value());
+    if (a.adstack_gates[t])
+      EXPECT_EQ(a.adstack_gates[t]->ToString(), b.adstack_gates[t]->ToString());
+  }
 }
 
 void ExpectSame(const CompiledKernelData& a, const CompiledKernelData& b) {
@@ -99,6 +135,7 @@ void ExpectSame(const CompiledKernelData& a, const CompiledKernelData& b) {
     EXPECT_EQ(a.print_sites[k].types, b.print_sites[k].types);
     EXPECT_EQ(a.print_sites[k].loc.ToString(), b.print_sites[k].loc.ToString());
   }
+  ExpectSameFacts(a.facts, b.facts);
 }
 
 TEST(OfflineCacheEntry, RoundTripsEveryField) {
@@ -113,6 +150,43 @@ TEST(OfflineCacheEntry, RejectsAPrintSpecTheHostCouldNotFormatSafely) {
   artifact.print_sites[0].specs[0] = "%s";  // would read a string pointer
   auto decoded = DecodeEntry("k1", EncodeEntry("k1", artifact));
   EXPECT_FALSE(decoded.ok());
+}
+
+TEST(OfflineCacheEntry, RejectsAGateThatIsNotAComparison) {
+  CompiledKernelData artifact = SampleArtifact();
+  artifact.facts.adstack_gates[1]->op = ir::BinaryOpKind::kAdd;
+  EXPECT_FALSE(DecodeEntry("k1", EncodeEntry("k1", artifact)).ok());
+}
+
+TEST(OfflineCacheEntry, RejectsAWrittenParameterTheKernelLacks) {
+  CompiledKernelData artifact = SampleArtifact();
+  artifact.facts.written_args = {2};  // the kernel has two parameters
+  EXPECT_FALSE(DecodeEntry("k1", EncodeEntry("k1", artifact)).ok());
+}
+
+TEST(OfflineCache, LoadsOnlyKeysOfItsOwnForm) {
+  const std::string dir = ::testing::TempDir() + "/qd_cache_key_form";
+  std::filesystem::remove_all(dir);
+  OfflineCache cache(dir);
+  const std::string key = "0123456789abcdef0123456789abcdef";
+  ASSERT_TRUE(cache.Store(key, SampleArtifact()).ok());
+  EXPECT_TRUE(IsCacheKey(key));
+  EXPECT_FALSE(IsCacheKey(""));
+  EXPECT_FALSE(IsCacheKey("../" + key));
+  EXPECT_FALSE(IsCacheKey("0123456789ABCDEF"));
+  OfflineCacheStats stats;
+  auto identity = [](const CompiledKernelData& a) -> absl::StatusOr<int> {
+    return static_cast<int>(a.tasks.size());
+  };
+  auto hit = LoadExisting<int>(&cache, key, &stats, identity);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->second, 2);
+  ExpectSameFacts(SampleArtifact().facts, hit->first.facts);
+  EXPECT_EQ(stats.hits, 1);
+  EXPECT_FALSE(LoadExisting<int>(&cache, "../x", &stats, identity));
+  EXPECT_FALSE(LoadExisting<int>(&cache, "00ff", &stats, identity));
+  EXPECT_FALSE(LoadExisting<int>(nullptr, key, &stats, identity));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(OfflineCacheEntry, RejectsEveryTruncation) {

@@ -18,20 +18,17 @@ class OneStackKernel : public CompiledKernel {
  public:
   OneStackKernel(const char* name, std::vector<ir::KernelParam> params,
                  ir::SizeExpr::Ptr tree, SourceLocation loc)
-      : CompiledKernel(*Lowered(name, std::move(params)),
-                       Artifact(std::move(tree), std::move(loc))) {}
+      : CompiledKernel(Artifact(name, std::move(params), std::move(tree),
+                                std::move(loc))) {}
 
  private:
-  static std::unique_ptr<ir::Kernel> Lowered(
-      const char* name, std::vector<ir::KernelParam> params) {
-    auto kernel = std::make_unique<ir::Kernel>(name);
-    for (ir::KernelParam& param : params)
-      kernel->AddParam(std::move(param));
-    return kernel;
-  }
-  static CompiledKernelData Artifact(ir::SizeExpr::Ptr tree,
+  static CompiledKernelData Artifact(const char* name,
+                                     std::vector<ir::KernelParam> params,
+                                     ir::SizeExpr::Ptr tree,
                                      SourceLocation loc) {
     CompiledKernelData artifact;
+    artifact.facts.kernel_name = name;
+    artifact.facts.params = std::move(params);
     artifact.tasks.emplace_back();
     artifact.tasks[0].adstacks.push_back(AdStackSpec{
         ir::PrimitiveType::kF32, 4, 0, std::move(tree), std::move(loc)});
