@@ -67,6 +67,11 @@ LaunchFacts DescribeLaunch(const ir::Kernel& lowered) {
   facts.params = lowered.params();
   ir::WalkKernel(lowered, [&](const ir::Stmt* s) {
     facts.draws_random = facts.draws_random || ir::Isa<ir::RandomStmt>(s);
+    facts.uses_fields = facts.uses_fields || ir::Isa<ir::FieldPtrStmt>(s) ||
+                        ir::Isa<ir::SNodeOpStmt>(s) ||
+                        ir::Isa<ir::StructForStmt>(s);
+    if (const auto* task = ir::DynCast<ir::OffloadedTaskStmt>(s))
+      facts.uses_fields = facts.uses_fields || task->snode_id() >= 0;
     if (!ir::Isa<ir::GlobalStoreStmt>(s) && !ir::Isa<ir::AtomicOpStmt>(s))
       return;
     const ir::Stmt* ptr = s->operand(0);

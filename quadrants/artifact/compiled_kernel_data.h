@@ -86,6 +86,9 @@ struct LaunchFacts {
   // Whether the kernel calls qd.random(): only then does its launch
   // context carry the launch's random key.
   bool draws_random = false;
+  // Whether the kernel addresses field memory (the SNode layout is then
+  // compiled into it).
+  bool uses_fields = false;
   // Per task: the gate of its adstack heap (see ir::AdStackRowStmt), if
   // its stacks are used only under one.
   std::vector<absl::optional<ir::AdStackGate>> adstack_gates;

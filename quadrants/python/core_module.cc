@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "quadrants/common/binary_identity.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/logging.h"
 #include "quadrants/common/options.h"
@@ -745,6 +746,14 @@ PYBIND11_MODULE(_quadrants_core, m) {
       },
       "Every declared option and environment variable, in declaration "
       "order, as dicts.");
+  m.def(
+      "binary_identity",
+      [] {
+        return CompilerIdentity("quadrants",
+                                &offline_cache::OfflineCache::DefaultDirectory);
+      },
+      "The files and build ids of this Quadrants build: what compiled "
+      "kernels cached by another build must not be mistaken for.");
   m.def("default_offline_cache_dir", &offline_cache::OfflineCache::DefaultDirectory,
         "Where the offline cache is when offline_cache_file_path is not "
         "given: $XDG_CACHE_HOME/quadrants/offline_cache, else ~/.cache/..., "
@@ -857,6 +866,12 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def_property_readonly("num_tasks", &CompiledKernel::num_tasks)
       .def_property_readonly("written_args", &CompiledKernel::written_args)
       .def_property_readonly("cache_key", &CompiledKernel::cache_key)
+      .def_property_readonly("uses_fields", &CompiledKernel::uses_fields)
+      .def("_debug_dump_to_string",
+           [](const CompiledKernel& k) {
+             return py::bytes(k.artifact().binary);
+           },
+           "The target code (for comparing two compiles of a kernel).")
       .def_property_readonly("has_adstacks", [](const CompiledKernel& k) {
         for (const auto& stacks : k.task_adstacks()) {
           if (!stacks.empty())

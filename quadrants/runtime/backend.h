@@ -130,6 +130,8 @@ class CompiledKernel {
   // Whether the kernel calls qd.random(): only then does its launch
   // context carry the launch's random key.
   bool draws_random() const { return draws_random_; }
+  // Whether it addresses field memory (see LaunchFacts::uses_fields).
+  bool uses_fields() const { return artifact_.facts.uses_fields; }
   // Per task: the gate of its adstack heap (see ir::AdStackRowStmt), if
   // its stacks are used only under one.
   const std::vector<absl::optional<ir::AdStackGate>>& adstack_gates() const {

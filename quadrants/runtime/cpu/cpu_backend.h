@@ -30,6 +30,10 @@ class CpuBackend : public Backend {
   absl::StatusOr<std::shared_ptr<CompiledKernel>> Compile(
       const ir::Kernel& offloaded, const ir::SNodeTree& snodes) override;
   void SetRoot(char* root) override { runtime_.root = root; }
+  // The host CPU and the features the JIT compiles for.
+  std::string device_description() const override {
+    return jit_->TargetDescription();
+  }
   absl::StatusOr<BackendLaunchStats> Launch(
       const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
       absl::Span<const uint64_t> field_generations,

@@ -89,6 +89,7 @@ void EncodeLaunchFacts(const LaunchFacts& facts, proto::LaunchFacts* out) {
   for (int arg : facts.written_args)
     out->add_written_args(arg);
   out->set_draws_random(facts.draws_random);
+  out->set_uses_fields(facts.uses_fields);
   for (const auto& gate : facts.adstack_gates)
     EncodeGate(gate, out->add_adstack_gates());
 }
@@ -116,6 +117,7 @@ absl::StatusOr<LaunchFacts> DecodeLaunchFacts(const proto::LaunchFacts& in) {
   facts.written_snodes.assign(in.written_snodes().begin(),
                               in.written_snodes().end());
   facts.draws_random = in.draws_random();
+  facts.uses_fields = in.uses_fields();
   for (const proto::AdStackGate& gate : in.adstack_gates()) {
     auto decoded = DecodeGate(gate);
     if (!decoded.ok())

@@ -68,6 +68,7 @@ CompiledKernelData SampleArtifact() {
   facts.written_args = {0};
   facts.written_snodes = {3};
   facts.draws_random = true;
+  facts.uses_fields = true;
   ir::AdStackGate gate;
   gate.id = 0;
   gate.dtype = ir::PrimitiveType::kF32;
@@ -92,6 +93,7 @@ void ExpectSameFacts(const LaunchFacts& a, const LaunchFacts& b) {
   EXPECT_EQ(a.written_args, b.written_args);
   EXPECT_EQ(a.written_snodes, b.written_snodes);
   EXPECT_EQ(a.draws_random, b.draws_random);
+  EXPECT_EQ(a.uses_fields, b.uses_fields);
   ASSERT_EQ(a.adstack_gates.size(), b.adstack_gates.size());
   for (size_t t = 0; t < a.adstack_gates.size(); ++t) {
     ASSERT_EQ(a.adstack_gates[t].has_value(), b.adstack_gates[t].has_value());

@@ -67,6 +67,19 @@ def resolve(path, args):
     return value
 
 
+def _path_record(path):
+    return [path[0]] + [[kind, key] for kind, key in path[1:]]
+
+
+def _path_from_record(record):
+    steps = []
+    for kind, key in record[1:]:
+        if kind not in ("attr", "item") or not isinstance(key, (str, int)):
+            raise ValueError("malformed path")
+        steps.append((kind, key))
+    return (int(record[0]),) + tuple(steps)
+
+
 def describe_path(path, names):
     text = names[path[0]]
     for kind, key in path[1:]:
@@ -160,6 +173,62 @@ class HiddenParams:
         self.reads_grad = None
         self._by_id = {}
         self._by_path = {}
+
+    def record(self):
+        """The implicit parameters as JSON-able data, for a launch in
+        another process (restored()); None when one cannot be found again
+        from a launch's arguments (an ndarray bound by identity)."""
+        items = []
+        for imp in self.implicit:
+            if isinstance(imp, Temporary):
+                items.append(["temporary", imp.ir_index, imp.label, imp.dtype.name, imp.count])
+            elif imp.path is None:
+                return None
+            elif isinstance(imp, ImplicitScalar):
+                items.append(["scalar", imp.ir_index, imp.label, imp.dtype.name,
+                              imp.kind.__name__, _path_record(imp.path)])
+            else:
+                items.append(["ndarray", imp.ir_index, imp.label, _path_record(imp.path)])
+        return items
+
+    @classmethod
+    def restored(cls, items, return_type, args):
+        """The HiddenParams of a record() for a launch with `args` (None
+        when malformed, or when `args` do not hold what it names); the
+        kernel it describes was compiled in another process."""
+        hidden = cls.__new__(cls)
+        hidden.kernel_ir = None
+        hidden.return_type = return_type
+        hidden.return_args = []
+        hidden.reads_grad = None
+        hidden._by_id, hidden._by_path = {}, {}
+        hidden.implicit = []
+        kinds = {"int": int, "float": float, "bool": bool}
+        try:
+            for item in items:
+                if item[0] == "temporary":
+                    hidden.implicit.append(Temporary(int(item[1]), str(item[2]),
+                                                     types.by_name(item[3]), int(item[4])))
+                elif item[0] == "scalar":
+                    imp = ImplicitScalar.__new__(ImplicitScalar)
+                    imp.ir_index, imp.label = int(item[1]), str(item[2])
+                    imp.dtype, imp.kind = types.by_name(item[3]), kinds[item[4]]
+                    imp.path = _path_from_record(item[5])
+                    hidden.implicit.append(imp)
+                elif item[0] == "ndarray":
+                    imp = ImplicitNdarray.__new__(ImplicitNdarray)
+                    imp.ir_index, imp.label = int(item[1]), str(item[2])
+                    imp.path, imp.array = _path_from_record(item[3]), None
+                    array = resolve(imp.path, args)
+                    if not isinstance(array, Ndarray):
+                        return None
+                    imp.signature = signature(array)
+                    hidden.implicit.append(imp)
+                else:
+                    return None
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError):
+            return None  # a malformed record, or arguments without its paths
+        return hidden
 
     def ndarray_arg(self, array, path, label):
         """The NdarrayArg standing for `array` in this kernel's IR."""

@@ -36,6 +36,8 @@ from quadrants.lang.hidden_params import HiddenParams, Origins
 from quadrants.lang.kernel_returns import ReturnType
 from quadrants.lang.ndarray import Ndarray
 from quadrants.lang.transformer import FunctionCompiler
+from quadrants.lang._fast_caching import kernel_cache
+from quadrants.lang._kernel_types import SrcLlCacheObservations
 from quadrants.lang.transformer import calls
 from quadrants.lang.transformer.shared_locals import shared_locals
 
@@ -127,6 +129,9 @@ class CompileContext:
         # (FunctionSource, call node) of each call inlining a qd.func, from
         # the kernel in: errors quote these lines.
         self.call_sites = []
+        # The FunctionSource of every body compiled (the kernel and each
+        # func): what a fastcache entry checks is unchanged.
+        self.sources = []
 
 
 # ---- parameter kinds -----------------------------------------------------------
@@ -306,6 +311,8 @@ class Kernel(GraphKernelMixin):
         self.graph = False  # set by @qd.kernel(graph=True)
         self.is_pure = False  # set by @qd.kernel(fastcache=True) or qd.pure
         self.checkpoints = False  # set by @qd.kernel(graph=True, checkpoints=True)
+        self.src_ll_cache_observations = SrcLlCacheObservations()
+        self._last_compiled_kernel_data = None  # the last compiled kernel
         self._stages = None  # a checkpoints kernel's graph_module.Stages
         self._outside_state = []  # a compiled variant's CompileContext.outside_state
         self._fine_plan = None  # the plan a gradient replays (_replay_plan)
@@ -393,22 +400,41 @@ class Kernel(GraphKernelMixin):
             with runtime.compile_lock:  # checked again: another thread may have compiled it
                 compiled = self._cache.get(key)
                 if compiled is None or not compiled[2].up_to_date(args):
-                    kernel_ir, hidden = self._build_ir(args)
-                    if mode == REVERSE and hidden.reads_grad:
-                        # The first sentence is upstream's wording.
-                        raise QuadrantsGradientError(
-                            f"Cannot automatically differentiate through a grad tensor: "
-                            f"kernel '{self.name}' reads {hidden.reads_grad}, so kernel.grad "
-                            f"would need its derivative; compute with the gradient in a "
-                            f"kernel that is not differentiated")
-                    prog = runtime.program()
-                    compile_fn = {PRIMAL: prog.compile, REVERSE: prog.compile_grad,
-                                  FORWARD: prog.compile_forward}[mode]
-                    compiled = (compile_fn(kernel_ir), kernel_ir, hidden)
-                    for message in prog.compile_warnings:
-                        warnings.warn(message, stacklevel=4)
+                    compiled = self._compile(args, mode)
                     self._cache[key] = compiled
         return compiled
+
+    def _compile(self, args, mode):
+        """(compiled kernel, its IR or None when loaded by the fastcache,
+        HiddenParams) for these arguments."""
+        fast_key = None
+        if mode == PRIMAL and kernel_cache.enabled(self):
+            self.src_ll_cache_observations = SrcLlCacheObservations()
+            fast_key = kernel_cache.cache_key(self, args)
+            loaded = fast_key and kernel_cache.load(self, fast_key, args)
+            if loaded:
+                self._last_compiled_kernel_data = loaded[0]
+                return loaded[0], None, loaded[1]
+        elif not self.is_pure and session.option("print_non_pure", False):
+            print(f"[NOT_PURE] Debug information: not pure: {self.name}")
+        kernel_ir, hidden, ctx = self._build_ir(args)
+        if mode == REVERSE and hidden.reads_grad:
+            # The first sentence is upstream's wording.
+            raise QuadrantsGradientError(
+                f"Cannot automatically differentiate through a grad tensor: "
+                f"kernel '{self.name}' reads {hidden.reads_grad}, so kernel.grad "
+                f"would need its derivative; compute with the gradient in a "
+                f"kernel that is not differentiated")
+        prog = runtime.program()
+        compile_fn = {PRIMAL: prog.compile, REVERSE: prog.compile_grad,
+                      FORWARD: prog.compile_forward}[mode]
+        compiled = compile_fn(kernel_ir)
+        for message in prog.compile_warnings:
+            warnings.warn(message, stacklevel=5)
+        if fast_key:
+            kernel_cache.store(self, fast_key, compiled, hidden, ctx)
+        self._last_compiled_kernel_data = compiled
+        return compiled, kernel_ir, hidden
 
     @staticmethod
     def _declare_view(kernel_ir, ir_index, spec, view):
@@ -512,7 +538,7 @@ class Kernel(GraphKernelMixin):
         finally:
             context.pop()
         self._outside_state = self._outside_state or ctx.outside_state
-        return kernel_ir, ctx.hidden
+        return kernel_ir, ctx.hidden, ctx
 
     def __call__(self, *args, **kwargs):
         if session.state.interpreted:  # qd.python (python_backend)
@@ -659,7 +685,11 @@ class Kernel(GraphKernelMixin):
     def ir(self, *args):
         """The kernel's IR for these arguments, as text (for inspection)."""
         self._prepare()
-        return self._compiled(self._bind(args, {}))[1].print()
+        args = self._bind(args, {})
+        kernel_ir = self._compiled(args)[1]
+        if kernel_ir is None:  # loaded by the fastcache: no IR was built
+            kernel_ir = self._build_ir(args)[0]
+        return kernel_ir.print()
 
 
 def _store_return(ctx, leaves):

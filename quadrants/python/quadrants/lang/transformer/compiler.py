@@ -68,6 +68,8 @@ class FunctionCompiler(AssignmentsMixin, StatementsMixin, GraphRegionsMixin, Loo
 
     def __init__(self, ctx, source, scope, globals_, is_kernel):
         self.ctx = ctx
+        if source not in ctx.sources:
+            ctx.sources.append(source)
         self.source = source      # FunctionSource: ast, file, line offset, name
         self.scope = scope        # name -> value (Python scoping per function)
         self.globals = globals_
