@@ -31,4 +31,4 @@ def info_of(source):
     first = source.line_offset
     return FunctionSourceInfo(function_name=source.name, filepath=source.file,
                               start_lineno=first,
-                              end_lineno=first + source.node.end_lineno - 1)
+                              end_lineno=first + len(source.lines) - 1)

@@ -43,7 +43,8 @@ from quadrants.lang.transformer.shared_locals import shared_locals
 
 
 class FunctionSource:
-    """The parsed source of a kernel or func."""
+    """The source of a kernel or func, parsed at its first use (a kernel
+    the fastcache loads never needs its AST)."""
 
     def __init__(self, fn):
         try:
@@ -52,16 +53,37 @@ class FunctionSource:
         except (OSError, TypeError) as e:
             raise QuadrantsSyntaxError(f"cannot read the source of {fn.__name__}: {e}") \
                 from None
-        tree = ast.parse(textwrap.dedent("".join(lines)))
-        self.node = tree.body[0]
+        self.lines = lines
         self.line_offset = start - 1
         self.name = fn.__name__
-        # The columns textwrap.dedent removed (node columns count from there).
-        self.indent = min(len(line) - len(line.lstrip()) for line in lines if line.strip())
-        self.assigned = _assigned_names(self.node)
         # Names resolve at each compile, so a kernel defined once sees the
         # fields of the current session after qd.init() / qd.reset().
         self.globals = _LiveNames(fn)
+
+    def __getattr__(self, name):
+        # node, indent and assigned: made by the first read of one of them.
+        if name not in ("node", "indent", "assigned"):
+            raise AttributeError(name)
+        tree = ast.parse(textwrap.dedent("".join(self.lines)))
+        self.node = tree.body[0]
+        # The columns textwrap.dedent removed (node columns count from there).
+        self.indent = min(len(line) - len(line.lstrip()) for line in self.lines if line.strip())
+        self.assigned = _assigned_names(self.node)
+        return getattr(self, name)
+
+    @property
+    def text(self):
+        return "".join(self.lines)
+
+    @property
+    def def_line(self):
+        """The file's line number of the `def` (after any decorators)."""
+        if "node" in self.__dict__:
+            return self.line_offset + self.node.lineno
+        for k, line in enumerate(self.lines):
+            if line.lstrip().startswith(("def ", "async def ")):
+                return self.line_offset + k + 1
+        return self.line_offset + self.node.lineno
 
 
 def _assigned_names(function_node):
@@ -227,7 +249,7 @@ def _param_specs(fn, source):
     method = is_method(fn)
     for position, p in enumerate(resolved_signature(fn, "kernel").parameters.values()):
         ann = p.annotation
-        where = f"{source.file}:{source.line_offset + source.node.lineno}"
+        where = f"{source.file}:{source.def_line}"
         if position == 0 and method and ann is inspect.Parameter.empty:
             specs.append(_TemplateParam(p.name))  # self: its members are compile-time
             continue
@@ -333,12 +355,12 @@ class Kernel(GraphKernelMixin):
     def _prepare(self):
         if self._specs is None:
             source = FunctionSource(self.fn)
-            where = f"{source.file}:{source.line_offset + source.node.lineno}"
+            where = f"{source.file}:{source.def_line}"
             self._return_type = ReturnType.of(self.fn, f"{where}: kernel '{self.name}'")
             specs = _param_specs(self.fn, source)
             self._source = source
-            if self._body is None and (self.checkpoints or
-                                       graph_module.uses_do_while(source.node)):
+            if self._body is None and (self.checkpoints or ("do_while" in source.text and
+                                       graph_module.uses_do_while(source.node))):
                 self._plan = self._graph_plan(source)
             self._specs = specs  # last: another thread takes it as "prepared"
 
@@ -493,7 +515,7 @@ class Kernel(GraphKernelMixin):
         ctx.graph = self.graph
         ctx.checkpoints = self.checkpoints
         ctx.pure = self.is_pure
-        ctx.frames = [f"{self.name} ({src.file}:{src.line_offset + src.node.lineno})"]
+        ctx.frames = [f"{self.name} ({src.file}:{src.def_line})"]
         ctx.origins = origins
         ctx.hidden = HiddenParams(kernel_ir, self._return_type)
         context.push(ctx)
@@ -533,7 +555,7 @@ class Kernel(GraphKernelMixin):
             compiler.compile_body(src.node.body if self._body is None else self._body)
             if self._return_type is not None and not compiler.returned:
                 raise QuadrantsSyntaxError(
-                    f"{src.file}:{src.line_offset + src.node.lineno}: kernel '{self.name}': "
+                    f"{src.file}:{src.def_line}: kernel '{self.name}': "
                     f"Kernel has a return type but does not have a return statement")
         finally:
             context.pop()
@@ -944,7 +966,7 @@ class Func:
             self._source = FunctionSource(self.fn)
             src = self._source
             self._return_type = ReturnType.of(
-                self.fn, f"{src.file}:{src.line_offset + src.node.lineno}: "
+                self.fn, f"{src.file}:{src.def_line}: "
                          f"{self._label} '{self.name}'")
 
     def inline(self, ctx, node, caller, args, kwargs, by_reference=0):
@@ -972,7 +994,7 @@ class Func:
         ctx.inline_depth += 1
         ctx.outer_dynamic_depth = nesting
         src = self._source
-        ctx.frames.append(f"{self.name} ({src.file}:{src.line_offset + src.node.lineno})")
+        ctx.frames.append(f"{self.name} ({src.file}:{src.def_line})")
         ctx.call_sites.append((caller.source, node))
         try:
             compiler = FunctionCompiler(ctx, self._source, {}, self._source.globals,
@@ -1058,6 +1080,10 @@ class _LambdaSource:
         ast.copy_location(self.node, lam)
         self.assigned = set()
         self.globals = _LiveNames(fn)
+
+    @property
+    def def_line(self):
+        return self.node.lineno
 
 
 @functools.lru_cache(maxsize=16)
