@@ -2,6 +2,7 @@
 #define QUADRANTS_PROGRAM_KERNEL_ARGUMENT_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "quadrants/ir/constant.h"
@@ -9,6 +10,7 @@
 
 namespace quadrants {
 
+class CompiledKernel;
 class Ndarray;
 
 // One argument of a launch: a scalar, a Quadrants ndarray, or external
@@ -53,6 +55,16 @@ struct KernelArgument {
     a.kind = Kind::kDevice;
     return a;
   }
+};
+
+// A graph kernel's plan as the front end gives it (see PlanStep in
+// runtime/backend.h): parts with their arguments, and loops on an i32
+// counter ndarray.
+struct KernelPlanStep {
+  std::shared_ptr<const CompiledKernel> part;
+  std::vector<KernelArgument> args;
+  Ndarray* counter = nullptr;
+  std::vector<KernelPlanStep> body;
 };
 
 }  // namespace quadrants

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
@@ -533,38 +534,16 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
   std::vector<std::pair<size_t, ArrayBuffer>> staged;
   for (size_t i = 0; i < args.size(); ++i) {
     const KernelArgument& a = args[i];
-    switch (a.kind) {
-      case KernelArgument::Kind::kScalar: {
-        const ir::PrimitiveType want = kernel.params()[i].dtype;
-        resolved[i].slot = ArgumentSlot(ir::Constant::Cast(a.scalar, want));
-        break;
-      }
-      case KernelArgument::Kind::kNdarray:
-        resolved[i].data = a.ndarray->data();
-        resolved[i].shape = a.ndarray->shape();
-        resolved[i].data_generation = a.ndarray->data_generation();
-        break;
-      case KernelArgument::Kind::kDevice:
-        if (backend_->memory()->host_addressable()) {
-          return MakeError(
-              ErrorKind::kType,
-              absl::StrCat("kernel '", kernel.name(), "' argument ", i, " ('",
-                           kernel.params()[i].name,
-                           "'): device memory of another library is an "
-                           "argument on a GPU backend only"));
-        }
-        resolved[i].data = a.data;
-        resolved[i].shape = a.shape;
-        break;
-      case KernelArgument::Kind::kExternal:
-        resolved[i].data = a.data;
-        resolved[i].shape = a.shape;
-        if (backend_->stages_host_arrays()) {
-          QD_ASSIGN_OR_RETURN(ArrayBuffer copy, StageHostArray(a));
-          resolved[i].data = copy.get();
-          staged.emplace_back(i, std::move(copy));
-        }
-        break;
+    if (a.kind != KernelArgument::Kind::kExternal) {
+      QD_RETURN_IF_ERROR(Resolve(kernel, i, a, &resolved[i]));
+      continue;
+    }
+    resolved[i].data = a.data;
+    resolved[i].shape = a.shape;
+    if (backend_->stages_host_arrays()) {
+      QD_ASSIGN_OR_RETURN(ArrayBuffer copy, StageHostArray(a));
+      resolved[i].data = copy.get();
+      staged.emplace_back(i, std::move(copy));
     }
   }
   QD_ASSIGN_OR_RETURN(
@@ -577,13 +556,7 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
     graph_kernels_.insert(&kernel);
   if (CanRecordErrors(ran))
     unsynced_.emplace_back(stats.launch_id, &ran);
-  // Only what the kernel may have written changes generation.
-  for (int place : kernel.written_snodes())
-    NoteFieldWrite(place);
-  for (int arg : kernel.written_args()) {
-    if (args[arg].kind == KernelArgument::Kind::kNdarray)
-      args[arg].ndarray->BumpDataGeneration();
-  }
+  NoteWrites(kernel, args);
   if (!staged.empty())
     QD_RETURN_IF_ERROR(UnstageHostArrays(kernel, args, staged));
   RetireStaging(std::move(staged));
@@ -593,6 +566,111 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
   if (!backend_->queues_launches())
     CollectRuntimeError();
   return absl::OkStatus();
+}
+
+absl::Status Program::Resolve(const CompiledKernel& kernel, size_t i,
+                              const KernelArgument& a,
+                              ResolvedArgument* out) const {
+  switch (a.kind) {
+    case KernelArgument::Kind::kScalar:
+      out->slot = ArgumentSlot(
+          ir::Constant::Cast(a.scalar, kernel.params()[i].dtype));
+      break;
+    case KernelArgument::Kind::kNdarray:
+      out->data = a.ndarray->data();
+      out->shape = a.ndarray->shape();
+      out->data_generation = a.ndarray->data_generation();
+      break;
+    case KernelArgument::Kind::kDevice:
+      if (backend_->memory()->host_addressable()) {
+        return MakeError(
+            ErrorKind::kType,
+            absl::StrCat("kernel '", kernel.name(), "' argument ", i, " ('",
+                         kernel.params()[i].name,
+                         "'): device memory of another library is an "
+                         "argument on a GPU backend only"));
+      }
+      out->data = a.data;
+      out->shape = a.shape;
+      break;
+    case KernelArgument::Kind::kExternal:
+      out->data = a.data;
+      out->shape = a.shape;
+      break;
+  }
+  return absl::OkStatus();
+}
+
+void Program::NoteWrites(const CompiledKernel& kernel,
+                         absl::Span<const KernelArgument> args) {
+  // Only what the kernel may have written changes generation.
+  for (int place : kernel.written_snodes())
+    NoteFieldWrite(place);
+  for (int arg : kernel.written_args()) {
+    if (args[arg].kind == KernelArgument::Kind::kNdarray)
+      args[arg].ndarray->BumpDataGeneration();
+  }
+}
+
+absl::StatusOr<bool> Program::ResolvePlan(
+    absl::Span<const KernelPlanStep> plan, std::vector<PlanStep>* out) const {
+  for (const KernelPlanStep& step : plan) {
+    PlanStep& resolved = out->emplace_back();
+    if (step.part == nullptr) {
+      if (step.counter == nullptr ||
+          step.counter->dtype() != ir::PrimitiveType::kI32)
+        return false;
+      resolved.counter = step.counter->data();
+      QD_ASSIGN_OR_RETURN(bool body, ResolvePlan(step.body, &resolved.body));
+      if (!body)
+        return false;
+      continue;
+    }
+    const CompiledKernel& kernel = *step.part;
+    QD_RETURN_IF_ERROR(CheckArguments(kernel, step.args));
+    resolved.part = step.part;
+    resolved.args.resize(step.args.size());
+    for (size_t i = 0; i < step.args.size(); ++i) {
+      // Host arrays are staged around each launch: not in a plan.
+      if (step.args[i].kind == KernelArgument::Kind::kExternal &&
+          backend_->stages_host_arrays()) {
+        return false;
+      }
+      QD_RETURN_IF_ERROR(Resolve(kernel, i, step.args[i], &resolved.args[i]));
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<bool> Program::LaunchPlan(absl::Span<const KernelPlanStep> plan) {
+  std::vector<PlanStep> resolved;
+  QD_ASSIGN_OR_RETURN(bool ok, ResolvePlan(plan, &resolved));
+  std::vector<uint64_t> launch_ids;
+  if (ok) {
+    QD_ASSIGN_OR_RETURN(
+        ok, backend_->LaunchPlan(resolved, field_generation_, &launch_ids));
+  }
+  if (!ok)
+    return false;
+  // The parts, in the order LaunchPlan numbered them.
+  std::vector<const KernelPlanStep*> parts;
+  std::function<void(absl::Span<const KernelPlanStep>)> collect =
+      [&](absl::Span<const KernelPlanStep> steps) {
+        for (const KernelPlanStep& step : steps) {
+          if (step.part != nullptr)
+            parts.push_back(&step);
+          else
+            collect(step.body);
+        }
+      };
+  collect(plan);
+  for (size_t k = 0; k < parts.size() && k < launch_ids.size(); ++k) {
+    if (CanRecordErrors(*parts[k]->part))
+      unsynced_.emplace_back(launch_ids[k], parts[k]->part.get());
+    NoteWrites(*parts[k]->part, parts[k]->args);
+  }
+  last_launch_ = {static_cast<int>(parts.size()), 0, true, false};
+  return true;
 }
 
 void Program::RetireStaging(

@@ -117,6 +117,9 @@ class Program {
   absl::Status Launch(const CompiledKernel& kernel,
                       absl::Span<const KernelArgument> args,
                       const LaunchOptions& options = {});
+  // Runs a graph kernel's whole plan on the device where the backend can
+  // (Backend::LaunchPlan); false, having run nothing, where it cannot.
+  absl::StatusOr<bool> LaunchPlan(absl::Span<const KernelPlanStep> plan);
   const LaunchStats& last_launch() const { return last_launch_; }
   // Compiled kernels whose launches replay a captured graph.
   int graph_cache_size() const {
@@ -162,6 +165,16 @@ class Program {
       bool checkpointing);
   absl::Status CheckArguments(const CompiledKernel& kernel,
                               absl::Span<const KernelArgument> args) const;
+  // Argument `i` as the backend takes it (external memory unstaged).
+  absl::Status Resolve(const CompiledKernel& kernel, size_t i,
+                       const KernelArgument& a, ResolvedArgument* out) const;
+  // Bumps the generations of what a launch of `kernel` may have written.
+  void NoteWrites(const CompiledKernel& kernel,
+                  absl::Span<const KernelArgument> args);
+  // The backend's form of a plan; false when a step cannot be one (host
+  // arrays to stage, a counter that is not i32).
+  absl::StatusOr<bool> ResolvePlan(absl::Span<const KernelPlanStep> plan,
+                                   std::vector<PlanStep>* out) const;
   // Turns the error the backend recorded (if any) into pending_error_,
   // naming the kernel of the launch that recorded it.
   void CollectRuntimeError();

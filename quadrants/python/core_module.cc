@@ -320,6 +320,38 @@ class PyProgram {
   int64_t num_compiled() const { return num_compiled_; }
 
   void Launch(const CompiledKernel& kernel, py::list args, bool graph) {
+    std::vector<KernelArgument> resolved = Arguments(kernel, args);
+    LaunchOptions options;
+    options.graph = graph;
+    Check(program_->Launch(kernel, resolved, options));
+  }
+
+  // Runs a graph kernel's plan on the device where the backend can: `plan`
+  // lists ("part", compiled kernel, arguments) and ("loop", counter
+  // ndarray, body plan). False, having run nothing, where it cannot.
+  bool LaunchPlan(py::list plan) {
+    std::vector<KernelPlanStep> steps = PlanSteps(plan);
+    return Unwrap(program_->LaunchPlan(steps));
+  }
+
+  std::vector<KernelPlanStep> PlanSteps(py::list plan) {
+    std::vector<KernelPlanStep> steps;
+    for (py::handle item : plan) {
+      py::tuple step = py::reinterpret_borrow<py::tuple>(item);
+      KernelPlanStep& out = steps.emplace_back();
+      if (step[0].cast<std::string>() == "part") {
+        out.part = step[1].cast<std::shared_ptr<CompiledKernel>>();
+        out.args = Arguments(*out.part, step[2].cast<py::list>());
+      } else {
+        out.counter = step[1].cast<Ndarray*>();
+        out.body = PlanSteps(step[2].cast<py::list>());
+      }
+    }
+    return steps;
+  }
+
+  std::vector<KernelArgument> Arguments(const CompiledKernel& kernel,
+                                        py::list args) {
     const auto& params = kernel.params();
     if (args.size() != params.size()) {
       throw QuadrantsError(
@@ -358,9 +390,7 @@ class PyProgram {
             KernelArgument::Scalar(ir::Constant::Int(PrimitiveType::kI32, 0)));
       }
     }
-    LaunchOptions options;
-    options.graph = graph;
-    Check(program_->Launch(kernel, resolved, options));
+    return resolved;
   }
 
  private:
@@ -911,6 +941,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
           py::arg("capsule"), py::arg("device_type"), py::arg("device_id"))
       .def("compile", &PyProgram::Compile)
       .def("load_cached", &PyProgram::LoadCached)
+      .def("launch_plan", &PyProgram::LaunchPlan)
       .def("compile_grad", &PyProgram::CompileGrad)
       .def("compile_forward", &PyProgram::CompileForward)
       .def("launch", &PyProgram::Launch, py::arg("kernel"), py::arg("args"),

@@ -183,6 +183,16 @@ struct ResolvedArgument {
   uint64_t data_generation = 0;
 };
 
+// One step of a graph kernel's plan (qd.graph.do_while): a part launched
+// with its arguments, or a loop that runs its body, then again while the
+// i32 `counter` points at is nonzero.
+struct PlanStep {
+  std::shared_ptr<const CompiledKernel> part;
+  std::vector<ResolvedArgument> args;
+  void* counter = nullptr;
+  std::vector<PlanStep> body;
+};
+
 struct BackendLaunchStats {
   uint64_t launch_id = 0;  // names the launch in error records
   int tasks = 0;
@@ -225,6 +235,18 @@ class Backend {
       const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
       absl::Span<const uint64_t> field_generations,
       const LaunchOptions& options) = 0;
+  // Runs a whole plan on the device, with no host round trip per loop
+  // iteration (CUDA: one graph with conditional while nodes), appending
+  // each part's launch id (error records name it) in plan order. Returns
+  // false, having run nothing, where the backend or this plan cannot (a
+  // part with adstacks, prints or qd.random()): the caller then runs the
+  // parts and checks the counters itself.
+  virtual absl::StatusOr<bool> LaunchPlan(
+      absl::Span<const PlanStep> plan,
+      absl::Span<const uint64_t> field_generations,
+      std::vector<uint64_t>* launch_ids) {
+    return false;
+  }
   // Waits for outstanding work.
   virtual absl::Status Synchronize() = 0;
   // Whether Launch returns with the kernel queued rather than finished;
@@ -292,6 +314,11 @@ class ForwardingBackend : public Backend {
       absl::Span<const uint64_t> field_generations,
       const LaunchOptions& options) override {
     return inner_->Launch(kernel, args, field_generations, options);
+  }
+  absl::StatusOr<bool> LaunchPlan(absl::Span<const PlanStep> plan,
+                                  absl::Span<const uint64_t> field_generations,
+                                  std::vector<uint64_t>* launch_ids) override {
+    return inner_->LaunchPlan(plan, field_generations, launch_ids);
   }
   absl::Status Synchronize() override { return inner_->Synchronize(); }
   bool queues_launches() const override { return inner_->queues_launches(); }

@@ -106,6 +106,55 @@ def test_do_while_counter_as_a_data_oriented_member():
     np.testing.assert_allclose(s.x.to_numpy(), expected, rtol=1e-6)
 
 
+@test_utils.test(arch=qd.cuda)
+def test_cuda_runs_do_while_loops_on_the_device():
+    """On CUDA the whole plan is one graph whose loops are conditional while
+    nodes: the launch replays it, and each counter array passed in is the
+    one its loop reads (through a slot written at every launch)."""
+    @qd.kernel(graph=True)
+    def count_down(x: I32, counter: COUNTER, other: COUNTER):
+        for i in range(x.shape[0]):
+            x[i] = 0
+        while qd.graph.do_while(counter):
+            for i in range(x.shape[0]):
+                x[i] = x[i] + i
+            for _ in range(1):
+                counter[()] = counter[()] - 1
+        while qd.graph.do_while(other):
+            for i in range(x.shape[0]):
+                x[i] = x[i] * 2
+            for _ in range(1):
+                other[()] = other[()] - 1
+
+    x = qd.ndarray(qd.i32, shape=(64,))
+    prog = qd.lang.runtime.program()
+    for first, second in ((5, 1), (1, 3), (40, 2)):
+        a, b = _counter(first), _counter(second)
+        count_down(x, a, b)
+        assert prog.last_launch_replayed_graph
+        assert a.to_numpy() == 0 and b.to_numpy() == 0
+        np.testing.assert_array_equal(x.to_numpy(), np.arange(64) * first * 2 ** second)
+
+
+@test_utils.test(arch=qd.cuda)
+def test_cuda_do_while_with_random_numbers_runs_on_the_host():
+    """A part drawing qd.random() needs a new random key per iteration,
+    which a replayed graph would repeat: that plan runs with host checks."""
+    @qd.kernel(graph=True)
+    def draws(x: qd.types.ndarray(qd.f32, ndim=1), counter: COUNTER):
+        while qd.graph.do_while(counter):
+            for i in range(x.shape[0]):
+                x[i] += qd.random()
+            for _ in range(1):
+                counter[()] -= 1
+
+    x = qd.ndarray(qd.f32, shape=(1000,))
+    draws(x, _counter(4))
+    assert not qd.lang.runtime.program().last_launch_replayed_graph
+    values = x.to_numpy()
+    assert 1.0 < values.mean() < 3.0 and len(np.unique(values)) > 900
+
+
 @test_utils.test()
 def test_do_while_misuse_is_reported():
     @qd.kernel

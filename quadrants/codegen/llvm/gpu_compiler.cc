@@ -1,4 +1,5 @@
 #include "quadrants/codegen/llvm/gpu_compiler.h"
+#include "quadrants/codegen/llvm/graph_loop_kernels.h"
 
 #include <fstream>
 #include <sstream>
@@ -87,6 +88,15 @@ absl::StatusOr<std::string> GpuCompiler::CompileMaxReduce(
   std::unique_ptr<llvm::Module> module = BuildMaxReduceKernel(
       shape, target_->spec().entries, context, triple_, data_layout_);
   target_->TuneMaxReduce(*module->getFunction(kMaxReduceEntry), shape);
+  return Emit(*module);
+}
+
+absl::StatusOr<std::string> GpuCompiler::CompileGraphLoopKernels(
+    const std::string& set_condition) {
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> module =
+      BuildGraphLoopKernels(target_->spec().entries, context, triple_,
+                            data_layout_, set_condition);
   return Emit(*module);
 }
 

@@ -135,6 +135,10 @@ class GpuCompiler {
   // The binary of the adstack sizing max-reduction kernel for `shape` (see
   // codegen/llvm/max_reduce_kernel.h), entry kMaxReduceEntry.
   absl::StatusOr<std::string> CompileMaxReduce(const MaxReduceShape& shape);
+  // The binary of a device-side graph loop's kernels (see
+  // codegen/llvm/graph_loop_kernels.h), calling `set_condition`.
+  absl::StatusOr<std::string> CompileGraphLoopKernels(
+      const std::string& set_condition);
 
   // The entries Compile adds for `tasks`, which its binary defines.
   static std::vector<std::string> EntryNames(

@@ -1,11 +1,13 @@
 #include "quadrants/runtime/cuda/cuda_backend.h"
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "quadrants/codegen/cuda/ptx_compiler.h"
+#include "quadrants/codegen/llvm/graph_loop_kernels.h"
 #include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
 #include "quadrants/runtime/cuda/cuda_graph.h"
@@ -165,6 +167,37 @@ class CudaCompiledKernel : public gpu::ModuleKernel {
   mutable std::unique_ptr<CudaGraph> graph;
 };
 
+// Appends the plan's parts and loops (in plan order) and a key of its
+// shape; false when a part cannot run in a graph: it sizes adstacks or
+// reads prints on the host, or draws qd.random() (each launch has its own
+// random key, which a replayed body would repeat).
+bool DescribePlan(absl::Span<const PlanStep> plan, std::string* key,
+                  std::vector<const PlanStep*>* parts,
+                  std::vector<const PlanStep*>* loops) {
+  for (const PlanStep& step : plan) {
+    if (step.part == nullptr) {
+      loops->push_back(&step);
+      absl::StrAppend(key, "L(");
+      if (!DescribePlan(step.body, key, parts, loops))
+        return false;
+      absl::StrAppend(key, ")");
+      continue;
+    }
+    const CompiledKernel& kernel = *step.part;
+    for (const auto& stacks : kernel.task_adstacks()) {
+      if (!stacks.empty())
+        return false;
+    }
+    if (!kernel.print_sites().empty() || kernel.draws_random() ||
+        kernel.has_checkpointed_variant()) {
+      return false;
+    }
+    parts->push_back(&step);
+    absl::StrAppend(key, "P", reinterpret_cast<uintptr_t>(&kernel), ";");
+  }
+  return true;
+}
+
 // What keys PTX in the offline cache: the runtime module linked in, the
 // target and the driver.
 gpu::GpuCacheTarget PtxCacheTarget(const codegen::GpuCompiler& compiler,
@@ -219,6 +252,105 @@ std::shared_ptr<gpu::ModuleKernel> CudaBackend::NewKernel(
     std::shared_ptr<gpu::GpuModule> module) const {
   return std::make_shared<CudaCompiledKernel>(artifact,
                                               std::move(module));
+}
+
+absl::StatusOr<GraphLoopKernels> CudaBackend::LoopKernels() {
+  if (loop_module_ == nullptr) {
+    QD_ASSIGN_OR_RETURN(
+        std::string binary,
+        compiler().CompileGraphLoopKernels("cudaGraphSetConditional"));
+    QD_ASSIGN_OR_RETURN(std::shared_ptr<gpu::GpuModule> module,
+                        LoadModule(binary));
+    QD_ASSIGN_OR_RETURN(loop_kernels_.arm,
+                        module->Function(codegen::kGraphLoopArmEntry));
+    QD_ASSIGN_OR_RETURN(loop_kernels_.check,
+                        module->Function(codegen::kGraphLoopCheckEntry));
+    loop_module_ = std::move(module);
+  }
+  return loop_kernels_;
+}
+
+absl::StatusOr<std::unique_ptr<CudaBackend::PlanGraph>>
+CudaBackend::BuildPlanGraph(absl::Span<const PlanStep> plan) {
+  QD_ASSIGN_OR_RETURN(GraphLoopKernels kernels, LoopKernels());
+  auto built = std::make_unique<PlanGraph>();
+  std::function<absl::StatusOr<std::vector<GraphPlanNode>>(
+      absl::Span<const PlanStep>)>
+      nodes = [&](absl::Span<const PlanStep> steps)
+      -> absl::StatusOr<std::vector<GraphPlanNode>> {
+    std::vector<GraphPlanNode> out;
+    for (const PlanStep& step : steps) {
+      GraphPlanNode& node = out.emplace_back();
+      if (step.part == nullptr) {
+        QD_ASSIGN_OR_RETURN(gpu::DeviceBuffer slot,
+                            gpu::DeviceBuffer::Allocate(device(), 8));
+        node.loop = true;
+        node.counter_slot = slot.get();
+        built->slots.push_back(std::move(slot));
+        QD_ASSIGN_OR_RETURN(node.body, nodes(step.body));
+        continue;
+      }
+      QD_ASSIGN_OR_RETURN(
+          gpu::DeviceBuffer context,
+          gpu::DeviceBuffer::Allocate(device(), sizeof(QdLaunchContext)));
+      const auto& kernel =
+          static_cast<const gpu::GpuCompiledKernel&>(*step.part);
+      for (const gpu::GpuTask& task : kernel.tasks) {
+        if (task.kind != ir::TaskKind::kStructFor || task.cells > 0)
+          node.launches.push_back(QueuedLaunch(task, context.get()));
+      }
+      built->contexts.push_back(std::move(context));
+      built->parts.push_back(step.part);
+    }
+    return out;
+  };
+  QD_ASSIGN_OR_RETURN(std::vector<GraphPlanNode> graph_plan, nodes(plan));
+  QD_ASSIGN_OR_RETURN(built->graph,
+                      CudaGraph::BuildPlan(driver_, graph_plan, kernels));
+  return built;
+}
+
+absl::StatusOr<bool> CudaBackend::LaunchPlan(
+    absl::Span<const PlanStep> plan,
+    absl::Span<const uint64_t> field_generations,
+    std::vector<uint64_t>* launch_ids) {
+  if (!driver_->has_conditional_nodes())
+    return false;
+  std::string key;
+  std::vector<const PlanStep*> parts, loops;
+  if (!DescribePlan(plan, &key, &parts, &loops))
+    return false;
+  auto found = plan_graphs_.find(key);
+  if (found == plan_graphs_.end()) {
+    absl::StatusOr<std::unique_ptr<PlanGraph>> built = BuildPlanGraph(plan);
+    if (!built.ok()) {
+      return MakeError(ErrorKind::kRuntime,
+                       absl::StrCat("kernel '", parts.empty() ? "" : parts[0]->part->name(),
+                                    "': building the CUDA graph of its "
+                                    "qd.graph.do_while loops: ",
+                                    built.status().message()));
+    }
+    found = plan_graphs_.emplace(key, *std::move(built)).first;
+  }
+  PlanGraph& graph = *found->second;
+  // The slots and contexts are read by the replay queued after them.
+  for (size_t k = 0; k < parts.size(); ++k) {
+    uint64_t id = 0;
+    QD_ASSIGN_OR_RETURN(QdLaunchContext ctx,
+                        NewContext(*parts[k]->part, parts[k]->args, &id));
+    QD_RETURN_IF_ERROR(
+        QueueCopy(graph.contexts[k].get(), &ctx,
+                  QD_LAUNCH_CONTEXT_BYTES(parts[k]->args.size())));
+    launch_ids->push_back(id);
+  }
+  for (size_t k = 0; k < loops.size(); ++k) {
+    const uint64_t address = reinterpret_cast<uintptr_t>(loops[k]->counter);
+    QD_RETURN_IF_ERROR(
+        QueueCopy(graph.slots[k].get(), &address, sizeof(address)));
+  }
+  QD_RETURN_IF_ERROR(UploadRuntime());
+  QD_RETURN_IF_ERROR(graph.graph->Launch());
+  return true;
 }
 
 std::string CudaBackend::device_description() const {

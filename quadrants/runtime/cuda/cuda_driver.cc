@@ -9,6 +9,10 @@ absl::Status CudaDriver::Initialize(int device_id) {
   QD_ASSIGN_OR_RETURN(library_,
                       DynamicLibrary::Open({"libcuda.so.1", "libcuda.so"}));
   QD_CUDA_DRIVER_FUNCTIONS(QD_GPU_LOAD_ENTRY)
+#define QD_CUDA_LOAD_OPTIONAL(member, symbol) \
+  (void)library_->Load(symbol, &member);
+  QD_CUDA_OPTIONAL_DRIVER_FUNCTIONS(QD_CUDA_LOAD_OPTIONAL)
+#undef QD_CUDA_LOAD_OPTIONAL
   QD_RETURN_IF_ERROR(Check(cuInit(0), "cuInit"));
   QD_RETURN_IF_ERROR(
       Check(cuDriverGetVersion(&driver_version_), "cuDriverGetVersion"));

@@ -56,6 +56,11 @@ namespace quadrants::cuda {
   X(cuMemSetAccess, "cuMemSetAccess")                         \
   X(cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity")
 
+// Entry points of newer drivers, null where the driver lacks them.
+#define QD_CUDA_OPTIONAL_DRIVER_FUNCTIONS(X)                            \
+  X(cuGraphConditionalHandleCreate, "cuGraphConditionalHandleCreate") \
+  X(cuGraphAddNode, "cuGraphAddNode_v2")
+
 // The loaded driver library with an initialized primary context on one
 // device.
 class CudaDriver : public gpu::DriverLibrary {
@@ -80,8 +85,17 @@ class CudaDriver : public gpu::DriverLibrary {
   CUdevice device() const { return device_; }
   // Compute capability as major * 10 + minor (e.g. 90 for sm_90).
   int compute_capability() const { return compute_capability_; }
+  CUcontext context() const { return context_; }
+  // Graphs with conditional while nodes set from device code (CUDA 12.4
+  // drivers and later).
+  bool has_conditional_nodes() const {
+    return driver_version_ >= 12040 &&
+           cuGraphConditionalHandleCreate != nullptr &&
+           cuGraphAddNode != nullptr;
+  }
 
   QD_CUDA_DRIVER_FUNCTIONS(QD_GPU_DECLARE_ENTRY)
+  QD_CUDA_OPTIONAL_DRIVER_FUNCTIONS(QD_GPU_DECLARE_ENTRY)
 
  private:
   friend class gpu::DriverLibrary;

@@ -1,5 +1,6 @@
 #include "quadrants/runtime/cuda/cuda_graph.h"
 
+#include <cstring>
 #include <utility>
 
 #include "quadrants/common/status_macros.h"
@@ -7,17 +8,16 @@
 
 namespace quadrants::cuda {
 
-absl::StatusOr<std::unique_ptr<CudaGraph>> CudaGraph::Build(
-    std::shared_ptr<CudaDriver> driver,
-    absl::Span<const gpu::KernelLaunch> launches) {
-  QD_RETURN_IF_ERROR(driver->MakeCurrent());
-  CUgraph graph = nullptr;
-  QD_RETURN_IF_ERROR(
-      driver->Check(driver->cuGraphCreate(&graph, 0), "cuGraphCreate"));
-  // Owns the graph until it is instantiated.
-  auto destroy = [&] { driver->cuGraphDestroy(graph); };
-  CUgraphNode previous = nullptr;
-  for (const gpu::KernelLaunch& launch : launches) {
+namespace {
+
+// Adds nodes to graphs, each depending on the node before it in its graph.
+class NodeAdder {
+ public:
+  NodeAdder(CudaDriver& driver, const GraphLoopKernels& kernels)
+      : driver_(driver), kernels_(kernels) {}
+
+  absl::Status Kernel(CUgraph graph, const gpu::KernelLaunch& launch,
+                      CUgraphNode* last) {
     std::vector<void*> pointers = gpu::Driver::ParamPointers(launch);
     CUDA_KERNEL_NODE_PARAMS params = {};
     params.func = static_cast<CUfunction>(launch.function);
@@ -27,25 +27,111 @@ absl::StatusOr<std::unique_ptr<CudaGraph>> CudaGraph::Build(
     params.blockDimY = params.blockDimZ = 1;
     params.kernelParams = pointers.data();
     CUgraphNode node = nullptr;
-    absl::Status added =
-        driver->Check(driver->cuGraphAddKernelNode(
-                          &node, graph, previous ? &previous : nullptr,
-                          previous ? 1 : 0, &params),
-                      "cuGraphAddKernelNode");
-    if (!added.ok()) {
-      destroy();
-      return added;
-    }
-    previous = node;
+    QD_RETURN_IF_ERROR(driver_.Check(
+        driver_.cuGraphAddKernelNode(&node, graph, *last ? last : nullptr,
+                                     *last ? 1 : 0, &params),
+        "cuGraphAddKernelNode"));
+    *last = node;
+    return absl::OkStatus();
   }
+
+  absl::Status Steps(CUgraph graph, absl::Span<const GraphPlanNode> steps,
+                     CUgraphNode* last) {
+    for (const GraphPlanNode& step : steps) {
+      if (step.loop) {
+        QD_RETURN_IF_ERROR(Loop(graph, step, last));
+        continue;
+      }
+      for (const gpu::KernelLaunch& launch : step.launches)
+        QD_RETURN_IF_ERROR(Kernel(graph, launch, last));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Loop(CUgraph graph, const GraphPlanNode& loop,
+                    CUgraphNode* last) {
+    CUgraphConditionalHandle handle = 0;
+    QD_RETURN_IF_ERROR(driver_.Check(
+        driver_.cuGraphConditionalHandleCreate(&handle, graph,
+                                               driver_.context(), 0, 0),
+        "cuGraphConditionalHandleCreate"));
+    // Armed on every arrival at the loop, so a nested loop runs its body
+    // again in each iteration of the loop around it.
+    QD_RETURN_IF_ERROR(Kernel(graph, {kernels_.arm, 1, 1, {handle}}, last));
+    CUgraphNodeParams params;
+    std::memset(&params, 0, sizeof(params));  // reserved fields must be 0
+    params.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    params.conditional.handle = handle;
+    params.conditional.type = CU_GRAPH_COND_TYPE_WHILE;
+    params.conditional.size = 1;
+    params.conditional.ctx = driver_.context();
+    CUgraphNode node = nullptr;
+    QD_RETURN_IF_ERROR(driver_.Check(
+        driver_.cuGraphAddNode(&node, graph, last, nullptr, 1, &params),
+        "cuGraphAddNode (conditional while)"));
+    // The body graph is the driver's, owned by the node.
+    CUgraph body = params.conditional.phGraph_out[0];
+    CUgraphNode body_last = nullptr;
+    QD_RETURN_IF_ERROR(Steps(body, loop.body, &body_last));
+    QD_RETURN_IF_ERROR(Kernel(
+        body, {kernels_.check, 1, 1, {handle, loop.counter_slot}}, &body_last));
+    *last = node;
+    return absl::OkStatus();
+  }
+
+  CudaDriver& driver_;
+  const GraphLoopKernels& kernels_;
+};
+
+absl::StatusOr<std::unique_ptr<CudaGraph>> Instantiate(
+    std::shared_ptr<CudaDriver> driver, CUgraph graph,
+    const absl::Status& built) {
   CUgraphExec exec = nullptr;
-  absl::Status instantiated = driver->Check(
-      driver->cuGraphInstantiate(&exec, graph, 0), "cuGraphInstantiate");
-  if (!instantiated.ok()) {
-    destroy();
-    return instantiated;
+  absl::Status status = built;
+  if (status.ok()) {
+    status = driver->Check(driver->cuGraphInstantiate(&exec, graph, 0),
+                           "cuGraphInstantiate");
+  }
+  if (!status.ok()) {
+    driver->cuGraphDestroy(graph);
+    return status;
   }
   return std::make_unique<CudaGraph>(std::move(driver), graph, exec);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaGraph>> CudaGraph::Build(
+    std::shared_ptr<CudaDriver> driver,
+    absl::Span<const gpu::KernelLaunch> launches) {
+  QD_RETURN_IF_ERROR(driver->MakeCurrent());
+  CUgraph graph = nullptr;
+  QD_RETURN_IF_ERROR(
+      driver->Check(driver->cuGraphCreate(&graph, 0), "cuGraphCreate"));
+  GraphLoopKernels none;
+  NodeAdder adder(*driver, none);
+  CUgraphNode last = nullptr;
+  absl::Status built = absl::OkStatus();
+  for (const gpu::KernelLaunch& launch : launches) {
+    built = adder.Kernel(graph, launch, &last);
+    if (!built.ok())
+      break;
+  }
+  return Instantiate(std::move(driver), graph, built);
+}
+
+absl::StatusOr<std::unique_ptr<CudaGraph>> CudaGraph::BuildPlan(
+    std::shared_ptr<CudaDriver> driver, absl::Span<const GraphPlanNode> plan,
+    const GraphLoopKernels& kernels) {
+  QD_RETURN_IF_ERROR(driver->MakeCurrent());
+  CUgraph graph = nullptr;
+  QD_RETURN_IF_ERROR(
+      driver->Check(driver->cuGraphCreate(&graph, 0), "cuGraphCreate"));
+  NodeAdder adder(*driver, kernels);
+  CUgraphNode last = nullptr;
+  absl::Status built = adder.Steps(graph, plan, &last);
+  return Instantiate(std::move(driver), graph, built);
 }
 
 CudaGraph::~CudaGraph() {

@@ -12,6 +12,22 @@
 
 namespace quadrants::cuda {
 
+// A step of a graph with device-side loops: a part's launches, in order,
+// or a loop (`loop`) repeating `body` while the i32 counter whose address
+// is stored at device address `counter_slot` is nonzero after the body.
+struct GraphPlanNode {
+  std::vector<gpu::KernelLaunch> launches;
+  bool loop = false;
+  uint64_t counter_slot = 0;
+  std::vector<GraphPlanNode> body;
+};
+
+// The loaded kernels of codegen/llvm/graph_loop_kernels.h.
+struct GraphLoopKernels {
+  void* arm = nullptr;
+  void* check = nullptr;
+};
+
 // An instantiated CUDA graph running a list of launches in order, each
 // waiting for the one before. The parameters are fixed when it is built.
 class CudaGraph {
@@ -19,6 +35,12 @@ class CudaGraph {
   static absl::StatusOr<std::unique_ptr<CudaGraph>> Build(
       std::shared_ptr<CudaDriver> driver,
       absl::Span<const gpu::KernelLaunch> launches);
+  // A graph of a plan whose loops are conditional while nodes: each loop
+  // node is preceded by an arm kernel (condition 1: do-while) and its body
+  // ends with a check kernel setting the condition from the counter.
+  static absl::StatusOr<std::unique_ptr<CudaGraph>> BuildPlan(
+      std::shared_ptr<CudaDriver> driver, absl::Span<const GraphPlanNode> plan,
+      const GraphLoopKernels& kernels);
 
   CudaGraph(std::shared_ptr<CudaDriver> driver, CUgraph graph, CUgraphExec exec)
       : driver_(std::move(driver)), graph_(graph), exec_(exec) {}

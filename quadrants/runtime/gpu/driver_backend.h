@@ -78,6 +78,11 @@ class DriverBackend : public GpuBackend {
   virtual std::shared_ptr<ModuleKernel> NewKernel(
       const CompiledKernelData& artifact,
       std::shared_ptr<GpuModule> module) const;
+  codegen::GpuCompiler& compiler() const { return *compiler_; }
+  absl::StatusOr<std::shared_ptr<GpuModule>> LoadModule(
+      const std::string& binary) const {
+    return GpuModule::Load(driver_, binary);
+  }
 
  private:
   // The launchable kernel of a loaded artifact, known by `key`.

@@ -269,9 +269,30 @@ absl::StatusOr<bool> GpuBackend::NeedsCheckpoints(
   return over;
 }
 
-KernelLaunch GpuBackend::QueuedLaunch(const GpuTask& task) const {
+absl::StatusOr<QdLaunchContext> GpuBackend::NewContext(
+    const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
+    uint64_t* launch_id) {
+  QdLaunchContext ctx;
+  ++launches_;
+  QD_RETURN_IF_ERROR(llvm_runtime::FillLaunchContext(
+      kernel, args, reinterpret_cast<QdRuntime*>(device_runtime_.get()),
+      kernel.draws_random()
+          ? host::LaunchRandomKey(config_.random_seed, launches_)
+          : 0,
+      kernel.error_sites().empty() ? 0 : launches_, &ctx));
+  record_may_hold_error_ |= !kernel.error_sites().empty();
+  *launch_id = launches_;
+  return ctx;
+}
+
+absl::Status GpuBackend::QueueCopy(uint64_t address, const void* data,
+                                   int64_t bytes) {
+  return uploads_->Copy(address, data, bytes);
+}
+
+KernelLaunch GpuBackend::QueuedLaunch(const GpuTask& task,
+                                      uint64_t ctx) const {
   KernelLaunch launch;
-  const uint64_t ctx = device_context_.get();
   switch (task.kind) {
     case ir::TaskKind::kRangeFor:
       // The range is known only on the device: one resident wave of

@@ -103,8 +103,23 @@ class GpuBackend : public Backend {
   virtual absl::Status ReplayGraph(const GpuCompiledKernel& kernel);
 
   // The launch of a task without adstacks that needs nothing from the
-  // host at launch time, so it can be queued or put in a graph.
-  KernelLaunch QueuedLaunch(const GpuTask& task) const;
+  // host at launch time, so it can be queued or put in a graph; it reads
+  // its launch context at `context` (by default the shared one, which
+  // each launch's upload fills).
+  KernelLaunch QueuedLaunch(const GpuTask& task) const {
+    return QueuedLaunch(task, device_context_.get());
+  }
+  KernelLaunch QueuedLaunch(const GpuTask& task, uint64_t context) const;
+  // The launch context of a launch of `kernel` the caller queues itself
+  // (in a graph), numbered as a launch: `*launch_id`.
+  absl::StatusOr<QdLaunchContext> NewContext(
+      const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,
+      uint64_t* launch_id);
+  // Queues a copy to device memory behind the launches already queued.
+  absl::Status QueueCopy(uint64_t address, const void* data, int64_t bytes);
+  // Copies the host-written part of the runtime record to the device when
+  // it differs from what the device holds (in queue order).
+  absl::Status UploadRuntime();
 
   // The tree fields are laid out by (the size expressions read it).
   void set_snodes(const ir::SNodeTree* snodes) { snodes_ = snodes; }
@@ -145,11 +160,8 @@ class GpuBackend : public Backend {
                        absl::Span<const ResolvedArgument> args,
                        absl::Span<const uint64_t> field_generations,
                        const adstack::AdStackLayout* sized);
-  // Copies the host-written part of the runtime record to the device when
-  // it differs from what the device holds (in queue order); reads the
-  // whole record back; writes the host's copy of the kernel-written part
-  // (once the host has read and cleared it).
-  absl::Status UploadRuntime();
+  // Reads the whole runtime record back; writes the host's copy of the
+  // kernel-written part (once the host has read and cleared it).
   absl::Status DownloadRuntime();
   absl::Status UploadRecord();
   // Queues the upload of the first bytes of `ctx` a kernel of `num_params`

@@ -12,6 +12,7 @@ import types as types_module
 from quadrants.lang import checkpoint as checkpoint_module
 from quadrants.lang import field as field_module
 from quadrants.lang import graph as graph_module
+from quadrants.lang import runtime, session
 from quadrants.lang import tensor as tensor_module
 from quadrants.lang.exception import QuadrantsGradientError, QuadrantsSyntaxError
 from quadrants.lang.ndarray import Ndarray
@@ -205,9 +206,46 @@ class GraphKernelMixin:
                     yield from walk(step.body)
         return list(walk(steps))
 
+    def _device_plan(self, steps, args, kwargs, bound):
+        """The plan as Program.launch_plan takes it, or None when a part or
+        a counter cannot be in it."""
+        spec = []
+        for step in steps:
+            if isinstance(step, graph_module.Segment):
+                launch = step.kernel._plan_launch(args, kwargs)
+                if launch is None:
+                    return None
+                spec.append(("part", launch[0], launch[1]))
+                continue
+            counter = graph_module.resolve_array(self.name, step.counter, step.node, bound,
+                                                 self._syntax_error)
+            body = self._device_plan(step.body, args, kwargs, bound)
+            if not isinstance(counter, Ndarray) or body is None:
+                return None
+            spec.append(("loop", counter._core, body))
+        return spec
+
+    def _launch_on_device(self, args, kwargs, bound):
+        """Runs the whole plan on the device, its loops with no host check
+        per iteration, where the backend can (CUDA conditional graph
+        nodes); False, having run nothing, elsewhere."""
+        if self._device_plan_refused == runtime.state.generation:
+            return False  # this backend, or these parts, cannot
+        spec = self._device_plan(self._plan, args, kwargs, bound)
+        prog = runtime.program()
+        if spec is None or not prog.launch_plan(spec):
+            self._device_plan_refused = runtime.state.generation
+            return False
+        if session.option("debug", False):
+            prog.sync()  # debug mode reports a kernel's errors at its call
+        return True
+
     def _run_stages(self, args, kwargs, mode, resume):
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
+        if mode == PRIMAL and self._stages is None and \
+                self._launch_on_device(args, kwargs, bound.arguments):
+            return None
         state = graph_module.RunState(resume)
         graph_module.run(self._plan, bound.arguments,
                          lambda segment: segment.kernel._launch(args, kwargs, mode),

@@ -345,6 +345,9 @@ class Kernel(GraphKernelMixin):
         # these statements instead of the whole body.
         self._body = None
         self._plan = None
+        # The runtime generation in which the device refused to run the
+        # plan (GraphKernelMixin._launch_on_device): the host runs it.
+        self._device_plan_refused = None
         functools.update_wrapper(self, fn)
 
     def __get__(self, instance, owner):
@@ -668,6 +671,24 @@ class Kernel(GraphKernelMixin):
             return None
         prog.sync()
         return self._return_type.read(buffers)
+
+    def _plan_launch(self, args, kwargs):
+        """(compiled kernel, launch arguments) of a launch of this part of a
+        graph kernel, for a plan that runs on the device; None when the
+        launch needs more than its arguments (a copy back into a strided
+        array, a torch stream to order with, a returned value)."""
+        self._prepare()
+        args = self._bind(args, kwargs)
+        compiled, _, hidden = self._compiled(args, PRIMAL)
+        if hidden.return_type is not None or \
+                ("torch" in sys.modules and torch_interop.side_stream(args) is not None):
+            return None
+        launch_args, copy_back = _launch_arguments(self._specs, args)
+        if copy_back:
+            return None
+        buffers, arrays = hidden.launch_arguments(self.name, args)
+        launch_args += buffers + [a._core if isinstance(a, Ndarray) else a for a in arrays]
+        return compiled, launch_args
 
     @property
     def grad(self):

@@ -18,6 +18,13 @@ namespace quadrants::gpu {
 namespace {
 
 // An artifact whose tasks hold `stacks` (one entry per task).
+// `artifact` with the launch facts of `kernel`.
+CompiledKernelData Described(const ir::Kernel& kernel,
+                             CompiledKernelData artifact) {
+  artifact.facts = DescribeLaunch(kernel);
+  return artifact;
+}
+
 CompiledKernelData Artifact(std::vector<std::vector<AdStackSpec>> stacks,
                             std::vector<ErrorSite> sites = {}) {
   CompiledKernelData artifact;
@@ -202,7 +209,7 @@ TEST(AdStackHeapTest, FitGridLowersTheGridOrNamesTheKernelLoopAndBudget) {
   small.slot_bytes = 4;
   large.slot_bytes = 8;
   large.loc = SourceLocation{"sim.py", 12};
-  GpuCompiledKernel kernel(ir_kernel, Artifact({{}, {}, {small, large}}));
+  GpuCompiledKernel kernel(Described(ir_kernel, Artifact({{}, {}, {small, large}})));
   AdStackStats stats;
   unsigned grid = 1000;
   ASSERT_TRUE(
@@ -270,7 +277,7 @@ TEST(GpuBackendTest, RangeTaskWithAdStacksReadsItsRangeAndSizesTheHeap) {
   ir::Kernel ir_kernel("recurrence");
   AdStackSpec stack;
   stack.slot_bytes = 8;
-  GpuCompiledKernel kernel(ir_kernel, Artifact({{stack}}));
+  GpuCompiledKernel kernel(Described(ir_kernel, Artifact({{stack}})));
   GpuTask task;
   task.kind = ir::TaskKind::kRangeFor;
   task.run = &run;
@@ -308,7 +315,7 @@ TEST(GpuBackendTest, TasksWithoutAdStacksAreQueuedWithTheirRangeOnDevice) {
   ASSERT_TRUE(backend.Init().ok());
   FakeKernel nothing = [](const KernelLaunch&) {};
   ir::Kernel ir_kernel("saxpy");
-  GpuCompiledKernel kernel(ir_kernel, Artifact({{}, {}}));
+  GpuCompiledKernel kernel(Described(ir_kernel, Artifact({{}, {}})));
   GpuTask range;
   range.kind = ir::TaskKind::kRangeFor;
   range.run = range.bounds = range.device_range_run = &nothing;
@@ -344,8 +351,8 @@ TEST(GpuBackendTest, AnErrorOfAQueuedLaunchIsReadAtTheNextSyncWithItsLaunch) {
   };
   FakeKernel clean = [](const KernelLaunch&) {};
   ir::Kernel ir_kernel("checked");
-  GpuCompiledKernel bad(ir_kernel, Artifact({{}}, {ErrorSite{}}));
-  GpuCompiledKernel good(ir_kernel, Artifact({{}}, {ErrorSite{}}));
+  GpuCompiledKernel bad(Described(ir_kernel, Artifact({{}}, {ErrorSite{}})));
+  GpuCompiledKernel good(Described(ir_kernel, Artifact({{}}, {ErrorSite{}})));
   GpuTask task;
   task.kind = ir::TaskKind::kSerial;
   task.run = &failing;

@@ -94,7 +94,8 @@ def _members(arg, path, by_value, via_tensor, seen):
                                                         member_tensor, seen))
         return "(" + ",".join(parts) + ")"
     lifted = not getattr(type(arg), "_qd_template_primitives", True)
-    for name, value in vars(arg).items():
+    members = arg._asdict() if hasattr(arg, "_asdict") else vars(arg)  # a NamedTuple
+    for name, value in members.items():
         parts.append(name + ":" + _stringify(value, path + (name,), by_value and not lifted,
                                              via_tensor, seen))
     return "(" + ",".join(parts) + ")"

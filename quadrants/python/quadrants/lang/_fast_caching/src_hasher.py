@@ -53,7 +53,10 @@ def cache_key_of(kernel_source_info, args_hash, variant=""):
     return hash_iterable_strings((
         f"quadrants {__version__} schema {_SCHEMA}",
         config_hasher.hash_compile_config(), config_hasher.hash_device_caps(),
-        kernel_source_info.function_name, kernel_hash, args_hash, variant))
+        # Where the kernel is, not only its text: two kernels of one text
+        # may call different funcs of one name (closures).
+        kernel_source_info.function_name, kernel_source_info.filepath,
+        str(kernel_source_info.start_lineno), kernel_hash, args_hash, variant))
 
 
 def _directory():
