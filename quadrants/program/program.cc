@@ -669,7 +669,18 @@ absl::StatusOr<bool> Program::LaunchPlan(absl::Span<const KernelPlanStep> plan) 
       unsynced_.emplace_back(launch_ids[k], parts[k]->part.get());
     NoteWrites(*parts[k]->part, parts[k]->args);
   }
-  last_launch_ = {static_cast<int>(parts.size()), 0, true, false};
+  int loops = 0;
+  std::function<void(absl::Span<const KernelPlanStep>)> count =
+      [&](absl::Span<const KernelPlanStep> steps) {
+        for (const KernelPlanStep& step : steps) {
+          if (step.part == nullptr) {
+            ++loops;
+            count(step.body);
+          }
+        }
+      };
+  count(plan);
+  last_launch_ = {static_cast<int>(parts.size()), 0, true, false, loops};
   return true;
 }
 

@@ -30,6 +30,8 @@ struct LaunchStats {
   int max_threads_used = 0;  // over the launch's parallel tasks
   bool graph_replayed = false;
   bool batched = false;  // see BackendLaunchStats::batched
+  // A plan launched whole (LaunchPlan): its loops ran on the device.
+  int device_loops = 0;
 };
 
 // Ties the pieces together: configuration, the SNode tree and its root

@@ -984,6 +984,9 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("get_graph_cache_size",
            [](PyProgram& p) { return p.get().graph_cache_size(); })
       .def_property_readonly(
+          "last_launch_device_loops",
+          [](PyProgram& p) { return p.get().last_launch().device_loops; })
+      .def_property_readonly(
           "last_launch_batched",
           [](PyProgram& p) { return p.get().last_launch().batched; })
       .def_property_readonly(
