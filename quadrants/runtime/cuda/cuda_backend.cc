@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "quadrants/codegen/cuda/ptx_compiler.h"
 #include "quadrants/codegen/llvm/graph_loop_kernels.h"
 #include "quadrants/common/errors.h"
@@ -167,6 +168,24 @@ class CudaCompiledKernel : public gpu::ModuleKernel {
   mutable std::unique_ptr<CudaGraph> graph;
 };
 
+// The driver of device `device_id`, loaded once per process: its primary
+// context then lives from the first probe or qd.init to the process's end,
+// instead of being created again (hundreds of milliseconds) by the probe
+// and by every qd.init after it.
+absl::StatusOr<std::shared_ptr<CudaDriver>> SharedDriver(int device_id) {
+  static absl::Mutex mutex(absl::kConstInit);
+  static auto* drivers = new std::map<int, std::shared_ptr<CudaDriver>>();
+  absl::MutexLock lock(&mutex);
+  auto found = drivers->find(device_id);
+  if (found != drivers->end())
+    return found->second;
+  QD_ASSIGN_OR_RETURN(std::unique_ptr<CudaDriver> loaded,
+                      CudaDriver::Load(device_id));
+  std::shared_ptr<CudaDriver> driver = std::move(loaded);
+  (*drivers)[device_id] = driver;
+  return driver;
+}
+
 // Appends the plan's parts and loops (in plan order) and a key of its
 // shape; false when a part cannot run in a graph: it sizes adstacks or
 // reads prints on the host, or draws qd.random() (each launch has its own
@@ -221,7 +240,8 @@ CudaBackend::CudaBackend(const CompileConfig& config,
 absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
     const CompileConfig& config) {
   QD_ASSIGN_OR_RETURN(std::shared_ptr<CudaDriver> driver,
-                      CudaDriver::Load(config.device_id));
+                      SharedDriver(config.device_id));
+  QD_RETURN_IF_ERROR(driver->MakeCurrent());
   if (config.cuda_stack_limit > 0) {
     // Deep qd.real_func recursion needs more than the default stack.
     QD_RETURN_IF_ERROR(driver->Check(
@@ -241,7 +261,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
 }
 
 absl::Status CudaBackend::Probe() {
-  QD_ASSIGN_OR_RETURN(std::unique_ptr<CudaDriver> driver, CudaDriver::Load());
+  QD_ASSIGN_OR_RETURN(std::shared_ptr<CudaDriver> driver, SharedDriver(0));
   return codegen::CreatePtxCompiler(driver->compute_capability(),
                                     driver->driver_version())
       .status();
