@@ -97,6 +97,8 @@ CompiledTask DescribeTask(const ir::OffloadedTaskStmt& task,
   CompiledTask out;
   out.kind = task.task_kind();
   out.loc = task.loc();
+  out.graph_region = task.graph_region();
+  out.graph_section = task.graph_section();
   if (out.kind == ir::TaskKind::kStructFor)
     out.struct_for_cells = snodes.NumCells(task.snode_id());
   return out;

@@ -59,6 +59,11 @@ struct CompiledTask {
   // runs them one at a time. Each thread then owns `simd_lanes` adstack
   // thread slices.
   int simd_lanes = 0;
+  // The qd.graph.parallel() section the task belongs to (see
+  // ir::Stmt::graph_section): a graph runs the sections of a region as
+  // branches joined after them. -1 outside sections.
+  int graph_region = -1;
+  int graph_section = -1;
   SourceLocation loc;
   std::vector<AdStackSpec> adstacks;  // ids are positions in this list
 };

@@ -33,6 +33,12 @@ class IRBuilder {
 
   // Subsequent statements get `loc`.
   void SetLocation(SourceLocation loc) { loc_ = std::move(loc); }
+  // Tags the statements made from now on with a qd.graph.parallel()
+  // section (see Stmt::graph_section); -1, -1 ends it.
+  void SetGraphSection(int region, int section) {
+    graph_region_ = region;
+    graph_section_ = section;
+  }
   const SourceLocation& location() const { return loc_; }
 
   // Inserts before position `index` of `block` (default: at its end).
@@ -62,6 +68,7 @@ class IRBuilder {
   template <typename T>
   T* Insert(std::unique_ptr<T> stmt) {
     stmt->set_loc(loc_);
+    stmt->set_graph_section(graph_region_, graph_section_);
     T* raw = stmt.get();
     block_->Insert(index_++, std::move(stmt));
     return raw;
@@ -72,6 +79,7 @@ class IRBuilder {
   template <typename T>
   T* InsertAt(Block* block, size_t position, std::unique_ptr<T> stmt) {
     stmt->set_loc(loc_);
+    stmt->set_graph_section(graph_region_, graph_section_);
     T* raw = stmt.get();
     block->Insert(position, std::move(stmt));
     ShiftInsertPoints(block, position);
@@ -209,6 +217,8 @@ class IRBuilder {
   size_t index_;
   std::vector<std::pair<Block*, size_t>> saved_;  // one per live Scope
   SourceLocation loc_;
+  int graph_region_ = -1;
+  int graph_section_ = -1;
 };
 
 }  // namespace quadrants::ir

@@ -177,6 +177,7 @@ std::unique_ptr<Stmt> CopyAttributes(const Stmt& s) {
   }
   copy->set_type(s.type());
   copy->set_loc(s.loc());
+  copy->set_graph_section(s.graph_region(), s.graph_section());
   return copy;
 }
 

@@ -195,6 +195,10 @@ void PrintBlock(const Block& block, const StmtNumbering& numbering,
     absl::StrAppend(out, pad, PrintStmt(*stmt, numbering));
     if (options.locations)
       absl::StrAppend(out, "  @", stmt->loc().ToString());
+    if (stmt->graph_section() >= 0) {
+      absl::StrAppend(out, "  #section ", stmt->graph_region(), ".",
+                      stmt->graph_section());
+    }
     if (stmt->blocks().empty()) {
       absl::StrAppend(out, "\n");
     } else {

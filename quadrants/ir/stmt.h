@@ -78,6 +78,16 @@ class Stmt {
   void set_type(DataType type) { type_ = type; }
   const SourceLocation& loc() const { return loc_; }
   void set_loc(SourceLocation loc) { loc_ = std::move(loc); }
+  // The qd.graph.parallel() section (`graph_section()` of the kernel's
+  // parallel_context region `graph_region()`) the statement was compiled
+  // in; -1 outside sections. Tasks of different sections of one region
+  // may run at once.
+  int graph_region() const { return graph_region_; }
+  int graph_section() const { return graph_section_; }
+  void set_graph_section(int region, int section) {
+    graph_region_ = region;
+    graph_section_ = section;
+  }
 
   // The block that holds this statement; null until inserted.
   Block* parent() const { return parent_; }
@@ -116,6 +126,8 @@ class Stmt {
   StmtKind kind_;
   DataType type_;
   SourceLocation loc_;
+  int graph_region_ = -1;
+  int graph_section_ = -1;
   Block* parent_ = nullptr;
   std::vector<Stmt*> operands_;
 };

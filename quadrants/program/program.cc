@@ -550,7 +550,7 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
       BackendLaunchStats stats,
       backend_->Launch(kernel, resolved, field_generation_, options));
   last_launch_ = {stats.tasks, stats.max_threads_used, stats.graph_replayed,
-                  stats.batched};
+                  stats.batched, 0, stats.graph_nodes};
   const CompiledKernel& ran = stats.ran != nullptr ? *stats.ran : kernel;
   if (stats.graph_replayed)
     graph_kernels_.insert(&kernel);
@@ -646,9 +646,10 @@ absl::StatusOr<bool> Program::LaunchPlan(absl::Span<const KernelPlanStep> plan) 
   std::vector<PlanStep> resolved;
   QD_ASSIGN_OR_RETURN(bool ok, ResolvePlan(plan, &resolved));
   std::vector<uint64_t> launch_ids;
+  int graph_nodes = 0;
   if (ok) {
-    QD_ASSIGN_OR_RETURN(
-        ok, backend_->LaunchPlan(resolved, field_generation_, &launch_ids));
+    QD_ASSIGN_OR_RETURN(ok, backend_->LaunchPlan(resolved, field_generation_,
+                                                 &launch_ids, &graph_nodes));
   }
   if (!ok)
     return false;
@@ -664,11 +665,15 @@ absl::StatusOr<bool> Program::LaunchPlan(absl::Span<const KernelPlanStep> plan) 
         }
       };
   collect(plan);
+  int tasks = 0;
   for (size_t k = 0; k < parts.size() && k < launch_ids.size(); ++k) {
     if (CanRecordErrors(*parts[k]->part))
       unsynced_.emplace_back(launch_ids[k], parts[k]->part.get());
     NoteWrites(*parts[k]->part, parts[k]->args);
+    tasks += parts[k]->part->num_tasks();
   }
+  if (!parts.empty())
+    graph_kernels_.insert(parts[0]->part.get());
   int loops = 0;
   std::function<void(absl::Span<const KernelPlanStep>)> count =
       [&](absl::Span<const KernelPlanStep> steps) {
@@ -680,7 +685,7 @@ absl::StatusOr<bool> Program::LaunchPlan(absl::Span<const KernelPlanStep> plan) 
         }
       };
   count(plan);
-  last_launch_ = {static_cast<int>(parts.size()), 0, true, false, loops};
+  last_launch_ = {tasks, 0, true, false, loops, graph_nodes};
   return true;
 }
 

@@ -32,6 +32,7 @@ struct LaunchStats {
   bool batched = false;  // see BackendLaunchStats::batched
   // A plan launched whole (LaunchPlan): its loops ran on the device.
   int device_loops = 0;
+  int graph_nodes = 0;  // of the replayed graph
 };
 
 // Ties the pieces together: configuration, the SNode tree and its root
@@ -123,7 +124,8 @@ class Program {
   // (Backend::LaunchPlan); false, having run nothing, where it cannot.
   absl::StatusOr<bool> LaunchPlan(absl::Span<const KernelPlanStep> plan);
   const LaunchStats& last_launch() const { return last_launch_; }
-  // Compiled kernels whose launches replay a captured graph.
+  // Compiled kernels whose launches replay a captured graph (a plan run
+  // on the device counts as its first part's).
   int graph_cache_size() const {
     return static_cast<int>(graph_kernels_.size());
   }

@@ -414,6 +414,9 @@ class PyBuilder {
         builder_(kernel, &program->get().snodes()),
         options_{program->config().default_fp, program->config().default_ip} {}
 
+  void SetGraphSection(int region, int section) {
+    builder_.SetGraphSection(region, section);
+  }
   void SetLocation(const std::string& file, int line) {
     builder_.SetLocation(SourceLocation{file, line});
   }
@@ -979,7 +982,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("get_graph_num_nodes_on_last_call",
            [](PyProgram& p) {
              const LaunchStats& last = p.get().last_launch();
-             return last.graph_replayed ? last.tasks : 0;
+             return last.graph_replayed ? last.graph_nodes : 0;
            })
       .def("get_graph_cache_size",
            [](PyProgram& p) { return p.get().graph_cache_size(); })
@@ -1083,6 +1086,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def(py::init<ir::Kernel*, PyProgram*>(), py::keep_alive<1, 2>(),
            py::keep_alive<1, 3>())
       .def("set_location", &PyBuilder::SetLocation)
+      .def("set_graph_section", &PyBuilder::SetGraphSection)
       .def("const_int", &PyBuilder::ConstInt, ref)
       .def("const_float", &PyBuilder::ConstFloat, ref)
       .def("arg_load", &PyBuilder::ArgLoad, ref)

@@ -198,6 +198,7 @@ struct BackendLaunchStats {
   int tasks = 0;
   int max_threads_used = 0;
   bool graph_replayed = false;  // the tasks ran as one replayed graph
+  int graph_nodes = 0;          // ... of this many nodes
   // The launch was recorded into a batch of launches submitted together
   // (Vulkan's queue), not run alone.
   bool batched = false;
@@ -244,7 +245,7 @@ class Backend {
   virtual absl::StatusOr<bool> LaunchPlan(
       absl::Span<const PlanStep> plan,
       absl::Span<const uint64_t> field_generations,
-      std::vector<uint64_t>* launch_ids) {
+      std::vector<uint64_t>* launch_ids, int* graph_nodes) {
     return false;
   }
   // Waits for outstanding work.
@@ -317,8 +318,10 @@ class ForwardingBackend : public Backend {
   }
   absl::StatusOr<bool> LaunchPlan(absl::Span<const PlanStep> plan,
                                   absl::Span<const uint64_t> field_generations,
-                                  std::vector<uint64_t>* launch_ids) override {
-    return inner_->LaunchPlan(plan, field_generations, launch_ids);
+                                  std::vector<uint64_t>* launch_ids,
+                                  int* graph_nodes) override {
+    return inner_->LaunchPlan(plan, field_generations, launch_ids,
+                              graph_nodes);
   }
   absl::Status Synchronize() override { return inner_->Synchronize(); }
   bool queues_launches() const override { return inner_->queues_launches(); }

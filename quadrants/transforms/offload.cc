@@ -42,8 +42,14 @@ class Offloader {
       const bool loop =
           ir::Isa<ir::RangeForStmt>(s) || ir::Isa<ir::StructForStmt>(s);
       const bool effects = s->has_side_effects();  // `s` may be consumed below
-      if (loop) {
+      // A serial task holds statements of one graph section only.
+      const bool other_section =
+          !serial.empty() &&
+          (serial.back()->graph_region() != s->graph_region() ||
+           serial.back()->graph_section() != s->graph_section());
+      if (loop || other_section)
         QD_RETURN_IF_ERROR(FlushSerial(serial));
+      if (loop) {
         QD_RETURN_IF_ERROR(MakeLoopTask(std::move(stmt), epoch));
       } else {
         origins_[s] = Origin{-1, epoch};
@@ -134,6 +140,8 @@ class Offloader {
     const int index = static_cast<int>(tasks_.size());
     auto task = std::make_unique<OffloadedTaskStmt>(TaskKind::kSerial);
     task->set_loc(serial.front()->loc());
+    task->set_graph_section(serial.front()->graph_region(),
+                            serial.front()->graph_section());
     for (auto& s : serial)
       task->body()->Append(std::move(s));
     serial.clear();
@@ -174,6 +182,7 @@ class Offloader {
           static_cast<ir::StructForStmt*>(loop.get())->snode_id());
     }
     task->set_loc(loop->loc());
+    task->set_graph_section(loop->graph_region(), loop->graph_section());
     Block* body = loop->blocks()[0];
     for (auto& s : body->TakeAll())
       task->body()->Append(std::move(s));

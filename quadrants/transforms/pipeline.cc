@@ -96,6 +96,10 @@ absl::Status LowerToTasks(ir::Kernel& kernel, const PipelineOptions& options) {
       QD_RETURN_IF_ERROR(autodiff::MakeForwardKernel(kernel, *options.snodes));
     }
     QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "autodiff"));
+    // Derivative tasks run in order: one section's adjoint may read what
+    // another's writes.
+    for (const auto& task : *kernel.body())
+      task->set_graph_section(-1, -1);
     Cleanup(kernel, options);
     if (options.autodiff == AutodiffMode::kReverse) {
       autodiff::GateAdStackHeaps(kernel, *options.snodes);

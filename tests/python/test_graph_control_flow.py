@@ -137,6 +137,59 @@ def test_cuda_runs_do_while_loops_on_the_device():
 
 
 @test_utils.test(arch=qd.cuda)
+def test_cuda_parallel_sections_run_as_graph_branches():
+    """Each qd.graph.parallel() section is a branch of the kernel's graph,
+    joined by one empty node before what follows the region; inside a
+    do_while body too."""
+    F32 = qd.types.ndarray(qd.f32, ndim=1)
+
+    @qd.kernel(graph=True)
+    def fork_join(x: F32, y: F32, z: F32):
+        with qd.graph.parallel_context():
+            with qd.graph.parallel():
+                for i in range(x.shape[0]):
+                    x[i] = x[i] + 1.0
+                for i in range(x.shape[0]):
+                    x[i] = x[i] * 3.0
+            with qd.graph.parallel():
+                for i in range(y.shape[0]):
+                    y[i] = y[i] + 2.0
+        for i in range(z.shape[0]):
+            z[i] = x[i] + y[i]
+
+    @qd.kernel(graph=True)
+    def repeated(x: F32, y: F32, z: F32, counter: COUNTER):
+        while qd.graph.do_while(counter):
+            with qd.graph.parallel_context():
+                with qd.graph.parallel():
+                    for i in range(x.shape[0]):
+                        x[i] = x[i] + 1.0
+                with qd.graph.parallel():
+                    for i in range(y.shape[0]):
+                        y[i] = y[i] + 2.0
+            for i in range(z.shape[0]):
+                z[i] = z[i] + x[i] + y[i]
+            for _ in range(1):
+                counter[()] = counter[()] - 1
+
+    n = 4096
+    x, y, z = (qd.ndarray(qd.f32, shape=(n,)) for _ in range(3))
+    for a in (x, y, z):
+        a.fill(0)
+    prog = qd.lang.runtime.program()
+    fork_join(x, y, z)
+    tasks = prog.get_num_offloaded_tasks_on_last_call()
+    assert tasks == 4 and prog.get_graph_num_nodes_on_last_call() == tasks + 1
+    np.testing.assert_allclose(z.to_numpy(), 5.0)
+    for a in (x, y, z):
+        a.fill(0)
+    repeated(x, y, z, _counter(3))
+    assert prog.last_launch_device_loops == 1
+    # z sums x + y = 3, 6, 9 over the iterations.
+    np.testing.assert_allclose(z.to_numpy(), 18.0)
+
+
+@test_utils.test(arch=qd.cuda)
 def test_cuda_do_while_with_random_numbers_runs_on_the_host():
     """A part drawing qd.random() needs a new random key per iteration,
     which a replayed graph would repeat: that plan runs with host checks."""

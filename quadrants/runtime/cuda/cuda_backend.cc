@@ -316,8 +316,10 @@ CudaBackend::BuildPlanGraph(absl::Span<const PlanStep> plan) {
       const auto& kernel =
           static_cast<const gpu::GpuCompiledKernel&>(*step.part);
       for (const gpu::GpuTask& task : kernel.tasks) {
-        if (task.kind != ir::TaskKind::kStructFor || task.cells > 0)
-          node.launches.push_back(QueuedLaunch(task, context.get()));
+        if (task.kind != ir::TaskKind::kStructFor || task.cells > 0) {
+          node.launches.push_back({QueuedLaunch(task, context.get()),
+                                   task.graph_region, task.graph_section});
+        }
       }
       built->contexts.push_back(std::move(context));
       built->parts.push_back(step.part);
@@ -333,7 +335,7 @@ CudaBackend::BuildPlanGraph(absl::Span<const PlanStep> plan) {
 absl::StatusOr<bool> CudaBackend::LaunchPlan(
     absl::Span<const PlanStep> plan,
     absl::Span<const uint64_t> field_generations,
-    std::vector<uint64_t>* launch_ids) {
+    std::vector<uint64_t>* launch_ids, int* graph_nodes) {
   if (!driver_->has_conditional_nodes())
     return false;
   std::string key;
@@ -370,6 +372,7 @@ absl::StatusOr<bool> CudaBackend::LaunchPlan(
   }
   QD_RETURN_IF_ERROR(UploadRuntime());
   QD_RETURN_IF_ERROR(graph.graph->Launch());
+  *graph_nodes = graph.graph->num_nodes();
   return true;
 }
 
@@ -378,13 +381,16 @@ std::string CudaBackend::device_description() const {
                       driver_->compute_capability(), ")");
 }
 
-absl::Status CudaBackend::ReplayGraph(const gpu::GpuCompiledKernel& kernel) {
+absl::Status CudaBackend::ReplayGraph(const gpu::GpuCompiledKernel& kernel,
+                                      int* nodes) {
   const auto& compiled = static_cast<const CudaCompiledKernel&>(kernel);
   if (!compiled.graph) {
-    std::vector<gpu::KernelLaunch> launches;
+    std::vector<GraphTask> launches;
     for (const gpu::GpuTask& task : compiled.tasks) {
-      if (task.kind != ir::TaskKind::kStructFor || task.cells > 0)
-        launches.push_back(QueuedLaunch(task));
+      if (task.kind != ir::TaskKind::kStructFor || task.cells > 0) {
+        launches.push_back(
+            {QueuedLaunch(task), task.graph_region, task.graph_section});
+      }
     }
     absl::StatusOr<std::unique_ptr<CudaGraph>> graph =
         CudaGraph::Build(driver_, launches);
@@ -396,6 +402,7 @@ absl::Status CudaBackend::ReplayGraph(const gpu::GpuCompiledKernel& kernel) {
     }
     compiled.graph = *std::move(graph);
   }
+  *nodes = compiled.graph->num_nodes();
   absl::Status replayed = compiled.graph->Launch();
   if (!replayed.ok()) {
     return MakeError(

@@ -36,13 +36,15 @@ class CudaBackend : public gpu::DriverBackend {
   // or a part cannot be in a graph.
   absl::StatusOr<bool> LaunchPlan(absl::Span<const PlanStep> plan,
                                   absl::Span<const uint64_t> field_generations,
-                                  std::vector<uint64_t>* launch_ids) override;
+                                  std::vector<uint64_t>* launch_ids,
+                                  int* graph_nodes) override;
 
  protected:
   bool HasGraphs() const override { return true; }
   // The card and its compute capability, e.g. "NVIDIA H200 (sm_90)".
   std::string device_description() const override;
-  absl::Status ReplayGraph(const gpu::GpuCompiledKernel& kernel) override;
+  absl::Status ReplayGraph(const gpu::GpuCompiledKernel& kernel,
+                           int* nodes) override;
   std::shared_ptr<gpu::ModuleKernel> NewKernel(
       const CompiledKernelData& artifact,
       std::shared_ptr<gpu::GpuModule> module) const override;

@@ -43,6 +43,7 @@ namespace quadrants::cuda {
   X(cuDeviceTotalMem, "cuDeviceTotalMem_v2")                   \
   X(cuGraphCreate, "cuGraphCreate")                            \
   X(cuGraphAddKernelNode, "cuGraphAddKernelNode_v2")           \
+  X(cuGraphAddEmptyNode, "cuGraphAddEmptyNode")                \
   X(cuGraphInstantiate, "cuGraphInstantiateWithFlags")         \
   X(cuGraphLaunch, "cuGraphLaunch")                            \
   X(cuGraphExecDestroy, "cuGraphExecDestroy")                  \

@@ -1,6 +1,7 @@
 #include "quadrants/runtime/cuda/cuda_graph.h"
 
 #include <cstring>
+#include <map>
 #include <utility>
 
 #include "quadrants/common/status_macros.h"
@@ -31,24 +32,61 @@ class NodeAdder {
         driver_.cuGraphAddKernelNode(&node, graph, *last ? last : nullptr,
                                      *last ? 1 : 0, &params),
         "cuGraphAddKernelNode"));
+    Count(graph);
     *last = node;
+    return absl::OkStatus();
+  }
+
+  // Tasks in order, each region's sections as branches and a join.
+  absl::Status Tasks(CUgraph graph, absl::Span<const GraphTask> tasks,
+                     CUgraphNode* last) {
+    size_t i = 0;
+    while (i < tasks.size()) {
+      const int region = tasks[i].region;
+      if (region < 0) {
+        QD_RETURN_IF_ERROR(Kernel(graph, tasks[i++].launch, last));
+        continue;
+      }
+      const CUgraphNode start = *last;
+      std::map<int, CUgraphNode> ends;  // each section's last node
+      for (; i < tasks.size() && tasks[i].region == region; ++i) {
+        CUgraphNode& end = ends.try_emplace(tasks[i].section, start).first->second;
+        QD_RETURN_IF_ERROR(Kernel(graph, tasks[i].launch, &end));
+      }
+      std::vector<CUgraphNode> branches;
+      for (const auto& [section, end] : ends) {
+        if (end != nullptr)
+          branches.push_back(end);
+      }
+      CUgraphNode join = nullptr;
+      QD_RETURN_IF_ERROR(driver_.Check(
+          driver_.cuGraphAddEmptyNode(&join, graph, branches.data(),
+                                      branches.size()),
+          "cuGraphAddEmptyNode"));
+      Count(graph);
+      *last = join;
+    }
     return absl::OkStatus();
   }
 
   absl::Status Steps(CUgraph graph, absl::Span<const GraphPlanNode> steps,
                      CUgraphNode* last) {
     for (const GraphPlanNode& step : steps) {
-      if (step.loop) {
+      if (step.loop)
         QD_RETURN_IF_ERROR(Loop(graph, step, last));
-        continue;
-      }
-      for (const gpu::KernelLaunch& launch : step.launches)
-        QD_RETURN_IF_ERROR(Kernel(graph, launch, last));
+      else
+        QD_RETURN_IF_ERROR(Tasks(graph, step.launches, last));
     }
     return absl::OkStatus();
   }
 
+  // Nodes added to the top-level graph `top`.
+  void set_top(CUgraph top) { top_ = top; }
+  int num_nodes() const { return num_nodes_; }
+
  private:
+  void Count(CUgraph graph) { num_nodes_ += graph == top_; }
+
   absl::Status Loop(CUgraph graph, const GraphPlanNode& loop,
                     CUgraphNode* last) {
     CUgraphConditionalHandle handle = 0;
@@ -70,6 +108,7 @@ class NodeAdder {
     QD_RETURN_IF_ERROR(driver_.Check(
         driver_.cuGraphAddNode(&node, graph, last, nullptr, 1, &params),
         "cuGraphAddNode (conditional while)"));
+    Count(graph);
     // The body graph is the driver's, owned by the node.
     CUgraph body = params.conditional.phGraph_out[0];
     CUgraphNode body_last = nullptr;
@@ -82,11 +121,13 @@ class NodeAdder {
 
   CudaDriver& driver_;
   const GraphLoopKernels& kernels_;
+  CUgraph top_ = nullptr;
+  int num_nodes_ = 0;
 };
 
 absl::StatusOr<std::unique_ptr<CudaGraph>> Instantiate(
     std::shared_ptr<CudaDriver> driver, CUgraph graph,
-    const absl::Status& built) {
+    const absl::Status& built, int num_nodes) {
   CUgraphExec exec = nullptr;
   absl::Status status = built;
   if (status.ok()) {
@@ -97,28 +138,24 @@ absl::StatusOr<std::unique_ptr<CudaGraph>> Instantiate(
     driver->cuGraphDestroy(graph);
     return status;
   }
-  return std::make_unique<CudaGraph>(std::move(driver), graph, exec);
+  return std::make_unique<CudaGraph>(std::move(driver), graph, exec,
+                                     num_nodes);
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaGraph>> CudaGraph::Build(
-    std::shared_ptr<CudaDriver> driver,
-    absl::Span<const gpu::KernelLaunch> launches) {
+    std::shared_ptr<CudaDriver> driver, absl::Span<const GraphTask> tasks) {
   QD_RETURN_IF_ERROR(driver->MakeCurrent());
   CUgraph graph = nullptr;
   QD_RETURN_IF_ERROR(
       driver->Check(driver->cuGraphCreate(&graph, 0), "cuGraphCreate"));
   GraphLoopKernels none;
   NodeAdder adder(*driver, none);
+  adder.set_top(graph);
   CUgraphNode last = nullptr;
-  absl::Status built = absl::OkStatus();
-  for (const gpu::KernelLaunch& launch : launches) {
-    built = adder.Kernel(graph, launch, &last);
-    if (!built.ok())
-      break;
-  }
-  return Instantiate(std::move(driver), graph, built);
+  absl::Status built = adder.Tasks(graph, tasks, &last);
+  return Instantiate(std::move(driver), graph, built, adder.num_nodes());
 }
 
 absl::StatusOr<std::unique_ptr<CudaGraph>> CudaGraph::BuildPlan(
@@ -129,9 +166,10 @@ absl::StatusOr<std::unique_ptr<CudaGraph>> CudaGraph::BuildPlan(
   QD_RETURN_IF_ERROR(
       driver->Check(driver->cuGraphCreate(&graph, 0), "cuGraphCreate"));
   NodeAdder adder(*driver, kernels);
+  adder.set_top(graph);
   CUgraphNode last = nullptr;
   absl::Status built = adder.Steps(graph, plan, &last);
-  return Instantiate(std::move(driver), graph, built);
+  return Instantiate(std::move(driver), graph, built, adder.num_nodes());
 }
 
 CudaGraph::~CudaGraph() {

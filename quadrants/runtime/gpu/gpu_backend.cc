@@ -38,6 +38,8 @@ absl::Status GpuCompiledKernel::AddTasks(
     GpuTask launch;
     launch.kind = task.kind;
     launch.cells = task.struct_for_cells;
+    launch.graph_region = task.graph_region;
+    launch.graph_section = task.graph_section;
     launch.loc = task.loc;
     QD_ASSIGN_OR_RETURN(launch.run,
                         function(codegen::GpuEntryName(task.function)));
@@ -75,7 +77,8 @@ absl::Status GpuBackend::InitDevice(int resident_threads,
   return UploadRecord();
 }
 
-absl::Status GpuBackend::ReplayGraph(const GpuCompiledKernel& kernel) {
+absl::Status GpuBackend::ReplayGraph(const GpuCompiledKernel& kernel,
+                                     int* nodes) {
   return MakeError(ErrorKind::kRuntime,
                    absl::StrCat("kernel '", kernel.name(),
                                 "': this backend replays no graphs"));
@@ -371,7 +374,7 @@ absl::StatusOr<BackendLaunchStats> GpuBackend::Launch(
   stats.tasks = static_cast<int>(compiled.tasks.size());
   const bool prints = !kernel.print_sites().empty();
   if (graph) {
-    QD_RETURN_IF_ERROR(ReplayGraph(compiled));
+    QD_RETURN_IF_ERROR(ReplayGraph(compiled, &stats.graph_nodes));
     stats.graph_replayed = true;
     bool queued = prints;
     QD_RETURN_IF_ERROR(FinishQueued(kernel, &queued));

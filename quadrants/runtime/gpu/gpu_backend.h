@@ -33,6 +33,9 @@ struct GpuTask {
   void* bounds = nullptr;
   void* device_range_run = nullptr;
   int64_t cells = 0;  // struct_for: iterations
+  // Its qd.graph.parallel() section (see CompiledTask::graph_section).
+  int graph_region = -1;
+  int graph_section = -1;
   SourceLocation loc;
 };
 
@@ -100,7 +103,8 @@ class GpuBackend : public Backend {
   // For backends with graphs: replays the kernel's queued launches (see
   // QueuedLaunch) as one graph; the context already holds the arguments.
   virtual bool HasGraphs() const { return false; }
-  virtual absl::Status ReplayGraph(const GpuCompiledKernel& kernel);
+  // `*nodes`: the graph's node count.
+  virtual absl::Status ReplayGraph(const GpuCompiledKernel& kernel, int* nodes);
 
   // The launch of a task without adstacks that needs nothing from the
   // host at launch time, so it can be queued or put in a graph; it reads

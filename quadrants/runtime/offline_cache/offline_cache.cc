@@ -30,7 +30,7 @@ namespace {
 
 // Bumped whenever the entry layout or its meaning changes, so entries of
 // another format are rejected (and recompiled), never misread.
-constexpr uint32_t kFormat = 4;
+constexpr uint32_t kFormat = 5;
 constexpr const char* kSuffix = kEntrySuffix;
 // Between an entry's name and the unique tail of its temporary files.
 constexpr char kTemporaryInfix[] = ".tmp.";
@@ -212,6 +212,10 @@ absl::StatusOr<CompiledTask> DecodeTask(const proto::Task& in) {
   out.bounds_function = in.bounds_function();
   out.struct_for_cells = in.struct_for_cells();
   out.simd_lanes = in.simd_lanes();
+  if (in.graph_region() < -1 || in.graph_section() < -1)
+    return Corrupt("task graph section");
+  out.graph_region = in.graph_region();
+  out.graph_section = in.graph_section();
   out.loc = FromProto(in.loc());
   for (const proto::AdStack& stack : in.adstacks()) {
     auto spec = DecodeStack(stack);
@@ -250,6 +254,8 @@ std::string EncodeEntry(absl::string_view key, const CompiledKernelData& artifac
     t->set_bounds_function(task.bounds_function);
     t->set_struct_for_cells(task.struct_for_cells);
     t->set_simd_lanes(task.simd_lanes);
+    t->set_graph_region(task.graph_region);
+    t->set_graph_section(task.graph_section);
     ToProto(task.loc, t->mutable_loc());
     for (const AdStackSpec& spec : task.adstacks) {
       proto::AdStack* s = t->add_adstacks();

@@ -114,6 +114,34 @@ TEST_F(OffloadTest, SerialLoopSerialStructForSerialBecomeOrderedTasks) {
   EXPECT_EQ(Task(3)->snode_id(), dense_);
 }
 
+TEST_F(OffloadTest, GraphSectionsSplitSerialRunsAndTagTheirTasks) {
+  IRBuilder b(&kernel_, &snodes_);
+  Store(b, 0, 1.0f);  // before the region
+  b.SetGraphSection(0, 0);
+  Store(b, 1, 2.0f);
+  auto* range = b.RangeFor(b.ConstI32(0), b.ConstI32(8));
+  {
+    auto scope = b.EnterBlock(range->body());
+    b.GlobalStore(b.NdarrayPtr(0, {b.LoopIndex(range)}), b.ConstF32(3.0f));
+  }
+  b.SetGraphSection(0, 1);
+  Store(b, 2, 4.0f);  // another section: not in the same serial task
+  b.SetGraphSection(-1, -1);
+  Store(b, 3, 5.0f);
+  ASSERT_TRUE(TypeAndOffload().ok());
+
+  const std::string text = ir::PrintKernel(kernel_);
+  ASSERT_EQ(kernel_.body()->size(), 5u) << text;
+  const int regions[] = {-1, 0, 0, 0, -1};
+  const int sections[] = {-1, 0, 0, 1, -1};
+  for (size_t t = 0; t < 5; ++t) {
+    EXPECT_EQ(Task(t)->graph_region(), regions[t]) << "task " << t << "\n" << text;
+    EXPECT_EQ(Task(t)->graph_section(), sections[t]) << "task " << t;
+  }
+  // The tags are part of the printed IR (so of the cache keys).
+  EXPECT_NE(text.find("#section 0.1"), std::string::npos) << text;
+}
+
 TEST_F(OffloadTest, ConstantBoundsAndValuesUsedInsideTheLoopAreRecomputed) {
   IRBuilder b(&kernel_, &snodes_);
   Stmt* scale = b.Mul(b.ArgLoad(1), b.ConstI32(3));  // top-level pure value

@@ -136,6 +136,10 @@ class CompileContext:
         self.inline_depth = 0
         self.graph = False  # compiling a @qd.kernel(graph=True)
         self.checkpoints = False  # ... with checkpoints=True
+        # qd.graph.parallel_context() regions met, and sections of the
+        # current one (their statements' tags, see set_graph_section).
+        self.graph_regions = 0
+        self.graph_sections = 0
         # Fields, and ndarrays reached through template arguments, the
         # kernel uses: state outside its ndarray arguments, by name.
         self.outside_state = []

@@ -216,6 +216,8 @@ class GraphRegionsMixin:
             raise self.error(node, "qd.graph.parallel_context() regions cannot be nested",
                              QuadrantsSyntaxError)
         self.graph_region = True
+        self.ctx.graph_regions += 1
+        self.ctx.graph_sections = 0
         try:
             self.block(node.body)
         finally:
@@ -277,7 +279,12 @@ class GraphRegionsMixin:
                                              "nested inside one another",
                                              QuadrantsSyntaxError)
         self.graph_region, self.graph_section = False, True
+        # Its statements are tagged, so a graph can run the region's
+        # sections as branches.
+        self.ctx.builder.set_graph_section(self.ctx.graph_regions - 1, self.ctx.graph_sections)
+        self.ctx.graph_sections += 1
         try:
             self.block(stmt.body)
         finally:
+            self.ctx.builder.set_graph_section(-1, -1)
             self.graph_region, self.graph_section = True, False
