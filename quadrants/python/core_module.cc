@@ -841,6 +841,10 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def_property_readonly("shape",
                              [](const Ndarray& a) { return a.shape(); })
       .def_property_readonly("data_generation", &Ndarray::data_generation)
+      .def(
+          "device_allocation_ptr",
+          [](const Ndarray& a) { return reinterpret_cast<uintptr_t>(a.data()); },
+          "The address of the array's memory (a device address on GPUs).")
       .def("read",
            [](const Ndarray& a, std::vector<int64_t> index) {
              return FromConstant(Unwrap(a.Read(index)));

@@ -74,7 +74,8 @@ class Offloader {
   // `into` at *position, for a task that starts at `epoch`.
   absl::StatusOr<Stmt*> Recompute(
       Stmt* value, Block* into, size_t* position, int epoch,
-      absl::flat_hash_map<const Stmt*, Stmt*>& copies, const Stmt& user) {
+      absl::flat_hash_map<const Stmt*, Stmt*>& copies, const Stmt& user,
+      int own_task = -1) {
     if (auto it = copies.find(value); it != copies.end())
       return it->second;
     if (ir::Isa<ir::AllocaStmt>(value) || ir::Isa<ir::LocalLoadStmt>(value)) {
@@ -103,11 +104,17 @@ class Offloader {
     for (Stmt* operand : value->operands()) {
       if (origins_.contains(operand)) {
         QD_RETURN_IF_ERROR(
-            Recompute(operand, into, position, epoch, copies, user).status());
+            Recompute(operand, into, position, epoch, copies, user, own_task)
+                .status());
       }
     }
     std::unique_ptr<Stmt> copy = ir::CloneStmt(*value, &copies);
-    return into->Insert((*position)++, std::move(copy));
+    Stmt* placed = into->Insert((*position)++, std::move(copy));
+    // A later task importing a statement that now uses this copy
+    // recomputes the copy too.
+    if (own_task >= 0)
+      origins_[placed] = Origin{own_task, origins_[value].epoch};
+    return placed;
   }
 
   // Rewrites operands in `block` that name top-level statements of other
@@ -124,7 +131,7 @@ class Offloader {
         if (origin == origins_.end() || origin->second.task == own_task)
           continue;
         QD_ASSIGN_OR_RETURN(Stmt * copy, Recompute(operand, block, &position,
-                                                   epoch, copies, *s));
+                                                   epoch, copies, *s, own_task));
         s->set_operand(i, copy);
       }
     }

@@ -53,6 +53,10 @@ class NodeAdder {
         CUgraphNode& end = ends.try_emplace(tasks[i].section, start).first->second;
         QD_RETURN_IF_ERROR(Kernel(graph, tasks[i].launch, &end));
       }
+      if (ends.size() == 1) {  // one section: a plain chain
+        *last = ends.begin()->second;
+        continue;
+      }
       std::vector<CUgraphNode> branches;
       for (const auto& [section, end] : ends) {
         if (end != nullptr)

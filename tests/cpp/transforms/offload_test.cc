@@ -142,6 +142,22 @@ TEST_F(OffloadTest, GraphSectionsSplitSerialRunsAndTagTheirTasks) {
   EXPECT_NE(text.find("#section 0.1"), std::string::npos) << text;
 }
 
+TEST_F(OffloadTest, AValueImportedTwiceIsRecomputedWithItsOperands) {
+  // `ptr` (section 1) uses `zero` (section 0); the task of section 2 uses
+  // `ptr` again, after section 1's task took its own copy of `zero`.
+  IRBuilder b(&kernel_, &snodes_);
+  b.SetGraphSection(0, 0);
+  Stmt* zero = b.ConstI32(0);
+  b.GlobalStore(b.NdarrayPtr(0, {zero}), b.ConstF32(1.0f));
+  b.SetGraphSection(0, 1);
+  Stmt* ptr = b.NdarrayPtr(0, {zero});
+  b.GlobalStore(ptr, b.ConstF32(2.0f));
+  b.SetGraphSection(1, 0);
+  b.GlobalStore(ptr, b.Mul(b.GlobalLoad(ptr), b.ConstF32(3.0f)));
+  ASSERT_TRUE(TypeAndOffload().ok());
+  EXPECT_EQ(kernel_.body()->size(), 3u) << ir::PrintKernel(kernel_);
+}
+
 TEST_F(OffloadTest, ConstantBoundsAndValuesUsedInsideTheLoopAreRecomputed) {
   IRBuilder b(&kernel_, &snodes_);
   Stmt* scale = b.Mul(b.ArgLoad(1), b.ConstI32(3));  // top-level pure value

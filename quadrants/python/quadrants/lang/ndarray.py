@@ -130,6 +130,12 @@ class Ndarray:
             count *= extent
         return count
 
+    @property
+    def arr(self):
+        """The core array (upstream's name): its device_allocation_ptr() is
+        the address of the memory kernels address."""
+        return self._core
+
     def _check_alive(self):
         if self._generation != runtime.state.generation:
             raise QuadrantsRuntimeError("this ndarray belongs to a Quadrants session that "
