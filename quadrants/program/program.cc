@@ -553,7 +553,7 @@ absl::Status Program::Launch(const CompiledKernel& kernel,
                   stats.batched, 0, stats.graph_nodes};
   const CompiledKernel& ran = stats.ran != nullptr ? *stats.ran : kernel;
   if (stats.graph_replayed)
-    graph_kernels_.insert(&kernel);
+    graph_builds_ += graph_kernels_.insert(&kernel).second;
   if (CanRecordErrors(ran))
     unsynced_.emplace_back(stats.launch_id, &ran);
   NoteWrites(kernel, args);
@@ -673,7 +673,7 @@ absl::StatusOr<bool> Program::LaunchPlan(absl::Span<const KernelPlanStep> plan) 
     tasks += parts[k]->part->num_tasks();
   }
   if (!parts.empty())
-    graph_kernels_.insert(parts[0]->part.get());
+    graph_builds_ += graph_kernels_.insert(parts[0]->part.get()).second;
   int loops = 0;
   std::function<void(absl::Span<const KernelPlanStep>)> count =
       [&](absl::Span<const KernelPlanStep> steps) {

@@ -129,6 +129,9 @@ class Program {
   int graph_cache_size() const {
     return static_cast<int>(graph_kernels_.size());
   }
+  // Graphs built so far: each is built once, at its kernel's (or plan's)
+  // first graph launch, and replayed after.
+  int graph_builds() const { return graph_builds_; }
   const AdStackStats& adstack_stats() const {
     return backend_->adstack_stats();
   }
@@ -216,6 +219,7 @@ class Program {
   std::string pending_output_;
   LaunchStats last_launch_;
   absl::flat_hash_set<const CompiledKernel*> graph_kernels_;
+  int graph_builds_ = 0;
   // Launches not yet synchronized whose kernel can record an error, by
   // the backend's launch id (the kernels stay alive in cache_).
   std::vector<std::pair<uint64_t, const CompiledKernel*>> unsynced_;

@@ -988,6 +988,8 @@ PYBIND11_MODULE(_quadrants_core, m) {
              const LaunchStats& last = p.get().last_launch();
              return last.graph_replayed ? last.graph_nodes : 0;
            })
+      .def("get_graph_total_builds",
+           [](PyProgram& p) { return p.get().graph_builds(); })
       .def("get_graph_cache_size",
            [](PyProgram& p) { return p.get().graph_cache_size(); })
       .def_property_readonly(

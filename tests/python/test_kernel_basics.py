@@ -85,3 +85,20 @@ def test_implicit_casts_keep_statement_order():
     store_then_load()
     np.testing.assert_array_equal(a.to_numpy(), [0, 2, 5, 7])
     np.testing.assert_array_equal(b.to_numpy(), [1, 3, 6, 8])
+
+
+@test_utils.test()
+def test_a_grouped_index_spreads_into_a_subscript_tuple():
+    """value[(*I, j)]: the components of a qd.grouped index, then j."""
+    src = qd.ndarray(qd.f32, shape=(2, 3, 4))
+    dst = qd.ndarray(qd.f32, shape=(2, 3, 4))
+    src.from_numpy(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
+
+    @qd.kernel
+    def copy(a: qd.types.ndarray(qd.f32, ndim=3), b: qd.types.ndarray(qd.f32, ndim=3)):
+        for I in qd.grouped(qd.ndrange(2, 3)):
+            for j in qd.static(range(4)):
+                b[(*I, j)] = a[(*I, j)] * 2.0
+
+    copy(src, dst)
+    np.testing.assert_array_equal(dst.to_numpy(), 2 * src.to_numpy())

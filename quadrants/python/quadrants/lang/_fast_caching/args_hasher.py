@@ -63,7 +63,8 @@ def _warn_param(path, arg):
 def _primitive(arg, by_value):
     """The key of a bool, integer or float (None: not one)."""
     if isinstance(arg, (bool, np.bool_)):
-        return f"bool={bool(arg)}" if by_value else "bool"
+        kind = type(arg).__name__
+        return f"{kind}={bool(arg)}" if by_value else kind
     if isinstance(arg, (numbers.Integral, np.integer)):
         return f"{type(arg).__name__}={int(arg)}" if by_value else type(arg).__name__
     if isinstance(arg, (numbers.Real, np.floating)):

@@ -68,7 +68,18 @@ class ExpressionsMixin:
         return self.as_kernel_data(self.lookup(node, node.id), node.id)
 
     def visit_Tuple(self, node):
-        return tuple(self.eval(e) for e in node.elts)
+        items = []
+        for e in node.elts:
+            if not isinstance(e, ast.Starred):
+                items.append(self.eval(e))
+                continue
+            # (*I, j): a vector index (qd.grouped) spreads into its components.
+            value = context.load(self.eval(e.value))
+            if isinstance(value, matrix.Matrix):
+                items.extend(value.entries)
+            else:
+                items.extend(self.unpacked(e.value, "*"))
+        return tuple(items)
 
     def visit_List(self, node):
         return [self.eval(e) for e in node.elts]
