@@ -63,7 +63,7 @@ def _warn_param(path, arg):
 def _primitive(arg, by_value):
     """The key of a bool, integer or float (None: not one)."""
     if isinstance(arg, (bool, np.bool_)):
-        kind = type(arg).__name__
+        kind = f"{type(arg).__module__}.{type(arg).__name__}"  # numpy 2 names np.bool_ "bool"
         return f"{kind}={bool(arg)}" if by_value else kind
     if isinstance(arg, (numbers.Integral, np.integer)):
         return f"{type(arg).__name__}={int(arg)}" if by_value else type(arg).__name__
