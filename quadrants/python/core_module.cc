@@ -903,6 +903,14 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def_property_readonly("num_tasks", &CompiledKernel::num_tasks)
       .def_property_readonly("written_args", &CompiledKernel::written_args)
       .def_property_readonly("cache_key", &CompiledKernel::cache_key)
+      .def_property_readonly("has_graph_sections",
+                             [](const CompiledKernel& k) {
+                               for (const CompiledTask& t : k.artifact().tasks) {
+                                 if (t.graph_region >= 0)
+                                   return true;
+                               }
+                               return false;
+                             })
       .def_property_readonly("uses_fields", &CompiledKernel::uses_fields)
       .def("_debug_dump_to_string",
            [](const CompiledKernel& k) {

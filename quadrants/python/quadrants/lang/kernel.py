@@ -140,6 +140,10 @@ class CompileContext:
         # current one (their statements' tags, see set_graph_section).
         self.graph_regions = 0
         self.graph_sections = 0
+        # The region of the kernel's qd.stream_parallel() blocks, once one
+        # is met, and the blocks so far (its sections).
+        self.stream_region = None
+        self.stream_sections = 0
         # Fields, and ndarrays reached through template arguments, the
         # kernel uses: state outside its ndarray arguments, by name.
         self.outside_state = []
@@ -605,10 +609,17 @@ class Kernel(GraphKernelMixin):
         launch_args = [tensor_module.unwrap(args[x])._core if index else x
                        for index, x in last[3]]
         prog = runtime.program()
-        prog.launch(last[2], launch_args, self.graph)
+        prog.launch(last[2], launch_args, last[4])
         if session.option("debug", False):
             prog.sync()  # debug mode reports a kernel's errors at its call
         return True
+
+    def _as_graph(self, compiled):
+        """Whether a launch of `compiled` replays a graph (where the backend
+        has graphs): graph=True kernels, and kernels with
+        qd.stream_parallel() blocks, whose blocks become its branches (unless
+        it sizes adstacks, which a replay cannot)."""
+        return self.graph or (compiled.has_graph_sections and not compiled.has_adstacks)
 
     def _remember(self, args, compiled, hidden, launch_args):
         seen = []
@@ -631,7 +642,8 @@ class Kernel(GraphKernelMixin):
             if isinstance(array, Ndarray):
                 cores[id(array._core)] = i
         template = [(True, cores[id(x)]) if id(x) in cores else (False, x) for x in launch_args]
-        self._last = (runtime.state.generation, seen, compiled, template)
+        self._last = (runtime.state.generation, seen, compiled, template,
+                      self._as_graph(compiled))
 
     def _launch(self, args, kwargs, mode):
         field_module.check_placements()
@@ -660,7 +672,7 @@ class Kernel(GraphKernelMixin):
         stream = torch_interop.side_stream(args) if "torch" in sys.modules else None
         if stream is not None:
             torch_interop.launches_wait_for(stream)
-        prog.launch(compiled, launch_args, self.graph)
+        prog.launch(compiled, launch_args, self._as_graph(compiled))
         if stream is not None:
             torch_interop.stream_waits_for_launches(stream)
         if session.option("debug", False):

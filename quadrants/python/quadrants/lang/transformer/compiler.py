@@ -4,7 +4,7 @@ import ast
 import builtins
 import linecache
 
-from quadrants.lang import context, session
+from quadrants.lang import context, session, stream
 from quadrants.lang.exception import (QuadrantsCompilationError, QuadrantsError,
                                       QuadrantsNameError, QuadrantsSyntaxError,
                                       QuadrantsTypeError)
@@ -108,8 +108,23 @@ class FunctionCompiler(AssignmentsMixin, StatementsMixin, GraphRegionsMixin, Loo
             self.ctx.builder.set_location(self.source.file,
                                           self.source.line_offset + node.lineno)
 
+    def static_target(self, node):
+        """The value a Name or attribute chain names at compile time, or
+        None (unknown name, or another expression): for recognizing calls
+        like qd.stream_parallel() before compiling them."""
+        if isinstance(node, ast.Name):
+            if node.id in self.scope:
+                return self.scope[node.id]
+            return self.globals[node.id] if node.id in self.globals else None
+        if isinstance(node, ast.Attribute):
+            owner = self.static_target(node.value)
+            return getattr(owner, node.attr, None) if owner is not None else None
+        return None
+
     # ---- entry --------------------------------------------------------------
     def compile_body(self, body):
+        if self.is_kernel and not self.ctx.inline_depth:
+            stream.check_exclusive(body, self.static_target, self.error)
         self.statements(body)
 
     def statements(self, body):

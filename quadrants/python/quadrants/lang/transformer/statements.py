@@ -3,7 +3,7 @@ pass, if (one branch only when the condition is known at compile time),
 while, break and continue, assert, and returns."""
 import ast
 
-from quadrants.lang import checkpoint, context, graph, printing
+from quadrants.lang import checkpoint, context, graph, printing, stream
 from quadrants.lang.exception import (QuadrantsAlwaysFalseAssertion,
                                       QuadrantsCompilationError, QuadrantsSyntaxError,
                                       QuadrantsTypeError)
@@ -160,9 +160,40 @@ class GraphRegionsMixin:
                                  "one another", QuadrantsSyntaxError)
             raise self.error(node, "qd.graph.parallel() can only be used directly inside a "
                              "qd.graph.parallel_context() region", QuadrantsSyntaxError)
-        raise self.error(node, "'with' in Quadrants kernels only supports qd.checkpoint(), "
-                         "qd.graph.parallel_context() and qd.graph.parallel()",
+        if self.static_target(call.func) is stream.stream_parallel:
+            return self.stream_parallel_block(node, call)
+        raise self.error(node, "'with' in Quadrants kernels only supports qd.stream_parallel(), "
+                         "qd.checkpoint(), qd.graph.parallel_context(), or qd.graph.parallel()",
                          QuadrantsSyntaxError)
+
+    def stream_parallel_block(self, node, call):
+        """`with qd.stream_parallel():` at a kernel's top level: its
+        statements are one section of the kernel's stream region, so a CUDA
+        launch runs the blocks as concurrent branches of one graph."""
+        if call.args or call.keywords:
+            raise self.error(node, "qd.stream_parallel() takes no arguments",
+                             QuadrantsSyntaxError)
+        if not self.is_kernel or self.ctx.inline_depth:
+            raise self.error(node, "qd.stream_parallel() can only be used inside @qd.kernel, "
+                             "not @qd.func", QuadrantsSyntaxError)
+        if self.ctx.graph:
+            raise self.error(node, "qd.stream_parallel() is not compatible with graph=True "
+                             "kernels. Streams and graphs cannot be combined; remove graph=True "
+                             "or the qd.stream_parallel() block.", QuadrantsSyntaxError)
+        if self.depth or self.graph_section:
+            raise self.error(node, "qd.stream_parallel() blocks cannot be nested, and must be "
+                             "at the kernel's top level", QuadrantsSyntaxError)
+        if self.ctx.stream_region is None:
+            self.ctx.stream_region = self.ctx.graph_regions
+            self.ctx.graph_regions += 1
+        self.ctx.builder.set_graph_section(self.ctx.stream_region, self.ctx.stream_sections)
+        self.ctx.stream_sections += 1
+        self.graph_section = True
+        try:
+            self.block(node.body)
+        finally:
+            self.ctx.builder.set_graph_section(-1, -1)
+            self.graph_section = False
 
     def misplaced_checkpoint(self, node):
         """A `with qd.checkpoint` the kernel's split did not take: its
