@@ -642,14 +642,16 @@ absl::StatusOr<bool> Program::ResolvePlan(
   return true;
 }
 
-absl::StatusOr<bool> Program::LaunchPlan(absl::Span<const KernelPlanStep> plan) {
+absl::StatusOr<bool> Program::LaunchPlan(absl::Span<const KernelPlanStep> plan,
+                                         uint64_t stream) {
   std::vector<PlanStep> resolved;
   QD_ASSIGN_OR_RETURN(bool ok, ResolvePlan(plan, &resolved));
   std::vector<uint64_t> launch_ids;
   int graph_nodes = 0;
   if (ok) {
-    QD_ASSIGN_OR_RETURN(ok, backend_->LaunchPlan(resolved, field_generation_,
-                                                 &launch_ids, &graph_nodes));
+    QD_ASSIGN_OR_RETURN(
+        ok, backend_->LaunchPlan(resolved, field_generation_, stream,
+                                 &launch_ids, &graph_nodes));
   }
   if (!ok)
     return false;

@@ -122,7 +122,11 @@ class Program {
                       const LaunchOptions& options = {});
   // Runs a graph kernel's whole plan on the device where the backend can
   // (Backend::LaunchPlan); false, having run nothing, where it cannot.
-  absl::StatusOr<bool> LaunchPlan(absl::Span<const KernelPlanStep> plan);
+  // `stream`: one of streams()'s (0: the default stream).
+  absl::StatusOr<bool> LaunchPlan(absl::Span<const KernelPlanStep> plan,
+                                  uint64_t stream = 0);
+  // The backend's streams and events; null where it has none.
+  StreamOps* streams() { return backend_->streams(); }
   const LaunchStats& last_launch() const { return last_launch_; }
   // Compiled kernels whose launches replay a captured graph (a plan run
   // on the device counts as its first part's).

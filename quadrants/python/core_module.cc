@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -329,9 +330,25 @@ class PyProgram {
   // Runs a graph kernel's plan on the device where the backend can: `plan`
   // lists ("part", compiled kernel, arguments) and ("loop", counter
   // ndarray, body plan). False, having run nothing, where it cannot.
-  bool LaunchPlan(py::list plan) {
+  bool LaunchPlan(py::list plan, uint64_t stream) {
     std::vector<KernelPlanStep> steps = PlanSteps(plan);
-    return Unwrap(program_->LaunchPlan(steps));
+    return Unwrap(program_->LaunchPlan(steps, stream));
+  }
+
+  // Stream and event handles, 0 where the backend has no streams (every
+  // operation on handle 0 is then a no-op, as upstream's are there).
+  StreamOps* Streams() { return program_->streams(); }
+  uint64_t CreateStream() {
+    return Streams() ? Unwrap(Streams()->CreateStream()) : 0;
+  }
+  uint64_t CreateEvent() {
+    return Streams() ? Unwrap(Streams()->CreateEvent()) : 0;
+  }
+  // Runs `op` on the backend's streams; nothing where it has none.
+  void OnStreams(uint64_t handle,
+                 const std::function<absl::Status(StreamOps&)>& op) {
+    if (Streams() != nullptr && handle != 0)
+      Check(op(*Streams()));
   }
 
   std::vector<KernelPlanStep> PlanSteps(py::list plan) {
@@ -956,7 +973,34 @@ PYBIND11_MODULE(_quadrants_core, m) {
           py::arg("capsule"), py::arg("device_type"), py::arg("device_id"))
       .def("compile", &PyProgram::Compile)
       .def("load_cached", &PyProgram::LoadCached)
-      .def("launch_plan", &PyProgram::LaunchPlan)
+      .def("launch_plan", &PyProgram::LaunchPlan, py::arg("plan"),
+           py::arg("stream") = 0)
+      .def("create_stream", &PyProgram::CreateStream)
+      .def("create_event", &PyProgram::CreateEvent)
+      .def("destroy_stream",
+           [](PyProgram& p, uint64_t h) {
+             p.OnStreams(h, [h](StreamOps& s) { return s.DestroyStream(h); });
+           })
+      .def("synchronize_stream",
+           [](PyProgram& p, uint64_t h) {
+             p.OnStreams(h, [h](StreamOps& s) { return s.SynchronizeStream(h); });
+           })
+      .def("destroy_event",
+           [](PyProgram& p, uint64_t h) {
+             p.OnStreams(h, [h](StreamOps& s) { return s.DestroyEvent(h); });
+           })
+      .def("record_event",
+           [](PyProgram& p, uint64_t h, uint64_t stream) {
+             p.OnStreams(h, [=](StreamOps& s) { return s.RecordEvent(h, stream); });
+           })
+      .def("wait_event",
+           [](PyProgram& p, uint64_t h, uint64_t stream) {
+             p.OnStreams(h, [=](StreamOps& s) { return s.WaitEvent(h, stream); });
+           })
+      .def("synchronize_event",
+           [](PyProgram& p, uint64_t h) {
+             p.OnStreams(h, [h](StreamOps& s) { return s.SynchronizeEvent(h); });
+           })
       .def("compile_grad", &PyProgram::CompileGrad)
       .def("compile_forward", &PyProgram::CompileForward)
       .def("launch", &PyProgram::Launch, py::arg("kernel"), py::arg("args"),

@@ -213,6 +213,22 @@ struct LaunchOptions {
   bool graph = false;
 };
 
+// Streams and events of a backend that has them (CUDA). Handles are the
+// driver's; stream 0 is the default stream, which every launch without a
+// stream uses.
+class StreamOps {
+ public:
+  virtual ~StreamOps() = default;
+  virtual absl::StatusOr<uint64_t> CreateStream() = 0;
+  virtual absl::Status DestroyStream(uint64_t stream) = 0;
+  virtual absl::Status SynchronizeStream(uint64_t stream) = 0;
+  virtual absl::StatusOr<uint64_t> CreateEvent() = 0;
+  virtual absl::Status DestroyEvent(uint64_t event) = 0;
+  virtual absl::Status RecordEvent(uint64_t event, uint64_t stream) = 0;
+  virtual absl::Status WaitEvent(uint64_t event, uint64_t stream) = 0;
+  virtual absl::Status SynchronizeEvent(uint64_t event) = 0;
+};
+
 // One code generator + runtime pair (CPU, CUDA, ...).
 class Backend {
  public:
@@ -242,12 +258,16 @@ class Backend {
   // false, having run nothing, where the backend or this plan cannot (a
   // part with adstacks, prints or qd.random()): the caller then runs the
   // parts and checks the counters itself.
+  // `stream` (0: the default) is one of streams()'s.
   virtual absl::StatusOr<bool> LaunchPlan(
       absl::Span<const PlanStep> plan,
-      absl::Span<const uint64_t> field_generations,
+      absl::Span<const uint64_t> field_generations, uint64_t stream,
       std::vector<uint64_t>* launch_ids, int* graph_nodes) {
     return false;
   }
+  // The backend's streams, or null where it has none (launches then run
+  // in order, as on one stream).
+  virtual StreamOps* streams() { return nullptr; }
   // Waits for outstanding work.
   virtual absl::Status Synchronize() = 0;
   // Whether Launch returns with the kernel queued rather than finished;
@@ -318,11 +338,13 @@ class ForwardingBackend : public Backend {
   }
   absl::StatusOr<bool> LaunchPlan(absl::Span<const PlanStep> plan,
                                   absl::Span<const uint64_t> field_generations,
+                                  uint64_t stream,
                                   std::vector<uint64_t>* launch_ids,
                                   int* graph_nodes) override {
-    return inner_->LaunchPlan(plan, field_generations, launch_ids,
+    return inner_->LaunchPlan(plan, field_generations, stream, launch_ids,
                               graph_nodes);
   }
+  StreamOps* streams() override { return inner_->streams(); }
   absl::Status Synchronize() override { return inner_->Synchronize(); }
   bool queues_launches() const override { return inner_->queues_launches(); }
   absl::optional<RuntimeErrorRecord> TakeError() override {

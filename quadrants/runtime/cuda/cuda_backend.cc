@@ -186,18 +186,75 @@ absl::StatusOr<std::shared_ptr<CudaDriver>> SharedDriver(int device_id) {
   return driver;
 }
 
+// CUDA streams and events. Streams are created blocking, so work on them
+// stays ordered with the default stream's (array copies, plain launches)
+// while two streams' work may overlap.
+class CudaStreams final : public StreamOps {
+ public:
+  explicit CudaStreams(std::shared_ptr<CudaDriver> cu) : cu_(std::move(cu)) {}
+
+  absl::StatusOr<uint64_t> CreateStream() override {
+    QD_RETURN_IF_ERROR(cu_->MakeCurrent());
+    CUstream stream = nullptr;
+    QD_RETURN_IF_ERROR(
+        cu_->Check(cu_->cuStreamCreate(&stream, 0), "cuStreamCreate"));
+    return reinterpret_cast<uint64_t>(stream);
+  }
+  absl::Status DestroyStream(uint64_t stream) override {
+    QD_RETURN_IF_ERROR(cu_->MakeCurrent());
+    return cu_->Check(cu_->cuStreamDestroy(Stream(stream)), "cuStreamDestroy");
+  }
+  absl::Status SynchronizeStream(uint64_t stream) override {
+    QD_RETURN_IF_ERROR(cu_->MakeCurrent());
+    return cu_->Check(cu_->cuStreamSynchronize(Stream(stream)),
+                      "cuStreamSynchronize");
+  }
+  absl::StatusOr<uint64_t> CreateEvent() override {
+    QD_RETURN_IF_ERROR(cu_->MakeCurrent());
+    CUevent event = nullptr;
+    QD_RETURN_IF_ERROR(cu_->Check(
+        cu_->cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
+    return reinterpret_cast<uint64_t>(event);
+  }
+  absl::Status DestroyEvent(uint64_t event) override {
+    QD_RETURN_IF_ERROR(cu_->MakeCurrent());
+    return cu_->Check(cu_->cuEventDestroy(Event(event)), "cuEventDestroy");
+  }
+  absl::Status RecordEvent(uint64_t event, uint64_t stream) override {
+    QD_RETURN_IF_ERROR(cu_->MakeCurrent());
+    return cu_->Check(cu_->cuEventRecord(Event(event), Stream(stream)),
+                      "cuEventRecord");
+  }
+  absl::Status WaitEvent(uint64_t event, uint64_t stream) override {
+    QD_RETURN_IF_ERROR(cu_->MakeCurrent());
+    return cu_->Check(cu_->cuStreamWaitEvent(Stream(stream), Event(event), 0),
+                      "cuStreamWaitEvent");
+  }
+  absl::Status SynchronizeEvent(uint64_t event) override {
+    QD_RETURN_IF_ERROR(cu_->MakeCurrent());
+    return cu_->Check(cu_->cuEventSynchronize(Event(event)),
+                      "cuEventSynchronize");
+  }
+
+ private:
+  static CUstream Stream(uint64_t h) { return reinterpret_cast<CUstream>(h); }
+  static CUevent Event(uint64_t h) { return reinterpret_cast<CUevent>(h); }
+
+  std::shared_ptr<CudaDriver> cu_;
+};
+
 // Appends the plan's parts and loops (in plan order) and a key of its
 // shape; false when a part cannot run in a graph: it sizes adstacks or
-// reads prints on the host, or draws qd.random() (each launch has its own
-// random key, which a replayed body would repeat).
+// reads prints on the host, or, inside a loop, draws qd.random() (each
+// launch has its own random key, which a replayed body would repeat).
 bool DescribePlan(absl::Span<const PlanStep> plan, std::string* key,
                   std::vector<const PlanStep*>* parts,
-                  std::vector<const PlanStep*>* loops) {
+                  std::vector<const PlanStep*>* loops, bool in_loop = false) {
   for (const PlanStep& step : plan) {
     if (step.part == nullptr) {
       loops->push_back(&step);
       absl::StrAppend(key, "L(");
-      if (!DescribePlan(step.body, key, parts, loops))
+      if (!DescribePlan(step.body, key, parts, loops, /*in_loop=*/true))
         return false;
       absl::StrAppend(key, ")");
       continue;
@@ -207,7 +264,7 @@ bool DescribePlan(absl::Span<const PlanStep> plan, std::string* key,
       if (!stacks.empty())
         return false;
     }
-    if (!kernel.print_sites().empty() || kernel.draws_random() ||
+    if (!kernel.print_sites().empty() || (in_loop && kernel.draws_random()) ||
         kernel.has_checkpointed_variant()) {
       return false;
     }
@@ -235,7 +292,8 @@ CudaBackend::CudaBackend(const CompileConfig& config,
                          gpu::GpuCacheTarget cache_target)
     : DriverBackend(config, std::make_shared<CudaDevice>(driver),
                     std::move(compiler), std::move(cache_target)),
-      driver_(std::move(driver)) {}
+      driver_(std::move(driver)),
+      streams_(std::make_unique<CudaStreams>(driver_)) {}
 
 absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
     const CompileConfig& config) {
@@ -334,14 +392,14 @@ CudaBackend::BuildPlanGraph(absl::Span<const PlanStep> plan) {
 
 absl::StatusOr<bool> CudaBackend::LaunchPlan(
     absl::Span<const PlanStep> plan,
-    absl::Span<const uint64_t> field_generations,
+    absl::Span<const uint64_t> field_generations, uint64_t stream,
     std::vector<uint64_t>* launch_ids, int* graph_nodes) {
-  if (!driver_->has_conditional_nodes())
-    return false;
-  std::string key;
+  std::string key = absl::StrCat("S", stream, ":");
   std::vector<const PlanStep*> parts, loops;
-  if (!DescribePlan(plan, &key, &parts, &loops))
+  if (!DescribePlan(plan, &key, &parts, &loops) ||
+      (!loops.empty() && !driver_->has_conditional_nodes())) {
     return false;
+  }
   auto found = plan_graphs_.find(key);
   if (found == plan_graphs_.end()) {
     absl::StatusOr<std::unique_ptr<PlanGraph>> built = BuildPlanGraph(plan);
@@ -355,23 +413,37 @@ absl::StatusOr<bool> CudaBackend::LaunchPlan(
     found = plan_graphs_.emplace(key, *std::move(built)).first;
   }
   PlanGraph& graph = *found->second;
-  // The slots and contexts are read by the replay queued after them.
+  QD_RETURN_IF_ERROR(UploadRuntime());
+  const auto on = reinterpret_cast<CUstream>(stream);
+  // The slots and contexts are read by the replay queued after them: on
+  // the default stream through the upload ring, on another stream by a
+  // copy on that stream (from pageable memory, staged when the call
+  // returns, so the next launch may overwrite it).
+  auto copy = [&](uint64_t to, const void* from, size_t bytes) {
+    if (stream == 0)
+      return QueueCopy(to, from, static_cast<int64_t>(bytes));
+    return driver_->Check(
+        driver_->cuMemcpyHtoDAsync(static_cast<CUdeviceptr>(to), from, bytes,
+                                   on),
+        "cuMemcpyHtoDAsync");
+  };
+  graph.staged.resize(parts.size());
   for (size_t k = 0; k < parts.size(); ++k) {
     uint64_t id = 0;
-    QD_ASSIGN_OR_RETURN(QdLaunchContext ctx,
+    QD_ASSIGN_OR_RETURN(graph.staged[k],
                         NewContext(*parts[k]->part, parts[k]->args, &id));
     QD_RETURN_IF_ERROR(
-        QueueCopy(graph.contexts[k].get(), &ctx,
-                  QD_LAUNCH_CONTEXT_BYTES(parts[k]->args.size())));
+        copy(graph.contexts[k].get(), &graph.staged[k],
+             QD_LAUNCH_CONTEXT_BYTES(parts[k]->args.size())));
     launch_ids->push_back(id);
   }
+  std::vector<uint64_t> addresses(loops.size());
   for (size_t k = 0; k < loops.size(); ++k) {
-    const uint64_t address = reinterpret_cast<uintptr_t>(loops[k]->counter);
+    addresses[k] = reinterpret_cast<uintptr_t>(loops[k]->counter);
     QD_RETURN_IF_ERROR(
-        QueueCopy(graph.slots[k].get(), &address, sizeof(address)));
+        copy(graph.slots[k].get(), &addresses[k], sizeof(uint64_t)));
   }
-  QD_RETURN_IF_ERROR(UploadRuntime());
-  QD_RETURN_IF_ERROR(graph.graph->Launch());
+  QD_RETURN_IF_ERROR(graph.graph->Launch(on));
   *graph_nodes = graph.graph->num_nodes();
   return true;
 }

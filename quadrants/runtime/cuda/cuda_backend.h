@@ -36,8 +36,10 @@ class CudaBackend : public gpu::DriverBackend {
   // or a part cannot be in a graph.
   absl::StatusOr<bool> LaunchPlan(absl::Span<const PlanStep> plan,
                                   absl::Span<const uint64_t> field_generations,
+                                  uint64_t stream,
                                   std::vector<uint64_t>* launch_ids,
                                   int* graph_nodes) override;
+  StreamOps* streams() override { return streams_.get(); }
 
  protected:
   bool HasGraphs() const override { return true; }
@@ -57,6 +59,9 @@ class CudaBackend : public gpu::DriverBackend {
     std::vector<gpu::DeviceBuffer> contexts;
     std::vector<gpu::DeviceBuffer> slots;
     std::unique_ptr<CudaGraph> graph;
+    // On a stream other than the default: the contexts' host copies,
+    // copied on that stream.
+    std::vector<QdLaunchContext> staged;
   };
   absl::StatusOr<std::unique_ptr<PlanGraph>> BuildPlanGraph(
       absl::Span<const PlanStep> plan);
@@ -67,6 +72,7 @@ class CudaBackend : public gpu::DriverBackend {
   std::map<std::string, std::unique_ptr<PlanGraph>> plan_graphs_;
   std::shared_ptr<gpu::GpuModule> loop_module_;
   GraphLoopKernels loop_kernels_;
+  std::unique_ptr<StreamOps> streams_;
 };
 
 }  // namespace quadrants::cuda

@@ -44,6 +44,14 @@ namespace quadrants::cuda {
   X(cuGraphCreate, "cuGraphCreate")                            \
   X(cuGraphAddKernelNode, "cuGraphAddKernelNode_v2")           \
   X(cuGraphAddEmptyNode, "cuGraphAddEmptyNode")                \
+  X(cuStreamCreate, "cuStreamCreate")                          \
+  X(cuStreamDestroy, "cuStreamDestroy_v2")                     \
+  X(cuStreamSynchronize, "cuStreamSynchronize")                \
+  X(cuEventCreate, "cuEventCreate")                            \
+  X(cuEventDestroy, "cuEventDestroy_v2")                       \
+  X(cuEventRecord, "cuEventRecord")                            \
+  X(cuEventSynchronize, "cuEventSynchronize")                  \
+  X(cuStreamWaitEvent, "cuStreamWaitEvent")                    \
   X(cuGraphInstantiate, "cuGraphInstantiateWithFlags")         \
   X(cuGraphLaunch, "cuGraphLaunch")                            \
   X(cuGraphExecDestroy, "cuGraphExecDestroy")                  \

@@ -181,9 +181,9 @@ CudaGraph::~CudaGraph() {
   driver_->cuGraphDestroy(graph_);
 }
 
-absl::Status CudaGraph::Launch() const {
+absl::Status CudaGraph::Launch(CUstream stream) const {
   QD_RETURN_IF_ERROR(driver_->MakeCurrent());
-  return driver_->Check(driver_->cuGraphLaunch(exec_, nullptr),
+  return driver_->Check(driver_->cuGraphLaunch(exec_, stream),
                         "cuGraphLaunch");
 }
 

@@ -60,8 +60,8 @@ class CudaGraph {
   CudaGraph(const CudaGraph&) = delete;
   CudaGraph& operator=(const CudaGraph&) = delete;
 
-  // Queues one replay on the default stream.
-  absl::Status Launch() const;
+  // Queues one replay on `stream` (the legacy default stream by default).
+  absl::Status Launch(CUstream stream = nullptr) const;
   // The nodes of the top-level graph (kernels, joins, loop nodes).
   int num_nodes() const { return num_nodes_; }
 

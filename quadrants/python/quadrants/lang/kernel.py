@@ -17,6 +17,7 @@ from quadrants.lang import (_perf_dispatch, buffer_view, context, ops, python_ba
                             types)
 from quadrants.lang import graph as graph_module
 from quadrants.lang.graph_kernel import FORWARD, PRIMAL, REVERSE, GraphKernelMixin
+from quadrants.lang import stream as stream_module
 from quadrants.lang import tensor as tensor_module
 from quadrants.lang import field as field_module
 from quadrants.lang import torch_interop
@@ -580,12 +581,42 @@ class Kernel(GraphKernelMixin):
             raise QuadrantsSyntaxError(f"kernel '{self.name}' cannot be called from kernel "
                                        f"code; make it a @qd.func")
         scopes = runtime.state.scopes()
+        stream = kwargs.pop("qd_stream", None) if kwargs else None
+        if stream is not None and stream_module.handle_of(stream) != 0:
+            return self._launch_on_stream(args, kwargs, stream, scopes)
         # Inside qd.ad.FwdMode kernels also propagate tangents into .dual.
         mode = FORWARD if scopes.fwd_mode is not None else PRIMAL
         result = self._launch(args, kwargs, mode)
         if scopes.tape is not None and scopes.grad_replaced_depth == 0:
             scopes.tape.record(self, args, kwargs)
         return result
+
+    def _launch_on_stream(self, args, kwargs, stream, scopes):
+        """kernel(..., qd_stream=stream) on a backend with streams: the
+        kernel's tasks as a graph replayed on that stream."""
+        if self.graph:
+            raise QuadrantsRuntimeError(f"kernel '{self.name}': qd_stream= is not compatible "
+                                        f"with graph=True kernels; launch it without qd_stream")
+        if scopes.tape is not None:
+            raise QuadrantsRuntimeError(f"kernel '{self.name}': qd_stream= is not compatible "
+                                        f"with autograd Tape; launch it without qd_stream "
+                                        f"inside the Tape")
+        if scopes.fwd_mode is not None:
+            raise QuadrantsRuntimeError(f"kernel '{self.name}': qd_stream= is not compatible "
+                                        f"with autodiff (qd.ad.FwdMode)")
+        field_module.check_placements()
+        self._prepare()
+        launch = None if self._plan is not None else self._plan_launch(args, kwargs)
+        prog = runtime.program()
+        if launch is None or not prog.launch_plan([("part", launch[0], launch[1])],
+                                                  stream.handle):
+            raise QuadrantsRuntimeError(
+                f"kernel '{self.name}' cannot run on a qd_stream: it returns a value, uses "
+                f"qd.graph.do_while, sizes adstacks, prints, or takes host (numpy) arrays or "
+                f"torch tensors; launch it without qd_stream")
+        if session.option("debug", False):
+            stream.synchronize()  # debug mode reports a kernel's errors at its call
+        return None
 
     def _replay(self, args):
         """Launches the last plain launch again when `args` are the same
@@ -895,6 +926,10 @@ class _GradLauncher:
         self.kernel = kernel
 
     def __call__(self, *args, **kwargs):
+        if kwargs.pop("qd_stream", None) is not None:
+            raise QuadrantsRuntimeError(f"kernel '{self.kernel.name}': qd_stream= is not "
+                                        f"compatible with autodiff (kernel.grad); launch the "
+                                        f"gradient without qd_stream")
         self.kernel._launch(args, kwargs, REVERSE)
 
 

@@ -1,4 +1,5 @@
-"""qd.stream_parallel(): in a kernel, each `with qd.stream_parallel():`
+"""Streams: qd.create_stream() / qd.create_event() and kernel launches
+with qd_stream=..., and qd.stream_parallel(): in a kernel, each `with qd.stream_parallel():`
 block is independent work that may run concurrently with the others (on
 CUDA, the branches of the kernel's graph; elsewhere one after another).
 
@@ -8,7 +9,9 @@ are: see quadrants.lang.graph."""
 import ast
 import contextlib
 
-from quadrants.lang.exception import QuadrantsSyntaxError
+from quadrants.lang import runtime
+from quadrants.lang.exception import (QuadrantsRuntimeError, QuadrantsSyntaxError,
+                                      QuadrantsTypeError)
 
 
 @contextlib.contextmanager
@@ -40,3 +43,105 @@ def check_exclusive(body, resolve, error):
             raise error(statement, f"When using qd.stream_parallel(), all top-level statements "
                         f"in the kernel must be 'with qd.stream_parallel():' blocks; found a "
                         f"{type(statement).__name__} statement", QuadrantsSyntaxError)
+
+
+class Stream:
+    """A GPU stream (qd.create_stream()): kernels launched with
+    qd_stream=stream run on it, in order, and may overlap with work on other
+    streams. On backends without streams (cpu, vulkan) its handle is 0 and
+    it is a no-op: launches run in order as always."""
+
+    def __init__(self, handle=0):
+        self._handle = handle
+        self._generation = runtime.state.generation
+
+    @property
+    def handle(self):
+        return self._handle
+
+    def _program(self):
+        if self._generation != runtime.state.generation:
+            raise QuadrantsRuntimeError("this stream belongs to a session that ended "
+                                        "(qd.reset() or a new qd.init()); create another")
+        return runtime.program()
+
+    def synchronize(self):
+        """Waits until the work on this stream is done (every launch where
+        the backend has no streams)."""
+        prog = self._program()
+        if self._handle == 0:
+            prog.sync()
+        else:
+            prog.synchronize_stream(self._handle)
+
+    def destroy(self):
+        """Releases the stream; safe to call again."""
+        if self._handle != 0 and self._generation == runtime.state.generation:
+            runtime.program().destroy_stream(self._handle)
+        self._handle = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.destroy()
+
+
+class Event:
+    """A point in a stream's work (qd.create_event()): record(stream)
+    marks it, wait(qd_stream=other) makes another stream wait for it."""
+
+    def __init__(self, handle=0):
+        self._handle = handle
+        self._generation = runtime.state.generation
+
+    @property
+    def handle(self):
+        return self._handle
+
+    def record(self, stream=None):
+        """Marks the end of the work queued on `stream` so far (None: the
+        default stream)."""
+        runtime.program().record_event(self._handle, handle_of(stream))
+
+    def wait(self, qd_stream=None):
+        """Makes `qd_stream` (None: the default stream) wait for the
+        recorded point before its later work."""
+        runtime.program().wait_event(self._handle, handle_of(qd_stream))
+
+    def synchronize(self):
+        """Waits on the host until the recorded point is reached."""
+        if self._handle == 0:
+            runtime.program().sync()
+        else:
+            runtime.program().synchronize_event(self._handle)
+
+    def destroy(self):
+        if self._handle != 0 and self._generation == runtime.state.generation:
+            runtime.program().destroy_event(self._handle)
+        self._handle = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.destroy()
+
+
+def handle_of(stream):
+    if stream is None:
+        return 0
+    if not isinstance(stream, Stream):
+        raise QuadrantsTypeError(f"expected a qd.Stream (qd.create_stream()), got "
+                                 f"{type(stream).__name__}")
+    return stream.handle
+
+
+def create_stream():
+    """A new stream (see Stream)."""
+    return Stream(runtime.program().create_stream())
+
+
+def create_event():
+    """A new event (see Event)."""
+    return Event(runtime.program().create_event())

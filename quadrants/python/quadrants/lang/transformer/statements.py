@@ -190,7 +190,7 @@ class GraphRegionsMixin:
         self.ctx.stream_sections += 1
         self.graph_section = True
         try:
-            self.block(node.body)
+            self.statements(node.body)
         finally:
             self.ctx.builder.set_graph_section(-1, -1)
             self.graph_section = False
@@ -250,7 +250,8 @@ class GraphRegionsMixin:
         self.ctx.graph_regions += 1
         self.ctx.graph_sections = 0
         try:
-            self.block(node.body)
+            # At the kernel's level: a section's loops are top-level tasks.
+            self.statements(node.body)
         finally:
             self.graph_region = False
 
@@ -315,7 +316,7 @@ class GraphRegionsMixin:
         self.ctx.builder.set_graph_section(self.ctx.graph_regions - 1, self.ctx.graph_sections)
         self.ctx.graph_sections += 1
         try:
-            self.block(stmt.body)
+            self.statements(stmt.body)
         finally:
             self.ctx.builder.set_graph_section(-1, -1)
             self.graph_region, self.graph_section = True, False
