@@ -10,8 +10,9 @@ Prints ms for each, best of --repeats, and the ratios (b)/(a) and (c)/(a)
 
     python benchmarks/stream_overlap.py --arch cuda
 
---n: items per loop; the default, 132 * 1024, is half the resident threads
-of an H100/H200 (132 SMs of 2048 threads).
+--n: items per loop; the default, 66 blocks of 128 threads, gives each loop
+half the SMs of an H100/H200 (132), one block each: alone, a loop leaves
+the other half idle, which the concurrent forms use.
 """
 import argparse
 import time
@@ -70,8 +71,8 @@ def best_ms(run, reset, repeats):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="cuda")
-    parser.add_argument("--n", type=int, default=132 * 1024)
-    parser.add_argument("--rounds", type=int, default=20000)
+    parser.add_argument("--n", type=int, default=66 * 128)
+    parser.add_argument("--rounds", type=int, default=400000)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     qd.init(arch=getattr(qd, args.arch), offline_cache=False)
