@@ -232,8 +232,10 @@ class GraphKernelMixin:
         if self._device_plan_refused == runtime.state.generation:
             return False  # this backend, or these parts, cannot
         spec = self._device_plan(self._plan, args, kwargs, bound)
+        if spec is None:
+            return False  # these arguments cannot be in a plan; others may
         prog = runtime.program()
-        if spec is None or not prog.launch_plan(spec):
+        if not prog.launch_plan(spec):
             self._device_plan_refused = runtime.state.generation
             return False
         if session.option("debug", False):
