@@ -12,12 +12,11 @@ Prints ms per solve for each, best of --repeats, and the ratios (a)/(b)
     python benchmarks/graph_solver_loop.py --arch cuda
 """
 import argparse
-import time
 
 import numpy as np
 
 import quadrants as qd
-from progress import phase
+from progress import best_ms, phase
 
 N = 1 << 14
 ITERATIONS = 1000
@@ -63,18 +62,6 @@ def plain_launches(x, tmp, rhs, counter):
             break
 
 
-def best_ms(run, reset, repeats):
-    best = float("inf")
-    for _ in range(repeats):
-        reset()
-        qd.sync()
-        start = time.perf_counter()
-        run()
-        qd.sync()
-        best = min(best, (time.perf_counter() - start) * 1e3)
-    return best
-
-
 def torch_graph_ms(rhs_np, repeats):
     import torch  # pylint: disable=import-outside-toplevel
     x = torch.zeros(N, device="cuda")
@@ -93,14 +80,7 @@ def torch_graph_ms(rhs_np, repeats):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         steps()
-    best = float("inf")
-    for _ in range(repeats):
-        x.zero_()
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        graph.replay()
-        torch.cuda.synchronize()
-        best = min(best, (time.perf_counter() - start) * 1e3)
+    best = best_ms(graph.replay, x.zero_, repeats, torch.cuda.synchronize)
     return best, x.cpu().numpy()
 
 
@@ -121,13 +101,14 @@ def main():
         counter.from_numpy(np.array(ITERATIONS, dtype=np.int32))
 
     phase("plain launches with a host check")
-    plain_ms = best_ms(lambda: plain_launches(x, tmp, rhs, counter), reset, args.repeats)
+    plain_ms = best_ms(lambda: plain_launches(x, tmp, rhs, counter), reset, args.repeats,
+                       qd.sync)
     plain_x = x.to_numpy()
     phase("graph kernel with qd.graph.do_while")
-    graph_ms = best_ms(lambda: solve(x, tmp, rhs, counter), reset, args.repeats)
+    graph_ms = best_ms(lambda: solve(x, tmp, rhs, counter), reset, args.repeats, qd.sync)
     graph_x = x.to_numpy()
     np.testing.assert_allclose(graph_x, plain_x, rtol=1e-6, atol=1e-6)
-    print(f"device: {qd.lang.runtime.program().device_description}")
+    print(f"device: {qd.lang.runtime.program().device_description[:60]}")
     print(f"(a) plain launches + host check : {plain_ms:9.2f} ms per {ITERATIONS} iterations")
     print(f"(b) graph kernel with do_while  : {graph_ms:9.2f} ms")
     print(f"    (a)/(b) = {plain_ms / graph_ms:.2f}  (target >= 3)")

@@ -15,11 +15,11 @@ half the SMs of an H100/H200 (132), one block each: alone, a loop leaves
 the other half idle, which the concurrent forms use.
 """
 import argparse
-import time
 
 import numpy as np
 
 import quadrants as qd
+from progress import best_ms
 
 F32 = qd.types.ndarray(qd.f32, ndim=1)
 
@@ -56,18 +56,6 @@ def one_loop(a: F32, rounds: qd.i32):
         a[i] = spin(a[i], rounds)
 
 
-def best_ms(run, reset, repeats):
-    best = float("inf")
-    for _ in range(repeats):
-        reset()
-        qd.sync()
-        start = time.perf_counter()
-        run()
-        qd.sync()
-        best = min(best, (time.perf_counter() - start) * 1e3)
-    return best
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="cuda")
@@ -98,7 +86,7 @@ def main():
                       ("(c) two qd streams", on_streams)):
         reset()
         run()  # compiles
-        times[name] = best_ms(run, reset, args.repeats)
+        times[name] = best_ms(run, reset, args.repeats, qd.sync)
         results[name] = (a.to_numpy(), b.to_numpy())
     first = next(iter(results.values()))
     for name, (ra, rb) in results.items():

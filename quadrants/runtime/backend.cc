@@ -3,14 +3,8 @@
 namespace quadrants {
 
 CompiledKernel::CompiledKernel(CompiledKernelData artifact)
-    : name_(artifact.facts.kernel_name),
-      params_(artifact.facts.params),
-      artifact_(std::move(artifact)),
-      task_adstacks_(artifact_.TaskAdStacks()),
-      written_snodes_(artifact_.facts.written_snodes),
-      written_args_(artifact_.facts.written_args),
-      adstack_gates_(artifact_.facts.adstack_gates),
-      draws_random_(artifact_.facts.draws_random) {}
+    : artifact_(std::move(artifact)),
+      task_adstacks_(artifact_.TaskAdStacks()) {}
 
 absl::StatusOr<const CompiledKernel*> CompiledKernel::CheckpointedVariant()
     const {

@@ -108,8 +108,10 @@ struct PrintBatch {
 class CompiledKernel {
  public:
   virtual ~CompiledKernel() = default;
-  const std::string& name() const { return name_; }
-  const std::vector<ir::KernelParam>& params() const { return params_; }
+  const std::string& name() const { return artifact_.facts.kernel_name; }
+  const std::vector<ir::KernelParam>& params() const {
+    return artifact_.facts.params;
+  }
   const CompiledKernelData& artifact() const { return artifact_; }
   const std::vector<ErrorSite>& error_sites() const {
     return artifact_.error_sites;
@@ -125,17 +127,21 @@ class CompiledKernel {
   }
   // What the kernel may write: field places and ndarray parameter indices
   // (generation counters are bumped for these only).
-  const std::vector<int>& written_snodes() const { return written_snodes_; }
-  const std::vector<int>& written_args() const { return written_args_; }
+  const std::vector<int>& written_snodes() const {
+    return artifact_.facts.written_snodes;
+  }
+  const std::vector<int>& written_args() const {
+    return artifact_.facts.written_args;
+  }
   // Whether the kernel calls qd.random(): only then does its launch
   // context carry the launch's random key.
-  bool draws_random() const { return draws_random_; }
+  bool draws_random() const { return artifact_.facts.draws_random; }
   // Whether it addresses field memory (see LaunchFacts::uses_fields).
   bool uses_fields() const { return artifact_.facts.uses_fields; }
   // Per task: the gate of its adstack heap (see ir::AdStackRowStmt), if
   // its stacks are used only under one.
   const std::vector<absl::optional<ir::AdStackGate>>& adstack_gates() const {
-    return adstack_gates_;
+    return artifact_.facts.adstack_gates;
   }
 
   // A gradient kernel compiled without checkpointing support (see
@@ -159,14 +165,8 @@ class CompiledKernel {
   explicit CompiledKernel(CompiledKernelData artifact);
 
  private:
-  std::string name_;
-  std::vector<ir::KernelParam> params_;
   CompiledKernelData artifact_;
   std::vector<std::vector<AdStackSpec>> task_adstacks_;
-  std::vector<int> written_snodes_;
-  std::vector<int> written_args_;
-  std::vector<absl::optional<ir::AdStackGate>> adstack_gates_;
-  bool draws_random_ = false;
   VariantBuilder build_checkpointed_;
   mutable std::shared_ptr<CompiledKernel> checkpointed_;
   std::string cache_key_;

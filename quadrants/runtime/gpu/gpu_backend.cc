@@ -277,6 +277,9 @@ absl::StatusOr<QdLaunchContext> GpuBackend::NewContext(
     uint64_t* launch_id) {
   QdLaunchContext ctx;
   ++launches_;
+  // A kernel that neither draws random numbers nor records errors gets the
+  // same context for the same arguments, so a loop of such launches
+  // uploads it once.
   QD_RETURN_IF_ERROR(llvm_runtime::FillLaunchContext(
       kernel, args, reinterpret_cast<QdRuntime*>(device_runtime_.get()),
       kernel.draws_random()
@@ -346,17 +349,8 @@ absl::StatusOr<BackendLaunchStats> GpuBackend::Launch(
                      "(graph=True): its heap is sized on the host at every "
                      "launch"));
   }
-  QdLaunchContext ctx;
-  ++launches_;
-  // A kernel that neither draws random numbers nor records errors gets the
-  // same context for the same arguments, so a loop of such launches
-  // uploads it once.
-  QD_RETURN_IF_ERROR(llvm_runtime::FillLaunchContext(
-      kernel, args, reinterpret_cast<QdRuntime*>(device_runtime_.get()),
-      kernel.draws_random()
-          ? host::LaunchRandomKey(config_.random_seed, launches_)
-          : 0,
-      kernel.error_sites().empty() ? 0 : launches_, &ctx));
+  uint64_t launch_id = 0;
+  QD_ASSIGN_OR_RETURN(QdLaunchContext ctx, NewContext(kernel, args, &launch_id));
   QD_RETURN_IF_ERROR(prints_.Prepare(kernel, &runtime_));
   std::vector<absl::optional<adstack::AdStackLayout>> sized;
   if (kernel.has_checkpointed_variant()) {
@@ -368,9 +362,8 @@ absl::StatusOr<BackendLaunchStats> GpuBackend::Launch(
   }
   QD_RETURN_IF_ERROR(UploadContext(ctx, args.size()));
   QD_RETURN_IF_ERROR(UploadRuntime());
-  record_may_hold_error_ |= !kernel.error_sites().empty();
   BackendLaunchStats stats;
-  stats.launch_id = launches_;
+  stats.launch_id = launch_id;
   stats.tasks = static_cast<int>(compiled.tasks.size());
   const bool prints = !kernel.print_sites().empty();
   if (graph) {

@@ -45,11 +45,12 @@ def check_exclusive(body, resolve, error):
                         f"{type(statement).__name__} statement", QuadrantsSyntaxError)
 
 
-class Stream:
-    """A GPU stream (qd.create_stream()): kernels launched with
-    qd_stream=stream run on it, in order, and may overlap with work on other
-    streams. On backends without streams (cpu, vulkan) its handle is 0 and
-    it is a no-op: launches run in order as always."""
+class _Handle:
+    """A driver handle of the session that made it (0: the backend has no
+    streams, and every operation is a no-op or a full sync); released by
+    destroy() or at the end of a `with`."""
+
+    _kind = "handle"
 
     def __init__(self, handle=0):
         self._handle = handle
@@ -61,9 +62,33 @@ class Stream:
 
     def _program(self):
         if self._generation != runtime.state.generation:
-            raise QuadrantsRuntimeError("this stream belongs to a session that ended "
-                                        "(qd.reset() or a new qd.init()); create another")
+            raise QuadrantsRuntimeError(f"this {self._kind} belongs to a session that ended "
+                                        f"(qd.reset() or a new qd.init()); create another")
         return runtime.program()
+
+    def _release(self, prog):
+        raise NotImplementedError
+
+    def destroy(self):
+        """Releases it; safe to call again."""
+        if self._handle != 0 and self._generation == runtime.state.generation:
+            self._release(runtime.program())
+        self._handle = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.destroy()
+
+
+class Stream(_Handle):
+    """A GPU stream (qd.create_stream()): kernels launched with
+    qd_stream=stream run on it, in order, and may overlap with work on other
+    streams. On backends without streams (cpu, vulkan) its handle is 0 and
+    it is a no-op: launches run in order as always."""
+
+    _kind = "stream"
 
     def synchronize(self):
         """Waits until the work on this stream is done (every launch where
@@ -74,58 +99,36 @@ class Stream:
         else:
             prog.synchronize_stream(self._handle)
 
-    def destroy(self):
-        """Releases the stream; safe to call again."""
-        if self._handle != 0 and self._generation == runtime.state.generation:
-            runtime.program().destroy_stream(self._handle)
-        self._handle = 0
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.destroy()
+    def _release(self, prog):
+        prog.destroy_stream(self._handle)
 
 
-class Event:
+class Event(_Handle):
     """A point in a stream's work (qd.create_event()): record(stream)
     marks it, wait(qd_stream=other) makes another stream wait for it."""
 
-    def __init__(self, handle=0):
-        self._handle = handle
-        self._generation = runtime.state.generation
-
-    @property
-    def handle(self):
-        return self._handle
+    _kind = "event"
 
     def record(self, stream=None):
         """Marks the end of the work queued on `stream` so far (None: the
         default stream)."""
-        runtime.program().record_event(self._handle, handle_of(stream))
+        self._program().record_event(self._handle, handle_of(stream))
 
     def wait(self, qd_stream=None):
         """Makes `qd_stream` (None: the default stream) wait for the
         recorded point before its later work."""
-        runtime.program().wait_event(self._handle, handle_of(qd_stream))
+        self._program().wait_event(self._handle, handle_of(qd_stream))
 
     def synchronize(self):
         """Waits on the host until the recorded point is reached."""
+        prog = self._program()
         if self._handle == 0:
-            runtime.program().sync()
+            prog.sync()
         else:
-            runtime.program().synchronize_event(self._handle)
+            prog.synchronize_event(self._handle)
 
-    def destroy(self):
-        if self._handle != 0 and self._generation == runtime.state.generation:
-            runtime.program().destroy_event(self._handle)
-        self._handle = 0
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.destroy()
+    def _release(self, prog):
+        prog.destroy_event(self._handle)
 
 
 def handle_of(stream):
