@@ -99,6 +99,7 @@ CompiledTask DescribeTask(const ir::OffloadedTaskStmt& task,
   out.loc = task.loc();
   out.graph_region = task.graph_region();
   out.graph_section = task.graph_section();
+  out.block_dim = task.block_dim();
   if (out.kind == ir::TaskKind::kStructFor)
     out.struct_for_cells = snodes.NumCells(task.snode_id());
   return out;

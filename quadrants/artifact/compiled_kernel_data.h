@@ -64,6 +64,11 @@ struct CompiledTask {
   // branches joined after them. -1 outside sections.
   int graph_region = -1;
   int graph_section = -1;
+  // Threads per GPU block (qd.loop_config(block_dim=)); 0 lets the
+  // launcher choose. Bytes of block-shared memory its shared arrays take,
+  // given to the launch (CUDA's dynamic shared memory).
+  int block_dim = 0;
+  int64_t shared_bytes = 0;
   SourceLocation loc;
   std::vector<AdStackSpec> adstacks;  // ids are positions in this list
 };

@@ -178,6 +178,16 @@ class IRBuilder {
   }
   RandomStmt* Random(PrimitiveType dtype) { return Make<RandomStmt>(dtype); }
   ThreadIndexStmt* ThreadIndex() { return Make<ThreadIndexStmt>(); }
+  SharedArrayStmt* SharedArray(PrimitiveType dtype, int64_t num_elements) {
+    return Make<SharedArrayStmt>(dtype, num_elements);
+  }
+  SharedPtrStmt* SharedPtr(Stmt* array, Stmt* index) {
+    return Make<SharedPtrStmt>(array, index);
+  }
+  SimtOpStmt* SimtOp(SimtOpKind op, DataType type,
+                     std::vector<Stmt*> operands = {}) {
+    return Make<SimtOpStmt>(op, type, std::move(operands));
+  }
   OffloadedTaskStmt* Task(TaskKind kind, int snode_id = -1) {
     return Make<OffloadedTaskStmt>(kind, snode_id);
   }

@@ -158,6 +158,19 @@ std::unique_ptr<Stmt> CopyAttributes(const Stmt& s) {
     case StmtKind::kRandom:
       copy = std::make_unique<RandomStmt>(s.type().element());
       break;
+    case StmtKind::kSharedArray: {
+      const auto& a = static_cast<const SharedArrayStmt&>(s);
+      copy = std::make_unique<SharedArrayStmt>(a.type().element(),
+                                               a.num_elements());
+      break;
+    }
+    case StmtKind::kSharedPtr:
+      copy = std::make_unique<SharedPtrStmt>(ops[0], ops[1]);
+      break;
+    case StmtKind::kSimtOp:
+      copy = std::make_unique<SimtOpStmt>(
+          static_cast<const SimtOpStmt&>(s).op(), s.type(), ops);
+      break;
     case StmtKind::kThreadIndex:
       copy = std::make_unique<ThreadIndexStmt>();
       break;
@@ -178,6 +191,7 @@ std::unique_ptr<Stmt> CopyAttributes(const Stmt& s) {
   copy->set_type(s.type());
   copy->set_loc(s.loc());
   copy->set_graph_section(s.graph_region(), s.graph_section());
+  copy->set_block_dim(s.block_dim());
   return copy;
 }
 

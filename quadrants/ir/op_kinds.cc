@@ -24,6 +24,39 @@ absl::string_view OpName(AtomicOpKind op) {
   return "?";
 }
 
+absl::string_view OpName(SimtOpKind op) {
+  switch (op) {
+#define QD_SIMT_NAME_CASE(name, text, operands) \
+  case SimtOpKind::name:                        \
+    return text;
+    QD_FOR_EACH_SIMT_OP(QD_SIMT_NAME_CASE)
+#undef QD_SIMT_NAME_CASE
+  }
+  return "?";
+}
+
+int OperandCount(SimtOpKind op) {
+  switch (op) {
+#define QD_SIMT_COUNT_CASE(name, text, operands) \
+  case SimtOpKind::name:                         \
+    return operands;
+    QD_FOR_EACH_SIMT_OP(QD_SIMT_COUNT_CASE)
+#undef QD_SIMT_COUNT_CASE
+  }
+  return 0;
+}
+
+bool ParseSimtOp(absl::string_view text, SimtOpKind* op) {
+#define QD_SIMT_PARSE_CASE(name, spelling, operands) \
+  if (text == spelling) {                            \
+    *op = SimtOpKind::name;                          \
+    return true;                                     \
+  }
+  QD_FOR_EACH_SIMT_OP(QD_SIMT_PARSE_CASE)
+#undef QD_SIMT_PARSE_CASE
+  return false;
+}
+
 #undef QD_OP_NAME_CASE
 
 bool IsComparison(BinaryOpKind op) {

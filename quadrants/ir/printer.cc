@@ -146,6 +146,14 @@ std::string Body(const Stmt& s, const StmtNumbering& n) {
     case StmtKind::kAdStackRow:
       return absl::StrCat(name, " ", op(0), " gate=",
                           static_cast<const AdStackRowStmt&>(s).gate().ToString());
+    case StmtKind::kSharedArray:
+      return absl::StrCat(
+          name, " ", static_cast<const SharedArrayStmt&>(s).num_elements());
+    case StmtKind::kSimtOp: {
+      const auto& simt = static_cast<const SimtOpStmt&>(s);
+      return absl::StrCat(OpName(simt.op()),
+                          s.num_operands() == 0 ? "" : " ", list(0));
+    }
     case StmtKind::kFuncArg:
       return absl::StrCat(name, " ",
                           static_cast<const FuncArgStmt&>(s).index());
@@ -199,6 +207,8 @@ void PrintBlock(const Block& block, const StmtNumbering& numbering,
       absl::StrAppend(out, "  #section ", stmt->graph_region(), ".",
                       stmt->graph_section());
     }
+    if (stmt->block_dim() > 0)
+      absl::StrAppend(out, "  #block_dim ", stmt->block_dim());
     if (stmt->blocks().empty()) {
       absl::StrAppend(out, "\n");
     } else {

@@ -587,6 +587,48 @@ class ThreadIndexStmt : public Stmt {
   ThreadIndexStmt() : Stmt(kKind, DataType::Scalar(PrimitiveType::kI32)) {}
 };
 
+// ---- Block and subgroup cooperation (qd.simt) -----------------------------
+
+// qd.simt.block.SharedArray: `num_elements` elements of `dtype` that every
+// thread of a GPU block shares, uninitialized; its value is the address of
+// element 0. Each statement is its own array, so it is never merged.
+class SharedArrayStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kSharedArray;
+  SharedArrayStmt(PrimitiveType dtype, int64_t num_elements)
+      : Stmt(kKind, DataType::Pointer(dtype)), num_elements_(num_elements) {}
+  int64_t num_elements() const { return num_elements_; }
+  bool has_side_effects() const override { return true; }
+
+ private:
+  int64_t num_elements_;
+};
+
+// Address of element `index` (row-major, i32) of shared array `array`.
+class SharedPtrStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kSharedPtr;
+  SharedPtrStmt(Stmt* array, Stmt* index)
+      : Stmt(kKind, array->type(), {array, index}) {}
+  Stmt* array() const { return operand(0); }
+  Stmt* index() const { return operand(1); }
+  bool is_pure() const override { return true; }
+};
+
+// A block, subgroup or warp primitive (SimtOpKind). Every thread of the
+// group must reach it together, so it is never moved, merged or dropped.
+class SimtOpStmt : public Stmt {
+ public:
+  static constexpr StmtKind kKind = StmtKind::kSimtOp;
+  SimtOpStmt(SimtOpKind op, DataType type, std::vector<Stmt*> operands)
+      : Stmt(kKind, type, std::move(operands)), op_(op) {}
+  SimtOpKind op() const { return op_; }
+  bool has_side_effects() const override { return true; }
+
+ private:
+  SimtOpKind op_;
+};
+
 // ---- Real functions (compiled once, called, possibly recursively) ---------
 
 // The value of parameter `index` of the enclosing function: a scalar, or a

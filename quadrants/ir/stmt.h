@@ -49,6 +49,9 @@ namespace quadrants::ir {
   X(DebugPrint)                  \
   X(Random)                      \
   X(ThreadIndex)                 \
+  X(SharedArray)                 \
+  X(SharedPtr)                   \
+  X(SimtOp)                      \
   X(FuncArg)                     \
   X(FuncCall)                    \
   X(Return)
@@ -84,6 +87,10 @@ class Stmt {
   // may run at once.
   int graph_region() const { return graph_region_; }
   int graph_section() const { return graph_section_; }
+  // Threads per GPU block a parallel loop (and the task made of it) asks
+  // for with qd.loop_config(block_dim=...); 0 leaves it to the backend.
+  int block_dim() const { return block_dim_; }
+  void set_block_dim(int block_dim) { block_dim_ = block_dim; }
   void set_graph_section(int region, int section) {
     graph_region_ = region;
     graph_section_ = section;
@@ -128,6 +135,7 @@ class Stmt {
   SourceLocation loc_;
   int graph_region_ = -1;
   int graph_section_ = -1;
+  int block_dim_ = 0;
   Block* parent_ = nullptr;
   std::vector<Stmt*> operands_;
 };

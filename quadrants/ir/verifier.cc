@@ -204,6 +204,7 @@ class Verifier {
 
   void CheckGlobalPtr(const Stmt& s, const Stmt* ptr) {
     if (!Isa<NdarrayPtrStmt>(ptr) && !Isa<FieldPtrStmt>(ptr) &&
+        !Isa<SharedPtrStmt>(ptr) &&
         !(Isa<FuncArgStmt>(ptr) && ptr->type().is_pointer())) {
       Fail(s,
            "expects a field or ndarray element pointer, or a pointer "
@@ -431,6 +432,24 @@ class Verifier {
       case StmtKind::kThreadIndex:
         CheckType(s, &s, DataType::Scalar(PrimitiveType::kI32), "result");
         return;
+      case StmtKind::kSharedArray:
+        if (static_cast<const SharedArrayStmt&>(s).num_elements() <= 0)
+          Fail(s, "a shared array needs at least one element");
+        return;
+      case StmtKind::kSharedPtr:
+        if (!Isa<SharedArrayStmt>(s.operand(0)))
+          Fail(s, "operand 0 is not a shared array");
+        if (!s.operand(1)->type().is_scalar() ||
+            !IsInteger(s.operand(1)->type().element()))
+          Fail(s, "the element index is not an integer");
+        return;
+      case StmtKind::kSimtOp: {
+        const auto& simt = static_cast<const SimtOpStmt&>(s);
+        if (static_cast<int>(s.num_operands()) != OperandCount(simt.op()))
+          Fail(s, absl::StrCat(OpName(simt.op()), " takes ",
+                               OperandCount(simt.op()), " operands"));
+        return;
+      }
       case StmtKind::kAdStackAlloca: {
         const auto& a = static_cast<const AdStackAllocaStmt&>(s);
         if (a.max_size() < 0)

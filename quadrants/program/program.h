@@ -142,6 +142,10 @@ class Program {
   std::string device_description() const {
     return backend_->device_description();
   }
+  Backend::SimtLimits simt_limits() const { return backend_->simt_limits(); }
+  std::vector<std::pair<std::string, int64_t>> device_capabilities() const {
+    return backend_->device_capabilities();
+  }
   const OfflineCacheStats& offline_cache_stats() const {
     return backend_->offline_cache_stats();
   }

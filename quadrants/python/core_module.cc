@@ -551,6 +551,33 @@ class PyBuilder {
     return builder_.Random(Dtype(dtype));
   }
 
+  ir::Stmt* SharedArray(const std::string& dtype, int64_t num_elements) {
+    return builder_.SharedArray(Dtype(dtype), num_elements);
+  }
+  ir::Stmt* SharedPtr(ir::Stmt* array, ir::Stmt* index) {
+    return builder_.SharedPtr(array, index);
+  }
+  // A qd.simt primitive by its IR name; `dtype` is the result's ("" when
+  // it has none).
+  ir::Stmt* Simt(const std::string& op, const std::string& dtype,
+                 std::vector<ir::Stmt*> operands) {
+    ir::SimtOpKind kind;
+    if (!ir::ParseSimtOp(op, &kind))
+      throw py::value_error("unknown qd.simt primitive '" + op + "'");
+    if (static_cast<int>(operands.size()) != ir::OperandCount(kind)) {
+      throw py::value_error(op + " takes " +
+                            std::to_string(ir::OperandCount(kind)) +
+                            " operands");
+    }
+    return builder_.SimtOp(kind,
+                           dtype.empty() ? ir::DataType::Void()
+                                         : ir::DataType::Scalar(Dtype(dtype)),
+                           std::move(operands));
+  }
+  static void SetBlockDim(ir::Stmt* loop, int block_dim) {
+    loop->set_block_dim(block_dim);
+  }
+
   // Real functions: building moves into function `index`'s body (its top
   // level is where its variables are declared) until LeaveFunction.
   void EnterFunction(int index) {
@@ -1030,6 +1057,15 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def_property_readonly(
           "device_description",
           [](PyProgram& p) { return p.get().device_description(); })
+      .def_property_readonly(
+          "subgroup_size",
+          [](PyProgram& p) { return p.get().simt_limits().subgroup_size; })
+      .def_property_readonly(
+          "device_capabilities",
+          [](PyProgram& p) { return p.get().device_capabilities(); })
+      .def_property_readonly(
+          "max_shared_memory_bytes",
+          [](PyProgram& p) { return p.get().simt_limits().max_shared_bytes; })
       // Upstream's names for what the last launch did.
       .def("get_num_offloaded_tasks_on_last_call",
            [](PyProgram& p) { return p.get().last_launch().tasks; })
@@ -1179,6 +1215,10 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("assert_", &PyBuilder::Assert)
       .def("print_", &PyBuilder::Print)
       .def("random", &PyBuilder::Random, ref)
+      .def("shared_array", &PyBuilder::SharedArray, ref)
+      .def("shared_ptr", &PyBuilder::SharedPtr, ref)
+      .def("simt", &PyBuilder::Simt, ref)
+      .def_static("set_block_dim", &PyBuilder::SetBlockDim)
       .def("enter_function", &PyBuilder::EnterFunction)
       .def("leave_function", &PyBuilder::LeaveFunction)
       .def("func_arg", &PyBuilder::FuncArg, ref)

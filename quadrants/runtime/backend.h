@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -287,6 +288,19 @@ class Backend {
   // The device kernels run on, for people to read (name, driver); empty
   // where the backend names none.
   virtual std::string device_description() const { return ""; }
+  // What qd.simt may use: threads per subgroup (0 where kernels have no
+  // subgroups, as on the CPU) and bytes of block-shared memory per block.
+  struct SimtLimits {
+    int subgroup_size = 0;
+    int64_t max_shared_bytes = 0;
+  };
+  virtual SimtLimits simt_limits() const { return {}; }
+  // The device's capabilities by upstream's DeviceCapability names (e.g.
+  // "spirv_has_float64" -> 1); those left out are 0.
+  virtual std::vector<std::pair<std::string, int64_t>> device_capabilities()
+      const {
+    return {};
+  }
   // Whether kernels evaluate f32 sin and cos of one value together for
   // about the price of one; gradient kernels then stack those derivatives
   // in loops rather than evaluate them again in the reverse sweep.

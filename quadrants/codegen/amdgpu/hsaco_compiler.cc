@@ -1,3 +1,4 @@
+#include "quadrants/codegen/amdgpu/amdgcn_simt.h"
 #include "quadrants/codegen/amdgpu/hsaco_compiler.h"
 
 #include <cctype>
@@ -203,6 +204,7 @@ class AmdgpuTarget : public GpuTarget {
         absl::StrCat(gfx_target, " wave64 cov", kCodeObjectVersion / 100);
     spec.output = {llvm::CodeGenFileType::ObjectFile, "an AMDGPU object"};
     spec.entries = AmdgpuEntries();
+    spec.simt = AmdgcnSimt();
     spec.runtime_bitcode =
         absl::MakeConstSpan(kRuntimeBitcodeAmdgcn, kRuntimeBitcodeAmdgcn_size);
     return spec;

@@ -11,6 +11,7 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
 #include "llvm/Support/TargetSelect.h"
+#include "quadrants/codegen/cuda/nvptx_simt.h"
 #include "quadrants/codegen/llvm/gpu_entries.h"
 #include "quadrants/codegen/llvm/max_reduce_kernel.h"
 #include "quadrants/common/options.h"
@@ -182,6 +183,7 @@ class NvptxTarget : public GpuTarget {
         absl::StrCat(spec.cpu, " ", spec.features);
     spec.output = {llvm::CodeGenFileType::AssemblyFile, "PTX"};
     spec.entries = NvptxEntries();
+    spec.simt = NvptxSimt();
     spec.runtime_bitcode = absl::MakeConstSpan(kRuntimeBitcodeNvptx64,
                                                kRuntimeBitcodeNvptx64_size);
     spec.warp_aggregate_atomics = true;

@@ -67,6 +67,7 @@ absl::Status FunctionEmitter::EmitTask(const ir::OffloadedTaskStmt& task,
                                        const std::string& name) {
   BeginFunction(
       name, {b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty(), b_.getInt32Ty()});
+  shared_bytes_ = 0;
   llvm::Value* begin = function_->getArg(1);
   llvm::Value* end = function_->getArg(2);
   bool draws = false;

@@ -61,6 +61,8 @@ class FunctionEmitter : public ir::StmtVisitor<FunctionEmitter, absl::Status> {
   // ptr random_state, params...); called before the tasks that call them
   // are emitted.
   absl::Status EmitRealFunctions();
+  // Bytes of block-shared memory the last EmitTask's shared arrays take.
+  int64_t task_shared_bytes() const { return shared_bytes_; }
   // void name(ptr ctx, ptr out): evaluates the prologue, stores the bounds.
   absl::Status EmitBounds(const ir::OffloadedTaskStmt& task,
                           const std::string& name);
@@ -123,6 +125,9 @@ class FunctionEmitter : public ir::StmtVisitor<FunctionEmitter, absl::Status> {
   absl::Status VisitAssert(const ir::AssertStmt& s);
   absl::Status VisitDebugPrint(const ir::DebugPrintStmt& s);
   absl::Status VisitRandom(const ir::RandomStmt& s);
+  absl::Status VisitSharedArray(const ir::SharedArrayStmt& s);
+  absl::Status VisitSharedPtr(const ir::SharedPtrStmt& s);
+  absl::Status VisitSimtOp(const ir::SimtOpStmt& s);
   absl::Status VisitThreadIndex(const ir::ThreadIndexStmt& s);
   absl::Status VisitFuncArg(const ir::FuncArgStmt& s);
   absl::Status VisitFuncCall(const ir::FuncCallStmt& s);
@@ -243,6 +248,7 @@ class FunctionEmitter : public ir::StmtVisitor<FunctionEmitter, absl::Status> {
   // The current iteration's random state (an i64 slot); null when the task
   // draws no random numbers.
   llvm::Value* random_state_ = nullptr;
+  int64_t shared_bytes_ = 0;  // the current task's block-shared arrays
 
  public:
   void set_task_stacks(std::vector<AdStackSpec>* stacks) {

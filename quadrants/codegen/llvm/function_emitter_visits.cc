@@ -2,6 +2,7 @@
 // statements (loops, branches, stacks, atomics) are in function_emitter.cc.
 #include "quadrants/codegen/llvm/function_emitter.h"
 
+#include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
 
 namespace quadrants::codegen {
@@ -264,6 +265,65 @@ absl::Status FunctionEmitter::VisitAdStackAccAdjoint(
   scopes_.MarkAdStack(old);
   scopes_.MarkAdStack(b_.CreateStore(b_.CreateFAdd(old, Get(s.operand(1))), slot));
   return absl::OkStatus();
+}
+
+
+// ---- qd.simt -----------------------------------------------------------------
+
+absl::Status FunctionEmitter::VisitSharedArray(const ir::SharedArrayStmt& s) {
+  if (options_.simt == nullptr)
+    return Unsupported(s, "qd.simt.block.SharedArray on this backend");
+  // One dynamically sized block-shared buffer per launch; the task's arrays
+  // take 16-byte aligned slices of it, sized at the launch
+  // (CompiledTask::shared_bytes).
+  constexpr int64_t kAlign = 16;
+  const unsigned space = options_.simt->shared_address_space;
+  llvm::GlobalVariable* shared = module_.getGlobalVariable("qd_block_shared");
+  if (shared == nullptr) {
+    shared = new llvm::GlobalVariable(
+        module_, llvm::ArrayType::get(b_.getInt8Ty(), 0), /*isConstant=*/false,
+        llvm::GlobalValue::ExternalLinkage, nullptr, "qd_block_shared", nullptr,
+        llvm::GlobalValue::NotThreadLocal, space);
+    shared->setAlignment(llvm::Align(kAlign));
+  }
+  const int64_t offset = (shared_bytes_ + kAlign - 1) / kAlign * kAlign;
+  const PrimitiveType t = s.type().element();
+  shared_bytes_ =
+      offset + s.num_elements() *
+                   static_cast<int64_t>(module_.getDataLayout().getTypeAllocSize(
+                       StorageType(t)));
+  llvm::Value* slice = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), shared,
+                                                     static_cast<uint64_t>(offset));
+  return Define(s, b_.CreateAddrSpaceCast(slice, b_.getPtrTy()));
+}
+
+absl::Status FunctionEmitter::VisitSharedPtr(const ir::SharedPtrStmt& s) {
+  llvm::Value* index = ToI64(Get(s.index()), s.index()->type().element());
+  return Define(s, b_.CreateInBoundsGEP(StorageType(s.type().element()),
+                                        Get(s.array()), index));
+}
+
+absl::Status FunctionEmitter::VisitSimtOp(const ir::SimtOpStmt& s) {
+  if (options_.simt == nullptr) {
+    return Unsupported(s, absl::StrCat("qd.simt primitive '",
+                                       ir::OpName(s.op()), "' on this backend"));
+  }
+  std::vector<llvm::Value*> args;
+  for (const Stmt* operand : s.operands())
+    args.push_back(Get(operand));
+  llvm::Type* result = s.type().is_void()
+                           ? b_.getVoidTy()
+                           : RegisterType(s.type().element());
+  absl::StatusOr<llvm::Value*> value =
+      options_.simt->emit(b_, s.op(), args, result);
+  if (!value.ok()) {
+    return MakeError(ErrorKind::kCompilation, s.loc(),
+                     absl::StrCat("in kernel '", kernel_.name(), "': ",
+                                  value.status().message()));
+  }
+  if (s.type().is_void())
+    return absl::OkStatus();
+  return Define(s, *value);
 }
 
 }  // namespace quadrants::codegen

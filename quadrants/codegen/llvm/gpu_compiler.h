@@ -19,6 +19,7 @@
 #include "quadrants/codegen/llvm/gpu_entries.h"
 #include "quadrants/codegen/llvm/lowered_kernel.h"
 #include "quadrants/codegen/llvm/max_reduce_kernel.h"
+#include "quadrants/codegen/llvm/simt_target.h"
 
 namespace quadrants::codegen {
 
@@ -49,6 +50,8 @@ struct GpuTargetSpec {
   GpuOutput output;
   // How kernel entries read thread ids and become launchable.
   GpuEntryTarget entries;
+  // How kernels spell qd.simt's block, subgroup and warp primitives.
+  SimtTarget simt;
   // The runtime module built for the target, linked into every kernel.
   absl::Span<const unsigned char> runtime_bitcode;
   // Whether kernels may sum atomics across a warp first (the lowering
@@ -117,6 +120,7 @@ class GpuCompiler {
   const std::string& target_description() const {
     return target_->spec().description;
   }
+  const SimtTarget& simt() const { return target_->spec().simt; }
   bool warp_aggregate_atomics() const {
     return target_->spec().warp_aggregate_atomics;
   }

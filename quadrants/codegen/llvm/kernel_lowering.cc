@@ -61,7 +61,7 @@ std::string LoweringOptions::ToString() const {
       "bounds=", check_out_of_bound, " debug=", debug,
       " forced=", adstack_size_forced, " interleave=", interleave_adstacks,
       " warp_atomics=", warp_aggregate_atomics, " simd_bits=", simd_vector_bits,
-      " triple=", triple, " layout=", data_layout);
+      " simt=", simt != nullptr, " triple=", triple, " layout=", data_layout);
 }
 
 absl::StatusOr<LoweredKernel> LowerKernel(const ir::Kernel& kernel,
@@ -90,6 +90,7 @@ absl::StatusOr<LoweredKernel> LowerKernel(const ir::Kernel& kernel,
       emitter.set_task_index(static_cast<int>(t));
       if (absl::Status s = emitter.EmitTask(*task, out.function); !s.ok())
         return s;
+      out.shared_bytes = emitter.task_shared_bytes();
     }
     if (out.kind == ir::TaskKind::kRangeFor) {
       out.bounds_function = out.function + "_bounds";

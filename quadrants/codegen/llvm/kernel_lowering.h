@@ -5,6 +5,7 @@
 #include "llvm/IR/LLVMContext.h"
 #include "quadrants/adstack/stack_spec.h"
 #include "quadrants/codegen/llvm/lowered_kernel.h"
+#include "quadrants/codegen/llvm/simt_target.h"
 #include "quadrants/ir/kernel.h"
 #include "quadrants/ir/snode.h"
 
@@ -29,6 +30,8 @@ struct LoweringOptions {
   // Vector register bits for running parallel task bodies in SIMD lanes
   // (CPU); 0 runs every task one iteration at a time.
   int simd_vector_bits = 0;
+  // The target's qd.simt primitives; null where it has none (the CPU).
+  const SimtTarget* simt = nullptr;
   std::string triple;
   std::string data_layout;
 

@@ -217,6 +217,10 @@ std::string LaneLoweringObstacle(const ir::OffloadedTaskStmt& task,
             case StmtKind::kSNodeOp:
               obstacle = "a sparse SNode's pool operation" + where;
               break;
+            case StmtKind::kSharedArray:
+            case StmtKind::kSimtOp:
+              obstacle = "a qd.simt primitive" + where;
+              break;
             case StmtKind::kFieldPtr:
               if (static_cast<const ir::FieldPtrStmt*>(s)->block() != nullptr)
                 obstacle = "a field in a pointer or dynamic SNode's pool" + where;

@@ -36,7 +36,8 @@ std::string DeviceCaps::ToString() const {
                       " f64=", float64, " i64atomics=", int64_atomics,
                       " f32add=", float32_atomic_add,
                       " f64add=", float64_atomic_add,
-                      " subgroup_arith=", subgroup_arithmetic);
+                      " subgroup_arith=", subgroup_arithmetic,
+                      " shared_i64atomics=", shared_int64_atomics);
 }
 
 }  // namespace quadrants::codegen::spirv

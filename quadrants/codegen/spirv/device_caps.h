@@ -22,6 +22,8 @@ struct DeviceCaps {
   // Subgroup basic and arithmetic operations in compute shaders (Vulkan
   // 1.1's subgroup properties).
   bool subgroup_arithmetic = false;
+  // 64-bit atomics on block-shared (Workgroup) memory.
+  bool shared_int64_atomics = false;
   std::string device_name;  // for error messages
 
   // Why values of `type` cannot live on the device, or "" when they can.

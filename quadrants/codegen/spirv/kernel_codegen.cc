@@ -33,7 +33,7 @@ void ShaderEmitter::Begin(uint32_t local_size) {
   b_.Decorate(num_groups_, spv::DecorationBuiltIn, {spv::BuiltInNumWorkgroups});
   const Id void_type = b_.VoidType();
   main_ = b_.BeginFunction(void_type, b_.FunctionType(void_type, {}), {});
-  b_.EntryPoint(main_, "main", {push_constants_, global_id_, num_groups_});
+  interface_ = {push_constants_, global_id_, num_groups_};
   b_.LocalSize(main_, local_size, 1, 1);
   b_.Name(main_, "main");
   const Id member = b_.EntryOp(
@@ -46,6 +46,7 @@ std::vector<uint32_t> ShaderEmitter::End() {
   if (!b_.terminated())
     b_.Return();
   b_.EndFunction();
+  b_.EntryPoint(main_, "main", interface_);
   BuildAtomicFunctions();
   math_.Finish();
   return b_.Finish();
@@ -132,7 +133,8 @@ absl::StatusOr<std::vector<uint32_t>> ShaderEmitter::EmitTask(
   if (absl::Status s = CheckTypes(*task.body()); !s.ok())
     return s;
   const bool serial = task.task_kind() == ir::TaskKind::kSerial;
-  Begin(serial ? 1 : abi::kBlockSize);
+  block_size_ = task.block_dim() > 0 ? task.block_dim() : abi::kBlockSize;
+  Begin(serial ? 1 : block_size_);
   bool draws = false;
   ir::WalkBlock(*task.body(), [&](const Stmt* s) {
     draws = draws || ir::Isa<ir::RandomStmt>(s);
@@ -169,7 +171,7 @@ absl::StatusOr<std::vector<uint32_t>> ShaderEmitter::EmitTask(
     Id stride = b_.Op(
         spv::OpIMul, i64,
         {b_.Op(spv::OpBitcast, i64, {b_.Op(spv::OpUConvert, U64(), {groups})}),
-         b_.ConstI64(abi::kBlockSize)});
+         b_.ConstI64(block_size_)});
     invocation_ = b_.Op(spv::OpUConvert, U64(), {gid});
     Id offset = b_.Op(spv::OpBitcast, i64, {invocation_});
     Id begin, end;
@@ -219,6 +221,7 @@ absl::StatusOr<std::vector<uint32_t>> ShaderEmitter::EmitBounds(
   if (absl::Status s = CheckTypes(*task.prologue()); !s.ok())
     return s;
   Begin(1);
+  block_size_ = task.block_dim() > 0 ? task.block_dim() : abi::kBlockSize;
   loops_.push_back({0, 0});
   if (absl::Status s = EmitBlock(*task.prologue()); !s.ok())
     return s;
@@ -239,8 +242,8 @@ absl::StatusOr<std::vector<uint32_t>> ShaderEmitter::EmitBounds(
                  b_.ConstI64(0), count});
   Id groups =
       b_.Op(spv::OpSDiv, i64,
-            {b_.Op(spv::OpIAdd, i64, {count, b_.ConstI64(abi::kBlockSize - 1)}),
-             b_.ConstI64(abi::kBlockSize)});
+            {b_.Op(spv::OpIAdd, i64, {count, b_.ConstI64(block_size_ - 1)}),
+             b_.ConstI64(block_size_)});
   Id cap = b_.Op(spv::OpBitcast, i64, {CtxWord(abi::kCtxMaxGroups)});
   bool stacks = false;
   ir::WalkBlock(*task.body(), [&](const Stmt* s) {
@@ -252,8 +255,8 @@ absl::StatusOr<std::vector<uint32_t>> ShaderEmitter::EmitBounds(
         b_.Op(spv::OpSDiv, i64,
               {b_.Op(spv::OpIAdd, i64,
                      {b_.Op(spv::OpBitcast, i64, {AdWord(abi::kAdInvocations)}),
-                      b_.ConstI64(abi::kBlockSize - 1)}),
-               b_.ConstI64(abi::kBlockSize)});
+                      b_.ConstI64(block_size_ - 1)}),
+               b_.ConstI64(block_size_)});
     cap =
         b_.Op(spv::OpSelect, i64,
               {b_.Op(spv::OpSGreaterThan, Bool(), {cap, sliced}), sliced, cap});
@@ -349,6 +352,7 @@ absl::StatusOr<SpirvKernel> GenerateSpirv(const ir::Kernel& kernel,
       emitter.set_ad_record_offset(ad_record_offset);
       QD_ASSIGN_OR_RETURN(spirv_task.code, emitter.EmitTask(*task));
       compiled.adstacks = emitter.TakeAdStacks();
+      compiled.shared_bytes = emitter.shared_bytes();
     }
     if (task->task_kind() == ir::TaskKind::kRangeFor) {
       ShaderEmitter emitter(kernel, snodes, options, static_cast<int>(t),

@@ -329,6 +329,13 @@ void ShaderEmitter::SubgroupAggregatedAdd(Id addr, Id value, PrimitiveType t) {
 absl::StatusOr<Id> ShaderEmitter::EmitAtomic(const ir::AtomicOpStmt& s) {
   const PrimitiveType t = s.type().element();
   const bool f = ir::IsFloat(t);
+  if (ir::Isa<ir::SharedPtrStmt>(s.ptr()) &&
+      !(f && (s.op() == ir::AtomicOpKind::kBitAnd ||
+              s.op() == ir::AtomicOpKind::kBitOr ||
+              s.op() == ir::AtomicOpKind::kBitXor ||
+              s.op() == ir::AtomicOpKind::kCas))) {
+    return SharedAtomic(s);
+  }
   if (f && (s.op() == ir::AtomicOpKind::kBitAnd ||
             s.op() == ir::AtomicOpKind::kBitOr ||
             s.op() == ir::AtomicOpKind::kBitXor ||

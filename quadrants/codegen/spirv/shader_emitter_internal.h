@@ -95,6 +95,11 @@ class ShaderEmitter : public ir::StmtVisitor<ShaderEmitter, absl::StatusOr<Id>> 
   };
 
   void Begin(uint32_t local_size);
+ public:
+  // Bytes of Workgroup memory the task's shared arrays take.
+  int64_t shared_bytes() const { return shared_bytes_; }
+
+ private:
   std::vector<uint32_t> End();
 
   // ---- types and memory -------------------------------------------------
@@ -250,6 +255,9 @@ class ShaderEmitter : public ir::StmtVisitor<ShaderEmitter, absl::StatusOr<Id>> 
   absl::StatusOr<Id> VisitBreak(const ir::BreakStmt& s);
   absl::StatusOr<Id> VisitContinue(const ir::ContinueStmt& s);
   absl::StatusOr<Id> VisitRandom(const ir::RandomStmt& s);
+  absl::StatusOr<Id> VisitSharedArray(const ir::SharedArrayStmt& s);
+  absl::StatusOr<Id> VisitSharedPtr(const ir::SharedPtrStmt& s);
+  absl::StatusOr<Id> VisitSimtOp(const ir::SimtOpStmt& s) { return EmitSimt(s); }
   absl::StatusOr<Id> VisitThreadIndex(const ir::ThreadIndexStmt& s);
   absl::StatusOr<Id> VisitOffloadedTask(const ir::OffloadedTaskStmt& s) {
     return Unsupported(s, "a nested offloaded task");
@@ -398,6 +406,27 @@ class ShaderEmitter : public ir::StmtVisitor<ShaderEmitter, absl::StatusOr<Id>> 
   ModuleBuilder b_;
   MathLibrary math_{b_};
   Id main_ = 0;
+  // The entry point's interface: every Input and Workgroup variable used.
+  std::vector<Id> interface_;
+  // Invocations per workgroup of the task's shader.
+  int64_t block_size_ = abi::kBlockSize;
+  // qd.simt: the task's block-shared arrays, and builtins made at first use.
+  struct SharedArray {
+    Id variable = 0;
+    Id word = 0;           // the stored element type
+    bool as_word = false;  // stored as an unsigned word (32 or 64 bits)
+  };
+  Id ToSharedWord(const SharedArray& array, Id value, PrimitiveType t);
+  Id FromSharedWord(const SharedArray& array, Id word, PrimitiveType t);
+  absl::flat_hash_map<const Stmt*, SharedArray> shared_arrays_;
+  int64_t shared_bytes_ = 0;
+  absl::flat_hash_map<uint32_t, Id> builtins_;
+  Id Builtin(spv::BuiltIn builtin, bool vector);
+  Id SharedWordPointer(const ir::SharedPtrStmt& s);
+  Id LoadShared(const ir::SharedPtrStmt& ptr, PrimitiveType t);
+  void StoreShared(const ir::SharedPtrStmt& ptr, Id value, PrimitiveType t);
+  absl::StatusOr<Id> SharedAtomic(const ir::AtomicOpStmt& s);
+  absl::StatusOr<Id> EmitSimt(const ir::SimtOpStmt& s);
   Id push_constants_ = 0;
   Id global_id_ = 0;
   Id num_groups_ = 0;

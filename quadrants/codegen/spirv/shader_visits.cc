@@ -13,6 +13,8 @@ absl::StatusOr<Id> ShaderEmitter::VisitNdarrayShape(
 
 absl::StatusOr<Id> ShaderEmitter::VisitGlobalLoad(const ir::GlobalLoadStmt& s) {
   const PrimitiveType t = s.type().element();
+  if (const auto* shared = ir::DynCast<ir::SharedPtrStmt>(s.operand(0)))
+    return LoadShared(*shared, t);
   Id v = Load(StorageType(t), Get(s.operand(0)),
               static_cast<uint32_t>(Bytes(t)));
   // u1 is a byte in memory.
@@ -23,6 +25,10 @@ absl::StatusOr<Id> ShaderEmitter::VisitGlobalStore(
     const ir::GlobalStoreStmt& s) {
   const PrimitiveType t = s.operand(1)->type().element();
   Id v = Get(s.operand(1));
+  if (const auto* shared = ir::DynCast<ir::SharedPtrStmt>(s.operand(0))) {
+    StoreShared(*shared, v, t);
+    return kNoValue;
+  }
   if (t == PrimitiveType::kU1)
     v = Cast(v, t, PrimitiveType::kU8);
   Store(Get(s.operand(0)), v, StorageType(t),

@@ -28,6 +28,7 @@ hipDeviceptr_t DevicePointer(uint64_t address) {
 // are. Every entry point selects the device on the calling thread first.
 class HipDevice final : public gpu::Driver {
  public:
+  static constexpr int64_t kLds = 64 * 1024;
   explicit HipDevice(std::shared_ptr<HipDriver> driver)
       : hip_(std::move(driver)) {}
 
@@ -113,13 +114,27 @@ class HipDevice final : public gpu::Driver {
     return gpu::DeviceLimits{hip_->resident_threads(), hip_->total_memory()};
   }
 
+  // Wave64 on the CDNA GPUs the backend compiles for.
+  int SubgroupSize() const override { return 64; }
+  absl::StatusOr<int64_t> MaxSharedBytes() override { return kLds; }
+  // AMDGPU kernels take up to the device's LDS (64 KiB) without opting in.
+  absl::Status AllowSharedMemory(void* function,
+                                 int64_t shared_bytes) override {
+    if (shared_bytes > kLds) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "its shared arrays take ", shared_bytes,
+          " bytes of block-shared memory; AMDGPU allows ", kLds, " per block"));
+    }
+    return absl::OkStatus();
+  }
+
  protected:
   absl::Status LaunchKernel(void* function, unsigned grid, unsigned block,
-                            void** params) override {
+                            unsigned shared_bytes, void** params) override {
     QD_RETURN_IF_ERROR(hip_->MakeCurrent());
     return hip_->Check(hip_->hipModuleLaunchKernel(
                            static_cast<hipFunction_t>(function), grid, 1, 1,
-                           block, 1, 1, 0, nullptr, params, nullptr),
+                           block, 1, 1, shared_bytes, nullptr, params, nullptr),
                        "hipModuleLaunchKernel");
   }
 

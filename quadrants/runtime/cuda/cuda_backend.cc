@@ -137,13 +137,45 @@ class CudaDevice final : public gpu::Driver {
                              static_cast<int64_t>(total)};
   }
 
+  int SubgroupSize() const override { return 32; }
+  absl::StatusOr<int64_t> MaxSharedBytes() override {
+    int limit = 0;
+    QD_RETURN_IF_ERROR(Attribute(
+        CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &limit));
+    return limit;
+  }
+
+  absl::Status AllowSharedMemory(void* function,
+                                 int64_t shared_bytes) override {
+    // Up to 48 KiB needs nothing; beyond, each function opts in, up to the
+    // device's per-block limit.
+    if (shared_bytes <= 48 * 1024)
+      return absl::OkStatus();
+    int limit = 0;
+    QD_RETURN_IF_ERROR(Attribute(
+        CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &limit));
+    if (shared_bytes > limit) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "its shared arrays take ", shared_bytes,
+          " bytes of block-shared memory; this device allows ", limit,
+          " per block"));
+    }
+    return cu_->Check(
+        cu_->cuFuncSetAttribute(
+            static_cast<CUfunction>(function),
+            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            static_cast<int>(shared_bytes)),
+        "cuFuncSetAttribute");
+  }
+
  protected:
   absl::Status LaunchKernel(void* function, unsigned grid, unsigned block,
-                            void** params) override {
+                            unsigned shared_bytes, void** params) override {
     QD_RETURN_IF_ERROR(cu_->MakeCurrent());
     return cu_->Check(
         cu_->cuLaunchKernel(static_cast<CUfunction>(function), grid, 1, 1,
-                            block, 1, 1, 0, nullptr, params, nullptr),
+                            block, 1, 1, shared_bytes, nullptr, params,
+                            nullptr),
         "cuLaunchKernel");
   }
 

@@ -39,6 +39,7 @@ namespace quadrants::cuda {
   X(cuMemHostAlloc, "cuMemHostAlloc")                          \
   X(cuMemFreeHost, "cuMemFreeHost")                            \
   X(cuLaunchKernel, "cuLaunchKernel")                          \
+  X(cuFuncSetAttribute, "cuFuncSetAttribute")                  \
   X(cuModuleLoadDataEx, "cuModuleLoadDataEx")                  \
   X(cuDeviceTotalMem, "cuDeviceTotalMem_v2")                   \
   X(cuGraphCreate, "cuGraphCreate")                            \

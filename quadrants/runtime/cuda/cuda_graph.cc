@@ -26,6 +26,7 @@ class NodeAdder {
     params.gridDimY = params.gridDimZ = 1;
     params.blockDimX = launch.block;
     params.blockDimY = params.blockDimZ = 1;
+    params.sharedMemBytes = launch.shared_bytes;
     params.kernelParams = pointers.data();
     CUgraphNode node = nullptr;
     QD_RETURN_IF_ERROR(driver_.Check(

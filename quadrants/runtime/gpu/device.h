@@ -17,6 +17,8 @@ struct KernelLaunch {
   unsigned grid = 1;
   unsigned block = 1;
   std::vector<uint64_t> params;
+  // Dynamic block-shared memory (the task's shared arrays).
+  unsigned shared_bytes = 0;
 };
 
 // What the shared GPU launcher needs from a driver (CUDA, HIP): device

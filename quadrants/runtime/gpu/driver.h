@@ -31,11 +31,19 @@ class Driver : public Device {
   virtual absl::StatusOr<void*> Function(void* module,
                                          const std::string& name) = 0;
   virtual absl::StatusOr<DeviceLimits> Limits() = 0;
+  // Threads per subgroup (warp, wavefront) and the most block-shared
+  // memory one block may take, in bytes.
+  virtual int SubgroupSize() const = 0;
+  virtual absl::StatusOr<int64_t> MaxSharedBytes() = 0;
+  // Lets `function` take `shared_bytes` of dynamic block-shared memory;
+  // an error names the device's limit when it allows less.
+  virtual absl::Status AllowSharedMemory(void* function,
+                                         int64_t shared_bytes) = 0;
 
   absl::Status Launch(const KernelLaunch& launch) final {
     std::vector<void*> params = ParamPointers(launch);
     return LaunchKernel(launch.function, launch.grid, launch.block,
-                        params.data());
+                        launch.shared_bytes, params.data());
   }
 
   // Pointers to each parameter value, as the drivers take them.
@@ -49,7 +57,8 @@ class Driver : public Device {
  protected:
   // Queues a 1-D launch on the default stream.
   virtual absl::Status LaunchKernel(void* function, unsigned grid,
-                                    unsigned block, void** params) = 0;
+                                    unsigned block, unsigned shared_bytes,
+                                    void** params) = 0;
 };
 
 }  // namespace quadrants::gpu

@@ -2,7 +2,9 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "quadrants/codegen/llvm/compiler_identity.h"
+#include "quadrants/common/errors.h"
 #include "quadrants/common/status_macros.h"
 #include "quadrants/runtime/gpu/device_memory.h"
 
@@ -32,6 +34,8 @@ DriverBackend::DriverBackend(const CompileConfig& config,
 
 absl::Status DriverBackend::Init() {
   QD_ASSIGN_OR_RETURN(DeviceLimits limits, driver_->Limits());
+  simt_limits_.subgroup_size = driver_->SubgroupSize();
+  QD_ASSIGN_OR_RETURN(simt_limits_.max_shared_bytes, driver_->MaxSharedBytes());
   return InitDevice(limits.resident_threads, limits.total_memory);
 }
 
@@ -87,6 +91,20 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> DriverBackend::Instantiate(
       compiled->AddTasks(artifact.tasks, [&](const std::string& name) {
         return compiled->module->Function(name);
       }));
+  for (const GpuTask& task : compiled->tasks) {
+    if (task.shared_bytes == 0)
+      continue;
+    for (void* function : {task.run, task.device_range_run}) {
+      if (function == nullptr)
+        continue;
+      if (absl::Status s = driver_->AllowSharedMemory(function, task.shared_bytes);
+          !s.ok()) {
+        return MakeError(ErrorKind::kCompilation, task.loc,
+                         absl::StrCat("kernel '", artifact.facts.kernel_name,
+                                      "': ", s.message()));
+      }
+    }
+  }
   compiled->set_cache_key(key);
   return compiled;
 }

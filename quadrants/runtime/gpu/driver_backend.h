@@ -71,6 +71,7 @@ class DriverBackend : public GpuBackend {
   const OfflineCacheStats& offline_cache_stats() const override {
     return cache_stats_;
   }
+  SimtLimits simt_limits() const override { return simt_limits_; }
 
  protected:
   // The compiled kernel over `module`; a backend keeping more per kernel
@@ -94,6 +95,7 @@ class DriverBackend : public GpuBackend {
 
   std::shared_ptr<Driver> driver_;
   std::unique_ptr<codegen::GpuCompiler> compiler_;
+  SimtLimits simt_limits_;
   GpuCacheTarget cache_target_;
   // The loaded reduction modules, alive while their functions may run.
   std::vector<std::shared_ptr<GpuModule>> reduce_modules_;

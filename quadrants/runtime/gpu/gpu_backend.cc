@@ -40,6 +40,8 @@ absl::Status GpuCompiledKernel::AddTasks(
     launch.cells = task.struct_for_cells;
     launch.graph_region = task.graph_region;
     launch.graph_section = task.graph_section;
+    launch.block_dim = static_cast<unsigned>(task.block_dim);
+    launch.shared_bytes = static_cast<unsigned>(task.shared_bytes);
     launch.loc = task.loc;
     QD_ASSIGN_OR_RETURN(launch.run,
                         function(codegen::GpuEntryName(task.function)));
@@ -84,17 +86,19 @@ absl::Status GpuBackend::ReplayGraph(const GpuCompiledKernel& kernel,
                                 "': this backend replays no graphs"));
 }
 
-void GpuBackend::Shape(int64_t iterations, bool has_stacks, unsigned* grid,
+void GpuBackend::Shape(const GpuTask& task, int64_t iterations,
+                       bool has_stacks, unsigned* grid,
                        unsigned* block) const {
-  *block = kBlockSize;
+  const unsigned block_size = task.block_dim > 0 ? task.block_dim : kBlockSize;
+  *block = block_size;
   // Grid-stride loops cover the rest. An adstack task runs at most four
   // waves of resident threads (and fewer where the heap budget says so,
   // see AdStackHeap::FitGrid): its heap is bounded by the device, not by
   // the range, while the waves still hide memory latency.
   const int64_t resident_blocks =
-      std::max<int64_t>(1, resident_threads_ / kBlockSize);
+      std::max<int64_t>(1, resident_threads_ / block_size);
   const int64_t cap = (has_stacks ? 4 : 16) * resident_blocks;
-  const int64_t wanted = (iterations + kBlockSize - 1) / kBlockSize;
+  const int64_t wanted = (iterations + block_size - 1) / block_size;
   *grid = static_cast<unsigned>(std::clamp<int64_t>(wanted, 1, cap));
 }
 
@@ -183,9 +187,10 @@ absl::Status GpuBackend::RunTask(const GpuTask& task,
     return absl::OkStatus();
   KernelLaunch run;
   run.function = task.run;
+  run.shared_bytes = task.shared_bytes;
   const auto& stacks = kernel.task_adstacks()[index];
   if (task.kind != ir::TaskKind::kSerial)
-    Shape(range[1] - range[0], !stacks.empty(), &run.grid, &run.block);
+    Shape(task, range[1] - range[0], !stacks.empty(), &run.grid, &run.block);
   if (!stacks.empty()) {
     if (sized != nullptr) {
       adstack_layout_ = *sized;
@@ -257,7 +262,7 @@ absl::StatusOr<bool> GpuBackend::NeedsCheckpoints(
       threads = 1;
     } else if (task.kind == ir::TaskKind::kStructFor) {
       unsigned grid = 1, block = 1;
-      Shape(task.cells, /*has_stacks=*/true, &grid, &block);
+      Shape(task, task.cells, /*has_stacks=*/true, &grid, &block);
       threads = std::min<int64_t>(int64_t{grid} * block, resident_threads_);
     }
     QD_ASSIGN_OR_RETURN(
@@ -299,19 +304,21 @@ absl::Status GpuBackend::QueueCopy(uint64_t address, const void* data,
 KernelLaunch GpuBackend::QueuedLaunch(const GpuTask& task,
                                       uint64_t ctx) const {
   KernelLaunch launch;
+  launch.shared_bytes = task.shared_bytes;
   switch (task.kind) {
     case ir::TaskKind::kRangeFor:
       // The range is known only on the device: one resident wave of
       // threads covers any range grid-stride.
       launch.function = task.device_range_run;
       launch.params = {ctx};
-      Shape(resident_threads_, /*has_stacks=*/false, &launch.grid,
+      Shape(task, resident_threads_, /*has_stacks=*/false, &launch.grid,
             &launch.block);
       break;
     case ir::TaskKind::kStructFor:
       launch.function = task.run;
       launch.params = {ctx, 0, static_cast<uint64_t>(task.cells)};
-      Shape(task.cells, /*has_stacks=*/false, &launch.grid, &launch.block);
+      Shape(task, task.cells, /*has_stacks=*/false, &launch.grid,
+            &launch.block);
       break;
     case ir::TaskKind::kSerial:
       launch.function = task.run;

@@ -36,6 +36,10 @@ struct GpuTask {
   // Its qd.graph.parallel() section (see CompiledTask::graph_section).
   int graph_region = -1;
   int graph_section = -1;
+  // Threads per block asked by qd.loop_config(block_dim=) (0: the
+  // launcher's choice) and the task's dynamic block-shared bytes.
+  unsigned block_dim = 0;
+  unsigned shared_bytes = 0;
   SourceLocation loc;
 };
 
@@ -137,7 +141,8 @@ class GpuBackend : public Backend {
 
  private:
   // Grid and block for `iterations` iterations of a task.
-  void Shape(int64_t iterations, bool has_stacks, unsigned* grid,
+  void Shape(const GpuTask& task, int64_t iterations, bool has_stacks,
+             unsigned* grid,
              unsigned* block) const;
   // The max-reducer sizing uses, made at first use.
   adstack::MaxReducer* reducer();

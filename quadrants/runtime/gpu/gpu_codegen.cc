@@ -18,6 +18,7 @@ codegen::LoweringOptions GpuLoweringOptions(
   // A warp (wavefront) pushes in lockstep.
   options.interleave_adstacks = true;
   options.warp_aggregate_atomics = compiler.warp_aggregate_atomics();
+  options.simt = compiler.simt().emit ? &compiler.simt() : nullptr;
   options.triple = compiler.triple();
   options.data_layout = compiler.data_layout();
   return options;

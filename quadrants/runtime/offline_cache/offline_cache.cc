@@ -30,7 +30,7 @@ namespace {
 
 // Bumped whenever the entry layout or its meaning changes, so entries of
 // another format are rejected (and recompiled), never misread.
-constexpr uint32_t kFormat = 5;
+constexpr uint32_t kFormat = 6;
 constexpr const char* kSuffix = kEntrySuffix;
 // Between an entry's name and the unique tail of its temporary files.
 constexpr char kTemporaryInfix[] = ".tmp.";
@@ -216,6 +216,10 @@ absl::StatusOr<CompiledTask> DecodeTask(const proto::Task& in) {
     return Corrupt("task graph section");
   out.graph_region = in.graph_region();
   out.graph_section = in.graph_section();
+  if (in.block_dim() < 0 || in.shared_bytes() < 0)
+    return Corrupt("task block shape");
+  out.block_dim = in.block_dim();
+  out.shared_bytes = in.shared_bytes();
   out.loc = FromProto(in.loc());
   for (const proto::AdStack& stack : in.adstacks()) {
     auto spec = DecodeStack(stack);
@@ -256,6 +260,8 @@ std::string EncodeEntry(absl::string_view key, const CompiledKernelData& artifac
     t->set_simd_lanes(task.simd_lanes);
     t->set_graph_region(task.graph_region);
     t->set_graph_section(task.graph_section);
+    t->set_block_dim(task.block_dim);
+    t->set_shared_bytes(task.shared_bytes);
     ToProto(task.loc, t->mutable_loc());
     for (const AdStackSpec& spec : task.adstacks) {
       proto::AdStack* s = t->add_adstacks();

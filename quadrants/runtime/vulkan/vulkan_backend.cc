@@ -33,6 +33,8 @@ namespace abi = codegen::spirv::abi;
 struct VulkanTask {
   ir::TaskKind kind = ir::TaskKind::kSerial;
   int64_t cells = 0;
+  // Invocations per workgroup: the shader's local size.
+  int64_t block = codegen::spirv::abi::kBlockSize;
   VkPipeline pipeline = VK_NULL_HANDLE;
   VkPipeline bounds = VK_NULL_HANDLE;
 };
@@ -344,6 +346,28 @@ VulkanBackend::~VulkanBackend() {
     api.vkDestroyPipelineLayout(d, layout_, nullptr);
 }
 
+Backend::SimtLimits VulkanBackend::simt_limits() const {
+  return {device_->subgroup_size(), device_->max_shared_bytes()};
+}
+
+std::vector<std::pair<std::string, int64_t>>
+VulkanBackend::device_capabilities() const {
+  const codegen::spirv::DeviceCaps& caps = device_->caps();
+  return {{"spirv_version", 0x10500},
+          {"spirv_has_int8", caps.int8},
+          {"spirv_has_int16", caps.int16},
+          {"spirv_has_int64", 1},
+          {"spirv_has_float16", caps.float16},
+          {"spirv_has_float64", caps.float64},
+          {"spirv_has_atomic_int64", caps.int64_atomics},
+          {"spirv_has_atomic_float_add", caps.float32_atomic_add},
+          {"spirv_has_atomic_float64_add", caps.float64_atomic_add},
+          {"spirv_has_physical_storage_buffer", 1},
+          {"spirv_has_subgroup_basic", device_->subgroup_size() > 0},
+          {"spirv_has_subgroup_arithmetic", caps.subgroup_arithmetic},
+          {"spirv_subgroup_size", device_->subgroup_size()}};
+}
+
 int VulkanBackend::num_threads() const {
   return static_cast<int>(abi::kBlockSize * device_->max_groups());
 }
@@ -396,6 +420,8 @@ absl::StatusOr<std::shared_ptr<PipelineSet>> VulkanBackend::LoadPipelines(
     VulkanTask task;
     task.kind = lowered.kind;
     task.cells = lowered.struct_for_cells;
+    if (lowered.block_dim > 0)
+      task.block = lowered.block_dim;
     const std::string what = TaskName(name, t, lowered, false);
     QD_RETURN_IF_ERROR(Inspect(name, t, false, modules[t].code, what, validate));
     QD_ASSIGN_OR_RETURN(task.pipeline, CreatePipeline(*device_, layout_,
@@ -606,7 +632,7 @@ void VulkanBackend::RecordTask(VkCommandBuffer cmd, const VulkanTask& task,
       api.vkCmdDispatch(cmd, static_cast<uint32_t>(groups), 1, 1);
       stats->max_threads_used = std::max<int>(
           stats->max_threads_used, static_cast<int>(std::min<int64_t>(
-                                      task.cells, groups * abi::kBlockSize)));
+                                      task.cells, groups * task.block)));
       break;
     }
   }
@@ -626,8 +652,7 @@ int64_t VulkanBackend::TaskGroups(const VulkanTask& task) const {
   const int64_t groups = device_->max_groups();
   if (task.kind != ir::TaskKind::kStructFor)
     return groups;
-  return std::min<int64_t>((task.cells + abi::kBlockSize - 1) / abi::kBlockSize,
-                           groups);
+  return std::min<int64_t>((task.cells + task.block - 1) / task.block, groups);
 }
 
 absl::StatusOr<BackendLaunchStats> VulkanBackend::Queue(
@@ -762,7 +787,7 @@ absl::StatusOr<BackendLaunchStats> VulkanBackend::Launch(
   BackendLaunchStats stats;
   for (size_t t = 0; t < compiled.tasks().size(); ++t) {
     const VulkanTask& task = compiled.tasks()[t];
-    const int64_t block = abi::kBlockSize;
+    const int64_t block = task.block;
     int64_t groups = TaskGroups(task);
     if (!task_stacks[t].empty()) {
       const std::vector<int64_t>& program = compiled.sizer_programs[t];

@@ -57,6 +57,9 @@ class VulkanBackend : public Backend {
   std::shared_ptr<ArrayMemory> memory() override { return memory_; }
   bool stages_host_arrays() const override { return true; }
   int num_threads() const override;
+  SimtLimits simt_limits() const override;
+  std::vector<std::pair<std::string, int64_t>> device_capabilities()
+      const override;
   std::string device_description() const override {
     return device_->ReadableDescription();
   }

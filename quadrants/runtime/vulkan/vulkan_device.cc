@@ -192,12 +192,17 @@ absl::Status VulkanDevice::Initialize(const FeatureOverrides& overrides) {
       available.atomic_float.shaderBufferFloat64AtomicAdd &&
       !overrides.no_float_atomics;
 
+  caps_.shared_int64_atomics =
+      available.v12.shaderSharedInt64Atomics && !overrides.no_int64_atomics;
   VkPhysicalDeviceSubgroupProperties subgroup{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceProperties2 properties{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   properties.pNext = &subgroup;
   api.vkGetPhysicalDeviceProperties2(physical_, &properties);
+  subgroup_size_ = static_cast<int>(subgroup.subgroupSize);
+  max_shared_bytes_ =
+      properties.properties.limits.maxComputeSharedMemorySize;
   const VkSubgroupFeatureFlags arithmetic =
       VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
   caps_.subgroup_arithmetic =
@@ -217,6 +222,7 @@ absl::Status VulkanDevice::Initialize(const FeatureOverrides& overrides) {
   enable.v12.storageBuffer8BitAccess = caps_.int8;
   enable.v12.shaderFloat16 = caps_.float16;
   enable.v12.shaderBufferInt64Atomics = caps_.int64_atomics;
+  enable.v12.shaderSharedInt64Atomics = caps_.shared_int64_atomics;
   enable.atomic_float.shaderBufferFloat32AtomicAdd = caps_.float32_atomic_add;
   enable.atomic_float.shaderBufferFloat64AtomicAdd = caps_.float64_atomic_add;
   float priority = 1.0f;

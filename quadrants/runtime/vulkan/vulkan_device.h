@@ -39,6 +39,9 @@ class VulkanDevice {
   VkQueue queue() const { return queue_; }
   VkCommandPool command_pool() const { return command_pool_; }
   const codegen::spirv::DeviceCaps& caps() const { return caps_; }
+  // Invocations per subgroup, and bytes of Workgroup memory per workgroup.
+  int subgroup_size() const { return subgroup_size_; }
+  int64_t max_shared_bytes() const { return max_shared_bytes_; }
   // Name, driver and API version: what compiled code may depend on.
   std::string Description() const;
   // The device's name and its driver's version as its vendor writes it
@@ -79,6 +82,8 @@ class VulkanDevice {
   VkCommandPool command_pool_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
   codegen::spirv::DeviceCaps caps_;
+  int subgroup_size_ = 0;
+  int64_t max_shared_bytes_ = 0;
   uint32_t driver_version_ = 0;
   uint32_t vendor_id_ = 0;
   uint32_t api_version_ = 0;

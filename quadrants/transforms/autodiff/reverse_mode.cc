@@ -94,6 +94,22 @@ class GradTaskBuilder : public AdjointSweep {
                 "so the gradients would be wrong; draw them in a "
                 "separate kernel into a field or ndarray and read that "
                 "(RandStmt not supported in reverse mode)"));
+      case StmtKind::kSharedArray:
+      case StmtKind::kSharedPtr:
+      case StmtKind::kSimtOp:
+        // Their adjoints would need the block's other threads in reverse
+        // order: a transposed cooperation the gradient kernel lacks.
+        return MakeError(
+            ErrorKind::kGradient, s.loc(),
+            absl::StrCat("in kernel '", kernel_.name(), "': ",
+                         s.kind() == StmtKind::kSimtOp
+                             ? absl::StrCat("qd.simt primitive '",
+                                            ir::OpName(static_cast<const ir::SimtOpStmt&>(s).op()),
+                                            "'")
+                             : std::string("qd.simt.block.SharedArray"),
+                         " cannot be differentiated: reverse mode has no "
+                         "adjoint for block and subgroup cooperation; compute "
+                         "it in a kernel that is not differentiated"));
       case StmtKind::kThreadIndex:
         // The thread that runs an iteration may differ between the two
         // launches (CPU threads take iterations as they come).

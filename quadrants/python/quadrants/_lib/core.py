@@ -2,9 +2,15 @@
 its code reaches the exception types (core.QuadrantsRuntimeError) and the
 core's own functions."""
 from quadrants._core import core as _native
+from quadrants.lang.device_caps import DeviceCapability  # noqa: F401 pylint: disable=unused-import
 from quadrants.lang.exception import (QuadrantsAssertionError,  # noqa: F401 pylint: disable=unused-import
                                       QuadrantsIndexError, QuadrantsRuntimeError,
                                       QuadrantsSyntaxError, QuadrantsTypeError)
+
+
+def data_type_size(dtype):
+    """Bytes of one value of primitive type `dtype` (u1 takes a byte)."""
+    return max(1, dtype.bits // 8)
 
 
 def __getattr__(name):

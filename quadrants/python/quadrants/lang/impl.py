@@ -1,5 +1,6 @@
 """Introspection of the running session: quadrants.lang.impl.current_cfg()."""
 from quadrants.lang import ops, runtime
+from quadrants.lang.device_caps import DeviceCaps
 from quadrants.lang.exception import QuadrantsRuntimeError
 
 
@@ -38,6 +39,17 @@ def get_cuda_compute_capability():
     return int(description.rsplit("(sm_", 1)[1].rstrip(")"))
 
 
+def get_max_shared_memory_bytes(*, is_lowerbound_ok):
+    """The most block-shared memory (qd.simt.block.SharedArray) one block
+    may take on the session's device, in bytes, as the device reports it.
+    The CPU has none: 0 when `is_lowerbound_ok`, else a RuntimeError."""
+    limit = runtime.program().max_shared_memory_bytes
+    if limit == 0 and not is_lowerbound_ok:
+        raise RuntimeError(f"get_max_shared_memory_bytes not implemented for arch "
+                           f"{runtime.state.arch.name}")
+    return limit
+
+
 def current_cfg():
     """The options of the active session (after qd.init())."""
     if not runtime.is_initialized():
@@ -46,14 +58,29 @@ def current_cfg():
     return Config(runtime.state.options)
 
 
+class ProgramView:
+    """A Program as upstream's runtime shows it: the core Program's
+    attributes, and get_device_caps()."""
+
+    def __init__(self, program):
+        object.__setattr__(self, "_program", program)
+
+    def __getattr__(self, name):
+        return getattr(self._program, name)
+
+    def get_device_caps(self):
+        return DeviceCaps(self._program)
+
+
 class Runtime:
     """What upstream's runtime object offers that applies here: the session's
     program, arch and default types, and how many kernels it compiled."""
 
     @property
     def prog(self):
-        """The active Program (raises before qd.init())."""
-        return runtime.program()
+        """The active Program (raises before qd.init()), with upstream's
+        get_device_caps()."""
+        return ProgramView(runtime.program())
 
     @property
     def _arch(self):

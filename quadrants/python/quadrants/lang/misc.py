@@ -57,7 +57,7 @@ def session_dlpack_device_type():
 
 
 def _arch_name(arch, what):
-    if isinstance(arch, runtime.Arch):
+    if isinstance(arch, runtime.Arch) or arch is runtime.gpu:
         return arch.name
     if isinstance(arch, str) and arch in {a.name for a in runtime.ALL_ARCHS + [runtime.gpu]}:
         return arch

@@ -80,6 +80,11 @@ class FakeDriver : public Driver {
   absl::StatusOr<DeviceLimits> Limits() override {
     return DeviceLimits{4096, int64_t{1} << 30};
   }
+  absl::Status AllowSharedMemory(void*, int64_t) override {
+    return absl::OkStatus();
+  }
+  int SubgroupSize() const override { return 32; }
+  absl::StatusOr<int64_t> MaxSharedBytes() override { return 48 * 1024; }
 
   std::vector<std::vector<uint64_t>> launched;
   std::vector<std::string> modules;
@@ -89,7 +94,7 @@ class FakeDriver : public Driver {
 
  protected:
   absl::Status LaunchKernel(void* function, unsigned grid, unsigned block,
-                            void** params) override {
+                            unsigned shared_bytes, void** params) override {
     launched.push_back({*static_cast<uint64_t*>(params[0]),
                         *static_cast<uint64_t*>(params[1])});
     return absl::OkStatus();

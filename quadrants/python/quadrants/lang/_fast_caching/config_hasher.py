@@ -1,6 +1,6 @@
 """The configuration and device part of a fastcache key."""
-from quadrants._core import core
 from quadrants.lang import runtime
+from quadrants.lang.device_caps import DeviceCaps
 from quadrants.lang._fast_caching.hash_utils import hash_iterable_strings
 
 # qd.init options that change no compiled kernel: where files go, what is
@@ -17,14 +17,6 @@ _RUNTIME_ONLY = frozenset({
     "num_compile_threads", "require_version", "enable_fallback",
 })
 
-_identity = []
-
-
-def _binary_identity():
-    if not _identity:
-        _identity.append(core.binary_identity())
-    return _identity[0]
-
 
 def hash_compile_config():
     """A hash of the session's options that can change a compiled kernel."""
@@ -34,7 +26,6 @@ def hash_compile_config():
 
 
 def hash_device_caps():
-    """A hash of the device and of the Quadrants build compiling for it (a
-    rebuilt compiler may generate other code for the same source)."""
-    return "caps-" + hash_iterable_strings(
-        (runtime.program().device_description, _binary_identity()))
+    """The device part of a key: the device, its capabilities and the
+    Quadrants build compiling for it (prog.get_device_caps().hashed_key())."""
+    return DeviceCaps(runtime.program()).hashed_key()

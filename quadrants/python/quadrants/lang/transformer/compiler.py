@@ -87,6 +87,7 @@ class FunctionCompiler(AssignmentsMixin, StatementsMixin, GraphRegionsMixin, Loo
         self.immutable = set()    # a kernel's template and ndarray parameters
         self.shared_locals = set()  # kernel locals kept in global memory (shared_locals.py)
         self.pending_loop_config = None  # from qd.loop_config, for the next loop
+        self.loop_block_dim = None  # its block_dim, for the loop being built
         self.graph_region = False  # in a qd.graph.parallel_context() region
         self.graph_section = False  # in one of its qd.graph.parallel() sections
 

@@ -24,9 +24,10 @@ def loop_config(*, serialize=False, block_dim=None, parallelize=None,
 
     serialize=True runs the loop serially, in order, even when it is the
     outermost (parallel) loop of the kernel; `break` is then allowed in it.
-    block_dim (a positive int, upstream's threads per GPU block) is checked
-    but not yet applied: GPU launches use 128-thread blocks whatever it
-    says, which changes speed, never results; CPU backends have no blocks.
+    block_dim (a positive int, at most 1024) is the number of threads per
+    GPU block (workgroup) the loop runs in: qd.simt.block's thread_idx(),
+    sync() and SharedArray act on blocks of that size. Without it GPU
+    launches use 128-thread blocks; CPU backends have no blocks.
     parallelize is the number of CPU threads the loop may use (a positive
     int, as upstream): 1 runs it serially, like serialize=True; a larger
     count is a hint that does not change results, so it is accepted and the
@@ -136,6 +137,9 @@ class DirectivesMixin:
                 raise self.error(node, f"qd.loop_config({name}=...) must be a positive int "
                                  f"or None, got {count!r}", QuadrantsTypeError)
         block_dim = options.get("block_dim")
+        if block_dim is not None and block_dim > 1024:
+            raise self.error(node, f"qd.loop_config(block_dim=...) is at most 1024 threads "
+                             f"per block, got {block_dim}", QuadrantsTypeError)
         parallelize = options.get("parallelize")
         if not isinstance(options.get("block_dim_adaptive", True), bool):
             raise self.error(node, f"qd.loop_config(block_dim_adaptive=...) must be a bool, "

@@ -4,7 +4,7 @@ expressions. Compile-time operands fold in Python; run-time ones lower
 through ops and the builder."""
 import ast
 
-from quadrants.lang import (buffer_view, context, matrix, ops, printing, runtime, sparse,
+from quadrants.lang import (buffer_view, context, exception, matrix, ops, printing, runtime, sparse,
                             types)
 from quadrants.lang import tensor as tensor_module
 from quadrants.lang.composite_field import MatrixField
@@ -242,6 +242,8 @@ class ExpressionsMixin:
             return self.element(node, base.array, base.index(index))
         if isinstance(base, (Field, NdarrayArg, MatrixField, StructField)):
             return self.element(node, base, index)
+        if getattr(base, "_qd_shared_array", False):  # qd.simt.block.SharedArray
+            return self.shared_element(node, base, index)
         if isinstance(base, matrix.Matrix):
             return base[index]
         if is_runtime(base):
@@ -269,6 +271,20 @@ class ExpressionsMixin:
             self.ctx.outside_state.append(label)
             return self.ctx.hidden.ndarray_arg(value, self.ctx.origins.path(value), label)
         return value
+
+    def shared_element(self, node, array, index):
+        """An element of a qd.simt.block.SharedArray."""
+        index = index if isinstance(index, tuple) else (index,)
+        if isinstance(index[-1], slice) or any(isinstance(i, slice) for i in index):
+            raise self.error(node, f"The type {type(array)} do not support index of slice type",
+                             QuadrantsSyntaxError)
+        if any(isinstance(i, int) and i < 0 for i in index):
+            raise self.error(node, "Negative indices are not supported in Quadrants kernels.",
+                             QuadrantsSyntaxError)
+        try:
+            return array._element_ref([context.load(i) for i in index])
+        except exception.QuadrantsIndexError as e:
+            raise self.error(node, str(e), exception.QuadrantsIndexError) from None
 
     def element(self, node, base, index):
         if index is None:

@@ -69,6 +69,7 @@ class LoopsMixin:
 
     def visit_For(self, node):
         config, self.pending_loop_config = self.pending_loop_config, None
+        self.loop_block_dim = config.block_dim if config is not None else None
         if node.orelse:
             raise self.error(node, "for/else is not supported", QuadrantsSyntaxError)
         node = self.choose_iterable(node)
@@ -157,6 +158,9 @@ class LoopsMixin:
 
     def run_loop_body(self, node, loop, bindings, parallel):
         b = self.ctx.builder
+        block_dim, self.loop_block_dim = getattr(self, "loop_block_dim", None), None
+        if parallel and block_dim:
+            b.set_block_dim(loop, block_dim)
         b.push_block(loop, 0)
         saved_region, saved_parallel = self.ctx.region, self.ctx.in_parallel
         if parallel:
