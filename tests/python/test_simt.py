@@ -368,3 +368,101 @@ def test_deprecated_names_warn_once(monkeypatch):
         for _ in range(3):
             SG.barrier()
     assert len([w for w in seen if w.category is DeprecationWarning]) == 1
+
+
+def _tile_size():
+    return min(16, SG.group_size())
+
+
+@pytest.mark.parametrize("dtype", [qd.f32, qd.f64])
+@test_utils.test(arch=qd.gpu)
+def test_register_tile_cholesky_solve_and_rank1_update(dtype):
+    if dtype == qd.f64 and qd.cfg.arch == qd.vulkan and not \
+            qd.lang.impl.get_runtime().prog.get_device_caps().get(
+                qd._lib.core.DeviceCapability.spirv_has_float64):
+        pytest.skip("the Vulkan device has no f64")
+    from quadrants.lang.simt._tile import _make_tile  # noqa: PLC0415
+    n = _tile_size()
+    Tile = _make_tile(n, dtype)
+    np_type = np.float32 if dtype == qd.f32 else np.float64
+    rng = np.random.default_rng(3)
+    batches = 3
+    m = rng.random((batches, n, n))
+    spd = m @ m.transpose(0, 2, 1) + n * np.eye(n)
+    rhs = rng.random((batches, n, n))
+    vecs = rng.random((n, 2))
+    arr3 = qd.types.NDArray[dtype, 3]
+    arr2 = qd.types.NDArray[dtype, 2]
+
+    @qd.kernel
+    def factor(a: arr3, b: arr3, l_out: arr3, v: arr2, upd: arr2):
+        qd.loop_config(block_dim=n)
+        for g in range(batches * n):
+            batch = g // n
+            t = Tile.zeros()
+            t[:] = a[batch, 0:n, 0:n]
+            if batch == 0:
+                u = Tile.zeros()
+                u[:] = t
+                u -= qd.outer(v[0:n, 0], v[0:n, 1])
+                upd[0:n, 0:n] = u
+            t.cholesky_(1e-12)
+            l_out[batch, 0:n, 0:n] = t
+            x = Tile.zeros()
+            x[:] = b[batch, 0:n, 0:n]
+            t.solve_triangular_(x)
+            b[batch, 0:n, 0:n] = x
+
+    a, b, l_out = (qd.ndarray(dtype, (batches, n, n)) for _ in range(3))
+    v, upd = qd.ndarray(dtype, (n, 2)), qd.ndarray(dtype, (n, n))
+    a.from_numpy(spd.astype(np_type))
+    b.from_numpy(rhs.astype(np_type))
+    v.from_numpy(vecs.astype(np_type))
+    factor(a, b, l_out, v, upd)
+    tol = 1e-4 if dtype == qd.f32 else 1e-10
+    chol = np.linalg.cholesky(spd)
+    np.testing.assert_allclose(l_out.to_numpy(), chol, atol=tol * n)
+    expected = np.stack([np.linalg.solve(chol[k], rhs[k].T).T for k in range(batches)])
+    np.testing.assert_allclose(b.to_numpy(), expected, atol=tol * n)
+    np.testing.assert_allclose(upd.to_numpy(), spd[0] - np.outer(vecs[:, 0], vecs[:, 1]),
+                               atol=tol)
+
+
+@test_utils.test(arch=qd.gpu)
+def test_register_tile_partial_loads_and_stores_clip_to_the_slice_and_array():
+    from quadrants.lang.simt._tile import _make_tile  # noqa: PLC0415
+    n = _tile_size()
+    Tile = _make_tile(n, qd.f32)
+
+    @qd.kernel
+    def copy(src: qd.types.NDArray[qd.f32, 2], dst: qd.types.NDArray[qd.f32, 2],
+             rows: qd.i32, cols: qd.i32):
+        qd.loop_config(block_dim=n)
+        for _ in range(n):
+            t = Tile.eye()
+            t[:] = src[1:1 + rows, 2:2 + cols]
+            dst[0:n, 0:n] = t
+
+    src = qd.ndarray(qd.f32, (n + 3, n - 1))
+    data = np.arange((n + 3) * (n - 1), dtype=np.float32).reshape(n + 3, n - 1)
+    src.from_numpy(data)
+    dst = qd.ndarray(qd.f32, (n, n - 2))   # narrower than the tile: columns clip
+    copy(src, dst, n - 2, n)
+    # Rows and columns outside the slice or the array keep the identity's.
+    expected = np.eye(n, n - 2, dtype=np.float32)
+    expected[:n - 2, :n - 3] = data[1:n - 1, 2:n - 1]
+    np.testing.assert_array_equal(dst.to_numpy(), expected)
+
+
+@test_utils.test(arch=qd.cpu)
+def test_register_tiles_need_a_gpu():
+    @qd.kernel
+    def make(dst: qd.types.NDArray[qd.f32, 2]):
+        for _ in range(16):
+            t = qd.simt.Tile16x16.zeros()
+            dst[0:16, 0:16] = t
+
+    with pytest.raises(qd.QuadrantsSyntaxError, match="requires a GPU backend"):
+        make(qd.ndarray(qd.f32, (16, 16)))
+    with pytest.raises(TypeError, match="does not support composition"):
+        qd.outer(1, 2) + qd.outer(3, 4)

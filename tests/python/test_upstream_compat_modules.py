@@ -187,7 +187,7 @@ def test_qd_cfg_is_none_before_init():
 @test_utils.test(arch=ARCHS, default_fp=qd.f32)
 def test_get_runtime_counts_compiled_kernels():
     rt = impl.get_runtime()
-    assert rt.prog is runtime.program() and rt.default_fp == qd.f32
+    assert rt.prog._program is runtime.program() and rt.default_fp == qd.f32
     assert rt._arch == runtime.state.arch  # pylint: disable=protected-access
     assert rt.get_num_compiled_functions() == 0
     x = qd.field(qd.f32, shape=4, needs_grad=True)

@@ -127,9 +127,14 @@ class NvptxEmitter {
       case Kind::kWarpAny:
         return FromBool(Call(llvm::Intrinsic::nvvm_vote_any_sync,
                              {I32(args_[0]), Predicate(args_[1])}));
-      case Kind::kWarpUnique:
-        return FromBool(Call(llvm::Intrinsic::nvvm_vote_uni_sync,
-                             {I32(args_[0]), Predicate(args_[1])}));
+      case Kind::kWarpUnique: {
+        // Uniform: true on every lane of the mask, or on none.
+        llvm::Value* all = Call(llvm::Intrinsic::nvvm_vote_all_sync,
+                                {I32(args_[0]), Predicate(args_[1])});
+        llvm::Value* any = Call(llvm::Intrinsic::nvvm_vote_any_sync,
+                                {I32(args_[0]), Predicate(args_[1])});
+        return FromBool(b_.CreateOr(all, b_.CreateNot(any)));
+      }
       case Kind::kWarpBallot:
         return b_.CreateZExtOrTrunc(
             Call(llvm::Intrinsic::nvvm_vote_ballot_sync,

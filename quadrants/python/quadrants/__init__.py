@@ -28,6 +28,7 @@ from quadrants.lang.graph import parallel as graph_parallel
 from quadrants.lang.graph import parallel_context as graph_parallel_context
 from quadrants.lang.stream import create_event, create_stream, stream_parallel
 from quadrants.lang import simt
+from quadrants.lang.simt._tile import outer
 from quadrants.lang import mathlib as math  # qd.math
 from quadrants.lang.composite_field import Layout, MatrixField
 from quadrants.lang.decompositions import (eig, make_spd, polar_decompose, solve, svd,

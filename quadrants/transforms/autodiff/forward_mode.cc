@@ -149,6 +149,8 @@ class TangentBuilder {
         }
         return absl::OkStatus();
       case StmtKind::kGlobalStore:
+        if (ir::Isa<ir::SharedPtrStmt>(s.operand(0)) && T(s.operand(1)) != nullptr)
+          return SharedTangentError(s);
         if (s.operand(1)->type().is_float_scalar()) {
           if (Stmt* dual = DualPtr(*s.operand(0))) {
             b_.GlobalStore(dual, TOrZero(s.operand(1), dual->type().element()));
@@ -156,7 +158,11 @@ class TangentBuilder {
         }
         return absl::OkStatus();
       case StmtKind::kAtomicOp:
+        if (ir::Isa<ir::SharedPtrStmt>(s.operand(0)) && T(s.operand(1)) != nullptr)
+          return SharedTangentError(s);
         return AtomicTangent(static_cast<const ir::AtomicOpStmt&>(s));
+      case StmtKind::kSimtOp:
+        return SimtTangent(static_cast<const ir::SimtOpStmt&>(s));
       case StmtKind::kUnaryOp:
         if (s.type().is_float_scalar() && T(s.operand(0)) != nullptr)
           UnaryTangent(static_cast<const ir::UnaryOpStmt&>(s));
@@ -177,6 +183,49 @@ class TangentBuilder {
         return absl::OkStatus();
       default:
         return absl::OkStatus();  // constants, arguments, integers, control
+    }
+  }
+
+  // Block-shared memory carries no tangents: a value with one stored there
+  // would lose it.
+  absl::Status SharedTangentError(const Stmt& s) {
+    return MakeError(
+        ErrorKind::kGradient, s.loc(),
+        absl::StrCat("in kernel '", kernel_.name(), "': forward mode cannot "
+                     "carry a tangent through qd.simt.block.SharedArray; "
+                     "compute the value in a kernel that is not differentiated"));
+  }
+
+  // Moving a value between lanes is linear: its tangent moves the same way.
+  // Other primitives take or give integers (lanes, votes, masks).
+  absl::Status SimtTangent(const ir::SimtOpStmt& s) {
+    switch (s.op()) {
+      case ir::SimtOpKind::kSubgroupShuffle:
+      case ir::SimtOpKind::kSubgroupShuffleXor:
+      case ir::SimtOpKind::kSubgroupShuffleUp:
+      case ir::SimtOpKind::kSubgroupShuffleDown:
+      case ir::SimtOpKind::kSubgroupBroadcast:
+      case ir::SimtOpKind::kSubgroupBroadcastFirst: {
+        if (!s.type().is_float_scalar() || T(s.operand(0)) == nullptr)
+          return absl::OkStatus();
+        std::vector<Stmt*> operands = {T(s.operand(0))};
+        for (size_t k = 1; k < s.num_operands(); ++k)
+          operands.push_back(P(s.operand(k)));
+        tangent_[&s] = b_.SimtOp(s.op(), s.type(), std::move(operands));
+        return absl::OkStatus();
+      }
+      case ir::SimtOpKind::kWarpShuffle:
+      case ir::SimtOpKind::kWarpShuffleUp:
+      case ir::SimtOpKind::kWarpShuffleDown:
+      case ir::SimtOpKind::kWarpShuffleXor: {
+        if (!s.type().is_float_scalar() || T(s.operand(1)) == nullptr)
+          return absl::OkStatus();
+        tangent_[&s] = b_.SimtOp(s.op(), s.type(),
+                                 {P(s.operand(0)), T(s.operand(1)), P(s.operand(2))});
+        return absl::OkStatus();
+      }
+      default:
+        return absl::OkStatus();
     }
   }
 

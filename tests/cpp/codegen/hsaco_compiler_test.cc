@@ -34,6 +34,7 @@ Compiled CompileToHsaco(GpuCompiler& compiler, const ir::Kernel& kernel,
   options.debug = debug;
   options.check_out_of_bound = debug;
   options.interleave_adstacks = true;  // as the AMDGPU backend lowers
+  options.simt = &compiler.simt();
   options.triple = compiler.triple();
   options.data_layout = compiler.data_layout();
   auto lowered =

@@ -55,6 +55,7 @@ std::string CompileToPtx(GpuCompiler& compiler, const ir::Kernel& kernel,
   options.check_out_of_bound = debug;
   options.interleave_adstacks = true;  // as the CUDA backend lowers
   options.warp_aggregate_atomics = compiler.warp_aggregate_atomics();
+  options.simt = &compiler.simt();
   options.triple = compiler.triple();
   options.data_layout = compiler.data_layout();
   auto lowered = LowerKernel(kernel, tree, options, context);

@@ -239,6 +239,20 @@ function fn0 tri(v: i32, <result 0>: *i32) {
 )ir");
 }
 
+TEST(IrPrintTest, PrintSimtStatementsAndBlockDim) {
+  auto kernel = samples::BuildSimtKernel();
+  absl::Status status = Verify(*kernel, kTyped);
+  ASSERT_TRUE(status.ok()) << status;
+  const std::string text = PrintKernel(*kernel);
+  for (const char* piece :
+       {"range_for", "#block_dim 64", "*f32 = shared_array 64", "shared_ptr $",
+        "= block_thread_idx", "= block_sync", "f32 = subgroup_shuffle_down $",
+        "i32 = subgroup_invocation_id", "u64 = subgroup_ballot $",
+        "i32 = block_sync_count $", "= grid_mem_fence"}) {
+    EXPECT_NE(text.find(piece), std::string::npos) << piece << " in\n" << text;
+  }
+}
+
 TEST(IrPrintTest, SampleKernelsUseEveryStatementKind) {
   std::set<StmtKind> seen;
   for (const samples::SampleKernel& sample : samples::AllSampleKernels()) {

@@ -327,6 +327,40 @@ std::unique_ptr<Kernel> BuildSparseKernel() {
   return k;
 }
 
+std::unique_ptr<Kernel> BuildSimtKernel() {
+  constexpr PrimitiveType kU64 = PrimitiveType::kU64;
+  auto k = NewKernel("simt", 90);
+  k->AddParam(KernelParam::Ndarray("a", kF32, 1));
+  IRBuilder b(k.get());
+  b.SetLocation(At(91));
+  auto* loop = b.RangeFor(b.ConstI32(0), b.NdarrayShape(0, 0));
+  loop->set_block_dim(64);
+  auto scope = b.EnterBlock(loop->body());
+  Stmt* i = b.LoopIndex(loop);
+  Stmt* a = b.NdarrayPtr(0, {i});
+  Stmt* shared = b.SharedArray(kF32, 64);
+  Stmt* tid = b.SimtOp(SimtOpKind::kBlockThreadIdx, DataType::Scalar(kI32));
+  b.SetLocation(At(92));
+  b.GlobalStore(b.SharedPtr(shared, tid), b.GlobalLoad(a));
+  b.SimtOp(SimtOpKind::kBlockSync, DataType::Void());
+  Stmt* mirror = Typed(b.Sub(b.ConstI32(63), tid), kI32);
+  Stmt* x = b.GlobalLoad(b.SharedPtr(shared, mirror));
+  b.SetLocation(At(93));
+  Stmt* down = b.SimtOp(SimtOpKind::kSubgroupShuffleDown,
+                        DataType::Scalar(kF32), {x, b.ConstI32(1)});
+  Stmt* lane = b.SimtOp(SimtOpKind::kSubgroupInvocationId,
+                        DataType::Scalar(kI32));
+  Stmt* ballot = b.SimtOp(SimtOpKind::kSubgroupBallot, DataType::Scalar(kU64),
+                          {lane});
+  Stmt* count = b.SimtOp(SimtOpKind::kBlockSyncCount, DataType::Scalar(kI32),
+                         {b.Cast(ballot, kI32)});
+  b.SetLocation(At(94));
+  b.Atomic(AtomicOpKind::kAdd, b.SharedPtr(shared, tid), down);
+  b.SimtOp(SimtOpKind::kGridMemFence, DataType::Void());
+  b.GlobalStore(a, Typed(b.Add(down, b.Cast(count, kF32)), kF32));
+  return k;
+}
+
 std::vector<SampleKernel> AllSampleKernels() {
   const VerifyOptions typed{.require_types = true, .snodes = &SampleTree()};
   const VerifyOptions untyped{.require_types = false, .snodes = &SampleTree()};
@@ -342,6 +376,7 @@ std::vector<SampleKernel> AllSampleKernels() {
   kernels.push_back({BuildBitsKernel(), typed});
   kernels.push_back({BuildRealFunctionKernel(), typed});
   kernels.push_back({BuildSparseKernel(), typed});
+  kernels.push_back({BuildSimtKernel(), typed});
   return kernels;
 }
 

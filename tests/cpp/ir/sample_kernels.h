@@ -55,6 +55,9 @@ std::unique_ptr<Kernel> BuildBitsKernel();
 // A recursive real function with a by-value and a result parameter, called
 // from the kernel and from itself.
 std::unique_ptr<Kernel> BuildRealFunctionKernel();
+// A range_for of 64-thread blocks exchanging values through a shared array
+// and subgroup shuffles, with block barriers and votes.
+std::unique_ptr<Kernel> BuildSimtKernel();
 
 struct SampleKernel {
   std::unique_ptr<Kernel> kernel;

@@ -8,6 +8,7 @@ from quadrants.lang import context, matrix, types
 from quadrants.lang.exception import QuadrantsIndexError
 from quadrants.lang.expr import Expr, GlobalRef
 from quadrants.lang.kernel import func
+from quadrants.lang.ops import cast as qd_cast
 from quadrants.lang.ops import intrinsic, static_assert
 from quadrants.lang.transformer import static
 from quadrants.lang.types import template
@@ -286,3 +287,62 @@ def exclusive_min(value, block_dim: template(), dtype: template()):
 def exclusive_max(value, block_dim: template(), dtype: template()):
     return exclusive_scan(value, block_dim, reductions._bin_max,
                           reductions._typed_min_value(value), dtype)
+
+
+@func
+def _lanes_with_digit(digit, lane):
+    """(lanes below `lane` in the subgroup holding `digit`, lanes above)."""
+    below = 0
+    above = 0
+    for j in static(range(_lanes())):
+        other = subgroup.shuffle(digit, j)
+        if other == digit:
+            if j < lane:
+                below += 1
+            if j > lane:
+                above += 1
+    return below, above
+
+
+@func
+def radix_rank_match_atomic_or(key, block_dim: template(), radix_bits: template(),
+                               bit_start: template(), num_bits: template(), bins,
+                               excl_prefix):
+    """The stable rank of the thread's `key` (a u32) in its block when the
+    block's keys are ordered by digit (key >> bit_start) & (2**num_bits - 1):
+    the keys of smaller digits, then those of equal digit held by lower
+    threads. Also fills the caller's SharedArrays ((2**radix_bits,) i32)
+    `bins` with each digit's count and `excl_prefix` with their exclusive
+    prefix sums; block_dim must equal 2**radix_bits."""
+    static_assert(_lanes() == 32 or _lanes() == 64,
+                  "block.radix_rank_match_atomic_or: subgroup size must be 32 or 64")
+    static_assert(block_dim == 1 << radix_bits,
+                  "block.radix_rank_match_atomic_or: block_dim must equal RADIX_DIGITS "
+                  "(1 << radix_bits)")
+    counts = SharedArray((_subgroups(block_dim) * block_dim,), types.i32)
+    tid = thread_idx()
+    lane = subgroup.invocation_id()
+    own = tid // _lanes()
+    for s in static(range(_subgroups(block_dim))):
+        counts[s * block_dim + tid] = 0
+    digit = qd_cast((key >> qd_cast(bit_start, types.u32)) &
+                    qd_cast((1 << num_bits) - 1, types.u32), types.i32)
+    below, above = _lanes_with_digit(digit, lane)
+    sync()
+    if above == 0:
+        counts[own * block_dim + digit] = below + 1
+    sync()
+    # Thread t owns digit t: its count per subgroup becomes the count of
+    # the subgroups before.
+    total = 0
+    for s in static(range(_subgroups(block_dim))):
+        n = counts[s * block_dim + tid]
+        counts[s * block_dim + tid] = total
+        total += n
+    prefix = exclusive_add(total, block_dim, types.i32)
+    bins[tid] = total
+    excl_prefix[tid] = prefix
+    sync()
+    rank = excl_prefix[digit] + counts[own * block_dim + digit] + below
+    sync()
+    return rank

@@ -134,7 +134,9 @@ class AssignmentsMixin:
                 self.assign(node, t, v)
         elif isinstance(target, (ast.Subscript, ast.Attribute)):
             ref = self.eval(target)
-            if isinstance(ref, GlobalRef) and not isinstance(value, Composite):
+            if hasattr(ref, "_qd_assign"):  # tile loads and stores (qd.simt)
+                ref._qd_assign(self, node, value)
+            elif isinstance(ref, GlobalRef) and not isinstance(value, Composite):
                 expr = context.to_expr(value, like=ref.dtype)
                 self.ctx.builder.global_store(ref.ptr, expr.stmt)
             elif isinstance(ref, (Var, GlobalRef, Composite)):
@@ -213,6 +215,12 @@ class AssignmentsMixin:
                              f"{ast.unparse(node.target)}")
                 return
         current = self.eval(node.target)
+        if hasattr(current, "_qd_augassign"):  # t -= qd.outer(u, v) on a qd.simt tile
+            try:
+                current._qd_augassign(self, node, _BINARY[op][0], self.eval(node.value))
+            except TypeError as e:
+                raise self.error(node, str(e), QuadrantsTypeError) from None
+            return
         if isinstance(node.target, ast.Name) and node.target.id in self.shared_locals and \
                 op in _ATOMIC_AUG and (isinstance(current, GlobalRef) or (
                     isinstance(current, matrix.Matrix) and

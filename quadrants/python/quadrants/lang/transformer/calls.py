@@ -65,7 +65,7 @@ class CallsMixin:
         if getattr(fn, "_qd_kernel", False):
             raise self.error(node, "a kernel cannot call another kernel; make the callee "
                              "a @qd.func", QuadrantsSyntaxError)
-        if _needs_inlining(args, kwargs):
+        if _needs_inlining(args, kwargs) or getattr(fn, "_qd_kernel_language", False):
             inlined = self.inline_python(node, fn, args, kwargs)
             if inlined is not _NOT_INLINABLE:
                 return inlined

@@ -54,18 +54,19 @@ class DirectivesMixin:
     """FunctionCompiler's handling of qd.static() and qd.loop_config()."""
 
     def check_loop_config_target(self, body, i):
-        """A qd.loop_config(...) statement must be followed by a for loop."""
+        """A qd.loop_config(...) statement configures the next for loop of
+        its block (other statements may come between, as upstream allows);
+        a block with no for loop after it is an error."""
         config = self.pending_loop_config
         if config is None:
             return
-        following = body[i + 1] if i + 1 < len(body) else None
-        if not isinstance(following, ast.For):
+        if not any(isinstance(stmt, ast.For) for stmt in body[i + 1:]):
             self.pending_loop_config = None
+            following = body[i + 1] if i + 1 < len(body) else None
             found = "nothing" if following is None else \
-                f"a {type(following).__name__} statement"
-            raise self.error(config.node, f"qd.loop_config() must be followed directly by "
-                             f"the for loop it configures, found {found}",
-                             QuadrantsSyntaxError)
+                f"a {type(following).__name__} statement and no for loop"
+            raise self.error(config.node, f"qd.loop_config() must be followed by the for loop "
+                             f"it configures, found {found}", QuadrantsSyntaxError)
 
     def is_static_call(self, call):
         try:

@@ -4,7 +4,7 @@ expressions. Compile-time operands fold in Python; run-time ones lower
 through ops and the builder."""
 import ast
 
-from quadrants.lang import (buffer_view, context, exception, matrix, ops, printing, runtime, sparse,
+from quadrants.lang import (array_slice, buffer_view, context, exception, matrix, ops, printing, runtime, sparse,
                             types)
 from quadrants.lang import tensor as tensor_module
 from quadrants.lang.composite_field import MatrixField
@@ -16,6 +16,11 @@ from quadrants.lang.field import Field, element_indices
 from quadrants.lang.ndarray import Ndarray
 from quadrants.lang.transformer import overflow, purity
 from quadrants.lang.struct import StructField, StructType, UnpackedVector
+
+def _has_slice(index):
+    return isinstance(index, slice) or (isinstance(index, tuple) and
+                                        any(isinstance(i, slice) for i in index))
+
 
 _BINARY = {
     ast.Add: ("add", lambda a, b: a + b),
@@ -240,10 +245,21 @@ class ExpressionsMixin:
             if isinstance(index, slice):
                 return base.slice(index)
             return self.element(node, base.array, base.index(index))
+        if _has_slice(index) and (isinstance(base, (Field, NdarrayArg)) or
+                                  getattr(base, "_qd_shared_array", False)):
+            try:
+                return array_slice.from_subscript(base, index)
+            except QuadrantsSyntaxError as e:
+                raise self.error(node, str(e), QuadrantsSyntaxError) from None
         if isinstance(base, (Field, NdarrayArg, MatrixField, StructField)):
             return self.element(node, base, index)
         if getattr(base, "_qd_shared_array", False):  # qd.simt.block.SharedArray
             return self.shared_element(node, base, index)
+        if getattr(base, "_qd_tile", False):  # qd.simt tiles: t[:]
+            try:
+                return base[index]
+            except QuadrantsSyntaxError as e:
+                raise self.error(node, str(e), QuadrantsSyntaxError) from None
         if isinstance(base, matrix.Matrix):
             return base[index]
         if is_runtime(base):
@@ -275,9 +291,6 @@ class ExpressionsMixin:
     def shared_element(self, node, array, index):
         """An element of a qd.simt.block.SharedArray."""
         index = index if isinstance(index, tuple) else (index,)
-        if isinstance(index[-1], slice) or any(isinstance(i, slice) for i in index):
-            raise self.error(node, f"The type {type(array)} do not support index of slice type",
-                             QuadrantsSyntaxError)
         if any(isinstance(i, int) and i < 0 for i in index):
             raise self.error(node, "Negative indices are not supported in Quadrants kernels.",
                              QuadrantsSyntaxError)

@@ -154,7 +154,14 @@ class LoopsMixin:
         return [n.id for n in names]
 
     def is_outermost(self):
-        return self.is_kernel and self.depth == 0 and not self.ctx.in_parallel
+        """Whether a loop here is at the kernel's top level, where it runs in
+        parallel: in the kernel body, or in a qd.func called there, outside
+        any run-time if, while or for."""
+        if self.ctx.in_parallel or self.ctx.kind != "kernel":
+            return False
+        if self.is_kernel:
+            return self.depth == 0
+        return self.ctx.outer_dynamic_depth + self.dynamic_depth == 0
 
     def run_loop_body(self, node, loop, bindings, parallel):
         b = self.ctx.builder
