@@ -23,12 +23,11 @@ SUBGROUP = qd.simt.subgroup
 def back_substitute(L, Y):
     """Solves L^T z = y in place of each lane's row y of Y (L lower
     triangular, row m on lane m)."""
-    for jj in qd.static(range(N)):
-        j = N - 1 - jj
-        acc = Y._regs[j]
-        for m in qd.static(range(j + 1, N)):
-            acc -= SUBGROUP.shuffle(L._regs[j], m) * Y._regs[m]
-        Y._regs[j] = acc / SUBGROUP.shuffle(L._regs[j], j)
+    for back in qd.static(range(N)):
+        acc = Y._regs[N - 1 - back]
+        for m in qd.static(range(N - back, N)):
+            acc -= SUBGROUP.shuffle(L._regs[N - 1 - back], m) * Y._regs[m]
+        Y._regs[N - 1 - back] = acc / SUBGROUP.shuffle(L._regs[N - 1 - back], N - 1 - back)
 
 
 def make_kernel(dtype):

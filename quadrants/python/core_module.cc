@@ -122,7 +122,10 @@ ir::Constant ToConstant(py::handle value, PrimitiveType type) {
     return ir::Constant::Cast(ir::Constant::Bool(value.cast<bool>()), type);
   }
   if (py::isinstance<py::int_>(value)) {
-    if (!ir::IsSigned(type) && !ir::IsFloat(type)) {
+    // Unsigned targets take values past int64's range; negative ones wrap,
+    // as a C cast does.
+    if (!ir::IsSigned(type) && !ir::IsFloat(type) &&
+        !value.attr("__lt__")(0).cast<bool>()) {
       return ir::Constant::Int(type,
                                static_cast<int64_t>(value.cast<uint64_t>()));
     }

@@ -466,3 +466,41 @@ def test_register_tiles_need_a_gpu():
         make(qd.ndarray(qd.f32, (16, 16)))
     with pytest.raises(TypeError, match="does not support composition"):
         qd.outer(1, 2) + qd.outer(3, 4)
+
+
+@test_utils.test(arch=qd.gpu)
+def test_forward_mode_moves_tangents_with_shuffled_values():
+    size = SG.group_size()
+    x = qd.field(qd.f32, shape=size, needs_dual=True)
+    y = qd.field(qd.f32, shape=size, needs_dual=True)
+
+    @qd.kernel
+    def swap_squares():
+        qd.loop_config(block_dim=size)
+        for i in range(size):
+            y[i] = SG.shuffle_xor(x[i] * x[i], 1)
+
+    values = np.arange(1, size + 1, dtype=np.float32)
+    x.from_numpy(values)
+    seed = [0.0] * size
+    seed[2] = 1.0   # d/dx_2
+    with qd.ad.FwdMode(loss=y, param=x, seed=seed):
+        swap_squares()
+    expected = np.zeros(size, np.float32)
+    expected[3] = 2 * values[2]   # y_3 = x_2^2
+    np.testing.assert_allclose(y.dual.to_numpy(), expected)
+    np.testing.assert_allclose(y.to_numpy(), values[np.arange(size) ^ 1] ** 2)
+
+    @qd.kernel
+    def through_shared():
+        qd.loop_config(block_dim=size)
+        for i in range(size):
+            buf = BLOCK.SharedArray((size,), qd.f32)
+            buf[BLOCK.thread_idx()] = x[i]
+            BLOCK.sync()
+            y[i] = buf[size - 1 - BLOCK.thread_idx()]
+
+    with pytest.raises(QuadrantsGradientError, match="forward mode cannot carry a tangent "
+                                                     "through qd.simt.block.SharedArray"):
+        with qd.ad.FwdMode(loss=y, param=x, seed=seed):
+            through_shared()

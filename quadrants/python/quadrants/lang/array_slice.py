@@ -34,7 +34,8 @@ class _DeferredSlice:
         self._misuse("tested")
 
     def __repr__(self):
-        return f"<{type(self).__name__}: an array slice for a tile operation>"
+        return (f"<{type(self).__name__}: an array slice for a tile operation, not a "
+                f"value>")
 
 
 class _TileSliceProxy(_DeferredSlice):

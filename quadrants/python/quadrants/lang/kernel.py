@@ -97,8 +97,9 @@ def _assigned_names(function_node):
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
             targets = [node.target]
         for target in targets:
+            # Names stored to, not those read inside a target (a[i] = ...).
             for leaf in ast.walk(target):
-                if isinstance(leaf, ast.Name):
+                if isinstance(leaf, ast.Name) and isinstance(leaf.ctx, ast.Store):
                     names.add(leaf.id)
     return names
 
