@@ -125,11 +125,9 @@ absl::StatusOr<Id> ShaderEmitter::SharedAtomic(const ir::AtomicOpStmt& s) {
   const Id pointer = Get(&ptr);
   const Id scope = b_.ConstU32(spv::ScopeWorkgroup);
   const Id relaxed = b_.ConstU32(0);
-  const Id type = RegType(t);
   Id value = Get(s.value());
   auto to_word = [&](Id v) { return ToSharedWord(array, v, t); };
   auto from_word = [&](Id w) { return FromSharedWord(array, w, t); };
-  (void)type;
   if (!ir::IsFloat(t) && s.op() != ir::AtomicOpKind::kMul && width >= 32) {
     spv::Op op = spv::OpNop;
     const bool is_signed = ir::IsSigned(t);

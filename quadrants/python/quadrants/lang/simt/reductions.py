@@ -3,7 +3,6 @@ shuffles; the full-subgroup forms take the whole subgroup as one tile."""
 import numpy as np
 
 from quadrants.lang import context, types
-from quadrants.lang.expr import Expr
 from quadrants.lang.numerics import clz as _clz
 from quadrants.lang.ops import cast as _cast
 from quadrants.lang.ops import intrinsic
@@ -396,7 +395,15 @@ def segmented_reduce_max(value, head_flag):
     return segmented_reduce_max_tiled(value, head_flag, log2_group_size())
 
 
-__all__ = [name for name in globals() if not name.startswith("_") and name not in (
-    "np", "context", "types", "Expr", "intrinsic", "static_assert", "scalar", "ballot",
-    "invocation_id", "log2_group_size", "shuffle", "shuffle_down", "shuffle_up",
-    "static")]
+__all__ = [
+    "reduce_add_tiled", "reduce_min_tiled", "reduce_max_tiled", "reduce_all_add_tiled",
+    "reduce_all_min_tiled", "reduce_all_max_tiled", "inclusive_add_tiled", "inclusive_mul_tiled",
+    "inclusive_min_tiled", "inclusive_max_tiled", "inclusive_and_tiled", "inclusive_or_tiled",
+    "inclusive_xor_tiled", "exclusive_add_tiled", "exclusive_mul_tiled", "exclusive_min_tiled",
+    "exclusive_max_tiled", "exclusive_and_tiled", "exclusive_or_tiled", "exclusive_xor_tiled",
+    "segmented_reduce_add_tiled", "segmented_reduce_min_tiled", "segmented_reduce_max_tiled",
+    "reduce_add", "reduce_min", "reduce_max", "reduce_all_add", "reduce_all_min",
+    "reduce_all_max", "inclusive_add", "inclusive_mul", "inclusive_min", "inclusive_max",
+    "inclusive_and", "inclusive_or", "inclusive_xor", "exclusive_add", "exclusive_mul",
+    "exclusive_min", "exclusive_max", "exclusive_and", "exclusive_or", "exclusive_xor",
+    "segmented_reduce_add", "segmented_reduce_min", "segmented_reduce_max"]
