@@ -4,8 +4,8 @@ expressions. Compile-time operands fold in Python; run-time ones lower
 through ops and the builder."""
 import ast
 
-from quadrants.lang import (array_slice, buffer_view, context, exception, matrix, ops, printing, runtime, sparse,
-                            types)
+from quadrants.lang import (array_slice, buffer_view, context, exception, matrix, ops,
+                            printing, runtime, sparse, types)
 from quadrants.lang import tensor as tensor_module
 from quadrants.lang.composite_field import MatrixField
 from quadrants.lang.exception import (QuadrantsGradientError, QuadrantsSyntaxError,
@@ -16,6 +16,7 @@ from quadrants.lang.field import Field, element_indices
 from quadrants.lang.ndarray import Ndarray
 from quadrants.lang.transformer import overflow, purity
 from quadrants.lang.struct import StructField, StructType, UnpackedVector
+
 
 def _has_slice(index):
     return isinstance(index, slice) or (isinstance(index, tuple) and
