@@ -50,6 +50,11 @@ class Program {
   Program& operator=(const Program&) = delete;
 
   const CompileConfig& config() const { return config_; }
+  // qd.cfg.<name> = value after qd.init: later compiles read `config`.
+  absl::Status UpdateConfig(const CompileConfig& config) {
+    config_ = config;
+    return backend_->UpdateConfig(config);
+  }
   int num_cpu_threads() const;
 
   // Fields: build the tree, then use it. The tree is laid out and its

@@ -1060,6 +1060,10 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def_property_readonly(
           "device_description",
           [](PyProgram& p) { return p.get().device_description(); })
+      .def("update_config",
+           [](PyProgram& p, const CompileConfig& config) {
+             Check(p.get().UpdateConfig(config));
+           })
       .def_property_readonly(
           "subgroup_size",
           [](PyProgram& p) { return p.get().simt_limits().subgroup_size; })

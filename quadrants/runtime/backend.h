@@ -295,6 +295,10 @@ class Backend {
     int64_t max_shared_bytes = 0;
   };
   virtual SimtLimits simt_limits() const { return {}; }
+  // Options changed after qd.init (qd.cfg.<name> = ...): what later
+  // compiles and launches read. What the backend sized at creation (its
+  // memory, threads and device) keeps the qd.init values.
+  virtual absl::Status UpdateConfig(const CompileConfig& config) = 0;
   // The device's capabilities by upstream's DeviceCapability names (e.g.
   // "spirv_has_float64" -> 1); those left out are 0.
   virtual std::vector<std::pair<std::string, int64_t>> device_capabilities()
@@ -372,6 +376,14 @@ class ForwardingBackend : public Backend {
   int num_threads() const override { return inner_->num_threads(); }
   std::string device_description() const override {
     return inner_->device_description();
+  }
+  SimtLimits simt_limits() const override { return inner_->simt_limits(); }
+  std::vector<std::pair<std::string, int64_t>> device_capabilities()
+      const override {
+    return inner_->device_capabilities();
+  }
+  absl::Status UpdateConfig(const CompileConfig& config) override {
+    return inner_->UpdateConfig(config);
   }
   bool fuses_sin_cos() const override { return inner_->fuses_sin_cos(); }
   bool checkpoints_lazily() const override {

@@ -161,10 +161,40 @@ def test_current_cfg_reflects_init_options():
     assert cfg.default_ad_stack_size == 256
     for name in options.INIT_OPTIONS:  # every option qd.init() takes is readable
         getattr(cfg, name)
-    with pytest.raises(AttributeError, match="read-only"):
-        cfg.debug = False
     with pytest.raises(AttributeError, match="no option 'not_an_option'"):
         cfg.not_an_option  # pylint: disable=pointless-statement
+    with pytest.raises(AttributeError, match="no option 'not_an_option'"):
+        cfg.not_an_option = 1
+    with pytest.raises(AttributeError, match="chosen by qd.init"):
+        cfg.arch = qd.cpu
+
+
+@test_utils.test(arch=[qd.cpu, qd.vulkan])
+def test_setting_an_option_after_init_changes_later_compiles():
+    a = qd.ndarray(qd.i32, shape=(4,))
+
+    def make():
+        @qd.kernel
+        def poke(arr: qd.types.ndarray(qd.i32, ndim=1), k: qd.i32):
+            arr[k] = 1
+        return poke
+
+    make()(a, 7)  # no bounds checks: out of range goes unnoticed
+    qd.cfg.debug = True
+    assert qd.lang.impl.current_cfg().debug is True and qd.cfg.debug is True
+    with pytest.raises(qd.QuadrantsError, match="Out of bound access"):
+        make()(a, 7)   # a kernel compiled now checks indices
+        qd.sync()
+    with pytest.raises(qd.QuadrantsTypeError):
+        qd.cfg.debug = "yes"
+
+    @qd.kernel
+    def third() -> qd.f64:
+        return qd.cast(1.0 / 3.0, qd.f64)
+
+    qd.lang.impl.get_runtime().set_default_fp(qd.f64)
+    assert qd.cfg.default_fp == qd.f64
+    assert third() == pytest.approx(1 / 3, rel=1e-15)   # the literals are f64 now
 
 
 def test_current_cfg_needs_init():

@@ -75,6 +75,10 @@ class CodegenOnlyKernel : public CompiledKernel {
 
 class CodegenOnlyBackend : public Backend {
  public:
+  absl::Status UpdateConfig(const CompileConfig& config) override {
+    config_ = config;
+    return absl::OkStatus();
+  }
   CodegenOnlyBackend(const CompileConfig& config,
                      std::unique_ptr<CodegenOnlyCompiler> compiler)
       : config_(config),

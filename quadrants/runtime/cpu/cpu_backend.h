@@ -22,6 +22,10 @@ namespace quadrants::cpu {
 // thread pool, launches synchronous with the host.
 class CpuBackend : public Backend {
  public:
+  absl::Status UpdateConfig(const CompileConfig& config) override {
+    config_ = config;
+    return absl::OkStatus();
+  }
   static absl::StatusOr<std::unique_ptr<CpuBackend>> Create(
       const CompileConfig& config);
 

@@ -70,6 +70,10 @@ class GpuCompiledKernel : public CompiledKernel {
 // record are read at the next sync (TakeError).
 class GpuBackend : public Backend {
  public:
+  absl::Status UpdateConfig(const CompileConfig& config) override {
+    config_ = config;
+    return absl::OkStatus();
+  }
   void SetRoot(char* root) override { runtime_.root = root; }
   absl::StatusOr<BackendLaunchStats> Launch(
       const CompiledKernel& kernel, absl::Span<const ResolvedArgument> args,

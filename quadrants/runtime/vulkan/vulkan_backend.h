@@ -36,6 +36,10 @@ struct VulkanTask;
 // queue first.
 class VulkanBackend : public Backend {
  public:
+  absl::Status UpdateConfig(const CompileConfig& config) override {
+    config_ = config;
+    return absl::OkStatus();
+  }
   static absl::StatusOr<std::unique_ptr<VulkanBackend>> Create(
       const CompileConfig& config);
   // OK when a loader and a usable device are present; else the Unavailable

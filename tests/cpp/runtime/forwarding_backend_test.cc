@@ -29,10 +29,20 @@ class Distinct : public Backend {
   bool stages_host_arrays() const override { return true; }
   int num_threads() const override { return 7; }
   std::string device_description() const override { return "distinct"; }
+  SimtLimits simt_limits() const override { return {16, 1024}; }
+  std::vector<std::pair<std::string, int64_t>> device_capabilities()
+      const override {
+    return {{"spirv_has_int8", 1}};
+  }
+  absl::Status UpdateConfig(const CompileConfig& config) override {
+    updated_ = true;
+    return absl::OkStatus();
+  }
   bool fuses_sin_cos() const override { return true; }
   const AdStackStats& adstack_stats() const override { return stats_; }
 
   char* root_ = nullptr;
+  bool updated_ = false;
   AdStackStats stats_;
 };
 
@@ -48,6 +58,11 @@ TEST(ForwardingBackendTest, EveryCallReachesTheWrappedBackend) {
   EXPECT_TRUE(wrapper.stages_host_arrays());
   EXPECT_EQ(wrapper.num_threads(), 7);
   EXPECT_EQ(wrapper.device_description(), "distinct");
+  EXPECT_EQ(wrapper.simt_limits().subgroup_size, 16);
+  EXPECT_EQ(wrapper.simt_limits().max_shared_bytes, 1024);
+  EXPECT_EQ(wrapper.device_capabilities().size(), 1u);
+  EXPECT_TRUE(wrapper.UpdateConfig(CompileConfig()).ok());
+  EXPECT_TRUE(seen->updated_);
   EXPECT_EQ(&wrapper.adstack_stats(), &seen->stats_);
   EXPECT_EQ(wrapper.Synchronize().code(), absl::StatusCode::kCancelled);
   EXPECT_TRUE(wrapper.TakeError().has_value());

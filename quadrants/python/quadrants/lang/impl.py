@@ -5,8 +5,10 @@ from quadrants.lang.exception import QuadrantsRuntimeError
 
 
 class Config:
-    """The options of the active qd.init(), as read-only attributes: arch and
-    every option qd.init() accepts (defaults filled in)."""
+    """The options of the active session as attributes: arch and every
+    option qd.init() accepts (defaults filled in). Setting one
+    (qd.cfg.fast_math = False) changes it for what compiles and launches
+    afterwards (runtime.update_option)."""
 
     def __init__(self, options):
         object.__setattr__(self, "_options", dict(options))
@@ -18,7 +20,8 @@ class Config:
             raise AttributeError(f"qd.init() has no option '{name}'") from None
 
     def __setattr__(self, name, value):
-        raise AttributeError(f"current_cfg() is read-only; pass {name}=... to qd.init()")
+        runtime.update_option(name, value)
+        self._options[name] = runtime.state.options[name]
 
     def __dir__(self):
         return sorted(self._options)
@@ -93,6 +96,14 @@ class Runtime:
     @property
     def default_ip(self):
         return runtime.default_ip()
+
+    def set_default_fp(self, dtype):
+        """The float type of unannotated literals and values from now on."""
+        runtime.update_option("default_fp", dtype)
+
+    def set_default_ip(self, dtype):
+        """The integer type of unannotated literals and values from now on."""
+        runtime.update_option("default_ip", dtype)
 
     def materialize(self):
         """Lays out the fields declared so far (done before a launch anyway)."""

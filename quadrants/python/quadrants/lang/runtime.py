@@ -134,6 +134,23 @@ def init(arch=None, _test_mode=False, **options):
     state.arch = arch
 
 
+def update_option(name, value):
+    """qd.cfg.<name> = value after qd.init(): later compiles and launches
+    read the new value; what qd.init set up with the old one (the arch,
+    memory sizes, the device) stays."""
+    if not is_initialized():
+        raise QuadrantsRuntimeError("qd.cfg: Quadrants is not initialized; call qd.init() first")
+    if name == "arch":
+        raise AttributeError("qd.cfg.arch is chosen by qd.init(arch=...)")
+    spec = registry.INIT_OPTIONS.get(name)
+    if spec is None:
+        raise AttributeError(f"qd.init() has no option '{name}'")
+    state.options[name] = registry.argument_value(spec, value)
+    if state.program is not None:
+        state.config = _compile_config(state.arch, state.options)
+        state.program.update_config(state.config)
+
+
 def _require_torch():
     """qd.python keeps fields and ndarrays in torch tensors."""
     try:
