@@ -504,3 +504,21 @@ def test_forward_mode_moves_tangents_with_shuffled_values():
                                                      "through qd.simt.block.SharedArray"):
         with qd.ad.FwdMode(loss=y, param=x, seed=seed):
             through_shared()
+
+
+@test_utils.test(arch=qd.cuda)
+def test_shared_arrays_belong_to_tasks_not_real_functions():
+    @qd.real_func
+    def staged(x: qd.f32) -> qd.f32:
+        buf = BLOCK.SharedArray((32,), qd.f32)
+        buf[BLOCK.thread_idx()] = x
+        return buf[BLOCK.thread_idx()]
+
+    @qd.kernel
+    def uses(out: F32):
+        qd.loop_config(block_dim=32)
+        for i in range(out.shape[0]):
+            out[i] = staged(qd.f32(i))
+
+    with pytest.raises(QuadrantsCompilationError, match="SharedArray in a qd.real_func"):
+        uses(qd.ndarray(qd.f32, shape=(32,)))

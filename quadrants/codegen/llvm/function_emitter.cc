@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "llvm/IR/Intrinsics.h"
 #include "quadrants/adstack/stack_spec.h"
@@ -132,6 +133,8 @@ absl::Status FunctionEmitter::EmitRealFunctions() {
         type, llvm::Function::InternalLinkage,
         absl::StrCat("qd_fn", f, "_", functions[f]->name()), module_));
   }
+  in_real_function_ = true;
+  absl::Cleanup done = [this] { in_real_function_ = false; };
   for (size_t f = 0; f < functions.size(); ++f) {
     const ir::Function& fn = *functions[f];
     function_ = real_functions_[f];

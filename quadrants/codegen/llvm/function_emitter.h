@@ -249,6 +249,7 @@ class FunctionEmitter : public ir::StmtVisitor<FunctionEmitter, absl::Status> {
   // draws no random numbers.
   llvm::Value* random_state_ = nullptr;
   int64_t shared_bytes_ = 0;  // the current task's block-shared arrays
+  bool in_real_function_ = false;  // emitting a qd.real_func's body
 
  public:
   void set_task_stacks(std::vector<AdStackSpec>* stacks) {

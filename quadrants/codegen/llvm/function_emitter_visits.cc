@@ -273,6 +273,10 @@ absl::Status FunctionEmitter::VisitAdStackAccAdjoint(
 absl::Status FunctionEmitter::VisitSharedArray(const ir::SharedArrayStmt& s) {
   if (options_.simt == nullptr)
     return Unsupported(s, "qd.simt.block.SharedArray on this backend");
+  // A task's launch sizes its shared memory; a real function called from
+  // several tasks has no launch of its own.
+  if (in_real_function_)
+    return Unsupported(s, "qd.simt.block.SharedArray in a qd.real_func (use a qd.func)");
   // One dynamically sized block-shared buffer per launch; the task's arrays
   // take 16-byte aligned slices of it, sized at the launch
   // (CompiledTask::shared_bytes).
