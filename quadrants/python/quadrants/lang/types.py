@@ -259,6 +259,12 @@ class RefType:
         return f"ref({self._dtype})"
 
 
+def sparse_matrix_builder():
+    """qd.types.sparse_matrix_builder(): the annotation of a kernel parameter
+    taking a qd.linalg.SparseMatrixBuilder, compiled in like a template."""
+    return template()
+
+
 def ref(dtype):
     """qd.ref(dtype): see RefType."""
     return RefType(dtype)

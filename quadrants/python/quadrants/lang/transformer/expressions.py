@@ -256,6 +256,8 @@ class ExpressionsMixin:
             return self.element(node, base, index)
         if getattr(base, "_qd_shared_array", False):  # qd.simt.block.SharedArray
             return self.shared_element(node, base, index)
+        if hasattr(base, "_qd_subscript"):  # e.g. a sparse matrix builder's [i, j]
+            return base._qd_subscript(self, node, context.load(index))
         if getattr(base, "_qd_tile", False):  # qd.simt tiles: t[:]
             try:
                 return base[index]
