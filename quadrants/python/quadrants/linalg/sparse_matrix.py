@@ -38,9 +38,10 @@ def _check_dtype(dtype):
 
 
 class SparseMatrix:
-    """An n x m sparse matrix of f32 or f64 values (CSR on the host):
-    element access and assignment, +, -, scalar and elementwise *, @ with a
-    sparse matrix or a vector (numpy array, field or qd.ndarray),
+    """An n x m sparse matrix of f32 or f64 values, kept in CSR on the host
+    (storage_format, upstream's Eigen layout, is recorded; no result depends
+    on it): element access and assignment, +, -, scalar and elementwise *,
+    @ with a sparse matrix or a vector (numpy array, field or qd.ndarray),
     transpose()."""
 
     def __init__(self, n=None, m=None, sm=None, dtype=types.f32, storage_format="col_major"):
@@ -264,7 +265,7 @@ class SparseMatrixBuilder:
         for r, c, v in zip(rows, cols, vals):
             print(f"({r}, {c}) val={v}")
 
-    def build(self, dtype=None, _format="CSR"):
+    def build(self, dtype=None):
         """The SparseMatrix of the triplets added so far (duplicates summed)."""
         added = self.num_triplets()
         if added > self.max_num_triplets:
