@@ -764,3 +764,31 @@ def test_a_scalar_func_parameter_takes_its_annotated_type():
         return truncate(a)
 
     assert run(1.5) == 1.0 and run(-2.75) == -2.0
+
+
+@test_utils.test(arch=qd.cpu)
+def test_func_parameters_read_in_targets_stay_as_passed():
+    """A template read inside an assignment target (a[n] = ...) stays a
+    compile-time value; a by-value vector whose component is assigned is
+    the func's own copy."""
+    a = qd.ndarray(qd.f32, shape=(8,))
+
+    @qd.func
+    def put(arr: qd.template(), n: qd.template()):
+        arr[n] = 1.0
+        qd.static_assert(n == 3)   # still a Python int
+
+    @qd.func
+    def bump(v):
+        v[0] = 5.0
+        return v[0] + v[1]
+
+    @qd.kernel
+    def run(arr: qd.types.ndarray(qd.f32, ndim=1)) -> qd.f32:
+        put(arr, 3)
+        w = qd.Vector([1.0, 2.0])
+        total = bump(w)
+        return total + w[0]   # the caller's vector is unchanged
+
+    assert run(a) == 8.0
+    assert a.to_numpy()[3] == 1.0

@@ -97,10 +97,18 @@ def _assigned_names(function_node):
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
             targets = [node.target]
         for target in targets:
-            # Names stored to, not those read inside a target (a[i] = ...).
+            # Names stored to, and the variables whose components are
+            # (v in v[0] = ...), not the names an index reads (i in a[i] = ...).
             for leaf in ast.walk(target):
                 if isinstance(leaf, ast.Name) and isinstance(leaf.ctx, ast.Store):
                     names.add(leaf.id)
+                elif isinstance(leaf, (ast.Subscript, ast.Attribute)) and \
+                        isinstance(leaf.ctx, ast.Store):
+                    base = leaf.value
+                    while isinstance(base, (ast.Subscript, ast.Attribute)):
+                        base = base.value
+                    if isinstance(base, ast.Name):
+                        names.add(base.id)
     return names
 
 
