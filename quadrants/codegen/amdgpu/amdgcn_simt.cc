@@ -174,12 +174,7 @@ SimtTarget AmdgcnSimt() {
                    const std::vector<llvm::Value*>& args,
                    llvm::Type* result) -> absl::StatusOr<llvm::Value*> {
     AmdgcnEmitter emitter(b, args, result);
-    absl::StatusOr<llvm::Value*> value = emitter.Emit(op);
-    if (!value.ok() || result->isVoidTy() || *value == nullptr)
-      return value;
-    if ((*value)->getType()->isIntegerTy() && result->isIntegerTy())
-      return b.CreateZExtOrTrunc(*value, result);
-    return value;
+    return FitSimtResult(b, emitter.Emit(op), result);
   };
   return target;
 }

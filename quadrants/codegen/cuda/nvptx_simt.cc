@@ -185,12 +185,7 @@ SimtTarget NvptxSimt() {
                    const std::vector<llvm::Value*>& args,
                    llvm::Type* result) -> absl::StatusOr<llvm::Value*> {
     NvptxEmitter emitter(b, args, result);
-    absl::StatusOr<llvm::Value*> value = emitter.Emit(op);
-    if (!value.ok() || result->isVoidTy())
-      return value;
-    if ((*value)->getType()->isIntegerTy() && result->isIntegerTy())
-      return b.CreateZExtOrTrunc(*value, result);
-    return value;
+    return FitSimtResult(b, emitter.Emit(op), result);
   };
   return target;
 }

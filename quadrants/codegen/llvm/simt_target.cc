@@ -2,6 +2,16 @@
 
 namespace quadrants::codegen {
 
+absl::StatusOr<llvm::Value*> FitSimtResult(llvm::IRBuilder<>& b,
+                                           absl::StatusOr<llvm::Value*> value,
+                                           llvm::Type* result) {
+  if (!value.ok() || result->isVoidTy() || *value == nullptr)
+    return value;
+  if ((*value)->getType()->isIntegerTy() && result->isIntegerTy())
+    return b.CreateZExtOrTrunc(*value, result);
+  return value;
+}
+
 llvm::Value* ShuffleWords(
     llvm::IRBuilder<>& b, llvm::Value* value,
     const std::function<llvm::Value*(llvm::Value*)>& shuffle32) {

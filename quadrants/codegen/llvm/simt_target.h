@@ -25,6 +25,12 @@ struct SimtTarget {
       emit;
 };
 
+// `value`, an emitter's result, in the register type `result` the IR
+// asks for: integers widen or narrow; a void result or an error passes.
+absl::StatusOr<llvm::Value*> FitSimtResult(llvm::IRBuilder<>& b,
+                                           absl::StatusOr<llvm::Value*> value,
+                                           llvm::Type* result);
+
 // Shuffles a value of any width through a 32-bit shuffle: `shuffle32`
 // moves one i32 word, so wider values move as several words and narrower
 // ones widen first.

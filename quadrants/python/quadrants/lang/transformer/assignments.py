@@ -181,12 +181,23 @@ class AssignmentsMixin:
         if node.value is not None:
             self.store_var(var, self.eval(node.value))
 
+    def augassign_protocol(self, node, target, op):
+        """`target op= value` for an object taking it itself (_qd_augassign:
+        qd.simt tiles, sparse matrix builder entries)."""
+        try:
+            target._qd_augassign(self, node, _BINARY[op][0], self.eval(node.value))
+        except TypeError as e:
+            raise self.error(node, str(e), QuadrantsTypeError) from None
+
     def visit_AugAssign(self, node):
         op = type(node.op)
         if op not in _BINARY:
             raise self.error(node, "unsupported augmented assignment", QuadrantsSyntaxError)
         if isinstance(node.target, (ast.Subscript, ast.Attribute)):
             ref = self.eval(node.target)
+            if hasattr(ref, "_qd_augassign"):  # e.g. a sparse matrix builder's [i, j]
+                self.augassign_protocol(node, ref, op)
+                return
             if isinstance(ref, GlobalRef) or (isinstance(ref, matrix.Matrix) and any(
                     isinstance(e, GlobalRef) for e in ref.entries)):
                 value = self.eval(node.value)
@@ -216,10 +227,7 @@ class AssignmentsMixin:
                 return
         current = self.eval(node.target)
         if hasattr(current, "_qd_augassign"):  # t -= qd.outer(u, v) on a qd.simt tile
-            try:
-                current._qd_augassign(self, node, _BINARY[op][0], self.eval(node.value))
-            except TypeError as e:
-                raise self.error(node, str(e), QuadrantsTypeError) from None
+            self.augassign_protocol(node, current, op)
             return
         if isinstance(node.target, ast.Name) and node.target.id in self.shared_locals and \
                 op in _ATOMIC_AUG and (isinstance(current, GlobalRef) or (
