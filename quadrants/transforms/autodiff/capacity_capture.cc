@@ -169,8 +169,9 @@ class Capture {
         if (const auto* field = ir::DynCast<ir::FieldPtrStmt>(ptr)) {
           return SizeExpr::FieldLoad(field->snode_id(), indices);
         }
-        return SizeExpr::NdarrayRead(
-            static_cast<const ir::NdarrayPtrStmt*>(ptr)->arg(), indices);
+        if (const auto* array = ir::DynCast<ir::NdarrayPtrStmt>(ptr))
+          return SizeExpr::NdarrayRead(array->arg(), indices);
+        return nullptr;  // block-shared memory is gone after the launch
       }
       case ir::StmtKind::kLocalLoad:
         return Stashed(s->operand(0));

@@ -137,10 +137,14 @@ struct Access {
   size_t order;    // position in program order
 };
 
-int64_t Target(const Stmt* ptr) {
+// Null for addresses outside global memory (block-shared arrays), which the
+// rule does not govern.
+std::optional<int64_t> Target(const Stmt* ptr) {
   if (const auto* field = ir::DynCast<ir::FieldPtrStmt>(ptr))
     return field->snode_id();
-  return -1 - static_cast<const ir::NdarrayPtrStmt*>(ptr)->arg();
+  if (const auto* array = ir::DynCast<ir::NdarrayPtrStmt>(ptr))
+    return -1 - array->arg();
+  return std::nullopt;
 }
 
 // Containers around `s`, innermost first.
@@ -239,12 +243,14 @@ class RuleChecker {
       ++order;
       for (const Stmt* operand : s->operands())
         users_[operand].push_back(s);
-      if (ir::Isa<ir::GlobalLoadStmt>(s)) {
-        reads.push_back({s, s->operand(0), Target(s->operand(0)), order});
-      } else if (ir::Isa<ir::GlobalStoreStmt>(s) ||
-                 ir::Isa<ir::AtomicOpStmt>(s)) {
-        writes.push_back({s, s->operand(0), Target(s->operand(0)), order});
-      }
+      const bool read = ir::Isa<ir::GlobalLoadStmt>(s);
+      const bool write =
+          ir::Isa<ir::GlobalStoreStmt>(s) || ir::Isa<ir::AtomicOpStmt>(s);
+      if (!read && !write)
+        return;
+      const std::optional<int64_t> target = Target(s->operand(0));
+      if (target.has_value())
+        (read ? reads : writes).push_back({s, s->operand(0), *target, order});
     });
     for (const Access& read : reads) {
       for (const Access& write : writes) {

@@ -1,5 +1,7 @@
 #include "quadrants/transforms/autodiff/loop_shapes.h"
 
+#include <limits>
+
 #include "quadrants/ir/walk.h"
 
 namespace quadrants::transforms::autodiff {
@@ -72,10 +74,15 @@ bool SameEveryIteration(
 std::vector<const Stmt*> LoopInvariantLoads(const Stmt& loop) {
   absl::flat_hash_set<int64_t> written;
   std::vector<const Stmt*> loads;
+  // Block-shared addresses share one key: any store to shared memory makes
+  // every shared load variant.
+  constexpr int64_t kShared = std::numeric_limits<int64_t>::min();
   auto target = [](const Stmt* ptr) -> int64_t {
     if (const auto* f = ir::DynCast<ir::FieldPtrStmt>(ptr))
       return f->snode_id();
-    return -1 - static_cast<const ir::NdarrayPtrStmt*>(ptr)->arg();
+    if (const auto* a = ir::DynCast<ir::NdarrayPtrStmt>(ptr))
+      return -1 - a->arg();
+    return kShared;
   };
   for (const Block* block : loop.blocks()) {
     ir::WalkBlock(*block, [&](const Stmt* s) {
