@@ -104,6 +104,13 @@ def quadrants_dependencies():
     )
     maybe(
         _local_tree_repository,
+        name = "eigen",
+        build_file = Label("//third_party/eigen:eigen.BUILD"),
+        path = "/usr/include/eigen3",
+        visible_to = _in_this_repo("third_party/eigen:__pkg__"),
+    )
+    maybe(
+        _local_tree_repository,
         name = "python_headers",
         build_file = Label("//third_party/python:python_headers.BUILD"),
         path = "/usr/include/python3.11",

@@ -22,6 +22,7 @@
 #include "quadrants/ir/statements.h"
 #include "quadrants/program/program.h"
 #include "quadrants/python/dlpack.h"
+#include "quadrants/python/linalg_bindings.h"
 #include "quadrants/program/scalar_access.h"
 #include "quadrants/runtime/amdgpu/codegen_only.h"
 #include "quadrants/runtime/backend_registry.h"
@@ -729,6 +730,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
   using namespace quadrants;
   using namespace quadrants::python;
   m.doc() = "Quadrants C++ core";
+  BindLinalg(m);
   m.def(
       "arch_unavailable_reason",
       [](const std::string& name) -> py::object {

@@ -626,6 +626,41 @@ def test_using_an_atomic_result_in_a_differentiated_kernel_is_an_error():
 
 
 @test_utils.test(**F64)
+def test_an_atomic_counter_handing_out_integer_slots_differentiates():
+    n = 6
+    x = qd.field(qd.f64, shape=n, needs_grad=True)
+    picked = qd.field(qd.i32, shape=n)
+    count = qd.field(qd.i32, shape=())
+    out = qd.field(qd.f64, shape=n)
+    loss = qd.field(qd.f64, shape=(), needs_grad=True)
+
+    @qd.kernel
+    def compact_and_reduce():
+        for i in range(n):
+            if x[i] > 0:
+                k = qd.atomic_add(count[None], 1)  # only integer data depends on k
+                if k < n:
+                    picked[k] = i
+            loss[None] += x[i] * x[i] * x[i]
+
+    x0 = np.array([0.5, -1.0, 2.0, 0.25, -0.5, 1.5])
+    x.from_numpy(x0)
+    with qd.ad.Tape(loss=loss):
+        compact_and_reduce()
+    assert sorted(picked.to_numpy()[:count[None]].tolist()) == [0, 2, 3, 5]
+    np.testing.assert_allclose(x.grad.to_numpy(), 3 * x0**2, rtol=1e-12)
+
+    @qd.kernel
+    def scatter_floats():
+        for i in range(n):
+            k = qd.atomic_add(count[None], 1)
+            out[k % n] = x[i]  # the float store's index would be replayed wrong
+
+    with pytest.raises(qd.QuadrantsCompilationError, match="atomic operation returns"):
+        scatter_floats.grad()
+
+
+@test_utils.test(**F64)
 def test_a_narrowing_index_cast_is_not_assumed_distinct():
     n = 4
     x = qd.field(qd.f64, shape=n, needs_grad=True)

@@ -14,6 +14,7 @@
 #include "quadrants/ir/cloner.h"
 #include "quadrants/ir/statements.h"
 #include "quadrants/ir/walk.h"
+#include "quadrants/transforms/autodiff/atomic_results.h"
 #include "quadrants/transforms/autodiff/backup_values.h"
 #include "quadrants/transforms/autodiff/capacity_capture.h"
 #include "quadrants/transforms/autodiff/carried_values.h"
@@ -931,33 +932,10 @@ absl::Status CheckTaskJumps(const ir::Kernel& kernel,
 
 }  // namespace
 
-// The gradient kernel replays an atomic as a load of the element, which by
-// then holds the final value, not the one the atomic returned.
-absl::Status CheckAtomicResultsUnused(const ir::Kernel& kernel) {
-  absl::flat_hash_set<const Stmt*> atomics;
-  absl::Status status;
-  ir::WalkKernel(kernel, [&](const Stmt* s) {
-    if (ir::Isa<ir::AtomicOpStmt>(s))
-      atomics.insert(s);
-    for (const Stmt* operand : s->operands()) {
-      if (status.ok() && atomics.contains(operand)) {
-        status = MakeError(
-            ErrorKind::kGradient, operand->loc(),
-            absl::StrCat("in kernel '", kernel.name(),
-                         "': the value an atomic operation returns is used, "
-                         "so the kernel cannot be differentiated (its "
-                         "gradient would replay the atomic with the final "
-                         "value); compute that value in a separate kernel"));
-      }
-    }
-  });
-  return status;
-}
-
 absl::Status MakeGradKernel(ir::Kernel& kernel, const ir::SNodeTree& snodes,
                             const ReverseModeOptions& options) {
   StructureContinues(kernel);
-  QD_RETURN_IF_ERROR(CheckAtomicResultsUnused(kernel));
+  QD_RETURN_IF_ERROR(CheckAtomicResults(kernel));
   QD_RETURN_IF_ERROR(CheckGlobalDataAccessRule(kernel, snodes));
   absl::flat_hash_map<int, int> adjoint_args;
   const int num_params = static_cast<int>(kernel.params().size());

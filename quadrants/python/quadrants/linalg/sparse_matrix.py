@@ -16,10 +16,13 @@ into a SparseMatrix, kept on the host in compressed sparse row form.
 """
 import numpy as np
 
-from quadrants.lang import context, ops, types
-from quadrants.lang.exception import QuadrantsRuntimeError, QuadrantsTypeError
+from quadrants.lang import context, ops, runtime, types
+from quadrants.lang.exception import (QuadrantsGradientError, QuadrantsRuntimeError,
+                                      QuadrantsTypeError)
+from quadrants.lang.numerics import bit_cast
 from quadrants.lang.ndarray import Ndarray, ndarray
 from quadrants.lang.simt._tile import _compiled
+from quadrants.linalg import sparse_kernels
 
 _STORAGE_FORMATS = ("col_major", "row_major")
 
@@ -71,6 +74,10 @@ class SparseMatrix:
 
     def _set_triplets(self, rows, cols, values):
         """Stores the triplets, summing duplicates, sorted by (row, column)."""
+        # The builder whose fill kernels receive the gradients of the stored
+        # entries (set by a build() under qd.ad.Tape; new contents drop it).
+        self._grad_builder = None
+        self._version = getattr(self, "_version", 0) + 1
         rows = np.asarray(rows, np.int64)
         cols = np.asarray(cols, np.int64)
         values = np.asarray(values, self._np_dtype())
@@ -123,6 +130,8 @@ class SparseMatrix:
         k = self._find(i, j)
         if k >= 0:
             self._data[k] = value
+            self._grad_builder = None
+            self._version += 1
         else:
             self._set_triplets(np.append(self._rows, i), np.append(self._cols, j),
                                np.append(self._data, value))
@@ -201,20 +210,27 @@ class SparseMatrix:
             right = starts + within
             return self._like(self._rows[left], other._cols[right],
                               self._data[left] * other._data[right], m=other.m)
-        as_ndarray = isinstance(other, Ndarray)
-        # Fields and ndarrays are read back; the result is an ndarray for an
-        # ndarray, else a numpy array.
-        x = other.to_numpy() if hasattr(other, "to_numpy") else np.asarray(other)
-        if x.shape != (self.m,):
+        shape = tuple(other.shape) if hasattr(other, "shape") else np.shape(other)
+        if shape != (self.m,):
             raise QuadrantsTypeError(f"sparse matrix times vector: a vector of {self.m} values "
-                                     f"is expected, got shape {x.shape}")
-        y = np.bincount(self._rows, weights=self._data * x[self._cols],
-                        minlength=self.n).astype(self._np_dtype())
-        if not as_ndarray:
-            return y
-        out = ndarray(self.dtype, (self.n,))
-        out.from_numpy(y)
-        return out
+                                     f"is expected, got shape {shape}")
+        if isinstance(other, Ndarray):
+            # An ndarray stays on the device: the product is a kernel.
+            out = ndarray(self.dtype, (self.n,))
+            self._device_csr().matvec(other, out)
+            return out
+        # Fields and numpy arrays: a numpy array, computed on the host.
+        x = other.to_numpy() if hasattr(other, "to_numpy") else np.asarray(other)
+        return np.bincount(self._rows, weights=self._data * x[self._cols],
+                           minlength=self.n).astype(self._np_dtype())
+
+    def _device_csr(self):
+        """The CSR arrays as ndarrays, made once per contents."""
+        cached = getattr(self, "_device", None)
+        if cached is None or cached[0] != self._version:
+            cached = (self._version, sparse_kernels.DeviceCsr(self))
+            self._device = cached
+        return cached[1]
 
 
 class SparseMatrixBuilder:
@@ -239,8 +255,20 @@ class SparseMatrixBuilder:
         self.storage_format = storage_format
         self._rows = ndarray(types.i32, (self.max_num_triplets,))
         self._cols = ndarray(types.i32, (self.max_num_triplets,))
-        self._vals = ndarray(self.dtype, (self.max_num_triplets,))
+        # Values are kept as their bits (an integer array), which have no
+        # adjoint: the gradient kernel of a fill replays the slot counter
+        # with its final value, so no gradient may depend on the slot.
+        self._bits_dtype = types.i32 if self.dtype == types.f32 else types.i64
+        self._vals = ndarray(self._bits_dtype, (self.max_num_triplets,))
         self._count = ndarray(types.i32, (1,))
+        # The gradient path, keyed by entry instead of by slot: after a
+        # build() under qd.ad.Tape, the matrix's CSR pattern is copied here
+        # and `_grad_on` set, so a fill's gradient kernel finds each added
+        # value's stored entry and reads its adjoint from `_entry_sink.grad`.
+        self._pattern_indptr = ndarray(types.i32, (self.num_rows + 1,))
+        self._pattern_indices = ndarray(types.i32, (self.max_num_triplets,))
+        self._entry_sink = ndarray(self.dtype, (self.max_num_triplets,), needs_grad=True)
+        self._grad_on = ndarray(types.i32, (1,))
 
     def _qd_subscript(self, compiler, node, index):
         if not isinstance(index, tuple) or len(index) != 2:
@@ -249,11 +277,20 @@ class SparseMatrixBuilder:
 
     @_compiled
     def _append(self, i, j, value):
+        v = ops.cast(value, self.dtype)
+        bits = bit_cast(v, self._bits_dtype)
         k = ops.atomic_add(self._count[0], 1)
         if k < self._rows.shape[0]:
             self._rows[k] = i
             self._cols[k] = j
-            self._vals[k] = value
+            self._vals[k] = bits
+        if self._grad_on[0] != 0:
+            slot = -1
+            for t in range(self._pattern_indptr[i], self._pattern_indptr[i + 1]):
+                if self._pattern_indices[t] == j:
+                    slot = t
+            if slot >= 0:
+                self._entry_sink[slot] += v
 
     def num_triplets(self):
         """How many triplets kernels added (may exceed max_num_triplets)."""
@@ -261,7 +298,9 @@ class SparseMatrixBuilder:
 
     def print_triplets(self):
         count = min(self.num_triplets(), self.max_num_triplets)
-        rows, cols, vals = (a.to_numpy()[:count] for a in (self._rows, self._cols, self._vals))
+        rows, cols = (a.to_numpy()[:count] for a in (self._rows, self._cols))
+        vals = self._vals.to_numpy()[:count].view(
+            np.float32 if self.dtype == types.f32 else np.float64)
         for r, c, v in zip(rows, cols, vals):
             print(f"({r}, {c}) val={v}")
 
@@ -275,9 +314,36 @@ class SparseMatrixBuilder:
         matrix = SparseMatrix(self.num_rows, self.num_cols,
                               dtype=self.dtype if dtype is None else dtype,
                               storage_format=self.storage_format)
+        values = self._vals.to_numpy()[:added].view(
+            np.float32 if self.dtype == types.f32 else np.float64)
         matrix._set_triplets(self._rows.to_numpy()[:added], self._cols.to_numpy()[:added],
-                             self._vals.to_numpy()[:added])
+                             values)
+        taped = runtime.state.tape is not None
+        if taped:
+            self._pattern_indptr.from_numpy(matrix._indptr.astype(np.int32))
+            indices = np.zeros(self.max_num_triplets, np.int32)
+            indices[:matrix._cols.size] = matrix._cols
+            self._pattern_indices.from_numpy(indices)
+            matrix._grad_builder = self
+        self._grad_on.from_numpy(np.array([int(taped)], np.int32))
         return matrix
+
+    def clear(self):
+        """Forgets the triplets added so far (the builder can be filled
+        again, e.g. once per step of an optimization)."""
+        self._count.from_numpy(np.zeros(1, np.int32))
+
+    def _add_entry_gradients(self, matrix, entry_grads):
+        """Adds d loss / d (stored entry s of `matrix`) for every s to the
+        gradient the fill kernels' .grad reads."""
+        if matrix._grad_builder is not self or \
+                self._pattern_indptr.to_numpy().tolist() != matrix._indptr.tolist():
+            raise QuadrantsGradientError("the sparse matrix's builder was built again or "
+                                         "refilled after the matrix was taped; build one "
+                                         "matrix per builder within a qd.ad.Tape")
+        grads = self._entry_sink.grad.to_numpy()
+        grads[:entry_grads.size] += entry_grads
+        self._entry_sink.grad.from_numpy(grads)
 
 
 class _TripletRef:
