@@ -101,10 +101,31 @@ std::string DumpIrDirectory() {
   return options::EnvString(options::Option::kDumpIrDir);
 }
 
+// The grad and dual places linked to the places `kernel` uses (and the duals
+// of those grads).
+uint64_t CompanionsHash(const ir::Kernel& kernel, const ir::SNodeTree& snodes) {
+  uint64_t hash = 0x84222325cbf29ce4ULL;
+  auto mix = [&](int64_t value) {
+    hash = (hash ^ static_cast<uint64_t>(value)) * 0x100000001b3ULL;
+  };
+  ir::WalkKernel(kernel, [&](const ir::Stmt* s) {
+    const auto* field = ir::DynCast<ir::FieldPtrStmt>(s);
+    if (field == nullptr)
+      return;
+    const ir::SNode& place = snodes.node(field->snode_id());
+    mix(field->snode_id());
+    mix(place.grad_snode);
+    mix(place.dual_snode);
+    mix(place.grad_snode >= 0 ? snodes.node(place.grad_snode).dual_snode : -1);
+  });
+  return hash * 0xff51afd7ed558ccdULL;
+}
+
 void DumpIr(const ir::Kernel& kernel, uint64_t hash,
             transforms::AutodiffMode mode) {
   const char* suffix = mode == transforms::AutodiffMode::kReverse   ? "_grad"
                        : mode == transforms::AutodiffMode::kForward ? "_fwd"
+                       : mode == transforms::AutodiffMode::kHvp     ? "_hvp"
                                                                     : "";
   const std::string dir = DumpIrDirectory();
   std::error_code error;
@@ -393,6 +414,11 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileForward(
   return CompileVariant(kernel, transforms::AutodiffMode::kForward);
 }
 
+absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileHvp(
+    const ir::Kernel& kernel) {
+  return CompileVariant(kernel, transforms::AutodiffMode::kHvp);
+}
+
 absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
     const ir::Kernel& kernel, transforms::AutodiffMode mode) {
   // A forced segment length needs the support at every launch.
@@ -407,9 +433,14 @@ absl::StatusOr<std::shared_ptr<CompiledKernel>> Program::CompileVariant(
     bool checkpointing) {
   QD_RETURN_IF_ERROR(MaterializeFields());
   const uint64_t hash = ir::StructuralHash(kernel);
+  // A derivative kernel depends on the companions linked to the places it
+  // uses when it compiles; they key it too.
+  const uint64_t companions = mode == transforms::AutodiffMode::kNone
+                                  ? 0
+                                  : CompanionsHash(kernel, snodes_);
   const uint64_t key = hash ^ (config_.CodegenHash() * 0x9e3779b97f4a7c15ULL) ^
                        (static_cast<uint64_t>(mode) * 0x5bd1e995ULL) ^
-                       (checkpointing ? 0 : 0xc2b2ae3d27d4eb4fULL);
+                       (checkpointing ? 0 : 0xc2b2ae3d27d4eb4fULL) ^ companions;
   compile_warnings_.clear();
   if (auto it = cache_.find(key); it != cache_.end())
     return it->second;

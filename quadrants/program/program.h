@@ -113,6 +113,11 @@ class Program {
   // values and, into the dual fields, their tangents.
   absl::StatusOr<std::shared_ptr<CompiledKernel>> CompileForward(
       const ir::Kernel& kernel);
+  // Compiles forward mode over the gradient of `kernel` (CompileGrad's
+  // parameters): the adjoints' tangents go into the duals of the adjoint
+  // fields.
+  absl::StatusOr<std::shared_ptr<CompiledKernel>> CompileHvp(
+      const ir::Kernel& kernel);
   // A kernel compiled earlier (in this process or another) loaded from the
   // offline cache by its CompiledKernel::cache_key, without its IR: no
   // front end, pass or code generator runs. nullptr when absent.

@@ -315,6 +315,9 @@ class PyProgram {
   std::shared_ptr<CompiledKernel> CompileForward(const ir::Kernel& kernel) {
     return Counted(program_->CompileForward(kernel));
   }
+  std::shared_ptr<CompiledKernel> CompileHvp(const ir::Kernel& kernel) {
+    return Counted(program_->CompileHvp(kernel));
+  }
   // The kernel cached under `key`, or None.
   std::shared_ptr<CompiledKernel> LoadCached(const std::string& key) {
     std::shared_ptr<CompiledKernel> kernel = Unwrap(program_->LoadCached(key));
@@ -1035,6 +1038,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
            })
       .def("compile_grad", &PyProgram::CompileGrad)
       .def("compile_forward", &PyProgram::CompileForward)
+      .def("compile_hvp", &PyProgram::CompileHvp)
       .def("launch", &PyProgram::Launch, py::arg("kernel"), py::arg("args"),
            py::arg("graph") = false)
       .def("sync",

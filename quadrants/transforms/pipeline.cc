@@ -86,22 +86,28 @@ absl::Status LowerToTasks(ir::Kernel& kernel, const PipelineOptions& options) {
       return MakeError(ErrorKind::kCompilation,
                        "autodiff needs the SNode tree");
     }
-    if (options.autodiff == AutodiffMode::kReverse) {
+    const bool reverse = options.autodiff == AutodiffMode::kReverse ||
+                         options.autodiff == AutodiffMode::kHvp;
+    if (reverse) {
       QD_RETURN_IF_ERROR(autodiff::MakeGradKernel(
           kernel, *options.snodes,
           {.adstack_enabled = options.adstack_enabled,
            .stack_trig_derivatives = options.stack_trig_derivatives,
            .checkpointing = options.checkpointing}));
-    } else {
-      QD_RETURN_IF_ERROR(autodiff::MakeForwardKernel(kernel, *options.snodes));
     }
+    if (options.autodiff == AutodiffMode::kHvp) {
+      Cleanup(kernel, options);
+      QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "reverse_mode"));
+    }
+    if (!reverse || options.autodiff == AutodiffMode::kHvp)
+      QD_RETURN_IF_ERROR(autodiff::MakeForwardKernel(kernel, *options.snodes));
     QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "autodiff"));
     // Derivative tasks run in order: one section's adjoint may read what
     // another's writes.
     for (const auto& task : *kernel.body())
       task->set_graph_section(-1, -1);
     Cleanup(kernel, options);
-    if (options.autodiff == AutodiffMode::kReverse) {
+    if (reverse) {
       autodiff::GateAdStackHeaps(kernel, *options.snodes);
       QD_RETURN_IF_ERROR(VerifyAfter(kernel, options, "adstack_gate"));
     }

@@ -8,8 +8,10 @@
 
 namespace quadrants::transforms {
 
-// Which derivative kernel the pipeline produces, if any.
-enum class AutodiffMode { kNone, kReverse, kForward };
+// Which derivative kernel the pipeline produces, if any: kHvp is forward
+// mode over the reverse-mode kernel (tangents of the adjoints: Hessian-
+// vector products).
+enum class AutodiffMode { kNone, kReverse, kForward, kHvp };
 
 struct PipelineOptions {
   TypeCheckOptions types;

@@ -466,6 +466,36 @@ def test_block_dim_is_accepted_on_cpu():
 
 
 @test_utils.test()
+def test_a_local_bound_once_to_a_number_is_a_compile_time_constant():
+    @qd.kernel
+    def fill(a: qd.types.ndarray(), b: qd.types.ndarray()):
+        n = 4
+        qd.loop_config(block_dim=n)      # needs a compile-time value
+        for i in a:
+            a[i] = qd.static(n * 10) + i  # so does qd.static
+        scale = 2
+        for j in b:
+            b[j] = j * scale
+
+    a = np.zeros(8, dtype=np.int32)
+    b = np.zeros(3, dtype=np.int32)
+    fill(a, b)
+    np.testing.assert_array_equal(a, 40 + np.arange(8))
+    np.testing.assert_array_equal(b, 2 * np.arange(3))
+
+    @qd.kernel
+    def reassigned(a: qd.types.ndarray()):
+        n = 4
+        n = n + 1                         # assigned twice: a run-time variable
+        qd.loop_config(block_dim=n)
+        for i in a:
+            a[i] = n
+
+    with pytest.raises(qd.QuadrantsTypeError, match="compile-time value"):
+        reassigned(a)
+
+
+@test_utils.test()
 def test_loop_config_errors():
     a = np.zeros(4, dtype=np.int32)
 

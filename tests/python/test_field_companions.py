@@ -148,7 +148,9 @@ def test_lazy_grad_2d_layout():
 def test_companions_exist_only_on_float_primals():
     f = qd.field(qd.f32, shape=2)
     assert isinstance(f.grad, qd.Field) and isinstance(f.dual, qd.Field)
-    assert f.grad.grad is None and f.grad.dual is None and f.dual.grad is None
+    assert f.grad.grad is None and f.dual.grad is None and f.dual.dual is None
+    # The adjoint's tangent, placed by qd.ad.hvp when it needs one.
+    assert isinstance(f.grad.dual, qd.Field) and not f.grad.dual.placed
     assert f.grad.dtype == qd.f32 and f.grad.shape == (2,)
     for dtype in (qd.i32, qd.u8, qd.i64, qd.u1):
         g = qd.field(dtype, shape=2)

@@ -181,6 +181,17 @@ class TangentBuilder {
                                    TOrZero(s.operand(2), t));
         }
         return absl::OkStatus();
+      case StmtKind::kAdStackAlloca:
+        if (ir::IsFloat(s.type().element())) {
+          // The adstack would need a tangent beside each stored value.
+          return MakeError(
+              ErrorKind::kGradient, s.loc(),
+              absl::StrCat("in kernel '", kernel_.name(),
+                           "': forward mode over the gradient (qd.ad.hvp) "
+                           "cannot yet carry tangents through a loop whose "
+                           "gradient uses the adstack"));
+        }
+        return absl::OkStatus();
       default:
         return absl::OkStatus();  // constants, arguments, integers, control
     }

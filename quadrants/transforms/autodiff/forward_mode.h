@@ -15,8 +15,13 @@ namespace quadrants::transforms::autodiff {
 // without a dual, ndarrays and arguments have zero tangents. Loops need no
 // adstack: tangents flow forward with the primal values.
 //
+// Run over a reverse-mode kernel (AutodiffMode::kHvp), adjoint fields
+// linked to duals get the adjoints' tangents.
+//
 // Errors (QuadrantsCompilationError, naming the kernel and file:line): an
-// atomic min/max into a field with a dual (not differentiable).
+// atomic min/max into a field with a dual (not differentiable); a float
+// adstack (a reverse-mode kernel's dynamic loop), whose stored values would
+// need tangents beside them.
 absl::Status MakeForwardKernel(ir::Kernel& kernel, const ir::SNodeTree& snodes);
 
 }  // namespace quadrants::transforms::autodiff

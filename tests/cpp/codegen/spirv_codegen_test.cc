@@ -39,7 +39,7 @@ TEST(SpirvCodegenTest, EverySampleKernelValidatesOptimizesAndCrossCompiles) {
   for (auto& sample : ir::samples::AllSampleKernels()) {
     for (auto mode :
          {transforms::AutodiffMode::kNone, transforms::AutodiffMode::kReverse,
-          transforms::AutodiffMode::kForward}) {
+          transforms::AutodiffMode::kForward, transforms::AutodiffMode::kHvp}) {
       std::unique_ptr<ir::Kernel> kernel = ir::CloneKernel(*sample.kernel);
       transforms::PipelineOptions options;
       options.snodes = &ir::samples::SampleTree();

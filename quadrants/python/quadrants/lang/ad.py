@@ -396,10 +396,96 @@ def torch_function(kernel, outputs):
     return _Function.apply
 
 
+class _HvpRecorder:
+    """Stands in for a Tape while qd.ad.hvp runs f(): keeps the launches."""
+
+    def __init__(self):
+        self.launches = []
+
+    def record(self, fn, args, kwargs):
+        self.launches.append((fn, args, kwargs))
+
+
+def hvp(f, loss, x, v):
+    """The Hessian-vector product H v of `loss` with respect to `x`, as a
+    numpy array shaped like `x`.
+
+    `f()` launches the kernels that compute the 0-D float field `loss` from
+    the float field `x` (created with needs_grad=True); `v` is a numpy array
+    shaped like `x`. hvp runs f() once in forward mode with x's tangent set
+    to v, then each of its kernels' gradient kernels, last first, in forward
+    mode too: the tangents of the adjoints are H v. It leaves x.grad
+    holding the gradient and loss its value; duals of the fields involved
+    are placed when missing.
+
+    Every field a kernel of f() writes carries a tangent; ndarrays do not,
+    so a value reaching the loss through an ndarray is refused. Loops whose
+    gradient needs the adstack are not supported yet (a compile error names
+    the kernel)."""
+    runtime.program()
+    if runtime.state.tape is not None or runtime.state.fwd_mode is not None:
+        raise QuadrantsRuntimeError("qd.ad.hvp cannot run inside qd.ad.Tape or qd.ad.FwdMode")
+    for role, fld in (("loss", loss), ("x", x)):
+        if not isinstance(fld, field_module.Field) or not fld.dtype.is_float:
+            raise QuadrantsTypeError(f"qd.ad.hvp({role}=...) needs a float qd.field, got "
+                                     f"{type(fld).__name__}")
+        if fld.grad is None or not (fld.grad.placed or fld._needs_grad):
+            raise QuadrantsGradientError(f"qd.ad.hvp({role}=...): field '{fld.name}' has no "
+                                         f"adjoint; create it with needs_grad=True")
+    _check_loss(loss)
+    v = np.asarray(v, dtype=np.float64)
+    if v.shape != tuple(x.shape):
+        raise QuadrantsTypeError(f"qd.ad.hvp: v must have the shape of x '{x.name}' "
+                                 f"{tuple(x.shape)}, got {v.shape}")
+    _place_second_order_companions()
+    clear_all_gradients()
+    clear_all_duals()
+    x.dual.from_numpy(v.astype(types.to_numpy_dtype(x.dtype)))
+    loss.fill(0)
+    recorder = _HvpRecorder()
+    runtime.state.fwd_mode, runtime.state.tape = recorder, recorder
+    try:
+        f()
+    finally:
+        runtime.state.fwd_mode, runtime.state.tape = None, None
+    loss.grad.fill(1)
+    for fn, args, kwargs in reversed(recorder.launches):
+        if not getattr(fn, "_qd_kernel", False):
+            raise QuadrantsGradientError(f"qd.ad.hvp: f() called '{fn.__name__}' (a "
+                                         f"qd.ad.grad_replaced function or a sparse solve), "
+                                         f"whose gradient has no forward mode; hvp "
+                                         f"differentiates kernels only")
+        _refuse_float_ndarrays(fn, args, kwargs)
+        fn._launch(args, kwargs, "hvp")  # pylint: disable=protected-access
+    return x.grad.dual.to_numpy().astype(np.float64)
+
+
+def _place_second_order_companions():
+    """Places, for every placed float field with a placed adjoint, its dual
+    and its adjoint's dual (where hvp's tangents go)."""
+    for fld in list(field_module.live_fields()):
+        if fld._role != "primal" or not fld.placed or fld.grad is None or \
+                not fld.grad.placed:
+            continue
+        for companion in (fld.dual, fld.grad.dual):
+            if not companion.placed:
+                field_module.place_companion(companion)
+
+
+def _refuse_float_ndarrays(kernel, args, kwargs):
+    bound = kernel._signature.bind(*args, **kwargs)  # pylint: disable=protected-access
+    for name, value in bound.arguments.items():
+        if isinstance(value, ndarray_module.Ndarray) and value.dtype.is_float:
+            raise QuadrantsGradientError(f"qd.ad.hvp: kernel '{kernel.name}' takes the float "
+                                         f"ndarray '{name}'; ndarrays carry no tangents, so "
+                                         f"its second derivatives would be lost. Use fields")
+
+
 # The public names of qd.ad, as upstream lists them; dir(qd.ad) shows these
 # only (helpers, torch_function and imported modules stay reachable as
 # attributes).
-__all__ = ["FwdMode", "Tape", "clear_all_gradients", "grad_for", "grad_replaced", "no_grad"]
+__all__ = ["FwdMode", "Tape", "clear_all_gradients", "grad_for", "grad_replaced", "hvp",
+           "no_grad"]
 
 
 def __dir__():

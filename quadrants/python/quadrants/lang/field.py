@@ -134,6 +134,9 @@ class Field(sparse.ListMethods):
         if role == "primal" and dtype.is_float:
             self.grad = Field(dtype, shape, name + ".grad", primal=self, role="grad")
             self.dual = Field(dtype, shape, name + ".dual", primal=self, role="dual")
+        elif role == "grad":
+            # The adjoint's tangent (forward mode over the gradient: qd.ad.hvp).
+            self.dual = Field(dtype, shape, name + ".dual", primal=self, role="dual")
         _registry[:] = [f for f in _registry if f._generation == runtime.state.generation]
         _registry.append(self)
         _placement_changes[0] += 1
@@ -710,6 +713,17 @@ def _place_with_shape(f, shape):
         f._layout, f._offset = like._layout, like._offset
         return
     place_together([f], shape, like._layout, like._offset)
+
+
+def placement_generation():
+    """A number that changes whenever a field or companion is placed."""
+    return _placement_changes[0]
+
+
+def place_companion(f):
+    """Places companion `f` (a .grad, a .dual, or an adjoint's .dual) alone,
+    laid out like the field it belongs to."""
+    _place_with_shape(f, f.primal.shape)
 
 
 def element_indices(f, indices):

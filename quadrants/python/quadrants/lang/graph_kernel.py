@@ -17,7 +17,8 @@ from quadrants.lang import tensor as tensor_module
 from quadrants.lang.exception import QuadrantsGradientError, QuadrantsSyntaxError
 from quadrants.lang.ndarray import Ndarray
 
-PRIMAL, REVERSE, FORWARD = "primal", "reverse", "forward"
+# HVP: forward mode over the gradient kernel (qd.ad.hvp).
+PRIMAL, REVERSE, FORWARD, HVP = "primal", "reverse", "forward", "hvp"
 
 
 class GraphKernelMixin:
@@ -60,10 +61,10 @@ class GraphKernelMixin:
                 self._make_parts(step.body)
 
     def _run_plan(self, args, kwargs, mode):
-        if mode == FORWARD:
+        if mode in (FORWARD, HVP):
             raise QuadrantsGradientError(
-                f"kernel '{self.name}': forward mode (qd.ad.FwdMode) of a kernel with "
-                f"qd.graph.do_while() or checkpoints is not supported; use kernel.grad")
+                f"kernel '{self.name}': forward mode (qd.ad.FwdMode, qd.ad.hvp) of a kernel "
+                f"with qd.graph.do_while() or checkpoints is not supported; use kernel.grad")
         if mode == REVERSE:
             return self._plan_grad(args, kwargs)
         arrays = self._array_arguments(args, kwargs)

@@ -16,7 +16,7 @@ from quadrants.lang import (_perf_dispatch, buffer_view, context, ops, python_ba
                             session, struct,
                             types)
 from quadrants.lang import graph as graph_module
-from quadrants.lang.graph_kernel import FORWARD, PRIMAL, REVERSE, GraphKernelMixin
+from quadrants.lang.graph_kernel import FORWARD, HVP, PRIMAL, REVERSE, GraphKernelMixin
 from quadrants.lang import stream as stream_module
 from quadrants.lang import tensor as tensor_module
 from quadrants.lang import field as field_module
@@ -63,13 +63,14 @@ class FunctionSource:
 
     def __getattr__(self, name):
         # node, indent and assigned: made by the first read of one of them.
-        if name not in ("node", "indent", "assigned"):
+        if name not in ("node", "indent", "assigned", "assigned_once"):
             raise AttributeError(name)
         tree = ast.parse(textwrap.dedent("".join(self.lines)))
         self.node = tree.body[0]
         # The columns textwrap.dedent removed (node columns count from there).
         self.indent = min(len(line) - len(line.lstrip()) for line in self.lines if line.strip())
         self.assigned = _assigned_names(self.node)
+        self.assigned_once = _single_assignments(self.node)
         return getattr(self, name)
 
     @property
@@ -110,6 +111,26 @@ def _assigned_names(function_node):
                     if isinstance(base, ast.Name):
                         names.add(base.id)
     return names
+
+
+def _single_assignments(function_node):
+    """Names the body binds with exactly one plain `name = value` and stores
+    to nowhere else: one bound to a Python number stays a compile-time
+    constant (N = 16, then qd.loop_config(block_dim=N) or a[0:N])."""
+    plain, plain_targets, other = {}, set(), set()
+    for node in ast.walk(function_node):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            plain[name] = plain.get(name, 0) + 1
+            plain_targets.add(id(node.targets[0]))
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)) and \
+                id(node) not in plain_targets:
+            other.add(node.id)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and \
+                isinstance(node.target, ast.Name):
+            other.add(node.target.id)
+    return {name for name, count in plain.items() if count == 1 and name not in other}
 
 
 class _LiveNames:
@@ -438,6 +459,10 @@ class Kernel(GraphKernelMixin):
             self._cache = {}
             self._cache_generation = runtime.state.generation
         key = (mode, self._signature_key(args))
+        if mode in (FORWARD, HVP):
+            # Tangent kernels write the duals placed when they compile:
+            # duals placed later (qd.ad.hvp places them) recompile them.
+            key += (field_module.placement_generation(),)
         compiled = self._cache.get(key)
         if compiled is None or not compiled[2].up_to_date(args):
             with runtime.compile_lock:  # checked again: another thread may have compiled it
@@ -461,7 +486,7 @@ class Kernel(GraphKernelMixin):
         elif not self.is_pure and session.option("print_non_pure", False):
             print(f"[NOT_PURE] Debug information: not pure: {self.name}")
         kernel_ir, hidden, ctx = self._build_ir(args)
-        if mode == REVERSE and hidden.reads_grad:
+        if mode in (REVERSE, HVP) and hidden.reads_grad:
             # The first sentence is upstream's wording.
             raise QuadrantsGradientError(
                 f"Cannot automatically differentiate through a grad tensor: "
@@ -469,7 +494,7 @@ class Kernel(GraphKernelMixin):
                 f"would need its derivative; compute with the gradient in a "
                 f"kernel that is not differentiated")
         prog = runtime.program()
-        compile_fn = {PRIMAL: prog.compile, REVERSE: prog.compile_grad,
+        compile_fn = {PRIMAL: prog.compile, REVERSE: prog.compile_grad, HVP: prog.compile_hvp,
                       FORWARD: prog.compile_forward}[mode]
         compiled = compile_fn(kernel_ir)
         for message in prog.compile_warnings:
@@ -701,12 +726,12 @@ class Kernel(GraphKernelMixin):
                 f"kernel '{self.name}' uses the adstack and cannot be launched with "
                 f"graph=True: its adstacks are sized on the host at every launch, which "
                 f"a graph replay skips; drop graph=True for this kernel")
-        if mode == REVERSE:
+        if mode in (REVERSE, HVP):
             self._check_no_aliased_writes(args)
         launch_args, copy_back = _launch_arguments(self._specs, args)
         buffers, arrays = hidden.launch_arguments(self.name, args)
         launch_args += buffers + [a._core if isinstance(a, Ndarray) else a for a in arrays]
-        if mode == REVERSE:
+        if mode in (REVERSE, HVP):
             launch_args += _adjoint_arguments(self.name, self._specs, args, copy_back)
             launch_args += hidden.adjoints(buffers, arrays)
         stream = torch_interop.side_stream(args) if "torch" in sys.modules else None
@@ -723,7 +748,7 @@ class Kernel(GraphKernelMixin):
             self._remember(given, compiled, hidden, launch_args)
         for original, contiguous in copy_back:
             original[...] = contiguous
-        if self._return_type is None or mode == REVERSE:
+        if self._return_type is None or mode in (REVERSE, HVP):
             return None
         prog.sync()
         return self._return_type.read(buffers)
@@ -1160,6 +1185,7 @@ class _LambdaSource:
                                     decorator_list=[], returns=None, type_comment=None)
         ast.copy_location(self.node, lam)
         self.assigned = set()
+        self.assigned_once = set()
         self.globals = _LiveNames(fn)
 
     @property

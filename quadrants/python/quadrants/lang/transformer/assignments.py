@@ -88,6 +88,11 @@ class AssignmentsMixin:
                 any(isinstance(e, GlobalRef) for e in current.entries):
             matrix.store(current, value, f"assignment to '{name}'")
             return
+        if current is None and name in self.source.assigned_once:
+            loaded = context.load(value)
+            if isinstance(loaded, numbers.Number):
+                self.scope[name] = loaded  # never reassigned: a compile-time constant
+                return
         if self.shares(name) and current is None and self.ctx.hidden is not None:
             loaded = context.load(value)
             if isinstance(loaded, (Expr, numbers.Number, matrix.Matrix)):
