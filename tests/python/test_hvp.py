@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import quadrants as qd
+from quadrants.lang import runtime
 from quadrants.lang.exception import QuadrantsGradientError
 from tests import test_utils
 
@@ -102,17 +103,82 @@ def test_hvp_refusals_say_why():
 
 
 
-@test_utils.test(arch=[qd.cpu], require=qd.extension.adstack)
-def test_hvp_through_an_adstack_loop_is_refused_for_now():
-    x, loss, _ = _problem()
+# ---- through dynamic loops (the adstack) and checkpointed loops --------------
+
+M = 12
+STEPS = 40
+
+
+def _recurrence_problem():
+    """A per-element recurrence run for a launch-time trip count, coupled to
+    the next element: its gradient kernel needs the adstack. (Its locals
+    follow default_fp, f64 here: f32 ones would leave central differences
+    only f32's precision.)"""
+    x = qd.field(qd.f64, M, needs_grad=True)
+    loss = qd.field(qd.f64, (), needs_grad=True)
 
     @qd.kernel
-    def dynamic_loop():
-        for i in range(N):
-            acc = x[i]
-            for _ in range(i):
-                acc = qd.sin(acc)
-            loss[None] += acc * acc
+    def recurrence(t: qd.i32):
+        for i in x:
+            v = x[i]
+            w = 0.25
+            for _ in range(t):
+                v = qd.sin(v) * 0.9 + x[i] * qd.exp(-w) + 0.1 * x[(i + 1) % M]
+                w = qd.tanh(w + v * v) * 0.5
+            loss[None] += v * w
 
-    with pytest.raises(QuadrantsGradientError, match="dynamic_loop.*adstack"):
-        qd.ad.hvp(dynamic_loop, loss, x, np.ones(N))
+    return x, loss, lambda: recurrence(STEPS)
+
+
+def _torch_recurrence(torch, t):
+    v, w = t, torch.full_like(t, 0.25)
+    for _ in range(STEPS):
+        v = torch.sin(v) * 0.9 + t * torch.exp(-w) + 0.1 * torch.roll(t, -1)
+        w = torch.tanh(w + v * v) * 0.5
+    return (v * w).sum()
+
+
+def _recurrence_hvp(x, loss, f, x0, v):
+    x.from_numpy(x0)
+    return qd.ad.hvp(f, loss, x, v)
+
+
+@test_utils.test(arch=[qd.cpu, qd.cuda, qd.vulkan], require=qd.extension.adstack,
+                 ad_stack_experimental_enabled=True, default_fp=qd.f64)
+def test_hvp_through_a_dynamic_loop_matches_central_differences():
+    x, loss, f = _recurrence_problem()
+    rng = np.random.default_rng(2)
+    x0 = rng.uniform(0.1, 0.6, M)
+    v = rng.standard_normal(M)
+    hv = _recurrence_hvp(x, loss, f, x0, v)
+    h = 1e-5  # f64: truncation ~h^2, rounding ~1e-16 / h
+    fd = (_gradient(x, loss, f, x0 + h * v) - _gradient(x, loss, f, x0 - h * v)) / (2 * h)
+    np.testing.assert_allclose(hv, fd, rtol=1e-6, atol=1e-8)
+    assert np.abs(hv).max() > 1e-2
+    torch = pytest.importorskip("torch")
+    _, expected = torch.autograd.functional.hvp(
+        lambda t: _torch_recurrence(torch, t), torch.tensor(x0), torch.tensor(v))
+    np.testing.assert_allclose(hv, expected.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@test_utils.test(arch=[qd.cpu, qd.cuda], require=qd.extension.adstack,
+                 ad_stack_experimental_enabled=True, default_fp=qd.f64)
+def test_hvp_through_a_checkpointed_loop_equals_the_unbudgeted_one():
+    arch = runtime.state.arch
+    rng = np.random.default_rng(4)
+    x0 = rng.uniform(0.1, 0.6, M)
+    v = rng.standard_normal(M)
+    free = _recurrence_hvp(*_recurrence_problem(), x0, v)
+    stats = runtime.adstack_stats()
+    assert stats["checkpointed"] == 0
+    budget = stats["threads_at_once"] * max(stats["per_thread_stride"]) // 4
+    qd.reset()
+    qd.init(arch=arch, ad_stack_experimental_enabled=True, default_fp=qd.f64,
+            ad_stack_max_bytes=budget)
+    bounded = _recurrence_hvp(*_recurrence_problem(), x0, v)
+    stats = runtime.adstack_stats()
+    assert stats["checkpointed"] > 0, stats  # the loop ran in segments
+    assert stats["heap_bytes"] <= budget
+    # The same operations per thread; only atomic adds shared by threads
+    # may sum in another order.
+    np.testing.assert_allclose(bounded, free, rtol=1e-12, atol=1e-300)

@@ -182,20 +182,56 @@ class TangentBuilder {
         }
         return absl::OkStatus();
       case StmtKind::kAdStackAlloca:
-        if (ir::IsFloat(s.type().element())) {
-          // The adstack would need a tangent beside each stored value.
-          return MakeError(
-              ErrorKind::kGradient, s.loc(),
-              absl::StrCat("in kernel '", kernel_.name(),
-                           "': forward mode over the gradient (qd.ad.hvp) "
-                           "cannot yet carry tangents through a loop whose "
-                           "gradient uses the adstack"));
-        }
-        return absl::OkStatus();
+      case StmtKind::kAdStackPush:
+      case StmtKind::kAdStackPop:
+      case StmtKind::kAdStackLoadTop:
+      case StmtKind::kAdStackLoadTopAdj:
+      case StmtKind::kAdStackAccAdjoint:
+        return AdStackTangent(s);
       default:
         return absl::OkStatus();  // constants, arguments, integers, control
     }
   }
+
+  // A float adstack of a reverse-mode kernel (forward mode over it: hvp)
+  // gets a twin of the same shape and checkpoint role that mirrors every
+  // push and pop: its slots hold the tangents of the primal values and of
+  // the adjoints accumulated beside them.
+  absl::Status AdStackTangent(const Stmt& s) {
+    const Stmt* stack = ir::Isa<ir::AdStackAllocaStmt>(&s) ? &s : s.operand(0);
+    if (!ir::IsFloat(stack->type().element()))
+      return absl::OkStatus();
+    const PrimitiveType t = stack->type().element();
+    switch (s.kind()) {
+      case StmtKind::kAdStackAlloca: {
+        Map operands;
+        auto twin = ir::CloneStmt(s, &operands);
+        twin->set_loc(s.loc());
+        twin_stack_[&s] = b_.Insert(std::move(twin));
+        return absl::OkStatus();
+      }
+      case StmtKind::kAdStackPush:
+        b_.AdStackPush(Twin(stack), TOrZero(s.operand(1), t));
+        return absl::OkStatus();
+      case StmtKind::kAdStackPop:
+        b_.AdStackPop(Twin(stack));
+        return absl::OkStatus();
+      case StmtKind::kAdStackLoadTop:
+        tangent_[&s] = b_.AdStackLoadTop(Twin(stack));
+        return absl::OkStatus();
+      case StmtKind::kAdStackLoadTopAdj:
+        tangent_[&s] = b_.AdStackLoadTopAdj(Twin(stack));
+        return absl::OkStatus();
+      case StmtKind::kAdStackAccAdjoint:
+        if (Stmt* d = T(s.operand(1)))
+          b_.AdStackAccAdjoint(Twin(stack), d);
+        return absl::OkStatus();
+      default:
+        return absl::OkStatus();
+    }
+  }
+
+  Stmt* Twin(const Stmt* stack) const { return twin_stack_.at(stack); }
 
   // Block-shared memory carries no tangents: a value with one stored there
   // would lose it.
@@ -383,6 +419,7 @@ class TangentBuilder {
   Map primal_;
   Map tangent_;
   Map dual_alloca_;
+  Map twin_stack_;
   ir::IRBuilder b_;
 };
 

@@ -16,12 +16,12 @@ namespace quadrants::transforms::autodiff {
 // adstack: tangents flow forward with the primal values.
 //
 // Run over a reverse-mode kernel (AutodiffMode::kHvp), adjoint fields
-// linked to duals get the adjoints' tangents.
+// linked to duals get the adjoints' tangents, and each float adstack a
+// twin stack that carries the tangents of its primal values and adjoints
+// through every push, pop and checkpoint replay.
 //
 // Errors (QuadrantsCompilationError, naming the kernel and file:line): an
-// atomic min/max into a field with a dual (not differentiable); a float
-// adstack (a reverse-mode kernel's dynamic loop), whose stored values would
-// need tangents beside them.
+// atomic min/max into a field with a dual (not differentiable).
 absl::Status MakeForwardKernel(ir::Kernel& kernel, const ir::SNodeTree& snodes);
 
 }  // namespace quadrants::transforms::autodiff

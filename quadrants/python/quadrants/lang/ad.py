@@ -419,9 +419,9 @@ def hvp(f, loss, x, v):
     are placed when missing.
 
     Every field a kernel of f() writes carries a tangent; ndarrays do not,
-    so a value reaching the loss through an ndarray is refused. Loops whose
-    gradient needs the adstack are not supported yet (a compile error names
-    the kernel)."""
+    so a value reaching the loss through an ndarray is refused. Through
+    dynamic loops, each adstack carries the tangents beside its values
+    (checkpointed loops included)."""
     runtime.program()
     if runtime.state.tape is not None or runtime.state.fwd_mode is not None:
         raise QuadrantsRuntimeError("qd.ad.hvp cannot run inside qd.ad.Tape or qd.ad.FwdMode")
