@@ -1,6 +1,7 @@
 """Factorize + solve of the 2-D Poisson matrix (5-point Laplacian on a
 side x side grid, 10^6 unknowns by default), built by a kernel through
-qd.linalg.SparseMatrixBuilder: qd.linalg.SparseSolver (LLT and LU, AMD)
+qd.linalg.SparseMatrixBuilder: qd.linalg.SparseSolver (--solvers: LLT and LDLT with AMD, LU with
+COLAMD by default)
 against scipy.sparse.linalg.spsolve (SuperLU), CHOLMOD through
 scikit-sparse where it is installed, and, with --arch cuda,
 cupyx.scipy.sparse.linalg.spsolve on the GPU, all in one process. Prints
@@ -63,6 +64,8 @@ def main():
     parser.add_argument("--arch", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--side", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--solvers", default="LLT/AMD,LDLT/AMD,LU/COLAMD",
+                        help="comma-separated TYPE/ORDERING of SparseSolver to time")
     args = parser.parse_args()
     qd.init(arch=getattr(qd, args.arch))
     n = args.side * args.side
@@ -75,17 +78,17 @@ def main():
 
     csr = sp.csr_matrix((matrix._data, matrix._cols, matrix._indptr), shape=(n, n))
     ours = {}
-    for solver_type in ("LLT", "LU"):
-        phase(f"ours: {solver_type}/AMD")
+    for solver_type, ordering in [s.split("/") for s in args.solvers.split(",")]:
+        phase(f"ours: {solver_type}/{ordering}")
 
-        def run(solver_type=solver_type):
-            solver = qd.linalg.SparseSolver(qd.f64, solver_type, "AMD")
+        def run(solver_type=solver_type, ordering=ordering):
+            solver = qd.linalg.SparseSolver(qd.f64, solver_type, ordering)
             solver.compute(matrix)
             return solver.solve(b)
 
         seconds, x = best_seconds(run, args.repeats)
-        ours[solver_type] = seconds
-        print(f"ours {solver_type}/AMD        {seconds:8.2f} s   residual "
+        ours[solver_type + "/" + ordering] = seconds
+        print(f"ours {solver_type + '/' + ordering:19s} {seconds:8.2f} s   residual "
               f"{residual(csr, x, b):.1e}")
 
     best_ours = min(ours.values())

@@ -466,13 +466,13 @@ def test_block_dim_is_accepted_on_cpu():
 
 
 @test_utils.test()
-def test_a_local_bound_once_to_a_number_is_a_compile_time_constant():
+def test_loop_config_takes_a_local_bound_once_to_a_number():
     @qd.kernel
     def fill(a: qd.types.ndarray(), b: qd.types.ndarray()):
         n = 4
-        qd.loop_config(block_dim=n)      # needs a compile-time value
+        qd.loop_config(block_dim=n)      # its one value is known
         for i in a:
-            a[i] = qd.static(n * 10) + i  # so does qd.static
+            a[i] = n * 10 + i            # elsewhere it is a variable, as upstream
         scale = 2
         for j in b:
             b[j] = j * scale
@@ -482,6 +482,14 @@ def test_a_local_bound_once_to_a_number_is_a_compile_time_constant():
     fill(a, b)
     np.testing.assert_array_equal(a, 40 + np.arange(8))
     np.testing.assert_array_equal(b, 2 * np.arange(3))
+
+    @qd.kernel
+    def not_static():
+        n = 4
+        qd.static_assert(n == 4)
+
+    with pytest.raises(qd.QuadrantsTypeError, match="non-static"):
+        not_static()
 
     @qd.kernel
     def reassigned(a: qd.types.ndarray()):

@@ -114,9 +114,10 @@ def _assigned_names(function_node):
 
 
 def _single_assignments(function_node):
-    """Names the body binds with exactly one plain `name = value` and stores
-    to nowhere else: one bound to a Python number stays a compile-time
-    constant (N = 16, then qd.loop_config(block_dim=N) or a[0:N])."""
+    """Names the body binds with exactly one plain `name = value`, stores to
+    nowhere else and passes to no call (atomics and qd.ref parameters
+    write their argument): bound to a Python number, such a name has one
+    value directives may use (N = 16; qd.loop_config(block_dim=N))."""
     plain, plain_targets, other = {}, set(), set()
     for node in ast.walk(function_node):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
@@ -130,6 +131,8 @@ def _single_assignments(function_node):
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and \
                 isinstance(node.target, ast.Name):
             other.add(node.target.id)
+        elif isinstance(node, ast.Call):
+            other.update(a.id for a in node.args if isinstance(a, ast.Name))
     return {name for name, count in plain.items() if count == 1 and name not in other}
 
 

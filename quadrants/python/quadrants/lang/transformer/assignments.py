@@ -91,8 +91,9 @@ class AssignmentsMixin:
         if current is None and name in self.source.assigned_once:
             loaded = context.load(value)
             if isinstance(loaded, numbers.Number):
-                self.scope[name] = loaded  # never reassigned: a compile-time constant
-                return
+                # A run-time variable, as upstream's; its one value is known
+                # to directives that need a constant (qd.loop_config).
+                self.known_constants[name] = loaded
         if self.shares(name) and current is None and self.ctx.hidden is not None:
             loaded = context.load(value)
             if isinstance(loaded, (Expr, numbers.Number, matrix.Matrix)):

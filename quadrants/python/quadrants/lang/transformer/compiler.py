@@ -72,6 +72,9 @@ class FunctionCompiler(AssignmentsMixin, StatementsMixin, GraphRegionsMixin, Loo
             ctx.sources.append(source)
         self.source = source      # FunctionSource: ast, file, line offset, name
         self.scope = scope        # name -> value (Python scoping per function)
+        # Locals assigned one Python number and never written again: their
+        # value, for directives that need a constant (qd.loop_config).
+        self.known_constants = {}
         self.globals = globals_
         self.is_kernel = is_kernel
         self.loops = []

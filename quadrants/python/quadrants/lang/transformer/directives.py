@@ -122,6 +122,8 @@ class DirectivesMixin:
                                  f"'{keyword.arg}' (expected one of "
                                  f"{', '.join(_LOOP_CONFIG_OPTIONS)})", QuadrantsSyntaxError)
             value = context.load(self.eval(keyword.value))
+            if is_runtime(value) and isinstance(keyword.value, ast.Name):
+                value = self.known_constants.get(keyword.value.id, value)
             if is_runtime(value):
                 raise self.error(node, f"qd.loop_config({keyword.arg}=...) needs a "
                                  f"compile-time value, got a run-time one",
