@@ -482,10 +482,9 @@ def _refuse_float_ndarrays(kernel, args, kwargs):
 
 
 # The public names of qd.ad, as upstream lists them; dir(qd.ad) shows these
-# only (helpers, torch_function and imported modules stay reachable as
+# only (helpers, torch_function, hvp and imported modules stay reachable as
 # attributes).
-__all__ = ["FwdMode", "Tape", "clear_all_gradients", "grad_for", "grad_replaced", "hvp",
-           "no_grad"]
+__all__ = ["FwdMode", "Tape", "clear_all_gradients", "grad_for", "grad_replaced", "no_grad"]
 
 
 def __dir__():
