@@ -281,3 +281,31 @@ def test_a_taped_matrix_changed_before_the_backward_pass_is_refused():
             solver.compute(a)
             reduce(solver.solve(b), loss)
             a[0, 0] = 5.0
+
+
+@test_utils.test(arch=[qd.cpu])
+def test_a_taped_solve_with_a_derived_matrix_says_its_gradient_is_lost():
+    builder = qd.linalg.SparseMatrixBuilder(2, 2, max_num_triplets=4, dtype=qd.f64)
+    loss = qd.field(qd.f64, (), needs_grad=True)
+    k = qd.field(qd.f64, 2, needs_grad=True)
+
+    @qd.kernel
+    def fill(bld: qd.types.sparse_matrix_builder(), k: qd.template()):
+        for i in range(2):
+            bld[i, i] += 2.0 + k[i]
+
+    @qd.kernel
+    def reduce(u: qd.types.ndarray(), loss: qd.template()):
+        for i in range(2):
+            loss[None] += u[i]
+
+    b = qd.ndarray(qd.f64, (2,), needs_grad=True)
+    b.fill(1.0)
+    with pytest.raises(QuadrantsGradientError, match="arithmetic"):
+        with qd.ad.Tape(loss=loss):
+            fill(builder, k)
+            a = builder.build()
+            solver = qd.linalg.SparseSolver(qd.f64, "LU")
+            solver.compute(a * 2.0)
+            reduce(solver.solve(b), loss)
+

@@ -77,6 +77,7 @@ class SparseMatrix:
         # The builder whose fill kernels receive the gradients of the stored
         # entries (set by a build() under qd.ad.Tape; new contents drop it).
         self._grad_builder = None
+        self._grad_lost = False
         self._version = getattr(self, "_version", 0) + 1
         rows = np.asarray(rows, np.int64)
         cols = np.asarray(cols, np.int64)
@@ -93,12 +94,17 @@ class SparseMatrix:
         self._data = summed
         self._indptr = np.searchsorted(self._rows, np.arange(self.n + 1))
 
-    def _like(self, rows, cols, values, n=None, m=None):
+    def _like(self, rows, cols, values, n=None, m=None, other=None):
+        """A new matrix of these triplets, made from self (and `other`)."""
         out = SparseMatrix.__new__(SparseMatrix)
         out.dtype, out.storage_format = self.dtype, self.storage_format
         out.n = self.n if n is None else n
         out.m = self.m if m is None else m
         out._set_triplets(rows, cols, values)
+        # Entry gradients reach builders from matrices built under a tape
+        # only; a taped solve with a matrix derived from one says so.
+        out._grad_lost = any(op._grad_builder is not None or op._grad_lost
+                             for op in (self, other) if op is not None)
         return out
 
     def _find(self, i, j):
@@ -128,6 +134,7 @@ class SparseMatrix:
     def __setitem__(self, key, value):
         i, j = self._check_index(key)
         k = self._find(i, j)
+        lost = self._grad_lost or self._grad_builder is not None
         if k >= 0:
             self._data[k] = value
             self._grad_builder = None
@@ -135,6 +142,7 @@ class SparseMatrix:
         else:
             self._set_triplets(np.append(self._rows, i), np.append(self._cols, j),
                                np.append(self._data, value))
+        self._grad_lost = lost
 
     def to_numpy(self):
         """The matrix as a dense numpy array."""
@@ -172,13 +180,13 @@ class SparseMatrix:
         self._same_shape(other, "addition")
         return self._like(np.concatenate([self._rows, other._rows]),
                           np.concatenate([self._cols, other._cols]),
-                          np.concatenate([self._data, other._data]))
+                          np.concatenate([self._data, other._data]), other=other)
 
     def __sub__(self, other):
         self._same_shape(other, "subtraction")
         return self._like(np.concatenate([self._rows, other._rows]),
                           np.concatenate([self._cols, other._cols]),
-                          np.concatenate([self._data, -other._data]))
+                          np.concatenate([self._data, -other._data]), other=other)
 
     def __mul__(self, other):
         if isinstance(other, SparseMatrix):
@@ -187,7 +195,7 @@ class SparseMatrix:
             other_key = other._rows * other.m + other._cols
             common, mine, theirs = np.intersect1d(key, other_key, return_indices=True)
             return self._like(common // self.m, common % self.m,
-                              self._data[mine] * other._data[theirs])
+                              self._data[mine] * other._data[theirs], other=other)
         if isinstance(other, (int, float, np.number)):
             return self._like(self._rows, self._cols, self._data * other)
         return NotImplemented
@@ -209,7 +217,7 @@ class SparseMatrix:
             within = np.arange(left.size) - np.repeat(np.cumsum(counts) - counts, counts)
             right = starts + within
             return self._like(self._rows[left], other._cols[right],
-                              self._data[left] * other._data[right], m=other.m)
+                              self._data[left] * other._data[right], m=other.m, other=other)
         shape = tuple(other.shape) if hasattr(other, "shape") else np.shape(other)
         if shape != (self.m,):
             raise QuadrantsTypeError(f"sparse matrix times vector: a vector of {self.m} values "

@@ -149,6 +149,12 @@ class _TapedSolve:
             b_grad = b.grad.to_numpy()
             b.grad.from_numpy((b_grad + lam).astype(b_grad.dtype))
         if matrix._grad_builder is None:
+            if matrix._grad_lost:
+                raise QuadrantsGradientError(
+                    "the matrix of a taped SparseSolver.solve was made by sparse matrix "
+                    "arithmetic (+, -, *, @, transpose) from one built under the tape; "
+                    "its entries' gradients cannot reach the builders' kernels. Fill one "
+                    "builder with the whole matrix and solve with its build()")
             return
         rows, cols = matrix._rows, matrix._cols
         xv = self.x_values.astype(np.float64)
