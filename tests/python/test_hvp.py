@@ -82,6 +82,39 @@ def test_hvp_matches_torch():
     np.testing.assert_allclose(hv, expected.numpy(), rtol=1e-12, atol=1e-12)
 
 
+@test_utils.test(arch=[qd.cpu, qd.cuda, qd.vulkan], require=qd.extension.data64)
+def test_hvp_of_a_vector_field():
+    # Particles on a ring of nonlinear springs: E = sum (|p_{i+1} - p_i|^2 - 1)^2.
+    n = 5
+    p = qd.Vector.field(2, qd.f64, n, needs_grad=True)
+    energy = qd.field(qd.f64, (), needs_grad=True)
+
+    @qd.kernel
+    def springs():
+        for i in range(n):
+            d = p[(i + 1) % n] - p[i]
+            stretch = d.dot(d) - 1.0
+            energy[None] += stretch * stretch
+
+    def gradient(values):
+        p.from_numpy(values)
+        with qd.ad.Tape(loss=energy):
+            springs()
+        return p.grad.to_numpy()
+
+    rng = np.random.default_rng(6)
+    p0 = rng.standard_normal((n, 2))
+    v = rng.standard_normal((n, 2))
+    p.from_numpy(p0)
+    hv = qd.ad.hvp(springs, energy, p, v)
+    assert hv.shape == (n, 2)
+    h = 1e-5  # f64 central differences: ~1e-10 absolute here
+    fd = (gradient(p0 + h * v) - gradient(p0 - h * v)) / (2 * h)
+    np.testing.assert_allclose(hv, fd, rtol=1e-7, atol=1e-7)
+    with pytest.raises(qd.QuadrantsTypeError, match=r"\(5, 2\)"):
+        qd.ad.hvp(springs, energy, p, np.ones(n))
+
+
 @test_utils.test(arch=[qd.cpu])
 def test_hvp_refusals_say_why():
     x, loss, f = _problem()

@@ -411,8 +411,8 @@ def hvp(f, loss, x, v):
     numpy array shaped like `x`.
 
     `f()` launches the kernels that compute the 0-D float field `loss` from
-    the float field `x` (created with needs_grad=True); `v` is a numpy array
-    shaped like `x`. hvp runs f() once in forward mode with x's tangent set
+    the float field `x` (scalar, vector or matrix, created with
+    needs_grad=True); `v` is a numpy array shaped like `x.to_numpy()`. hvp runs f() once in forward mode with x's tangent set
     to v, then each of its kernels' gradient kernels, last first, in forward
     mode too: the tangents of the adjoints are H v. It leaves x.grad
     holding the gradient and loss its value; duals of the fields involved
@@ -426,21 +426,25 @@ def hvp(f, loss, x, v):
     if runtime.state.tape is not None or runtime.state.fwd_mode is not None:
         raise QuadrantsRuntimeError("qd.ad.hvp cannot run inside qd.ad.Tape or qd.ad.FwdMode")
     for role, fld in (("loss", loss), ("x", x)):
-        if not isinstance(fld, field_module.Field) or not fld.dtype.is_float:
+        # A vector or matrix field is checked through its first component.
+        leaf = fld._leaf_fields()[0] if hasattr(fld, "_leaf_fields") else fld
+        if not isinstance(leaf, field_module.Field) or not leaf.dtype.is_float:
             raise QuadrantsTypeError(f"qd.ad.hvp({role}=...) needs a float qd.field, got "
                                      f"{type(fld).__name__}")
-        if fld.grad is None or not (fld.grad.placed or fld._needs_grad):
+        if leaf.grad is None or not (leaf.grad.placed or leaf._needs_grad):
             raise QuadrantsGradientError(f"qd.ad.hvp({role}=...): field '{fld.name}' has no "
                                          f"adjoint; create it with needs_grad=True")
     _check_loss(loss)
     v = np.asarray(v, dtype=np.float64)
-    if v.shape != tuple(x.shape):
+    shape = tuple(x.shape) + tuple(getattr(x, "element_shape", ()))
+    if v.shape != shape:
         raise QuadrantsTypeError(f"qd.ad.hvp: v must have the shape of x '{x.name}' "
-                                 f"{tuple(x.shape)}, got {v.shape}")
+                                 f"{shape}, got {v.shape}")
     _place_second_order_companions()
     clear_all_gradients()
     clear_all_duals()
-    x.dual.from_numpy(v.astype(types.to_numpy_dtype(x.dtype)))
+    x_leaf = x._leaf_fields()[0] if hasattr(x, "_leaf_fields") else x
+    x.dual.from_numpy(v.astype(types.to_numpy_dtype(x_leaf.dtype)))
     loss.fill(0)
     recorder = _HvpRecorder()
     runtime.state.fwd_mode, runtime.state.tape = recorder, recorder
