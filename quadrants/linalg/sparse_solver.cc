@@ -26,36 +26,37 @@ struct IsLu<Eigen::SparseLU<Matrix, Ordering>> : std::true_type {};
 
 absl::Status CheckPattern(const CsrPattern& pattern) {
   if (pattern.rows != pattern.cols) {
-    return MakeError(ErrorKind::kType,
-                     absl::StrCat("a sparse direct solve needs a square matrix, "
-                                  "got ",
-                                  pattern.rows, " x ", pattern.cols));
+    return MakeError(
+        ErrorKind::kType,
+        absl::StrCat("a sparse direct solve needs a square matrix, "
+                     "got ",
+                     pattern.rows, " x ", pattern.cols));
   }
   if (pattern.rows <= 0 || pattern.rows > INT32_MAX ||
       static_cast<int64_t>(pattern.indptr.size()) != pattern.rows + 1 ||
       pattern.indptr.back() != static_cast<int64_t>(pattern.indices.size()) ||
       pattern.indices.size() > INT32_MAX) {
-    return MakeError(ErrorKind::kType,
-                     absl::StrCat("malformed CSR matrix: ", pattern.rows,
-                                  " rows, ", pattern.indptr.size(),
-                                  " row offsets, ", pattern.indices.size(),
-                                  " column indices"));
+    return MakeError(
+        ErrorKind::kType,
+        absl::StrCat("malformed CSR matrix: ", pattern.rows, " rows, ",
+                     pattern.indptr.size(), " row offsets, ",
+                     pattern.indices.size(), " column indices"));
   }
   for (int64_t r = 0; r < pattern.rows; ++r) {
     const int64_t begin = pattern.indptr[r], end = pattern.indptr[r + 1];
     if (begin > end || begin < 0) {
       return MakeError(ErrorKind::kType,
-                       absl::StrCat("malformed CSR matrix: row ", r,
-                                    " spans [", begin, ", ", end, ")"));
+                       absl::StrCat("malformed CSR matrix: row ", r, " spans [",
+                                    begin, ", ", end, ")"));
     }
     for (int64_t k = begin; k < end; ++k) {
       const int64_t c = pattern.indices[k];
       if (c < 0 || c >= pattern.cols ||
           (k > begin && c <= pattern.indices[k - 1])) {
-        return MakeError(ErrorKind::kType,
-                         absl::StrCat("malformed CSR matrix: row ", r,
-                                      " has column ", c,
-                                      " out of range or out of order"));
+        return MakeError(
+            ErrorKind::kType,
+            absl::StrCat("malformed CSR matrix: row ", r, " has column ", c,
+                         " out of range or out of order"));
       }
     }
   }
@@ -99,16 +100,16 @@ class EigenDirectSolver : public SparseDirectSolver<Scalar> {
     factorized_ = false;
     if (!analyzed_) {
       return MakeError(ErrorKind::kRuntime,
-                       absl::StrCat(name_, ": factorize() needs "
-                                           "analyze_pattern() first"));
+                       absl::StrCat(name_,
+                                    ": factorize() needs "
+                                    "analyze_pattern() first"));
     }
     if (absl::Status s = CheckPattern(pattern); !s.ok())
       return s;
     if (values.size() != pattern.indices.size()) {
       return MakeError(ErrorKind::kType,
-                       absl::StrCat(name_, ": ", values.size(),
-                                    " values for ", pattern.indices.size(),
-                                    " stored entries"));
+                       absl::StrCat(name_, ": ", values.size(), " values for ",
+                                    pattern.indices.size(), " stored entries"));
     }
     if (!std::equal(indptr_.begin(), indptr_.end(), pattern.indptr.begin(),
                     pattern.indptr.end()) ||
@@ -116,9 +117,10 @@ class EigenDirectSolver : public SparseDirectSolver<Scalar> {
                     pattern.indices.end())) {
       return MakeError(
           ErrorKind::kRuntime,
-          absl::StrCat(name_, ": the matrix's sparsity pattern differs from "
-                              "the analyzed one; call analyze_pattern() "
-                              "(or compute()) with it"));
+          absl::StrCat(name_,
+                       ": the matrix's sparsity pattern differs from "
+                       "the analyzed one; call analyze_pattern() "
+                       "(or compute()) with it"));
     }
     solver_.factorize(ToEigen<Scalar>(pattern, values));
     if (solver_.info() != Eigen::Success) {
@@ -139,15 +141,16 @@ class EigenDirectSolver : public SparseDirectSolver<Scalar> {
                      bool transposed) override {
     if (!factorized_) {
       return MakeError(ErrorKind::kRuntime,
-                       absl::StrCat(name_, ": solve() needs a successful "
-                                           "factorize() (or compute()) first"));
+                       absl::StrCat(name_,
+                                    ": solve() needs a successful "
+                                    "factorize() (or compute()) first"));
     }
     if (static_cast<int64_t>(b.size()) != n_ ||
         static_cast<int64_t>(x.size()) != n_) {
-      return MakeError(ErrorKind::kType,
-                       absl::StrCat(name_, ": the right-hand side has ",
-                                    b.size(), " values; the matrix has ", n_,
-                                    " rows"));
+      return MakeError(
+          ErrorKind::kType,
+          absl::StrCat(name_, ": the right-hand side has ", b.size(),
+                       " values; the matrix has ", n_, " rows"));
     }
     using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
     const Eigen::Map<const Vector> rhs(b.data(), n_);

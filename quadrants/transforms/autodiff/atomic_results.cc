@@ -77,8 +77,8 @@ class Checker {
         from_atomic_.insert(&s);
       return;
     }
-    const bool allowed = ir::Isa<ir::IfStmt>(&s) ? BranchIsIntegerOnly(s)
-                                                   : IntegerOnly(s);
+    const bool allowed =
+        ir::Isa<ir::IfStmt>(&s) ? BranchIsIntegerOnly(s) : IntegerOnly(s);
     if (!allowed) {
       status_ = MakeError(
           ErrorKind::kGradient, s.loc(),

@@ -11,6 +11,7 @@
 #include "quadrants/ir/builder.h"
 #include "quadrants/ir/cloner.h"
 #include "quadrants/ir/statements.h"
+#include "quadrants/transforms/autodiff/companion_params.h"
 #include "quadrants/transforms/type_check.h"
 
 namespace quadrants::transforms::autodiff {
@@ -30,11 +31,13 @@ using Map = absl::flat_hash_map<const Stmt*, Stmt*>;
 class TangentBuilder {
  public:
   TangentBuilder(ir::Kernel& kernel, const ir::SNodeTree& snodes,
-                 ir::OffloadedTaskStmt* task, Map primal)
+                 ir::OffloadedTaskStmt* task, Map primal,
+                 const absl::flat_hash_map<int, int>& dual_args)
       : kernel_(kernel),
         snodes_(snodes),
         task_(task),
         primal_(std::move(primal)),
+        dual_args_(dual_args),
         b_(&kernel, &snodes) {}
 
   absl::Status Build(const ir::OffloadedTaskStmt& forward) {
@@ -104,17 +107,25 @@ class TangentBuilder {
   Stmt* Zero(PrimitiveType t) { return Const(t, 0); }
   Stmt* Neg(Stmt* x) { return b_.Unary(UnaryOpKind::kNeg, x); }
 
-  // The tangent storage of a field element; null when the field has none.
+  // The tangent storage of a field or float ndarray element: the field's
+  // dual, or the element of the ndarray's dual parameter; null for a field
+  // without a dual and for block-shared memory.
   Stmt* DualPtr(const Stmt& ptr) {
-    const auto* field = ir::DynCast<ir::FieldPtrStmt>(&ptr);
-    if (field == nullptr)
-      return nullptr;  // ndarrays carry no tangents
-    const ir::SNode& place = snodes_.node(field->snode_id());
-    if (place.dual_snode < 0)
-      return nullptr;
     std::vector<Stmt*> indices;
     for (const Stmt* index : ptr.operands())
       indices.push_back(P(index));
+    if (const auto* array = ir::DynCast<ir::NdarrayPtrStmt>(&ptr)) {
+      auto it = dual_args_.find(array->arg());
+      if (it == dual_args_.end())
+        return nullptr;
+      return b_.NdarrayPtr(it->second, std::move(indices));
+    }
+    const auto* field = ir::DynCast<ir::FieldPtrStmt>(&ptr);
+    if (field == nullptr)
+      return nullptr;
+    const ir::SNode& place = snodes_.node(field->snode_id());
+    if (place.dual_snode < 0)
+      return nullptr;
     return b_.FieldPtr(place.dual_snode, place.dtype, std::move(indices));
   }
 
@@ -417,6 +428,7 @@ class TangentBuilder {
   const ir::SNodeTree& snodes_;
   ir::OffloadedTaskStmt* task_;
   Map primal_;
+  const absl::flat_hash_map<int, int>& dual_args_;
   Map tangent_;
   Map dual_alloca_;
   Map twin_stack_;
@@ -427,6 +439,8 @@ class TangentBuilder {
 
 absl::Status MakeForwardKernel(ir::Kernel& kernel,
                                const ir::SNodeTree& snodes) {
+  const absl::flat_hash_map<int, int> dual_args =
+      AddCompanionNdarrayParams(kernel, "_dual");
   std::vector<std::unique_ptr<Stmt>> forward = kernel.body()->TakeAll();
   for (const auto& stmt : forward) {
     const auto& task = static_cast<const ir::OffloadedTaskStmt&>(*stmt);
@@ -441,7 +455,8 @@ absl::Status MakeForwardKernel(ir::Kernel& kernel,
     ir::OffloadedTaskStmt* target = copy.get();
     kernel.body()->Append(std::move(copy));
     QD_RETURN_IF_ERROR(
-        TangentBuilder(kernel, snodes, target, std::move(primal)).Build(task));
+        TangentBuilder(kernel, snodes, target, std::move(primal), dual_args)
+            .Build(task));
   }
   return TypeCheck(kernel);
 }

@@ -11,9 +11,11 @@ namespace quadrants::transforms::autodiff {
 // kernel, in place: every statement still computes its primal value, and
 // every float value also carries a tangent, propagated by the derivative of
 // its op. Loads of a field with a dual companion (SNodeTree::LinkDual) read
-// the tangent from it; stores and atomic adds write it there. Fields
-// without a dual, ndarrays and arguments have zero tangents. Loops need no
-// adstack: tangents flow forward with the primal values.
+// the tangent from it; stores and atomic adds write it there. Each float
+// ndarray parameter gets a dual ndarray parameter, appended after all the
+// others in parameter order, used the same way. Fields without a dual and
+// scalar arguments have zero tangents. Loops need no adstack: tangents
+// flow forward with the primal values.
 //
 // Run over a reverse-mode kernel (AutodiffMode::kHvp), adjoint fields
 // linked to duals get the adjoints' tangents, and each float adstack a

@@ -16,6 +16,7 @@
 #include "quadrants/ir/walk.h"
 #include "quadrants/transforms/autodiff/atomic_results.h"
 #include "quadrants/transforms/autodiff/backup_values.h"
+#include "quadrants/transforms/autodiff/companion_params.h"
 #include "quadrants/transforms/autodiff/capacity_capture.h"
 #include "quadrants/transforms/autodiff/carried_values.h"
 #include "quadrants/transforms/autodiff/derivative_rules.h"
@@ -937,15 +938,8 @@ absl::Status MakeGradKernel(ir::Kernel& kernel, const ir::SNodeTree& snodes,
   StructureContinues(kernel);
   QD_RETURN_IF_ERROR(CheckAtomicResults(kernel));
   QD_RETURN_IF_ERROR(CheckGlobalDataAccessRule(kernel, snodes));
-  absl::flat_hash_map<int, int> adjoint_args;
-  const int num_params = static_cast<int>(kernel.params().size());
-  for (int i = 0; i < num_params; ++i) {
-    const ir::KernelParam p = kernel.params()[i];
-    if (p.kind == ir::KernelParam::Kind::kNdarray && ir::IsFloat(p.dtype)) {
-      adjoint_args[i] = kernel.AddParam(
-          ir::KernelParam::Ndarray(p.name + "_grad", p.dtype, p.ndim));
-    }
-  }
+  const absl::flat_hash_map<int, int> adjoint_args =
+      AddCompanionNdarrayParams(kernel, "_grad");
   // The forward tasks stay alive until every gradient task is built.
   std::vector<std::unique_ptr<Stmt>> forward = kernel.body()->TakeAll();
   for (size_t t = forward.size(); t-- > 0;) {

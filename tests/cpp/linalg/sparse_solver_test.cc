@@ -126,8 +126,8 @@ TEST(SparseDirectSolverTest, SingularMatrixIsARuntimeError) {
 
 TEST(SparseDirectSolverTest, MisuseIsRefusedWithReasons) {
   const Csr a = Banded(5, false, 1);
-  auto solver =
-      SparseDirectSolver<double>::Create(Factorization::kLLT, FillOrdering::kAMD);
+  auto solver = SparseDirectSolver<double>::Create(Factorization::kLLT,
+                                                   FillOrdering::kAMD);
   absl::Status s = solver->Factorize(a.pattern(), a.values);
   EXPECT_NE(s.message().find("analyze_pattern"), absl::string_view::npos) << s;
 

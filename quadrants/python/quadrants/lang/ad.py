@@ -253,6 +253,12 @@ class FwdMode:
         self.clear_gradients = clear_gradients
         self._seed_values = None
 
+    @staticmethod
+    def dual_of(key, shape, dtype):  # pylint: disable=unused-argument
+        """An ndarray's tangent here: zero, and discarded (forward mode
+        carries tangents through fields)."""
+        return np.zeros(shape, dtype)
+
     def __enter__(self):
         runtime.program()
         if runtime.state.fwd_mode is not None or runtime.state.tape is not None:
@@ -397,56 +403,83 @@ def torch_function(kernel, outputs):
 
 
 class _HvpRecorder:
-    """Stands in for a Tape while qd.ad.hvp runs f(): keeps the launches."""
+    """Stands in for a Tape and a FwdMode while qd.ad.hvp runs f(): keeps
+    the launches, and one dual array per ndarray (and per adjoint array)
+    the kernels take, so tangents written by one launch reach the next."""
 
     def __init__(self):
         self.launches = []
+        self._duals = {}  # id(array) -> (array, its dual ndarray)
 
     def record(self, fn, args, kwargs):
         self.launches.append((fn, args, kwargs))
 
+    def dual_of(self, key, shape, dtype):
+        if isinstance(key, np.ndarray):
+            return np.zeros(shape, dtype)  # a host copy: its tangent stays local
+        entry = self._duals.get(id(key))
+        if entry is None:
+            dual = ndarray_module.ndarray(types.from_numpy_dtype(np.dtype(dtype)), shape)
+            entry = self._duals[id(key)] = (key, dual)
+        return entry[1]._core
+
+    def dual(self, key):
+        """The dual ndarray of `key` (made zero when new)."""
+        entry = self._duals.get(id(key))
+        return None if entry is None else entry[1]
+
 
 def hvp(f, loss, x, v):
     """The Hessian-vector product H v of `loss` with respect to `x`, as a
-    numpy array shaped like `x`.
+    numpy array shaped like `x.to_numpy()`.
 
-    `f()` launches the kernels that compute the 0-D float field `loss` from
-    the float field `x` (scalar, vector or matrix, created with
-    needs_grad=True); `v` is a numpy array shaped like `x.to_numpy()`. hvp runs f() once in forward mode with x's tangent set
-    to v, then each of its kernels' gradient kernels, last first, in forward
-    mode too: the tangents of the adjoints are H v. It leaves x.grad
-    holding the gradient and loss its value; duals of the fields involved
-    are placed when missing.
-
-    Every field a kernel of f() writes carries a tangent; ndarrays do not,
-    so a value reaching the loss through an ndarray is refused. Through
-    dynamic loops, each adstack carries the tangents beside its values
-    (checkpointed loops included)."""
+    `f()` launches the kernels that compute the scalar `loss` (a 0-D float
+    field, or a one-element ndarray) from `x`: a float field (scalar,
+    vector or matrix) or ndarray with an adjoint (needs_grad=True); `v` is
+    a numpy array shaped like `x.to_numpy()`. hvp runs f() once in forward
+    mode with x's tangent set to v, then each of its kernels' gradient
+    kernels, last first, in forward mode too: the tangents of the adjoints
+    are H v. It leaves x.grad holding the gradient and loss its value; the
+    duals of the fields involved are placed when missing, and each ndarray
+    a kernel takes gets a dual array for the call. Through dynamic loops,
+    each adstack carries the tangents beside its values (checkpointed loops
+    included). Torch tensors are refused (their tangents would need torch
+    storage)."""
     runtime.program()
     if runtime.state.tape is not None or runtime.state.fwd_mode is not None:
         raise QuadrantsRuntimeError("qd.ad.hvp cannot run inside qd.ad.Tape or qd.ad.FwdMode")
-    for role, fld in (("loss", loss), ("x", x)):
-        # A vector or matrix field is checked through its first component.
-        leaf = fld._leaf_fields()[0] if hasattr(fld, "_leaf_fields") else fld
-        if not isinstance(leaf, field_module.Field) or not leaf.dtype.is_float:
-            raise QuadrantsTypeError(f"qd.ad.hvp({role}=...) needs a float qd.field, got "
-                                     f"{type(fld).__name__}")
-        if leaf.grad is None or not (leaf.grad.placed or leaf._needs_grad):
-            raise QuadrantsGradientError(f"qd.ad.hvp({role}=...): field '{fld.name}' has no "
-                                         f"adjoint; create it with needs_grad=True")
     _check_loss(loss)
+    x_is_array = isinstance(x, ndarray_module.Ndarray)
+    if x_is_array:
+        if not x._scalar.is_float or x.grad is None:
+            raise QuadrantsGradientError(f"qd.ad.hvp(x=...): the ndarray needs a float dtype "
+                                         f"and an adjoint (needs_grad=True)")
+        shape, x_dtype = tuple(x._core_shape), x._scalar
+    else:
+        # A vector or matrix field is checked through its first component.
+        leaf = x._leaf_fields()[0] if hasattr(x, "_leaf_fields") else x
+        if not isinstance(leaf, field_module.Field) or not leaf.dtype.is_float:
+            raise QuadrantsTypeError(f"qd.ad.hvp(x=...) needs a float qd.field or qd.ndarray, "
+                                     f"got {type(x).__name__}")
+        if leaf.grad is None or not (leaf.grad.placed or leaf._needs_grad):
+            raise QuadrantsGradientError(f"qd.ad.hvp(x=...): field '{x.name}' has no adjoint; "
+                                         f"create it with needs_grad=True")
+        shape, x_dtype = tuple(x.shape) + tuple(getattr(x, "element_shape", ())), leaf.dtype
     v = np.asarray(v, dtype=np.float64)
-    shape = tuple(x.shape) + tuple(getattr(x, "element_shape", ()))
     if v.shape != shape:
-        raise QuadrantsTypeError(f"qd.ad.hvp: v must have the shape of x '{x.name}' "
-                                 f"{shape}, got {v.shape}")
+        raise QuadrantsTypeError(f"qd.ad.hvp: v must have the shape of x {shape}, got "
+                                 f"{v.shape}")
+    seed = v.astype(types.to_numpy_dtype(x_dtype))
     _place_second_order_companions()
     clear_all_gradients()
     clear_all_duals()
-    x_leaf = x._leaf_fields()[0] if hasattr(x, "_leaf_fields") else x
-    x.dual.from_numpy(v.astype(types.to_numpy_dtype(x_leaf.dtype)))
-    loss.fill(0)
     recorder = _HvpRecorder()
+    if x_is_array:
+        recorder.dual_of(x._core, shape, seed.dtype)
+        recorder.dual(x._core).from_numpy(seed)
+    else:
+        x.dual.from_numpy(seed)
+    loss.fill(0)
     runtime.state.fwd_mode, runtime.state.tape = recorder, recorder
     try:
         f()
@@ -459,9 +492,14 @@ def hvp(f, loss, x, v):
                                          f"qd.ad.grad_replaced function or a sparse solve), "
                                          f"whose gradient has no forward mode; hvp "
                                          f"differentiates kernels only")
-        _refuse_float_ndarrays(fn, args, kwargs)
-        fn._launch(args, kwargs, "hvp")  # pylint: disable=protected-access
-    return x.grad.dual.to_numpy().astype(np.float64)
+        _refuse_torch_tensors(fn, args, kwargs)
+        fn._launch(args, kwargs, "hvp", tangents=recorder)  # pylint: disable=protected-access
+    if not x_is_array:
+        return x.grad.dual.to_numpy().astype(np.float64)
+    dual = recorder.dual(x.grad._core)
+    if dual is None:  # no kernel took x: its gradient does not depend on it
+        return np.zeros(shape)
+    return dual.to_numpy().reshape(shape).astype(np.float64)
 
 
 def _place_second_order_companions():
@@ -476,13 +514,13 @@ def _place_second_order_companions():
                 field_module.place_companion(companion)
 
 
-def _refuse_float_ndarrays(kernel, args, kwargs):
+def _refuse_torch_tensors(kernel, args, kwargs):
     bound = kernel._signature.bind(*args, **kwargs)  # pylint: disable=protected-access
     for name, value in bound.arguments.items():
-        if isinstance(value, ndarray_module.Ndarray) and value.dtype.is_float:
-            raise QuadrantsGradientError(f"qd.ad.hvp: kernel '{kernel.name}' takes the float "
-                                         f"ndarray '{name}'; ndarrays carry no tangents, so "
-                                         f"its second derivatives would be lost. Use fields")
+        if torch_interop.is_tensor(value):
+            raise QuadrantsGradientError(f"qd.ad.hvp: kernel '{kernel.name}' takes the torch "
+                                         f"tensor '{name}'; hvp carries tangents in fields and "
+                                         f"qd.ndarrays only")
 
 
 # The public names of qd.ad, as upstream lists them; dir(qd.ad) shows these

@@ -623,7 +623,7 @@ class Kernel(GraphKernelMixin):
             return self._launch_on_stream(args, kwargs, stream, scopes)
         # Inside qd.ad.FwdMode kernels also propagate tangents into .dual.
         mode = FORWARD if scopes.fwd_mode is not None else PRIMAL
-        result = self._launch(args, kwargs, mode)
+        result = self._launch(args, kwargs, mode, tangents=scopes.fwd_mode)
         if scopes.tape is not None and scopes.grad_replaced_depth == 0:
             scopes.tape.record(self, args, kwargs)
         return result
@@ -713,7 +713,9 @@ class Kernel(GraphKernelMixin):
         self._last = (runtime.state.generation, seen, compiled, template,
                       self._as_graph(compiled))
 
-    def _launch(self, args, kwargs, mode):
+    def _launch(self, args, kwargs, mode, tangents=None):
+        """`tangents` (FORWARD and HVP): gives the dual array of each float
+        array argument (dual_of(key, shape, numpy dtype))."""
         field_module.check_placements()
         if mode == PRIMAL and not kwargs and self._replay(args):
             return None
@@ -734,9 +736,14 @@ class Kernel(GraphKernelMixin):
         launch_args, copy_back = _launch_arguments(self._specs, args)
         buffers, arrays = hidden.launch_arguments(self.name, args)
         launch_args += buffers + [a._core if isinstance(a, Ndarray) else a for a in arrays]
+        adjoints = []
         if mode in (REVERSE, HVP):
-            launch_args += _adjoint_arguments(self.name, self._specs, args, copy_back)
-            launch_args += hidden.adjoints(buffers, arrays)
+            adjoints = _adjoint_arguments(self.name, self._specs, args, copy_back)
+            adjoints += hidden.adjoints(buffers, arrays)
+            launch_args += adjoints
+        if mode in (FORWARD, HVP):
+            launch_args += _dual_arguments(self._specs, args, buffers + list(arrays) + adjoints,
+                                           tangents)
         stream = torch_interop.side_stream(args) if "torch" in sys.modules else None
         if stream is not None:
             torch_interop.launches_wait_for(stream)
@@ -1016,6 +1023,34 @@ def _adjoint_arguments(kernel_name, specs, args, copy_back):
             shape = arg._core_shape if isinstance(arg, Ndarray) else arg.shape
             adjoints.append(np.zeros(shape, dtype=types.to_numpy_dtype(dtype)))
     return adjoints
+
+
+def _dual_arguments(specs, args, extra, tangents):
+    """The duals of the float array parameters, in parameter order (forward
+    mode gives each a dual parameter after all the others): the arguments'
+    arrays, then `extra` (hidden arrays and adjoints, as launched)."""
+    arrays = []
+    for spec, arg in zip(specs, args):
+        if isinstance(spec, _BufferViewParam):
+            arrays.append(arg.get_ndarray())
+        elif isinstance(spec, _NdarrayParam):
+            arrays.append(arg)
+    duals = []
+    for array in arrays + list(extra):
+        if isinstance(array, Ndarray):
+            shape, dtype = array._core_shape, types.to_numpy_dtype(array._scalar)
+            key = array._core
+        elif isinstance(array, torch_interop.TorchDeviceArray):
+            shape, dtype, key = array.shape, array.dtype, array.core
+        elif isinstance(array, core.Ndarray):
+            shape, dtype, key = tuple(array.shape), \
+                types.to_numpy_dtype(types.by_name(array.dtype)), array
+        else:
+            shape, dtype, key = array.shape, array.dtype, array
+        if np.issubdtype(dtype, np.floating):
+            duals.append(tangents.dual_of(key, tuple(shape), dtype) if tangents is not None
+                         else np.zeros(shape, dtype))
+    return duals
 
 
 def _launch_arguments(specs, args):
