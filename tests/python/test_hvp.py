@@ -238,3 +238,7 @@ def test_hvp_through_a_checkpointed_loop_equals_the_unbudgeted_one():
     # The same operations per thread; only atomic adds shared by threads
     # may sum in another order.
     np.testing.assert_allclose(bounded, free, rtol=1e-12, atol=1e-300)
+    torch = pytest.importorskip("torch")
+    _, expected = torch.autograd.functional.hvp(
+        lambda t: _torch_recurrence(torch, t), torch.tensor(x0), torch.tensor(v))
+    np.testing.assert_allclose(bounded, expected.numpy(), rtol=1e-10, atol=1e-12)
