@@ -158,6 +158,15 @@ def test_hvp_refusals_say_why():
     with pytest.raises(QuadrantsGradientError, match="needs_grad"):
         qd.ad.hvp(f, loss, plain, np.ones(N))
 
+    @qd.kernel
+    def through_numpy(a: qd.types.ndarray()):
+        for i in range(N):
+            loss[None] += a[i] * x[i] * x[i]
+
+    weights = np.ones(N)
+    with pytest.raises(QuadrantsGradientError, match=r"'a' \(numpy.ndarray\)"):
+        qd.ad.hvp(lambda: through_numpy(weights), loss, x, np.ones(N))
+
 
 # ---- through dynamic loops (the adstack) and checkpointed loops --------------
 

@@ -443,8 +443,8 @@ def hvp(f, loss, x, v):
     duals of the fields involved are placed when missing, and each ndarray
     a kernel takes gets a dual array for the call. Through dynamic loops,
     each adstack carries the tangents beside its values (checkpointed loops
-    included). Torch tensors are refused (their tangents would need torch
-    storage)."""
+    included). Kernels taking torch tensors or float numpy arrays are
+    refused (their tangents would be lost)."""
     runtime.program()
     if runtime.state.tape is not None or runtime.state.fwd_mode is not None:
         raise QuadrantsRuntimeError("qd.ad.hvp cannot run inside qd.ad.Tape or qd.ad.FwdMode")
@@ -492,7 +492,7 @@ def hvp(f, loss, x, v):
                                          f"qd.ad.grad_replaced function or a sparse solve), "
                                          f"whose gradient has no forward mode; hvp "
                                          f"differentiates kernels only")
-        _refuse_torch_tensors(fn, args, kwargs)
+        _refuse_foreign_arrays(fn, args, kwargs)
         fn._launch(args, kwargs, "hvp", tangents=recorder)  # pylint: disable=protected-access
     if not x_is_array:
         return x.grad.dual.to_numpy().astype(np.float64)
@@ -514,12 +514,16 @@ def _place_second_order_companions():
                 field_module.place_companion(companion)
 
 
-def _refuse_torch_tensors(kernel, args, kwargs):
+def _refuse_foreign_arrays(kernel, args, kwargs):
+    """Torch tensors and float numpy arrays would lose their tangents (hvp
+    keeps them in fields and qd.ndarrays)."""
     bound = kernel._signature.bind(*args, **kwargs)  # pylint: disable=protected-access
     for name, value in bound.arguments.items():
-        if torch_interop.is_tensor(value):
-            raise QuadrantsGradientError(f"qd.ad.hvp: kernel '{kernel.name}' takes the torch "
-                                         f"tensor '{name}'; hvp carries tangents in fields and "
+        if torch_interop.is_tensor(value) or (isinstance(value, np.ndarray) and
+                                              np.issubdtype(value.dtype, np.floating)):
+            what = f"{type(value).__module__}.{type(value).__name__}"
+            raise QuadrantsGradientError(f"qd.ad.hvp: kernel '{kernel.name}' takes '{name}' "
+                                         f"({what}); hvp carries tangents in fields and "
                                          f"qd.ndarrays only")
 
 
