@@ -73,9 +73,10 @@ def run_page(path, has_gpu=False, timeout=600):
     messages naming the page, the block's line and what went wrong."""
     with open(path, encoding="utf-8") as f:
         blocks = parse(f.read())
-    if any(re.search(r"^\s*import torch", b.code, re.M) for b in blocks) and \
-            importlib.util.find_spec("torch") is None:
-        return 0, len(blocks), []  # the page needs PyTorch, which is not here
+    for package in ("torch", "jax"):
+        if any(re.search(rf"^\s*import {package}\b", b.code, re.M) for b in blocks) and \
+                importlib.util.find_spec(package) is None:
+            return 0, len(blocks), []  # the page needs a package that is not here
     runnable = []
     for block in blocks:
         if block.gpu and not has_gpu:

@@ -402,6 +402,14 @@ def torch_function(kernel, outputs):
     return _Function.apply
 
 
+def jax_function(kernel, outputs):
+    """`kernel` as a differentiable JAX function, the twin of
+    torch_function: see quadrants.lang.jax_interop.jax_function. Raises
+    ImportError naming JAX where JAX is not installed."""
+    from quadrants.lang import jax_interop  # pylint: disable=import-outside-toplevel
+    return jax_interop.jax_function(kernel, outputs)
+
+
 class _HvpRecorder:
     """Stands in for a Tape and a FwdMode while qd.ad.hvp runs f(): keeps
     the launches, and one dual array per ndarray (and per adjoint array)

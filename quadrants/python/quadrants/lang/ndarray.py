@@ -434,6 +434,25 @@ def from_dlpack(source):
     return array
 
 
+def with_element_type(array, element_type):
+    """A view of the scalar ndarray `array` (the same memory) whose trailing
+    axes hold the components of `element_type`, a vector or matrix type
+    with that shape: how an imported buffer reaches a parameter of vector
+    or matrix elements."""
+    elem = tuple(element_type.shape)
+    if array._element_shape or array._physical_shape[len(array._physical_shape) - len(elem):] \
+            != elem or len(array._physical_shape) <= len(elem):
+        raise QuadrantsTypeError(f"an array of shape {array.shape} does not hold "
+                                 f"{element_type} elements along its trailing axes")
+    view = (VectorNdarray if element_type.ndim == 1 else MatrixNdarray).__new__(
+        VectorNdarray if element_type.ndim == 1 else MatrixNdarray)
+    view.__dict__.update(array.__dict__)
+    view.element_type, view.dtype, view._element_shape = element_type, array._scalar, elem
+    view._physical_shape = array._physical_shape[:len(array._physical_shape) - len(elem)]
+    view.grad = None
+    return view
+
+
 def _memory_order(source):
     """(source with its axes in memory order, the layout that restores its
     own order, or None) for a numpy array, torch tensor or CuPy array whose
