@@ -189,6 +189,28 @@ def test_tape_with_a_tensor_loss_seeds_it_and_checks_it():
     assert qd.lang.runtime.state.tape is None
 
 
+@test_utils.test(default_fp=qd.f64)
+def test_backward_sees_the_outputs_the_forward_wrote():
+    """A kernel that writes an output and reads it back: the gradient
+    kernel recomputes over the memory the forward left (as under a Tape),
+    so the read sees the written norm, not the caller's starting zeros."""
+    @qd.kernel
+    def split(p: qd.types.ndarray(qd.math.vec2, 1), norm: qd.types.ndarray(qd.f64, 1),
+              scaled: qd.types.ndarray(qd.math.vec2, 1)):
+        for i in range(p.shape[0]):
+            norm[i] = p[i].norm()
+            scaled[i] = p[i] * norm[i]
+
+    layer = qd.ad.torch_function(split, outputs=("norm", "scaled"))
+    dev = _device()
+    p = torch.tensor(np.random.default_rng(4).uniform(0.5, 1.5, (5, 2)), dtype=torch.float64,
+                     device=dev, requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda p: layer(p, torch.zeros(5, dtype=torch.float64, device=dev),
+                        torch.zeros(5, 2, dtype=torch.float64, device=dev)), (p,),
+        eps=1e-6, atol=1e-8)
+
+
 @test_utils.test(require=qd.extension.adstack, ad_stack_experimental_enabled=True,
                  default_fp=qd.f64)
 def test_gradcheck_through_a_dynamic_loop_with_a_torch_trip_count():

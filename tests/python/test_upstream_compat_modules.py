@@ -549,3 +549,17 @@ def test_test_tools_reinit_on_the_same_arch_and_load_kernels_from_strings():
 
 def test_x64_and_arm64_name_the_cpu_backend():
     assert qd.x64 is qd.cpu and qd.arm64 is qd.cpu
+
+
+def test_quadrants_lang_offers_the_package_names_and_lib_core_the_arch_helpers():
+    from quadrants._lib import core  # pylint: disable=import-outside-toplevel
+    from quadrants.lang import amdgpu, cpu, cuda, metal, ndrange, vulkan  # pylint: disable=import-outside-toplevel
+    assert (cpu, cuda, vulkan, metal, amdgpu) == (qd.cpu, qd.cuda, qd.vulkan, qd.metal, qd.amdgpu)
+    assert ndrange is qd.ndrange
+    with pytest.raises(ImportError):
+        from quadrants.lang import no_such_name  # noqa: F401 pylint: disable=import-outside-toplevel,unused-import
+    assert core.arch_from_name("vulkan") is qd.vulkan
+    with pytest.raises(ValueError, match="unknown arch 'tpu'"):
+        core.arch_from_name("tpu")
+    assert core.is_extension_supported(qd.cpu, qd.extension.adstack)
+    assert not core.is_extension_supported(qd.vulkan, qd.extension.sparse)

@@ -13,5 +13,21 @@ def data_type_size(dtype):
     return max(1, dtype.bits // 8)
 
 
+def arch_from_name(name):
+    """The arch called `name` ("cpu", "cuda", "vulkan", ...)."""
+    from quadrants.lang import runtime  # pylint: disable=import-outside-toplevel
+    for arch in runtime.ALL_ARCHS:
+        if arch.name == name:
+            return arch
+    raise ValueError(f"unknown arch '{name}' (one of "
+                     f"{', '.join(a.name for a in runtime.ALL_ARCHS)})")
+
+
+def is_extension_supported(arch, ext):
+    """Whether backend `arch` supports extension `ext` (qd.extension.*)."""
+    from quadrants.lang import misc  # pylint: disable=import-outside-toplevel
+    return misc.is_extension_supported(arch, ext)
+
+
 def __getattr__(name):
     return getattr(_native, name)

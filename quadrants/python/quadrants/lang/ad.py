@@ -372,21 +372,22 @@ def torch_function(kernel, outputs):
                 raise QuadrantsTypeError(f"kernel '{kernel.name}' takes {len(names)} "
                                          f"arguments ({', '.join(names)}), got {len(args)}")
             plain = detached(args)
-            starts = {i: plain[i].clone() for i in out_index}
             for i in out_index:
                 plain[i] = plain[i].clone()
             kernel(*plain)
-            ctx.plain, ctx.starts = plain, starts
+            ctx.plain = plain
             results = tuple(plain[i] for i in out_index)
+            ctx.save_for_backward(*results)  # torch refuses backward after in-place edits
             return results[0] if len(results) == 1 else results
 
         @staticmethod
         def backward(ctx, *seeds):  # pylint: disable=arguments-differ
-            # The reverse kernel replays the forward from the inputs and the
-            # outputs' starting values.
+            # The reverse kernel replays the forward over the memory the
+            # forward left, as under a Tape: loads of outputs the kernel
+            # wrote see those values (it never writes primal memory).
             args = list(ctx.plain)
-            for i in out_index:
-                args[i] = ctx.starts[i].clone()
+            for i, result in zip(out_index, ctx.saved_tensors):
+                args[i] = result
             for k, i in enumerate(out_index):
                 seed = seeds[k] if seeds[k] is not None else torch.zeros_like(args[i])
                 args[i].grad = seed.detach().clone().contiguous()

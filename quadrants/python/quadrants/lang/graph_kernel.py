@@ -56,6 +56,10 @@ class GraphKernelMixin:
                 part._body = step.statements
                 part.graph = self.graph
                 part.checkpoints = self.checkpoints
+                part.is_pure = self.is_pure
+                # The graph kernel is fastcached through its parts: what
+                # they observe is the kernel's.
+                part.src_ll_cache_observations = self.src_ll_cache_observations
                 step.kernel = part
             else:
                 self._make_parts(step.body)

@@ -6,8 +6,9 @@ callback XLA's own buffers: on cpu and cuda the kernel reads and writes
 them in place through DLPack (no copies), and on CUDA it runs ordered with
 XLA's stream by a pair of events. The output buffers alias the inputs of
 the same parameters, so they start with the values passed in, as the
-kernel expects. jax.custom_vjp gives the backward pass: kernel.grad seeded
-with the output cotangents, into buffers that start at zero.
+kernel expects. jax.custom_vjp gives the backward pass: kernel.grad over
+the memory the forward left (the outputs as written), seeded with the
+output cotangents, into buffers that start at zero.
 """
 import contextlib
 import functools
@@ -144,14 +145,17 @@ class _Plan:
         def launcher(kind, arrays, float_slots=()):
             shapes = tuple((a.shape, str(a.dtype)) for a in arrays)
             if (kind, shapes) not in launchers:
-                slots = list(plan.out_slots) + list(float_slots)
+                if kind == "forward":
+                    slots, aliases, callback = plan.out_slots, \
+                        {s: k for k, s in enumerate(plan.out_slots)}, run_forward
+                else:
+                    # The adjoints start as the seeds (outputs' cotangents,
+                    # zeros for the others) and kernel.grad adds into them.
+                    slots = float_slots
+                    aliases = {len(arrays) + k: k for k in range(len(float_slots))}
+                    callback = functools.partial(plan.run_backward, statics, float_slots)
                 types_ = tuple(jax.ShapeDtypeStruct(arrays[s].shape, arrays[s].dtype)
                                for s in slots)
-                aliases = {s: k for k, s in enumerate(plan.out_slots)}
-                for k in range(len(float_slots)):
-                    aliases[len(arrays) + k] = len(plan.out_slots) + k
-                callback = run_forward if kind == "forward" else \
-                    functools.partial(plan.run_backward, statics, tuple(float_slots))
                 launchers[(kind, shapes)] = buffer_callback(
                     callback, types_, input_output_aliases=aliases, vmap_method="sequential")
             return launchers[(kind, shapes)]
@@ -160,7 +164,13 @@ class _Plan:
             return tuple(launcher("forward", arrays)(*arrays))
 
         def forward_with_residuals(*arrays):
-            return forward(*arrays), arrays
+            results = forward(*arrays)
+            # The gradient kernel reads the memory the forward left, as
+            # under a Tape: the outputs as written, the other arguments.
+            left = list(arrays)
+            for k, s in enumerate(plan.out_slots):
+                left[s] = results[k]
+            return results, tuple(left)
 
         def backward(arrays, cotangents):
             floating = jax.numpy.floating
@@ -173,8 +183,8 @@ class _Plan:
                                                    arrays[s].dtype))
                 else:
                     seeds.append(jax.numpy.zeros_like(arrays[s]))
-            results = launcher("backward", arrays, float_slots)(*arrays, *seeds)
-            grads = dict(zip(float_slots, results[len(plan.out_slots):]))
+            grads = dict(zip(float_slots, launcher("backward", arrays, float_slots)(
+                *arrays, *seeds)))
             return tuple(grads[s] if s in grads else
                          np.zeros(a.shape, dtype=jax.dtypes.float0)
                          for s, a in enumerate(arrays))
@@ -204,21 +214,17 @@ class _Plan:
             array.write_back()
 
     def run_backward(self, statics, float_slots, ctx, outs, *buffers):
-        n = len(self.array_params)
-        buffers = list(buffers[:n])
-        for k, s in enumerate(self.out_slots):
-            buffers[s] = outs[k]  # the starting values, as the forward saw them
-        args, arrays = self._launch_args(statics, buffers)
+        args, arrays = self._launch_args(statics, buffers[:len(self.array_params)])
         adjoints = []
         for k, s in enumerate(float_slots):
-            adjoint = _KernelArray(outs[len(self.out_slots) + k], self.kernel.name,
+            adjoint = _KernelArray(outs[k], self.kernel.name,
                                    self.specs[self.array_params[s]], ".grad")
             arrays[s].array.grad = adjoint.array
             adjoints.append(adjoint)
         with _on_xla_stream(ctx):
             self.kernel.grad(*[a.array if isinstance(a, _KernelArray) else a for a in args])
-        for array in arrays + adjoints:
-            array.write_back()
+        for adjoint in adjoints:
+            adjoint.write_back()
 
 
 class _KernelArray:

@@ -480,7 +480,8 @@ class Kernel(GraphKernelMixin):
         HiddenParams) for these arguments."""
         fast_key = None
         if mode == PRIMAL and kernel_cache.enabled(self):
-            self.src_ll_cache_observations = SrcLlCacheObservations()
+            if self._body is None:  # a graph kernel's parts share its observations
+                self.src_ll_cache_observations = SrcLlCacheObservations()
             fast_key = kernel_cache.cache_key(self, args)
             loaded = fast_key and kernel_cache.load(self, fast_key, args)
             if loaded:
