@@ -60,6 +60,15 @@ class State:
     def step(self):
         for i in range(self.x.shape[0]):
             self.x[i] = self.x[i] * self.gain + 1.0
+
+
+@qd.kernel(graph=True, fastcache=True)
+def countdown(x: qd.types.NDArray[qd.i32, 1], counter: qd.types.NDArray[qd.i32, 0]):
+    while qd.graph.do_while(counter):
+        for i in range(x.shape[0]):
+            x[i] = x[i] + 1
+        for _ in range(1):
+            counter[()] = counter[()] - 1
 '''
 
 _HELPERS = '''
@@ -103,6 +112,12 @@ if {run_more!r}:
     s.step()
     out["state"] = s.x.to_numpy().tolist()
     out["step"] = vars(m.State.step.src_ll_cache_observations)
+    x = qd.ndarray(qd.i32, (3,))
+    counter = qd.ndarray(qd.i32, ())
+    counter.from_numpy(np.array(4, dtype=np.int32))
+    m.countdown(x, counter)
+    out["countdown"] = x.to_numpy().tolist()
+    out["graph"] = vars(m.countdown.src_ll_cache_observations)
 print("RESULT" + json.dumps(out))
 '''
 
@@ -150,6 +165,10 @@ def test_a_later_process_loads_without_the_front_end(tmp_path, arch):
     assert warm["fill7"] == [7.0] * 5 and warm["fill9"] == [9.0] * 5
     # A data-oriented member reassigned to another ndarray is the one used.
     assert warm["state"] == cold["state"] == [7.0] * 4
+    # A graph kernel (a do_while loop) is cached through its parts.
+    assert cold["graph"]["cache_stored"] and not cold["graph"]["cache_loaded"]
+    assert warm["graph"]["cache_loaded"]
+    assert warm["countdown"] == cold["countdown"] == [4, 4, 4]
 
 
 @pytest.mark.parametrize("arch", _archs())
