@@ -98,6 +98,9 @@ def test_values_and_jax_grad_match_jax_autodiff():
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     assert np.abs(np.asarray(grads[0])).max() > 0.1
     np.testing.assert_array_equal(np.asarray(out), np.asarray(_inputs(jax)[2]))  # unchanged
+    # Host arrays go where the kernels run.
+    np.testing.assert_allclose(layer(np.asarray(x), np.asarray(steps), 0.9, np.asarray(out)),
+                               reference(x, steps, 0.9, out), rtol=RTOL, atol=ATOL)
 
 
 @test_utils.test(arch=[qd.cpu, qd.cuda], **ADSTACK)

@@ -2,6 +2,7 @@
 its code reaches the exception types (core.QuadrantsRuntimeError) and the
 core's own functions."""
 from quadrants._core import core as _native
+from quadrants.lang import misc, runtime
 from quadrants.lang.device_caps import DeviceCapability  # noqa: F401 pylint: disable=unused-import
 from quadrants.lang.exception import (QuadrantsAssertionError,  # noqa: F401 pylint: disable=unused-import
                                       QuadrantsIndexError, QuadrantsRuntimeError,
@@ -15,7 +16,6 @@ def data_type_size(dtype):
 
 def arch_from_name(name):
     """The arch called `name` ("cpu", "cuda", "vulkan", ...)."""
-    from quadrants.lang import runtime  # pylint: disable=import-outside-toplevel
     for arch in runtime.ALL_ARCHS:
         if arch.name == name:
             return arch
@@ -25,7 +25,6 @@ def arch_from_name(name):
 
 def is_extension_supported(arch, ext):
     """Whether backend `arch` supports extension `ext` (qd.extension.*)."""
-    from quadrants.lang import misc  # pylint: disable=import-outside-toplevel
     return misc.is_extension_supported(arch, ext)
 
 

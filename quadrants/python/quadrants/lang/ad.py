@@ -7,7 +7,7 @@ import numpy as np
 
 from quadrants.lang import field as field_module
 from quadrants.lang import ndarray as ndarray_module
-from quadrants.lang import runtime, torch_interop, types
+from quadrants.lang import jax_interop, runtime, torch_interop, types
 from quadrants.lang.exception import (QuadrantsGradientError, QuadrantsRuntimeError,
                                       QuadrantsTypeError)
 from quadrants.lang.grad_check import GradChecker
@@ -407,7 +407,6 @@ def jax_function(kernel, outputs):
     """`kernel` as a differentiable JAX function, the twin of
     torch_function: see quadrants.lang.jax_interop.jax_function. Raises
     ImportError naming JAX where JAX is not installed."""
-    from quadrants.lang import jax_interop  # pylint: disable=import-outside-toplevel
     return jax_interop.jax_function(kernel, outputs)
 
 

@@ -15,6 +15,7 @@ import functools
 
 import numpy as np
 
+from quadrants.lang import kernel as kernel_module
 from quadrants.lang import misc, runtime, types
 from quadrants.lang import ndarray as ndarray_module
 from quadrants.lang.exception import QuadrantsRuntimeError, QuadrantsTypeError
@@ -51,7 +52,6 @@ def jax_function(kernel, outputs):
     included) and jax.vmap (one launch per batch element). The kernel must
     not write its other array arguments: JAX arrays are immutable."""
     jax, buffer_callback = _jax()
-    from quadrants.lang import kernel as kernel_module  # pylint: disable=import-outside-toplevel
     kernel._prepare()  # pylint: disable=protected-access
     specs = kernel._specs  # pylint: disable=protected-access
     names = [spec.name for spec in specs]
@@ -80,7 +80,11 @@ def jax_function(kernel, outputs):
                         f"parameter: pass a Python value (JAX arrays reach only ndarray "
                         f"parameters, {array_names})")
                 statics[i] = arg
-        arrays = [jax.numpy.asarray(args[i]) for i in array_params]
+        # Host values (numpy arrays, lists) go where the kernels run; JAX
+        # arrays stay where they are (the check below names a wrong device).
+        arrays = [args[i] if isinstance(args[i], jax.Array) else
+                  jax.device_put(np.asarray(args[i]), _session_device(jax))
+                  for i in array_params]
         for slot, array in enumerate(arrays):
             plan.check(slot, array)
         results = plan.function(jax, buffer_callback, statics)(*arrays)
@@ -101,7 +105,6 @@ class _Plan:
     def check(self, slot, array):
         """Checks `array` against its parameter as a launch would, now, so
         the error names the argument before XLA runs anything."""
-        from quadrants.lang import kernel as kernel_module  # pylint: disable=import-outside-toplevel
         spec = self.specs[self.array_params[slot]]
         try:
             stand_in = np.broadcast_to(np.zeros((), np.dtype(array.dtype)), array.shape)
@@ -283,6 +286,18 @@ def _buffer_device(buffer):
         return int(buffer.__dlpack_device__()[0])
     except (AttributeError, TypeError):
         return 1
+
+
+def _session_device(jax):
+    """The JAX device whose memory this session's kernels address."""
+    if misc.session_dlpack_device_type() in _CUDA_LIKE:
+        gpus = [d for d in jax.devices() if d.platform in ("gpu", "cuda", "rocm")]
+        device_id = runtime.state.options.get("device_id", 0)
+        if device_id < len(gpus):
+            return gpus[device_id]
+        raise QuadrantsRuntimeError(f"the kernels run on GPU {device_id}, and JAX sees "
+                                    f"{len(gpus)} GPU(s); pass JAX arrays on that GPU")
+    return jax.devices("cpu")[0]
 
 
 def _stream_of(ctx):
