@@ -207,6 +207,8 @@ def test_arguments_are_checked_by_name_before_xla_runs():
         layer(x, steps, out)
     with pytest.raises(QuadrantsTypeError, match=r"outputs \['a'\] must name"):
         qd.ad.jax_function(_recurrence_kernel(), outputs="a")
+    with pytest.raises(QuadrantsTypeError, match=r"each once"):
+        qd.ad.jax_function(_recurrence_kernel(), outputs=("out", "out"))
 
 
 @test_utils.test(arch=[qd.cuda])

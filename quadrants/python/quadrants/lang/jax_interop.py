@@ -61,10 +61,11 @@ def jax_function(kernel, outputs):
     array_params = [i for i, spec in enumerate(specs)
                     if isinstance(spec, kernel_module._NdarrayParam)]  # pylint: disable=protected-access
     array_names = [names[i] for i in array_params]
-    if not outputs or any(name not in array_names for name in outputs):
+    if not outputs or len(set(outputs)) != len(outputs) or \
+            any(name not in array_names for name in outputs):
         raise QuadrantsTypeError(f"qd.ad.jax_function(): kernel '{kernel.name}' has ndarray "
                                  f"parameters {array_names}; outputs {list(outputs)} must name "
-                                 f"at least one of them")
+                                 f"one or more of them, each once")
     plan = _Plan(kernel, specs, array_params, [array_names.index(n) for n in outputs])
 
     def call(*args):
