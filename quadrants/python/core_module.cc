@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -939,6 +940,35 @@ PYBIND11_MODULE(_quadrants_core, m) {
           },
           py::arg("device_type"), py::arg("device_id"), py::arg("versioned"),
           py::arg("axes") = std::vector<int>{});
+
+  m.def(
+      "strided_to_dlpack",
+      [](py::object owner, uint64_t address, const std::string& dtype,
+         std::vector<int64_t> shape, std::vector<int64_t> byte_strides,
+         int device_type, int device_id, bool versioned) {
+        StridedMemory memory;
+        memory.dtype = Dtype(dtype);
+        const int64_t item = std::max(1, ir::BitWidth(memory.dtype) / 8);
+        for (int64_t stride : byte_strides) {
+          if (stride % item != 0) {
+            throw QuadrantsError(
+                ErrorKind::kRuntime,
+                absl::StrCat("to_dlpack: a stride of ", stride,
+                             " bytes is not a whole number of ", dtype,
+                             " elements; DLPack counts strides in elements"));
+          }
+          memory.strides.push_back(stride / item);
+        }
+        memory.data = reinterpret_cast<void*>(address);
+        memory.shape = std::move(shape);
+        memory.owner = KeepPythonObject(std::move(owner));
+        return StridedToDlpack(memory, {device_type, device_id}, versioned);
+      },
+      "A DLPack capsule over `address` (shape, byte strides) that keeps "
+      "`owner` alive: how fields export their memory.",
+      py::arg("owner"), py::arg("address"), py::arg("dtype"), py::arg("shape"),
+      py::arg("byte_strides"), py::arg("device_type"), py::arg("device_id"),
+      py::arg("versioned"));
 
   // Field memory a view shares: opaque to Python, released with the view.
   py::class_<ArrayBuffer, std::shared_ptr<ArrayBuffer>>(m, "FieldMemory");

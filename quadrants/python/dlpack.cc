@@ -62,13 +62,13 @@ DLDataType DataType(ir::PrimitiveType t) {
   return {static_cast<uint8_t>(ir::IsSigned(t) ? 0 : 1), bits, 1};
 }
 
-// What a capsule owns: the array (kept alive) and the shape the tensor
-// points at, next to the DLPack struct itself.
+// What a capsule owns: the owner of the memory (kept alive) and the shape
+// and strides the tensor points at, next to the DLPack struct itself.
 template <typename Managed>
 struct Export {
-  std::shared_ptr<Ndarray> array;
+  std::shared_ptr<void> owner;
   std::vector<int64_t> shape;
-  std::vector<int64_t> strides;  // empty: dense and row-major
+  std::vector<int64_t> strides;  // in elements; empty: dense and row-major
   Managed managed{};
 };
 
@@ -77,35 +77,44 @@ void Delete(Managed* self) {
   delete static_cast<Export<Managed>*>(self->manager_ctx);
 }
 
-// Exported axis k is the array's axis axes[k] (all axes when `axes` is
-// empty): a permutation shows as permuted strides over the same memory.
 template <typename Managed>
-Managed* NewManaged(std::shared_ptr<Ndarray> array, DlpackDevice device,
-                    const std::vector<int>& axes) {
-  auto* owner = new Export<Managed>{std::move(array), {}, {}, {}};
-  const std::vector<int64_t>& physical = owner->array->shape();
-  if (axes.empty()) {
-    owner->shape = physical;
-  } else {
-    std::vector<int64_t> dense(physical.size(), 1);
-    for (int axis = static_cast<int>(physical.size()) - 2; axis >= 0; --axis)
-      dense[axis] = dense[axis + 1] * physical[axis + 1];
-    for (int axis : axes) {
-      owner->shape.push_back(physical[axis]);
-      owner->strides.push_back(dense[axis]);
-    }
-  }
+Managed* NewManaged(const StridedMemory& memory, DlpackDevice device) {
+  auto* owner =
+      new Export<Managed>{memory.owner, memory.shape, memory.strides, {}};
   DLTensor& t = owner->managed.dl_tensor;
-  t.data = owner->array->data();
+  t.data = memory.data;
   t.device = {device.type, device.id};
   t.ndim = static_cast<int32_t>(owner->shape.size());
-  t.dtype = DataType(owner->array->dtype());
+  t.dtype = DataType(memory.dtype);
   t.shape = owner->shape.data();
   t.strides = owner->strides.empty() ? nullptr : owner->strides.data();
   t.byte_offset = 0;
   owner->managed.manager_ctx = owner;
   owner->managed.deleter = &Delete<Managed>;
   return &owner->managed;
+}
+
+// Exported axis k is the array's axis axes[k] (all axes when `axes` is
+// empty): a permutation shows as permuted strides over the same memory.
+StridedMemory NdarrayMemory(std::shared_ptr<Ndarray> array,
+                            const std::vector<int>& axes) {
+  StridedMemory memory;
+  memory.data = array->data();
+  memory.dtype = array->dtype();
+  const std::vector<int64_t>& physical = array->shape();
+  if (axes.empty()) {
+    memory.shape = physical;
+  } else {
+    std::vector<int64_t> dense(physical.size(), 1);
+    for (int axis = static_cast<int>(physical.size()) - 2; axis >= 0; --axis)
+      dense[axis] = dense[axis + 1] * physical[axis + 1];
+    for (int axis : axes) {
+      memory.shape.push_back(physical[axis]);
+      memory.strides.push_back(dense[axis]);
+    }
+  }
+  memory.owner = std::move(array);
+  return memory;
 }
 
 // Frees the export when the capsule dies unconsumed (a consumer renames
@@ -150,10 +159,10 @@ absl::StatusOr<ir::PrimitiveType> FromDataType(DLDataType t) {
       }
     }
   }
-  return MakeError(ErrorKind::kType,
-                   absl::StrCat("from_dlpack: DLPack dtype (code ", t.code,
-                                ", bits ", t.bits, ", lanes ", t.lanes,
-                                ") has no Quadrants type"));
+  return MakeError(
+      ErrorKind::kType,
+      absl::StrCat("from_dlpack: DLPack dtype (code ", t.code, ", bits ",
+                   t.bits, ", lanes ", t.lanes, ") has no Quadrants type"));
 }
 
 // The tensor of a DLPack capsule of either version, and how to give it
@@ -178,8 +187,8 @@ Imported Consume(py::capsule& capsule) {
     return out;
   }
   if (PyCapsule_IsValid(object, "dltensor")) {
-    auto* managed = static_cast<DLManagedTensor*>(
-        PyCapsule_GetPointer(object, "dltensor"));
+    auto* managed =
+        static_cast<DLManagedTensor*>(PyCapsule_GetPointer(object, "dltensor"));
     PyCapsule_SetName(object, "used_dltensor");
     out.tensor = &managed->dl_tensor;
     out.release = [managed] {
@@ -195,17 +204,17 @@ Imported Consume(py::capsule& capsule) {
 
 }  // namespace
 
-std::shared_ptr<Ndarray> NdarrayFromDlpack(py::capsule capsule,
-                                           DlpackDevice device,
-                                           std::shared_ptr<ArrayMemory> memory) {
+std::shared_ptr<Ndarray> NdarrayFromDlpack(
+    py::capsule capsule, DlpackDevice device,
+    std::shared_ptr<ArrayMemory> memory) {
   Imported imported = Consume(capsule);
   const DLTensor& t = *imported.tensor;
   std::string problem;
   if (t.device.device_type != device.type || t.device.device_id != device.id) {
-    problem = absl::StrCat("the tensor is on DLPack device (",
-                           t.device.device_type, ", ", t.device.device_id,
-                           "), the kernels run on (", device.type, ", ",
-                           device.id, ")");
+    problem =
+        absl::StrCat("the tensor is on DLPack device (", t.device.device_type,
+                     ", ", t.device.device_id, "), the kernels run on (",
+                     device.type, ", ", device.id, ")");
   }
   std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
   if (problem.empty() && t.strides != nullptr) {
@@ -229,8 +238,8 @@ std::shared_ptr<Ndarray> NdarrayFromDlpack(py::capsule capsule,
   int64_t count = 1;
   for (int64_t extent : shape)
     count *= extent;
-  const int64_t bytes = std::max<int64_t>(
-      1, count * std::max(1, ir::BitWidth(*dtype) / 8));
+  const int64_t bytes =
+      std::max<int64_t>(1, count * std::max(1, ir::BitWidth(*dtype) / 8));
   char* data = static_cast<char*>(t.data) + t.byte_offset;
   auto lender = std::make_shared<BorrowedMemory>(std::move(memory),
                                                  std::move(imported.release));
@@ -243,9 +252,8 @@ std::shared_ptr<Ndarray> NdarrayFromDlpack(py::capsule capsule,
   return *std::move(array);
 }
 
-py::capsule NdarrayToDlpack(std::shared_ptr<Ndarray> array,
-                            DlpackDevice device, bool versioned,
-                            const std::vector<int>& axes) {
+py::capsule NdarrayToDlpack(std::shared_ptr<Ndarray> array, DlpackDevice device,
+                            bool versioned, const std::vector<int>& axes) {
   const size_t rank = array->shape().size();
   std::vector<bool> seen(rank, false);
   bool permutation = axes.empty() || axes.size() == rank;
@@ -256,28 +264,43 @@ py::capsule NdarrayToDlpack(std::shared_ptr<Ndarray> array,
       seen[axis] = true;
   }
   if (!permutation) {
-    throw QuadrantsError(ErrorKind::kType,
-                         absl::StrCat("to_dlpack: axes must be a permutation of "
-                                      "the ndarray's ",
-                                      rank, " axes"));
+    throw QuadrantsError(
+        ErrorKind::kType,
+        absl::StrCat("to_dlpack: axes must be a permutation of "
+                     "the ndarray's ",
+                     rank, " axes"));
   }
+  return StridedToDlpack(NdarrayMemory(std::move(array), axes), device,
+                         versioned);
+}
+
+py::capsule StridedToDlpack(const StridedMemory& memory, DlpackDevice device,
+                            bool versioned) {
   if (versioned) {
-    auto* managed =
-        NewManaged<DLManagedTensorVersioned>(std::move(array), device, axes);
+    auto* managed = NewManaged<DLManagedTensorVersioned>(memory, device);
     managed->version = {1, 0};
     managed->flags = 0;  // writable, not a copy
-    PyObject* capsule = PyCapsule_New(
-        managed, "dltensor_versioned", [](PyObject* self) {
+    PyObject* capsule =
+        PyCapsule_New(managed, "dltensor_versioned", [](PyObject* self) {
           ReleaseUnconsumed<DLManagedTensorVersioned>(self,
                                                       "dltensor_versioned");
         });
     return py::reinterpret_steal<py::capsule>(capsule);
   }
-  auto* managed = NewManaged<DLManagedTensor>(std::move(array), device, axes);
+  auto* managed = NewManaged<DLManagedTensor>(memory, device);
   PyObject* capsule = PyCapsule_New(managed, "dltensor", [](PyObject* self) {
     ReleaseUnconsumed<DLManagedTensor>(self, "dltensor");
   });
   return py::reinterpret_steal<py::capsule>(capsule);
+}
+
+std::shared_ptr<void> KeepPythonObject(py::object object) {
+  // The consumer may release the tensor on any thread: the reference is
+  // dropped holding the GIL.
+  return std::shared_ptr<void>(object.release().ptr(), [](void* p) {
+    py::gil_scoped_acquire gil;
+    Py_DECREF(static_cast<PyObject*>(p));
+  });
 }
 
 }  // namespace quadrants::python

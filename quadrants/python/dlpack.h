@@ -16,6 +16,25 @@ struct DlpackDevice {
   int id = 0;
 };
 
+// Memory a DLPack export views: `data` with `shape` and `strides` (in
+// elements; empty for dense row-major), kept alive by `owner`.
+struct StridedMemory {
+  std::shared_ptr<void> owner;
+  void* data = nullptr;
+  ir::PrimitiveType dtype = ir::PrimitiveType::kF32;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+};
+
+// A DLPack capsule viewing `memory` (see NdarrayToDlpack for `versioned`),
+// which keeps memory.owner until its consumer releases it.
+pybind11::capsule StridedToDlpack(const StridedMemory& memory,
+                                  DlpackDevice device, bool versioned);
+
+// `object` as an owner a StridedMemory can hold (a Python object keeping
+// memory alive, such as a field view), released under the GIL.
+std::shared_ptr<void> KeepPythonObject(pybind11::object object);
+
 // A DLPack capsule viewing `array`'s memory, which keeps the array alive
 // until its consumer releases it: "dltensor" (DLPack 0.x, what
 // torch.utils.dlpack.from_dlpack takes) or, with `versioned`,

@@ -7,6 +7,7 @@ import pytest
 
 import quadrants as qd
 from quadrants.lang import runtime
+from quadrants.lang.exception import QuadrantsRuntimeError
 from tests import test_utils
 
 torch = pytest.importorskip("torch")
@@ -263,6 +264,35 @@ def test_dlpack_views_the_ndarray_memory_and_keeps_it_alive():
     gc.collect()
     np.testing.assert_array_equal(torch.utils.dlpack.from_dlpack(capsule).numpy().ravel()[:4],
                                   [0, 1, 2, 3])
+
+
+@test_utils.test(arch=[qd.cpu, qd.cuda])
+def test_field_dlpack_shares_memory_for_matrix_and_0d_fields():
+    """Fields export their memory through DLPack on cpu and cuda: matrix
+    elements on the trailing axes, 0-D fields as 0-D tensors; writes
+    through the tensor show in the field."""
+    dev = _device()
+    m = qd.Matrix.field(2, 3, qd.f32, shape=(4,))
+    m.from_numpy(np.arange(24, dtype=np.float32).reshape(4, 2, 3))
+    t = torch.utils.dlpack.from_dlpack(m.to_dlpack())
+    assert tuple(t.shape) == (4, 2, 3) and t.dtype == torch.float32
+    assert t.device == torch.device(dev)
+    np.testing.assert_array_equal(t.cpu().numpy(), m.to_numpy())
+    t[1, 0, 2] = -7.0
+    if dev != "cpu":
+        torch.cuda.synchronize()
+    assert m[1][0, 2] == -7.0
+    s = qd.field(qd.i64, shape=())
+    s[None] = 41
+    t0 = torch.utils.dlpack.from_dlpack(s.to_dlpack(versioned=False))
+    assert tuple(t0.shape) == () and int(t0.item()) == 41
+
+
+@test_utils.test(arch=[qd.vulkan])
+def test_field_dlpack_is_refused_where_memory_is_not_addressable():
+    f = qd.Vector.field(3, qd.f32, shape=(2,))
+    with pytest.raises(QuadrantsRuntimeError, match="to_dlpack: field"):
+        f.to_dlpack()
 
 
 @test_utils.test(arch=[qd.cpu])

@@ -249,9 +249,16 @@ class MatrixField(sparse.ListMethods):
     def _numpy_element_shape(self, keep_dims):
         return (self.n, 1) if keep_dims and self.ndim_element == 1 else self.element_shape
 
-    def _view(self, numpy_dtype=None, device=False):
+    def _view(self, numpy_dtype=None, device=False, scalar=False):
         return field_module.view_places([c.place_id() for c in self._comps], self.dtype,
-                                        self.element_shape, numpy_dtype, device)
+                                        self.element_shape, numpy_dtype, device, scalar)
+
+    def to_dlpack(self, versioned=False):
+        """A DLPack capsule viewing the field's memory (host memory on cpu,
+        device memory on cuda), shaped as to_numpy() gives it (element axes
+        last); the capsule keeps the memory alive."""
+        return field_module.export_dlpack(f"field '{self.name}'", self._view, self.dtype,
+                                          versioned)
 
     def from_numpy(self, array):
         array = np.asarray(array)

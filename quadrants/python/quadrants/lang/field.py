@@ -4,6 +4,7 @@ import numbers
 
 import numpy as np
 
+from quadrants._core import core
 from quadrants.lang import (context, misc, ops, python_backend, runtime, sparse, torch_interop,
                             types)
 from quadrants.lang.exception import (ArgumentValueError, QuadrantsAssertionError,
@@ -341,10 +342,10 @@ class Field(sparse.ListMethods):
         return host_copy_or_view(copy, f"field '{self.name}'", lambda: self._view(dtype),
                                  lambda: self._copy(dtype))
 
-    def _view(self, numpy_dtype=None, device=False):
+    def _view(self, numpy_dtype=None, device=False, scalar=False):
         if self._sparse():
             return None, "it lies under a sparse SNode (its cells live in pools)"
-        view, why = view_places([self.place_id()], self.dtype, (), numpy_dtype, device)
+        view, why = view_places([self.place_id()], self.dtype, (), numpy_dtype, device, scalar)
         if view is not None and self._layout_axes() is not None:
             view = view.reshape(self.shape)
         return view, why
@@ -382,23 +383,11 @@ class Field(sparse.ListMethods):
                                           lambda: self._view(device=True)))
 
     def to_dlpack(self, versioned=False):
-        """A DLPack capsule viewing the field's memory (on cpu), indexed as
-        the field is (a layout shows as strides); the capsule keeps the
-        memory alive."""
-        view, why = self._view() if misc.session_supports("host_memory") else \
-            (None, f"arch={runtime.state.arch.name} fields live in device memory that "
-                   f"DLPack consumers cannot address here")
-        if view is None:
-            raise QuadrantsRuntimeError(f"to_dlpack: field '{self.name}' offers no view of "
-                                        f"its memory: {why}; copy it with to_numpy() or "
-                                        f"to_torch() instead")
-        runtime.program().sync()
-        if versioned:
-            try:
-                return view.__dlpack__(max_version=(1, 0))
-            except TypeError:
-                pass  # numpy before 2.1 exports DLPack 0.x only, as max_version allows
-        return view.__dlpack__()
+        """A DLPack capsule viewing the field's memory (host memory on cpu,
+        device memory on cuda), indexed as the field is (a layout shows as
+        strides); the capsule keeps the memory alive."""
+        return export_dlpack(f"field '{self.name}'", self._view, self.dtype, versioned)
+
     def from_torch(self, tensor):
         """from_numpy() of the tensor's values (on any device)."""
         torch_interop.from_torch(self, tensor)
@@ -471,13 +460,35 @@ class DeviceArray:
                 "strides": self._shadow.strides, "data": (interface["data"][0], False)}
 
 
-def view_places(places, dtype, element_shape, numpy_dtype=None, device=False):
+def export_dlpack(label, view_fn, dtype, versioned):
+    """The DLPack capsule of a field's memory: its view (view_fn, on cpu or
+    cuda) exported with the capsule keeping the view alive."""
+    if not misc.session_supports("dlpack"):
+        raise QuadrantsRuntimeError(f"to_dlpack: {label}: arch={runtime.state.arch.name} "
+                                    f"fields live in memory DLPack consumers cannot "
+                                    f"address; copy it with to_numpy() or to_torch()")
+    view, why = view_fn(device=True, scalar=True)
+    if view is None:
+        raise QuadrantsRuntimeError(f"to_dlpack: {label} offers no view of its memory: "
+                                    f"{why}; copy it with to_numpy() or to_torch() instead")
+    runtime.program().sync()
+    on_device = isinstance(view, DeviceArray)
+    shadow = view._shadow if on_device else view  # pylint: disable=protected-access
+    device = (misc.session_dlpack_device_type(), runtime.state.options.get("device_id", 0)) \
+        if on_device else (1, 0)
+    return core.strided_to_dlpack(view, shadow.__array_interface__["data"][0], dtype.name,
+                                  list(shadow.shape), list(shadow.strides), device[0],
+                                  device[1], versioned)
+
+
+def view_places(places, dtype, element_shape, numpy_dtype=None, device=False, scalar=False):
     """(a writable numpy array sharing the memory of field places `places`
     (the components of one field, in row-major element order), None), or
     (None, why there is none). Views exist on cpu, and with device=True on
     cuda (a DeviceArray), whose field memory grows in place, for fields
     stored densely on their own; element axes come last, as to_numpy gives
-    them."""
+    them. A 0-D field has one (of shape ()) only with scalar=True, as
+    upstream exports it through DLPack but gives no numpy view."""
     np_dtype = np.dtype(types.to_numpy_dtype(dtype))
     if numpy_dtype is not None and np.dtype(numpy_dtype) != np_dtype:
         return None, f"dtype={np.dtype(numpy_dtype)} differs from the field's {dtype}"
@@ -495,9 +506,10 @@ def view_places(places, dtype, element_shape, numpy_dtype=None, device=False):
         return None, str(e)
     memory, base, shape, strides, _ = views[0]
     shape, strides = list(shape), list(strides)
-    if not shape:
+    if not shape and not scalar:
         return None, "a 0-D field has no view (as upstream)"
-    if any(set(v[4]) - set(places) for v in views):
+    # One element (a 0-D field) has no stride, so neighbours do not matter.
+    if shape and any(set(v[4]) - set(places) for v in views):
         return None, ("its elements interleave with other fields' (placed in the same cells, "
                       "as struct members in an AoS layout are)")
     steps = []
