@@ -192,6 +192,7 @@ std::unique_ptr<Stmt> CopyAttributes(const Stmt& s) {
   copy->set_loc(s.loc());
   copy->set_graph_section(s.graph_region(), s.graph_section());
   copy->set_block_dim(s.block_dim());
+  copy->set_loop_name(s.loop_name());
   return copy;
 }
 

@@ -209,6 +209,8 @@ void PrintBlock(const Block& block, const StmtNumbering& numbering,
     }
     if (stmt->block_dim() > 0)
       absl::StrAppend(out, "  #block_dim ", stmt->block_dim());
+    if (!stmt->loop_name().empty())
+      absl::StrAppend(out, "  loop_name=", stmt->loop_name());
     if (stmt->blocks().empty()) {
       absl::StrAppend(out, "\n");
     } else {

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -91,6 +92,11 @@ class Stmt {
   // for with qd.loop_config(block_dim=...); 0 leaves it to the backend.
   int block_dim() const { return block_dim_; }
   void set_block_dim(int block_dim) { block_dim_ = block_dim; }
+  // The name qd.loop_config(name=...) gives a top-level loop (and the task
+  // made of it): its GPU function is named after it, for profilers. Empty
+  // when unnamed.
+  const std::string& loop_name() const { return loop_name_; }
+  void set_loop_name(std::string name) { loop_name_ = std::move(name); }
   void set_graph_section(int region, int section) {
     graph_region_ = region;
     graph_section_ = section;
@@ -136,6 +142,7 @@ class Stmt {
   int graph_region_ = -1;
   int graph_section_ = -1;
   int block_dim_ = 0;
+  std::string loop_name_;
   Block* parent_ = nullptr;
   std::vector<Stmt*> operands_;
 };

@@ -585,6 +585,9 @@ class PyBuilder {
   static void SetBlockDim(ir::Stmt* loop, int block_dim) {
     loop->set_block_dim(block_dim);
   }
+  static void SetLoopName(ir::Stmt* loop, std::string name) {
+    loop->set_loop_name(std::move(name));
+  }
 
   // Real functions: building moves into function `index`'s body (its top
   // level is where its variables are declared) until LeaveFunction.
@@ -1262,6 +1265,7 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("shared_ptr", &PyBuilder::SharedPtr, ref)
       .def("simt", &PyBuilder::Simt, ref)
       .def_static("set_block_dim", &PyBuilder::SetBlockDim)
+      .def_static("set_loop_name", &PyBuilder::SetLoopName)
       .def("enter_function", &PyBuilder::EnterFunction)
       .def("leave_function", &PyBuilder::LeaveFunction)
       .def("func_arg", &PyBuilder::FuncArg, ref)

@@ -191,6 +191,7 @@ class Offloader {
     task->set_loc(loop->loc());
     task->set_graph_section(loop->graph_region(), loop->graph_section());
     task->set_block_dim(loop->block_dim());
+    task->set_loop_name(loop->loop_name());
     Block* body = loop->blocks()[0];
     for (auto& s : body->TakeAll())
       task->body()->Append(std::move(s));

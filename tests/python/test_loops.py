@@ -1004,3 +1004,70 @@ def test_break_and_continue_of_a_static_loop_are_decided_at_compile_time():
 
     with pytest.raises(qd.QuadrantsSyntaxError, match=r"must be decided at compile time"):
         run_time_break(1)
+
+
+# ---- qd.loop_config(name=...) ----------------------------------------------
+
+
+def _named_loops_kernel(n):
+    @qd.kernel
+    def named(a: qd.types.ndarray(qd.i32, 1), b: qd.types.ndarray(qd.i32, 1)) -> qd.i32:
+        qd.loop_config(name="fill_a")
+        for i in range(n):
+            a[i] = i
+        qd.loop_config(block_dim=32)  # no name: the task stays unnamed
+        for i in range(n):
+            b[i] = 2 * i
+        total = 0
+        qd.loop_config(serialize=True, name="serial sum")
+        for i in range(11):
+            total += i
+        return total
+
+    return named
+
+
+def test_loop_config_name_names_the_tasks_in_the_ir(tmp_path, monkeypatch):
+    monkeypatch.setenv("QD_DUMP_IR", "1")
+    monkeypatch.setenv("QD_DUMP_IR_DIR", str(tmp_path))
+    qd.init(arch=qd.cpu, offline_cache=False)
+    try:
+        a, b = qd.ndarray(qd.i32, (8,)), qd.ndarray(qd.i32, (8,))
+        assert _named_loops_kernel(8)(a, b) == 55
+        np.testing.assert_array_equal(a.to_numpy(), np.arange(8))
+        np.testing.assert_array_equal(b.to_numpy(), 2 * np.arange(8))
+    finally:
+        qd.reset()
+    dumped = "".join(p.read_text() for p in tmp_path.glob("named_*.ir"))
+    assert dumped.count("loop_name=fill_a") == 1, dumped
+    assert dumped.count("loop_name=serial sum") == 1, dumped
+    assert dumped.count("loop_name=") == 2, dumped
+
+
+@test_utils.test()
+def test_loop_config_name_on_a_nested_loop_is_dropped_with_a_warning(capfd):
+    @qd.kernel
+    def nested(a: qd.types.ndarray(qd.i32, 1)):
+        for k in range(2):
+            qd.loop_config(name="inner_fill")
+            for i in range(a.shape[0]):
+                a[i] = i + k * 0
+
+    a = qd.ndarray(qd.i32, (4,))
+    capfd.readouterr()
+    nested(a)
+    printed = "".join(capfd.readouterr())
+    assert "inner_fill" in printed and "nested inside another for-loop" in printed
+    np.testing.assert_array_equal(a.to_numpy(), np.arange(4))
+
+
+@test_utils.test(arch=qd.cpu)
+def test_loop_config_name_must_be_a_string():
+    @qd.kernel
+    def bad(a: qd.types.ndarray(qd.i32, 1)):
+        qd.loop_config(name=3)
+        for i in range(a.shape[0]):
+            a[i] = i
+
+    with pytest.raises(qd.QuadrantsTypeError, match=r"name=\.\.\.\) must be a non-empty str"):
+        bad(qd.ndarray(qd.i32, (2,)))

@@ -17,6 +17,21 @@
 namespace quadrants::codegen {
 namespace {
 
+// "_<name>" with the characters a symbol cannot hold replaced by '_', so a
+// task named by qd.loop_config(name=...) shows its name in profilers;
+// empty for an unnamed task.
+std::string SymbolSuffix(const std::string& name) {
+  if (name.empty())
+    return "";
+  std::string suffix = "_";
+  for (char c : name) {
+    const bool word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                      (c >= '0' && c <= '9') || c == '_';
+    suffix.push_back(word ? c : '_');
+  }
+  return suffix;
+}
+
 // Emits `task` in SIMD lanes when it can (setting out->simd_lanes), and
 // says at debug level which tasks stay scalar and why.
 void TryLaneLowering(llvm::Module& module, const ir::Kernel& kernel,
@@ -81,7 +96,8 @@ absl::StatusOr<LoweredKernel> LowerKernel(const ir::Kernel& kernel,
   for (size_t t = 0; t < tasks.size(); ++t) {
     const ir::OffloadedTaskStmt* task = tasks[t];
     CompiledTask out = DescribeTask(*task, snodes);
-    out.function = absl::StrCat("qd_task", t, "_", ir::TaskKindName(out.kind));
+    out.function = absl::StrCat("qd_task", t, "_", ir::TaskKindName(out.kind),
+                                SymbolSuffix(task->loop_name()));
     if (options.simd_vector_bits > 0)
       TryLaneLowering(*lowered.module, kernel, snodes, *task,
                       static_cast<int>(t), options, &out);

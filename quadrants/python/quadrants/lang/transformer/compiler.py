@@ -91,6 +91,7 @@ class FunctionCompiler(AssignmentsMixin, StatementsMixin, GraphRegionsMixin, Loo
         self.shared_locals = set()  # kernel locals kept in global memory (shared_locals.py)
         self.pending_loop_config = None  # from qd.loop_config, for the next loop
         self.loop_block_dim = None  # its block_dim, for the loop being built
+        self.loop_name = None  # its name (loop_config(name=...)), likewise
         self.graph_region = False  # in a qd.graph.parallel_context() region
         self.graph_section = False  # in one of its qd.graph.parallel() sections
 

@@ -10,17 +10,18 @@ from quadrants.lang.expr import is_runtime
 class LoopConfig:
     """What qd.loop_config(...) asked of the next for loop."""
 
-    def __init__(self, node, serialize=False, block_dim=None):
+    def __init__(self, node, serialize=False, block_dim=None, name=None):
         self.node = node            # the qd.loop_config call, for errors
         self.serialize = serialize
         self.block_dim = block_dim
+        self.name = name            # the task's name in profilers, or None
 
 
 def loop_config(*, serialize=False, block_dim=None, parallelize=None,
-                block_dim_adaptive=True):
+                block_dim_adaptive=True, name=None):
     """qd.loop_config(serialize=False, block_dim=None, parallelize=None,
-    block_dim_adaptive=True), as a statement right before a for loop in a
-    kernel, configures that loop only.
+    block_dim_adaptive=True, name=None), as a statement right before a for
+    loop in a kernel, configures that loop only.
 
     serialize=True runs the loop serially, in order, even when it is the
     outermost (parallel) loop of the kernel; `break` is then allowed in it.
@@ -33,6 +34,10 @@ def loop_config(*, serialize=False, block_dim=None, parallelize=None,
     count is a hint that does not change results, so it is accepted and the
     runtime's thread pool is used. block_dim_adaptive (a bool, upstream's
     GPU block-size heuristic) is accepted and does not change results.
+    name (a str) names a top-level loop's task: its compiled function is
+    called after it (so profilers show it) and the IR printout shows
+    `loop_name=...`; on a loop nested in another for loop, which becomes
+    no task of its own, it is dropped with a warning.
     Kernels that run as plain Python (qd.python) run every loop in order,
     so there it does nothing.
     """
@@ -42,7 +47,7 @@ def loop_config(*, serialize=False, block_dim=None, parallelize=None,
                                "statement right before the for loop it configures")
 
 
-_LOOP_CONFIG_OPTIONS = ("serialize", "block_dim", "parallelize", "block_dim_adaptive")
+_LOOP_CONFIG_OPTIONS = ("serialize", "block_dim", "parallelize", "block_dim_adaptive", "name")
 
 
 def static(value):
@@ -147,10 +152,15 @@ class DirectivesMixin:
         if not isinstance(options.get("block_dim_adaptive", True), bool):
             raise self.error(node, f"qd.loop_config(block_dim_adaptive=...) must be a bool, "
                              f"got {options['block_dim_adaptive']!r}", QuadrantsTypeError)
+        name = options.get("name")
+        if name is not None and (not isinstance(name, str) or not name):
+            raise self.error(node, f"qd.loop_config(name=...) must be a non-empty str, got "
+                             f"{name!r}", QuadrantsTypeError)
         # One thread is serial execution; more threads only change speed.
         serialize = serialize or parallelize == 1
         if self.pending_loop_config is not None:
             raise self.error(node, "qd.loop_config() is called twice before one loop",
                              QuadrantsSyntaxError)
         self.pending_loop_config = LoopConfig(node, serialize,
-                                              None if block_dim is None else int(block_dim))
+                                              None if block_dim is None else int(block_dim),
+                                              name)

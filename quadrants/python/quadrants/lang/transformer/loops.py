@@ -6,6 +6,7 @@ import ast
 import contextlib
 import copy
 
+from quadrants import _logging
 from quadrants.lang import context, matrix, ops, python_backend
 from quadrants.lang.composite_field import MatrixField
 from quadrants.lang.exception import (QuadrantsCompilationError, QuadrantsSyntaxError,
@@ -75,8 +76,16 @@ class LoopsMixin:
         node = self.choose_iterable(node)
         if isinstance(node.iter, ast.Call) and self.is_static_call(node.iter):
             return self.static_for(node, self.eval_static(node.iter))
+        name = config.name if config is not None else None
+        if name is not None and not self.is_outermost():
+            _logging.warn(f"{self.where(config.node)}: in {self.ctx.kind} '{self.ctx.name}': "
+                          f"qd.loop_config(name='{name}') names a loop nested inside another "
+                          f"for-loop (or a run-time if or while); only top-level loops "
+                          f"become GPU kernels of their own, so the name is dropped")
+            name = None
+        self.loop_name = name
         if config is not None and config.serialize and self.is_outermost():
-            with self.serial_task():
+            with self.serial_task(name):
                 return self.dynamic_for(node)
         return self.dynamic_for(node)
 
@@ -92,12 +101,16 @@ class LoopsMixin:
         return node
 
     @contextlib.contextmanager
-    def serial_task(self):
+    def serial_task(self, name=None):
         """Builds what is inside as the body of a one-iteration parallel
         loop: one thread runs it, so a loop built in it is serial and in
-        order, like the inner loops of a parallel loop."""
+        order, like the inner loops of a parallel loop. `name` names the
+        task (qd.loop_config(name=...))."""
         b = self.ctx.builder
         task = b.range_for(context.to_expr(0).stmt, context.to_expr(1).stmt)
+        if name is not None:
+            b.set_loop_name(task, name)
+            self.loop_name = None
         b.push_block(task, 0)
         saved_region, saved_parallel = self.ctx.region, self.ctx.in_parallel
         self.ctx.region = (task, 0)
@@ -168,6 +181,9 @@ class LoopsMixin:
         block_dim, self.loop_block_dim = getattr(self, "loop_block_dim", None), None
         if parallel and block_dim:
             b.set_block_dim(loop, block_dim)
+        name, self.loop_name = getattr(self, "loop_name", None), None
+        if parallel and name is not None:
+            b.set_loop_name(loop, name)
         b.push_block(loop, 0)
         saved_region, saved_parallel = self.ctx.region, self.ctx.in_parallel
         if parallel:
