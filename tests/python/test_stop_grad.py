@@ -1,4 +1,5 @@
-"""qd.stop_grad(x): the value of x, through which no gradient flows."""
+"""qd.stop_grad(x): the value of x, through which no gradient flows; for a
+field, its reads in the rest of the task carry no gradient."""
 import numpy as np
 import pytest
 
@@ -51,3 +52,39 @@ def test_stop_grad_inside_a_dynamic_loop():
 
 def test_stop_grad_outside_a_kernel_is_the_value():
     assert qd.stop_grad(2.5) == 2.5
+
+
+@test_utils.test(default_fp=qd.f64, require=qd.extension.data64)
+def test_stop_grad_of_a_field_lasts_to_the_end_of_its_task():
+    """qd.stop_grad(field) in a loop: that task reads the field (every
+    component of a vector field) as a constant; the next loop does not."""
+    x = qd.field(qd.f64, shape=4, needs_grad=True)
+    v = qd.Vector.field(2, qd.f64, shape=4, needs_grad=True)
+    loss = qd.field(qd.f64, shape=(), needs_grad=True)
+    xv = np.array([0.5, -1.0, 2.0, 0.25])
+    x.from_numpy(xv)
+    v.from_numpy(np.stack([xv, 2 * xv], axis=1))
+
+    @qd.kernel
+    def compute():
+        for i in x:
+            qd.stop_grad(x)
+            qd.stop_grad(v)
+            loss[None] += x[i] ** 2 + v[i].dot(v[i])
+        for i in x:
+            loss[None] += 3.0 * x[i] ** 2 + v[i][1]
+
+    with qd.ad.Tape(loss=loss):
+        compute()
+    np.testing.assert_allclose(x.grad.to_numpy(), 6.0 * xv, rtol=1e-14)
+    np.testing.assert_allclose(v.grad.to_numpy(), np.tile([0.0, 1.0], (4, 1)), rtol=1e-14)
+
+
+def test_stop_grad_of_a_field_outside_a_kernel_is_refused():
+    qd.init(arch=qd.cpu)
+    try:
+        x = qd.field(qd.f32, shape=2)
+        with pytest.raises(qd.QuadrantsSyntaxError, match="stop_grad.field. can only"):
+            qd.stop_grad(x)
+    finally:
+        qd.reset()

@@ -184,7 +184,7 @@ class MatrixField(sparse.ListMethods):
     # ---- kernel access -------------------------------------------------------
     def _element(self, make_ptr):
         """The element at the indices make_ptr applies (a Matrix of refs)."""
-        refs = [GlobalRef(make_ptr(c), c.dtype) for c in self._comps]
+        refs = [GlobalRef(make_ptr(c), c.dtype, c.place_id()) for c in self._comps]
         return matrix.Matrix._make(refs, self.n, self.m, self.ndim_element)
 
     @property

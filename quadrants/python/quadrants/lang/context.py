@@ -15,7 +15,10 @@ def load(x):
     if isinstance(x, Var):
         return Expr(ctx.builder.local_load(x.alloca), x.dtype)
     if isinstance(x, GlobalRef):
-        return Expr(ctx.builder.global_load(x.ptr), x.dtype)
+        value = ctx.builder.global_load(x.ptr)
+        if x.place is not None and x.place in getattr(ctx, "stopped_places", ()):
+            value = ctx.builder.unary("stop_grad", value)
+        return Expr(value, x.dtype)
     if isinstance(x, Composite):
         return x._load()
     return x

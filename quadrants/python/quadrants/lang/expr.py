@@ -37,12 +37,14 @@ class Var:
 
 
 class GlobalRef:
-    """An element of a field or ndarray."""
-    __slots__ = ("ptr", "dtype")
+    """An element of a field or ndarray; `place` is the field place's id
+    (None for ndarrays and other memory)."""
+    __slots__ = ("ptr", "dtype", "place")
 
-    def __init__(self, ptr, dtype):
+    def __init__(self, ptr, dtype, place=None):
         self.ptr = ptr
         self.dtype = dtype
+        self.place = place
 
 
 class NdarrayArg:

@@ -196,6 +196,9 @@ class CompileContext:
         # The FunctionSource of every body compiled (the kernel and each
         # func): what a fastcache entry checks is unchanged.
         self.sources = []
+        # Places qd.stop_grad(field) named in the task being built: loads
+        # of them carry no gradient (see context.load).
+        self.stopped_places = set()
 
 
 # ---- parameter kinds -----------------------------------------------------------

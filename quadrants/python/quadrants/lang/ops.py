@@ -61,9 +61,34 @@ log = _unary("log", math.log)
 asin = _unary("asin", math.asin)
 acos = _unary("acos", math.acos)
 floor = _unary("floor", math.floor)
-# qd.stop_grad(x): x itself, through which no gradient flows (reverse or
-# forward mode treat it as a constant).
-stop_grad = _unary("stop_grad", lambda v: v)
+_stop_grad_value = _unary("stop_grad", lambda v: v)
+
+
+@intrinsic
+def stop_grad(x):
+    """qd.stop_grad(x): for a value, x itself, through which no gradient
+    flows (reverse and forward mode treat it as a constant). For a field
+    (upstream's statement form, `qd.stop_grad(f)`), the rest of the task
+    (the enclosing top-level loop) reads f as a constant: no gradient
+    reaches f from there."""
+    places = _field_places(x)
+    if places is None:
+        return _stop_grad_value(x)
+    ctx = context.current()
+    if ctx is None:
+        raise QuadrantsSyntaxError("qd.stop_grad(field) can only be called in kernel code")
+    ctx.stopped_places.update(places)
+    return None
+
+
+def _field_places(x):
+    """The place ids of field `x` (every component of a vector, matrix or
+    struct field), or None when x is not a field."""
+    leaves = x._leaf_fields() if hasattr(x, "_leaf_fields") else [x]
+    if leaves and all(callable(getattr(f, "place_id", None)) and hasattr(f, "snode")
+                      for f in leaves):
+        return {f.place_id() for f in leaves}
+    return None
 ceil = _unary("ceil", math.ceil)
 abs = _unary("abs", builtins.abs)  # pylint: disable=redefined-builtin
 # `not x` elementwise (1 where x is 0, else 0), as upstream's qd.lang.ops has it.

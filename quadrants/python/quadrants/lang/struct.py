@@ -420,7 +420,7 @@ class StructField:
             if isinstance(f, (MatrixField, StructField)):
                 members[k] = f._element(make_ptr)
             else:
-                members[k] = GlobalRef(make_ptr(f), f.dtype)
+                members[k] = GlobalRef(make_ptr(f), f.dtype, f.place_id())
         return Struct(self._stype, members)
 
     def __getitem__(self, key):

@@ -353,7 +353,7 @@ class ExpressionsMixin:
                                  f"dimensions, indexed with {len(indices)}",
                                  QuadrantsTypeError)
             return GlobalRef(b.field_ptr(base.place_id(), element_indices(base, indices),
-                                         label), base.dtype)
+                                         label), base.dtype, base.place_id())
         if len(indices) != base.ndim:
             raise self.error(node, f"ndarray '{base.name}' has {base.ndim} dimensions, "
                              f"indexed with {len(indices)}", QuadrantsTypeError)

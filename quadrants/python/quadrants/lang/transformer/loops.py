@@ -186,6 +186,8 @@ class LoopsMixin:
             b.set_loop_name(loop, name)
         b.push_block(loop, 0)
         saved_region, saved_parallel = self.ctx.region, self.ctx.in_parallel
+        # qd.stop_grad(field) lasts to the end of the task it is called in.
+        saved_stopped = set(self.ctx.stopped_places)
         if parallel:
             self.ctx.region = (loop, 0)
             self.ctx.in_parallel = True
@@ -201,6 +203,7 @@ class LoopsMixin:
             b.pop_block()
             if parallel:
                 self.forget_locals(before)
+                self.ctx.stopped_places = saved_stopped
 
     def forget_locals(self, before):
         """Drops the local variables first bound in a parallel loop's body:
