@@ -273,3 +273,19 @@ def test_field_of_vector_and_struct_dtypes_and_host_write_through():
     s[1].v[2] = 9.0
     assert s.to_numpy()["a"].tolist() == [0, 5]
     assert s.to_numpy()["v"][1].tolist() == [0, 0, 9]
+
+
+@test_utils.test(arch=qd.cpu)
+def test_host_elements_have_upstreams_vector_and_matrix_math():
+    v = qd.Vector.field(3, qd.f32, ())
+    v[None] = [3, 4, 0]
+    e = v[None]
+    assert e.norm() == 5.0 and e.norm_sqr() == 25.0 and e.norm_inv() == 0.2
+    np.testing.assert_allclose(e.normalized(), [0.6, 0.8, 0.0], rtol=1e-7)
+    np.testing.assert_array_equal(e.cross([0, 0, 1]), [4, -3, 0])
+    assert e.outer_product([1, 2, 3]).shape == (3, 3)
+    m = qd.Matrix.field(2, 2, qd.f64, ())
+    m[None] = [[1, 2], [3, 4]]
+    assert m[None].determinant() == pytest.approx(-2.0)
+    np.testing.assert_allclose(m[None].inverse() @ np.array([[1, 2], [3, 4]]), np.eye(2),
+                               atol=1e-12)

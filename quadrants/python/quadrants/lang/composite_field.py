@@ -61,6 +61,32 @@ class HostVector(np.ndarray):
     def m(self):
         return self.shape[1] if self.ndim == 2 else 1
 
+    # The math of upstream's host vectors and matrices, on the copy.
+    def norm_sqr(self):
+        return np.asarray(self, dtype=np.float64).__pow__(2).sum().item()
+
+    def norm(self, eps=0):
+        return float(np.sqrt(self.norm_sqr() + eps))
+
+    def norm_inv(self, eps=0):
+        return 1.0 / self.norm(eps)
+
+    def normalized(self, eps=0):
+        return host_value(np.asarray(self) / self.norm(eps))
+
+    def cross(self, other):
+        result = np.cross(np.asarray(self), np.asarray(other))
+        return result.item() if np.ndim(result) == 0 else host_value(result)
+
+    def outer_product(self, other):
+        return host_value(np.outer(np.asarray(self), np.asarray(other)))
+
+    def determinant(self):
+        return float(np.linalg.det(np.asarray(self, dtype=np.float64)))
+
+    def inverse(self):
+        return host_value(np.linalg.inv(np.asarray(self)))
+
 
 def host_value(array, store=None):
     out = np.asarray(array).view(HostVector)
