@@ -418,6 +418,26 @@ def test_default_ip_i64_int_literals_are_64_bit():
     assert h[None] == 2 ** 31
 
 
+def test_runtime_default_types_can_be_assigned_as_upstream_does():
+    from quadrants.lang import impl  # pylint: disable=import-outside-toplevel
+    qd.init(arch=qd.cpu)
+    impl.get_runtime().default_ip = qd.i64
+    impl.get_runtime().default_fp = qd.f64
+    assert impl.get_runtime().default_ip == qd.i64
+    assert impl.get_runtime().default_fp == qd.f64
+    h = qd.field(qd.i64, shape=())
+
+    @qd.kernel
+    def overflow_i32():
+        for _ in range(1):
+            t = 2147483647
+            t += 1
+            h[None] = t
+
+    overflow_i32()
+    assert h[None] == 2 ** 31
+
+
 # ---- the harness itself ----------------------------------------------------------------------
 
 @test_utils.test()

@@ -93,9 +93,17 @@ class Runtime:
     def default_fp(self):
         return runtime.default_fp()
 
+    @default_fp.setter
+    def default_fp(self, dtype):
+        self.set_default_fp(dtype)
+
     @property
     def default_ip(self):
         return runtime.default_ip()
+
+    @default_ip.setter
+    def default_ip(self, dtype):
+        self.set_default_ip(dtype)
 
     def set_default_fp(self, dtype):
         """The float type of unannotated literals and values from now on."""
