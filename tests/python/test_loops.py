@@ -1071,3 +1071,26 @@ def test_loop_config_name_must_be_a_string():
 
     with pytest.raises(qd.QuadrantsTypeError, match=r"name=\.\.\.\) must be a non-empty str"):
         bad(qd.ndarray(qd.i32, (2,)))
+
+
+@test_utils.test(arch=qd.cpu)
+def test_static_loop_names_end_with_the_loop_and_tuples_bind_values():
+    x = qd.Matrix.field(3, 3, qd.f32, shape=())
+
+    @qd.kernel
+    def fill():
+        w = [0, 1, 2]
+        for i, j in qd.static(qd.ndrange(3, 3)):
+            x[None][i, j] = w[i] + w[j] * 2  # i, j index a Python list
+
+    fill()
+    np.testing.assert_array_equal(x[None], np.add.outer([0, 1, 2], [0, 2, 4]))
+
+    @qd.kernel
+    def after():
+        for k in qd.static(range(3)):
+            pass
+        print(k)
+
+    with pytest.raises(qd.QuadrantsCompilationError, match="'k'"):
+        after()

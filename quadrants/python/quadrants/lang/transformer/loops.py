@@ -357,10 +357,18 @@ class LoopsMixin:
                              QuadrantsTypeError) from None
         self.loops.append(LoopFrame(parallel=False, static=True,
                                     dynamic_depth=self.dynamic_depth))
+        # As upstream, the loop's names end with it (they are not locals).
+        bound = [n.id for n in ast.walk(node.target)
+                 if isinstance(n, ast.Name) and n.id not in self.scope]
         try:
             for item in items:
                 if isinstance(node.target, ast.Name):
                     self.scope[node.target.id] = item
+                elif _plain_names(node.target) and isinstance(item, (tuple, list)) and \
+                        len(item) == len(node.target.elts):
+                    # Compile-time values, as a single name binds them.
+                    for target, value in zip(node.target.elts, item):
+                        self.scope[target.id] = value
                 else:
                     self.assign(node, node.target, item)
                 try:
@@ -372,6 +380,13 @@ class LoopsMixin:
                     break
         finally:
             self.loops.pop()
+            for name in bound:
+                self.scope.pop(name, None)
+
+
+def _plain_names(target):
+    return isinstance(target, (ast.Tuple, ast.List)) and \
+        all(isinstance(e, ast.Name) for e in target.elts)
 
 
 def _static_ndrange(compiler, node, ndrange):
