@@ -127,3 +127,12 @@ def test_gradients_through_fields_of_builders():
         square()
         total()
     np.testing.assert_allclose(x.grad.to_numpy(), 4 * np.arange(5), rtol=1e-6)
+
+
+@test_utils.test(arch=qd.cpu)
+def test_one_size_for_several_axes_applies_to_each():
+    x = qd.field(qd.f32)
+    qd.root.dense(qd.ij, (3,)).place(x)
+    assert x.shape == (3, 3)
+    with pytest.raises(qd.QuadrantsTypeError, match=r"dense\(\): 2 axes but 3 sizes"):
+        qd.root.dense(qd.ij, (2, 3, 4))

@@ -837,6 +837,12 @@ def _axes_list(axes):
     return out
 
 
+def _broadcast_sizes(dimensions, axes):
+    """One size given for several axes applies to each, as a bare int does
+    (upstream accepts `dense(qd.ij, (n,))` as n x n)."""
+    return dimensions * len(axes) if len(dimensions) == 1 else dimensions
+
+
 def _grown_shape(shape, axes, dimensions):
     shape = list(shape)
     for axis, size in zip(axes, dimensions):
@@ -861,7 +867,7 @@ class SNode:
         axes = _axes_list(axes)
         if isinstance(dimensions, numbers.Integral):
             dimensions = [dimensions] * len(axes)
-        dimensions = list(dimensions)
+        dimensions = _broadcast_sizes(list(dimensions), axes)
         if len(dimensions) != len(axes):
             raise QuadrantsTypeError(f"dense(): {len(axes)} axes but {len(dimensions)} sizes")
         prog = runtime.program()
@@ -909,7 +915,7 @@ class SNode:
         axes = _axes_list(axes)
         if isinstance(dimensions, numbers.Integral):
             dimensions = [dimensions] * len(axes)
-        dimensions = [int(d) for d in dimensions]
+        dimensions = _broadcast_sizes([int(d) for d in dimensions], axes)
         if len(dimensions) != len(axes):
             raise QuadrantsTypeError(f"{kind}(): {len(axes)} axes but {len(dimensions)} sizes")
         node = runtime.program().add_sparse(self._id, kind, list(axes), dimensions,
