@@ -106,7 +106,9 @@ class IRBuilder {
   FieldPtrStmt* FieldPtr(int snode_id, std::vector<Stmt*> indices);
   FieldPtrStmt* FieldPtr(int snode_id, PrimitiveType dtype,
                          std::vector<Stmt*> indices);
-  GlobalLoadStmt* GlobalLoad(Stmt* ptr) { return Make<GlobalLoadStmt>(ptr); }
+  GlobalLoadStmt* GlobalLoad(Stmt* ptr, bool is_volatile = false) {
+    return Make<GlobalLoadStmt>(ptr, is_volatile);
+  }
   GlobalStoreStmt* GlobalStore(Stmt* ptr, Stmt* value) {
     return Make<GlobalStoreStmt>(ptr, value);
   }

@@ -53,7 +53,8 @@ std::unique_ptr<Stmt> CopyAttributes(const Stmt& s) {
       break;
     }
     case StmtKind::kGlobalLoad:
-      copy = std::make_unique<GlobalLoadStmt>(ops[0]);
+      copy = std::make_unique<GlobalLoadStmt>(
+          ops[0], static_cast<const GlobalLoadStmt&>(s).is_volatile());
       break;
     case StmtKind::kGlobalStore:
       copy = std::make_unique<GlobalStoreStmt>(ops[0], ops[1]);

@@ -51,6 +51,12 @@ std::string Body(const Stmt& s, const StmtNumbering& n) {
     case StmtKind::kConst:
       return absl::StrCat(name, " ",
                           static_cast<const ConstStmt&>(s).value().ToString());
+    case StmtKind::kGlobalLoad:
+      return absl::StrCat(
+          name,
+          static_cast<const GlobalLoadStmt&>(s).is_volatile() ? " volatile "
+                                                              : " ",
+          list(0));
     case StmtKind::kArgLoad:
       return absl::StrCat(name, " arg",
                           static_cast<const ArgLoadStmt&>(s).arg());

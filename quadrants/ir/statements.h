@@ -151,9 +151,18 @@ class SNodeOpStmt : public Stmt {
 class GlobalLoadStmt : public Stmt {
  public:
   static constexpr StmtKind kKind = StmtKind::kGlobalLoad;
-  explicit GlobalLoadStmt(Stmt* ptr)
-      : Stmt(kKind, DataType::Scalar(ptr->type().element()), {ptr}) {}
+  explicit GlobalLoadStmt(Stmt* ptr, bool is_volatile = false)
+      : Stmt(kKind, DataType::Scalar(ptr->type().element()), {ptr}),
+        is_volatile_(is_volatile) {}
   Stmt* ptr() const { return operand(0); }
+  // qd.volatile_load: every execution reads memory (another thread may
+  // have written it), so code generators emit a volatile load that their
+  // optimizers neither hoist nor merge.
+  bool is_volatile() const { return is_volatile_; }
+  bool has_side_effects() const override { return is_volatile_; }
+
+ private:
+  bool is_volatile_;
 };
 
 class GlobalStoreStmt : public Stmt {

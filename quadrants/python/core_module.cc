@@ -478,7 +478,9 @@ class PyBuilder {
     ptr->set_label(label);
     return Typed(ptr);
   }
-  ir::Stmt* GlobalLoad(ir::Stmt* ptr) { return builder_.GlobalLoad(ptr); }
+  ir::Stmt* GlobalLoad(ir::Stmt* ptr, bool is_volatile) {
+    return builder_.GlobalLoad(ptr, is_volatile);
+  }
   // A sparse level's pool operation on the table entry `entry`.
   ir::Stmt* SNodeOp(const std::string& op, int snode, ir::Stmt* entry) {
     return builder_.Make<ir::SNodeOpStmt>(op == "acquire"
@@ -1235,7 +1237,8 @@ PYBIND11_MODULE(_quadrants_core, m) {
       .def("ndarray_shape", &PyBuilder::NdarrayShape, ref)
       .def("field_ptr", &PyBuilder::FieldPtr, ref, py::arg("place"),
            py::arg("indices"), py::arg("label") = "")
-      .def("global_load", &PyBuilder::GlobalLoad, ref)
+      .def("global_load", &PyBuilder::GlobalLoad, ref, py::arg("ptr"),
+           py::arg("is_volatile") = false)
       .def("global_store", &PyBuilder::GlobalStore)
       .def("alloca", &PyBuilder::Alloca, ref)
       .def("alloca_at_start", &PyBuilder::AllocaAtStart, ref)

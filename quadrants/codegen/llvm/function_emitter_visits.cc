@@ -50,6 +50,8 @@ absl::Status FunctionEmitter::EmitLoad(const Stmt& s, bool global) {
       global ? StorageType(t) : RegisterType(t), Get(s.operand(0)));
   if (global)
     scopes_.MarkData(load);
+  if (const auto* g = ir::DynCast<ir::GlobalLoadStmt>(&s))
+    load->setVolatile(g->is_volatile());
   llvm::Value* v = load;
   if (global && t == PrimitiveType::kU1)
     v = b_.CreateICmpNE(v, b_.getInt8(0));

@@ -498,6 +498,9 @@ absl::Status LaneEmitter::EmitStmt(const Stmt& s) {
       return set(ptr);
     }
     case StmtKind::kGlobalLoad:
+      // Masked vector loads have no volatile form: such tasks stay scalar.
+      if (static_cast<const ir::GlobalLoadStmt&>(s).is_volatile())
+        return unsupported("a volatile load (qd.volatile_load)");
       return set(EmitGlobalLoad(s));
     case StmtKind::kGlobalStore:
       EmitGlobalStore(s);

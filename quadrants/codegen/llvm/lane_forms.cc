@@ -56,7 +56,7 @@ LaneForm LaneForms::Compute(const Stmt& s) const {
     case StmtKind::kArgLoad:
     case StmtKind::kNdarrayShape:
     case StmtKind::kAlloca:
-    case StmtKind::kThreadIndex:  // the thread's, shared by its lanes
+    case StmtKind::kThreadIndex:      // the thread's, shared by its lanes
     case StmtKind::kAdStackCapacity:  // the launch's, shared by every lane
     case StmtKind::kAdStackRow:       // lanes keep their thread's slices
       return LaneForm::kUniform;
@@ -109,10 +109,14 @@ LaneForm LaneForms::Compute(const Stmt& s) const {
       }
       return LaneForm::kVarying;
     }
+    case StmtKind::kGlobalLoad:
+      // A volatile load is read by every iteration, never shared by lanes.
+      if (static_cast<const ir::GlobalLoadStmt&>(s).is_volatile())
+        return LaneForm::kVarying;
+      return all_uniform() ? LaneForm::kUniform : LaneForm::kVarying;
     case StmtKind::kTernaryOp:
     case StmtKind::kFieldPtr:
     case StmtKind::kNdarrayPtr:
-    case StmtKind::kGlobalLoad:
       return all_uniform() ? LaneForm::kUniform : LaneForm::kVarying;
     case StmtKind::kLocalLoad: {
       const Stmt* alloca = s.operand(0);
@@ -223,7 +227,8 @@ std::string LaneLoweringObstacle(const ir::OffloadedTaskStmt& task,
               break;
             case StmtKind::kFieldPtr:
               if (static_cast<const ir::FieldPtrStmt*>(s)->block() != nullptr)
-                obstacle = "a field in a pointer or dynamic SNode's pool" + where;
+                obstacle =
+                    "a field in a pointer or dynamic SNode's pool" + where;
               break;
             case StmtKind::kBreak:
               if (!in_loop)

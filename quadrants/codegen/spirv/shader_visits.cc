@@ -6,8 +6,8 @@ namespace quadrants::codegen::spirv::shader {
 
 absl::StatusOr<Id> ShaderEmitter::VisitNdarrayShape(
     const ir::NdarrayShapeStmt& s) {
-  Id word = CtxWord(abi::kCtxNdarrayShape +
-                    8 * (abi::kMaxNdim * s.arg() + s.axis()));
+  Id word =
+      CtxWord(abi::kCtxNdarrayShape + 8 * (abi::kMaxNdim * s.arg() + s.axis()));
   return IntConvert(word, PrimitiveType::kU64, PrimitiveType::kI32);
 }
 
@@ -15,8 +15,12 @@ absl::StatusOr<Id> ShaderEmitter::VisitGlobalLoad(const ir::GlobalLoadStmt& s) {
   const PrimitiveType t = s.type().element();
   if (const auto* shared = ir::DynCast<ir::SharedPtrStmt>(s.operand(0)))
     return LoadShared(*shared, t);
-  Id v = Load(StorageType(t), Get(s.operand(0)),
-              static_cast<uint32_t>(Bytes(t)));
+  Id v = s.is_volatile() ? b_.Op(spv::OpLoad, StorageType(t),
+                                 {Pointer(StorageType(t), Get(s.operand(0))),
+                                  kAligned | spv::MemoryAccessVolatileMask,
+                                  static_cast<uint32_t>(Bytes(t))})
+                         : Load(StorageType(t), Get(s.operand(0)),
+                                static_cast<uint32_t>(Bytes(t)));
   // u1 is a byte in memory.
   return t == PrimitiveType::kU1 ? AsBool(v, PrimitiveType::kU8) : v;
 }
@@ -31,8 +35,7 @@ absl::StatusOr<Id> ShaderEmitter::VisitGlobalStore(
   }
   if (t == PrimitiveType::kU1)
     v = Cast(v, t, PrimitiveType::kU8);
-  Store(Get(s.operand(0)), v, StorageType(t),
-        static_cast<uint32_t>(Bytes(t)));
+  Store(Get(s.operand(0)), v, StorageType(t), static_cast<uint32_t>(Bytes(t)));
   return kNoValue;
 }
 

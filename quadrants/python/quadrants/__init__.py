@@ -40,7 +40,7 @@ from quadrants.lang.transformer import grouped
 from quadrants.lang.ops import (abs, acos, asin, atan2, atomic_add, atomic_and, atomic_max,
                                 atomic_min, atomic_or, atomic_sub, atomic_xor, cast, ceil, cos,
                                 exp, floor, log, max, min, pow, rsqrt, select, sin, sqrt,
-                                stop_grad, tan, tanh)
+                                stop_grad, tan, tanh, volatile_load)
 from quadrants.lang.ops import random
 from quadrants.lang.ops import atomic_cas, atomic_exchange, atomic_mul, global_thread_idx
 from quadrants.lang.numerics import bit_cast, frexp, raw_div, raw_mod, round

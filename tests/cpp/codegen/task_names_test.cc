@@ -30,7 +30,7 @@ std::vector<std::string> TaskFunctions(const llvm::Module& module) {
 }
 
 std::vector<std::string> LowerControlFlowKernel(const std::string& loop_name,
-                                           std::string* ir) {
+                                                std::string* ir) {
   std::unique_ptr<ir::Kernel> kernel =
       ir::CloneKernel(*ir::samples::BuildControlFlowKernel());
   for (const auto& stmt : *kernel->body()) {
@@ -53,7 +53,8 @@ std::vector<std::string> LowerControlFlowKernel(const std::string& loop_name,
 
 TEST(TaskNamesTest, ANamedLoopNamesItsTaskAndItsFunction) {
   std::string ir;
-  const std::vector<std::string> names = LowerControlFlowKernel("fill a/b", &ir);
+  const std::vector<std::string> names =
+      LowerControlFlowKernel("fill a/b", &ir);
   EXPECT_NE(ir.find("offloaded range_for"), std::string::npos) << ir;
   EXPECT_NE(ir.find("loop_name=fill a/b"), std::string::npos) << ir;
   int named = 0;

@@ -81,6 +81,31 @@ def stop_grad(x):
     return None
 
 
+@intrinsic
+def volatile_load(x):
+    """qd.volatile_load(x): the value of the field or ndarray element x (a
+    scalar, or each component of a vector/matrix element) read from memory
+    every time it runs: the compiler neither hoists nor merges the load, so
+    a loop can wait on a flag another thread writes (spin waits, decoupled
+    look-back scans)."""
+    if context.current() is None:
+        raise QuadrantsSyntaxError("qd.volatile_load() can only be called in kernel code")
+    if _field_places(x) is not None:
+        raise QuadrantsSyntaxError("qd.volatile_load() takes one element (f[i]), not a "
+                                   "Field directly")
+    entries = x.entries if isinstance(x, Composite) and hasattr(x, "entries") else [x]
+    if any(isinstance(e, Var) for e in entries):
+        raise QuadrantsTypeError("qd.volatile_load() of a local variable or local array: "
+                                 "no other thread can write it, so there is nothing to "
+                                 "wait for; read a field or ndarray element")
+    if not entries or not all(isinstance(e, GlobalRef) for e in entries):
+        raise QuadrantsSyntaxError(f"qd.volatile_load() needs an lvalue (a field or ndarray "
+                                   f"element), got {type(x).__name__}")
+    b = context.builder()
+    values = [Expr(b.global_load(e.ptr, True), e.dtype) for e in entries]
+    return x._like(values) if isinstance(x, Composite) else values[0]
+
+
 def _field_places(x):
     """The place ids of field `x` (every component of a vector, matrix or
     struct field), or None when x is not a field."""
