@@ -1094,3 +1094,19 @@ def test_static_loop_names_end_with_the_loop_and_tuples_bind_values():
 
     with pytest.raises(qd.QuadrantsCompilationError, match="'k'"):
         after()
+
+
+@test_utils.test()
+def test_loop_config_name_in_a_static_loop_names_each_copy_without_a_warning(capfd):
+    @qd.kernel
+    def unrolled(a: qd.types.ndarray(qd.i32, 1)):
+        for _ in qd.static(range(2)):
+            qd.loop_config(name="copy")
+            for i in range(a.shape[0]):
+                a[i] = a[i] + 1
+
+    a = qd.ndarray(qd.i32, (4,))
+    capfd.readouterr()
+    unrolled(a)
+    assert "nested inside another for-loop" not in "".join(capfd.readouterr())
+    np.testing.assert_array_equal(a.to_numpy(), [2] * 4)

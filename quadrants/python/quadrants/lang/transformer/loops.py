@@ -77,7 +77,7 @@ class LoopsMixin:
         if isinstance(node.iter, ast.Call) and self.is_static_call(node.iter):
             return self.static_for(node, self.eval_static(node.iter))
         name = config.name if config is not None else None
-        if name is not None and not self.is_outermost():
+        if name is not None and not self.makes_a_task():
             _logging.warn(f"{self.where(config.node)}: in {self.ctx.kind} '{self.ctx.name}': "
                           f"qd.loop_config(name='{name}') names a loop nested inside another "
                           f"for-loop (or a run-time if or while); only top-level loops "
@@ -166,6 +166,12 @@ class LoopsMixin:
                                  f"of the loop's own", QuadrantsCompilationError)
         return [n.id for n in names]
 
+    def makes_a_task(self):
+        """Whether a loop here becomes a task of its own: in the kernel,
+        outside any run-time if, while or for (qd.static blocks unroll)."""
+        return not self.ctx.in_parallel and self.ctx.kind == "kernel" and \
+            self.ctx.outer_dynamic_depth + self.dynamic_depth == 0
+
     def is_outermost(self):
         """Whether a loop here is at the kernel's top level, where it runs in
         parallel: in the kernel body, or in a qd.func called there, outside
@@ -182,7 +188,7 @@ class LoopsMixin:
         if parallel and block_dim:
             b.set_block_dim(loop, block_dim)
         name, self.loop_name = getattr(self, "loop_name", None), None
-        if parallel and name is not None:
+        if name is not None:
             b.set_loop_name(loop, name)
         b.push_block(loop, 0)
         saved_region, saved_parallel = self.ctx.region, self.ctx.in_parallel
