@@ -792,3 +792,25 @@ def test_func_parameters_read_in_targets_stay_as_passed():
 
     assert run(a) == 8.0
     assert a.to_numpy()[3] == 1.0
+
+
+@test_utils.test(arch=qd.cpu)
+def test_a_vector_argument_must_have_the_annotated_size():
+    vec3 = qd.types.vector(3, qd.f32)
+
+    @qd.func
+    def first(a: vec3) -> qd.f32:
+        return a[0] + a.sum()
+
+    @qd.kernel
+    def wrong() -> qd.f32:
+        return first(qd.Vector([3.0, 4.0]))
+
+    @qd.kernel
+    def right() -> qd.f32:
+        return first(qd.Vector([1.0, 2.0, 3.0]))
+
+    with pytest.raises(qd.QuadrantsSyntaxError,
+                       match=r"argument 'a' is expected to be a Matrix with n 3, but got 2"):
+        wrong()
+    assert right() == 7.0

@@ -1156,6 +1156,10 @@ class Func:
                 if isinstance(value, (Var, GlobalRef, Composite)):
                     value = context.load(value)
                 annotation = parameters[name].annotation
+                if isinstance(annotation, MatrixType) and \
+                        isinstance(value, matrix_module.Matrix):
+                    _check_matrix_argument(caller, node, f"{self._label} '{self.name}'",
+                                           name, annotation, value)
                 if isinstance(annotation, types.DataType) and \
                         isinstance(value, (Expr, numbers.Number)) and \
                         not isinstance(value, bool):
@@ -1188,6 +1192,16 @@ class Func:
                                        f"kernel code")
         raise QuadrantsSyntaxError(f"qd.func '{self.name}' must be called directly from "
                                    f"kernel source")
+
+
+def _check_matrix_argument(caller, node, label, name, annotation, value):
+    """A vector/matrix argument must have the annotated shape; upstream's
+    words."""
+    for axis in ("n", "m"):
+        expected, got = getattr(annotation, axis), getattr(value, axis)
+        if expected is not None and expected != got:
+            raise caller.error(node, f"{label} argument '{name}' is expected to be a Matrix "
+                               f"with {axis} {expected}, but got {got}", QuadrantsSyntaxError)
 
 
 # ---- plain Python functions and lambdas called from kernel code ---------------
