@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import quadrants as qd
-from quadrants.lang import runtime
+from quadrants.lang import impl, runtime
 from tests import test_utils
 
 
@@ -403,8 +403,9 @@ def test_default_fp_is_reset_by_next_init():
     assert _store_literal_via_local(None) == float(np.float32(0.1))
 
 
-def test_default_ip_i64_int_literals_are_64_bit():
-    qd.init(arch=qd.cpu, default_ip=qd.i64)
+def _i32_max_plus_one():
+    """What a kernel stores for the literal 2^31 - 1 plus one: 2^31 when
+    literals take 64-bit integers."""
     h = qd.field(qd.i64, shape=())
 
     @qd.kernel
@@ -415,27 +416,21 @@ def test_default_ip_i64_int_literals_are_64_bit():
             h[None] = t
 
     overflow_i32()
-    assert h[None] == 2 ** 31
+    return h[None]
+
+
+def test_default_ip_i64_int_literals_are_64_bit():
+    qd.init(arch=qd.cpu, default_ip=qd.i64)
+    assert _i32_max_plus_one() == 2 ** 31
 
 
 def test_runtime_default_types_can_be_assigned_as_upstream_does():
-    from quadrants.lang import impl  # pylint: disable=import-outside-toplevel
     qd.init(arch=qd.cpu)
     impl.get_runtime().default_ip = qd.i64
     impl.get_runtime().default_fp = qd.f64
     assert impl.get_runtime().default_ip == qd.i64
     assert impl.get_runtime().default_fp == qd.f64
-    h = qd.field(qd.i64, shape=())
-
-    @qd.kernel
-    def overflow_i32():
-        for _ in range(1):
-            t = 2147483647
-            t += 1
-            h[None] = t
-
-    overflow_i32()
-    assert h[None] == 2 ** 31
+    assert _i32_max_plus_one() == 2 ** 31
 
 
 # ---- the harness itself ----------------------------------------------------------------------
