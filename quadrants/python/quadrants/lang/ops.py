@@ -91,8 +91,9 @@ def volatile_load(x):
     if context.current() is None:
         raise QuadrantsSyntaxError("qd.volatile_load() can only be called in kernel code")
     if _field_places(x) is not None:
-        raise QuadrantsSyntaxError("qd.volatile_load() takes one element (f[i]), not a "
-                                   "Field directly")
+        name = getattr(x, "name", None) or "f"
+        raise QuadrantsSyntaxError(f"qd.volatile_load() takes one element ({name}[i]), not a "
+                                   f"Field directly")
     entries = x.entries if isinstance(x, Composite) and hasattr(x, "entries") else [x]
     if any(isinstance(e, Var) for e in entries):
         raise QuadrantsTypeError("qd.volatile_load() of a local variable or local array: "
@@ -114,6 +115,8 @@ def _field_places(x):
                       for f in leaves):
         return {f.place_id() for f in leaves}
     return None
+
+
 ceil = _unary("ceil", math.ceil)
 abs = _unary("abs", builtins.abs)  # pylint: disable=redefined-builtin
 # `not x` elementwise (1 where x is 0, else 0), as upstream's qd.lang.ops has it.
