@@ -4,7 +4,9 @@ qd.linalg.SparseMatrixBuilder: qd.linalg.SparseSolver (--solvers: LLT and LDLT w
 COLAMD by default)
 against scipy.sparse.linalg.spsolve (SuperLU), CHOLMOD through
 scikit-sparse where it is installed, and, with --arch cuda,
-cupyx.scipy.sparse.linalg.spsolve on the GPU, all in one process. Prints
+cupyx.scipy.sparse.linalg.spsolve on the GPU, all in one process. On cuda
+our LLT factorizes on the GPU (cuSOLVER); Eigen's host LLT is then timed
+too, as "host LLT". Prints
 seconds for each (best of --repeats), each solution's residual
 |A x - b| / |b|, and reference / ours (> 1: ours faster).
 
@@ -19,6 +21,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import spsolve
 
 import quadrants as qd
+from quadrants._lib import core
 from progress import phase
 
 
@@ -84,12 +87,25 @@ def main():
         def run(solver_type=solver_type, ordering=ordering):
             solver = qd.linalg.SparseSolver(qd.f64, solver_type, ordering)
             solver.compute(matrix)
-            return solver.solve(b)
+            return solver.solve(b), solver._on_device
 
-        seconds, x = best_seconds(run, args.repeats)
+        seconds, (x, on_device) = best_seconds(run, args.repeats)
         ours[solver_type + "/" + ordering] = seconds
-        print(f"ours {solver_type + '/' + ordering:19s} {seconds:8.2f} s   residual "
+        where = "GPU" if on_device else "host"
+        print(f"ours {solver_type + '/' + ordering:14s} {where:4s} {seconds:8.2f} s   residual "
               f"{residual(csr, x, b):.1e}")
+        if on_device:
+            phase(f"Eigen's host {solver_type}/{ordering}")
+
+            def run_host(solver_type=solver_type, ordering=ordering):
+                solver = core.SparseDirectSolverF64(solver_type, ordering)
+                solver.analyze_pattern(n, n, matrix._indptr, matrix._cols)
+                solver.factorize(n, n, matrix._indptr, matrix._cols, matrix._data)
+                return solver.solve(b, False)
+
+            host_s, x = best_seconds(run_host, args.repeats)
+            print(f"host {solver_type + '/' + ordering:14s}      {host_s:8.2f} s   residual "
+                  f"{residual(csr, x, b):.1e}   host / GPU {host_s / seconds:.2f}")
 
     best_ours = min(ours.values())
     phase("scipy.sparse.linalg.spsolve")

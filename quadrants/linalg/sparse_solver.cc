@@ -24,7 +24,9 @@ struct IsLu : std::false_type {};
 template <typename Matrix, typename Ordering>
 struct IsLu<Eigen::SparseLU<Matrix, Ordering>> : std::true_type {};
 
-absl::Status CheckPattern(const CsrPattern& pattern) {
+}  // namespace
+
+absl::Status CheckSquarePattern(const CsrPattern& pattern) {
   if (pattern.rows != pattern.cols) {
     return MakeError(
         ErrorKind::kType,
@@ -63,6 +65,8 @@ absl::Status CheckPattern(const CsrPattern& pattern) {
   return absl::OkStatus();
 }
 
+namespace {
+
 // A as Eigen's column-major matrix (its solvers' format).
 template <typename Scalar>
 ColMajor<Scalar> ToEigen(const CsrPattern& pattern,
@@ -84,7 +88,7 @@ class EigenDirectSolver : public SparseDirectSolver<Scalar> {
 
   absl::Status AnalyzePattern(const CsrPattern& pattern) override {
     ok_ = false;
-    if (absl::Status s = CheckPattern(pattern); !s.ok())
+    if (absl::Status s = CheckSquarePattern(pattern); !s.ok())
       return s;
     std::vector<Scalar> ones(pattern.indices.size(), Scalar(1));
     solver_.analyzePattern(ToEigen<Scalar>(pattern, ones));
@@ -104,7 +108,7 @@ class EigenDirectSolver : public SparseDirectSolver<Scalar> {
                                     ": factorize() needs "
                                     "analyze_pattern() first"));
     }
-    if (absl::Status s = CheckPattern(pattern); !s.ok())
+    if (absl::Status s = CheckSquarePattern(pattern); !s.ok())
       return s;
     if (values.size() != pattern.indices.size()) {
       return MakeError(ErrorKind::kType,
@@ -239,6 +243,35 @@ std::unique_ptr<SparseDirectSolver<Scalar>> SparseDirectSolver<Scalar>::Create(
                                                                "AMD");
   return CreateWithOrdering<Scalar, Eigen::COLAMDOrdering<int>>(factorization,
                                                                 "COLAMD");
+}
+
+std::vector<int> SymmetricFillOrdering(const CsrPattern& pattern,
+                                       FillOrdering ordering) {
+  std::vector<Eigen::Triplet<double, int>> entries;
+  for (int64_t r = 0; r < pattern.rows; ++r) {
+    for (int64_t k = pattern.indptr[r]; k < pattern.indptr[r + 1]; ++k) {
+      const int64_t c = pattern.indices[k];
+      if (c > r)
+        continue;
+      entries.emplace_back(r, c, 1.0);
+      if (c < r)
+        entries.emplace_back(c, r, 1.0);
+    }
+  }
+  const int n = static_cast<int>(pattern.rows);
+  ColMajor<double> full(n, n);
+  full.setFromTriplets(entries.begin(), entries.end());
+  full.makeCompressed();
+  // Eigen's orderings compute the inverse permutation: new index -> old.
+  Eigen::PermutationMatrix<Eigen::Dynamic, Eigen::Dynamic, int> inverse;
+  if (ordering == FillOrdering::kAMD) {
+    Eigen::AMDOrdering<int>()(full, inverse);
+  } else {
+    Eigen::COLAMDOrdering<int>()(full, inverse);
+  }
+  std::vector<int> order(inverse.indices().data(),
+                         inverse.indices().data() + n);
+  return order;
 }
 
 template class SparseDirectSolver<float>;

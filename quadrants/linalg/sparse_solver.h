@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -30,6 +31,19 @@ struct CsrPattern {
   absl::Span<const int64_t> indptr;
   absl::Span<const int64_t> indices;
 };
+
+// OK for a square CSR pattern with at most INT32_MAX rows and entries and
+// each row's columns in range, sorted and distinct; a kType error naming
+// what is malformed otherwise.
+absl::Status CheckSquarePattern(const CsrPattern& pattern);
+
+// The fill-reducing ordering of the symmetric matrix that A's lower
+// triangle stands for (entry (i, j), j <= i, also stands for (j, i)), as
+// the Cholesky factorizations read it: order[k] is the original index of
+// row and column k of the reordered matrix. The pattern must pass
+// CheckSquarePattern.
+std::vector<int> SymmetricFillOrdering(const CsrPattern& pattern,
+                                       FillOrdering ordering);
 
 // A direct solver for A x = b with a sparse square A, on the host (Eigen's
 // simplicial Cholesky factorizations and its supernodal LU). The symbolic

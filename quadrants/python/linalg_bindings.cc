@@ -6,6 +6,7 @@
 #include <string>
 
 #include "quadrants/common/errors.h"
+#include "quadrants/linalg/cuda/cuda_sparse_cholesky.h"
 #include "quadrants/linalg/sparse_solver.h"
 
 namespace py = pybind11;
@@ -84,11 +85,36 @@ void BindSolver(py::module_& m, const char* name) {
            "Whether the last analysis and factorization succeeded.");
 }
 
+template <typename Scalar>
+void BindCudaCholesky(py::module_& m, const char* name) {
+  using Solver = linalg::cuda::CudaSparseCholesky<Scalar>;
+  py::class_<Solver, SparseDirectSolver<Scalar>, std::unique_ptr<Solver>>(
+      m, name)
+      .def(py::init([](const std::string& ordering, int device_id) {
+             auto o = linalg::ParseFillOrdering(ordering);
+             ThrowIfError(o.status());
+             auto solver = Solver::Create(*o, device_id);
+             ThrowIfError(solver.status());
+             return *std::move(solver);
+           }),
+           py::arg("ordering"), py::arg("device_id"))
+      .def(
+          "solve_on_device",
+          [](Solver& solver, uint64_t b, uint64_t x) {
+            py::gil_scoped_release release;
+            ThrowIfError(solver.SolveOnDevice(b, x));
+          },
+          py::arg("b"), py::arg("x"),
+          "x = A^-1 b between device addresses of n values each.");
+}
+
 }  // namespace
 
 void BindLinalg(py::module_& m) {
   BindSolver<float>(m, "SparseDirectSolverF32");
   BindSolver<double>(m, "SparseDirectSolverF64");
+  BindCudaCholesky<float>(m, "CudaSparseCholeskyF32");
+  BindCudaCholesky<double>(m, "CudaSparseCholeskyF64");
 }
 
 }  // namespace quadrants::python

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import quadrants as qd
+from quadrants._lib import core
 from quadrants.lang.exception import (QuadrantsGradientError, QuadrantsRuntimeError,
                                       QuadrantsTypeError)
 from tests import test_utils
@@ -297,3 +298,50 @@ def test_a_taped_matrix_changed_before_the_backward_pass_is_refused():
 def test_a_taped_solve_with_a_derived_matrix_says_its_gradient_is_lost():
     with pytest.raises(QuadrantsGradientError, match="arithmetic"):
         _taped_two_by_two_solve(matrix_of=lambda a: a * 2.0)
+
+
+def _lower_spd_with_a_foreign_upper_triangle(rng, n):
+    """A dense matrix whose lower triangle is that of a symmetric positive
+    definite S and whose strict upper triangle is arbitrary, and S: an LLT
+    solver reads the lower triangle only, so it solves with S."""
+    s = _system(rng, n, symmetric=True)
+    noise = np.triu(rng.standard_normal((n, n)), 1) * (s != 0)
+    return np.tril(s) + noise, s
+
+
+@pytest.mark.parametrize("dtype", [qd.f32, qd.f64])
+@pytest.mark.parametrize("ordering", _ORDERINGS)
+@test_utils.test(arch=[qd.cuda])
+def test_llt_factorizes_and_solves_on_the_gpu_in_a_cuda_session(dtype, ordering):
+    rng = np.random.default_rng(11)
+    dense, s = _lower_spd_with_a_foreign_upper_triangle(rng, 80)
+    a = _matrix(dense, dtype)
+    solver = qd.linalg.SparseSolver(dtype, "LLT", ordering)
+    assert isinstance(solver.solver, core.CudaSparseCholeskyF32 if dtype == qd.f32
+                      else core.CudaSparseCholeskyF64)
+    solver.compute(a)
+    assert solver.info()
+    b_np = rng.standard_normal(80)
+    expected = np.linalg.solve(s.astype(_NP[dtype]).astype(np.float64), b_np)
+    tol = _RTOL[dtype] * np.abs(expected).max()
+    b = qd.ndarray(dtype, (80,))
+    b.from_numpy(b_np.astype(_NP[dtype]))
+    np.testing.assert_allclose(solver.solve(b).to_numpy(), expected, atol=tol)
+    np.testing.assert_allclose(solver.solve(b_np.astype(_NP[dtype])), expected, atol=tol)
+    # The host's Eigen LLT on the same matrix agrees with the GPU's.
+    host = (core.SparseDirectSolverF32 if dtype == qd.f32 else core.SparseDirectSolverF64)(
+        "LLT", ordering)
+    host.analyze_pattern(a.n, a.m, a._indptr, a._cols)
+    host.factorize(a.n, a.m, a._indptr, a._cols, a._data)
+    np.testing.assert_allclose(host.solve(b_np.astype(_NP[dtype]), False),
+                               solver.solve(b).to_numpy(), atol=tol)
+
+
+@test_utils.test(arch=[qd.cuda])
+def test_an_indefinite_matrix_is_refused_by_the_gpu_llt():
+    a = _matrix(np.diag([2.0, -1.0, 3.0]), qd.f64)
+    solver = qd.linalg.SparseSolver(qd.f64, "LLT")
+    solver.analyze_pattern(a)
+    with pytest.raises(QuadrantsRuntimeError, match="not symmetric positive definite"):
+        solver.factorize(a)
+    assert not solver.info()

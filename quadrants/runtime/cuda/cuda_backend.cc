@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "quadrants/codegen/cuda/ptx_compiler.h"
 #include "quadrants/codegen/llvm/graph_loop_kernels.h"
 #include "quadrants/common/errors.h"
@@ -200,24 +199,6 @@ class CudaCompiledKernel : public gpu::ModuleKernel {
   mutable std::unique_ptr<CudaGraph> graph;
 };
 
-// The driver of device `device_id`, loaded once per process: its primary
-// context then lives from the first probe or qd.init to the process's end,
-// instead of being created again (hundreds of milliseconds) by the probe
-// and by every qd.init after it.
-absl::StatusOr<std::shared_ptr<CudaDriver>> SharedDriver(int device_id) {
-  static absl::Mutex mutex(absl::kConstInit);
-  static auto* drivers = new std::map<int, std::shared_ptr<CudaDriver>>();
-  absl::MutexLock lock(&mutex);
-  auto found = drivers->find(device_id);
-  if (found != drivers->end())
-    return found->second;
-  QD_ASSIGN_OR_RETURN(std::unique_ptr<CudaDriver> loaded,
-                      CudaDriver::Load(device_id));
-  std::shared_ptr<CudaDriver> driver = std::move(loaded);
-  (*drivers)[device_id] = driver;
-  return driver;
-}
-
 // CUDA streams and events. Streams are created blocking, so work on them
 // stays ordered with the default stream's (array copies, plain launches)
 // while two streams' work may overlap.
@@ -330,7 +311,7 @@ CudaBackend::CudaBackend(const CompileConfig& config,
 absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
     const CompileConfig& config) {
   QD_ASSIGN_OR_RETURN(std::shared_ptr<CudaDriver> driver,
-                      SharedDriver(config.device_id));
+                      CudaDriver::Shared(config.device_id));
   QD_RETURN_IF_ERROR(driver->MakeCurrent());
   if (config.cuda_stack_limit > 0) {
     // Deep qd.real_func recursion needs more than the default stack.
@@ -351,7 +332,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
 }
 
 absl::Status CudaBackend::Probe() {
-  QD_ASSIGN_OR_RETURN(std::shared_ptr<CudaDriver> driver, SharedDriver(0));
+  QD_ASSIGN_OR_RETURN(std::shared_ptr<CudaDriver> driver, CudaDriver::Shared(0));
   return codegen::CreatePtxCompiler(driver->compute_capability(),
                                     driver->driver_version())
       .status();

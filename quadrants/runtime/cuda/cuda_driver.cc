@@ -1,6 +1,9 @@
 #include "quadrants/runtime/cuda/cuda_driver.h"
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "quadrants/common/status_macros.h"
 
 namespace quadrants::cuda {
@@ -67,6 +70,19 @@ absl::Status CudaDriver::Check(CUresult result, const char* what) const {
     message = nullptr;
   }
   return gpu::CallError(what, message, "CUresult", static_cast<int>(result));
+}
+
+absl::StatusOr<std::shared_ptr<CudaDriver>> CudaDriver::Shared(int device_id) {
+  static absl::Mutex mutex(absl::kConstInit);
+  static auto* drivers = new std::map<int, std::shared_ptr<CudaDriver>>();
+  absl::MutexLock lock(&mutex);
+  auto found = drivers->find(device_id);
+  if (found != drivers->end())
+    return found->second;
+  QD_ASSIGN_OR_RETURN(std::unique_ptr<CudaDriver> loaded, Load(device_id));
+  std::shared_ptr<CudaDriver> driver = std::move(loaded);
+  (*drivers)[device_id] = driver;
+  return driver;
 }
 
 }  // namespace quadrants::cuda

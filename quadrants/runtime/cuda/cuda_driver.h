@@ -82,6 +82,12 @@ class CudaDriver : public gpu::DriverLibrary {
   static absl::StatusOr<std::unique_ptr<CudaDriver>> Load(int device_id = 0) {
     return LoadAs<CudaDriver>("CUDA", device_id);
   }
+  // The driver of device `device_id`, loaded once per process: its primary
+  // context then lives from the first probe or qd.init to the process's
+  // end, instead of being created again (hundreds of milliseconds) by the
+  // probe and by every qd.init after it. Libraries that run on the
+  // session's device (cuSOLVER) share it.
+  static absl::StatusOr<std::shared_ptr<CudaDriver>> Shared(int device_id);
   ~CudaDriver();
 
   // OK, or an error naming `what` and the driver's message for `result`.

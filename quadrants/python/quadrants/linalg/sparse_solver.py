@@ -1,6 +1,9 @@
 """qd.linalg.SparseSolver: direct solves of A x = b with a SparseMatrix,
 factorized on the host by Eigen (LLT, LDLT or LU, with AMD or COLAMD
-fill-reducing orderings), and their gradients under qd.ad.Tape.
+fill-reducing orderings), and their gradients under qd.ad.Tape. In a CUDA
+session LLT factorizes and solves on the GPU with cuSOLVER instead (the
+ordering still comes from the host), and a qd.ndarray right-hand side
+never leaves the device.
 
     solver = qd.linalg.SparseSolver(qd.f64, "LLT", "AMD")
     solver.analyze_pattern(A)   # once per sparsity pattern
@@ -39,9 +42,7 @@ class SparseSolver:
         if self.dtype not in (types.f32, types.f64):
             raise QuadrantsRuntimeError(f"SparseSolver solves in f32 or f64, got {self.dtype}")
         self.solver_type, self.ordering = solver_type, ordering
-        core_class = _core.SparseDirectSolverF32 if self.dtype == types.f32 \
-            else _core.SparseDirectSolverF64
-        self.solver = core_class(solver_type, ordering)
+        self.solver, self._on_device = _core_solver(self.dtype, solver_type, ordering)
         self.matrix = None
         # The matrix and contents the current factorization is of.
         self._factorized = None
@@ -111,13 +112,32 @@ class SparseSolver:
         return self.solver.solve(b.astype(self._np_dtype(), copy=False), transposed)
 
     def _solve_ndarray(self, b):
-        x_values = self._solve_host(b.to_numpy())
         tape = runtime.state.tape
-        x = ndarray(self.dtype, (self.matrix.n,), needs_grad=tape is not None)
-        x.from_numpy(x_values)
+        n = self.matrix.n
+        x = ndarray(self.dtype, (n,), needs_grad=tape is not None)
+        if self._on_device and b.dtype == self.dtype and b.shape == (n,) \
+                and b.element_shape == ():
+            self.solver.solve_on_device(b.arr.device_allocation_ptr(),
+                                        x.arr.device_allocation_ptr())
+            x_values = x.to_numpy() if tape is not None else None
+        else:
+            x_values = self._solve_host(b.to_numpy())
+            x.from_numpy(x_values)
         if tape is not None and runtime.state.grad_replaced_depth == 0:
             tape.record(_TapedSolve(self, self.matrix, x_values), (b, x), {})
         return x
+
+
+def _core_solver(dtype, solver_type, ordering):
+    """The C++ solver, and whether it factorizes on the session's GPU: LLT
+    in a CUDA session uses cuSOLVER (a QuadrantsRuntimeError names the
+    library when it cannot be loaded), everything else Eigen on the host."""
+    f32 = dtype == types.f32
+    if solver_type == "LLT" and runtime.is_initialized() and runtime.state.arch.name == "cuda":
+        core_class = _core.CudaSparseCholeskyF32 if f32 else _core.CudaSparseCholeskyF64
+        return core_class(ordering, runtime.state.options.get("device_id", 0)), True
+    core_class = _core.SparseDirectSolverF32 if f32 else _core.SparseDirectSolverF64
+    return core_class(solver_type, ordering), False
 
 
 class _TapedSolve:
