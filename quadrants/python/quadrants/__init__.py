@@ -65,7 +65,7 @@ types.matrix = math.matrix
 types.struct = _struct_module.struct
 
 # qd.algorithms and qd.linalg build on the names above.
-from quadrants import algorithms, linalg  # pylint: disable=wrong-import-position
+from quadrants import algorithms, experimental, linalg  # pylint: disable=wrong-import-position
 
 from quadrants._version import __version__  # pylint: disable=wrong-import-position
 

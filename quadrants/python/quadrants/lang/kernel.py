@@ -605,6 +605,8 @@ class Kernel(GraphKernelMixin):
                     else:
                         scope[spec.name] = value
                 index += _ir_slots(spec)
+            compiler.template_params = {spec.name: scope[spec.name] for spec in self._specs
+                                        if isinstance(spec, _TemplateParam)}
             compiler.compile_body(src.node.body if self._body is None else self._body)
             if self._return_type is not None and not compiler.returned:
                 raise QuadrantsSyntaxError(

@@ -88,6 +88,9 @@ class FunctionCompiler(AssignmentsMixin, StatementsMixin, GraphRegionsMixin, Loo
         self.static_depth = 0     # nesting of qd.static(...) arguments
         self.static_arguments = set()  # the argument nodes of the qd.static being read
         self.immutable = set()    # a kernel's template and ndarray parameters
+        # A kernel's qd.template() and qd.Tensor parameters and the objects
+        # bound to them, which qd.static(a is None) may test; None in funcs.
+        self.template_params = None
         self.shared_locals = set()  # kernel locals kept in global memory (shared_locals.py)
         self.pending_loop_config = None  # from qd.loop_config, for the next loop
         self.loop_block_dim = None  # its block_dim, for the loop being built

@@ -494,17 +494,26 @@ class ExpressionsMixin:
         result = None
         left_node = node.left
         for op, right_node in zip(node.ops, node.comparators):
-            if isinstance(op, (ast.Is, ast.IsNot)) and not self.static_depth and not any(
-                    isinstance(n, ast.Constant) and n.value is None
-                    for n in (left_node, right_node)):
+            # A qd.func may test an optional argument against None (the
+            # package's own funcs do); a kernel body only inside qd.static.
+            if isinstance(op, (ast.Is, ast.IsNot)) and not self.static_depth and (
+                    self.template_params is not None or not any(
+                        isinstance(n, ast.Constant) and n.value is None
+                        for n in (left_node, right_node))):
                 name = "is" if isinstance(op, ast.Is) else "is not"
                 raise self.error(node, f'Operator "{name}" in Quadrants scope is not '
                                  f"supported: compare with ==, or write qd.static(a {name} "
                                  f"b) for compile-time objects", QuadrantsSyntaxError)
+            if isinstance(op, (ast.In, ast.NotIn)) and not self.static_depth:
+                raise self.error(node, f'"{type(op).__name__}" is only supported inside '
+                                 f"`qd.static`.", QuadrantsSyntaxError)
+            operand_nodes = (left_node, right_node)
             left_node = right_node
             right = self.eval(right_node)
             if type(op) not in _COMPARE:
                 l, r = context.load(left), context.load(right)
+                if isinstance(op, (ast.Is, ast.IsNot)):
+                    self._check_static_identity(node, op, operand_nodes, l, r)
                 if is_runtime(l) or is_runtime(r):
                     raise self.error(node, f"comparison {type(op).__name__} is not "
                                      f"supported on run-time values", QuadrantsSyntaxError)
@@ -518,6 +527,25 @@ class ExpressionsMixin:
                                                              lambda a, b: a and b)
             left = right
         return result
+
+    def _check_static_identity(self, node, op, operand_nodes, left, right):
+        """qd.static(a is None) in a kernel tests a qd.template() or qd.Tensor
+        parameter, named directly, against None: what its cached
+        specializations are keyed by. In a qd.func any two compile-time
+        objects may be compared; run-time values never."""
+        none = [isinstance(n, ast.Constant) and n.value is None for n in operand_nodes]
+        other = operand_nodes[0] if none[1] else operand_nodes[1] if none[0] else None
+        if self.template_params is None:
+            valid = not (is_runtime(left) or is_runtime(right))
+        else:
+            valid = (isinstance(other, ast.Name) and not other.id.startswith("__qd_")
+                     and other.id in self.template_params
+                     and self.scope.get(other.id) is self.template_params[other.id])
+        if not valid:
+            name = "is" if isinstance(op, ast.Is) else "is not"
+            raise self.error(node, f'Operator "{name}" inside `qd.static` requires a direct '
+                             f"`qd.template()` or `qd.Tensor` kernel argument and `None`.",
+                             QuadrantsSyntaxError)
 
     def visit_IfExp(self, node):
         cond = context.load(self.eval(node.test))
