@@ -814,3 +814,30 @@ def test_a_vector_argument_must_have_the_annotated_size():
                        match=r"argument 'a' is expected to be a Matrix with n 3, but got 2"):
         wrong()
     assert right() == 7.0
+
+
+@test_utils.test()
+def test_a_template_parameter_names_the_callers_variable():
+    @qd.func
+    def swap(a: qd.template(), b: qd.template()):
+        a, b = b, a
+
+    @qd.func
+    def bump(v: qd.template()):
+        v += qd.Vector([1, 1])
+
+    @qd.func
+    def bump_copy(v):
+        v += qd.Vector([1, 1])
+
+    @qd.kernel
+    def run() -> qd.i32:
+        x, y = 1, 2
+        swap(x, y)
+        p = qd.Vector([10, 20])
+        bump(p)
+        q = qd.Vector([10, 20])
+        bump_copy(q)  # an unannotated parameter is a copy
+        return x * 1000 + y * 100 + p[0] + p[1] - q[0] - q[1]
+
+    assert run() == 2000 + 100 + 32 - 30

@@ -1110,3 +1110,24 @@ def test_loop_config_name_in_a_static_loop_names_each_copy_without_a_warning(cap
     unrolled(a)
     assert "nested inside another for-loop" not in "".join(capfd.readouterr())
     np.testing.assert_array_equal(a.to_numpy(), [2] * 4)
+
+
+@test_utils.test()
+def test_a_local_changed_before_a_parallel_loop_is_read_after_it():
+    out = qd.field(qd.i32, 4)
+
+    @qd.kernel
+    def run() -> qd.i32:
+        m = qd.Matrix([[1, 2], [3, 4]])
+        steps = 0
+        while steps < 3:
+            m[0, 0] += 10
+            steps += 1
+        for i in range(4):
+            out[i] = i
+        m[1, 1] -= 1
+        return m.sum() + steps
+
+    # m = [[31, 2], [3, 3]] after the serial code on both sides.
+    assert run() == 39 + 3
+    assert list(out.to_numpy()) == [0, 1, 2, 3]

@@ -210,3 +210,21 @@ def test_unpacked_vector_members_are_scalar_members():
         qd.types.vector(3, qd.f32, unpacked=True)(1.0, 2.0, 3.0)
     with pytest.raises(qd.QuadrantsSyntaxError, match="_w1"):
         qd.types.struct(w=qd.types.vector(2, qd.f32, unpacked=True), _w1=qd.f32)
+
+
+@test_utils.test()
+def test_members_named_like_struct_methods_are_members():
+    @qd.dataclass
+    class Record:
+        keys: qd.i32
+        items: qd.i32
+        entries: qd.f32
+
+    @qd.kernel
+    def run() -> qd.f32:
+        r = Record(keys=3, items=4, entries=0.5)
+        r.keys += 10
+        r.items = r.keys * 2
+        return r.keys + r.items + r.entries
+
+    assert run() == 13 + 26 + 0.5

@@ -2440,3 +2440,37 @@ def test_tape_grad_check_needs_an_f64_loss():
     y = qd.field(qd.f32, shape=(), needs_grad=True)
     with pytest.raises(qd.QuadrantsTypeError, match="only f64"):
         qd.ad.Tape(loss=y, grad_check=[x])
+
+
+@test_utils.test()
+def test_a_grad_replaced_method_of_a_data_oriented_class_gets_its_object():
+    @qd.data_oriented
+    class Scaler:
+        def __init__(self):
+            self.x = qd.field(qd.f32, 8, needs_grad=True)
+            self.total = qd.field(qd.f32, (), needs_grad=True)
+
+        @qd.kernel
+        def accumulate(self, scale: qd.f32):
+            for i in self.x:
+                self.total[None] += self.x[i] * scale
+
+        @qd.ad.grad_replaced
+        def forward(self, scale):
+            self.accumulate(scale)
+            self.accumulate(scale)
+
+        @qd.ad.grad_for(forward)
+        def backward(self, scale):
+            # Counts the two launches as one, so the test sees which ran.
+            self.accumulate.grad(scale)
+
+    s = Scaler()
+    with qd.ad.Tape(loss=s.total):
+        s.forward(3.0)
+    assert s.total[None] == 0.0
+    np.testing.assert_allclose(s.x.grad.to_numpy(), np.full(8, 3.0))
+    s.x.grad.fill(0.0)
+    s.total.grad[None] = 1.0
+    s.forward.grad(2.0)
+    np.testing.assert_allclose(s.x.grad.to_numpy(), np.full(8, 2.0))

@@ -69,7 +69,17 @@ def test_static_index_out_of_range():
         b = a.xz
         b.x += 1.0
 
-    _expect(bad_swizzle, "a.xz", r"\.xz .*vector of 2")
+    _expect(bad_swizzle, "a.xz", re.escape("vec2 only has attributes=('x', 'y'), got=('x', 'z')"),
+            qd.QuadrantsSyntaxError)
+
+    @qd.kernel
+    def bad_swizzle_store():
+        a = qd.Vector([1.0, 2.0])
+        a.rgb = qd.Vector([1.0, 2.0, 3.0])
+
+    _expect(bad_swizzle_store, "a.rgb",
+            re.escape("vec2 only has attributes=('r', 'g'), got=('r', 'g', 'b')"),
+            qd.QuadrantsSyntaxError)
 
 
 @test_utils.test()
@@ -130,3 +140,32 @@ def test_numpy_arguments_of_the_wrong_dtype_or_rank_are_value_errors():
     with pytest.raises(ValueError, match=r"argument 'm'.*required element_shape=\(3, 3\), "
                        r"array with element shape of \(2, 3\)"):
         matrices(np.zeros((2, 2, 2, 3), dtype=np.float32))
+
+
+@test_utils.test()
+def test_negative_constant_indices_are_refused_for_vectors_and_ndarrays():
+    @qd.kernel
+    def last(i: qd.i32) -> qd.i32:
+        v = qd.Vector([i, i + 1, i + 2])
+        return v[-1]
+
+    @qd.kernel
+    def head(i: qd.i32) -> qd.i32:
+        v = qd.Vector([i, i + 1, i + 2])
+        return v[:-1].sum()
+
+    @qd.kernel
+    def from_array(a: qd.types.ndarray()) -> qd.f32:
+        return a[-1]
+
+    for call in (lambda: last(0), lambda: head(0),
+                 lambda: from_array(qd.ndarray(qd.f32, (3,)))):
+        with pytest.raises(qd.QuadrantsSyntaxError,
+                           match="Negative indices are not supported in Quadrants kernels"):
+            call()
+
+    @qd.kernel
+    def static_tail() -> qd.i32:
+        return qd.static([4, 5, 6][-1])
+
+    assert static_tail() == 6

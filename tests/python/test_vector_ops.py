@@ -265,3 +265,33 @@ def test_numpy_scalars_combine_with_vectors_into_vectors():
         return np.float64(4.0) / w + np.cos(0.0)
 
     np.testing.assert_allclose(mixed().to_numpy(), [5.0, 3.0])
+
+
+@test_utils.test()
+def test_int_and_float_of_a_vector_cast_each_component():
+    grid = qd.field(qd.i32, (6, 6))
+
+    @qd.kernel
+    def run(x: qd.f32) -> qd.f32:
+        cell = int(qd.Vector([x, x + 2.0]))
+        grid[cell] = 7
+        half = float(qd.Vector([3, 5])) / 2
+        return half[0] + half[1]
+
+    assert run(1.75) == 4.0
+    assert grid[1, 3] == 7
+
+
+@test_utils.test()
+def test_a_vector_unpacks_into_targets():
+    a = qd.field(qd.f32, ())
+    b = qd.field(qd.f32, ())
+
+    @qd.kernel
+    def run(x: qd.f32) -> qd.f32:
+        a[None], b[None], c = qd.Vector([x, 2 * x, 3 * x])
+        row0, row1 = qd.Matrix([[1.0, 2.0], [3.0, 4.0]])
+        return c + row0[1] + row1[0]
+
+    assert run(1.5) == 4.5 + 2.0 + 3.0
+    assert a[None] == 1.5 and b[None] == 3.0

@@ -42,7 +42,7 @@ from quadrants.lang.ops import (abs, acos, asin, atan2, atomic_add, atomic_and, 
                                 exp, floor, log, max, min, pow, rsqrt, select, sin, sqrt,
                                 stop_grad, tan, tanh, volatile_load)
 from quadrants.lang.ops import random
-from quadrants.lang.ops import atomic_cas, atomic_exchange, atomic_mul, global_thread_idx
+from quadrants.lang.ops import atomic_cas, atomic_exchange, atomic_mul, bit_shr, global_thread_idx
 from quadrants.lang.numerics import bit_cast, frexp, raw_div, raw_mod, round
 from quadrants.lang.ops import (assume_in_range, one, randn, static_assert, static_print,
                                 zero)

@@ -172,6 +172,13 @@ class _GradReplaced:
         finally:
             runtime.state.grad_replaced_depth -= 1
 
+    def __get__(self, instance, owner):
+        # A method of a class (a @qd.data_oriented one): bound to its object,
+        # which the Tape then passes to the backward too.
+        if instance is None:
+            return self
+        return _BoundGradReplaced(self, instance)
+
     @property
     def grad(self):
         """fn.grad(*args): runs the backward registered with qd.ad.grad_for."""
@@ -180,6 +187,22 @@ class _GradReplaced:
                                         f"qd.ad.grad_replaced but has no backward; register "
                                         f"one with @qd.ad.grad_for({self.__name__})")
         return self.backward
+
+
+class _BoundGradReplaced:
+    """obj.method for a qd.ad.grad_replaced method: calls and .grad take
+    `obj` as their first argument."""
+
+    def __init__(self, replaced, instance):
+        self._replaced, self._instance = replaced, instance
+        functools.update_wrapper(self, replaced.fn)
+
+    def __call__(self, *args, **kwargs):
+        return self._replaced(self._instance, *args, **kwargs)
+
+    @property
+    def grad(self):
+        return functools.partial(self._replaced.grad, self._instance)
 
 
 def grad_replaced(fn):

@@ -305,8 +305,7 @@ def _param_specs(fn, source):
             raise QuadrantsSyntaxError(f"{where}: kernel '{fn.__name__}': parameter "
                                        f"'{p.name}' needs a type annotation (e.g. qd.f32, "
                                        f"qd.types.ndarray(), qd.template())")
-        if isinstance(ann, types.Template) or ann in (types.Template, types.template):
-            # qd.template() or the class itself (qd.Template), as upstream allows.
+        if _is_template_annotation(ann):  # qd.template() or qd.Template, as upstream
             specs.append(_TemplateParam(p.name))
         elif tensor_module.is_annotation(ann):
             specs.append(_TensorParam(p.name))
@@ -1150,14 +1149,18 @@ class Func:
             compiler = FunctionCompiler(ctx, self._source, {}, self._source.globals,
                                         is_kernel=False)
             for position, (name, value) in enumerate(bound.arguments.items()):
-                if position < by_reference:
+                annotation = parameters[name].annotation
+                if position < by_reference or (
+                        _is_template_annotation(annotation) and
+                        (isinstance(value, Var) or matrix_module.is_local(value))):
+                    # A qd.template() parameter names the caller's variable
+                    # itself (as upstream): assigning it assigns the caller's.
                     compiler.scope[name] = value
                     continue
                 # Scalars, vectors and structs are passed by value into locals
                 # the func may reassign; fields and ndarrays by reference.
                 if isinstance(value, (Var, GlobalRef, Composite)):
                     value = context.load(value)
-                annotation = parameters[name].annotation
                 if isinstance(annotation, MatrixType) and \
                         isinstance(value, matrix_module.Matrix):
                     _check_matrix_argument(caller, node, f"{self._label} '{self.name}'",
@@ -1194,6 +1197,12 @@ class Func:
                                        f"kernel code")
         raise QuadrantsSyntaxError(f"qd.func '{self.name}' must be called directly from "
                                    f"kernel source")
+
+
+def _is_template_annotation(annotation):
+    """qd.template() or the class itself (qd.Template)."""
+    return isinstance(annotation, types.Template) or \
+        annotation in (types.Template, types.template)
 
 
 def _check_matrix_argument(caller, node, label, name, annotation, value):

@@ -7,7 +7,7 @@ from quadrants.lang import context as _context
 from quadrants.lang import ops, types
 from quadrants.lang.exception import QuadrantsTypeError as _QuadrantsTypeError
 # Bit counts, classification and rounding, as upstream's qd.math has them.
-from quadrants.lang.numerics import (clz, ffs, isinf, isnan,  # pylint: disable=unused-import
+from quadrants.lang.numerics import (clz, ffs, fns, isinf, isnan,  # pylint: disable=unused-import
                                      popcnt, round)  # pylint: disable=redefined-builtin
 from quadrants.lang.matrix import Matrix, matrix, vector
 

@@ -13,7 +13,8 @@ import operator
 import numpy as np
 
 from quadrants.lang import context, ops, python_backend, session, types
-from quadrants.lang.exception import ArgumentValueError, QuadrantsSyntaxError, QuadrantsTypeError
+from quadrants.lang.exception import (ArgumentValueError, QuadrantsRuntimeError,
+                                      QuadrantsSyntaxError, QuadrantsTypeError)
 from quadrants.lang.expr import Composite, Expr, GlobalRef, Var, is_runtime
 from quadrants.lang.hooks import Hooks
 
@@ -320,10 +321,7 @@ class Matrix(Composite):
         idx = _swizzle_indices(name)
         if idx is None or self.ndim != 1:
             raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
-        for i in idx:
-            if i >= self.n:
-                raise QuadrantsTypeError(f"swizzle .{name} reads component {i} of a "
-                                         f"{self._describe()}")
+        self._check_swizzle(name, idx)
         if len(idx) == 1:
             return self.entries[idx[0]]
         return Matrix._make([self.entries[i] for i in idx], len(idx), 1, 1)
@@ -335,11 +333,20 @@ class Matrix(Composite):
         idx = _swizzle_indices(name)
         if idx is None or self.ndim != 1 or _in_kernel():
             raise AttributeError(f"cannot set attribute '{name}' of a matrix")
+        self._check_swizzle(name, idx)
         values = list(value) if len(idx) > 1 else [value]
         if len(values) != len(idx):
-            raise QuadrantsTypeError(f"swizzle .{name} takes {len(idx)} values")
+            raise QuadrantsRuntimeError(f"value len does not match the swizzle pattern={name}: "
+                                        f"it takes {len(idx)} values, got {len(values)}")
         for i, v in zip(idx, values):
             self.entries[i] = v
+
+    def _check_swizzle(self, name, idx):
+        """A swizzle names components the vector has (upstream's words)."""
+        if max(idx) >= self.n:
+            letters = next(ls for ls in _SWIZZLE_SETS if all(c in ls for c in name))
+            raise QuadrantsSyntaxError(f"vec{self.n} only has attributes="
+                                       f"{tuple(letters[:self.n])}, got={tuple(name)}")
 
     # ---- element-wise arithmetic ---------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -984,6 +991,14 @@ def make_local(compiler, name, value, vtype=None):
             out.append(var)
         return value._like(out)
     return value._make_local(compiler, name)
+
+
+def unpacked(value):
+    """What `a, b = value` binds: a vector's components, a matrix's rows."""
+    if value.ndim == 1:
+        return list(value.entries)
+    m = value.m
+    return [Matrix._make(value.entries[i * m:(i + 1) * m], m, 1, 1) for i in range(value.n)]
 
 
 def is_local(value):

@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from quadrants.lang import context, matrix, types
+from quadrants.lang import context, matrix, ops, types
 from quadrants.lang.exception import QuadrantsTypeError
 from quadrants.lang.expr import Composite, Expr
 from quadrants.lang.ops import binary, cast, intrinsic, select
@@ -164,6 +164,77 @@ popcnt = _bit_count("popcnt", "qd.math.popcnt(x): the number of set bits of x "
                     "(popcnt(-1) is x's width)." + _BIT_COUNT_NOTE)
 ffs = _bit_count("ffs", "qd.math.ffs(x): the 1-based position of the lowest set bit "
                  "of x, 0 when x is 0 (CUDA's __ffs)." + _BIT_COUNT_NOTE)
+
+
+_NOT_FOUND = 0xFFFFFFFF
+
+
+def _host_fns(mask, base, offset):
+    """fns on Python integers: the scan PTX's fns describes."""
+    mask, base = int(mask) & _NOT_FOUND, int(base) & _NOT_FOUND
+    if offset == 0:
+        return base if base < 32 and (mask >> base) & 1 else _NOT_FOUND
+    positions = range(base, 32) if offset > 0 else range(min(base, 31), -1, -1)
+    count = abs(int(offset))
+    for pos in positions:
+        if (mask >> pos) & 1:
+            count -= 1
+            if count == 0:
+                return pos
+    return _NOT_FOUND
+
+
+def _nth_set_bit(m, n):
+    """The position of the n-th (1-based) set bit of u32 `m` from the
+    bottom, found by halving the window with popcounts (five steps, no
+    loop); meaningful when 1 <= n <= popcnt(m)."""
+    u32 = types.u32
+    pos = context.to_expr(0, like=u32)
+    for width in (16, 8, 4, 2, 1):
+        window = ops.bit_and(ops.bit_sar(m, pos), context.constant((1 << width) - 1, u32))
+        low = ops.cast(popcnt(window), u32)
+        skip = ops.cmp_lt(low, n)
+        n = ops.select(skip, ops.sub(n, low), n)
+        pos = ops.select(skip, ops.add(pos, context.constant(width, u32)), pos)
+    return pos
+
+
+@intrinsic
+def fns(mask, base, offset):
+    """qd.math.fns(mask, base, offset): the bit position of the |offset|-th
+    set bit of the 32-bit `mask` counting upward from bit `base` (offset >
+    0) or downward from it (offset < 0); for offset 0, `base` itself when
+    that bit is set. 0xFFFFFFFF when there is no such bit (CUDA's __fns).
+    The result is a u32."""
+    mask, base, offset = _value(mask), _value(base), _value(offset)
+    if not _in_kernel():
+        return _host_fns(mask, base, offset)
+    u32, i32 = types.u32, types.i32
+    mask = ops.cast(context.to_expr(mask), u32)
+    base = ops.cast(context.to_expr(base), u32)
+    offset = ops.cast(context.to_expr(offset), i32)
+    c = lambda v: context.constant(v, u32)  # noqa: E731
+    in_range = ops.cmp_lt(base, c(32))
+    shift = ops.select(in_range, base, c(0))
+    # Bits at or above base, and at or below it.
+    above = ops.select(in_range, ops.bit_and(mask, ops.bit_shl(c(_NOT_FOUND), shift)), c(0))
+    below_mask = ops.select(ops.cmp_lt(base, c(31)),
+                            ops.sub(ops.bit_shl(c(1), ops.add(shift, c(1))), c(1)),
+                            c(_NOT_FOUND))
+    below = ops.bit_and(mask, below_mask)
+    n = ops.cast(ops.abs(offset), u32)
+    up_count = ops.cast(popcnt(above), u32)
+    down_count = ops.cast(popcnt(below), u32)
+    up = ops.select(ops.cmp_le(n, up_count), _nth_set_bit(above, n), c(_NOT_FOUND))
+    down_rank = ops.sub(ops.add(down_count, c(1)), n)
+    down = ops.select(ops.cmp_le(n, down_count), _nth_set_bit(below, down_rank),
+                      c(_NOT_FOUND))
+    here = ops.select(ops.bit_and(in_range, ops.cmp_ne(ops.bit_and(ops.bit_sar(mask, shift),
+                                                                   c(1)), c(0))),
+                      base, c(_NOT_FOUND))
+    zero = context.constant(0, i32)
+    return ops.select(ops.cmp_gt(offset, zero), up,
+                      ops.select(ops.cmp_lt(offset, zero), down, here))
 
 
 # ---- C-style division -------------------------------------------------------

@@ -8,8 +8,8 @@ import operator
 import numpy as np
 
 from quadrants.lang import context, python_backend, runtime, types
-from quadrants.lang.exception import (QuadrantsCompilationError, QuadrantsSyntaxError,
-                                      QuadrantsTypeError)
+from quadrants.lang.exception import (QuadrantsCompilationError, QuadrantsRuntimeError,
+                                      QuadrantsSyntaxError, QuadrantsTypeError)
 from quadrants.lang.expr import Composite, Expr, GlobalRef, Var, is_runtime
 from quadrants.lang.hooks import Hooks
 
@@ -179,6 +179,28 @@ bit_or = _named_binary("bit_or", "bit_or", operator.or_)
 bit_xor = _named_binary("bit_xor", "bit_xor", operator.xor)
 bit_shl = _named_binary("bit_shl", "shl", operator.lshift)
 bit_sar = _named_binary("bit_sar", "shr", operator.rshift)
+_UNSIGNED = {"i8": types.u8, "i16": types.u16, "i32": types.u32, "i64": types.u64}
+
+
+@intrinsic
+def bit_shr(x, n):
+    """qd.bit_shr(x, n): the logical right shift, zeros entering from the
+    left for signed integers too (`x >> n` and bit_sar keep the sign),
+    elementwise on vectors and matrices."""
+    if context.current() is not None:
+        x, n = context.load(x), context.load(n)
+    if isinstance(x, Composite):
+        shifts = n.entries if isinstance(n, Composite) else [n] * len(x.entries)
+        return x._like([bit_shr(e, k) for e, k in zip(x.entries, shifts)])
+    if context.current() is None:  # Python ints, as the default int type holds them
+        return (x % (1 << types.normalize(runtime.default_ip()).bits)) >> n
+    ex = context.to_expr(x, like=n if isinstance(n, Expr) else None)
+    unsigned = _UNSIGNED.get(ex.dtype.name)
+    if unsigned is None:  # unsigned already, or not an integer (refused by shr)
+        return binary("shr", ex, n, operator.rshift)
+    return cast(binary("shr", cast(ex, unsigned), n, operator.rshift), ex.dtype)
+
+
 cmp_lt = _named_binary("cmp_lt", "cmp_lt", operator.lt)
 cmp_le = _named_binary("cmp_le", "cmp_le", operator.le)
 cmp_gt = _named_binary("cmp_gt", "cmp_gt", operator.gt)
@@ -199,8 +221,21 @@ def atan2(y, x):
 @intrinsic
 def pow(x, y):  # pylint: disable=redefined-builtin
     """qd.pow(x, y): x ** y (an integer power of integers stays an
-    integer)."""
+    integer, so a negative integer exponent of one is refused)."""
+    if context.current() is not None:
+        x, y = context.load(x), context.load(y)
+        check_power(x, y)
     return binary("pow", x, y, lambda a, b: a ** b)
+
+
+def check_power(x, y):
+    """Refuses a run-time integer raised to a negative constant integer
+    power, which has no value of the base's type (as upstream refuses it)."""
+    if isinstance(x, Expr) and x.dtype.is_integral and isinstance(y, numbers.Integral) \
+            and not isinstance(y, bool) and y < 0:
+        raise QuadrantsRuntimeError(f"{x.dtype} ** {y}: an integer raised to a negative "
+                                    f"integer power has no integer value; make the base a "
+                                    f"float (qd.cast(x, qd.f32) ** {y})")
 
 
 def _fold(name, python_fn):

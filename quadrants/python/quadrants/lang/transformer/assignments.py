@@ -129,6 +129,8 @@ class AssignmentsMixin:
             self.assign_name(target, target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             value = context.load(value) if not isinstance(value, (tuple, list)) else value
+            if isinstance(value, matrix.Matrix):
+                value = matrix.unpacked(value)
             if isinstance(value, (tuple, list)):
                 # Every value is read before any target is written (a, b = b, a).
                 value = [context.load(v) if isinstance(v, (Var, GlobalRef, Composite)) else v

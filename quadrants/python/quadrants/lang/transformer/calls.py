@@ -5,7 +5,7 @@ plain Python calls on compile-time values."""
 import ast
 import types as pytypes
 
-from quadrants.lang import context, ops, printing, runtime, types
+from quadrants.lang import context, matrix, ops, printing, runtime, types
 from quadrants.lang.composite_field import MatrixField
 from quadrants.lang.exception import ArgumentValueError, QuadrantsSyntaxError, QuadrantsTypeError
 from quadrants.lang.expr import Composite, Expr, NdarrayArg, is_runtime
@@ -180,11 +180,18 @@ def _needs_inlining(args, kwargs):
 
 
 def _int_cast(x=0):
+    """int(x) in a kernel: a cast to the default int type, element-wise for a
+    vector or matrix."""
+    if isinstance(x, matrix.Matrix):
+        return x.cast(runtime.default_ip())
     return ops.cast(x, runtime.default_ip()) if is_runtime(x) or isinstance(x, Expr) \
         else int(x)
 
 
 def _float_cast(x=0.0):
+    """float(x) in a kernel, likewise with the default float type."""
+    if isinstance(x, matrix.Matrix):
+        return x.cast(runtime.default_fp())
     return ops.cast(x, runtime.default_fp()) if is_runtime(x) or isinstance(x, Expr) \
         else float(x)
 

@@ -8,14 +8,24 @@ from quadrants.lang import (array_slice, buffer_view, context, exception, matrix
                             printing, runtime, sparse, types)
 from quadrants.lang import tensor as tensor_module
 from quadrants.lang.composite_field import MatrixField
-from quadrants.lang.exception import (QuadrantsGradientError, QuadrantsSyntaxError,
-                                      QuadrantsTypeError)
+from quadrants.lang.exception import (QuadrantsGradientError, QuadrantsRuntimeError,
+                                      QuadrantsSyntaxError, QuadrantsTypeError)
 from quadrants.lang.expr import (Composite, Expr, GlobalRef, NdarrayArg, ShapeProxy,
                                  is_runtime)
 from quadrants.lang.field import Field, element_indices
 from quadrants.lang.ndarray import Ndarray
 from quadrants.lang.transformer import overflow, purity
-from quadrants.lang.struct import StructField, StructType, UnpackedVector
+from quadrants.lang.struct import Struct, StructField, StructType, UnpackedVector
+
+
+def _has_negative_index(index):
+    """Whether a subscript's index holds a negative Python int (slice bounds
+    included)."""
+    if isinstance(index, slice):
+        return _has_negative_index(index.start) or _has_negative_index(index.stop)
+    if isinstance(index, tuple):
+        return any(_has_negative_index(i) for i in index)
+    return isinstance(index, int) and not isinstance(index, bool) and index < 0
 
 
 def _has_slice(index):
@@ -207,7 +217,10 @@ class ExpressionsMixin:
         if isinstance(base, NdarrayArg) and node.attr == "grad":
             return self.ndarray_grad(node, base)
         try:
-            value = getattr(base, node.attr)
+            # A struct's members come before its methods (a member may be
+            # called `keys` or `items`).
+            value = base._members[node.attr] if isinstance(base, Struct) and \
+                node.attr in base._members else getattr(base, node.attr)
         except AttributeError:
             raise self.error(node, f"{type(base).__name__} object has no attribute "
                              f"'{node.attr}'", QuadrantsSyntaxError) from None
@@ -252,6 +265,12 @@ class ExpressionsMixin:
                 return array_slice.from_subscript(base, index)
             except QuadrantsSyntaxError as e:
                 raise self.error(node, str(e), QuadrantsSyntaxError) from None
+        if isinstance(base, (NdarrayArg, matrix.Matrix)) and not self.static_depth and \
+                _has_negative_index(index):
+            # As upstream: fields wrap negative indices, vectors, matrices and
+            # ndarrays in kernels do not.
+            raise self.error(node, "Negative indices are not supported in Quadrants kernels.",
+                             QuadrantsSyntaxError)
         if isinstance(base, (Field, NdarrayArg, MatrixField, StructField)):
             return self.element(node, base, index)
         if getattr(base, "_qd_shared_array", False):  # qd.simt.block.SharedArray
@@ -388,6 +407,11 @@ class ExpressionsMixin:
                              QuadrantsSyntaxError)
         name, python_fn = _BINARY[op]
         left, right = self.eval(node.left), self.eval(node.right)
+        if name == "pow":
+            try:
+                ops.check_power(context.load(left), context.load(right))
+            except QuadrantsRuntimeError as e:
+                raise self.error(node, str(e), QuadrantsRuntimeError) from None
         result = ops.binary(name, left, right, python_fn)
         overflow.check(self, node, name, left, right, result)
         return result

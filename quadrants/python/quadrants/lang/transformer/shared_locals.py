@@ -3,8 +3,10 @@
 A kernel's top-level code runs serially and each of its outermost loops is
 a parallel task, so a local variable lives in one of them. A variable the
 serial code defines and a parallel loop writes (`total = 0.0; for i in x:
-total += x[i]`, or `qd.atomic_add(total, x[i])`), or that the serial code
-assigns more than once and a loop reads, is kept in global memory instead:
+total += x[i]`, or `qd.atomic_add(total, x[i])`), that the serial code
+assigns more than once and a loop reads, or that the serial code changes
+before a loop and uses after it (the serial code on each side of a loop is
+a task of its own), is kept in global memory instead:
 a hidden one-element buffer per
 launch (hidden_params.HiddenParams.temporary), where `+=` and the other
 augmented assignments in a parallel loop are atomic. Upstream calls these
@@ -47,8 +49,11 @@ class _Scan(ast.NodeVisitor):
         self.names = names         # the kernel's globals and closure
         self.serial_stores = {}    # name -> number of stores in serial code
         self.first_store = {}      # name -> line of its first store in serial code
-        self.loops = []            # (line, names stored, names read) per parallel loop
+        self.serial_uses = {}      # name -> lines where serial code reads or writes it
+        self.serial_changed = set()  # names serial code writes elements of
+        self.loops = []            # (line, end line, names stored, names read) per loop
         self.loop_targets = set()  # names a parallel loop binds
+        self.top_level = None      # ids of the kernel body's own statements
         self.in_loop = 0
 
     def _serial_store(self, node, name, count):
@@ -65,13 +70,18 @@ class _Scan(ast.NodeVisitor):
             if isinstance(leaf, ast.Name):
                 self.loop_targets.add(leaf.id)
         self.visit(node.iter)
-        self.loops.append((node.lineno, set(), set()))
+        # Serial code runs as one task around a loop nested in an if or
+        # while; only a loop in the kernel body splits it.
+        end = node.end_lineno if id(node) in (self.top_level or ()) else None
+        self.loops.append((node.lineno, end, set(), set()))
         self.in_loop += 1
         for stmt in node.body:
             self.visit(stmt)
         self.in_loop -= 1
 
     def visit_FunctionDef(self, node):
+        if self.top_level is None:
+            self.top_level = {id(stmt) for stmt in node.body}
         for stmt in node.body:
             self.visit(stmt)
 
@@ -88,16 +98,20 @@ class _Scan(ast.NodeVisitor):
 
     def _element_store(self, node):
         """v[i] = ... and v.x = ... store into the variable v."""
-        if isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) and \
-                self.in_loop:
-            self.loops[-1][1].add(node.value.id)
+        if isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name):
+            if self.in_loop:
+                self.loops[-1][2].add(node.value.id)
+            else:
+                self.serial_changed.add(node.value.id)
 
     def visit_Name(self, node):
         stored = isinstance(node.ctx, ast.Store)
         if self.in_loop:
-            _, stores, reads = self.loops[-1]
+            _, _, stores, reads = self.loops[-1]
             (stores if stored else reads).add(node.id)
-        elif stored:
+            return
+        self.serial_uses.setdefault(node.id, []).append(node.lineno)
+        if stored:
             self._serial_store(node, node.id, 1)
 
     def visit_Call(self, node):
@@ -105,7 +119,7 @@ class _Scan(ast.NodeVisitor):
         # x += v does.
         if self.in_loop and node.args and isinstance(node.args[0], ast.Name) and \
                 _is_atomic_op(_resolve(node.func, self.names)):
-            _, stores, reads = self.loops[-1]
+            _, _, stores, reads = self.loops[-1]
             stores.add(node.args[0].id)
             reads.add(node.args[0].id)
         self.generic_visit(node)
@@ -115,11 +129,12 @@ class _Scan(ast.NodeVisitor):
         if isinstance(node.target, ast.Name):
             name = node.target.id
             if self.in_loop:
-                _, stores, reads = self.loops[-1]
+                _, _, stores, reads = self.loops[-1]
                 stores.add(name)
                 reads.add(name)
             else:
                 self._serial_store(node, name, 2)
+                self.serial_uses.setdefault(name, []).append(node.lineno)
             self.visit(node.value)
             return
         self.generic_visit(node)
@@ -136,8 +151,15 @@ def shared_locals(function_node, names=None):
             continue
         # Only loops after the serial definition share it; a loop before it
         # has a local of its own by that name.
-        for line, stores, reads in scan.loops:
-            if line > scan.first_store[name] and (
-                    name in stores or (count > 1 and name in reads)):
+        changed = count > 1 or name in scan.serial_changed
+        for line, end, stores, reads in scan.loops:
+            if line <= scan.first_store[name]:
+                continue
+            if name in stores or (count > 1 and name in reads):
+                shared.add(name)
+            # A value assigned once is recomputed where it is needed; one that
+            # changes lives in memory both serial tasks reach.
+            if changed and end is not None and \
+                    any(use > end for use in scan.serial_uses.get(name, ())):
                 shared.add(name)
     return shared
