@@ -132,3 +132,24 @@ def test_experimental_real_func_warns_and_still_compiles():
         return triangle(n)
 
     assert run(10) == 55
+
+
+@test_utils.test()
+def test_static_is_tests_a_member_of_a_data_oriented_object():
+    @qd.data_oriented
+    class Model:
+        def __init__(self, bias):
+            self.bias = bias
+            self.out = qd.field(qd.f32, ())
+
+        @qd.kernel
+        def run(self):
+            if qd.static(self.bias is None):
+                self.out[None] = 1.0
+            else:
+                self.out[None] = self.bias
+
+    plain, biased = Model(None), Model(2.5)
+    plain.run()
+    biased.run()
+    assert plain.out[None] == 1.0 and biased.out[None] == 2.5

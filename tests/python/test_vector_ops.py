@@ -295,3 +295,46 @@ def test_a_vector_unpacks_into_targets():
 
     assert run(1.5) == 4.5 + 2.0 + 3.0
     assert a[None] == 1.5 and b[None] == 3.0
+
+
+@test_utils.test()
+def test_floor_and_ceil_take_a_result_type():
+    @qd.kernel
+    def run(x: qd.f32) -> qd.i32:
+        v = qd.Vector([x, -x])
+        f = qd.floor(v, qd.i32)
+        c = qd.ceil(x, int)
+        return f[0] * 100 + f[1] * 10 + c
+
+    assert run(1.5) == 100 - 20 + 2
+
+
+@test_utils.test()
+def test_a_component_picked_by_a_run_time_index_binds_a_new_local():
+    x = qd.Vector.field(3, qd.f32, shape=2)
+    x[1] = [0.0, 5.0, 7.0]
+
+    @qd.kernel
+    def pick(k: qd.i32) -> qd.f32:
+        s = 0.0
+        for i in range(2):
+            v = x[i][k]
+            v += 1.0
+            s += v
+        return s
+
+    assert pick(2) == 9.0
+    assert pick(1) == 7.0
+
+
+@test_utils.test()
+def test_comprehensions_iterate_vectors_and_matrix_rows():
+    @qd.kernel
+    def run(x: qd.f32) -> qd.f32:
+        m = qd.Matrix([[x, 1.0], [2.0, x]])
+        firsts = [row[0] for row in m]
+        flat = [e for row in m for e in row]
+        doubled = [2 * c for c in qd.Vector([x, 3.0])]
+        return firsts[0] + firsts[1] + flat[3] * 10 + doubled[1] * 100
+
+    assert run(4.0) == 4.0 + 2.0 + 40.0 + 600.0

@@ -990,6 +990,11 @@ def make_local(compiler, name, value, vtype=None):
             compiler.ctx.builder.local_store(var.alloca, ops.cast(e, dt).stmt)
             out.append(var)
         return value._like(out)
+    if not isinstance(value, Composite):  # a dynamically indexed component, loaded
+        expr = context.to_expr(value)
+        var = compiler.new_scalar_var(name, expr.dtype)
+        compiler.ctx.builder.local_store(var.alloca, expr.stmt)
+        return var
     return value._make_local(compiler, name)
 
 

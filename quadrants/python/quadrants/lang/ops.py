@@ -60,7 +60,17 @@ exp = _unary("exp", math.exp)
 log = _unary("log", math.log)
 asin = _unary("asin", math.asin)
 acos = _unary("acos", math.acos)
-floor = _unary("floor", math.floor)
+_floor = _unary("floor", math.floor)
+
+
+@intrinsic
+def floor(x, dtype=None):
+    """qd.floor(x, dtype=None): the largest integer not above x,
+    elementwise, in x's type, then cast to `dtype` when given."""
+    result = _floor(x)
+    return result if dtype is None else cast(result, dtype)
+
+
 _stop_grad_value = _unary("stop_grad", lambda v: v)
 
 
@@ -117,7 +127,17 @@ def _field_places(x):
     return None
 
 
-ceil = _unary("ceil", math.ceil)
+_ceil = _unary("ceil", math.ceil)
+
+
+@intrinsic
+def ceil(x, dtype=None):
+    """qd.ceil(x, dtype=None): the smallest integer not below x,
+    elementwise, in x's type, then cast to `dtype` when given."""
+    result = _ceil(x)
+    return result if dtype is None else cast(result, dtype)
+
+
 abs = _unary("abs", builtins.abs)  # pylint: disable=redefined-builtin
 # `not x` elementwise (1 where x is 0, else 0), as upstream's qd.lang.ops has it.
 logical_not = _unary("logical_not", lambda v: int(not v))

@@ -142,6 +142,8 @@ class ExpressionsMixin:
                 return
             gen = generators[level]
             iterable = self.eval(gen.iter)
+            if isinstance(iterable, matrix.Matrix):
+                iterable = matrix.unpacked(iterable)  # components, or rows
             try:
                 items = list(iterable) if not is_runtime(iterable) else None
             except TypeError:
@@ -554,17 +556,23 @@ class ExpressionsMixin:
 
     def _check_static_identity(self, node, op, operand_nodes, left, right):
         """qd.static(a is None) in a kernel tests a qd.template() or qd.Tensor
-        parameter, named directly, against None: what its cached
-        specializations are keyed by. In a qd.func any two compile-time
-        objects may be compared; run-time values never."""
+        parameter, named directly (or a member of one), against None: what
+        its cached specializations are keyed by. In a qd.func any two
+        compile-time objects may be compared; run-time values never."""
         none = [isinstance(n, ast.Constant) and n.value is None for n in operand_nodes]
         other = operand_nodes[0] if none[1] else operand_nodes[1] if none[0] else None
+        # A member of one (`self.solver is None` in a data-oriented class)
+        # counts too: it is fixed when the kernel is specialized.
+        root = other
+        while isinstance(root, ast.Attribute):
+            root = root.value
         if self.template_params is None:
             valid = not (is_runtime(left) or is_runtime(right))
         else:
-            valid = (isinstance(other, ast.Name) and not other.id.startswith("__qd_")
-                     and other.id in self.template_params
-                     and self.scope.get(other.id) is self.template_params[other.id])
+            valid = (isinstance(root, ast.Name) and not root.id.startswith("__qd_")
+                     and root.id in self.template_params
+                     and self.scope.get(root.id) is self.template_params[root.id]
+                     and not (is_runtime(left) or is_runtime(right)))
         if not valid:
             name = "is" if isinstance(op, ast.Is) else "is not"
             raise self.error(node, f'Operator "{name}" inside `qd.static` requires a direct '
