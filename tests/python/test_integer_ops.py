@@ -75,3 +75,27 @@ def test_fns_finds_the_nth_set_bit_up_or_down_from_base():
                 expected = _reference_fns(mask, base, offset)
                 assert fns(mask, base, offset) == expected, (hex(mask), base, offset)
                 assert qd.math.fns(mask, base, offset) == expected
+
+
+@test_utils.test(require=qd.extension.data64)
+def test_small_integer_powers_of_floats_are_exact_products():
+    @qd.kernel
+    def powers(x: qd.f64) -> qd.types.vector(5, qd.f64):
+        v = qd.Vector([x, x])
+        return qd.Vector([x**2, x**3, x**-2, qd.pow(x, 0), (v**2)[1]])
+
+    for x in (4.0, 3.0, 1.1, -2.5):
+        got = powers(x)
+        assert list(got) == [x * x, x * x * x, 1.0 / (x * x), 1.0, x * x]
+
+    x = qd.field(qd.f32, (), needs_grad=True)
+    y = qd.field(qd.f32, (), needs_grad=True)
+
+    @qd.kernel
+    def cube():
+        y[None] = x[None]**3
+
+    x[None] = 1.5
+    with qd.ad.Tape(loss=y):
+        cube()
+    assert x.grad[None] == pytest.approx(3 * 1.5**2, rel=1e-6)

@@ -374,3 +374,46 @@ def test_global_thread_idx_in_a_differentiated_kernel_is_an_error():
                        match="global_thread_idx.*cannot be used in a kernel that is "
                              "differentiated"):
         compute.grad()
+
+
+@test_utils.test()
+def test_f16_atomics_are_exact_and_reported_where_f16_is():
+    if qd.cfg.arch == qd.vulkan:
+        caps = qd.lang.impl.get_runtime().prog.get_device_caps()
+        cap = qd._lib.core.DeviceCapability
+        assert caps.get(cap.spirv_has_atomic_float16) == caps.get(cap.spirv_has_float16)
+        if not caps.get(cap.spirv_has_float16):
+            pytest.skip("the Vulkan device has no f16")
+    total = qd.field(qd.f16, shape=(2,))
+    low = qd.field(qd.f16, shape=())
+    high = qd.field(qd.f16, shape=())
+    low[None], high[None] = 100.0, -100.0
+
+    @qd.kernel
+    def run():
+        for i in range(512):
+            # Two f16 values share each 32-bit word: both halves update.
+            qd.atomic_add(total[i % 2], qd.f16(0.25))
+            qd.atomic_min(low[None], qd.f16(i % 37) - 3)
+            qd.atomic_max(high[None], qd.f16(i % 41))
+
+    run()
+    assert list(total.to_numpy()) == [64.0, 64.0]
+    assert low[None] == -3.0 and high[None] == 40.0
+
+
+@test_utils.test()
+def test_an_atomic_into_a_python_value_is_refused():
+    @qd.kernel
+    def into_list():
+        y = qd.Vector([1, 2, 3])
+        qd.atomic_min([3, 2, 1], y)
+
+    @qd.kernel
+    def into_constant():
+        qd.atomic_add(5, 1)
+
+    for kernel, name in ((into_list, "atomic_min"), (into_constant, "atomic_add")):
+        with pytest.raises(qd.QuadrantsSyntaxError,
+                           match=f"cannot use a non-writable target as the first operand of '{name}'"):
+            kernel()

@@ -688,3 +688,12 @@ def test_deepcopy_of_an_ndarray_owns_its_values_and_grad():
     w = copy.deepcopy(v)
     v[1] = [0, 0]
     assert w.n == 2 and list(w[1]) == [7, 8]
+
+
+@test_utils.test(arch=qd.cpu)
+def test_wrapping_what_is_not_a_bare_field_or_ndarray_is_refused():
+    with pytest.raises(TypeError, match=r"qd.Tensor\(impl\) requires a field or an ndarray, got int"):
+        qd.Tensor(3)
+    wrapped = qd.Tensor(qd.ndarray(qd.f32, (2,)))
+    with pytest.raises(TypeError, match=r"requires a bare field or ndarray, got a qd.Tensor"):
+        qd.Tensor(wrapped)

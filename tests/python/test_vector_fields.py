@@ -289,3 +289,18 @@ def test_host_elements_have_upstreams_vector_and_matrix_math():
     assert m[None].determinant() == pytest.approx(-2.0)
     np.testing.assert_allclose(m[None].inverse() @ np.array([[1, 2], [3, 4]]), np.eye(2),
                                atol=1e-12)
+
+
+@test_utils.test()
+def test_a_one_by_one_matrix_field_round_trips_through_numpy():
+    m = qd.Matrix.field(1, 1, qd.f32, shape=(3,))
+    m.from_numpy(np.array([[[1.5]], [[2.5]], [[-4.0]]], dtype=np.float32))
+    np.testing.assert_array_equal(m.to_numpy()[:, 0, 0], [1.5, 2.5, -4.0])
+    scalar = qd.Matrix.field(1, 1, qd.f32, shape=())
+
+    @qd.kernel
+    def invert():
+        scalar[None] = qd.Matrix([[4.0]]).inverse()
+
+    invert()
+    assert scalar.to_numpy()[0, 0] == 0.25

@@ -338,3 +338,48 @@ def test_comprehensions_iterate_vectors_and_matrix_rows():
         return firsts[0] + firsts[1] + flat[3] * 10 + doubled[1] * 100
 
     assert run(4.0) == 4.0 + 2.0 + 40.0 + 600.0
+
+
+def _needs_pivoting(n, rng):
+    """A well-conditioned n x n matrix whose top-left entry is 0, so
+    elimination without row exchanges would divide by zero."""
+    a = rng.standard_normal((n, n)) + n * np.eye(n)
+    a[[0, n - 1]] = a[[n - 1, 0]]
+    a[0, 0] = 0.0
+    return a
+
+
+@pytest.mark.parametrize("n", [5, 8, 12])
+@pytest.mark.parametrize("dtype", [qd.f32, qd.f64])
+@test_utils.test(require=qd.extension.data64)
+def test_inverse_of_larger_matrices_pivots_at_run_time(n, dtype):
+    m = qd.Matrix.field(n, n, dtype, shape=())
+    inv = qd.Matrix.field(n, n, dtype, shape=())
+    a = _needs_pivoting(n, np.random.default_rng(n))
+    m.from_numpy(a)
+
+    @qd.kernel
+    def run():
+        inv[None] = m[None].inverse()
+
+    run()
+    # Relative error of Gauss-Jordan with partial pivoting: a small multiple
+    # of n * cond(a) * eps; cond(a) stays below 10 here.
+    eps = np.finfo(np.float32 if dtype == qd.f32 else np.float64).eps
+    np.testing.assert_allclose(inv.to_numpy(), np.linalg.inv(a),
+                               atol=50 * n * eps * np.abs(np.linalg.inv(a)).max())
+    host = qd.Matrix(a.tolist()).inverse()
+    np.testing.assert_allclose(np.array(host.to_list()), np.linalg.inv(a), atol=1e-12)
+
+
+@test_utils.test()
+def test_frobenius_inner_of_matrices_and_vectors():
+    @qd.kernel
+    def run(x: qd.f32) -> qd.f32:
+        a = qd.Matrix([[x, 2.0], [3.0, 4.0]])
+        b = qd.Matrix([[5.0, 6.0], [7.0, x]])
+        return a.frobenius_inner(b) + qd.Vector([1.0, x]).frobenius_inner(qd.Vector([x, 1.0]))
+
+    assert run(2.0) == 10 + 12 + 21 + 8 + 4
+    with pytest.raises(qd.QuadrantsTypeError, match="one shape"):
+        qd.Matrix([[1, 2], [3, 4]]).frobenius_inner(qd.Vector([1, 2]))

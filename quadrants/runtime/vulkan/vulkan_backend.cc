@@ -362,6 +362,9 @@ VulkanBackend::device_capabilities() const {
           {"spirv_has_atomic_int64", caps.int64_atomics},
           {"spirv_has_atomic_float_add", caps.float32_atomic_add},
           {"spirv_has_atomic_float64_add", caps.float64_atomic_add},
+          // f16 atomics are compare-and-swap loops on the enclosing 32-bit
+          // word, so they work wherever f16 does.
+          {"spirv_has_atomic_float16", caps.float16},
           {"spirv_has_physical_storage_buffer", 1},
           {"spirv_has_subgroup_basic", device_->subgroup_size() > 0},
           {"spirv_has_subgroup_arithmetic", caps.subgroup_arithmetic},

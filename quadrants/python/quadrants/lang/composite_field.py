@@ -296,8 +296,10 @@ class MatrixField(sparse.ListMethods):
             return
         prog = runtime.program()
         prog.sync()
+        # One place (a 1x1 matrix) takes no component axis.
+        components = (len(self._comps),) if len(self._comps) > 1 else ()
         prog.field_from_numpy(self._places(), np.ascontiguousarray(flat).reshape(
-            self._comps[0]._full_shape() + (len(self._comps),)))
+            self._comps[0]._full_shape() + components))
 
     def _places(self):
         return [c.place_id() for c in self._comps]

@@ -24,6 +24,7 @@ class DeviceCapability(enum.Enum):
     spirv_has_atomic_int64 = "spirv_has_atomic_int64"
     spirv_has_atomic_float_add = "spirv_has_atomic_float_add"
     spirv_has_atomic_float64_add = "spirv_has_atomic_float64_add"
+    spirv_has_atomic_float16 = "spirv_has_atomic_float16"
     spirv_has_physical_storage_buffer = "spirv_has_physical_storage_buffer"
     spirv_has_subgroup_basic = "spirv_has_subgroup_basic"
     spirv_has_subgroup_arithmetic = "spirv_has_subgroup_arithmetic"

@@ -467,6 +467,15 @@ class Matrix(Composite):
         a = self._load()
         return _sum([mul(x, x) for x in a.entries])
 
+    def frobenius_inner(self, other):
+        """The sum of the products of corresponding entries (a vector's dot
+        product, a matrix's Frobenius inner product)."""
+        a, b = self._load(), _as_matrix(other)._load()
+        if (a.n, a.m, a.ndim) != (b.n, b.m, b.ndim):
+            raise QuadrantsTypeError(f"frobenius_inner() needs two operands of one shape, got "
+                                     f"a {a._describe()} and a {b._describe()}")
+        return _sum([mul(x, y) for x, y in zip(a.entries, b.entries)])
+
     def norm(self, eps=0):
         s = self.norm_sqr()
         return ops.sqrt(add(s, eps) if not _is_zero(eps) else s)
@@ -506,10 +515,14 @@ class Matrix(Composite):
         return _det([a.entries[i * a.n:(i + 1) * a.n] for i in range(a.n)])
 
     def inverse(self):
-        self._need_square("inverse()", (1, 2, 3, 4))
+        """The inverse: closed forms up to 4x4, Gauss-Jordan elimination
+        with partial pivoting above (unrolled; pivots chosen at run time)."""
+        self._need_square("inverse()")
         a = self._load()
         n = a.n
         rows = [a.entries[i * n:(i + 1) * n] for i in range(n)]
+        if n > 4:
+            return Matrix._make(_pivoted_inverse(rows), n, n, 2)
         inv_det = div(1, _det(rows))
         if n == 1:
             return Matrix._make([inv_det], 1, 1, 2)
@@ -717,6 +730,41 @@ def _fold(fn, values):
     for v in values[1:]:
         result = fn(result, v)
     return result
+
+
+def _pivoted_inverse(rows):
+    """The entries of the inverse of the square matrix `rows` (lists of
+    scalars), row after row: Gauss-Jordan elimination of [A | I], each
+    column's pivot the largest remaining entry in magnitude. Row swaps are
+    selects, so the code is straight-line and the pivots run-time values."""
+    n = len(rows)
+    left = [list(r) for r in rows]
+    right = [[1 if i == j else 0 for j in range(n)] for i in range(n)]
+    for k in range(n):
+        best, pivot = ops.abs(left[k][k]), k
+        for r in range(k + 1, n):
+            size = ops.abs(left[r][k])
+            better = ops.binary("cmp_gt", size, best, operator.gt)
+            best = ops.select(better, size, best)
+            pivot = ops.select(better, r, pivot)
+        for r in range(k + 1, n):
+            swap = ops.binary("cmp_eq", pivot, r, operator.eq)
+            for side, first in ((left, k), (right, 0)):
+                for c in range(first, n):
+                    top, other = side[k][c], side[r][c]
+                    side[k][c] = ops.select(swap, other, top)
+                    side[r][c] = ops.select(swap, top, other)
+        inv_pivot = div(1, left[k][k])
+        left[k] = [0] * k + [mul(v, inv_pivot) for v in left[k][k:]]
+        right[k] = [mul(v, inv_pivot) for v in right[k]]
+        for r in range(n):
+            if r == k:
+                continue
+            factor = left[r][k]
+            left[r] = left[r][:k] + [0] + [sub(left[r][c], mul(factor, left[k][c]))
+                                           for c in range(k + 1, n)]
+            right[r] = [sub(right[r][c], mul(factor, right[k][c])) for c in range(n)]
+    return [v for row in right for v in row]
 
 
 def _det(rows):

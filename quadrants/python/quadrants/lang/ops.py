@@ -242,9 +242,34 @@ def atan2(y, x):
 def pow(x, y):  # pylint: disable=redefined-builtin
     """qd.pow(x, y): x ** y (an integer power of integers stays an
     integer, so a negative integer exponent of one is refused)."""
-    if context.current() is not None:
-        x, y = context.load(x), context.load(y)
-        check_power(x, y)
+    return power(x, y)
+
+
+def power(x, y):
+    """x ** y, the operator and qd.pow. A float raised to a constant integer
+    power of at most 32 in magnitude is multiplications (by squaring), so
+    x ** 2 is exact where a backend's pow is not (f64 on Vulkan, which
+    has no f64 pow instruction)."""
+    if context.current() is None:
+        return binary("pow", x, y, lambda a, b: a ** b)
+    x, y = context.load(x), context.load(y)
+    check_power(x, y)
+    if isinstance(y, numbers.Integral) and not isinstance(y, bool) and builtins.abs(y) <= 32:
+        if isinstance(x, Composite) and isinstance(x, composites.Matrix) and \
+                all(isinstance(e, Expr) and e.dtype.is_float for e in x.entries):
+            return x._like([power(e, y) for e in x.entries])
+        if isinstance(x, Expr) and x.dtype.is_float:
+            result, base, k = None, x, builtins.abs(y)
+            while k:
+                if k & 1:
+                    result = base if result is None else binary("mul", result, base, None)
+                k >>= 1
+                if k:
+                    base = binary("mul", base, base, None)
+            if result is None:
+                return context.constant(1.0, x.dtype)
+            return result if y > 0 else binary("div", context.constant(1.0, x.dtype),
+                                                 result, None)
     return binary("pow", x, y, lambda a, b: a ** b)
 
 
@@ -345,8 +370,10 @@ def _atomic(name, python_op, local_update=None):
         if isinstance(target, Composite):
             return composites.atomic(name, target, value)
         if not is_runtime(target):
-            raise QuadrantsTypeError(f"qd.{name}() needs a field/ndarray element or a "
-                                     f"local variable as its first argument")
+            # The first words are upstream's.
+            raise QuadrantsSyntaxError(f"cannot use a non-writable target as the first "
+                                       f"operand of '{name}': qd.{name}() needs a "
+                                       f"field/ndarray element or a local variable")
         if (python_op.startswith("bit_") and isinstance(target, (Var, GlobalRef))
                 and target.dtype.is_float):
             what = (f"the {target.dtype.name} variable '{target.name}'"

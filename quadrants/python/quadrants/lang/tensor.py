@@ -51,10 +51,10 @@ class Tensor:
 
     def __init__(self, impl):
         if isinstance(impl, Tensor):
-            raise TypeError("qd.Tensor(impl) takes a bare field or ndarray, got a qd.Tensor; "
-                            "use the tensor itself (or t._unwrap() for its impl)")
+            raise TypeError("qd.Tensor(impl) requires a bare field or ndarray, got a "
+                            "qd.Tensor; use the tensor itself (or t._unwrap() for its impl)")
         if not isinstance(impl, _IMPL_TYPES):
-            raise TypeError(f"qd.Tensor(impl) takes a field or an ndarray, got "
+            raise TypeError(f"qd.Tensor(impl) requires a field or an ndarray, got "
                             f"{type(impl).__name__}")
         self._impl = impl
 

@@ -411,10 +411,11 @@ class ExpressionsMixin:
         left, right = self.eval(node.left), self.eval(node.right)
         if name == "pow":
             try:
-                ops.check_power(context.load(left), context.load(right))
+                result = ops.power(left, right)
             except QuadrantsRuntimeError as e:
                 raise self.error(node, str(e), QuadrantsRuntimeError) from None
-        result = ops.binary(name, left, right, python_fn)
+        else:
+            result = ops.binary(name, left, right, python_fn)
         overflow.check(self, node, name, left, right, result)
         return result
 
