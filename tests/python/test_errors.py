@@ -926,7 +926,7 @@ def test_error_from_an_intrinsic_names_kernel_and_line():
         for i in range(4):
             qd.atomic_add(1.0, a[i])  # <- HERE
 
-    with pytest.raises(qd.QuadrantsTypeError) as info:
+    with pytest.raises(qd.QuadrantsSyntaxError) as info:
         atomic_on_constant(_f32())
     assert "atomic_add" in str(info.value)
     assert_names_kernel_and_line(info.value, "atomic_on_constant", atomic_on_constant,

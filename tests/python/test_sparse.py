@@ -479,3 +479,14 @@ def test_archs_without_sparse_refuse_at_layout_time_saying_why():
     assert not qd.is_extension_supported(qd.lang.impl.current_cfg().arch, SPARSE)
     with pytest.raises(qd.QuadrantsRuntimeError, match=r"qd\.extension\.sparse.*pool allocator"):
         qd.root.pointer(qd.i, 4)
+
+
+@test_utils.test(exclude=[qd.cpu, qd.cuda])
+def test_sparse_levels_are_refused_where_the_arch_has_no_pools():
+    for kind, make in (("Pointer", lambda: qd.root.pointer(qd.i, 8)),
+                       ("Bitmasked", lambda: qd.root.dense(qd.i, 4).bitmasked(qd.j, 4)),
+                       ("Dynamic", lambda: qd.root.dynamic(qd.i, 8))):
+        with pytest.raises(qd.QuadrantsRuntimeError,
+                           match=f"{kind} SNode is not supported on this backend. "
+                                 f"{kind.lower()}\\(\\) SNodes need qd.extension.sparse"):
+            make()

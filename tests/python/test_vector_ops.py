@@ -383,3 +383,15 @@ def test_frobenius_inner_of_matrices_and_vectors():
     assert run(2.0) == 10 + 12 + 21 + 8 + 4
     with pytest.raises(qd.QuadrantsTypeError, match="one shape"):
         qd.Matrix([[1, 2], [3, 4]]).frobenius_inner(qd.Vector([1, 2]))
+
+
+@test_utils.test()
+def test_a_run_time_component_index_out_of_range_reads_the_nearest_end():
+    arr = qd.ndarray(qd.math.vec3, (2,))
+    arr[1] = [10.0, 20.0, 30.0]
+
+    @qd.kernel
+    def pick(a: qd.types.ndarray(boundary="clamp"), k: qd.i32) -> qd.f32:
+        return a[1][k]
+
+    assert [pick(arr, k) for k in (-2, -1, 0, 1, 2, 3, 9)] == [10, 10, 10, 20, 30, 30, 30]

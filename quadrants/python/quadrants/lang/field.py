@@ -818,7 +818,9 @@ def _sparse_unsupported(kind):
     them out (qd.is_extension_supported(arch, qd.extension.sparse) is
     False)."""
     arch = runtime.state.arch.name
+    # The first sentence is upstream's.
     return QuadrantsRuntimeError(
+        f"{kind.capitalize()} SNode is not supported on this backend. "
         f"{kind}() SNodes need qd.extension.sparse, which arch={arch} does not support: its "
         f"code generator has no pool allocator for the blocks of sparse cells (the LLVM "
         f"backends, cpu and cuda, have). Lay the field out with dense() here, or run on "

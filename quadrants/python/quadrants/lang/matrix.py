@@ -684,10 +684,12 @@ class DynamicElement(Composite):
         self.entries, self.index = entries, index
 
     def _load(self):
+        # index <= k (not ==) makes an index out of range read the nearest
+        # end, as a clamp-boundary ndarray's element is read.
         values = [context.load(e) for e in self.entries]
         result = values[-1]
         for k in range(len(values) - 2, -1, -1):
-            cond = ops.binary("cmp_eq", self.index, k, None)
+            cond = ops.binary("cmp_le", self.index, k, None)
             result = ops.select(cond, values[k], result)
         return result
 
