@@ -841,3 +841,22 @@ def test_a_template_parameter_names_the_callers_variable():
         return x * 1000 + y * 100 + p[0] + p[1] - q[0] - q[1]
 
     assert run() == 2000 + 100 + 32 - 30
+
+
+@test_utils.test()
+def test_a_func_refuses_an_ndarray_its_annotation_does_not_describe():
+    @qd.func
+    def first_pair(a: qd.types.ndarray(dtype=qd.math.vec2, ndim=1)) -> qd.f32:
+        return a[0][0] + a[0][1]
+
+    @qd.kernel
+    def run(x: qd.types.ndarray(ndim=1)) -> qd.f32:
+        return first_pair(x)
+
+    good = qd.ndarray(qd.math.vec2, (2,))
+    good[0] = [1.5, 2.0]
+    assert run(good) == 3.5
+    for bad in (qd.ndarray(qd.math.vec3, (2,)), qd.ndarray(qd.f32, (2,))):
+        with pytest.raises(qd.QuadrantsCompilationError,
+                           match="Invalid value for argument a: qd.func 'first_pair'"):
+            run(bad)

@@ -1131,3 +1131,42 @@ def test_a_local_changed_before_a_parallel_loop_is_read_after_it():
     # m = [[31, 2], [3, 3]] after the serial code on both sides.
     assert run() == 39 + 3
     assert list(out.to_numpy()) == [0, 1, 2, 3]
+
+
+@test_utils.test()
+def test_a_loop_under_a_compile_time_if_is_the_parallel_loop():
+    x = qd.field(qd.i32, 8)
+
+    @qd.kernel
+    def fill(double: qd.template()) -> qd.i32:
+        total = 0
+        if qd.static(double):
+            for i in range(8):
+                t = i * 2
+                x[i] = t
+                total += t
+        else:
+            for i in range(8):
+                x[i] = i
+                total += i
+        for k in qd.static(range(2)):
+            for i in range(8):
+                x[i] += k
+        return total
+
+    assert fill(True) == 56
+    assert list(x.to_numpy()) == [2 * i + 1 for i in range(8)]
+    assert fill(False) == 28
+
+    @qd.kernel
+    def bad() -> qd.i32:
+        a = 0
+        if qd.static(True):
+            for i in range(10):
+                if i == 5:
+                    break
+                a += 1
+        return a
+
+    with pytest.raises(qd.QuadrantsSyntaxError, match="Cannot break in the outermost loop"):
+        bad()

@@ -1161,6 +1161,9 @@ class Func:
                 # the func may reassign; fields and ndarrays by reference.
                 if isinstance(value, (Var, GlobalRef, Composite)):
                     value = context.load(value)
+                if isinstance(annotation, types.NdarrayType) and isinstance(value, NdarrayArg):
+                    _check_ndarray_argument(caller, node, f"{self._label} '{self.name}'",
+                                            name, annotation, value)
                 if isinstance(annotation, MatrixType) and \
                         isinstance(value, matrix_module.Matrix):
                     _check_matrix_argument(caller, node, f"{self._label} '{self.name}'",
@@ -1203,6 +1206,26 @@ def _is_template_annotation(annotation):
     """qd.template() or the class itself (qd.Template)."""
     return isinstance(annotation, types.Template) or \
         annotation in (types.Template, types.template)
+
+
+def _check_ndarray_argument(caller, node, label, name, annotation, array):
+    """An ndarray argument of a func must match its annotation's ndim and
+    element type where the annotation gives them; upstream's words first."""
+    element = array.element if array.element is not None else array.dtype
+    wanted = annotation.dtype
+    if isinstance(wanted, MatrixType) and not annotation.open_elements:
+        same = isinstance(element, MatrixType) and (element.n, element.m) == \
+            (wanted.n, wanted.m) and (_any_precision(wanted) or element == wanted)
+    else:
+        same = wanted is None or annotation.open_elements or element == wanted
+    if same and annotation.ndim in (None, array.ndim):
+        return
+    got = element._describe() if isinstance(element, MatrixType) else element
+    want = "any" if wanted is None else \
+        wanted._describe() if isinstance(wanted, MatrixType) else wanted
+    raise caller.error(node, f"Invalid value for argument {name}: {label} takes an ndarray "
+                       f"of {want} elements with ndim {annotation.ndim}, got one of {got} "
+                       f"elements with ndim {array.ndim}", QuadrantsTypeError)
 
 
 def _check_matrix_argument(caller, node, label, name, annotation, value):

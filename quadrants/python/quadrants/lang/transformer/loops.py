@@ -175,12 +175,10 @@ class LoopsMixin:
     def is_outermost(self):
         """Whether a loop here is at the kernel's top level, where it runs in
         parallel: in the kernel body, or in a qd.func called there, outside
-        any run-time if, while or for."""
-        if self.ctx.in_parallel or self.ctx.kind != "kernel":
-            return False
-        if self.is_kernel:
-            return self.depth == 0
-        return self.ctx.outer_dynamic_depth + self.dynamic_depth == 0
+        any run-time if, while or for. Blocks decided at compile time (an
+        `if qd.static(...)`, a qd.static loop's body) leave it top-level, as
+        the offloaded kernel has it."""
+        return self.makes_a_task()
 
     def run_loop_body(self, node, loop, bindings, parallel):
         b = self.ctx.builder
