@@ -1170,3 +1170,21 @@ def test_a_loop_under_a_compile_time_if_is_the_parallel_loop():
 
     with pytest.raises(qd.QuadrantsSyntaxError, match="Cannot break in the outermost loop"):
         bad()
+
+
+@test_utils.test()
+def test_a_local_changed_around_a_loop_under_a_static_if_is_shared():
+    out = qd.field(qd.i32, 4)
+
+    @qd.kernel
+    def run(flag: qd.template()) -> qd.i32:
+        acc = 1
+        acc += 2
+        if qd.static(flag):
+            for i in range(4):
+                out[i] = i
+        acc *= 10
+        return acc
+
+    assert run(True) == 30
+    assert list(out.to_numpy()) == [0, 1, 2, 3]

@@ -26,6 +26,27 @@ def _is_static_iter(node):
     return name == "static"
 
 
+def _is_static_test(node):
+    """Whether an if's test is qd.static(...) (decided at compile time)."""
+    if not isinstance(node, ast.Call):
+        return False
+    fn = node.func
+    return (fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", None)) == "static"
+
+
+def _top_level(body):
+    """The ids of the statements that run at the kernel's top level: the
+    body's own, and those under qd.static ifs and loops, which unroll."""
+    ids = set()
+    for stmt in body:
+        ids.add(id(stmt))
+        if isinstance(stmt, ast.If) and _is_static_test(stmt.test):
+            ids |= _top_level(stmt.body) | _top_level(stmt.orelse)
+        elif isinstance(stmt, ast.For) and _is_static_iter(stmt):
+            ids |= _top_level(stmt.body)
+    return ids
+
+
 def _resolve(node, names):
     """The object a call's callee names (`f`, `qd.atomic_add`), if `names`
     resolves it; else None."""
@@ -70,8 +91,8 @@ class _Scan(ast.NodeVisitor):
             if isinstance(leaf, ast.Name):
                 self.loop_targets.add(leaf.id)
         self.visit(node.iter)
-        # Serial code runs as one task around a loop nested in an if or
-        # while; only a loop in the kernel body splits it.
+        # Serial code runs as one task around a loop nested in a run-time
+        # if or while; only a loop at the top level splits it.
         end = node.end_lineno if id(node) in (self.top_level or ()) else None
         self.loops.append((node.lineno, end, set(), set()))
         self.in_loop += 1
@@ -81,7 +102,7 @@ class _Scan(ast.NodeVisitor):
 
     def visit_FunctionDef(self, node):
         if self.top_level is None:
-            self.top_level = {id(stmt) for stmt in node.body}
+            self.top_level = _top_level(node.body)
         for stmt in node.body:
             self.visit(stmt)
 
