@@ -12,6 +12,7 @@
 #include "Eigen/SparseLU"
 #include "absl/strings/str_cat.h"
 #include "quadrants/common/errors.h"
+#include "quadrants/common/status_macros.h"
 
 namespace quadrants::linalg {
 namespace {
@@ -102,30 +103,8 @@ class EigenDirectSolver : public SparseDirectSolver<Scalar> {
                          absl::Span<const Scalar> values) override {
     ok_ = false;
     factorized_ = false;
-    if (!analyzed_) {
-      return MakeError(ErrorKind::kRuntime,
-                       absl::StrCat(name_,
-                                    ": factorize() needs "
-                                    "analyze_pattern() first"));
-    }
-    if (absl::Status s = CheckSquarePattern(pattern); !s.ok())
-      return s;
-    if (values.size() != pattern.indices.size()) {
-      return MakeError(ErrorKind::kType,
-                       absl::StrCat(name_, ": ", values.size(), " values for ",
-                                    pattern.indices.size(), " stored entries"));
-    }
-    if (!std::equal(indptr_.begin(), indptr_.end(), pattern.indptr.begin(),
-                    pattern.indptr.end()) ||
-        !std::equal(indices_.begin(), indices_.end(), pattern.indices.begin(),
-                    pattern.indices.end())) {
-      return MakeError(
-          ErrorKind::kRuntime,
-          absl::StrCat(name_,
-                       ": the matrix's sparsity pattern differs from "
-                       "the analyzed one; call analyze_pattern() "
-                       "(or compute()) with it"));
-    }
+    QD_RETURN_IF_ERROR(CheckFactorizeInput(name_, analyzed_, indptr_, indices_,
+                                           pattern, values.size()));
     solver_.factorize(ToEigen<Scalar>(pattern, values));
     if (solver_.info() != Eigen::Success) {
       return MakeError(
@@ -243,6 +222,35 @@ std::unique_ptr<SparseDirectSolver<Scalar>> SparseDirectSolver<Scalar>::Create(
                                                                "AMD");
   return CreateWithOrdering<Scalar, Eigen::COLAMDOrdering<int>>(factorization,
                                                                 "COLAMD");
+}
+
+absl::Status CheckFactorizeInput(absl::string_view solver, bool analyzed,
+                                 absl::Span<const int64_t> analyzed_indptr,
+                                 absl::Span<const int64_t> analyzed_indices,
+                                 const CsrPattern& pattern, size_t num_values) {
+  if (!analyzed) {
+    return MakeError(
+        ErrorKind::kRuntime,
+        absl::StrCat(solver, ": factorize() needs analyze_pattern() first"));
+  }
+  QD_RETURN_IF_ERROR(CheckSquarePattern(pattern));
+  if (num_values != pattern.indices.size()) {
+    return MakeError(ErrorKind::kType,
+                     absl::StrCat(solver, ": ", num_values, " values for ",
+                                  pattern.indices.size(), " stored entries"));
+  }
+  if (!std::equal(analyzed_indptr.begin(), analyzed_indptr.end(),
+                  pattern.indptr.begin(), pattern.indptr.end()) ||
+      !std::equal(analyzed_indices.begin(), analyzed_indices.end(),
+                  pattern.indices.begin(), pattern.indices.end())) {
+    return MakeError(
+        ErrorKind::kRuntime,
+        absl::StrCat(solver,
+                     ": the matrix's sparsity pattern differs from the "
+                     "analyzed one; call analyze_pattern() (or compute()) "
+                     "with it"));
+  }
+  return absl::OkStatus();
 }
 
 std::vector<int> SymmetricFillOrdering(const CsrPattern& pattern,

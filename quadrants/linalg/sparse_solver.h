@@ -37,6 +37,15 @@ struct CsrPattern {
 // what is malformed otherwise.
 absl::Status CheckSquarePattern(const CsrPattern& pattern);
 
+// The checks a solver's factorize() makes before factorizing: that
+// `solver` (its name in errors) analyzed a pattern, that `pattern` is it
+// (given by its analyzed row offsets and column indices), and that there
+// is one value per stored entry.
+absl::Status CheckFactorizeInput(absl::string_view solver, bool analyzed,
+                                 absl::Span<const int64_t> analyzed_indptr,
+                                 absl::Span<const int64_t> analyzed_indices,
+                                 const CsrPattern& pattern, size_t num_values);
+
 // The fill-reducing ordering of the symmetric matrix that A's lower
 // triangle stands for (entry (i, j), j <= i, also stands for (j, i)), as
 // the Cholesky factorizations read it: order[k] is the original index of

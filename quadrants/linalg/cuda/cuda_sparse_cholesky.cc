@@ -172,11 +172,10 @@ class CusolverCholesky final : public CudaSparseCholesky<Scalar> {
     std::vector<int> order = SymmetricFillOrdering(pattern, ordering_);
     ReorderedPattern b = Reorder(pattern, order);
     if (b.col_ind.size() > INT32_MAX) {
-      return MakeError(ErrorKind::kType,
-                       absl::StrCat(name_, ": the symmetric matrix has ",
-                                    b.col_ind.size(),
-                                    " entries; cuSOLVER takes at most ",
-                                    INT32_MAX));
+      return MakeError(
+          ErrorKind::kType,
+          absl::StrCat(name_, ": the symmetric matrix has ", b.col_ind.size(),
+                       " entries; cuSOLVER takes at most ", INT32_MAX));
     }
     n_ = pattern.rows;
     nnz_ = static_cast<int>(b.col_ind.size());
@@ -208,7 +207,8 @@ class CusolverCholesky final : public CudaSparseCholesky<Scalar> {
   absl::Status Factorize(const CsrPattern& pattern,
                          absl::Span<const Scalar> values) override {
     factorized_ = ok_ = false;
-    QD_RETURN_IF_ERROR(CheckMatches(pattern, values));
+    QD_RETURN_IF_ERROR(CheckFactorizeInput(name_, analyzed_, indptr_, indices_,
+                                           pattern, values.size()));
     std::vector<Scalar> reordered(source_.size());
     for (size_t k = 0; k < source_.size(); ++k)
       reordered[k] = values[source_[k]];
@@ -218,13 +218,14 @@ class CusolverCholesky final : public CudaSparseCholesky<Scalar> {
     const int n = static_cast<int>(n_);
     if (work_bytes_ == 0) {
       size_t internal = 0, workspace = 0;
-      QD_RETURN_IF_ERROR(CusolverLibrary::CheckSolver(
-          BufferInfo(n, &internal, &workspace), "cusolverSpXcsrcholBufferInfo"));
+      QD_RETURN_IF_ERROR(
+          CusolverLibrary::CheckSolver(BufferInfo(n, &internal, &workspace),
+                                       "cusolverSpXcsrcholBufferInfo"));
       QD_RETURN_IF_ERROR(work_.Allocate(driver_, workspace));
       work_bytes_ = std::max<size_t>(workspace, 1);
     }
-    QD_RETURN_IF_ERROR(CusolverLibrary::CheckSolver(
-        Factor(n), "cusolverSpXcsrcholFactor"));
+    QD_RETURN_IF_ERROR(
+        CusolverLibrary::CheckSolver(Factor(n), "cusolverSpXcsrcholFactor"));
     int position = -1;
     QD_RETURN_IF_ERROR(CusolverLibrary::CheckSolver(
         ZeroPivot(&position), "cusolverSpXcsrcholZeroPivot"));
@@ -284,33 +285,6 @@ class CusolverCholesky final : public CudaSparseCholesky<Scalar> {
     return buffer.CopyFromHost(host.data(), host.size() * sizeof(T));
   }
 
-  absl::Status CheckMatches(const CsrPattern& pattern,
-                            absl::Span<const Scalar> values) const {
-    if (!analyzed_) {
-      return MakeError(
-          ErrorKind::kRuntime,
-          absl::StrCat(name_, ": factorize() needs analyze_pattern() first"));
-    }
-    QD_RETURN_IF_ERROR(CheckSquarePattern(pattern));
-    if (values.size() != pattern.indices.size()) {
-      return MakeError(ErrorKind::kType,
-                       absl::StrCat(name_, ": ", values.size(), " values for ",
-                                    pattern.indices.size(), " stored entries"));
-    }
-    if (!std::equal(indptr_.begin(), indptr_.end(), pattern.indptr.begin(),
-                    pattern.indptr.end()) ||
-        !std::equal(indices_.begin(), indices_.end(), pattern.indices.begin(),
-                    pattern.indices.end())) {
-      return MakeError(
-          ErrorKind::kRuntime,
-          absl::StrCat(name_,
-                       ": the matrix's sparsity pattern differs from the "
-                       "analyzed one; call analyze_pattern() (or compute()) "
-                       "with it"));
-    }
-    return absl::OkStatus();
-  }
-
   absl::Status CheckSolvable() const {
     if (factorized_)
       return absl::OkStatus();
@@ -348,8 +322,8 @@ class CusolverCholesky final : public CudaSparseCholesky<Scalar> {
           lib_->gather(sparse_, dense_b, gathered), "cusparseGather");
     }
     if (status.ok()) {
-      status = CusolverLibrary::CheckSolver(
-          SolveReordered(), "cusolverSpXcsrcholSolve");
+      status = CusolverLibrary::CheckSolver(SolveReordered(),
+                                            "cusolverSpXcsrcholSolve");
     }
     if (status.ok()) {
       status = CusolverLibrary::CheckSparse(
@@ -368,15 +342,13 @@ class CusolverCholesky final : public CudaSparseCholesky<Scalar> {
 
   int BufferInfo(int n, size_t* internal, size_t* workspace) {
     if constexpr (kDouble) {
-      return lib_->d_chol_buffer_info(solver_, n, nnz_, descr_,
-                                      values_.as<double>(), row_ptr_.as<int>(),
-                                      col_ind_.as<int>(), info_, internal,
-                                      workspace);
+      return lib_->d_chol_buffer_info(
+          solver_, n, nnz_, descr_, values_.as<double>(), row_ptr_.as<int>(),
+          col_ind_.as<int>(), info_, internal, workspace);
     } else {
-      return lib_->s_chol_buffer_info(solver_, n, nnz_, descr_,
-                                      values_.as<float>(), row_ptr_.as<int>(),
-                                      col_ind_.as<int>(), info_, internal,
-                                      workspace);
+      return lib_->s_chol_buffer_info(
+          solver_, n, nnz_, descr_, values_.as<float>(), row_ptr_.as<int>(),
+          col_ind_.as<int>(), info_, internal, workspace);
     }
   }
 

@@ -30,56 +30,54 @@ inline constexpr int kCudaR64F = 1;
 
 // X(member, symbol, function type). Every call returns a status, 0 on
 // success.
-#define QD_CUSPARSE_FUNCTIONS(X)                                             \
-  X(create, "cusparseCreate", int(CusparseHandle*))                      \
-  X(destroy, "cusparseDestroy", int(CusparseHandle))                     \
-  X(create_mat_descr, "cusparseCreateMatDescr", int(CusparseMatDescr*))  \
-  X(destroy_mat_descr, "cusparseDestroyMatDescr", int(CusparseMatDescr)) \
-  X(set_mat_type, "cusparseSetMatType", int(CusparseMatDescr, int))      \
-  X(set_mat_index_base, "cusparseSetMatIndexBase",                           \
-    int(CusparseMatDescr, int))                                          \
-  X(create_sp_vec, "cusparseCreateSpVec",                                    \
-    int(CusparseSpVec*, int64_t, int64_t, void*, void*, int, int, int))  \
-  X(destroy_sp_vec, "cusparseDestroySpVec", int(CusparseSpVec))          \
-  X(create_dn_vec, "cusparseCreateDnVec",                                    \
-    int(CusparseDnVec*, int64_t, void*, int))                            \
-  X(destroy_dn_vec, "cusparseDestroyDnVec", int(CusparseDnVec))          \
-  X(gather, "cusparseGather",                                                \
-    int(CusparseHandle, CusparseDnVec, CusparseSpVec))                   \
-  X(scatter, "cusparseScatter",                                              \
+#define QD_CUSPARSE_FUNCTIONS(X)                                               \
+  X(create, "cusparseCreate", int(CusparseHandle*))                            \
+  X(destroy, "cusparseDestroy", int(CusparseHandle))                           \
+  X(create_mat_descr, "cusparseCreateMatDescr", int(CusparseMatDescr*))        \
+  X(destroy_mat_descr, "cusparseDestroyMatDescr", int(CusparseMatDescr))       \
+  X(set_mat_type, "cusparseSetMatType", int(CusparseMatDescr, int))            \
+  X(set_mat_index_base, "cusparseSetMatIndexBase", int(CusparseMatDescr, int)) \
+  X(create_sp_vec, "cusparseCreateSpVec",                                      \
+    int(CusparseSpVec*, int64_t, int64_t, void*, void*, int, int, int))        \
+  X(destroy_sp_vec, "cusparseDestroySpVec", int(CusparseSpVec))                \
+  X(create_dn_vec, "cusparseCreateDnVec",                                      \
+    int(CusparseDnVec*, int64_t, void*, int))                                  \
+  X(destroy_dn_vec, "cusparseDestroyDnVec", int(CusparseDnVec))                \
+  X(gather, "cusparseGather",                                                  \
+    int(CusparseHandle, CusparseDnVec, CusparseSpVec))                         \
+  X(scatter, "cusparseScatter",                                                \
     int(CusparseHandle, CusparseSpVec, CusparseDnVec))
 
 // cuSOLVER's sparse Cholesky (the csrchol "low-level" API), in f32 (S)
 // and f64 (D).
-#define QD_CUSOLVER_FUNCTIONS(X)                                               \
-  X(sp_create, "cusolverSpCreate", int(CusolverSpHandle*))                 \
-  X(sp_destroy, "cusolverSpDestroy", int(CusolverSpHandle))                \
-  X(create_chol_info, "cusolverSpCreateCsrcholInfo", int(CsrcholInfo*))    \
-  X(destroy_chol_info, "cusolverSpDestroyCsrcholInfo", int(CsrcholInfo))   \
-  X(chol_analysis, "cusolverSpXcsrcholAnalysis",                               \
-    int(CusolverSpHandle, int, int, CusparseMatDescr, const int*,          \
-            const int*, CsrcholInfo))                                          \
-  X(s_chol_buffer_info, "cusolverSpScsrcholBufferInfo",                        \
-    int(CusolverSpHandle, int, int, CusparseMatDescr, const float*,        \
-            const int*, const int*, CsrcholInfo, size_t*, size_t*))            \
-  X(d_chol_buffer_info, "cusolverSpDcsrcholBufferInfo",                        \
-    int(CusolverSpHandle, int, int, CusparseMatDescr, const double*,       \
-            const int*, const int*, CsrcholInfo, size_t*, size_t*))            \
-  X(s_chol_factor, "cusolverSpScsrcholFactor",                                 \
-    int(CusolverSpHandle, int, int, CusparseMatDescr, const float*,        \
-            const int*, const int*, CsrcholInfo, void*))                       \
-  X(d_chol_factor, "cusolverSpDcsrcholFactor",                                 \
-    int(CusolverSpHandle, int, int, CusparseMatDescr, const double*,       \
-            const int*, const int*, CsrcholInfo, void*))                       \
-  X(s_chol_zero_pivot, "cusolverSpScsrcholZeroPivot",                          \
-    int(CusolverSpHandle, CsrcholInfo, float, int*))                       \
-  X(d_chol_zero_pivot, "cusolverSpDcsrcholZeroPivot",                          \
-    int(CusolverSpHandle, CsrcholInfo, double, int*))                      \
-  X(s_chol_solve, "cusolverSpScsrcholSolve",                                   \
-    int(CusolverSpHandle, int, const float*, float*, CsrcholInfo, void*))  \
-  X(d_chol_solve, "cusolverSpDcsrcholSolve",                                   \
-    int(CusolverSpHandle, int, const double*, double*, CsrcholInfo,        \
-            void*))
+#define QD_CUSOLVER_FUNCTIONS(X)                                              \
+  X(sp_create, "cusolverSpCreate", int(CusolverSpHandle*))                    \
+  X(sp_destroy, "cusolverSpDestroy", int(CusolverSpHandle))                   \
+  X(create_chol_info, "cusolverSpCreateCsrcholInfo", int(CsrcholInfo*))       \
+  X(destroy_chol_info, "cusolverSpDestroyCsrcholInfo", int(CsrcholInfo))      \
+  X(chol_analysis, "cusolverSpXcsrcholAnalysis",                              \
+    int(CusolverSpHandle, int, int, CusparseMatDescr, const int*, const int*, \
+        CsrcholInfo))                                                         \
+  X(s_chol_buffer_info, "cusolverSpScsrcholBufferInfo",                       \
+    int(CusolverSpHandle, int, int, CusparseMatDescr, const float*,           \
+        const int*, const int*, CsrcholInfo, size_t*, size_t*))               \
+  X(d_chol_buffer_info, "cusolverSpDcsrcholBufferInfo",                       \
+    int(CusolverSpHandle, int, int, CusparseMatDescr, const double*,          \
+        const int*, const int*, CsrcholInfo, size_t*, size_t*))               \
+  X(s_chol_factor, "cusolverSpScsrcholFactor",                                \
+    int(CusolverSpHandle, int, int, CusparseMatDescr, const float*,           \
+        const int*, const int*, CsrcholInfo, void*))                          \
+  X(d_chol_factor, "cusolverSpDcsrcholFactor",                                \
+    int(CusolverSpHandle, int, int, CusparseMatDescr, const double*,          \
+        const int*, const int*, CsrcholInfo, void*))                          \
+  X(s_chol_zero_pivot, "cusolverSpScsrcholZeroPivot",                         \
+    int(CusolverSpHandle, CsrcholInfo, float, int*))                          \
+  X(d_chol_zero_pivot, "cusolverSpDcsrcholZeroPivot",                         \
+    int(CusolverSpHandle, CsrcholInfo, double, int*))                         \
+  X(s_chol_solve, "cusolverSpScsrcholSolve",                                  \
+    int(CusolverSpHandle, int, const float*, float*, CsrcholInfo, void*))     \
+  X(d_chol_solve, "cusolverSpDcsrcholSolve",                                  \
+    int(CusolverSpHandle, int, const double*, double*, CsrcholInfo, void*))
 
 template <typename Function>
 using Entry = Function*;

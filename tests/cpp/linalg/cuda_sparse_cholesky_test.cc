@@ -34,10 +34,9 @@ Grid Laplacian(int side, double shift) {
     for (int j = 0; j < side; ++j) {
       const int64_t r = int64_t{i} * side + j;
       for (int64_t c : {r - side, r - 1, r, r + 1, r + side}) {
-        const bool neighbour = (c == r - side && i > 0) ||
-                               (c == r + side && i + 1 < side) ||
-                               (c == r - 1 && j > 0) ||
-                               (c == r + 1 && j + 1 < side);
+        const bool neighbour =
+            (c == r - side && i > 0) || (c == r + side && i + 1 < side) ||
+            (c == r - 1 && j > 0) || (c == r + 1 && j + 1 < side);
         if (c != r && !neighbour)
           continue;
         g.indices.push_back(c);
@@ -108,9 +107,8 @@ void ExpectMatchesHost(FillOrdering ordering, double tolerance) {
   for (double& v : b64)
     v = u(rng);
   const std::vector<Scalar> b = Cast<Scalar>(b64);
-  for (SparseDirectSolver<Scalar>* solver : {static_cast<SparseDirectSolver<
-                                                 Scalar>*>(device.get()),
-                                             host.get()}) {
+  for (SparseDirectSolver<Scalar>* solver :
+       {static_cast<SparseDirectSolver<Scalar>*>(device.get()), host.get()}) {
     ASSERT_TRUE(solver->AnalyzePattern(g.pattern()).ok());
     ASSERT_TRUE(solver->Factorize(g.pattern(), values).ok());
     EXPECT_TRUE(solver->ok());

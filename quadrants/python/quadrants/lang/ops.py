@@ -60,15 +60,24 @@ exp = _unary("exp", math.exp)
 log = _unary("log", math.log)
 asin = _unary("asin", math.asin)
 acos = _unary("acos", math.acos)
-_floor = _unary("floor", math.floor)
 
 
-@intrinsic
-def floor(x, dtype=None):
-    """qd.floor(x, dtype=None): the largest integer not above x,
-    elementwise, in x's type, then cast to `dtype` when given."""
-    result = _floor(x)
-    return result if dtype is None else cast(result, dtype)
+def _rounding(name, python_fn, what):
+    """qd.<name>(x, dtype=None): `what`, elementwise, in x's type, then cast
+    to `dtype` when given."""
+    unary = _unary(name, python_fn)
+
+    @intrinsic
+    def op(x, dtype=None):
+        result = unary(x)
+        return result if dtype is None else cast(result, dtype)
+    op.__name__ = name
+    op.__doc__ = f"qd.{name}(x, dtype=None): {what}, elementwise, in x's type, then " \
+                 f"cast to `dtype` when given."
+    return op
+
+
+floor = _rounding("floor", math.floor, "the largest integer not above x")
 
 
 _stop_grad_value = _unary("stop_grad", lambda v: v)
@@ -127,15 +136,7 @@ def _field_places(x):
     return None
 
 
-_ceil = _unary("ceil", math.ceil)
-
-
-@intrinsic
-def ceil(x, dtype=None):
-    """qd.ceil(x, dtype=None): the smallest integer not below x,
-    elementwise, in x's type, then cast to `dtype` when given."""
-    result = _ceil(x)
-    return result if dtype is None else cast(result, dtype)
+ceil = _rounding("ceil", math.ceil, "the smallest integer not below x")
 
 
 abs = _unary("abs", builtins.abs)  # pylint: disable=redefined-builtin
